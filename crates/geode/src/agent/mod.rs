@@ -1,0 +1,1 @@
+//! Many calls: the loop, tools, the worker and subtasks.

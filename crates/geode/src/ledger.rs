@@ -1,0 +1,358 @@
+//! The guarantee ledger: which layer guaranteed what, for one worker result.
+//!
+//! Every [`crate::agent::worker::WorkerResult`] carries a [`GuaranteeLedger`]. It answers, without
+//! reading logs: which adapter served the call and how it put the schema on the wire
+//! ([`StructuredOutputMode`]), what it had to rewrite ([`Transform`]), what the worker's check and
+//! full validation concluded, every attempt with its usage and time, and why a retry ran or not.
+//!
+//! | layer | field |
+//! |---|---|
+//! | provider / engine | `adapter`, `wire_mode`, `transforms`, `residuals` |
+//! | worker check | `worker_check` |
+//! | full validation against the caller's original schema | `full_validation` |
+//! | attempts and the retry | `attempts`, `retry` |
+
+use crate::llm::request::{StopReason, Usage};
+use crate::schema::validate::ValidationIssue;
+use serde::{Deserialize, Serialize};
+
+/// How a schema reaches the model, strongest first. Names as in `design.md` §3.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StructuredOutputMode {
+    /// The engine masks tokens so the output cannot leave the constraint (local llguidance).
+    Constrained,
+    /// The provider enforces the schema (OpenAI strict, Anthropic native `output_config.format`).
+    Strict,
+    /// The schema reaches the provider, which is asked but not bound to follow it.
+    Hint,
+    /// A forced output tool whose `input_schema` is the schema.
+    Tool,
+    /// A CLI validates the answer against the schema and reports the structured result.
+    CliValidated,
+    /// The schema is passed as a CLI flag; the CLI's enforcement is not verified.
+    CliFlag,
+    /// The provider guarantees JSON syntax only; the schema travels in the prompt.
+    JsonMode,
+    /// The schema travels only in the prompt.
+    Prompt,
+    /// Nothing reaches the wire.
+    #[default]
+    None,
+}
+
+impl StructuredOutputMode {
+    /// All modes, strongest first.
+    pub const ALL: [StructuredOutputMode; 9] = [
+        Self::Constrained,
+        Self::Strict,
+        Self::Hint,
+        Self::Tool,
+        Self::CliValidated,
+        Self::CliFlag,
+        Self::JsonMode,
+        Self::Prompt,
+        Self::None,
+    ];
+
+    /// The kebab-case name used on the CLI, in the README and in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Constrained => "constrained",
+            Self::Strict => "strict",
+            Self::Hint => "hint",
+            Self::Tool => "tool",
+            Self::CliValidated => "cli-validated",
+            Self::CliFlag => "cli-flag",
+            Self::JsonMode => "json-mode",
+            Self::Prompt => "prompt",
+            Self::None => "none",
+        }
+    }
+
+    /// The guarantee level this mode reaches (see [`Require`]).
+    pub fn level(self) -> Require {
+        match self {
+            Self::Constrained | Self::Strict => Require::Enforced,
+            Self::Hint | Self::Tool | Self::CliValidated | Self::CliFlag => Require::Wired,
+            Self::JsonMode | Self::Prompt | Self::None => Require::BestEffort,
+        }
+    }
+}
+
+impl std::fmt::Display for StructuredOutputMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a caller requires of the structured-output path. Ordered: `BestEffort < Wired < Enforced`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Require {
+    /// Anything, including JSON mode and prompt-only.
+    #[default]
+    BestEffort,
+    /// The schema itself reaches the provider in a form it acts on.
+    Wired,
+    /// The provider or engine constrains decoding to this schema.
+    Enforced,
+}
+
+impl Require {
+    /// The kebab-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::BestEffort => "best-effort",
+            Self::Wired => "wired",
+            Self::Enforced => "enforced",
+        }
+    }
+}
+
+/// One rewrite of the caller's schema (or request) on the way to a provider.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Transform {
+    /// JSON Pointer into the caller's schema.
+    pub pointer: String,
+    /// What was done, e.g. `removed keyword minLength (checked locally)`.
+    pub action: String,
+}
+
+/// The worker's shallow check, as the reference does it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "verdict", rename_all = "snake_case")]
+pub enum WorkerCheck {
+    /// A top-level object with every required key was found.
+    Pass,
+    /// The check failed, with the reason.
+    Fail {
+        /// Why.
+        reason: CheckFailure,
+    },
+    /// No schema: nothing was checked.
+    #[default]
+    NotChecked,
+}
+
+/// Why the worker's check failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum CheckFailure {
+    /// The loop ended with an error or a failure termination.
+    FailedRun {
+        /// The termination reason.
+        termination: String,
+    },
+    /// The answer was empty.
+    Empty,
+    /// No balanced JSON object parsed.
+    NoObject,
+    /// These required keys were missing.
+    MissingKeys {
+        /// The keys.
+        keys: Vec<String>,
+    },
+    /// Full validation found errors.
+    Invalid {
+        /// How many.
+        count: usize,
+    },
+    /// The answer did not satisfy a choice/regex/grammar constraint.
+    ConstraintUnmet {
+        /// Which constraint kind.
+        constraint: String,
+    },
+}
+
+/// The verdict of full JSON Schema validation against the caller's original schema.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ValidationVerdict {
+    /// True when the answer matched.
+    pub valid: bool,
+    /// The errors, empty when valid.
+    #[serde(default)]
+    pub errors: Vec<ValidationIssue>,
+}
+
+/// One run of the loop (the first attempt or the retry).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttemptRecord {
+    /// 1 for the first run, 2 for the retry.
+    pub attempt: u32,
+    /// How the loop ended.
+    pub termination_reason: String,
+    /// The last stop reason the adapter gave.
+    pub stop_reason: Option<StopReason>,
+    /// LLM rounds in this attempt.
+    pub rounds: u32,
+    /// Usage summed over the attempt's calls.
+    pub usage: Usage,
+    /// Wall time of the attempt in milliseconds.
+    pub elapsed_ms: u64,
+    /// The worker check of this attempt's answer.
+    pub check: WorkerCheck,
+    /// The error, if the attempt failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Whether the one retry ran, and why.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+pub enum RetryDecision {
+    /// No retry was considered (no schema, or no attempt finished).
+    #[default]
+    NotNeeded,
+    /// The first answer passed; no retry.
+    FirstPassed,
+    /// The retry ran because the first answer failed the check.
+    Ran {
+        /// Why the first answer failed.
+        trigger: String,
+    },
+    /// The first answer failed but the retry was skipped.
+    Skipped {
+        /// Why it was skipped.
+        why: String,
+    },
+}
+
+/// One adapter tried for a call (more than one when a fallback chain took over).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdapterTry {
+    /// The adapter name.
+    pub adapter: String,
+    /// `ok`, or the error that made the chain move on.
+    pub outcome: String,
+}
+
+/// The whole account of one worker result.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GuaranteeLedger {
+    /// The adapter that produced the final answer.
+    pub adapter: String,
+    /// The model asked for.
+    pub model: String,
+    /// How the schema (or constraint) went on the wire on the last call.
+    pub wire_mode: StructuredOutputMode,
+    /// Every rewrite of the schema for the wire.
+    #[serde(default)]
+    pub transforms: Vec<Transform>,
+    /// Constraints the wire could not carry and that were checked locally instead.
+    #[serde(default)]
+    pub residuals: Vec<String>,
+    /// Every adapter tried, in order, when routing or a fallback chain was involved.
+    #[serde(default)]
+    pub adapters_tried: Vec<AdapterTry>,
+    /// The final answer's worker check (the reference's shallow check, or full).
+    pub worker_check: WorkerCheck,
+    /// Full validation of the final answer against the original schema.
+    #[serde(default)]
+    pub full_validation: Option<ValidationVerdict>,
+    /// Each attempt.
+    #[serde(default)]
+    pub attempts: Vec<AttemptRecord>,
+    /// The retry decision.
+    pub retry: RetryDecision,
+    /// Input fields of the WorkerRequest that geode does not know (ignored).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unknown_request_fields: Vec<String>,
+}
+
+impl GuaranteeLedger {
+    /// A short multi-line human summary, as `geode run` prints on stderr.
+    pub fn summary(&self) -> String {
+        let mut out = format!(
+            "adapter={} model={} wire_mode={} ({})",
+            self.adapter,
+            if self.model.is_empty() { "-" } else { &self.model },
+            self.wire_mode,
+            self.wire_mode.level().as_str()
+        );
+        if !self.transforms.is_empty() {
+            out.push_str(&format!(" transforms={}", self.transforms.len()));
+        }
+        let check = match &self.worker_check {
+            WorkerCheck::Pass => "pass".to_owned(),
+            WorkerCheck::NotChecked => "not-checked".to_owned(),
+            WorkerCheck::Fail { reason } => format!("fail({})", failure_label(reason)),
+        };
+        out.push_str(&format!("\nworker_check={check}"));
+        if let Some(v) = &self.full_validation {
+            out.push_str(&format!(
+                " full_validation={}",
+                if v.valid {
+                    "valid".to_owned()
+                } else {
+                    format!("invalid({} errors)", v.errors.len())
+                }
+            ));
+        }
+        let retry = match &self.retry {
+            RetryDecision::NotNeeded => "not-needed".to_owned(),
+            RetryDecision::FirstPassed => "not-needed(first passed)".to_owned(),
+            RetryDecision::Ran { trigger } => format!("ran({trigger})"),
+            RetryDecision::Skipped { why } => format!("skipped({why})"),
+        };
+        out.push_str(&format!(" attempts={} retry={retry}", self.attempts.len()));
+        out
+    }
+}
+
+fn failure_label(f: &CheckFailure) -> String {
+    match f {
+        CheckFailure::FailedRun { termination } => format!("failed run: {termination}"),
+        CheckFailure::Empty => "empty".to_owned(),
+        CheckFailure::NoObject => "no JSON object".to_owned(),
+        CheckFailure::MissingKeys { keys } => format!("missing keys {}", keys.join(",")),
+        CheckFailure::Invalid { count } => format!("{count} validation errors"),
+        CheckFailure::ConstraintUnmet { constraint } => format!("{constraint} not met"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_round_trip_with_design_names() {
+        for m in StructuredOutputMode::ALL {
+            let v = serde_json::to_value(m).unwrap();
+            assert_eq!(v, serde_json::Value::String(m.as_str().to_owned()));
+            assert_eq!(serde_json::from_value::<StructuredOutputMode>(v).unwrap(), m);
+        }
+    }
+
+    #[test]
+    fn levels_order_best_effort_below_enforced() {
+        assert!(Require::BestEffort < Require::Wired && Require::Wired < Require::Enforced);
+        assert_eq!(StructuredOutputMode::JsonMode.level(), Require::BestEffort);
+        assert_eq!(StructuredOutputMode::CliFlag.level(), Require::Wired);
+        assert_eq!(StructuredOutputMode::Strict.level(), Require::Enforced);
+    }
+
+    #[test]
+    fn ledger_serialises_to_json_with_its_verdicts() {
+        let ledger = GuaranteeLedger {
+            adapter: "scripted".into(),
+            wire_mode: StructuredOutputMode::Hint,
+            worker_check: WorkerCheck::Fail {
+                reason: CheckFailure::MissingKeys {
+                    keys: vec!["reason".into()],
+                },
+            },
+            retry: RetryDecision::Ran {
+                trigger: "missing required keys".into(),
+            },
+            ..GuaranteeLedger::default()
+        };
+        let v = serde_json::to_value(&ledger).unwrap();
+        assert_eq!(v["wire_mode"], "hint");
+        assert_eq!(v["worker_check"]["verdict"], "fail");
+        assert_eq!(v["retry"]["decision"], "ran");
+        let back: GuaranteeLedger = serde_json::from_value(v).unwrap();
+        assert_eq!(back, ledger);
+        assert!(ledger.summary().contains("wire_mode=hint (wired)"));
+    }
+}

@@ -1,0 +1,268 @@
+//! The [`Adapter`] trait: one LLM call over one provider's wire.
+//!
+//! An adapter takes an [`AdapterCallRequest`] and a [`CallCx`] (cancellation and deadline) and
+//! returns an [`AdapterResponse`] whose [`crate::llm::request::WireReport`] says how the schema
+//! went on the wire. Failures are [`AdapterError`]s that name the adapter and classify the
+//! provider's answer, so retry code matches on [`AdapterError::retry_class`], never on text.
+
+use crate::ledger::StructuredOutputMode;
+use crate::llm::request::{AdapterCallRequest, AdapterResponse};
+use crate::schema::ResponseSchema;
+use std::time::Duration;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// The context of one call: a cancellation token and an optional deadline.
+#[derive(Debug, Clone, Default)]
+pub struct CallCx {
+    /// Cancelled when the caller gives up; adapters stop promptly and clean up.
+    pub cancel: CancellationToken,
+    /// The instant by which the call must end.
+    pub deadline: Option<Instant>,
+}
+
+impl CallCx {
+    /// A context with a fresh token and no deadline.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The same token with a deadline `timeout` from now (or the earlier existing one).
+    pub fn with_timeout(&self, timeout: Duration) -> Self {
+        let candidate = Instant::now() + timeout;
+        Self {
+            cancel: self.cancel.clone(),
+            deadline: Some(match self.deadline {
+                Some(d) if d < candidate => d,
+                _ => candidate,
+            }),
+        }
+    }
+
+    /// Time left before the deadline (`None` when there is none).
+    pub fn remaining(&self) -> Option<Duration> {
+        self.deadline
+            .map(|d| d.saturating_duration_since(Instant::now()))
+    }
+
+    /// Runs `fut` until it ends, the token is cancelled or the deadline passes.
+    pub async fn run<T>(
+        &self,
+        adapter: &str,
+        fut: impl std::future::Future<Output = Result<T, AdapterError>>,
+    ) -> Result<T, AdapterError> {
+        let sleep = async {
+            match self.deadline {
+                Some(d) => tokio::time::sleep_until(d).await,
+                None => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            _ = self.cancel.cancelled() => Err(AdapterError::Cancelled { adapter: adapter.to_owned() }),
+            _ = sleep => Err(AdapterError::Timeout { adapter: adapter.to_owned() }),
+            r = fut => r,
+        }
+    }
+}
+
+/// Whether an error is worth another try (same adapter after backoff, or a fallback adapter).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryClass {
+    /// A transient fault: rate limit, 5xx, connection reset, truncated stream.
+    Retryable,
+    /// Retrying the same request cannot help: auth, bad request, schema rejection, config.
+    Fatal,
+}
+
+/// A failed adapter call. `Display` is one line without secrets or bodies.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AdapterError {
+    /// The adapter is not configured: a missing key, credential file or binary.
+    #[error("{adapter}: not configured: {message}")]
+    Config {
+        /// The adapter name.
+        adapter: String,
+        /// What is missing.
+        message: String,
+    },
+    /// The provider refused the credentials (401/403).
+    #[error("{adapter}: authentication failed (HTTP {status}): {message}")]
+    Auth {
+        /// The adapter name.
+        adapter: String,
+        /// The HTTP status.
+        status: u16,
+        /// The provider's message.
+        message: String,
+    },
+    /// The provider rate-limited the call (429).
+    #[error("{adapter}: rate limited (HTTP 429){}: {message}", retry_after.map(|d| format!(", retry after {}s", d.as_secs_f32())).unwrap_or_default())]
+    RateLimited {
+        /// The adapter name.
+        adapter: String,
+        /// The provider's `retry-after`, when given.
+        retry_after: Option<Duration>,
+        /// The provider's message.
+        message: String,
+    },
+    /// The provider rejected the schema (a 400 naming the schema or `text.format`).
+    #[error("{adapter}: schema rejected by the provider (HTTP {status}, code {code}): {message}")]
+    SchemaRejected {
+        /// The adapter name.
+        adapter: String,
+        /// The HTTP status.
+        status: u16,
+        /// The provider's error code, or `-`.
+        code: String,
+        /// The provider's message.
+        message: String,
+    },
+    /// Any other 4xx.
+    #[error("{adapter}: bad request (HTTP {status}): {message}")]
+    BadRequest {
+        /// The adapter name.
+        adapter: String,
+        /// The HTTP status.
+        status: u16,
+        /// The provider's message.
+        message: String,
+    },
+    /// The provider failed (5xx).
+    #[error("{adapter}: provider error (HTTP {status}): {message}")]
+    Server {
+        /// The adapter name.
+        adapter: String,
+        /// The HTTP status.
+        status: u16,
+        /// The provider's message.
+        message: String,
+    },
+    /// The connection failed or was reset.
+    #[error("{adapter}: transport failure: {message}")]
+    Transport {
+        /// The adapter name.
+        adapter: String,
+        /// What happened.
+        message: String,
+    },
+    /// A stream or process ended before its terminal event.
+    #[error("{adapter}: response truncated: {message}")]
+    Truncated {
+        /// The adapter name.
+        adapter: String,
+        /// What was missing.
+        message: String,
+    },
+    /// The provider's answer could not be understood.
+    #[error("{adapter}: protocol error: {message}")]
+    Protocol {
+        /// The adapter name.
+        adapter: String,
+        /// What was wrong.
+        message: String,
+    },
+    /// The provider or CLI reported a failure of the run itself (a CLI's `is_error`,
+    /// `turn.failed`, retry exhaustion).
+    #[error("{adapter}: run failed ({kind}): {message}")]
+    RunFailed {
+        /// The adapter name.
+        adapter: String,
+        /// A short machine-readable kind, e.g. `error_max_turns`.
+        kind: String,
+        /// The message.
+        message: String,
+    },
+    /// The request cannot be served by this adapter (e.g. a schema over the dialect's limits).
+    #[error("{adapter}: unsupported request: {message}")]
+    Unsupported {
+        /// The adapter name.
+        adapter: String,
+        /// Why.
+        message: String,
+    },
+    /// The deadline passed.
+    #[error("{adapter}: timed out")]
+    Timeout {
+        /// The adapter name.
+        adapter: String,
+    },
+    /// The caller cancelled.
+    #[error("{adapter}: cancelled")]
+    Cancelled {
+        /// The adapter name.
+        adapter: String,
+    },
+}
+
+impl AdapterError {
+    /// Whether another try could succeed.
+    pub fn retry_class(&self) -> RetryClass {
+        match self {
+            Self::RateLimited { .. }
+            | Self::Server { .. }
+            | Self::Transport { .. }
+            | Self::Truncated { .. } => RetryClass::Retryable,
+            _ => RetryClass::Fatal,
+        }
+    }
+
+    /// A short snake_case kind for ledgers and exit-code mapping.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Config { .. } => "config",
+            Self::Auth { .. } => "auth",
+            Self::RateLimited { .. } => "rate_limited",
+            Self::SchemaRejected { .. } => "schema_rejected",
+            Self::BadRequest { .. } => "bad_request",
+            Self::Server { .. } => "server",
+            Self::Transport { .. } => "transport",
+            Self::Truncated { .. } => "truncated",
+            Self::Protocol { .. } => "protocol",
+            Self::RunFailed { .. } => "run_failed",
+            Self::Unsupported { .. } => "unsupported",
+            Self::Timeout { .. } => "timeout",
+            Self::Cancelled { .. } => "cancelled",
+        }
+    }
+}
+
+/// One LLM call over one provider's wire.
+///
+/// ```
+/// use geode::llm::adapter::{Adapter, CallCx};
+/// use geode::llm::request::{AdapterCallRequest, AdapterResponse, Message};
+/// use geode::llm::scripted::ScriptedAdapter;
+///
+/// # tokio_test_block(async {
+/// let adapter = ScriptedAdapter::new(vec![Ok(AdapterResponse::text(r#"{"ok":true}"#))]);
+/// let req = AdapterCallRequest::new("m", vec![Message::user("hi")]);
+/// let resp = adapter.call(req, &CallCx::new()).await.unwrap();
+/// assert_eq!(resp.text, r#"{"ok":true}"#);
+/// assert_eq!(adapter.requests().len(), 1);
+/// # });
+/// # fn tokio_test_block(f: impl std::future::Future<Output = ()>) {
+/// #     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
+/// # }
+/// ```
+#[async_trait::async_trait]
+pub trait Adapter: Send + Sync {
+    /// The adapter's registry name (`openai-payg`, `local`, `scripted`, ...).
+    fn name(&self) -> &str;
+
+    /// The mode this adapter would use for `schema` (`None` means no schema).
+    fn wire_mode(&self, schema: Option<&ResponseSchema>) -> StructuredOutputMode;
+
+    /// Whether the framework's own tools are forwarded to the model.
+    fn supports_tools(&self) -> bool {
+        true
+    }
+
+    /// Makes one call.
+    async fn call(
+        &self,
+        req: AdapterCallRequest,
+        cx: &CallCx,
+    ) -> Result<AdapterResponse, AdapterError>;
+}

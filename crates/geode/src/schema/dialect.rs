@@ -1,0 +1,1 @@
+//! Per-provider schema projection and limit preflight (STUB).
