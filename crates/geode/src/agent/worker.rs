@@ -443,6 +443,10 @@ fn finish(
     elapsed: Duration,
 ) -> WorkerResult {
     ledger.wire_mode = last.wire.mode;
+    if let Some(answered) = last.wire.adapters_tried.last() {
+        ledger.adapter = answered.adapter.clone();
+        ledger.adapters_tried = last.wire.adapters_tried.clone();
+    }
     ledger.transforms = last.wire.transforms.clone();
     ledger.worker_check = check.verdict.clone();
     ledger.full_validation = check.full.clone();

@@ -9,6 +9,7 @@
 //! | [`routing`] | which adapter serves a call; the `require` policy |
 
 pub mod adapter;
+pub mod fallback;
 pub mod registry;
 pub mod request;
 pub mod routing;
