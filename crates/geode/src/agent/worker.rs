@@ -322,6 +322,7 @@ fn attempt_record(n: u32, r: &AgenticResult, elapsed: Duration, check: &AnswerCh
         elapsed_ms: elapsed.as_millis().try_into().unwrap_or(u64::MAX),
         check: check.verdict.clone(),
         error: r.error.clone(),
+        error_kind: r.error_kind.clone(),
     }
 }
 

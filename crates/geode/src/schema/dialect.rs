@@ -21,3 +21,27 @@ pub enum Dialect {
 pub fn anthropic_native_fits(_schema: &super::ResponseSchema) -> Result<(), Vec<String>> {
     Err(vec!["not checked yet".to_owned()])
 }
+
+/// One provider limit a schema exceeds (STUB).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LimitViolation {
+    /// The limit's name.
+    pub limit: String,
+    /// What was found.
+    pub found: usize,
+    /// The maximum.
+    pub max: usize,
+    /// Where.
+    pub pointer: String,
+}
+
+impl std::fmt::Display for LimitViolation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {} > {} at {}", self.limit, self.found, self.max, self.pointer)
+    }
+}
+
+/// Checks provider limits offline (STUB).
+pub fn preflight(_schema: &super::ResponseSchema, _dialect: Dialect) -> Result<(), Vec<LimitViolation>> {
+    Ok(())
+}
