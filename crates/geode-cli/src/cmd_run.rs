@@ -94,7 +94,10 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<u8> {
     };
     req.adapter = args.adapter.clone().unwrap_or_default();
     req.model = args.model.clone().unwrap_or_default();
-    req.timeout_s = args.timeout.or(cfg.timeouts.request_s).unwrap_or(req.timeout_s);
+    req.timeout_s = args
+        .timeout
+        .or(cfg.timeouts.request_s)
+        .unwrap_or(req.timeout_s);
     req.agent_system_prompt = args.system.clone().unwrap_or_default();
     if let Some(m) = args.max_tokens {
         req.subagent_max_tokens = m;

@@ -55,7 +55,11 @@ fn check(file: &std::path::Path, json: bool) -> anyhow::Result<u8> {
             }
         );
         for r in &verdict.reasons {
-            let at = if r.pointer.is_empty() { "/" } else { &r.pointer };
+            let at = if r.pointer.is_empty() {
+                "/"
+            } else {
+                &r.pointer
+            };
             println!("  {at}: {}", r.rule);
         }
     }

@@ -34,7 +34,11 @@ pub(crate) fn exit_code(result: &geode::agent::worker::WorkerResult) -> u8 {
 }
 
 #[derive(Parser)]
-#[command(name = "geode", version, about = "One structured-output contract across LLM providers, with a guarantee ledger.")]
+#[command(
+    name = "geode",
+    version,
+    about = "One structured-output contract across LLM providers, with a guarantee ledger."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

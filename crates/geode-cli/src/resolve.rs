@@ -71,7 +71,10 @@ pub(crate) fn resolve(req: &mut WorkerRequest, cfg: &Config) -> Result<WorkerEnv
         geode::schema::dialect::preflight(s, routed.spec.dialect).map_err(|v| {
             ResolveError::Preflight(format!(
                 "{name}: {}",
-                v.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+                v.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; ")
             ))
         })?;
     }
@@ -83,18 +86,22 @@ pub(crate) fn resolve(req: &mut WorkerRequest, cfg: &Config) -> Result<WorkerEnv
     if explicit.is_none() {
         for fb in cfg.fallback.iter().filter(|n| n.as_str() != name) {
             let Some(s) = spec(fb) else { continue };
-            let meets = schema.is_none() || s.mode_for(schema.as_ref(), false).level() >= req.require;
-            if meets && s.is_configured(&env) {
-                if let Ok(a) = build_adapter(fb, cfg, &env) {
-                    chain.push(a);
-                }
+            let meets =
+                schema.is_none() || s.mode_for(schema.as_ref(), false).level() >= req.require;
+            if meets
+                && s.is_configured(&env)
+                && let Ok(a) = build_adapter(fb, cfg, &env)
+            {
+                chain.push(a);
             }
         }
     }
     let adapter: Arc<dyn Adapter> = if chain.len() == 1 {
         chain.remove(0)
     } else {
-        Arc::new(FallbackAdapter::new(chain).ok_or_else(|| ResolveError::Build("empty chain".into()))?)
+        Arc::new(
+            FallbackAdapter::new(chain).ok_or_else(|| ResolveError::Build("empty chain".into()))?,
+        )
     };
     Ok(WorkerEnv::new(adapter))
 }

@@ -99,10 +99,7 @@ impl Config {
     /// Parses config text; `path` names the source in errors.
     pub fn parse(text: &str, path: &str) -> Result<Self, ConfigError> {
         let mut cfg: Config = toml::from_str(text).map_err(|e| {
-            let (line, column) = e
-                .span()
-                .map(|s| line_col(text, s.start))
-                .unwrap_or((0, 0));
+            let (line, column) = e.span().map(|s| line_col(text, s.start)).unwrap_or((0, 0));
             ConfigError::Invalid {
                 path: path.to_owned(),
                 line,
@@ -115,10 +112,10 @@ impl Config {
             name: name.to_owned(),
             field,
         };
-        if let Some(d) = &cfg.default_adapter {
-            if spec(d).is_none() {
-                return Err(unknown(d, "default_adapter"));
-            }
+        if let Some(d) = &cfg.default_adapter
+            && spec(d).is_none()
+        {
+            return Err(unknown(d, "default_adapter"));
         }
         if let Some(bad) = cfg.fallback.iter().find(|n| spec(n).is_none()) {
             return Err(unknown(bad, "fallback"));
@@ -149,7 +146,12 @@ impl Config {
     }
 
     /// The base URL for `adapter`: `flag` > its env variable > this file > the default.
-    pub fn base_url(&self, adapter: &str, flag: Option<&str>, env: &dyn Environment) -> Option<String> {
+    pub fn base_url(
+        &self,
+        adapter: &str,
+        flag: Option<&str>,
+        env: &dyn Environment,
+    ) -> Option<String> {
         let s = spec(adapter)?;
         flag.map(str::to_owned)
             .or_else(|| s.base_url_env.and_then(|v| env.var(v)))
@@ -170,7 +172,12 @@ impl Config {
 fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let before = &text[..offset.min(text.len())];
     let line = before.matches('\n').count() + 1;
-    let column = before.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0) + 1;
+    let column = before
+        .rsplit('\n')
+        .next()
+        .map(|l| l.chars().count())
+        .unwrap_or(0)
+        + 1;
     (line, column)
 }
 
@@ -194,7 +201,8 @@ mod tests {
 
     #[test]
     fn a_syntax_error_names_the_line() {
-        let err = Config::parse("fallback = []\n\ndefault_adapter = = 3\n", "geode.toml").unwrap_err();
+        let err =
+            Config::parse("fallback = []\n\ndefault_adapter = = 3\n", "geode.toml").unwrap_err();
         match err {
             ConfigError::Invalid { line, .. } => assert_eq!(line, 3),
             other => panic!("{other}"),
@@ -205,7 +213,8 @@ mod tests {
 
     #[test]
     fn unknown_adapters_are_refused() {
-        let err = Config::parse("fallback = [\"openai-payg\", \"gpt-chat\"]", "g.toml").unwrap_err();
+        let err =
+            Config::parse("fallback = [\"openai-payg\", \"gpt-chat\"]", "g.toml").unwrap_err();
         assert!(err.to_string().contains("gpt-chat"), "{err}");
     }
 }

@@ -1,5 +1,7 @@
 //! AgenticLoop through the scripted adapter: every path, and the schema on every round.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use geode::agent::agent_loop::{AgenticLoop, LoopOptions, SchemaOverride};
 use geode::agent::termination::TerminationReason;
 use geode::agent::tools::{FnTool, ToolRegistry};
@@ -58,7 +60,9 @@ async fn schema_and_tools_travel_together_on_every_round() {
     let adapter = Arc::new(ScriptedAdapter::new(vec![
         Ok(tool_call("c1", json!({"path": "a.md"}))),
         Ok(tool_call("c2", json!({"path": "b.md"}))),
-        Ok(AdapterResponse::text(r#"{"decision":"accept","reason":"ok"}"#)),
+        Ok(AdapterResponse::text(
+            r#"{"decision":"accept","reason":"ok"}"#,
+        )),
     ]));
     let mut lp = AgenticLoop::new(adapter.clone(), options_with_schema(), tools());
     let r = lp.arun("Decide.", &CallCx::new()).await;
@@ -85,7 +89,9 @@ async fn schema_and_tools_travel_together_on_every_round() {
 async fn a_bad_tool_call_goes_back_to_the_model_as_an_error_result() {
     let adapter = Arc::new(ScriptedAdapter::new(vec![
         Ok(tool_call("c1", json!({"path": 42}))),
-        Ok(AdapterResponse::text(r#"{"decision":"reject","reason":"x"}"#)),
+        Ok(AdapterResponse::text(
+            r#"{"decision":"reject","reason":"x"}"#,
+        )),
     ]));
     let mut lp = AgenticLoop::new(adapter.clone(), options_with_schema(), tools());
     let r = lp.arun("Decide.", &CallCx::new()).await;
@@ -97,7 +103,11 @@ async fn a_bad_tool_call_goes_back_to_the_model_as_an_error_result() {
         .iter()
         .flat_map(|m| &m.content)
         .find_map(|b| match b {
-            ContentBlock::ToolResult { content, is_error: true, .. } => Some(content.clone()),
+            ContentBlock::ToolResult {
+                content,
+                is_error: true,
+                ..
+            } => Some(content.clone()),
             _ => None,
         })
         .expect("an error tool_result");
@@ -118,8 +128,12 @@ async fn per_call_override_replaces_or_suppresses_the_loop_schema() {
     lp.call_llm(msgs.clone(), SchemaOverride::Replace(planner.clone()), &cx)
         .await
         .unwrap();
-    lp.call_llm(msgs.clone(), SchemaOverride::Suppress, &cx).await.unwrap();
-    lp.call_llm(msgs, SchemaOverride::Inherit, &cx).await.unwrap();
+    lp.call_llm(msgs.clone(), SchemaOverride::Suppress, &cx)
+        .await
+        .unwrap();
+    lp.call_llm(msgs, SchemaOverride::Inherit, &cx)
+        .await
+        .unwrap();
     let reqs = adapter.requests();
     assert_eq!(reqs[0].response_schema.as_ref(), Some(&planner));
     assert_eq!(reqs[1].response_schema, None);
@@ -235,7 +249,9 @@ async fn refusal_truncation_and_adapter_errors_are_distinct_terminations() {
 async fn an_input_guard_blocks_before_any_call() {
     let adapter = Arc::new(ScriptedAdapter::new(vec![]));
     let mut lp = AgenticLoop::new(adapter.clone(), LoopOptions::default(), tools())
-        .with_input_guard(Arc::new(|_| Some("Blocked by UserPromptSubmit hook".into())));
+        .with_input_guard(Arc::new(|_| {
+            Some("Blocked by UserPromptSubmit hook".into())
+        }));
     let r = lp.arun("go", &CallCx::new()).await;
     assert_eq!(r.termination_reason, TerminationReason::InputBlocked);
     assert!(adapter.requests().is_empty());

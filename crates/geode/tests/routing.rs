@@ -1,6 +1,8 @@
 //! Routing table: model names and available credentials to the expected adapter, and the
 //! `require` policy refusing before any request.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use geode::ledger::{Require, StructuredOutputMode};
 use geode::llm::registry::Environment;
 use geode::llm::routing::{RouteRequest, RoutingError, family_of_model, route};
@@ -44,16 +46,32 @@ fn strict_schema() -> ResponseSchema {
 }
 
 fn pick(model: &str, m: &FakeMachine) -> Result<&'static str, RoutingError> {
-    route(&RouteRequest { model, ..RouteRequest::default() }, m).map(|r| r.spec.name)
+    route(
+        &RouteRequest {
+            model,
+            ..RouteRequest::default()
+        },
+        m,
+    )
+    .map(|r| r.spec.name)
 }
 
 #[test]
 fn model_names_route_to_their_family() {
     for (model, fam) in [
-        ("gpt-5.5", "OpenAi"), ("o3", "OpenAi"), ("o4-mini", "OpenAi"), ("o1", "OpenAi"),
-        ("gpt-5.1-codex", "OpenAi"), ("claude-opus-4-8", "Anthropic"), ("glm-5.2", "Glm"),
+        ("gpt-5.5", "OpenAi"),
+        ("o3", "OpenAi"),
+        ("o4-mini", "OpenAi"),
+        ("o1", "OpenAi"),
+        ("gpt-5.1-codex", "OpenAi"),
+        ("claude-opus-4-8", "Anthropic"),
+        ("glm-5.2", "Glm"),
     ] {
-        assert_eq!(format!("{:?}", family_of_model(model).unwrap()), fam, "{model}");
+        assert_eq!(
+            format!("{:?}", family_of_model(model).unwrap()),
+            fam,
+            "{model}"
+        );
     }
     assert!(family_of_model("mistral-large").is_none());
     assert!(family_of_model("").is_none());
@@ -71,7 +89,11 @@ fn within_a_family_payg_comes_before_subscription_before_cli() {
     assert_eq!(pick("gpt-5.5", &m).unwrap(), "codex-cli");
     m.vars.insert("CODEX_HOME".into(), "/ch".into());
     m.files.insert("/ch/auth.json".into());
-    assert_eq!(pick("gpt-5.5", &m).unwrap(), "codex-oauth", "CODEX_HOME is honoured");
+    assert_eq!(
+        pick("gpt-5.5", &m).unwrap(),
+        "codex-oauth",
+        "CODEX_HOME is honoured"
+    );
 }
 
 #[test]
@@ -104,19 +126,44 @@ fn nothing_named_or_configured_means_local_and_defaults_win_over_that() {
     let m = FakeMachine::with(&[]);
     assert_eq!(pick("", &m).unwrap(), "local");
     assert_eq!(pick("some-unknown-model", &m).unwrap(), "local");
-    let r = route(&RouteRequest { default_adapter: Some("glm-payg"), ..RouteRequest::default() }, &m).unwrap();
+    let r = route(
+        &RouteRequest {
+            default_adapter: Some("glm-payg"),
+            ..RouteRequest::default()
+        },
+        &m,
+    )
+    .unwrap();
     assert_eq!(r.spec.name, "glm-payg");
     let m = FakeMachine::with(&["ZAI_API_KEY"]);
-    assert_eq!(pick("", &m).unwrap(), "glm-payg", "a configured provider is used before local");
+    assert_eq!(
+        pick("", &m).unwrap(),
+        "glm-payg",
+        "a configured provider is used before local"
+    );
 }
 
 #[test]
 fn explicit_adapter_wins_and_unknown_names_are_errors() {
     let m = FakeMachine::with(&["OPENAI_API_KEY"]);
-    let r = route(&RouteRequest { adapter: Some("glm-payg"), model: "gpt-5.5", ..RouteRequest::default() }, &m).unwrap();
+    let r = route(
+        &RouteRequest {
+            adapter: Some("glm-payg"),
+            model: "gpt-5.5",
+            ..RouteRequest::default()
+        },
+        &m,
+    )
+    .unwrap();
     assert_eq!(r.spec.name, "glm-payg");
     assert!(matches!(
-        route(&RouteRequest { adapter: Some("nope"), ..RouteRequest::default() }, &m),
+        route(
+            &RouteRequest {
+                adapter: Some("nope"),
+                ..RouteRequest::default()
+            },
+            &m
+        ),
         Err(RoutingError::UnknownAdapter(_))
     ));
 }
@@ -125,10 +172,22 @@ fn explicit_adapter_wins_and_unknown_names_are_errors() {
 fn require_enforced_refuses_glm_naming_json_mode() {
     let s = strict_schema();
     let m = FakeMachine::with(&["ZAI_API_KEY"]);
-    let req = RouteRequest { adapter: Some("glm-payg"), require: Require::Enforced, schema: Some(&s), ..RouteRequest::default() };
+    let req = RouteRequest {
+        adapter: Some("glm-payg"),
+        require: Require::Enforced,
+        schema: Some(&s),
+        ..RouteRequest::default()
+    };
     let err = route(&req, &m).unwrap_err();
     assert!(err.to_string().contains("json-mode"), "{err}");
-    let ok = route(&RouteRequest { require: Require::BestEffort, ..req }, &m).unwrap();
+    let ok = route(
+        &RouteRequest {
+            require: Require::BestEffort,
+            ..req
+        },
+        &m,
+    )
+    .unwrap();
     assert_eq!(ok.mode, StructuredOutputMode::JsonMode);
 }
 
@@ -137,14 +196,31 @@ fn require_is_judged_per_schema() {
     let strict = strict_schema();
     let loose = ResponseSchema::from_value(json!({"type":"object"})).unwrap();
     let m = FakeMachine::with(&["OPENAI_API_KEY"]);
-    let req = |s| RouteRequest { model: "gpt-5.5", require: Require::Enforced, schema: Some(s), ..RouteRequest::default() };
-    assert_eq!(route(&req(&strict), &m).unwrap().mode, StructuredOutputMode::Strict);
+    let req = |s| RouteRequest {
+        model: "gpt-5.5",
+        require: Require::Enforced,
+        schema: Some(s),
+        ..RouteRequest::default()
+    };
+    assert_eq!(
+        route(&req(&strict), &m).unwrap().mode,
+        StructuredOutputMode::Strict
+    );
     let err = route(&req(&loose), &m).unwrap_err();
     assert!(err.to_string().contains("hint"), "{err}");
-    let wired = RouteRequest { require: Require::Wired, ..req(&loose) };
+    let wired = RouteRequest {
+        require: Require::Wired,
+        ..req(&loose)
+    };
     assert_eq!(route(&wired, &m).unwrap().mode, StructuredOutputMode::Hint);
-    let cli = RouteRequest { adapter: Some("claude-cli"), ..wired };
-    assert_eq!(route(&cli, &m).unwrap().mode, StructuredOutputMode::CliValidated);
+    let cli = RouteRequest {
+        adapter: Some("claude-cli"),
+        ..wired
+    };
+    assert_eq!(
+        route(&cli, &m).unwrap().mode,
+        StructuredOutputMode::CliValidated
+    );
 }
 
 #[test]
@@ -152,7 +228,16 @@ fn require_skips_weak_candidates_within_a_family() {
     let loose = ResponseSchema::from_value(json!({"type":"object"})).unwrap();
     let mut m = FakeMachine::with(&["OPENAI_API_KEY"]);
     m.bins.insert("codex".into());
-    let r = route(&RouteRequest { model: "gpt-5.5", require: Require::Wired, schema: Some(&loose), ..RouteRequest::default() }, &m).unwrap();
+    let r = route(
+        &RouteRequest {
+            model: "gpt-5.5",
+            require: Require::Wired,
+            schema: Some(&loose),
+            ..RouteRequest::default()
+        },
+        &m,
+    )
+    .unwrap();
     assert_eq!(r.spec.name, "openai-payg");
     assert!(r.rejected.is_empty());
 }

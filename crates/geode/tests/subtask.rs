@@ -1,5 +1,7 @@
 //! SubTask → WorkerRequest mapping and many subtasks at once.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use geode::agent::subtask::{EnvResolver, SubTask, SubTaskDefaults, run_subtasks};
 use geode::agent::worker::WorkerEnv;
 use geode::llm::request::AdapterResponse;
@@ -10,7 +12,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 fn schema() -> ResponseSchema {
-    ResponseSchema::from_value(json!({"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]})).unwrap()
+    ResponseSchema::from_value(
+        json!({"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}),
+    )
+    .unwrap()
 }
 
 #[test]
@@ -35,8 +40,16 @@ fn subtask_maps_to_worker_request_with_schema_and_overrides() {
     assert_eq!(req.timeout_s, 600.0);
     assert_eq!(req.effort, "high");
     assert_eq!(req.prompt(), "count\n\nParameters: {\"k\":\"v\"}");
-    let overridden = SubTask { model: "claude-opus-4-8".into(), effort: "low".into(), ..task }.to_worker_request(&d);
-    assert_eq!((overridden.model.as_str(), overridden.effort.as_str()), ("claude-opus-4-8", "low"));
+    let overridden = SubTask {
+        model: "claude-opus-4-8".into(),
+        effort: "low".into(),
+        ..task
+    }
+    .to_worker_request(&d);
+    assert_eq!(
+        (overridden.model.as_str(), overridden.effort.as_str()),
+        ("claude-opus-4-8", "low")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,6 +1,8 @@
 //! The worker: Rust twins of the reference's `TestNeedsSchemaRetry`, `TestBuildSchemaRetryPrompt`
 //! and `TestSchemaAwareRetryWiring` (`reference-behaviour.md` §7), plus geode's additions.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use geode::agent::agent_loop::AgenticResult;
 use geode::agent::answer_check::{build_schema_retry_prompt, needs_schema_retry};
 use geode::agent::termination::TerminationReason as T;
@@ -49,7 +51,10 @@ fn needs_retry_on_none_empty_whitespace_prose_truncated_missing_key_and_error() 
         r#"{"candidate_id": "c1", "score""#,
         r#"{"candidate_id": "c1"}"#,
     ] {
-        assert!(needs_schema_retry(Some(&result(text, T::Natural)), &s), "{text:?}");
+        assert!(
+            needs_schema_retry(Some(&result(text, T::Natural)), &s),
+            "{text:?}"
+        );
     }
     let mut errored = result(GOOD, T::Natural);
     errored.error = Some("boom".into());
@@ -66,15 +71,24 @@ fn failure_terminations_retry_even_with_valid_json() {
         T::CostBudgetExceeded,
         T::ConvergenceDetected,
     ] {
-        assert!(needs_schema_retry(Some(&result(GOOD, reason)), &schema()), "{reason}");
+        assert!(
+            needs_schema_retry(Some(&result(GOOD, reason)), &schema()),
+            "{reason}"
+        );
     }
 }
 
 #[test]
 fn happy_path_and_json_in_prose_need_no_retry() {
-    assert!(!needs_schema_retry(Some(&result(GOOD, T::Natural)), &schema()));
+    assert!(!needs_schema_retry(
+        Some(&result(GOOD, T::Natural)),
+        &schema()
+    ));
     let prose = format!("Here is my answer:\n```json\n{GOOD}\n```\nThanks.");
-    assert!(!needs_schema_retry(Some(&result(&prose, T::Natural)), &schema()));
+    assert!(!needs_schema_retry(
+        Some(&result(&prose, T::Natural)),
+        &schema()
+    ));
 }
 
 #[test]
@@ -85,7 +99,10 @@ fn a_schema_without_required_accepts_an_empty_object() {
 
 #[test]
 fn a_top_level_array_retries() {
-    assert!(needs_schema_retry(Some(&result(r#"["c1", 0.7]"#, T::Natural)), &schema()));
+    assert!(needs_schema_retry(
+        Some(&result(r#"["c1", 0.7]"#, T::Natural)),
+        &schema()
+    ));
 }
 
 #[test]
@@ -96,7 +113,10 @@ fn the_four_no_retry_reasons_do_not_retry() {
         T::UserClarificationNeeded,
         T::ExternalVerificationRequired,
     ] {
-        assert!(!needs_schema_retry(Some(&result("prose", reason)), &schema()), "{reason}");
+        assert!(
+            !needs_schema_retry(Some(&result("prose", reason)), &schema()),
+            "{reason}"
+        );
     }
 }
 
@@ -160,7 +180,10 @@ async fn run(
 async fn retries_once_when_the_first_answer_is_empty_and_succeeds() {
     let (r, a) = run(
         &request(Some(schema())),
-        vec![Ok(AdapterResponse::text("")), Ok(AdapterResponse::text(GOOD))],
+        vec![
+            Ok(AdapterResponse::text("")),
+            Ok(AdapterResponse::text(GOOD)),
+        ],
     )
     .await;
     assert!(r.success, "{r:?}");
@@ -172,7 +195,11 @@ async fn retries_once_when_the_first_answer_is_empty_and_succeeds() {
 
 #[tokio::test]
 async fn no_retry_when_the_first_answer_passes() {
-    let (r, a) = run(&request(Some(schema())), vec![Ok(AdapterResponse::text(GOOD))]).await;
+    let (r, a) = run(
+        &request(Some(schema())),
+        vec![Ok(AdapterResponse::text(GOOD))],
+    )
+    .await;
     assert!(r.success);
     assert_eq!(a.requests().len(), 1);
     assert_eq!(r.ledger.retry, RetryDecision::FirstPassed);
@@ -268,7 +295,10 @@ async fn retry_runs_when_the_first_run_took_under_half_the_timeout() {
 async fn the_retry_prompt_carries_the_feedback_and_the_first_prompt_the_task() {
     let (_, a) = run(
         &request(Some(schema())),
-        vec![Ok(AdapterResponse::text("")), Ok(AdapterResponse::text(GOOD))],
+        vec![
+            Ok(AdapterResponse::text("")),
+            Ok(AdapterResponse::text(GOOD)),
+        ],
     )
     .await;
     let reqs = a.requests();
@@ -280,9 +310,14 @@ async fn the_retry_prompt_carries_the_feedback_and_the_first_prompt_the_task() {
     assert!(feedback.contains("start with `{`"));
     assert!(feedback.contains("candidate_id") && feedback.contains("score"));
     // the first attempt stays in the history
-    assert!(reqs[1].messages.iter().any(|m| m.content.iter().any(|b| matches!(
-        b, ContentBlock::Text { text } if text.contains("Pick the best candidate.")
-    ))));
+    assert!(
+        reqs[1]
+            .messages
+            .iter()
+            .any(|m| m.content.iter().any(|b| matches!(
+                b, ContentBlock::Text { text } if text.contains("Pick the best candidate.")
+            )))
+    );
 }
 
 // ---- geode beyond the reference ----
@@ -298,28 +333,46 @@ async fn full_validation_retries_with_the_concrete_errors_and_validates_the_retr
     let (r, a) = run(
         &request(Some(decision.clone())),
         vec![
-            Ok(AdapterResponse::text(r#"{"decision":"Accept","reason":"fine"}"#)),
-            Ok(AdapterResponse::text(r#"{"decision":"maybe","reason":"fine"}"#)),
+            Ok(AdapterResponse::text(
+                r#"{"decision":"Accept","reason":"fine"}"#,
+            )),
+            Ok(AdapterResponse::text(
+                r#"{"decision":"maybe","reason":"fine"}"#,
+            )),
         ],
     )
     .await;
     assert!(!r.success, "the retried answer is validated too");
     let feedback = a.requests()[1].messages.last().unwrap().text();
     assert!(feedback.contains("/decision"), "{feedback}");
-    assert!(feedback.contains("\"accept\""), "allowed values are listed: {feedback}");
+    assert!(
+        feedback.contains("\"accept\""),
+        "allowed values are listed: {feedback}"
+    );
     assert!(matches!(
         r.ledger.worker_check,
-        WorkerCheck::Fail { reason: CheckFailure::Invalid { .. } }
+        WorkerCheck::Fail {
+            reason: CheckFailure::Invalid { .. }
+        }
     ));
     assert!(!r.ledger.full_validation.as_ref().unwrap().valid);
 
     // required-keys mode accepts the wrong enum value, as the reference does
     let mut req = request(Some(decision));
     req.validation = Validation::RequiredKeys;
-    let (r, a) = run(&req, vec![Ok(AdapterResponse::text(r#"{"decision":"Accept","reason":"x"}"#))]).await;
+    let (r, a) = run(
+        &req,
+        vec![Ok(AdapterResponse::text(
+            r#"{"decision":"Accept","reason":"x"}"#,
+        ))],
+    )
+    .await;
     assert!(r.success);
     assert_eq!(a.requests().len(), 1);
-    assert!(!r.ledger.full_validation.as_ref().unwrap().valid, "the ledger still tells");
+    assert!(
+        !r.ledger.full_validation.as_ref().unwrap().valid,
+        "the ledger still tells"
+    );
 }
 
 #[tokio::test]
@@ -343,7 +396,11 @@ async fn no_retry_for_refusal_truncation_and_schema_rejection() {
         }),
     ];
     for outcome in cases {
-        let (r, a) = run(&request(Some(schema())), vec![outcome, Ok(AdapterResponse::text(GOOD))]).await;
+        let (r, a) = run(
+            &request(Some(schema())),
+            vec![outcome, Ok(AdapterResponse::text(GOOD))],
+        )
+        .await;
         assert!(!r.success);
         assert_eq!(a.requests().len(), 1, "{:?}", r.ledger.retry);
         assert!(matches!(r.ledger.retry, RetryDecision::Skipped { .. }));
@@ -363,7 +420,11 @@ async fn usage_of_both_attempts_is_kept() {
             ..AdapterResponse::default()
         })
     };
-    let (r, _) = run(&request(Some(schema())), vec![with_usage("", 10), with_usage(GOOD, 5)]).await;
+    let (r, _) = run(
+        &request(Some(schema())),
+        vec![with_usage("", 10), with_usage(GOOD, 5)],
+    )
+    .await;
     assert_eq!(r.prompt_tokens, 15);
     assert_eq!(r.ledger.attempts[0].usage.input_tokens, 10);
     assert_eq!(r.ledger.attempts[1].usage.input_tokens, 5);
@@ -382,15 +443,29 @@ async fn an_unusable_schema_is_a_failed_result_not_a_panic() {
 
 #[test]
 fn worker_request_round_trips_with_reference_names_and_defaults() {
-    let line = r#"{"task_id":"t","description":"d","response_schema":{"type":"object"},"future_field":1}"#;
+    let line =
+        r#"{"task_id":"t","description":"d","response_schema":{"type":"object"},"future_field":1}"#;
     let req = parse_request_line(line).unwrap();
     assert_eq!(req.timeout_s, 600.0);
     assert_eq!(req.subagent_max_tokens, 32768);
     assert_eq!(req.effort, "high");
     assert_eq!(req.unknown.keys().collect::<Vec<_>>(), vec!["future_field"]);
     let v = serde_json::to_value(&req).unwrap();
-    for key in ["task_id", "task_type", "args", "denied_tools", "model", "provider", "timeout_s",
-        "time_budget_s", "thinking_budget", "agent_allowed_tools", "response_schema", "emit_activity", "resume"] {
+    for key in [
+        "task_id",
+        "task_type",
+        "args",
+        "denied_tools",
+        "model",
+        "provider",
+        "timeout_s",
+        "time_budget_s",
+        "thinking_budget",
+        "agent_allowed_tools",
+        "response_schema",
+        "emit_activity",
+        "resume",
+    ] {
         assert!(v.get(key).is_some(), "{key} is emitted");
     }
     assert!(v.get("future_field").is_none());
@@ -398,15 +473,24 @@ fn worker_request_round_trips_with_reference_names_and_defaults() {
     assert_eq!(serde_json::to_value(&back).unwrap(), v);
     let none = parse_request_line(r#"{"task_id":"t"}"#).unwrap();
     assert!(none.response_schema.is_none());
-    assert_eq!(serde_json::to_value(&none).unwrap()["response_schema"], serde_json::Value::Null);
+    assert_eq!(
+        serde_json::to_value(&none).unwrap()["response_schema"],
+        serde_json::Value::Null
+    );
 }
 
 #[test]
 fn bad_request_lines_are_typed_errors() {
     assert_eq!(parse_request_line(""), Err(WorkerError::EmptyInput));
-    assert!(matches!(parse_request_line("{nope"), Err(WorkerError::InvalidJson(_))));
+    assert!(matches!(
+        parse_request_line("{nope"),
+        Err(WorkerError::InvalidJson(_))
+    ));
     assert_eq!(parse_request_line("[1]"), Err(WorkerError::NotAnObject));
-    assert_eq!(parse_request_line(r#"{"description":"x"}"#), Err(WorkerError::MissingTaskId));
+    assert_eq!(
+        parse_request_line(r#"{"description":"x"}"#),
+        Err(WorkerError::MissingTaskId)
+    );
     assert!(matches!(
         parse_request_line(r#"{"task_id":"t","response_schema":[1]}"#),
         Err(WorkerError::BadField(_))
@@ -422,7 +506,17 @@ fn worker_result_omits_a_missing_error_and_round_trips() {
     };
     let v = serde_json::to_value(&r).unwrap();
     assert!(v.get("error").is_none());
-    for key in ["task_id", "success", "output", "summary", "duration_ms", "prompt_tokens", "completion_tokens", "usd_spent", "ledger"] {
+    for key in [
+        "task_id",
+        "success",
+        "output",
+        "summary",
+        "duration_ms",
+        "prompt_tokens",
+        "completion_tokens",
+        "usd_spent",
+        "ledger",
+    ] {
         assert!(v.get(key).is_some(), "{key}");
     }
     assert_eq!(serde_json::from_value::<WorkerResult>(v).unwrap(), r);

@@ -170,7 +170,12 @@ impl AgenticLoop {
     }
 
     /// Builds the request for one call with the effective schema.
-    fn request(&self, messages: Vec<Message>, schema: &SchemaOverride, last_round: bool) -> AdapterCallRequest {
+    fn request(
+        &self,
+        messages: Vec<Message>,
+        schema: &SchemaOverride,
+        last_round: bool,
+    ) -> AdapterCallRequest {
         let mut req = AdapterCallRequest::new(self.options.model.clone(), messages);
         req.system_prompt = self.options.system_prompt.clone();
         req.max_tokens = self.options.max_tokens;
@@ -226,7 +231,11 @@ impl AgenticLoop {
                 return fail(result, TerminationReason::MaxRounds, "max_rounds reached");
             }
             if budget_end.is_some_and(|end| Instant::now() >= end) {
-                return fail(result, TerminationReason::TimeBudgetExpired, "time budget expired");
+                return fail(
+                    result,
+                    TerminationReason::TimeBudgetExpired,
+                    "time budget expired",
+                );
             }
             let last_round = self.options.max_rounds > 0 && round + 1 == self.options.max_rounds;
             let req = self.request(self.history.clone(), &SchemaOverride::Inherit, last_round);
@@ -272,7 +281,11 @@ impl AgenticLoop {
                 }
                 StopReason::MaxTokens => {
                     result.text = response.text.trim().to_owned();
-                    return fail(result, TerminationReason::Truncated, "output truncated at max_tokens");
+                    return fail(
+                        result,
+                        TerminationReason::Truncated,
+                        "output truncated at max_tokens",
+                    );
                 }
                 _ => {}
             }
@@ -313,7 +326,11 @@ impl AgenticLoop {
                 finish(result, TerminationReason::UserCancelled, "Interrupted.")
             }
             AdapterError::Timeout { .. } if budget_end.is_some_and(|end| Instant::now() >= end) => {
-                fail(result, TerminationReason::TimeBudgetExpired, "time budget expired")
+                fail(
+                    result,
+                    TerminationReason::TimeBudgetExpired,
+                    "time budget expired",
+                )
             }
             other => {
                 let msg = other.to_string();

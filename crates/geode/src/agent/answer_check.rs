@@ -34,7 +34,10 @@ impl AnswerCheck {
 
     /// The validation issues to show the model in the feedback turn.
     pub fn issues(&self) -> &[ValidationIssue] {
-        self.full.as_ref().map(|f| f.errors.as_slice()).unwrap_or(&[])
+        self.full
+            .as_ref()
+            .map(|f| f.errors.as_slice())
+            .unwrap_or(&[])
     }
 
     /// A short trigger description for the ledger.
@@ -112,14 +115,14 @@ pub fn check_answer(
             }
         }
     }
-    if let Some(c) = constraint {
-        if !constraint_met(c, text) {
-            check.verdict = WorkerCheck::Fail {
-                reason: CheckFailure::ConstraintUnmet {
-                    constraint: c.kind().to_owned(),
-                },
-            };
-        }
+    if let Some(c) = constraint
+        && !constraint_met(c, text)
+    {
+        check.verdict = WorkerCheck::Fail {
+            reason: CheckFailure::ConstraintUnmet {
+                constraint: c.kind().to_owned(),
+            },
+        };
     }
     check
 }

@@ -105,7 +105,10 @@ mod tests {
         for (r, s) in [
             (TerminationReason::Natural, "natural"),
             (TerminationReason::TimeBudgetExpired, "time_budget_expired"),
-            (TerminationReason::UserClarificationNeeded, "user_clarification_needed"),
+            (
+                TerminationReason::UserClarificationNeeded,
+                "user_clarification_needed",
+            ),
             (TerminationReason::LlmError, "llm_error"),
             (TerminationReason::Truncated, "truncated"),
         ] {

@@ -284,7 +284,9 @@ mod tests {
     #[test]
     fn duplicate_and_bad_schemas_are_refused() {
         let mut r = registry();
-        let dup = r.register(Arc::new(FnTool::new("add", "", json!({}), |_| Ok(json!(0)))));
+        let dup = r.register(Arc::new(FnTool::new("add", "", json!({}), |_| {
+            Ok(json!(0))
+        })));
         assert!(matches!(dup, Err(ToolRegistryError::Duplicate(_))));
         let bad = r.register(Arc::new(FnTool::new("x", "", json!([1]), |_| Ok(json!(0)))));
         assert!(matches!(bad, Err(ToolRegistryError::BadInputSchema { .. })));

@@ -164,35 +164,35 @@ impl WorkerRequest {
 impl Default for WorkerRequest {
     fn default() -> Self {
         Self {
-        task_id: String::new(),
-        task_type: String::new(),
-        description: String::new(),
-        args: Map::new(),
-        denied_tools: Vec::new(),
-        model: String::new(),
-        provider: String::new(),
-        subagent_max_tokens: d_max_tokens(),
-        timeout_s: d_timeout(),
-        time_budget_s: 0.0,
-        thinking_budget: 0,
-        effort: d_effort(),
-        isolation: String::new(),
-        agent_name: String::new(),
-        agent_system_prompt: String::new(),
-        toolkit: String::new(),
-        parent_session_key: String::new(),
-        parent_session_id: String::new(),
-        source: String::new(),
-        agent_allowed_tools: Vec::new(),
-        response_schema: None,
-        emit_activity: false,
-        resume: false,
-        validation: Validation::Full,
-        require: Require::BestEffort,
-        adapter: String::new(),
-        text_constraint: None,
-        max_rounds: 0,
-        unknown: Map::new(),
+            task_id: String::new(),
+            task_type: String::new(),
+            description: String::new(),
+            args: Map::new(),
+            denied_tools: Vec::new(),
+            model: String::new(),
+            provider: String::new(),
+            subagent_max_tokens: d_max_tokens(),
+            timeout_s: d_timeout(),
+            time_budget_s: 0.0,
+            thinking_budget: 0,
+            effort: d_effort(),
+            isolation: String::new(),
+            agent_name: String::new(),
+            agent_system_prompt: String::new(),
+            toolkit: String::new(),
+            parent_session_key: String::new(),
+            parent_session_id: String::new(),
+            source: String::new(),
+            agent_allowed_tools: Vec::new(),
+            response_schema: None,
+            emit_activity: false,
+            resume: false,
+            validation: Validation::Full,
+            require: Require::BestEffort,
+            adapter: String::new(),
+            text_constraint: None,
+            max_rounds: 0,
+            unknown: Map::new(),
         }
     }
 }
@@ -280,7 +280,10 @@ impl WorkerResult {
         Self {
             task_id: task_id.to_owned(),
             success: false,
-            summary: format!("Sub-agent failed: {error}").chars().take(500).collect(),
+            summary: format!("Sub-agent failed: {error}")
+                .chars()
+                .take(500)
+                .collect(),
             error: Some(error),
             ..Self::default()
         }
@@ -312,7 +315,12 @@ impl WorkerEnv {
     }
 }
 
-fn attempt_record(n: u32, r: &AgenticResult, elapsed: Duration, check: &AnswerCheck) -> AttemptRecord {
+fn attempt_record(
+    n: u32,
+    r: &AgenticResult,
+    elapsed: Duration,
+    check: &AnswerCheck,
+) -> AttemptRecord {
     AttemptRecord {
         attempt: n,
         termination_reason: r.termination_reason.as_str(),
@@ -351,7 +359,9 @@ pub async fn run_worker(req: &WorkerRequest, env: &WorkerEnv) -> WorkerResult {
     let started = Instant::now();
     let schema = req.response_schema.clone();
     let compiled = match schema.as_ref().map(CompiledSchema::compile) {
-        Some(Err(e)) => return WorkerResult::failed(&req.task_id, format!("unusable response_schema: {e}")),
+        Some(Err(e)) => {
+            return WorkerResult::failed(&req.task_id, format!("unusable response_schema: {e}"));
+        }
         Some(Ok(c)) => Some(c),
         None => None,
     };
@@ -390,7 +400,9 @@ pub async fn run_worker(req: &WorkerRequest, env: &WorkerEnv) -> WorkerResult {
     let first = lp.arun(&req.prompt(), &cx).await;
     let elapsed = started.elapsed();
     let first_check = check_answer(&first, schema_pair, constraint, req.validation);
-    ledger.attempts.push(attempt_record(1, &first, elapsed, &first_check));
+    ledger
+        .attempts
+        .push(attempt_record(1, &first, elapsed, &first_check));
 
     let (last, last_check) = if !checked {
         ledger.retry = RetryDecision::NotNeeded;

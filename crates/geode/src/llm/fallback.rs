@@ -102,15 +102,24 @@ mod tests {
 
     #[tokio::test]
     async fn a_retryable_failure_moves_to_the_next_adapter_and_is_recorded() {
-        let a: Arc<dyn Adapter> = Arc::new(ScriptedAdapter::new(vec![Err(server_error("a"))]).named("a"));
+        let a: Arc<dyn Adapter> =
+            Arc::new(ScriptedAdapter::new(vec![Err(server_error("a"))]).named("a"));
         let b: Arc<dyn Adapter> =
             Arc::new(ScriptedAdapter::new(vec![Ok(AdapterResponse::text("{}"))]).named("b"));
         let chain = FallbackAdapter::new(vec![a, b]).unwrap();
         let resp = chain
-            .call(AdapterCallRequest::new("m", vec![Message::user("x")]), &CallCx::new())
+            .call(
+                AdapterCallRequest::new("m", vec![Message::user("x")]),
+                &CallCx::new(),
+            )
             .await
             .unwrap();
-        let names: Vec<_> = resp.wire.adapters_tried.iter().map(|t| t.adapter.as_str()).collect();
+        let names: Vec<_> = resp
+            .wire
+            .adapters_tried
+            .iter()
+            .map(|t| t.adapter.as_str())
+            .collect();
         assert_eq!(names, ["a", "b"]);
         assert!(resp.wire.adapters_tried[0].outcome.contains("500"));
     }

@@ -322,9 +322,8 @@ impl Environment for ProcessEnv {
         path.is_file()
     }
     fn on_path(&self, name: &str) -> bool {
-        std::env::var_os("PATH").is_some_and(|paths| {
-            std::env::split_paths(&paths).any(|dir| dir.join(name).is_file())
-        })
+        std::env::var_os("PATH")
+            .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(name).is_file()))
     }
 }
 
@@ -354,7 +353,11 @@ pub fn local_model_path(env: &dyn Environment) -> Option<PathBuf> {
 impl AdapterSpec {
     /// The mode used for `schema` (`none` without one). `thinking` is whether extended thinking
     /// is on, which rules out Anthropic's forced tool.
-    pub fn mode_for(&self, schema: Option<&ResponseSchema>, thinking: bool) -> StructuredOutputMode {
+    pub fn mode_for(
+        &self,
+        schema: Option<&ResponseSchema>,
+        thinking: bool,
+    ) -> StructuredOutputMode {
         let Some(schema) = schema else {
             return StructuredOutputMode::None;
         };
@@ -379,11 +382,11 @@ impl AdapterSpec {
         }
     }
 
-    /// The modes this adapter can use, as a short text for tables (`strict | hint`).
+    /// The modes this adapter can use, as a short text for tables (`strict / hint`).
     pub fn modes_text(&self) -> &'static str {
         match self.mode_rule {
-            ModeRule::StrictOrHint => "strict | hint",
-            ModeRule::AnthropicLadder => "strict | tool | prompt",
+            ModeRule::StrictOrHint => "strict / hint",
+            ModeRule::AnthropicLadder => "strict / tool / prompt",
             ModeRule::Fixed(m) => m.as_str(),
         }
     }
@@ -393,7 +396,11 @@ impl AdapterSpec {
     pub fn is_configured(&self, env: &dyn Environment) -> bool {
         match self.credential {
             Credential::Env(v) => env.var(v).is_some(),
-            Credential::EnvOrFile { env: v, dir_env, path } => {
+            Credential::EnvOrFile {
+                env: v,
+                dir_env,
+                path,
+            } => {
                 env.var(v).is_some()
                     || file_path(env, dir_env, path).is_some_and(|p| env.file_exists(&p))
             }
@@ -414,11 +421,17 @@ impl AdapterSpec {
         match self.credential {
             Credential::Env(v) => format!("`{v}`"),
             Credential::EnvOrFile { env, path, .. } => format!("`{env}` or `~/{path}`"),
-            Credential::File { dir_env: Some(d), path } => {
+            Credential::File {
+                dir_env: Some(d),
+                path,
+            } => {
                 let file = path.rsplit('/').next().unwrap_or(path);
                 format!("`${d}/{file}` (default `~/{path}`)")
             }
-            Credential::File { dir_env: None, path } => format!("`~/{path}`"),
+            Credential::File {
+                dir_env: None,
+                path,
+            } => format!("`~/{path}`"),
             Credential::Binary { env, name } => format!("`{name}` on PATH or `{env}`"),
             Credential::ModelFile => "GGUF file (`GEODE_LOCAL_MODEL` or the cache)".to_owned(),
             Credential::None => "none".to_owned(),
@@ -472,12 +485,21 @@ mod tests {
     #[test]
     fn openai_mode_follows_the_strict_check() {
         let strict = ResponseSchema::from_value(json!({"type":"object","properties":{"a":{"type":"string"}},"required":["a"],"additionalProperties":false})).unwrap();
-        let loose = ResponseSchema::from_value(json!({"type":"object","properties":{"a":{"type":"string"}}})).unwrap();
+        let loose = ResponseSchema::from_value(
+            json!({"type":"object","properties":{"a":{"type":"string"}}}),
+        )
+        .unwrap();
         let s = spec("openai-payg").unwrap();
-        assert_eq!(s.mode_for(Some(&strict), false), StructuredOutputMode::Strict);
+        assert_eq!(
+            s.mode_for(Some(&strict), false),
+            StructuredOutputMode::Strict
+        );
         assert_eq!(s.mode_for(Some(&loose), false), StructuredOutputMode::Hint);
         assert_eq!(s.mode_for(None, false), StructuredOutputMode::None);
-        assert_eq!(spec("glm-payg").unwrap().mode_for(Some(&strict), false), StructuredOutputMode::JsonMode);
+        assert_eq!(
+            spec("glm-payg").unwrap().mode_for(Some(&strict), false),
+            StructuredOutputMode::JsonMode
+        );
     }
 
     #[test]

@@ -141,7 +141,9 @@ pub fn route(req: &RouteRequest<'_>, env: &dyn Environment) -> Result<Route, Rou
     } else {
         let configured_remote = ADAPTERS
             .iter()
-            .filter(|a| a.family != Family::Local && a.billing != Billing::Cli && a.is_configured(env))
+            .filter(|a| {
+                a.family != Family::Local && a.billing != Billing::Cli && a.is_configured(env)
+            })
             .min_by_key(|a| a.billing);
         match configured_remote {
             Some(a) => vec![a],

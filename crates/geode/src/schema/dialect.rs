@@ -37,11 +37,18 @@ pub struct LimitViolation {
 
 impl std::fmt::Display for LimitViolation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {} > {} at {}", self.limit, self.found, self.max, self.pointer)
+        write!(
+            f,
+            "{}: {} > {} at {}",
+            self.limit, self.found, self.max, self.pointer
+        )
     }
 }
 
 /// Checks provider limits offline (STUB).
-pub fn preflight(_schema: &super::ResponseSchema, _dialect: Dialect) -> Result<(), Vec<LimitViolation>> {
+pub fn preflight(
+    _schema: &super::ResponseSchema,
+    _dialect: Dialect,
+) -> Result<(), Vec<LimitViolation>> {
     Ok(())
 }

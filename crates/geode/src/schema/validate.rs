@@ -84,12 +84,19 @@ pub fn render_issues(issues: &[ValidationIssue]) -> String {
     issues
         .iter()
         .map(|i| {
-            let path = if i.instance_path.is_empty() { "/" } else { &i.instance_path };
+            let path = if i.instance_path.is_empty() {
+                "/"
+            } else {
+                &i.instance_path
+            };
             match &i.allowed {
                 Some(a) => format!(
                     "{path}: {} (allowed: {})",
                     i.message,
-                    a.iter().map(Value::to_string).collect::<Vec<_>>().join(", ")
+                    a.iter()
+                        .map(Value::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
                 None => format!("{path}: {}", i.message),
             }
