@@ -1,4 +1,5 @@
 //! The Chat Completions (GLM) fake over the wire.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
 mod common;
 
@@ -7,7 +8,9 @@ use geode_fakes::{FakeServer, Kind, Reply, Script};
 use serde_json::{Value, json};
 
 async fn start(replies: impl IntoIterator<Item = Reply>) -> FakeServer {
-    FakeServer::start(Kind::Chat, Script::new(replies)).await.expect("start")
+    FakeServer::start(Kind::Chat, Script::new(replies))
+        .await
+        .expect("start")
 }
 
 #[tokio::test]
@@ -38,14 +41,19 @@ async fn tool_call_arguments_are_a_string_and_finish_reason_is_tool_calls() {
     let call = &choice["message"]["tool_calls"][0];
     assert_eq!(call["type"], "function");
     assert_eq!(call["function"]["name"], "search");
-    let parsed: Value = serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
+    let parsed: Value =
+        serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
     assert_eq!(parsed, args);
     server.shutdown().await;
 }
 
 #[tokio::test]
 async fn refusal_and_max_tokens() {
-    let server = start([Reply::Refusal("No.".into()), Reply::MaxTokens("{\"a\":".into())]).await;
+    let server = start([
+        Reply::Refusal("No.".into()),
+        Reply::MaxTokens("{\"a\":".into()),
+    ])
+    .await;
     let (_, refusal) = call_json(&server, &body(Kind::Chat, false)).await;
     assert_eq!(refusal["choices"][0]["message"]["refusal"], "No.");
     assert_eq!(refusal["choices"][0]["message"]["content"], Value::Null);
@@ -77,9 +85,15 @@ async fn any_prefix_is_accepted() {
 async fn streamed_chunks_end_with_usage_and_done() {
     let server = start([Reply::text("hello"), Reply::tool_call("f", json!({"a": 1}))]).await;
     let events = call_sse(&server, &body(Kind::Chat, true)).await;
-    assert!(events.iter().all(|e| e.name.is_none()), "chat chunks are data-only");
+    assert!(
+        events.iter().all(|e| e.name.is_none()),
+        "chat chunks are data-only"
+    );
     assert_eq!(events.last().unwrap().data, "[DONE]");
-    let chunks: Vec<Value> = events[..events.len() - 1].iter().map(|e| e.json()).collect();
+    let chunks: Vec<Value> = events[..events.len() - 1]
+        .iter()
+        .map(|e| e.json())
+        .collect();
     let text: String = chunks
         .iter()
         .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
@@ -91,13 +105,22 @@ async fn streamed_chunks_end_with_usage_and_done() {
     assert_eq!(last["usage"]["total_tokens"], 18);
 
     let events = call_sse(&server, &body(Kind::Chat, true)).await;
-    let chunks: Vec<Value> = events[..events.len() - 1].iter().map(|e| e.json()).collect();
+    let chunks: Vec<Value> = events[..events.len() - 1]
+        .iter()
+        .map(|e| e.json())
+        .collect();
     let args: String = chunks
         .iter()
         .filter_map(|c| c["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"].as_str())
         .collect();
-    assert_eq!(serde_json::from_str::<Value>(&args).unwrap(), json!({"a": 1}));
-    assert_eq!(chunks.last().unwrap()["choices"][0]["finish_reason"], "tool_calls");
+    assert_eq!(
+        serde_json::from_str::<Value>(&args).unwrap(),
+        json!({"a": 1})
+    );
+    assert_eq!(
+        chunks.last().unwrap()["choices"][0]["finish_reason"],
+        "tool_calls"
+    );
     server.shutdown().await;
 }
 
@@ -109,6 +132,9 @@ async fn auto_follows_response_format_json_schema() {
         "schema": {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}}});
     let (_, v) = call_json(&server, &request).await;
     let content = v["choices"][0]["message"]["content"].as_str().unwrap();
-    assert_eq!(serde_json::from_str::<Value>(content).unwrap(), json!({"ok": true}));
+    assert_eq!(
+        serde_json::from_str::<Value>(content).unwrap(),
+        json!({"ok": true})
+    );
     server.shutdown().await;
 }

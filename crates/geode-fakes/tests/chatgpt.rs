@@ -1,5 +1,6 @@
 //! The ChatGPT/Codex backend fake: its body checks (wire.md §3.3), SSE-only answers, zstd
 //! request bodies, and the side endpoints codex uses (OAuth refresh, routing discovery).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
 mod common;
 
@@ -10,7 +11,9 @@ use geode_fakes::{FakeServer, Kind, Reply, Script};
 use serde_json::{Value, json};
 
 async fn start(replies: impl IntoIterator<Item = Reply>) -> FakeServer {
-    FakeServer::start(Kind::ChatGpt, Script::new(replies)).await.expect("start")
+    FakeServer::start(Kind::ChatGpt, Script::new(replies))
+        .await
+        .expect("start")
 }
 
 async fn post(server: &FakeServer, body: &Value, account: bool) -> (u16, Value) {
@@ -24,7 +27,10 @@ async fn post(server: &FakeServer, body: &Value, account: bool) -> (u16, Value) 
     let response = bounded(request.send()).await.unwrap();
     let status = response.status().as_u16();
     let text = bounded(response.text()).await.unwrap();
-    (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
 }
 
 #[tokio::test]
@@ -46,7 +52,11 @@ async fn rejects_requests_the_real_backend_rejects_without_spending_a_step() {
         (&stream_absent, true, "Stream must be set to true"),
         (&no_store, true, "Store must be set to false"),
         (&store_true, true, "Store must be set to false"),
-        (&max_tokens, true, "Unsupported parameter: max_output_tokens"),
+        (
+            &max_tokens,
+            true,
+            "Unsupported parameter: max_output_tokens",
+        ),
         (&valid, false, "Missing chatgpt-account-id header"),
     ];
     for (request, account, detail) in cases {
@@ -67,7 +77,11 @@ async fn rejects_requests_the_real_backend_rejects_without_spending_a_step() {
         "first step",
         "rejected requests must not consume script steps"
     );
-    assert_eq!(server.requests().len(), cases.len() + 2, "rejections are recorded");
+    assert_eq!(
+        server.requests().len(),
+        cases.len() + 2,
+        "rejections are recorded"
+    );
     server.shutdown().await;
 }
 
@@ -100,7 +114,8 @@ async fn zstd_request_bodies_are_decoded_and_recorded() {
         "schema": {"type": "object", "properties": {"ok": {"type": "boolean"}},
                    "required": ["ok"], "additionalProperties": false}}});
     let raw = serde_json::to_vec(&request).unwrap();
-    let packed = ruzstd::encoding::compress_to_vec(&raw[..], ruzstd::encoding::CompressionLevel::Fastest);
+    let packed =
+        ruzstd::encoding::compress_to_vec(&raw[..], ruzstd::encoding::CompressionLevel::Fastest);
     let response = bounded(
         client()
             .post(server.model_url())
@@ -119,7 +134,10 @@ async fn zstd_request_bodies_are_decoded_and_recorded() {
         .as_str()
         .unwrap()
         .to_owned();
-    assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), json!({"ok": true}));
+    assert_eq!(
+        serde_json::from_str::<Value>(&text).unwrap(),
+        json!({"ok": true})
+    );
     let recorded = &server.requests()[0];
     assert_eq!(recorded.body, request);
     assert_eq!(recorded.raw_body_len, packed.len());
@@ -137,20 +155,34 @@ async fn oauth_refresh_returns_rotated_tokens_and_is_recorded_masked() {
     let server = start([]).await;
     let grant = json!({"client_id": "app_EMoamEEZ73f0CkXaXp7hrann", "grant_type": "refresh_token",
                        "refresh_reason": "proactive_expiry", "refresh_token": SECRET});
-    let response = bounded(client().post(format!("{}/oauth/token", server.base_url())).json(&grant).send())
-        .await
-        .unwrap();
+    let response = bounded(
+        client()
+            .post(format!("{}/oauth/token", server.base_url()))
+            .json(&grant)
+            .send(),
+    )
+    .await
+    .unwrap();
     assert_eq!(response.status(), 200);
     let tokens: Value = bounded(response.json()).await.unwrap();
     let refresh = tokens["refresh_token"].as_str().unwrap();
-    assert!(!refresh.is_empty() && refresh != SECRET, "the refresh token rotates");
+    assert!(
+        !refresh.is_empty() && refresh != SECRET,
+        "the refresh token rotates"
+    );
     let access = jwt_claims(tokens["access_token"].as_str().unwrap());
-    assert_eq!(access["https://api.openai.com/auth"]["chatgpt_account_id"], "acct_fake_123");
+    assert_eq!(
+        access["https://api.openai.com/auth"]["chatgpt_account_id"],
+        "acct_fake_123"
+    );
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs();
-    assert!(access["exp"].as_u64().unwrap() > now, "fresh tokens are not expired");
+    assert!(
+        access["exp"].as_u64().unwrap() > now,
+        "fresh tokens are not expired"
+    );
     let id = jwt_claims(tokens["id_token"].as_str().unwrap());
     assert!(id["email"].is_string());
 
@@ -182,15 +214,30 @@ async fn routing_discovery_points_back_at_this_server() {
             .header("chatgpt-account-id", "acct_test")
             .send()
     };
-    let check: Value = bounded(bounded(get("/backend-api/wham/accounts/check")).await.unwrap().json())
+    let check: Value = bounded(
+        bounded(get("/backend-api/wham/accounts/check"))
+            .await
+            .unwrap()
+            .json(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(check["default_account_id"], "acct_test");
+    assert_eq!(
+        check["accounts"][0]["workspace_backend_origin"],
+        json!(server.base_url())
+    );
+    assert_eq!(
+        check["accounts"][0]["account_routing_override"],
+        "NO_CONSTRAINT"
+    );
+    let settings = bounded(get("/backend-api/wham/settings/user"))
         .await
         .unwrap();
-    assert_eq!(check["default_account_id"], "acct_test");
-    assert_eq!(check["accounts"][0]["workspace_backend_origin"], json!(server.base_url()));
-    assert_eq!(check["accounts"][0]["account_routing_override"], "NO_CONSTRAINT");
-    let settings = bounded(get("/backend-api/wham/settings/user")).await.unwrap();
     assert_eq!(settings.status(), 200);
-    let models = bounded(get("/backend-api/codex/models?client_version=0.171.0")).await.unwrap();
+    let models = bounded(get("/backend-api/codex/models?client_version=0.171.0"))
+        .await
+        .unwrap();
     assert_eq!(models.status(), 200);
     // A WebSocket upgrade attempt is refused, so codex falls back to HTTPS POST.
     let upgrade = bounded(

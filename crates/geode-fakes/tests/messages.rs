@@ -1,5 +1,6 @@
 //! The Messages fake over the wire: JSON and SSE answers shaped like fake_anthropic.py, plus
 //! the endpoints the claude CLI probes.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
 mod common;
 
@@ -8,7 +9,9 @@ use geode_fakes::{FakeServer, Kind, Reply, Script};
 use serde_json::{Value, json};
 
 async fn start(replies: impl IntoIterator<Item = Reply>) -> FakeServer {
-    FakeServer::start(Kind::Messages, Script::new(replies)).await.expect("start")
+    FakeServer::start(Kind::Messages, Script::new(replies))
+        .await
+        .expect("start")
 }
 
 #[tokio::test]
@@ -61,7 +64,10 @@ async fn streamed_text_has_the_full_event_sequence() {
             d["delta"]["text"].as_str().unwrap().to_owned()
         })
         .collect();
-    assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), json!({"answer": "fake", "n": 1}));
+    assert_eq!(
+        serde_json::from_str::<Value>(&text).unwrap(),
+        json!({"answer": "fake", "n": 1})
+    );
     let delta = events[6].json();
     assert_eq!(delta["delta"]["stop_reason"], "end_turn");
     assert_eq!(delta["usage"]["output_tokens"], 7);
@@ -77,7 +83,12 @@ async fn tool_call_is_a_tool_use_block_streamed_as_input_json_deltas() {
     assert_eq!(v["content"][0]["type"], "tool_use");
     assert_eq!(v["content"][0]["name"], "get_weather");
     assert_eq!(v["content"][0]["input"], input);
-    assert!(v["content"][0]["id"].as_str().unwrap().starts_with("toolu_"));
+    assert!(
+        v["content"][0]["id"]
+            .as_str()
+            .unwrap()
+            .starts_with("toolu_")
+    );
 
     let events = call_sse(&server, &body(Kind::Messages, true)).await;
     let start = events[2].json();
@@ -93,20 +104,30 @@ async fn tool_call_is_a_tool_use_block_streamed_as_input_json_deltas() {
         })
         .collect();
     assert_eq!(serde_json::from_str::<Value>(&partial).unwrap(), input);
-    assert_eq!(events[events.len() - 2].json()["delta"]["stop_reason"], "tool_use");
+    assert_eq!(
+        events[events.len() - 2].json()["delta"]["stop_reason"],
+        "tool_use"
+    );
     server.shutdown().await;
 }
 
 #[tokio::test]
 async fn refusal_and_max_tokens_set_their_stop_reasons() {
-    let server = start([Reply::Refusal("No.".into()), Reply::MaxTokens("{\"a\":".into())]).await;
+    let server = start([
+        Reply::Refusal("No.".into()),
+        Reply::MaxTokens("{\"a\":".into()),
+    ])
+    .await;
     let (_, refusal) = call_json(&server, &body(Kind::Messages, false)).await;
     assert_eq!(refusal["stop_reason"], "refusal");
     let (_, truncated) = call_json(&server, &body(Kind::Messages, false)).await;
     assert_eq!(truncated["stop_reason"], "max_tokens");
     assert_eq!(truncated["content"][0]["text"], "{\"a\":");
     let events = call_sse(&server, &body(Kind::Messages, true)).await;
-    assert_eq!(events[events.len() - 2].json()["delta"]["stop_reason"], "max_tokens");
+    assert_eq!(
+        events[events.len() - 2].json()["delta"]["stop_reason"],
+        "max_tokens"
+    );
     server.shutdown().await;
 }
 
@@ -117,22 +138,36 @@ async fn auto_calls_the_structured_output_tool_like_the_python_fake() {
                         "n": {"type": "integer"}}, "required": ["answer", "n"],
                         "additionalProperties": false});
     let mut request = body(Kind::Messages, true);
-    request["tools"] = json!([{"name": "StructuredOutput", "description": "…", "input_schema": schema}]);
+    request["tools"] =
+        json!([{"name": "StructuredOutput", "description": "…", "input_schema": schema}]);
     let events = call_sse(&server, &request).await;
-    assert_eq!(events[2].json()["content_block"]["name"], "StructuredOutput");
+    assert_eq!(
+        events[2].json()["content_block"]["name"],
+        "StructuredOutput"
+    );
     let input: String = events
         .iter()
         .filter(|e| e.name.as_deref() == Some("content_block_delta"))
-        .map(|e| e.json()["delta"]["partial_json"].as_str().unwrap().to_owned())
+        .map(|e| {
+            e.json()["delta"]["partial_json"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
         .collect();
-    assert_eq!(serde_json::from_str::<Value>(&input).unwrap(), json!({"answer": "fake", "n": 1}));
+    assert_eq!(
+        serde_json::from_str::<Value>(&input).unwrap(),
+        json!({"answer": "fake", "n": 1})
+    );
     server.shutdown().await;
 }
 
 #[tokio::test]
 async fn claude_cli_probes_are_answered() {
     let server = start([Reply::text("ok")]).await;
-    let head = bounded(client().head(format!("{}/", server.base_url())).send()).await.unwrap();
+    let head = bounded(client().head(format!("{}/", server.base_url())).send())
+        .await
+        .unwrap();
     assert_eq!(head.status(), 200);
     let count = bounded(
         client()
@@ -156,13 +191,25 @@ async fn claude_cli_probes_are_answered() {
     assert_eq!(beta.status(), 200);
     let v: Value = bounded(beta.json()).await.unwrap();
     assert_eq!(v["content"][0]["text"], "ok");
-    let missing = bounded(client().post(format!("{}/v2/other", server.base_url())).send())
-        .await
-        .unwrap();
+    let missing = bounded(
+        client()
+            .post(format!("{}/v2/other", server.base_url()))
+            .send(),
+    )
+    .await
+    .unwrap();
     assert_eq!(missing.status(), 404);
     let v: Value = bounded(missing.json()).await.unwrap();
     assert_eq!(v["error"]["type"], "not_found_error");
     let paths: Vec<String> = server.requests().iter().map(|r| r.path.clone()).collect();
-    assert_eq!(paths, ["/", "/v1/messages/count_tokens", "/v1/messages?beta=true", "/v2/other"]);
+    assert_eq!(
+        paths,
+        [
+            "/",
+            "/v1/messages/count_tokens",
+            "/v1/messages?beta=true",
+            "/v2/other"
+        ]
+    );
     server.shutdown().await;
 }
