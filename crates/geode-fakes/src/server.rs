@@ -9,7 +9,8 @@
 //! - Dropping the server (or [`FakeServer::shutdown`]) stops accepting and closes every open
 //!   connection, including hanging ones; nothing keeps running afterwards.
 //! - With [`FakeServerBuilder::tls`] it serves HTTPS instead (see [`crate::tls`]).
-//! - Request bodies larger than 64 MiB get a 413 and are not recorded in full.
+//! - A request whose body is over 64 MiB (or never fully arrives) gets a 413 and is the one
+//!   kind of request that is not recorded.
 
 use crate::deliver::{Body, Ending, deliver, full};
 use crate::kind::Kind;
