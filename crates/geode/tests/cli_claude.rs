@@ -2,6 +2,9 @@
 //! `scripts/install-clis.sh`) against the `geode-fakes` Messages server, inside a loopback-only
 //! network namespace (see `cli_support`). HOME is a temp dir; non-essential traffic is off.
 
+// Test helpers outside `#[test]` fns may unwrap too (tests are allowed to panic).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod cli_support;
 
 use geode::ledger::StructuredOutputMode;
@@ -62,10 +65,8 @@ impl Rig {
     }
 
     async fn call(&self) -> Result<AdapterResponse, AdapterError> {
-        let mut req = AdapterCallRequest::new(
-            "claude-test-model",
-            vec![Message::user("Give the answer")],
-        );
+        let mut req =
+            AdapterCallRequest::new("claude-test-model", vec![Message::user("Give the answer")]);
         req.system_prompt = "You answer in JSON.".into();
         req.response_schema = Some(schema());
         self.adapter.call(req, &CallCx::new()).await
@@ -106,7 +107,10 @@ fn claude_cli_is_the_pinned_version() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.starts_with("2.1.197"), "unexpected claude version: {text}");
+    assert!(
+        text.starts_with("2.1.197"),
+        "unexpected claude version: {text}"
+    );
 }
 
 netns_test!(claude_valid_answer_is_the_structured_output, async {
@@ -135,7 +139,11 @@ netns_test!(claude_valid_answer_is_the_structured_output, async {
     assert_eq!(tools[0]["name"], "StructuredOutput");
     assert_eq!(&tools[0]["input_schema"], schema().as_value());
     assert!(body["system"].to_string().contains("You answer in JSON."));
-    assert!(body["messages"].to_string().contains("[USER]\\nGive the answer"));
+    assert!(
+        body["messages"]
+            .to_string()
+            .contains("[USER]\\nGive the answer")
+    );
     rig.assert_no_process_left().await;
 });
 
@@ -155,22 +163,32 @@ netns_test!(claude_bad_tool_input_then_good_succeeds, async {
     // The CLI fed its own validation error back as an error tool_result.
     let feedback = calls[1]["messages"].to_string();
     assert!(feedback.contains("is_error"), "{feedback}");
-    assert!(feedback.contains("must have required property"), "{feedback}");
+    assert!(
+        feedback.contains("must have required property"),
+        "{feedback}"
+    );
 });
 
-netns_test!(claude_model_that_never_calls_the_tool_is_not_success, async {
-    let rig = Rig::new(
-        Script::always(Reply::text("{\"answer\":\"plain\",\"n\":2}")),
-        Duration::from_secs(60),
-    )
-    .await;
-    let err = rig.call().await.unwrap_err();
-    assert_eq!(run_failed_kind(&err), "no_structured_output");
-    // The CLI nudged once ([structured-output-enforce]) before giving up.
-    let calls = rig.model_calls();
-    assert_eq!(calls.len(), 2);
-    assert!(calls[1]["messages"].to_string().contains("structured-output-enforce"));
-});
+netns_test!(
+    claude_model_that_never_calls_the_tool_is_not_success,
+    async {
+        let rig = Rig::new(
+            Script::always(Reply::text("{\"answer\":\"plain\",\"n\":2}")),
+            Duration::from_secs(60),
+        )
+        .await;
+        let err = rig.call().await.unwrap_err();
+        assert_eq!(run_failed_kind(&err), "no_structured_output");
+        // The CLI nudged once ([structured-output-enforce]) before giving up.
+        let calls = rig.model_calls();
+        assert_eq!(calls.len(), 2);
+        assert!(
+            calls[1]["messages"]
+                .to_string()
+                .contains("structured-output-enforce")
+        );
+    }
+);
 
 netns_test!(claude_http_400_is_an_api_error, async {
     let rig = Rig::new(Script::always(Reply::status(400)), Duration::from_secs(60)).await;
@@ -192,9 +210,15 @@ netns_test!(claude_retry_exhaustion_is_its_own_failure, async {
 });
 
 netns_test!(claude_hung_provider_is_killed_at_the_deadline, async {
-    let rig = Rig::new(Script::always(Reply::Hang), Duration::from_secs(4)).await;
+    // Generous: the CLI must start and reach the fake before the deadline, even on a loaded
+    // 2-core machine running the other CLI tests in parallel.
+    let rig = Rig::new(Script::always(Reply::Hang), Duration::from_secs(15)).await;
     let err = rig.call().await.unwrap_err();
     assert!(matches!(err, AdapterError::Timeout { .. }), "{err:?}");
-    assert_eq!(rig.model_calls().len(), 1, "the request reached the fake and hung");
+    assert_eq!(
+        rig.model_calls().len(),
+        1,
+        "the request reached the fake and hung"
+    );
     rig.assert_no_process_left().await;
 });

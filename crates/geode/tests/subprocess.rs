@@ -2,6 +2,9 @@
 //! capture is bounded, encoding and size limits are typed errors, and the environment is an
 //! allow-list. Every test is bounded by a tokio timeout; no test touches the network.
 
+// Test helpers outside `#[test]` fns may unwrap too (tests are allowed to panic).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use geode::llm::subprocess::{
     self, BASE_ENV_ALLOW, Ending, MAX_ARG_BYTES, ProcessSpec, Stream, SubprocessError,
 };
@@ -61,7 +64,9 @@ async fn group_gone(pgid: u32) -> Vec<(u32, char)> {
 fn pid_alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .map(|s| {
-            let state = s.rsplit_once(')').map(|(_, r)| r.trim_start().chars().next());
+            let state = s
+                .rsplit_once(')')
+                .map(|(_, r)| r.trim_start().chars().next());
             !matches!(state, Some(Some('Z' | 'X')))
         })
         .unwrap_or(false)
@@ -81,7 +86,12 @@ async fn deadline_kills_the_whole_group_including_grandchildren() {
         assert!(!out.success());
         let grandchild: u32 = out.stdout.text.trim().parse().expect("grandchild pid");
         assert!(grandchild != out.pgid);
-        assert_eq!(group_gone(out.pgid).await, vec![], "group {} left alive", out.pgid);
+        assert_eq!(
+            group_gone(out.pgid).await,
+            vec![],
+            "group {} left alive",
+            out.pgid
+        );
         assert!(!pid_alive(grandchild));
     })
     .await
@@ -194,13 +204,9 @@ async fn non_utf8_stdout_is_a_typed_error() {
             other => panic!("expected NonUtf8, got {other:?}"),
         }
         // stderr is diagnostic only: decoded lossily.
-        let out = subprocess::run(
-            &sh(r"printf '\377' >&2"),
-            &CancellationToken::new(),
-            None,
-        )
-        .await
-        .unwrap();
+        let out = subprocess::run(&sh(r"printf '\377' >&2"), &CancellationToken::new(), None)
+            .await
+            .unwrap();
         assert_eq!(out.stderr.text, "\u{FFFD}");
     })
     .await
@@ -210,14 +216,13 @@ async fn non_utf8_stdout_is_a_typed_error() {
 #[tokio::test]
 async fn a_missing_binary_is_a_typed_error() {
     timeout(BOUND, async {
-        for program in ["/nonexistent/geode-no-such-cli", "geode-no-such-cli-on-path"] {
-            let err = subprocess::run(
-                &ProcessSpec::new(program),
-                &CancellationToken::new(),
-                None,
-            )
-            .await
-            .unwrap_err();
+        for program in [
+            "/nonexistent/geode-no-such-cli",
+            "geode-no-such-cli-on-path",
+        ] {
+            let err = subprocess::run(&ProcessSpec::new(program), &CancellationToken::new(), None)
+                .await
+                .unwrap_err();
             assert!(
                 matches!(&err, SubprocessError::NotFound { program: p, .. } if p == program),
                 "{err:?}"
@@ -234,7 +239,8 @@ async fn a_missing_binary_is_a_typed_error() {
             "{err}"
         );
         // A bare name found on PATH resolves to an executable path.
-        let sh = subprocess::resolve_program("GEODE_TEST_VARIABLE_THAT_IS_NEVER_SET", "sh").unwrap();
+        let sh =
+            subprocess::resolve_program("GEODE_TEST_VARIABLE_THAT_IS_NEVER_SET", "sh").unwrap();
         assert!(sh.is_absolute());
     })
     .await
@@ -336,11 +342,18 @@ async fn the_environment_is_an_allow_list() {
 #[tokio::test]
 async fn exit_codes_and_signals_are_reported() {
     timeout(BOUND, async {
-        let out = subprocess::run(&sh("echo out; echo err >&2; exit 7"), &CancellationToken::new(), None)
-            .await
-            .unwrap();
+        let out = subprocess::run(
+            &sh("echo out; echo err >&2; exit 7"),
+            &CancellationToken::new(),
+            None,
+        )
+        .await
+        .unwrap();
         assert_eq!(out.exit_code(), Some(7));
-        assert_eq!((out.stdout.text.as_str(), out.stderr.text.as_str()), ("out\n", "err\n"));
+        assert_eq!(
+            (out.stdout.text.as_str(), out.stderr.text.as_str()),
+            ("out\n", "err\n")
+        );
         assert_eq!(out.stderr.last_line(80), "err");
         let out = subprocess::run(&sh("kill -TERM $$"), &CancellationToken::new(), None)
             .await

@@ -11,7 +11,7 @@
 //! The CLIs must be installed (`scripts/install-clis.sh`, run by `make test`); a missing CLI
 //! fails the test with that instruction, it is never skipped.
 
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -154,10 +154,7 @@ pub fn processes_with_env(marker: &str) -> Vec<u32> {
         let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
             continue;
         };
-        if env
-            .split(|b| *b == 0)
-            .any(|kv| kv == marker.as_bytes())
-        {
+        if env.split(|b| *b == 0).any(|kv| kv == marker.as_bytes()) {
             out.push(pid);
         }
     }

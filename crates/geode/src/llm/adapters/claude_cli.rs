@@ -32,9 +32,7 @@
 use super::cli_common::{self, CliOptions};
 use crate::ledger::StructuredOutputMode;
 use crate::llm::adapter::{Adapter, AdapterError, CallCx};
-use crate::llm::request::{
-    AdapterCallRequest, AdapterResponse, StopReason, Usage, WireReport,
-};
+use crate::llm::request::{AdapterCallRequest, AdapterResponse, StopReason, Usage, WireReport};
 use crate::llm::subprocess::{self, MAX_ARG_BYTES, ProcessSpec};
 use crate::schema::ResponseSchema;
 use serde::Deserialize;
@@ -126,8 +124,12 @@ impl ClaudeCliAdapter {
         let c = &self.config;
         let system_as_flag =
             !req.system_prompt.is_empty() && req.system_prompt.len() < MAX_ARG_BYTES;
-        let mut spec = ProcessSpec::new(bin)
-            .args(["-p", "--output-format", "json", "--no-session-persistence"]);
+        let mut spec = ProcessSpec::new(bin).args([
+            "-p",
+            "--output-format",
+            "json",
+            "--no-session-persistence",
+        ]);
         if !req.model.is_empty() {
             spec = spec.args(["--model", req.model.as_str()]);
         }

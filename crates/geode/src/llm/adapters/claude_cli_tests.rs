@@ -34,7 +34,11 @@ fn structured_output_is_the_answer_with_usage_and_cost() {
     assert_eq!(r.usage.output_tokens, 9);
     assert_eq!(r.usage.cached_input_tokens, 3);
     assert_eq!(r.usage.cost_usd, Some(0.000285));
-    assert_eq!(r.stop_reason, StopReason::EndTurn, "the CLI's own tool call is not ours");
+    assert_eq!(
+        r.stop_reason,
+        StopReason::EndTurn,
+        "the CLI's own tool call is not ours"
+    );
     assert!(r.tool_uses.is_empty());
 }
 
@@ -57,7 +61,10 @@ fn each_failure_has_its_own_kind() {
         .iter()
         .map(|s| kind(interpret(last_result(s).unwrap(), true).unwrap_err()))
         .collect();
-    assert_eq!(kinds, ["max_structured_output_retries", "max_turns", "api_error"]);
+    assert_eq!(
+        kinds,
+        ["max_structured_output_retries", "max_turns", "api_error"]
+    );
     let e = interpret(last_result(HTTP400).unwrap(), true).unwrap_err();
     assert!(e.to_string().contains("HTTP 400"), "{e}");
     assert_eq!(e.retry_class(), RetryClass::Fatal);
@@ -69,9 +76,15 @@ fn api_error_statuses_map_to_auth_rate_limit_and_server() {
         let text = HTTP400.replace("400", &s.to_string());
         interpret(last_result(&text).unwrap(), true).unwrap_err()
     };
-    assert!(matches!(with_status(401), AdapterError::Auth { status: 401, .. }));
+    assert!(matches!(
+        with_status(401),
+        AdapterError::Auth { status: 401, .. }
+    ));
     assert!(matches!(with_status(429), AdapterError::RateLimited { .. }));
-    assert!(matches!(with_status(529), AdapterError::Server { status: 529, .. }));
+    assert!(matches!(
+        with_status(529),
+        AdapterError::Server { status: 529, .. }
+    ));
     assert_eq!(with_status(529).retry_class(), RetryClass::Retryable);
 }
 
@@ -100,17 +113,30 @@ fn argv_has_the_schema_inline_and_compact_and_the_prompt_on_stdin() {
         let i = args.iter().position(|a| a == flag).unwrap();
         args[i + 1].clone()
     };
-    assert_eq!(&args[..4], ["-p", "--output-format", "json", "--no-session-persistence"]);
+    assert_eq!(
+        &args[..4],
+        ["-p", "--output-format", "json", "--no-session-persistence"]
+    );
     assert_eq!(after("--model"), "claude-x");
     assert_eq!(after("--max-turns"), "100");
     assert_eq!(after("--system-prompt"), "be terse");
     let inline = after("--json-schema");
     assert!(!inline.contains(' ') && !inline.contains('\n'));
-    assert_eq!(serde_json::from_str::<Value>(&inline).unwrap(), *schema().as_value());
-    assert_eq!(&args[args.len() - 2..], ["--tools", ""], "variadic --tools goes last");
+    assert_eq!(
+        serde_json::from_str::<Value>(&inline).unwrap(),
+        *schema().as_value()
+    );
+    assert_eq!(
+        &args[args.len() - 2..],
+        ["--tools", ""],
+        "variadic --tools goes last"
+    );
     let names: Vec<&str> = spec.env_names().collect();
     assert!(names.contains(&"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"));
-    assert_eq!(a.wire_mode(Some(&schema())), StructuredOutputMode::CliValidated);
+    assert_eq!(
+        a.wire_mode(Some(&schema())),
+        StructuredOutputMode::CliValidated
+    );
     assert_eq!(a.wire_mode(None), StructuredOutputMode::None);
     assert!(!a.supports_tools());
 }
@@ -121,6 +147,9 @@ fn a_system_prompt_too_long_for_an_argument_goes_on_stdin() {
     req.system_prompt = "s".repeat(MAX_ARG_BYTES);
     let spec = ClaudeCliAdapter::default().process_spec("/bin/claude".into(), &req);
     assert!(!spec.arguments().iter().any(|a| a == "--system-prompt"));
-    assert!(!spec.arguments().iter().any(|a| a == "--model"), "empty model: CLI default");
+    assert!(
+        !spec.arguments().iter().any(|a| a == "--model"),
+        "empty model: CLI default"
+    );
     assert!(spec.check_sizes().is_ok());
 }

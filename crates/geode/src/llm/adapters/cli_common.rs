@@ -188,7 +188,10 @@ mod tests {
     fn transcript_matches_the_reference_layout() {
         let mut req = AdapterCallRequest::new(
             "m",
-            vec![Message::user("task"), Message::user("<system-reminder>\nr\n</system-reminder>")],
+            vec![
+                Message::user("task"),
+                Message::user("<system-reminder>\nr\n</system-reminder>"),
+            ],
         );
         req.system_prompt = "be terse".into();
         assert_eq!(

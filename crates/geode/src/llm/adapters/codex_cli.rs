@@ -347,7 +347,10 @@ pub fn interpret(stdout: &str) -> Outcome {
             structured: None,
             wire: WireReport::default(),
         }),
-        (Some(_), None) => failed("no_agent_message", "the turn completed without an agent message"),
+        (Some(_), None) => failed(
+            "no_agent_message",
+            "the turn completed without an agent message",
+        ),
         (None, _) => Outcome::NoTerminal,
     }
 }

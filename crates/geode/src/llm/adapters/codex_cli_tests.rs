@@ -27,10 +27,25 @@ fn failed_kind(o: Outcome) -> String {
 
 #[test]
 fn the_last_agent_message_is_the_answer_with_turn_usage() {
-    let Outcome::Answer(r) = interpret(OK) else { panic!("no answer") };
-    assert_eq!(r.text, r#"{"answer":"fake","confidence":1.5,"tags":["fake"]}"#);
-    assert_eq!((r.usage.input_tokens, r.usage.output_tokens, r.usage.cached_input_tokens), (11, 7, 2));
-    assert_eq!(r.structured, None, "codex does not validate; the worker does");
+    let Outcome::Answer(r) = interpret(OK) else {
+        panic!("no answer")
+    };
+    assert_eq!(
+        r.text,
+        r#"{"answer":"fake","confidence":1.5,"tags":["fake"]}"#
+    );
+    assert_eq!(
+        (
+            r.usage.input_tokens,
+            r.usage.output_tokens,
+            r.usage.cached_input_tokens
+        ),
+        (11, 7, 2)
+    );
+    assert_eq!(
+        r.structured, None,
+        "codex does not validate; the worker does"
+    );
 }
 
 #[test]
@@ -53,7 +68,10 @@ fn an_unrecovered_error_event_is_a_failure_and_a_recovered_one_is_not() {
 
 #[test]
 fn no_terminal_event_and_no_message_are_told_apart() {
-    assert!(matches!(interpret("{\"type\":\"turn.started\"}\n"), Outcome::NoTerminal));
+    assert!(matches!(
+        interpret("{\"type\":\"turn.started\"}\n"),
+        Outcome::NoTerminal
+    ));
     let no_msg = "{\"type\":\"turn.completed\",\"usage\":{}}\n";
     assert_eq!(failed_kind(interpret(no_msg)), "no_agent_message");
 }
@@ -73,7 +91,9 @@ fn argv_reads_the_prompt_from_stdin_and_keeps_codex_on_loopback() {
         .map(|s| s.to_string_lossy().into_owned())
         .collect();
     let joined = args.join(" ");
-    assert!(joined.starts_with("exec --json --skip-git-repo-check --ephemeral --sandbox read-only"));
+    assert!(
+        joined.starts_with("exec --json --skip-git-repo-check --ephemeral --sandbox read-only")
+    );
     assert!(joined.contains("-c check_for_update_on_startup=false --disable plugins --disable remote_plugin --disable apps"));
     assert!(joined.contains("-m fake-model"));
     assert!(joined.contains("-c model_provider=\"fake\""));
@@ -90,7 +110,10 @@ fn the_schema_file_is_private_compact_and_removed_on_drop() {
     let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(f.path()), 0o600);
     assert_eq!(mode(f.dir()), 0o700);
-    assert_eq!(std::fs::read_to_string(f.path()).unwrap(), schema().to_compact_json());
+    assert_eq!(
+        std::fs::read_to_string(f.path()).unwrap(),
+        schema().to_compact_json()
+    );
     drop(f);
     assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
 }
