@@ -153,3 +153,40 @@ fn a_system_prompt_too_long_for_an_argument_goes_on_stdin() {
     );
     assert!(spec.check_sizes().is_ok());
 }
+
+fn huge_schema() -> ResponseSchema {
+    let props: serde_json::Map<String, Value> = (0..6000)
+        .map(|i| (format!("field_{i:05}"), json!({"type": "string"})))
+        .collect();
+    ResponseSchema::from_value(json!({"type": "object", "properties": props})).unwrap()
+}
+
+#[tokio::test]
+async fn a_schema_too_long_for_one_argument_is_unsupported_before_spawning() {
+    let schema = huge_schema();
+    assert!(schema.to_compact_json().len() >= MAX_ARG_BYTES);
+    let mut req = AdapterCallRequest::new("", vec![Message::user("q")]);
+    req.response_schema = Some(schema);
+    // A binary that would fail loudly if it were ever run.
+    let mut config = ClaudeCliConfig::default();
+    config.cli.bin = Some("/nonexistent/claude".into());
+    let err = ClaudeCliAdapter::new(config)
+        .call(req, &CallCx::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, AdapterError::Unsupported { .. }), "{err:?}");
+    assert!(err.to_string().contains("argument"), "{err}");
+}
+
+#[tokio::test]
+async fn a_missing_binary_is_a_config_error_naming_the_variable() {
+    let mut config = ClaudeCliConfig::default();
+    config.cli.bin = Some("/nonexistent/claude".into());
+    let req = AdapterCallRequest::new("", vec![Message::user("q")]);
+    let err = ClaudeCliAdapter::new(config)
+        .call(req, &CallCx::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, AdapterError::Config { .. }), "{err:?}");
+    assert!(err.to_string().contains(BIN_ENV), "{err}");
+}

@@ -117,3 +117,22 @@ fn the_schema_file_is_private_compact_and_removed_on_drop() {
     drop(f);
     assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
 }
+
+#[tokio::test]
+async fn a_missing_binary_is_a_config_error_and_leaves_no_schema_file() {
+    let root = tempfile::tempdir().unwrap();
+    let mut config = CodexCliConfig {
+        temp_root: Some(root.path().to_owned()),
+        ..CodexCliConfig::default()
+    };
+    config.cli.bin = Some("/nonexistent/codex".into());
+    let mut req = AdapterCallRequest::new("m", vec![Message::user("q")]);
+    req.response_schema = Some(schema());
+    let err = CodexCliAdapter::new(config)
+        .call(req, &CallCx::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, AdapterError::Config { .. }), "{err:?}");
+    assert!(err.to_string().contains(BIN_ENV), "{err}");
+    assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
+}
