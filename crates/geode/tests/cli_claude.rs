@@ -36,6 +36,10 @@ struct Rig {
 
 impl Rig {
     async fn new(script: Script, timeout: Duration) -> Rig {
+        Rig::with_max_turns(script, timeout, 10).await
+    }
+
+    async fn with_max_turns(script: Script, timeout: Duration, max_turns: u32) -> Rig {
         let server = FakeServer::start(Kind::Messages, script).await.unwrap();
         let home = tempfile::tempdir().unwrap();
         let work = home.path().join("work");
@@ -50,7 +54,7 @@ impl Rig {
         cli.cwd = Some(work);
         let adapter = ClaudeCliAdapter::new(ClaudeCliConfig {
             cli,
-            max_turns: 10,
+            max_turns,
             ..ClaudeCliConfig::default()
         });
         Rig {
@@ -207,6 +211,19 @@ netns_test!(claude_retry_exhaustion_is_its_own_failure, async {
     let err = rig.call().await.unwrap_err();
     assert_eq!(run_failed_kind(&err), "max_structured_output_retries");
     assert!(rig.model_calls().len() >= 5, "the CLI retried");
+});
+
+netns_test!(claude_max_turns_is_its_own_failure, async {
+    // With --max-turns 1 a rejected StructuredOutput call cannot be retried.
+    let rig = Rig::with_max_turns(
+        Script::always(structured_call(json!({"answer": 5}))),
+        Duration::from_secs(60),
+        1,
+    )
+    .await;
+    let err = rig.call().await.unwrap_err();
+    assert_eq!(run_failed_kind(&err), "max_turns");
+    assert!(err.to_string().contains("maximum number of turns"), "{err}");
 });
 
 netns_test!(claude_hung_provider_is_killed_at_the_deadline, async {
