@@ -1,1 +1,80 @@
-fn main() {}
+//! `geode`: structured output from any LLM provider, with an honest guarantee ledger.
+//!
+//! Exit codes: 0 success / valid, 1 invalid answer or non-strict schema, 2 usage or
+//! configuration error, 3 provider or transport failure.
+
+mod cmd_adapters;
+mod cmd_run;
+mod cmd_schema;
+mod cmd_validate;
+mod cmd_worker;
+mod resolve;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Exit code for a usage or configuration error.
+pub(crate) const EXIT_USAGE: u8 = 2;
+/// Exit code for a provider or transport failure.
+pub(crate) const EXIT_PROVIDER: u8 = 3;
+
+/// 0 valid answer, 1 invalid after the retry, 2 configuration, 3 provider or transport failure.
+pub(crate) fn exit_code(result: &geode::agent::worker::WorkerResult) -> u8 {
+    if result.success {
+        return 0;
+    }
+    match result.ledger.attempts.last() {
+        None => EXIT_USAGE,
+        Some(a) => match a.error_kind.as_deref() {
+            Some("config" | "unsupported") => EXIT_USAGE,
+            Some("cancelled") | None => 1,
+            Some(_) => EXIT_PROVIDER,
+        },
+    }
+}
+
+#[derive(Parser)]
+#[command(
+    name = "geode",
+    version,
+    about = "One structured-output contract across LLM providers, with a guarantee ledger."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Inspect a response schema.
+    Schema {
+        #[command(subcommand)]
+        command: cmd_schema::SchemaCommand,
+    },
+    /// Validate model output (stdin) against a schema; prints the extracted JSON object.
+    Validate(cmd_validate::ValidateArgs),
+    /// Run one WorkerRequest JSON line from stdin; print one WorkerResult JSON line.
+    Worker(cmd_worker::WorkerArgs),
+    /// Run one prompt through the worker: JSON answer on stdout, ledger on stderr.
+    Run(cmd_run::RunArgs),
+    /// The adapters, their structured-output modes, and which are configured here.
+    Adapters(cmd_adapters::AdaptersArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Schema { command } => cmd_schema::run(command),
+        Command::Validate(args) => cmd_validate::run(args),
+        Command::Worker(args) => cmd_worker::run(args),
+        Command::Adapters(args) => cmd_adapters::run(args),
+        Command::Run(args) => cmd_run::run(args),
+    };
+    match outcome {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("geode: {e:#}");
+            ExitCode::from(EXIT_USAGE)
+        }
+    }
+}

@@ -197,6 +197,9 @@ pub struct AttemptRecord {
     /// The error, if the attempt failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The adapter error's kind (`auth`, `server`, `config`, ...), if an adapter call failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<String>,
 }
 
 /// Whether the one retry ran, and why.

@@ -13,6 +13,7 @@
 //! | [`ledger`] | the guarantee ledger |
 
 pub mod agent;
+pub mod config;
 pub mod ledger;
 pub mod llm;
 pub mod schema;

@@ -1,1 +1,16 @@
-//! Many calls: the loop, tools, the worker and subtasks.
+//! Many calls: the loop, tools, the worker and its retry, subtasks.
+//!
+//! | file | job |
+//! |---|---|
+//! | [`agent_loop`] | `AgenticLoop`: rounds, tools, termination, per-call schema override |
+//! | [`tools`] | the `Tool` trait, the registry, argument validation against `input_schema` |
+//! | [`worker`] | `WorkerRequest` / `WorkerResult`, validation and the one retry |
+//! | [`subtask`] | `SubTask`, its mapping to a `WorkerRequest`, running many at once |
+//! | [`termination`] | `TerminationReason` |
+
+pub mod agent_loop;
+pub mod answer_check;
+pub mod subtask;
+pub mod termination;
+pub mod tools;
+pub mod worker;

@@ -1,8 +1,21 @@
-//! One LLM call: the request and response shapes, the adapter trait, and the adapters.
+//! One LLM call: the request and response shapes, the adapter trait, the registry, routing,
+//! and the adapters.
+//!
+//! | file | job |
+//! |---|---|
+//! | [`request`] | `AdapterCallRequest`, `Message`, `ToolSpec`, `AdapterResponse`, `Usage`, `StopReason` |
+//! | [`adapter`] | the `Adapter` trait, `CallCx`, `AdapterError` |
+//! | [`registry`] | every adapter's capabilities as data (the README's wiring table) |
+//! | [`routing`] | which adapter serves a call; the `require` policy |
+//! | [`subprocess`] | spawn with a deadline, kill the whole process group, bounded capture |
+//! | [`adapters`] | one file per adapter |
 
 pub mod adapter;
 pub mod adapters;
+pub mod fallback;
+pub mod registry;
 pub mod request;
+pub mod routing;
 #[cfg(feature = "testing")]
 pub mod scripted;
 pub mod subprocess;

@@ -3,7 +3,7 @@
 //! These are the provider-neutral shapes. The wire families (`wire/`) turn them into each
 //! provider's JSON; adapters never see provider JSON in these types.
 
-use crate::ledger::{StructuredOutputMode, Transform};
+use crate::ledger::{AdapterTry, StructuredOutputMode, Transform};
 use crate::schema::{ResponseSchema, TextConstraint};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -271,6 +271,9 @@ pub struct WireReport {
     /// Every rewrite of the caller's schema on the way to the wire.
     #[serde(default)]
     pub transforms: Vec<Transform>,
+    /// Set by a fallback chain: every adapter tried, the last one being the one that answered.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub adapters_tried: Vec<AdapterTry>,
 }
 
 /// What an adapter returns.

@@ -33,8 +33,10 @@ pub fn check_strict(schema: &Value) -> StrictVerdict {
 
 fn walk(s: &Value, ptr: &str, out: &mut Vec<StrictReason>) {
     let Value::Object(m) = s else { return };
-    if m.get("type").and_then(Value::as_str) == Some("object") {
-        if m.get("additionalProperties") != Some(&Value::Bool(false)) {
+    if m.get("type").and_then(Value::as_str) == Some("object")
+        && m.get("additionalProperties") != Some(&Value::Bool(false))
+    {
+        {
             out.push(StrictReason {
                 pointer: ptr.to_owned(),
                 rule: "additionalProperties must be false".to_owned(),

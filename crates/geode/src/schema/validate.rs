@@ -78,3 +78,29 @@ pub fn missing_required_keys(schema: &ResponseSchema, answer: &Value) -> Vec<Str
         .map(str::to_owned)
         .collect()
 }
+
+/// One line per issue: `/path: message (allowed: "a", "b")`.
+pub fn render_issues(issues: &[ValidationIssue]) -> String {
+    issues
+        .iter()
+        .map(|i| {
+            let path = if i.instance_path.is_empty() {
+                "/"
+            } else {
+                &i.instance_path
+            };
+            match &i.allowed {
+                Some(a) => format!(
+                    "{path}: {} (allowed: {})",
+                    i.message,
+                    a.iter()
+                        .map(Value::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                None => format!("{path}: {}", i.message),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}

@@ -212,7 +212,7 @@ impl Adapter for ClaudeCliAdapter {
         let mut resp = interpret(result, req.response_schema.is_some())?;
         resp.wire = WireReport {
             mode,
-            transforms: Vec::new(),
+            ..WireReport::default()
         };
         Ok(resp)
     }

@@ -274,7 +274,7 @@ impl Adapter for CodexCliAdapter {
         };
         resp.wire = WireReport {
             mode: self.wire_mode(req.response_schema.as_ref()),
-            transforms: Vec::new(),
+            ..WireReport::default()
         };
         Ok(resp)
     }

@@ -1,0 +1,59 @@
+//! `geode adapters`: the capability table, and which adapters are configured here.
+
+use clap::Args;
+use geode::llm::registry::{ADAPTERS, ProcessEnv, markdown_table};
+
+#[derive(Args)]
+pub(crate) struct AdaptersArgs {
+    /// Print JSON for machines.
+    #[arg(long, conflicts_with = "markdown")]
+    json: bool,
+    /// Print the README's Markdown wiring table.
+    #[arg(long)]
+    markdown: bool,
+}
+
+pub(crate) fn run(args: AdaptersArgs) -> anyhow::Result<u8> {
+    if args.markdown {
+        print!("{}", markdown_table());
+        return Ok(0);
+    }
+    let env = ProcessEnv;
+    if args.json {
+        let rows: Vec<_> = ADAPTERS
+            .iter()
+            .map(|a| {
+                serde_json::json!({
+                    "name": a.name,
+                    "wire": a.wire,
+                    "schema_on_wire": a.schema_on_wire,
+                    "modes": a.modes_text(),
+                    "framework_tools": a.framework_tools,
+                    "tools_with_schema": a.tools_with_schema,
+                    "streaming": a.streaming,
+                    "limits": a.limits,
+                    "credentials": a.credential_text(),
+                    "configured": a.is_configured(&env),
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(0);
+    }
+    println!(
+        "{:<16} {:<24} {:<6} {:<6} {:<10} credentials",
+        "adapter", "modes", "tools", "tools+", "configured"
+    );
+    for a in ADAPTERS {
+        println!(
+            "{:<16} {:<24} {:<6} {:<6} {:<10} {}",
+            a.name,
+            a.modes_text(),
+            if a.framework_tools { "yes" } else { "no" },
+            if a.tools_with_schema { "yes" } else { "no" },
+            if a.is_configured(&env) { "yes" } else { "no" },
+            a.credential_text()
+        );
+    }
+    Ok(0)
+}

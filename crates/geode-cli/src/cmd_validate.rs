@@ -1,0 +1,62 @@
+//! `geode validate --schema FILE`: extract the last JSON object from stdin and validate it.
+
+use clap::Args;
+use geode::schema::ResponseSchema;
+use geode::schema::extract::extract_last_object;
+use geode::schema::validate::{CompiledSchema, missing_required_keys};
+use std::io::Read;
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub(crate) struct ValidateArgs {
+    /// The schema file.
+    #[arg(long)]
+    schema: PathBuf,
+    /// Only the reference's shallow check: an object with every top-level required key.
+    #[arg(long)]
+    required_keys_only: bool,
+}
+
+pub(crate) fn run(args: ValidateArgs) -> anyhow::Result<u8> {
+    let schema = match ResponseSchema::from_file(&args.schema).and_then(|s| {
+        let c = CompiledSchema::compile(&s)?;
+        Ok((s, c))
+    }) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("geode: unusable schema: {e}");
+            return Ok(crate::EXIT_USAGE);
+        }
+    };
+    let mut input = Vec::new();
+    std::io::stdin().read_to_end(&mut input)?;
+    let text = String::from_utf8_lossy(&input);
+    let Some((raw, value)) = extract_last_object(&text) else {
+        eprintln!(
+            "{}",
+            serde_json::json!({"valid": false, "errors": [{"instance_path": "", "keyword": "extract", "message": "no balanced JSON object parses in the input"}]})
+        );
+        return Ok(1);
+    };
+    println!("{raw}");
+    let (schema, compiled) = schema;
+    let missing = missing_required_keys(&schema, &value);
+    let errors: Vec<serde_json::Value> = if args.required_keys_only {
+        missing
+            .iter()
+            .map(|k| serde_json::json!({"instance_path": "", "keyword": "required", "message": format!("missing required key {k:?}")}))
+            .collect()
+    } else {
+        compiled
+            .validate(&value)
+            .into_iter()
+            .map(|i| serde_json::to_value(i).unwrap_or_default())
+            .collect()
+    };
+    if errors.is_empty() {
+        Ok(0)
+    } else {
+        eprintln!("{}", serde_json::json!({"valid": false, "errors": errors}));
+        Ok(1)
+    }
+}

@@ -1,0 +1,107 @@
+//! Turning a WorkerRequest (or `geode run` flags) into a worker environment: config, routing,
+//! the `require` policy, preflight, the adapter itself and the fallback chain.
+
+use geode::agent::worker::{WorkerEnv, WorkerRequest};
+use geode::config::Config;
+use geode::llm::adapter::{Adapter, AdapterError};
+use geode::llm::fallback::FallbackAdapter;
+use geode::llm::registry::{Environment, ProcessEnv, spec};
+use geode::llm::routing::{RouteRequest, route};
+use std::sync::Arc;
+
+/// Why a request could not be given an adapter. All are configuration errors (exit 2).
+#[derive(Debug)]
+pub(crate) enum ResolveError {
+    Routing(String),
+    Preflight(String),
+    Build(String),
+}
+
+impl std::error::Error for ResolveError {}
+
+impl std::fmt::Display for ResolveError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Routing(m) => write!(f, "{m}"),
+            Self::Preflight(m) => write!(f, "schema refused before the call: {m}"),
+            Self::Build(m) => write!(f, "{m}"),
+        }
+    }
+}
+
+/// Builds one adapter by registry name, with settings from the config and environment.
+pub(crate) fn build_adapter(
+    name: &str,
+    cfg: &Config,
+    env: &dyn Environment,
+) -> Result<Arc<dyn Adapter>, AdapterError> {
+    let _ = (cfg, env);
+    Err(AdapterError::Config {
+        adapter: name.to_owned(),
+        message: "this adapter is not built into this binary".to_owned(),
+    })
+}
+
+/// Resolves the environment for `req`: the routed adapter (plus the configured fallback chain
+/// when the adapter was not named explicitly), with `req.model` filled from the config when empty.
+pub(crate) fn resolve(req: &mut WorkerRequest, cfg: &Config) -> Result<WorkerEnv, ResolveError> {
+    let env = ProcessEnv;
+    let explicit = if !req.adapter.is_empty() {
+        Some(req.adapter.clone())
+    } else if spec(&req.source).is_some() {
+        Some(req.source.clone())
+    } else {
+        None
+    };
+    let schema = req.response_schema.clone();
+    let routed = route(
+        &RouteRequest {
+            adapter: explicit.as_deref(),
+            model: &req.model,
+            require: req.require,
+            schema: schema.as_ref(),
+            thinking: req.thinking_budget > 0,
+            default_adapter: cfg.default_adapter.as_deref(),
+        },
+        &env,
+    )
+    .map_err(|e| ResolveError::Routing(e.to_string()))?;
+    let name = routed.spec.name;
+    if let Some(s) = &schema {
+        geode::schema::dialect::preflight(s, routed.spec.dialect).map_err(|v| {
+            ResolveError::Preflight(format!(
+                "{name}: {}",
+                v.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ))
+        })?;
+    }
+    if req.model.is_empty() {
+        req.model = cfg.model(name, None);
+    }
+    let primary = build_adapter(name, cfg, &env).map_err(|e| ResolveError::Build(e.to_string()))?;
+    let mut chain = vec![primary];
+    if explicit.is_none() {
+        for fb in cfg.fallback.iter().filter(|n| n.as_str() != name) {
+            let Some(s) = spec(fb) else { continue };
+            let meets =
+                schema.is_none() || s.mode_for(schema.as_ref(), false).level() >= req.require;
+            if meets
+                && s.is_configured(&env)
+                && let Ok(a) = build_adapter(fb, cfg, &env)
+            {
+                chain.push(a);
+            }
+        }
+    }
+    let adapter: Arc<dyn Adapter> = if chain.len() == 1 {
+        chain.remove(0)
+    } else {
+        Arc::new(
+            FallbackAdapter::new(chain).ok_or_else(|| ResolveError::Build("empty chain".into()))?,
+        )
+    };
+    Ok(WorkerEnv::new(adapter))
+}

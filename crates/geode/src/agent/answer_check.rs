@@ -1,0 +1,265 @@
+//! Checking a loop's answer, deciding on the one retry, and writing the feedback turn.
+//!
+//! [`check_answer`] applies, in the reference's order: a failed run, empty text, no balanced JSON
+//! object, missing top-level `required` keys; then, with [`Validation::Full`] (geode's default),
+//! full JSON Schema validation against the caller's original schema; then a choice/regex
+//! constraint when one is set. [`build_schema_retry_prompt`] renders the reference's feedback turn
+//! plus the concrete validation errors.
+
+use crate::agent::agent_loop::AgenticResult;
+use crate::ledger::{CheckFailure, ValidationVerdict, WorkerCheck};
+use crate::schema::extract::extract_last_object;
+use crate::schema::validate::{
+    CompiledSchema, Validation, ValidationIssue, missing_required_keys, render_issues,
+};
+use crate::schema::{ResponseSchema, TextConstraint};
+use serde_json::Value;
+
+/// What the check of one answer found.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AnswerCheck {
+    /// The verdict.
+    pub verdict: WorkerCheck,
+    /// The extracted JSON object, when one parsed.
+    pub object: Option<Value>,
+    /// Full validation of that object, when a schema and an object were there.
+    pub full: Option<ValidationVerdict>,
+}
+
+impl AnswerCheck {
+    /// True when the verdict is a pass (or nothing had to be checked).
+    pub fn passed(&self) -> bool {
+        !matches!(self.verdict, WorkerCheck::Fail { .. })
+    }
+
+    /// The validation issues to show the model in the feedback turn.
+    pub fn issues(&self) -> &[ValidationIssue] {
+        self.full
+            .as_ref()
+            .map(|f| f.errors.as_slice())
+            .unwrap_or(&[])
+    }
+
+    /// A short trigger description for the ledger.
+    pub fn trigger(&self) -> String {
+        match &self.verdict {
+            WorkerCheck::Fail { reason } => match reason {
+                CheckFailure::FailedRun { termination } => format!("failed run ({termination})"),
+                CheckFailure::Empty => "empty answer".to_owned(),
+                CheckFailure::NoObject => "no parseable JSON object".to_owned(),
+                CheckFailure::MissingKeys { keys } => {
+                    format!("missing required keys: {}", keys.join(", "))
+                }
+                CheckFailure::Invalid { count } => format!("{count} schema validation errors"),
+                CheckFailure::ConstraintUnmet { constraint } => format!("{constraint} not met"),
+            },
+            _ => "none".to_owned(),
+        }
+    }
+}
+
+fn fail(reason: CheckFailure) -> AnswerCheck {
+    AnswerCheck {
+        verdict: WorkerCheck::Fail { reason },
+        ..AnswerCheck::default()
+    }
+}
+
+/// Checks a loop result against the schema (and text constraint), as the worker does.
+pub fn check_answer(
+    result: &AgenticResult,
+    schema: Option<(&ResponseSchema, &CompiledSchema)>,
+    constraint: Option<&TextConstraint>,
+    validation: Validation,
+) -> AnswerCheck {
+    if schema.is_none() && constraint.is_none() {
+        return AnswerCheck::default();
+    }
+    if result.error.is_some() || result.termination_reason.is_failure() {
+        return fail(CheckFailure::FailedRun {
+            termination: result.termination_reason.as_str(),
+        });
+    }
+    let text = result.text.trim();
+    if text.is_empty() {
+        return fail(CheckFailure::Empty);
+    }
+    let mut check = AnswerCheck {
+        verdict: WorkerCheck::Pass,
+        ..AnswerCheck::default()
+    };
+    if let Some((schema, compiled)) = schema {
+        let Some((_, object)) = extract_last_object(text) else {
+            return fail(CheckFailure::NoObject);
+        };
+        let errors = compiled.validate(&object);
+        check.full = Some(ValidationVerdict {
+            valid: errors.is_empty(),
+            errors,
+        });
+        let missing = missing_required_keys(schema, &object);
+        check.object = Some(object);
+        if !missing.is_empty() {
+            check.verdict = WorkerCheck::Fail {
+                reason: CheckFailure::MissingKeys { keys: missing },
+            };
+            return check;
+        }
+        if validation == Validation::Full {
+            let count = check.issues().len();
+            if count > 0 {
+                check.verdict = WorkerCheck::Fail {
+                    reason: CheckFailure::Invalid { count },
+                };
+                return check;
+            }
+        }
+    }
+    if let Some(c) = constraint
+        && !constraint_met(c, text)
+    {
+        check.verdict = WorkerCheck::Fail {
+            reason: CheckFailure::ConstraintUnmet {
+                constraint: c.kind().to_owned(),
+            },
+        };
+    }
+    check
+}
+
+/// Whether `text` satisfies a choice or regex constraint. A grammar cannot be checked here and
+/// counts as met (the local engine enforces it; the ledger records it as a residual elsewhere).
+pub fn constraint_met(constraint: &TextConstraint, text: &str) -> bool {
+    match constraint {
+        TextConstraint::Choice(options) => {
+            let t = text.trim();
+            let unquoted = t.trim_matches('"');
+            options.iter().any(|o| o == t || o == unquoted)
+        }
+        TextConstraint::Regex(pattern) => regex::Regex::new(&format!("^(?:{pattern})$"))
+            .map(|re| re.is_match(text.trim()))
+            .unwrap_or(false),
+        TextConstraint::Grammar(_) => true,
+    }
+}
+
+/// The reference's `_needs_schema_retry`, twin for conformance tests: the shallow check only.
+pub fn needs_schema_retry(result: Option<&AgenticResult>, schema: &ResponseSchema) -> bool {
+    let Some(result) = result else { return true };
+    if result.termination_reason.is_no_retry() {
+        return false;
+    }
+    let Ok(compiled) = CompiledSchema::compile(schema) else {
+        return true;
+    };
+    !check_answer(
+        result,
+        Some((schema, &compiled)),
+        None,
+        Validation::RequiredKeys,
+    )
+    .passed()
+}
+
+const SCHEMA_CUT: usize = 4096;
+const EXCERPT_CUT: usize = 800;
+
+/// The first `max` characters of `text`, with `…(truncated)` appended when cut.
+pub fn excerpt(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…(truncated)", &text[..i]),
+        None => text.to_owned(),
+    }
+}
+
+/// A Python-style `repr` of a string (the reference quotes excerpts this way).
+pub fn py_repr(s: &str) -> String {
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
+}
+
+/// The feedback user turn for the one retry (`reference-behaviour.md` §4.3), plus the concrete
+/// validation errors when there are any.
+pub fn build_schema_retry_prompt(
+    schema: &ResponseSchema,
+    first_text: Option<&str>,
+    issues: &[ValidationIssue],
+) -> String {
+    let stripped = first_text.map(str::trim).unwrap_or_default();
+    let mut out = String::new();
+    if stripped.is_empty() {
+        out.push_str("Your previous response was empty.");
+    } else {
+        let diagnosis = if issues.is_empty() {
+            "did not parse as the required JSON object"
+        } else {
+            "did not satisfy the required JSON schema"
+        };
+        out.push_str(&format!(
+            "Your previous response {diagnosis}. Excerpt: {}",
+            py_repr(&excerpt(stripped, EXCERPT_CUT))
+        ));
+    }
+    if !issues.is_empty() {
+        out.push_str("\n\nValidation errors:\n");
+        out.push_str(&render_issues(issues));
+    }
+    let required: Vec<String> = schema.required_keys().iter().map(|k| py_repr(k)).collect();
+    out.push_str(&format!(
+        "\n\nYou MUST emit ONLY the JSON object matching this schema as your final message. No prose, no explanation, no markdown fences — start with `{{` and end with `}}`. Required keys: [{}].",
+        required.join(", ")
+    ));
+    let pretty = schema.to_pretty_json();
+    out.push_str("\n\nSchema:\n");
+    match pretty.char_indices().nth(SCHEMA_CUT) {
+        Some((i, _)) => {
+            out.push_str(&pretty[..i]);
+            out.push_str("\n…(schema truncated; full version pinned upstream)");
+        }
+        None => out.push_str(&pretty),
+    }
+    out
+}
+
+/// The feedback turn for a choice/regex constraint without a schema.
+pub fn build_constraint_retry_prompt(constraint: &TextConstraint, first_text: &str) -> String {
+    let what = match constraint {
+        TextConstraint::Choice(options) => format!(
+            "exactly one of: {}",
+            options
+                .iter()
+                .map(|o| py_repr(o))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        TextConstraint::Regex(r) => format!("text matching the regular expression {}", py_repr(r)),
+        TextConstraint::Grammar(_) => "text derivable from the given grammar".to_owned(),
+    };
+    format!(
+        "Your previous response did not meet the required format. Excerpt: {}\n\nReply with {what}, and nothing else.",
+        py_repr(&excerpt(first_text.trim(), EXCERPT_CUT))
+    )
+}

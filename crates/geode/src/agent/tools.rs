@@ -1,0 +1,294 @@
+//! Tools the model may call inside an [`crate::agent::agent_loop::AgenticLoop`].
+//!
+//! A [`Tool`] declares a name, a description and an `input_schema` (its arguments' contract,
+//! independent of `response_schema`). The [`ToolRegistry`] compiles every `input_schema` once
+//! and validates the model's arguments before running a tool: a call with bad arguments, or to
+//! an unknown tool, never runs and goes back to the model as an error result naming the problem.
+
+use crate::llm::request::{ContentBlock, ToolSpec, ToolUse};
+use crate::schema::ResponseSchema;
+use crate::schema::validate::{CompiledSchema, render_issues};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// A tool's failure, sent back to the model as an error result.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ToolError(pub String);
+
+/// A tool the model may call.
+#[async_trait::async_trait]
+pub trait Tool: Send + Sync {
+    /// The tool's name, description and argument schema.
+    fn spec(&self) -> ToolSpec;
+
+    /// Runs the tool on arguments already validated against `input_schema`.
+    async fn call(&self, input: Value) -> Result<Value, ToolError>;
+}
+
+/// Why a tool could not be registered.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolRegistryError {
+    /// Two tools share a name.
+    #[error("tool {0} is registered twice")]
+    Duplicate(String),
+    /// The tool's `input_schema` is not a usable JSON Schema object.
+    #[error("tool {name}: bad input_schema: {source}")]
+    BadInputSchema {
+        /// The tool name.
+        name: String,
+        /// The schema problem.
+        source: crate::schema::SchemaError,
+    },
+}
+
+struct Registered {
+    tool: Arc<dyn Tool>,
+    spec: ToolSpec,
+    validator: CompiledSchema,
+}
+
+/// The tools of one loop, with their compiled argument schemas.
+#[derive(Default)]
+pub struct ToolRegistry {
+    tools: BTreeMap<String, Registered>,
+    order: Vec<String>,
+}
+
+impl std::fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolRegistry")
+            .field("tools", &self.order)
+            .finish()
+    }
+}
+
+/// The outcome of one tool call, as recorded in the loop result.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ToolCallRecord {
+    /// The call id.
+    pub id: String,
+    /// The tool name.
+    pub name: String,
+    /// The arguments the model sent.
+    pub input: Value,
+    /// The result text sent back.
+    pub output: String,
+    /// True when the call was refused or failed.
+    pub is_error: bool,
+}
+
+impl ToolRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a tool; its `input_schema` must compile (an empty schema `{}` accepts any object).
+    pub fn register(&mut self, tool: Arc<dyn Tool>) -> Result<(), ToolRegistryError> {
+        let spec = tool.spec();
+        if self.tools.contains_key(&spec.name) {
+            return Err(ToolRegistryError::Duplicate(spec.name));
+        }
+        let schema_value = if spec.input_schema.is_null() {
+            serde_json::json!({"type": "object"})
+        } else {
+            spec.input_schema.clone()
+        };
+        let validator = ResponseSchema::from_value(schema_value)
+            .and_then(|s| CompiledSchema::compile(&s))
+            .map_err(|source| ToolRegistryError::BadInputSchema {
+                name: spec.name.clone(),
+                source,
+            })?;
+        self.order.push(spec.name.clone());
+        self.tools.insert(
+            spec.name.clone(),
+            Registered {
+                tool,
+                spec,
+                validator,
+            },
+        );
+        Ok(())
+    }
+
+    /// The specs, in registration order, as sent to the model.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.order
+            .iter()
+            .filter_map(|n| self.tools.get(n).map(|r| r.spec.clone()))
+            .collect()
+    }
+
+    /// True when no tool is registered.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+
+    /// Runs one call: validates the arguments, runs the tool, and returns the result block.
+    pub async fn execute(&self, call: &ToolUse) -> ToolCallRecord {
+        let (output, is_error) = match self.run(call).await {
+            Ok(v) => (
+                match v {
+                    Value::String(s) => s,
+                    other => other.to_string(),
+                },
+                false,
+            ),
+            Err(e) => (serde_json::json!({ "error": e.0 }).to_string(), true),
+        };
+        ToolCallRecord {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            input: call.input.clone(),
+            output,
+            is_error,
+        }
+    }
+
+    async fn run(&self, call: &ToolUse) -> Result<Value, ToolError> {
+        let Some(reg) = self.tools.get(&call.name) else {
+            let known = self.order.join(", ");
+            return Err(ToolError(format!(
+                "unknown tool `{}`; available tools: [{known}]",
+                call.name
+            )));
+        };
+        if let Some(raw) = call.input.get("_raw") {
+            return Err(ToolError(format!(
+                "arguments for `{}` are not valid JSON: {}",
+                call.name,
+                crate::agent::worker::excerpt(raw.as_str().unwrap_or_default(), 200)
+            )));
+        }
+        let issues = reg.validator.validate(&call.input);
+        if !issues.is_empty() {
+            return Err(ToolError(format!(
+                "arguments for `{}` do not match its input_schema:\n{}",
+                call.name,
+                render_issues(&issues)
+            )));
+        }
+        reg.tool.call(call.input.clone()).await
+    }
+}
+
+impl ToolCallRecord {
+    /// The `tool_result` block answering this call.
+    pub fn to_block(&self) -> ContentBlock {
+        ContentBlock::ToolResult {
+            tool_use_id: self.id.clone(),
+            content: self.output.clone(),
+            is_error: self.is_error,
+        }
+    }
+}
+
+/// A tool built from a closure, for tests and simple programs.
+pub struct FnTool<F> {
+    spec: ToolSpec,
+    f: F,
+}
+
+impl<F> FnTool<F>
+where
+    F: Fn(Value) -> Result<Value, ToolError> + Send + Sync,
+{
+    /// Wraps `f` as a tool with the given name, description and input schema.
+    pub fn new(name: &str, description: &str, input_schema: Value, f: F) -> Self {
+        Self {
+            spec: ToolSpec {
+                name: name.to_owned(),
+                description: description.to_owned(),
+                input_schema,
+            },
+            f,
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl<F> Tool for FnTool<F>
+where
+    F: Fn(Value) -> Result<Value, ToolError> + Send + Sync,
+{
+    fn spec(&self) -> ToolSpec {
+        self.spec.clone()
+    }
+
+    async fn call(&self, input: Value) -> Result<Value, ToolError> {
+        (self.f)(input)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn registry() -> ToolRegistry {
+        let mut r = ToolRegistry::new();
+        r.register(Arc::new(FnTool::new(
+            "add",
+            "adds",
+            json!({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"required":["a","b"]}),
+            |v| Ok(json!(v["a"].as_i64().unwrap_or(0) + v["b"].as_i64().unwrap_or(0))),
+        )))
+        .unwrap();
+        r
+    }
+
+    #[tokio::test]
+    async fn valid_arguments_run_the_tool() {
+        let rec = registry()
+            .execute(&ToolUse {
+                id: "1".into(),
+                name: "add".into(),
+                input: json!({"a": 2, "b": 3}),
+            })
+            .await;
+        assert!(!rec.is_error);
+        assert_eq!(rec.output, "5");
+    }
+
+    #[tokio::test]
+    async fn bad_arguments_are_an_error_result_naming_the_path() {
+        let rec = registry()
+            .execute(&ToolUse {
+                id: "1".into(),
+                name: "add".into(),
+                input: json!({"a": "two"}),
+            })
+            .await;
+        assert!(rec.is_error);
+        assert!(rec.output.contains("/a"), "{}", rec.output);
+        assert!(rec.output.contains("input_schema"), "{}", rec.output);
+    }
+
+    #[tokio::test]
+    async fn unknown_tools_and_raw_arguments_are_refused() {
+        let r = registry();
+        let rec = r
+            .execute(&ToolUse::from_json_arguments("1", "nope", "{}"))
+            .await;
+        assert!(rec.is_error && rec.output.contains("unknown tool"));
+        let rec = r
+            .execute(&ToolUse::from_json_arguments("2", "add", "{not json"))
+            .await;
+        assert!(rec.is_error && rec.output.contains("not valid JSON"));
+    }
+
+    #[test]
+    fn duplicate_and_bad_schemas_are_refused() {
+        let mut r = registry();
+        let dup = r.register(Arc::new(FnTool::new("add", "", json!({}), |_| {
+            Ok(json!(0))
+        })));
+        assert!(matches!(dup, Err(ToolRegistryError::Duplicate(_))));
+        let bad = r.register(Arc::new(FnTool::new("x", "", json!([1]), |_| Ok(json!(0)))));
+        assert!(matches!(bad, Err(ToolRegistryError::BadInputSchema { .. })));
+    }
+}

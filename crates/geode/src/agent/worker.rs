@@ -1,0 +1,507 @@
+//! The worker: one [`WorkerRequest`] in, one [`WorkerResult`] out, with the one schema retry.
+//!
+//! The worker runs an [`AgenticLoop`] on the request, checks the answer ([`check_answer`]) and,
+//! when the check fails, runs the loop **once** more with a feedback user turn — but only when the
+//! first run took under 50% of `timeout_s`, and never for intended non-JSON endings
+//! (`input_blocked`, `user_cancelled`, `user_clarification_needed`,
+//! `external_verification_required`), refusals, truncation, provider schema rejections or
+//! configuration/auth errors. Unlike the reference, the retried answer is checked too, and
+//! `success` is false when it still fails. The [`GuaranteeLedger`] records every step.
+//!
+//! Time is read from `tokio::time::Instant`, so tests control it with a paused runtime.
+//!
+//! The JSON shapes keep the reference's field names (`reference-behaviour.md` §1.3-§1.4);
+//! unknown input fields are ignored and named in the ledger.
+
+use crate::agent::agent_loop::{AgenticLoop, AgenticResult, LoopOptions};
+use crate::agent::answer_check::{
+    AnswerCheck, build_constraint_retry_prompt, build_schema_retry_prompt, check_answer,
+};
+use crate::agent::tools::ToolRegistry;
+use crate::ledger::{AttemptRecord, GuaranteeLedger, Require, RetryDecision};
+use crate::llm::adapter::{Adapter, CallCx};
+use crate::schema::validate::{CompiledSchema, Validation};
+use crate::schema::{ResponseSchema, TextConstraint};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+pub use crate::agent::answer_check::excerpt;
+
+fn d_max_tokens() -> u32 {
+    32768
+}
+fn d_timeout() -> f64 {
+    600.0
+}
+fn d_effort() -> String {
+    "high".to_owned()
+}
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
+}
+
+/// One task for a worker. Field names and defaults are the reference's; geode's additions
+/// (`validation`, `require`, `adapter`, `text_constraint`, `max_rounds`) are omitted from JSON
+/// when they hold their defaults.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkerRequest {
+    /// The task id (required).
+    pub task_id: String,
+    /// The task type, e.g. `analyze`.
+    #[serde(default)]
+    pub task_type: String,
+    /// The prompt text.
+    #[serde(default)]
+    pub description: String,
+    /// Parameters appended to the prompt as JSON.
+    #[serde(default)]
+    pub args: Map<String, Value>,
+    /// Tools the task may not use.
+    #[serde(default)]
+    pub denied_tools: Vec<String>,
+    /// The model ("" inherits the default).
+    #[serde(default)]
+    pub model: String,
+    /// The provider ("" infers it from the model).
+    #[serde(default)]
+    pub provider: String,
+    /// Output token limit per call.
+    #[serde(default = "d_max_tokens")]
+    pub subagent_max_tokens: u32,
+    /// The hard wall-clock limit in seconds; the retry gate is at 50% of it.
+    #[serde(default = "d_timeout")]
+    pub timeout_s: f64,
+    /// The loop's time budget in seconds (0 = none).
+    #[serde(default)]
+    pub time_budget_s: f64,
+    /// Extended-thinking budget.
+    #[serde(default)]
+    pub thinking_budget: u32,
+    /// Reasoning effort.
+    #[serde(default = "d_effort")]
+    pub effort: String,
+    /// Isolation mode (carried, unused).
+    #[serde(default)]
+    pub isolation: String,
+    /// Agent name (carried).
+    #[serde(default)]
+    pub agent_name: String,
+    /// The agent's system prompt.
+    #[serde(default)]
+    pub agent_system_prompt: String,
+    /// Toolkit name (carried).
+    #[serde(default)]
+    pub toolkit: String,
+    /// Parent session key (carried).
+    #[serde(default)]
+    pub parent_session_key: String,
+    /// Parent session id (carried).
+    #[serde(default)]
+    pub parent_session_id: String,
+    /// Adapter source: `payg`, `subscription`, `adapter`, or an adapter name ("" = infer).
+    #[serde(default)]
+    pub source: String,
+    /// Tools the task may use (empty = all).
+    #[serde(default)]
+    pub agent_allowed_tools: Vec<String>,
+    /// The schema of the final answer.
+    #[serde(default)]
+    pub response_schema: Option<ResponseSchema>,
+    /// Emit activity events (carried).
+    #[serde(default)]
+    pub emit_activity: bool,
+    /// Resume a session (carried).
+    #[serde(default)]
+    pub resume: bool,
+    /// geode: which check decides the retry and success.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub validation: Validation,
+    /// geode: the guarantee the caller requires of the adapter.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub require: Require,
+    /// geode: an explicit adapter name ("" = route).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub adapter: String,
+    /// geode: a choice/regex/grammar constraint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text_constraint: Option<TextConstraint>,
+    /// geode: maximum LLM rounds per attempt (0 = unlimited).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub max_rounds: u32,
+    /// Fields geode does not know; ignored, and named in the ledger.
+    #[serde(flatten, skip_serializing)]
+    pub unknown: Map<String, Value>,
+}
+
+impl WorkerRequest {
+    /// A request with the reference defaults.
+    pub fn new(task_id: impl Into<String>, description: impl Into<String>) -> Self {
+        Self {
+            task_id: task_id.into(),
+            description: description.into(),
+            ..Self::default()
+        }
+    }
+
+    /// The prompt: the description plus `Parameters: <args JSON>` when args are given.
+    pub fn prompt(&self) -> String {
+        if self.args.is_empty() {
+            self.description.clone()
+        } else {
+            format!(
+                "{}\n\nParameters: {}",
+                self.description,
+                Value::Object(self.args.clone())
+            )
+        }
+    }
+}
+
+impl Default for WorkerRequest {
+    fn default() -> Self {
+        Self {
+            task_id: String::new(),
+            task_type: String::new(),
+            description: String::new(),
+            args: Map::new(),
+            denied_tools: Vec::new(),
+            model: String::new(),
+            provider: String::new(),
+            subagent_max_tokens: d_max_tokens(),
+            timeout_s: d_timeout(),
+            time_budget_s: 0.0,
+            thinking_budget: 0,
+            effort: d_effort(),
+            isolation: String::new(),
+            agent_name: String::new(),
+            agent_system_prompt: String::new(),
+            toolkit: String::new(),
+            parent_session_key: String::new(),
+            parent_session_id: String::new(),
+            source: String::new(),
+            agent_allowed_tools: Vec::new(),
+            response_schema: None,
+            emit_activity: false,
+            resume: false,
+            validation: Validation::Full,
+            require: Require::BestEffort,
+            adapter: String::new(),
+            text_constraint: None,
+            max_rounds: 0,
+            unknown: Map::new(),
+        }
+    }
+}
+
+/// Why a request line could not be read.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WorkerError {
+    /// Nothing on stdin.
+    #[error("empty request: expected one WorkerRequest JSON line on stdin")]
+    EmptyInput,
+    /// The line is not JSON.
+    #[error("request is not valid JSON: {0}")]
+    InvalidJson(String),
+    /// The JSON is not an object.
+    #[error("request must be a JSON object")]
+    NotAnObject,
+    /// `task_id` is missing.
+    #[error("request has no task_id")]
+    MissingTaskId,
+    /// A field has the wrong type or value.
+    #[error("bad request field: {0}")]
+    BadField(String),
+}
+
+/// Parses one request line, with a typed error for each way it can be wrong.
+pub fn parse_request_line(line: &str) -> Result<WorkerRequest, WorkerError> {
+    if line.trim().is_empty() {
+        return Err(WorkerError::EmptyInput);
+    }
+    let value: Value =
+        serde_json::from_str(line.trim()).map_err(|e| WorkerError::InvalidJson(e.to_string()))?;
+    let Some(obj) = value.as_object() else {
+        return Err(WorkerError::NotAnObject);
+    };
+    if !obj.contains_key("task_id") {
+        return Err(WorkerError::MissingTaskId);
+    }
+    serde_json::from_value(value).map_err(|e| WorkerError::BadField(e.to_string()))
+}
+
+/// The worker's answer. Field names are the reference's; `error` is omitted when absent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkerResult {
+    /// The task id.
+    pub task_id: String,
+    /// True when the run ended well and (with a schema) the answer passed the check.
+    pub success: bool,
+    /// The final answer text.
+    #[serde(default)]
+    pub output: String,
+    /// A summary (≤ 500 characters).
+    #[serde(default)]
+    pub summary: String,
+    /// The error, when failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Wall time in milliseconds.
+    #[serde(default)]
+    pub duration_ms: u64,
+    /// Prompt tokens over all attempts.
+    #[serde(default)]
+    pub prompt_tokens: u64,
+    /// Completion tokens over all attempts.
+    #[serde(default)]
+    pub completion_tokens: u64,
+    /// Cost in USD over all attempts (0 when unknown).
+    #[serde(default)]
+    pub usd_spent: f64,
+    /// geode: the parsed JSON answer, when one was extracted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<Value>,
+    /// geode: how the last attempt ended.
+    #[serde(default)]
+    pub termination_reason: String,
+    /// geode: the guarantee ledger.
+    #[serde(default)]
+    pub ledger: GuaranteeLedger,
+}
+
+impl WorkerResult {
+    /// A failed result that carries only an error (bad input, routing failure, panic).
+    pub fn failed(task_id: &str, error: impl Into<String>) -> Self {
+        let error = error.into();
+        Self {
+            task_id: task_id.to_owned(),
+            success: false,
+            summary: format!("Sub-agent failed: {error}")
+                .chars()
+                .take(500)
+                .collect(),
+            error: Some(error),
+            ..Self::default()
+        }
+    }
+}
+
+/// What a worker runs with: the adapter, the tools and a cancellation token.
+#[derive(Clone)]
+pub struct WorkerEnv {
+    /// The adapter serving the calls.
+    pub adapter: Arc<dyn Adapter>,
+    /// The tools on offer.
+    pub tools: Arc<ToolRegistry>,
+    /// Cancels the run.
+    pub cancel: CancellationToken,
+    /// An optional guard on user turns (see [`crate::agent::agent_loop::InputGuard`]).
+    pub input_guard: Option<crate::agent::agent_loop::InputGuard>,
+}
+
+impl WorkerEnv {
+    /// An environment with no tools and a fresh token.
+    pub fn new(adapter: Arc<dyn Adapter>) -> Self {
+        Self {
+            adapter,
+            tools: Arc::new(ToolRegistry::new()),
+            cancel: CancellationToken::new(),
+            input_guard: None,
+        }
+    }
+}
+
+fn attempt_record(
+    n: u32,
+    r: &AgenticResult,
+    elapsed: Duration,
+    check: &AnswerCheck,
+) -> AttemptRecord {
+    AttemptRecord {
+        attempt: n,
+        termination_reason: r.termination_reason.as_str(),
+        stop_reason: r.stop_reason.clone(),
+        rounds: r.rounds,
+        usage: r.usage,
+        elapsed_ms: elapsed.as_millis().try_into().unwrap_or(u64::MAX),
+        check: check.verdict.clone(),
+        error: r.error.clone(),
+        error_kind: r.error_kind.clone(),
+    }
+}
+
+/// Why a failed first answer is not retried, beyond the 50% gate; `None` means retry.
+fn skip_reason(r: &AgenticResult) -> Option<String> {
+    use crate::agent::termination::TerminationReason as T;
+    if r.termination_reason.is_no_retry() {
+        return Some(format!("intended ending {}", r.termination_reason));
+    }
+    match r.termination_reason {
+        T::ModelRefusal => return Some("the model refused".to_owned()),
+        T::Truncated => return Some("the answer was truncated at max_tokens".to_owned()),
+        _ => {}
+    }
+    match r.error_kind.as_deref() {
+        Some(k @ ("schema_rejected" | "auth" | "config" | "unsupported" | "bad_request")) => {
+            Some(format!("adapter error {k} cannot be fixed by a retry"))
+        }
+        _ => None,
+    }
+}
+
+/// Runs one request to completion. Never panics on bad input; a schema that cannot be compiled
+/// is a failed result naming the problem.
+pub async fn run_worker(req: &WorkerRequest, env: &WorkerEnv) -> WorkerResult {
+    let started = Instant::now();
+    let schema = req.response_schema.clone();
+    let compiled = match schema.as_ref().map(CompiledSchema::compile) {
+        Some(Err(e)) => {
+            return WorkerResult::failed(&req.task_id, format!("unusable response_schema: {e}"));
+        }
+        Some(Ok(c)) => Some(c),
+        None => None,
+    };
+    let schema_pair = schema.as_ref().zip(compiled.as_ref());
+    let constraint = req.text_constraint.as_ref();
+    let checked = schema.is_some() || constraint.is_some();
+    let timeout = Duration::from_secs_f64(req.timeout_s.clamp(0.0, 1e9));
+    let options = LoopOptions {
+        model: req.model.clone(),
+        system_prompt: req.agent_system_prompt.clone(),
+        max_rounds: req.max_rounds,
+        max_tokens: req.subagent_max_tokens,
+        thinking_budget: req.thinking_budget,
+        effort: req.effort.clone(),
+        temperature: None,
+        time_budget: (req.time_budget_s > 0.0)
+            .then(|| Duration::from_secs_f64(req.time_budget_s.min(1e9))),
+        response_schema: schema.clone(),
+        text_constraint: req.text_constraint.clone(),
+    };
+    let mut lp = AgenticLoop::new(env.adapter.clone(), options, env.tools.clone());
+    if let Some(g) = &env.input_guard {
+        lp = lp.with_input_guard(g.clone());
+    }
+    let cx = CallCx {
+        cancel: env.cancel.clone(),
+        deadline: Some(started + timeout),
+    };
+    let mut ledger = GuaranteeLedger {
+        adapter: env.adapter.name().to_owned(),
+        model: req.model.clone(),
+        unknown_request_fields: req.unknown.keys().cloned().collect(),
+        ..GuaranteeLedger::default()
+    };
+
+    let first = lp.arun(&req.prompt(), &cx).await;
+    let elapsed = started.elapsed();
+    let first_check = check_answer(&first, schema_pair, constraint, req.validation);
+    ledger
+        .attempts
+        .push(attempt_record(1, &first, elapsed, &first_check));
+
+    let (last, last_check) = if !checked {
+        ledger.retry = RetryDecision::NotNeeded;
+        (first, first_check)
+    } else if first_check.passed() {
+        ledger.retry = RetryDecision::FirstPassed;
+        (first, first_check)
+    } else if let Some(why) = skip_reason(&first) {
+        ledger.retry = RetryDecision::Skipped { why };
+        (first, first_check)
+    } else if elapsed.as_secs_f64() >= 0.5 * req.timeout_s {
+        ledger.retry = RetryDecision::Skipped {
+            why: format!(
+                "first run took {:.1}s, not under 50% of timeout_s={}",
+                elapsed.as_secs_f64(),
+                req.timeout_s
+            ),
+        };
+        (first, first_check)
+    } else {
+        ledger.retry = RetryDecision::Ran {
+            trigger: first_check.trigger(),
+        };
+        let feedback = match &schema {
+            Some(s) => build_schema_retry_prompt(s, Some(&first.text), first_check.issues()),
+            None => constraint
+                .map(|c| build_constraint_retry_prompt(c, &first.text))
+                .unwrap_or_default(),
+        };
+        let retry_started = Instant::now();
+        let mut second = lp.arun(&feedback, &cx).await;
+        let check = check_answer(&second, schema_pair, constraint, req.validation);
+        ledger
+            .attempts
+            .push(attempt_record(2, &second, retry_started.elapsed(), &check));
+        let mut total = first.usage;
+        total.add(&second.usage);
+        second.usage = total;
+        (second, check)
+    };
+
+    finish(req, ledger, last, last_check, checked, started.elapsed())
+}
+
+fn finish(
+    req: &WorkerRequest,
+    mut ledger: GuaranteeLedger,
+    last: AgenticResult,
+    check: AnswerCheck,
+    checked: bool,
+    elapsed: Duration,
+) -> WorkerResult {
+    ledger.wire_mode = last.wire.mode;
+    if let Some(answered) = last.wire.adapters_tried.last() {
+        ledger.adapter = answered.adapter.clone();
+        ledger.adapters_tried = last.wire.adapters_tried.clone();
+    }
+    ledger.transforms = last.wire.transforms.clone();
+    ledger.worker_check = check.verdict.clone();
+    ledger.full_validation = check.full.clone();
+    let text_ok = !last.text.is_empty();
+    let run_ok = last.error.is_none() && !last.termination_reason.is_failure();
+    let intended = last.termination_reason.is_no_retry();
+    let success = text_ok && run_ok && (!checked || check.passed() || intended);
+    let error = if success {
+        None
+    } else if let Some(e) = &last.error {
+        Some(e.clone())
+    } else if !text_ok {
+        Some("No response from sub-agent".to_owned())
+    } else {
+        Some(format!("answer failed the check: {}", check.trigger()))
+    };
+    let summary = if success {
+        last.text.chars().take(500).collect()
+    } else if !text_ok && last.error.is_none() {
+        "No response from sub-agent".to_owned()
+    } else {
+        let mut parts = vec![error.clone().unwrap_or_default()];
+        if last.termination_reason != crate::agent::termination::TerminationReason::Unknown {
+            parts.push(format!("termination_reason={}", last.termination_reason));
+        }
+        format!("Sub-agent failed: {}", parts.join("; "))
+            .chars()
+            .take(500)
+            .collect()
+    };
+    WorkerResult {
+        task_id: req.task_id.clone(),
+        success,
+        output: last.text.clone(),
+        summary,
+        error,
+        duration_ms: elapsed.as_millis().try_into().unwrap_or(u64::MAX),
+        prompt_tokens: last.usage.input_tokens,
+        completion_tokens: last.usage.output_tokens,
+        usd_spent: last.usage.cost_usd.unwrap_or(0.0),
+        answer: check.object,
+        termination_reason: last.termination_reason.as_str(),
+        ledger,
+    }
+}

@@ -1,0 +1,220 @@
+//! The config file: `geode.toml` in the working directory, else `~/.config/geode/config.toml`.
+//!
+//! Precedence: flags > environment > config file > built-in defaults. The file holds the
+//! default adapter, a model and base URL per adapter, the fallback chain and timeouts. Unknown
+//! keys and unknown adapter names are errors; a syntax error names the line and column.
+//!
+//! ```toml
+//! default_adapter = "openai-payg"
+//! fallback = ["openai-payg", "anthropic-payg"]
+//!
+//! [timeouts]
+//! request_s = 120
+//!
+//! [adapters.openai-payg]
+//! model = "gpt-5.5"
+//! base_url = "http://127.0.0.1:8080"
+//! ```
+
+use crate::llm::registry::{Environment, spec};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Per-adapter settings.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdapterConfig {
+    /// The model used when none is named.
+    pub model: Option<String>,
+    /// The base URL (for HTTP adapters).
+    pub base_url: Option<String>,
+}
+
+/// Timeouts.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Timeouts {
+    /// The worker's hard limit per request, in seconds (the WorkerRequest's `timeout_s`).
+    pub request_s: Option<f64>,
+}
+
+/// The whole file.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// The adapter used when no adapter or model is named.
+    pub default_adapter: Option<String>,
+    /// Adapters tried in order on retryable provider failures.
+    #[serde(default)]
+    pub fallback: Vec<String>,
+    /// Timeouts.
+    #[serde(default)]
+    pub timeouts: Timeouts,
+    /// Per-adapter settings, keyed by adapter name.
+    #[serde(default)]
+    pub adapters: BTreeMap<String, AdapterConfig>,
+    /// The file this came from, if any.
+    #[serde(skip)]
+    pub source: Option<PathBuf>,
+}
+
+/// A config file that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config {path}: {message}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The OS message.
+        message: String,
+    },
+    /// The file is not valid (syntax, unknown key, wrong type).
+    #[error("bad config {path} at line {line}, column {column}: {message}")]
+    Invalid {
+        /// The file.
+        path: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// The file names an adapter that does not exist.
+    #[error("bad config {path}: unknown adapter {name:?} in {field}")]
+    UnknownAdapter {
+        /// The file.
+        path: String,
+        /// The bad name.
+        name: String,
+        /// Where it appeared.
+        field: &'static str,
+    },
+}
+
+impl Config {
+    /// Parses config text; `path` names the source in errors.
+    pub fn parse(text: &str, path: &str) -> Result<Self, ConfigError> {
+        let mut cfg: Config = toml::from_str(text).map_err(|e| {
+            let (line, column) = e.span().map(|s| line_col(text, s.start)).unwrap_or((0, 0));
+            ConfigError::Invalid {
+                path: path.to_owned(),
+                line,
+                column,
+                message: e.message().to_owned(),
+            }
+        })?;
+        let unknown = |name: &str, field| ConfigError::UnknownAdapter {
+            path: path.to_owned(),
+            name: name.to_owned(),
+            field,
+        };
+        if let Some(d) = &cfg.default_adapter
+            && spec(d).is_none()
+        {
+            return Err(unknown(d, "default_adapter"));
+        }
+        if let Some(bad) = cfg.fallback.iter().find(|n| spec(n).is_none()) {
+            return Err(unknown(bad, "fallback"));
+        }
+        if let Some(bad) = cfg.adapters.keys().find(|n| spec(n).is_none()) {
+            return Err(unknown(bad, "[adapters]"));
+        }
+        cfg.source = Some(PathBuf::from(path));
+        Ok(cfg)
+    }
+
+    /// Loads `geode.toml` from `cwd`, else `~/.config/geode/config.toml`, else the defaults.
+    pub fn load(cwd: &Path, env: &dyn Environment) -> Result<Self, ConfigError> {
+        let mut candidates = vec![cwd.join("geode.toml")];
+        if let Some(home) = env.var("HOME") {
+            candidates.push(PathBuf::from(home).join(".config/geode/config.toml"));
+        }
+        for path in candidates {
+            if env.file_exists(&path) {
+                let text = std::fs::read_to_string(&path).map_err(|e| ConfigError::Io {
+                    path: path.display().to_string(),
+                    message: e.to_string(),
+                })?;
+                return Self::parse(&text, &path.display().to_string());
+            }
+        }
+        Ok(Self::default())
+    }
+
+    /// The base URL for `adapter`: `flag` > its env variable > this file > the default.
+    pub fn base_url(
+        &self,
+        adapter: &str,
+        flag: Option<&str>,
+        env: &dyn Environment,
+    ) -> Option<String> {
+        let s = spec(adapter)?;
+        flag.map(str::to_owned)
+            .or_else(|| s.base_url_env.and_then(|v| env.var(v)))
+            .or_else(|| self.adapters.get(adapter).and_then(|a| a.base_url.clone()))
+            .or_else(|| s.default_base_url.map(str::to_owned))
+    }
+
+    /// The model for `adapter`: `flag` > this file > the registry default.
+    pub fn model(&self, adapter: &str, flag: Option<&str>) -> String {
+        flag.filter(|m| !m.is_empty())
+            .map(str::to_owned)
+            .or_else(|| self.adapters.get(adapter).and_then(|a| a.model.clone()))
+            .or_else(|| spec(adapter).map(|s| s.default_model.to_owned()))
+            .unwrap_or_default()
+    }
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before
+        .rsplit('\n')
+        .next()
+        .map(|l| l.chars().count())
+        .unwrap_or(0)
+        + 1;
+    (line, column)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_file_parses() {
+        let c = Config::parse(
+            "default_adapter = \"glm-payg\"\nfallback = [\"openai-payg\", \"glm-payg\"]\n[timeouts]\nrequest_s = 30\n[adapters.openai-payg]\nmodel = \"gpt-5.5\"\nbase_url = \"http://127.0.0.1:1\"\n",
+            "geode.toml",
+        )
+        .unwrap();
+        assert_eq!(c.default_adapter.as_deref(), Some("glm-payg"));
+        assert_eq!(c.fallback.len(), 2);
+        assert_eq!(c.timeouts.request_s, Some(30.0));
+        assert_eq!(c.model("openai-payg", None), "gpt-5.5");
+        assert_eq!(c.model("openai-payg", Some("o3")), "o3");
+    }
+
+    #[test]
+    fn a_syntax_error_names_the_line() {
+        let err =
+            Config::parse("fallback = []\n\ndefault_adapter = = 3\n", "geode.toml").unwrap_err();
+        match err {
+            ConfigError::Invalid { line, .. } => assert_eq!(line, 3),
+            other => panic!("{other}"),
+        }
+        let err = Config::parse("colour = \"blue\"\n", "geode.toml").unwrap_err();
+        assert!(err.to_string().contains("line 1"), "{err}");
+    }
+
+    #[test]
+    fn unknown_adapters_are_refused() {
+        let err =
+            Config::parse("fallback = [\"openai-payg\", \"gpt-chat\"]", "g.toml").unwrap_err();
+        assert!(err.to_string().contains("gpt-chat"), "{err}");
+    }
+}

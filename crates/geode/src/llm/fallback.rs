@@ -1,0 +1,146 @@
+//! [`FallbackAdapter`]: a configured chain of adapters that takes over on retryable failures.
+//!
+//! The first adapter serves the call; when it fails with a retryable error (rate limit, 5xx,
+//! connection reset, truncated stream) the next one takes the same request, and so on. A fatal
+//! error (auth, bad request, schema rejection, cancellation) stops the chain at once. Every
+//! adapter tried is recorded in the response's `WireReport::adapters_tried`, which the worker
+//! copies into the ledger.
+
+use crate::ledger::{AdapterTry, StructuredOutputMode};
+use crate::llm::adapter::{Adapter, AdapterError, CallCx, RetryClass};
+use crate::llm::request::{AdapterCallRequest, AdapterResponse};
+use crate::schema::ResponseSchema;
+use std::sync::Arc;
+
+/// A chain of adapters tried in order on retryable failures.
+pub struct FallbackAdapter {
+    chain: Vec<Arc<dyn Adapter>>,
+}
+
+impl std::fmt::Debug for FallbackAdapter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.chain.iter().map(|a| a.name()))
+            .finish()
+    }
+}
+
+impl FallbackAdapter {
+    /// A chain; `None` when it is empty.
+    pub fn new(chain: Vec<Arc<dyn Adapter>>) -> Option<Self> {
+        (!chain.is_empty()).then_some(Self { chain })
+    }
+}
+
+#[async_trait::async_trait]
+impl Adapter for FallbackAdapter {
+    fn name(&self) -> &str {
+        self.chain.first().map(|a| a.name()).unwrap_or("fallback")
+    }
+
+    fn wire_mode(&self, schema: Option<&ResponseSchema>) -> StructuredOutputMode {
+        self.chain
+            .first()
+            .map(|a| a.wire_mode(schema))
+            .unwrap_or_default()
+    }
+
+    fn supports_tools(&self) -> bool {
+        self.chain.iter().all(|a| a.supports_tools())
+    }
+
+    async fn call(
+        &self,
+        req: AdapterCallRequest,
+        cx: &CallCx,
+    ) -> Result<AdapterResponse, AdapterError> {
+        let mut tried = Vec::new();
+        let mut last_err = None;
+        for adapter in &self.chain {
+            match adapter.call(req.clone(), cx).await {
+                Ok(mut resp) => {
+                    tried.push(AdapterTry {
+                        adapter: adapter.name().to_owned(),
+                        outcome: "ok".to_owned(),
+                    });
+                    resp.wire.adapters_tried = tried;
+                    return Ok(resp);
+                }
+                Err(e) => {
+                    tried.push(AdapterTry {
+                        adapter: adapter.name().to_owned(),
+                        outcome: e.to_string(),
+                    });
+                    let retryable = e.retry_class() == RetryClass::Retryable;
+                    last_err = Some(e);
+                    if !retryable {
+                        break;
+                    }
+                }
+            }
+        }
+        Err(last_err.unwrap_or(AdapterError::Config {
+            adapter: "fallback".to_owned(),
+            message: "empty fallback chain".to_owned(),
+        }))
+    }
+}
+
+#[cfg(all(test, feature = "testing"))]
+mod tests {
+    use super::*;
+    use crate::llm::request::Message;
+    use crate::llm::scripted::ScriptedAdapter;
+
+    fn server_error(name: &str) -> AdapterError {
+        AdapterError::Server {
+            adapter: name.into(),
+            status: 500,
+            message: "down".into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_retryable_failure_moves_to_the_next_adapter_and_is_recorded() {
+        let a: Arc<dyn Adapter> =
+            Arc::new(ScriptedAdapter::new(vec![Err(server_error("a"))]).named("a"));
+        let b: Arc<dyn Adapter> =
+            Arc::new(ScriptedAdapter::new(vec![Ok(AdapterResponse::text("{}"))]).named("b"));
+        let chain = FallbackAdapter::new(vec![a, b]).unwrap();
+        let resp = chain
+            .call(
+                AdapterCallRequest::new("m", vec![Message::user("x")]),
+                &CallCx::new(),
+            )
+            .await
+            .unwrap();
+        let names: Vec<_> = resp
+            .wire
+            .adapters_tried
+            .iter()
+            .map(|t| t.adapter.as_str())
+            .collect();
+        assert_eq!(names, ["a", "b"]);
+        assert!(resp.wire.adapters_tried[0].outcome.contains("500"));
+    }
+
+    #[tokio::test]
+    async fn a_fatal_failure_stops_the_chain() {
+        let a: Arc<dyn Adapter> = Arc::new(
+            ScriptedAdapter::new(vec![Err(AdapterError::Auth {
+                adapter: "a".into(),
+                status: 401,
+                message: "no".into(),
+            })])
+            .named("a"),
+        );
+        let b = Arc::new(ScriptedAdapter::new(vec![Ok(AdapterResponse::text("{}"))]).named("b"));
+        let chain = FallbackAdapter::new(vec![a, b.clone()]).unwrap();
+        let err = chain
+            .call(AdapterCallRequest::new("m", vec![]), &CallCx::new())
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), "auth");
+        assert!(b.requests().is_empty());
+    }
+}

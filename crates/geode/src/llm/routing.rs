@@ -1,0 +1,170 @@
+//! Which adapter serves a call, and the fail-closed policy.
+//!
+//! Order (design.md §7): the explicit adapter name; else the model name's family (`gpt-*`,
+//! `o1`/`o3`/`o4*`, `*-codex` → OpenAI; `claude-*` → Anthropic; `glm-*` → GLM), choosing the
+//! family's adapters that are configured here, pay-as-you-go first, then subscription, then CLI;
+//! else the configured default; else the first configured provider (pay-as-you-go before
+//! subscription; CLIs only when named); else `local`.
+//!
+//! [`Require`] then removes candidates whose mode *for this schema* is too weak:
+//! `enforced` keeps `constrained` and `strict`; `wired` adds `hint`, a forced output `tool`,
+//! `cli-validated` and `cli-flag`; `best-effort` keeps everything. When none is left the call
+//! fails before any request, with one reason per candidate.
+
+use crate::ledger::{Require, StructuredOutputMode};
+use crate::llm::registry::{ADAPTERS, AdapterSpec, Billing, Environment, Family, spec};
+use crate::schema::ResponseSchema;
+
+/// What the caller asked for.
+#[derive(Debug, Clone, Default)]
+pub struct RouteRequest<'a> {
+    /// An explicit adapter name.
+    pub adapter: Option<&'a str>,
+    /// The model name ("" = none).
+    pub model: &'a str,
+    /// The guarantee required.
+    pub require: Require,
+    /// The schema, if any.
+    pub schema: Option<&'a ResponseSchema>,
+    /// Whether extended thinking is on (rules out Anthropic's forced tool).
+    pub thinking: bool,
+    /// The configured default adapter.
+    pub default_adapter: Option<&'a str>,
+}
+
+/// A candidate that was removed, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejection {
+    /// The adapter.
+    pub adapter: String,
+    /// Why it cannot serve the call.
+    pub reason: String,
+}
+
+/// The chosen adapter.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Route {
+    /// Its spec.
+    pub spec: &'static AdapterSpec,
+    /// The mode it will use for the schema.
+    pub mode: StructuredOutputMode,
+    /// Candidates removed on the way.
+    pub rejected: Vec<Rejection>,
+}
+
+/// Why no adapter could be chosen.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RoutingError {
+    /// The named adapter does not exist.
+    #[error("unknown adapter {0:?}; known adapters: {known}", known = ADAPTERS.iter().map(|a| a.name).collect::<Vec<_>>().join(", "))]
+    UnknownAdapter(String),
+    /// Every candidate was removed.
+    #[error("no adapter can serve this call with require={require}: {}", reasons.iter().map(|r| format!("{}: {}", r.adapter, r.reason)).collect::<Vec<_>>().join("; "))]
+    NoCandidate {
+        /// The requirement.
+        require: &'static str,
+        /// One reason per candidate.
+        reasons: Vec<Rejection>,
+    },
+}
+
+/// The provider family a model name belongs to, if the name says.
+pub fn family_of_model(model: &str) -> Option<Family> {
+    let m = model.trim().to_ascii_lowercase();
+    if m.is_empty() {
+        return None;
+    }
+    if m.starts_with("gpt-")
+        || m.ends_with("-codex")
+        || m.contains("-codex-")
+        || m == "o1"
+        || m.starts_with("o1-")
+        || m.starts_with("o3")
+        || m.starts_with("o4")
+    {
+        Some(Family::OpenAi)
+    } else if m.starts_with("claude-") {
+        Some(Family::Anthropic)
+    } else if m.starts_with("glm-") {
+        Some(Family::Glm)
+    } else {
+        None
+    }
+}
+
+fn judge(
+    spec: &'static AdapterSpec,
+    req: &RouteRequest<'_>,
+) -> Result<StructuredOutputMode, Rejection> {
+    let mode = spec.mode_for(req.schema, req.thinking);
+    if req.schema.is_none() || mode.level() >= req.require {
+        Ok(mode)
+    } else {
+        Err(Rejection {
+            adapter: spec.name.to_owned(),
+            reason: format!(
+                "its mode for this schema is {mode} ({}), below {}",
+                mode.level().as_str(),
+                req.require.as_str()
+            ),
+        })
+    }
+}
+
+/// Chooses the adapter for one call.
+pub fn route(req: &RouteRequest<'_>, env: &dyn Environment) -> Result<Route, RoutingError> {
+    let candidates: Vec<&'static AdapterSpec> = if let Some(name) = req.adapter {
+        vec![spec(name).ok_or_else(|| RoutingError::UnknownAdapter(name.to_owned()))?]
+    } else if let Some(family) = family_of_model(req.model) {
+        let mut fam: Vec<&'static AdapterSpec> = ADAPTERS
+            .iter()
+            .filter(|a| a.family == family && a.is_configured(env))
+            .collect();
+        fam.sort_by_key(|a| a.billing);
+        if fam.is_empty() {
+            return Err(RoutingError::NoCandidate {
+                require: req.require.as_str(),
+                reasons: ADAPTERS
+                    .iter()
+                    .filter(|a| a.family == family)
+                    .map(|a| Rejection {
+                        adapter: a.name.to_owned(),
+                        reason: format!("not configured (needs {})", a.credential_text()),
+                    })
+                    .collect(),
+            });
+        }
+        fam
+    } else if let Some(name) = req.default_adapter {
+        vec![spec(name).ok_or_else(|| RoutingError::UnknownAdapter(name.to_owned()))?]
+    } else {
+        let configured_remote = ADAPTERS
+            .iter()
+            .filter(|a| {
+                a.family != Family::Local && a.billing != Billing::Cli && a.is_configured(env)
+            })
+            .min_by_key(|a| a.billing);
+        match configured_remote {
+            Some(a) => vec![a],
+            _ => vec![spec("local").ok_or_else(|| RoutingError::UnknownAdapter("local".into()))?],
+        }
+    };
+    let mut rejected = Vec::new();
+    for c in candidates {
+        match judge(c, req) {
+            Ok(mode) => {
+                return Ok(Route {
+                    spec: c,
+                    mode,
+                    rejected,
+                });
+            }
+            Err(r) => rejected.push(r),
+        }
+    }
+    Err(RoutingError::NoCandidate {
+        require: req.require.as_str(),
+        reasons: rejected,
+    })
+}
