@@ -7,11 +7,15 @@
 //! | [`adapter`] | the `Adapter` trait, `CallCx`, `AdapterError` |
 //! | [`registry`] | every adapter's capabilities as data (the README's wiring table) |
 //! | [`routing`] | which adapter serves a call; the `require` policy |
+//! | [`subprocess`] | spawn with a deadline, kill the whole process group, bounded capture |
+//! | [`adapters`] | one file per adapter |
 
 pub mod adapter;
+pub mod adapters;
 pub mod fallback;
 pub mod registry;
 pub mod request;
 pub mod routing;
 #[cfg(feature = "testing")]
 pub mod scripted;
+pub mod subprocess;

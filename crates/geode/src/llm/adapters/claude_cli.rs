@@ -1,0 +1,369 @@
+//! `claude-cli`: one call through the `claude` CLI (`@anthropic-ai/claude-code`, pinned 2.1.197)
+//! in print mode, authenticated by the CLI's own login or by the `ANTHROPIC_*` variables.
+//!
+//! argv (no shell; the transcript goes on stdin, see [`super::cli_common::transcript`]):
+//! `claude -p --output-format json --no-session-persistence [--model M] --max-turns N
+//! [--system-prompt S] [--json-schema <compact schema>] [--tools ""]`.
+//! `--output-format json` prints one result object, which holds everything read here; the
+//! stream format adds nothing this adapter needs.
+//!
+//! With `--json-schema` the CLI offers the model a `StructuredOutput` tool whose input schema is
+//! the caller's schema, validates the tool input itself and feeds errors back (up to 5 tries);
+//! see `wire.md` §6. The wire mode is therefore [`StructuredOutputMode::CliValidated`].
+//!
+//! | result object | outcome |
+//! |---|---|
+//! | `is_error:false` and `structured_output` present | success: text = compact JSON of it, `structured` = it |
+//! | `is_error:false`, no schema asked | success: text = `result` |
+//! | `is_error:false`, schema asked, no `structured_output` | `RunFailed{kind:"no_structured_output"}` (the model never called the tool; `subtype` still says success) |
+//! | `subtype:"error_max_structured_output_retries"` | `RunFailed{kind:"max_structured_output_retries"}` |
+//! | `subtype:"error_max_turns"` | `RunFailed{kind:"max_turns"}` |
+//! | `subtype:"error_max_budget_usd"` | `RunFailed{kind:"max_budget"}` |
+//! | `subtype:"error_during_execution"` | `RunFailed{kind:"during_execution"}` |
+//! | `is_error:true`, `api_error_status` 401/403, 429, 5xx | `Auth`, `RateLimited`, `Server` |
+//! | `is_error:true`, other API status (e.g. 400; `subtype` says success) | `RunFailed{kind:"api_error"}` |
+//! | no result object | `Truncated` (exit 0) or `RunFailed{kind:"exit_status"}` |
+//!
+//! `subtype` is advisory. Usage and `total_cost_usd` come from the result. The CLI's built-in
+//! tools are off by default (`--tools ""`, only `StructuredOutput` remains); geode's own tools are
+//! never forwarded ([`Adapter::supports_tools`] is false).
+//! CLI reference: <https://docs.claude.com/en/docs/claude-code/cli-reference>.
+
+use super::cli_common::{self, CliOptions};
+use crate::ledger::StructuredOutputMode;
+use crate::llm::adapter::{Adapter, AdapterError, CallCx};
+use crate::llm::request::{AdapterCallRequest, AdapterResponse, StopReason, Usage, WireReport};
+use crate::llm::subprocess::{self, MAX_ARG_BYTES, ProcessSpec};
+use crate::schema::ResponseSchema;
+use serde::Deserialize;
+use serde_json::Value;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The adapter's registry name.
+pub const NAME: &str = "claude-cli";
+/// The variable naming the `claude` binary.
+pub const BIN_ENV: &str = "GEODE_CLAUDE_BIN";
+/// The default time limit of one call (the reference's 1800 s).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
+
+/// Parent variables the CLI may see: its credentials and knobs.
+const PASS_ENV: &[&str] = &[
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_CUSTOM_HEADERS",
+    "CLAUDE_CODE_OAUTH_TOKEN",
+    "CLAUDE_CONFIG_DIR",
+    "API_TIMEOUT_MS",
+    "CLAUDE_CODE_MAX_RETRIES",
+    "MAX_STRUCTURED_OUTPUT_RETRIES",
+];
+
+/// Always set: no update checks, telemetry or other non-essential traffic.
+const QUIET_ENV: &[(&str, &str)] = &[
+    ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+    ("DISABLE_AUTOUPDATER", "1"),
+    ("DISABLE_TELEMETRY", "1"),
+];
+
+/// Whether the CLI's own built-in tools (Bash, Read, Edit, ...) are offered to the model.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum BuiltinTools {
+    /// `--tools ""`: only `StructuredOutput` (when a schema is set). The cautious default.
+    #[default]
+    Off,
+    /// The CLI's defaults, under its default permission mode (print mode denies what needs approval).
+    CliDefault,
+}
+
+/// Configuration of [`ClaudeCliAdapter`].
+#[derive(Debug, Clone)]
+pub struct ClaudeCliConfig {
+    /// How to run the binary.
+    pub cli: CliOptions,
+    /// `--max-turns` (the structured-output turn does not count).
+    pub max_turns: u32,
+    /// The CLI's built-in tools.
+    pub builtin_tools: BuiltinTools,
+}
+
+impl Default for ClaudeCliConfig {
+    fn default() -> Self {
+        Self {
+            cli: CliOptions::with_timeout(DEFAULT_TIMEOUT),
+            max_turns: 100,
+            builtin_tools: BuiltinTools::Off,
+        }
+    }
+}
+
+/// The `claude-cli` adapter.
+#[derive(Debug, Clone, Default)]
+pub struct ClaudeCliAdapter {
+    config: ClaudeCliConfig,
+}
+
+impl ClaudeCliAdapter {
+    /// An adapter with `config`.
+    pub fn new(config: ClaudeCliConfig) -> Self {
+        Self { config }
+    }
+
+    /// The binary: the configured one, else `GEODE_CLAUDE_BIN`, else `claude` on `PATH`.
+    pub fn resolve_bin(&self) -> Result<PathBuf, AdapterError> {
+        match &self.config.cli.bin {
+            Some(bin) => Ok(bin.clone()),
+            None => subprocess::resolve_program(BIN_ENV, "claude")
+                .map_err(|e| cli_common::spawn_error(NAME, BIN_ENV, e)),
+        }
+    }
+
+    /// The process to run `bin` for `req`, without spawning it.
+    pub fn process_spec(&self, bin: PathBuf, req: &AdapterCallRequest) -> ProcessSpec {
+        let c = &self.config;
+        let system_as_flag =
+            !req.system_prompt.is_empty() && req.system_prompt.len() < MAX_ARG_BYTES;
+        let mut spec = ProcessSpec::new(bin).args([
+            "-p",
+            "--output-format",
+            "json",
+            "--no-session-persistence",
+        ]);
+        if !req.model.is_empty() {
+            spec = spec.args(["--model", req.model.as_str()]);
+        }
+        spec = spec.arg("--max-turns").arg(c.max_turns.to_string());
+        if system_as_flag {
+            spec = spec.args(["--system-prompt", req.system_prompt.as_str()]);
+        }
+        if let Some(schema) = &req.response_schema {
+            spec = spec.arg("--json-schema").arg(schema.to_compact_json());
+        }
+        if c.builtin_tools == BuiltinTools::Off {
+            // Variadic: it must come after every other flag (the prompt is on stdin).
+            spec = spec.args(["--tools", ""]);
+        }
+        spec = spec.stdin(cli_common::transcript(req, !system_as_flag));
+        for name in PASS_ENV {
+            spec = spec.allow_env(*name);
+        }
+        for name in &c.cli.allow_env {
+            spec = spec.allow_env(name.clone());
+        }
+        for (k, v) in QUIET_ENV {
+            spec = spec.env(*k, v);
+        }
+        for (k, v) in &c.cli.env {
+            spec = spec.env(k.clone(), v);
+        }
+        if let Some(dir) = &c.cli.cwd {
+            spec = spec.current_dir(dir);
+        }
+        spec.capture_limit(c.cli.capture_limit)
+    }
+}
+
+#[async_trait::async_trait]
+impl Adapter for ClaudeCliAdapter {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn wire_mode(&self, schema: Option<&ResponseSchema>) -> StructuredOutputMode {
+        match schema {
+            Some(_) => StructuredOutputMode::CliValidated,
+            None => StructuredOutputMode::None,
+        }
+    }
+
+    fn supports_tools(&self) -> bool {
+        false
+    }
+
+    async fn call(
+        &self,
+        req: AdapterCallRequest,
+        cx: &CallCx,
+    ) -> Result<AdapterResponse, AdapterError> {
+        let spec = self.process_spec(self.resolve_bin()?, &req);
+        let deadline = cx.with_timeout(self.config.cli.timeout).deadline;
+        let out = subprocess::run(&spec, &cx.cancel, deadline)
+            .await
+            .map_err(|e| cli_common::spawn_error(NAME, BIN_ENV, e))?;
+        if let Some(e) = cli_common::killed(NAME, &out) {
+            return Err(e);
+        }
+        let Some(result) = last_result(&out.stdout.text) else {
+            return Err(if out.success() {
+                AdapterError::Truncated {
+                    adapter: NAME.into(),
+                    message: "no result object on stdout".into(),
+                }
+            } else {
+                AdapterError::RunFailed {
+                    adapter: NAME.into(),
+                    kind: "exit_status".into(),
+                    message: cli_common::exit_summary(&out),
+                }
+            });
+        };
+        let mode = self.wire_mode(req.response_schema.as_ref());
+        let mut resp = interpret(result, req.response_schema.is_some())?;
+        resp.wire = WireReport {
+            mode,
+            ..WireReport::default()
+        };
+        Ok(resp)
+    }
+}
+
+/// The CLI's `result` object (`wire.md` §6.4); unknown fields are ignored.
+#[derive(Debug, Default, Deserialize)]
+pub struct CliResult {
+    /// `success` or an `error_*` subtype (advisory).
+    #[serde(default)]
+    pub subtype: String,
+    /// The authoritative failure flag.
+    #[serde(default)]
+    pub is_error: bool,
+    /// The HTTP status of an API error, when there was one.
+    #[serde(default)]
+    pub api_error_status: Option<Value>,
+    /// The final text (absent on `error_*` subtypes).
+    #[serde(default)]
+    pub result: Option<String>,
+    /// The validated `StructuredOutput` tool input (absent when the tool was never called).
+    #[serde(default)]
+    pub structured_output: Option<Value>,
+    /// The last API stop reason.
+    #[serde(default)]
+    pub stop_reason: Option<String>,
+    /// Cost of the whole run.
+    #[serde(default)]
+    pub total_cost_usd: Option<f64>,
+    /// Token usage of the whole run.
+    #[serde(default)]
+    pub usage: Option<CliUsage>,
+    /// Error messages of `error_*` subtypes.
+    #[serde(default)]
+    pub errors: Vec<String>,
+}
+
+/// The result's `usage`.
+#[derive(Debug, Default, Deserialize)]
+pub struct CliUsage {
+    /// Uncached input tokens.
+    #[serde(default)]
+    pub input_tokens: u64,
+    /// Output tokens.
+    #[serde(default)]
+    pub output_tokens: u64,
+    /// Input tokens read from the cache.
+    #[serde(default)]
+    pub cache_read_input_tokens: u64,
+}
+
+/// The last `{"type":"result",…}` line of stdout (works for `json` and `stream-json`).
+pub fn last_result(stdout: &str) -> Option<CliResult> {
+    stdout.lines().rev().find_map(|line| {
+        let v: Value = serde_json::from_str(line.trim()).ok()?;
+        if v.get("type").and_then(Value::as_str) != Some("result") {
+            return None;
+        }
+        serde_json::from_value(v).ok()
+    })
+}
+
+/// Turns a result object into the answer or a typed failure (the module table).
+pub fn interpret(r: CliResult, schema_requested: bool) -> Result<AdapterResponse, AdapterError> {
+    let run_failed = |kind: &str, message: String| AdapterError::RunFailed {
+        adapter: NAME.into(),
+        kind: kind.into(),
+        message: cli_common::clip(&message, 300),
+    };
+    let detail = || {
+        let mut parts = r.errors.clone();
+        parts.extend(r.result.clone());
+        if parts.is_empty() {
+            r.subtype.clone()
+        } else {
+            parts.join("; ")
+        }
+    };
+    if r.is_error {
+        let status = r
+            .api_error_status
+            .as_ref()
+            .and_then(Value::as_u64)
+            .and_then(|s| u16::try_from(s).ok());
+        return Err(match (r.subtype.as_str(), status) {
+            ("error_max_structured_output_retries", _) => {
+                run_failed("max_structured_output_retries", detail())
+            }
+            ("error_max_turns", _) => run_failed("max_turns", detail()),
+            ("error_max_budget_usd", _) => run_failed("max_budget", detail()),
+            ("error_during_execution", _) => run_failed("during_execution", detail()),
+            (_, Some(status @ (401 | 403))) => AdapterError::Auth {
+                adapter: NAME.into(),
+                status,
+                message: cli_common::clip(&detail(), 300),
+            },
+            (_, Some(429)) => AdapterError::RateLimited {
+                adapter: NAME.into(),
+                retry_after: None,
+                message: cli_common::clip(&detail(), 300),
+            },
+            (_, Some(status @ 500..=599)) => AdapterError::Server {
+                adapter: NAME.into(),
+                status,
+                message: cli_common::clip(&detail(), 300),
+            },
+            (_, Some(status)) => run_failed("api_error", format!("HTTP {status}: {}", detail())),
+            (_, None) => run_failed("is_error", detail()),
+        });
+    }
+    let usage = r
+        .usage
+        .as_ref()
+        .map(|u| Usage {
+            input_tokens: u.input_tokens,
+            output_tokens: u.output_tokens,
+            cached_input_tokens: u.cache_read_input_tokens,
+            cost_usd: r.total_cost_usd,
+        })
+        .unwrap_or(Usage {
+            cost_usd: r.total_cost_usd,
+            ..Usage::default()
+        });
+    let stop_reason = match r.stop_reason.as_deref() {
+        Some("max_tokens") => StopReason::MaxTokens,
+        Some("refusal") => StopReason::Refusal,
+        _ => StopReason::EndTurn,
+    };
+    let (text, structured) = match (r.structured_output, schema_requested) {
+        (Some(v), _) => (v.to_string(), Some(v)),
+        (None, true) => {
+            return Err(run_failed(
+                "no_structured_output",
+                format!(
+                    "the model never called the StructuredOutput tool (stop reason {})",
+                    r.stop_reason.as_deref().unwrap_or("-")
+                ),
+            ));
+        }
+        (None, false) => (r.result.unwrap_or_default(), None),
+    };
+    Ok(AdapterResponse {
+        text,
+        tool_uses: Vec::new(),
+        usage,
+        stop_reason,
+        structured,
+        wire: WireReport::default(),
+    })
+}
+
+#[cfg(test)]
+#[path = "claude_cli_tests.rs"]
+mod tests;

@@ -1,0 +1,360 @@
+//! `codex-cli`: one call through `codex exec` (`@openai/codex`, pinned 0.171.0), authenticated by
+//! the CLI's own login (`$CODEX_HOME/auth.json`) or a configured model provider.
+//!
+//! argv (no shell; the transcript goes on stdin, read because the prompt argument is `-`):
+//! `codex exec --json --skip-git-repo-check --ephemeral --sandbox read-only
+//! -c check_for_update_on_startup=false --disable plugins --disable remote_plugin --disable apps
+//! [-m M] [-c key=value ...] [--output-schema FILE] -`.
+//! The four start-up flags keep codex from looking up hosts of its own (`wire.md` §7.5).
+//!
+//! The schema is written as compact JSON to `schema.json` (mode 0600) in a fresh private
+//! directory (mode 0700) under the temp root; a guard removes the directory when the call ends
+//! on any path: normal exit, non-zero exit, timeout kill, cancellation, or the future dropped.
+//! Codex sends it verbatim as `text.format` but does not validate the answer, so the wire mode
+//! is [`StructuredOutputMode::CliFlag`] and the worker's validation decides.
+//!
+//! | `--json` events (`wire.md` §7.4) | outcome |
+//! |---|---|
+//! | `turn.completed` with an `agent_message` before it | success: text = the last agent message (unchanged, even if it breaks the schema); usage from `turn.completed` |
+//! | `turn.failed` | `RunFailed{kind:"turn_failed"}`, whatever the exit code |
+//! | an `error` event not followed by `turn.completed` | `RunFailed{kind:"stream_error"}`, whatever the exit code (`Reconnecting…` errors that recover are ignored) |
+//! | `turn.completed` with no agent message | `RunFailed{kind:"no_agent_message"}` |
+//! | no terminal event | `Truncated` (exit 0) or `RunFailed{kind:"exit_status"}` |
+//!
+//! Item-level `error` items (e.g. unknown model metadata) are warnings, not failures.
+//! geode's own tools are never forwarded ([`Adapter::supports_tools`] is false).
+
+use super::cli_common::{self, CliOptions};
+use crate::ledger::StructuredOutputMode;
+use crate::llm::adapter::{Adapter, AdapterError, CallCx};
+use crate::llm::request::{AdapterCallRequest, AdapterResponse, StopReason, Usage, WireReport};
+use crate::llm::subprocess::{self, ProcessSpec};
+use crate::schema::ResponseSchema;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The adapter's registry name.
+pub const NAME: &str = "codex-cli";
+/// The variable naming the `codex` binary.
+pub const BIN_ENV: &str = "GEODE_CODEX_BIN";
+/// The default time limit of one call (the reference's 600 s).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Parent variables the CLI may see: its home, credentials and CA settings.
+const PASS_ENV: &[&str] = &[
+    "CODEX_HOME",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "CODEX_CA_CERTIFICATE",
+];
+
+/// Flags that stop codex's own start-up lookups (update check, plugin catalogue, apps).
+const QUIET_ARGS: &[&str] = &[
+    "-c",
+    "check_for_update_on_startup=false",
+    "--disable",
+    "plugins",
+    "--disable",
+    "remote_plugin",
+    "--disable",
+    "apps",
+];
+
+/// Codex's sandbox for commands the model runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Sandbox {
+    /// `read-only`: the cautious default.
+    #[default]
+    ReadOnly,
+    /// `workspace-write`.
+    WorkspaceWrite,
+}
+
+impl Sandbox {
+    fn flag(self) -> &'static str {
+        match self {
+            Self::ReadOnly => "read-only",
+            Self::WorkspaceWrite => "workspace-write",
+        }
+    }
+}
+
+/// Configuration of [`CodexCliAdapter`].
+#[derive(Debug, Clone)]
+pub struct CodexCliConfig {
+    /// How to run the binary.
+    pub cli: CliOptions,
+    /// The sandbox for commands the model runs.
+    pub sandbox: Sandbox,
+    /// `-c key=value` overrides (TOML values), e.g. a custom `model_providers.<id>` for a gateway.
+    pub config_overrides: Vec<(String, String)>,
+    /// Where the private schema directories are made (`None`: the system temp dir).
+    pub temp_root: Option<PathBuf>,
+}
+
+impl Default for CodexCliConfig {
+    fn default() -> Self {
+        Self {
+            cli: CliOptions::with_timeout(DEFAULT_TIMEOUT),
+            sandbox: Sandbox::ReadOnly,
+            config_overrides: Vec::new(),
+            temp_root: None,
+        }
+    }
+}
+
+/// The `codex-cli` adapter.
+#[derive(Debug, Clone, Default)]
+pub struct CodexCliAdapter {
+    config: CodexCliConfig,
+}
+
+/// The schema file of one call; dropping it removes its private directory.
+#[derive(Debug)]
+pub struct SchemaFile {
+    dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+impl SchemaFile {
+    /// Writes `schema` compact into `<root>/geode-codex-XXXX/schema.json` (dir 0700, file 0600).
+    pub fn create(root: &Path, schema: &ResponseSchema) -> std::io::Result<Self> {
+        use std::io::Write;
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        let dir = tempfile::Builder::new()
+            .prefix("geode-codex-")
+            .permissions(std::fs::Permissions::from_mode(0o700))
+            .tempdir_in(root)?;
+        let path = dir.path().join("schema.json");
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)?;
+        f.write_all(schema.to_compact_json().as_bytes())?;
+        f.sync_all()?;
+        Ok(Self { dir, path })
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The private directory holding it.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl CodexCliAdapter {
+    /// An adapter with `config`.
+    pub fn new(config: CodexCliConfig) -> Self {
+        Self { config }
+    }
+
+    /// The binary: the configured one, else `GEODE_CODEX_BIN`, else `codex` on `PATH`.
+    pub fn resolve_bin(&self) -> Result<PathBuf, AdapterError> {
+        match &self.config.cli.bin {
+            Some(bin) => Ok(bin.clone()),
+            None => subprocess::resolve_program(BIN_ENV, "codex")
+                .map_err(|e| cli_common::spawn_error(NAME, BIN_ENV, e)),
+        }
+    }
+
+    /// The process to run `bin` for `req` with the schema at `schema_path`, without spawning it.
+    pub fn process_spec(
+        &self,
+        bin: PathBuf,
+        req: &AdapterCallRequest,
+        schema_path: Option<&Path>,
+    ) -> ProcessSpec {
+        let c = &self.config;
+        let mut spec = ProcessSpec::new(bin)
+            .args(["exec", "--json", "--skip-git-repo-check", "--ephemeral"])
+            .args(["--sandbox", c.sandbox.flag()])
+            .args(QUIET_ARGS);
+        if !req.model.is_empty() {
+            spec = spec.args(["-m", req.model.as_str()]);
+        }
+        for (k, v) in &c.config_overrides {
+            spec = spec.arg("-c").arg(format!("{k}={v}"));
+        }
+        if let Some(p) = schema_path {
+            spec = spec.arg("--output-schema").arg(p);
+        }
+        spec = spec.arg("-").stdin(cli_common::transcript(req, true));
+        for name in PASS_ENV {
+            spec = spec.allow_env(*name);
+        }
+        for name in &c.cli.allow_env {
+            spec = spec.allow_env(name.clone());
+        }
+        for (k, v) in &c.cli.env {
+            spec = spec.env(k.clone(), v);
+        }
+        if let Some(dir) = &c.cli.cwd {
+            spec = spec.current_dir(dir);
+        }
+        spec.capture_limit(c.cli.capture_limit)
+    }
+
+    async fn write_schema(&self, schema: &ResponseSchema) -> Result<SchemaFile, AdapterError> {
+        let root = self
+            .config
+            .temp_root
+            .clone()
+            .unwrap_or_else(std::env::temp_dir);
+        let schema = schema.clone();
+        let io_err = |message: String| AdapterError::Transport {
+            adapter: NAME.into(),
+            message,
+        };
+        tokio::task::spawn_blocking(move || SchemaFile::create(&root, &schema))
+            .await
+            .map_err(|e| io_err(format!("schema file task failed: {e}")))?
+            .map_err(|e| io_err(format!("could not write the schema file: {e}")))
+    }
+}
+
+#[async_trait::async_trait]
+impl Adapter for CodexCliAdapter {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn wire_mode(&self, schema: Option<&ResponseSchema>) -> StructuredOutputMode {
+        match schema {
+            Some(_) => StructuredOutputMode::CliFlag,
+            None => StructuredOutputMode::None,
+        }
+    }
+
+    fn supports_tools(&self) -> bool {
+        false
+    }
+
+    async fn call(
+        &self,
+        req: AdapterCallRequest,
+        cx: &CallCx,
+    ) -> Result<AdapterResponse, AdapterError> {
+        let bin = self.resolve_bin()?;
+        // Lives until the end of this function on every path, then removes the directory.
+        let schema_file = match &req.response_schema {
+            Some(s) => Some(self.write_schema(s).await?),
+            None => None,
+        };
+        let spec = self.process_spec(bin, &req, schema_file.as_ref().map(SchemaFile::path));
+        let deadline = cx.with_timeout(self.config.cli.timeout).deadline;
+        let out = subprocess::run(&spec, &cx.cancel, deadline)
+            .await
+            .map_err(|e| cli_common::spawn_error(NAME, BIN_ENV, e))?;
+        drop(schema_file);
+        if let Some(e) = cli_common::killed(NAME, &out) {
+            return Err(e);
+        }
+        let mut resp = match interpret(&out.stdout.text) {
+            Outcome::Answer(resp) => resp,
+            Outcome::Failed(e) => return Err(e),
+            Outcome::NoTerminal if out.success() => {
+                return Err(AdapterError::Truncated {
+                    adapter: NAME.into(),
+                    message: "the event stream ended without turn.completed".into(),
+                });
+            }
+            Outcome::NoTerminal => {
+                return Err(AdapterError::RunFailed {
+                    adapter: NAME.into(),
+                    kind: "exit_status".into(),
+                    message: cli_common::exit_summary(&out),
+                });
+            }
+        };
+        resp.wire = WireReport {
+            mode: self.wire_mode(req.response_schema.as_ref()),
+            ..WireReport::default()
+        };
+        Ok(resp)
+    }
+}
+
+/// What a JSONL event stream amounts to.
+#[derive(Debug)]
+pub enum Outcome {
+    /// A completed turn with an answer.
+    Answer(AdapterResponse),
+    /// A reported failure.
+    Failed(AdapterError),
+    /// Neither `turn.completed` nor a failure.
+    NoTerminal,
+}
+
+/// Folds codex's `--json` events (the module table). Lines that are not JSON objects are skipped.
+pub fn interpret(stdout: &str) -> Outcome {
+    let mut last_message: Option<String> = None;
+    let mut completed: Option<Usage> = None;
+    let mut pending_error: Option<String> = None;
+    let failed = |kind: &str, message: &str| {
+        Outcome::Failed(AdapterError::RunFailed {
+            adapter: NAME.into(),
+            kind: kind.into(),
+            message: cli_common::clip(message, 300),
+        })
+    };
+    for line in stdout.lines() {
+        let Ok(ev) = serde_json::from_str::<Value>(line.trim()) else {
+            continue;
+        };
+        match ev.get("type").and_then(Value::as_str) {
+            Some("item.completed") => {
+                let item = &ev["item"];
+                if item.get("type").and_then(Value::as_str) == Some("agent_message") {
+                    last_message = item.get("text").and_then(Value::as_str).map(str::to_owned);
+                }
+            }
+            Some("turn.completed") => {
+                pending_error = None;
+                let u = &ev["usage"];
+                let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+                completed = Some(Usage {
+                    input_tokens: n("input_tokens"),
+                    output_tokens: n("output_tokens"),
+                    cached_input_tokens: n("cached_input_tokens"),
+                    cost_usd: None,
+                });
+            }
+            Some("turn.failed") => {
+                let msg = ev["error"]["message"].as_str().unwrap_or("turn failed");
+                return failed("turn_failed", msg);
+            }
+            Some("error") => {
+                pending_error = Some(ev["message"].as_str().unwrap_or("error").to_owned());
+            }
+            _ => {}
+        }
+    }
+    if let Some(msg) = pending_error {
+        return failed("stream_error", &msg);
+    }
+    match (completed, last_message) {
+        (Some(usage), Some(text)) => Outcome::Answer(AdapterResponse {
+            text,
+            tool_uses: Vec::new(),
+            usage,
+            stop_reason: StopReason::EndTurn,
+            structured: None,
+            wire: WireReport::default(),
+        }),
+        (Some(_), None) => failed(
+            "no_agent_message",
+            "the turn completed without an agent message",
+        ),
+        (None, _) => Outcome::NoTerminal,
+    }
+}
+
+#[cfg(test)]
+#[path = "codex_cli_tests.rs"]
+mod tests;

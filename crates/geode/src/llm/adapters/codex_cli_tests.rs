@@ -1,0 +1,138 @@
+use super::*;
+use crate::llm::request::Message;
+use serde_json::json;
+
+// Real codex 0.171.0 `exec --json` events (shared/spec/captures/codex-0.171.0-exec-json-events.json).
+const OK: &str = r#"{"type":"thread.started","thread_id":"01a2"}
+{"type":"item.completed","item":{"id":"item_0","type":"error","message":"Model metadata for `fake-model` not found."}}
+{"type":"turn.started"}
+{"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"{\"answer\":\"fake\",\"confidence\":1.5,\"tags\":[\"fake\"]}"}}
+{"type":"turn.completed","usage":{"input_tokens":11,"cached_input_tokens":2,"cache_write_input_tokens":0,"output_tokens":7,"reasoning_output_tokens":0}}
+"#;
+
+fn schema() -> ResponseSchema {
+    ResponseSchema::from_value(json!({
+        "type":"object","properties":{"answer":{"type":"string"}},
+        "required":["answer"],"additionalProperties":false
+    }))
+    .unwrap()
+}
+
+fn failed_kind(o: Outcome) -> String {
+    match o {
+        Outcome::Failed(AdapterError::RunFailed { kind, .. }) => kind,
+        other => panic!("expected a RunFailed outcome, got {other:?}"),
+    }
+}
+
+#[test]
+fn the_last_agent_message_is_the_answer_with_turn_usage() {
+    let Outcome::Answer(r) = interpret(OK) else {
+        panic!("no answer")
+    };
+    assert_eq!(
+        r.text,
+        r#"{"answer":"fake","confidence":1.5,"tags":["fake"]}"#
+    );
+    assert_eq!(
+        (
+            r.usage.input_tokens,
+            r.usage.output_tokens,
+            r.usage.cached_input_tokens
+        ),
+        (11, 7, 2)
+    );
+    assert_eq!(
+        r.structured, None,
+        "codex does not validate; the worker does"
+    );
+}
+
+#[test]
+fn turn_failed_is_a_failure_even_after_a_message() {
+    let s = format!("{OK}{{\"type\":\"turn.failed\",\"error\":{{\"message\":\"boom\"}}}}\n");
+    assert_eq!(failed_kind(interpret(&s)), "turn_failed");
+}
+
+#[test]
+fn an_unrecovered_error_event_is_a_failure_and_a_recovered_one_is_not() {
+    let err = r#"{"type":"error","message":"Reconnecting... 2/5"}"#;
+    let recovered = OK.replace(
+        "{\"type\":\"turn.started\"}",
+        &format!("{{\"type\":\"turn.started\"}}\n{err}"),
+    );
+    assert!(matches!(interpret(&recovered), Outcome::Answer(_)));
+    let unrecovered = format!("{{\"type\":\"turn.started\"}}\n{err}\n");
+    assert_eq!(failed_kind(interpret(&unrecovered)), "stream_error");
+}
+
+#[test]
+fn no_terminal_event_and_no_message_are_told_apart() {
+    assert!(matches!(
+        interpret("{\"type\":\"turn.started\"}\n"),
+        Outcome::NoTerminal
+    ));
+    let no_msg = "{\"type\":\"turn.completed\",\"usage\":{}}\n";
+    assert_eq!(failed_kind(interpret(no_msg)), "no_agent_message");
+}
+
+#[test]
+fn argv_reads_the_prompt_from_stdin_and_keeps_codex_on_loopback() {
+    let mut req = AdapterCallRequest::new("fake-model", vec![Message::user("Give the answer")]);
+    req.response_schema = Some(schema());
+    let a = CodexCliAdapter::new(CodexCliConfig {
+        config_overrides: vec![("model_provider".into(), "\"fake\"".into())],
+        ..CodexCliConfig::default()
+    });
+    let spec = a.process_spec("/bin/codex".into(), &req, Some(Path::new("/t/schema.json")));
+    let args: Vec<String> = spec
+        .arguments()
+        .iter()
+        .map(|s| s.to_string_lossy().into_owned())
+        .collect();
+    let joined = args.join(" ");
+    assert!(
+        joined.starts_with("exec --json --skip-git-repo-check --ephemeral --sandbox read-only")
+    );
+    assert!(joined.contains("-c check_for_update_on_startup=false --disable plugins --disable remote_plugin --disable apps"));
+    assert!(joined.contains("-m fake-model"));
+    assert!(joined.contains("-c model_provider=\"fake\""));
+    assert!(joined.ends_with("--output-schema /t/schema.json -"));
+    assert_eq!(a.wire_mode(Some(&schema())), StructuredOutputMode::CliFlag);
+    assert!(!a.supports_tools());
+}
+
+#[test]
+fn the_schema_file_is_private_compact_and_removed_on_drop() {
+    use std::os::unix::fs::PermissionsExt;
+    let root = tempfile::tempdir().unwrap();
+    let f = SchemaFile::create(root.path(), &schema()).unwrap();
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(f.path()), 0o600);
+    assert_eq!(mode(f.dir()), 0o700);
+    assert_eq!(
+        std::fs::read_to_string(f.path()).unwrap(),
+        schema().to_compact_json()
+    );
+    drop(f);
+    assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
+}
+
+#[tokio::test]
+async fn a_missing_binary_is_a_config_error_and_leaves_no_schema_file() {
+    let root = tempfile::tempdir().unwrap();
+    let mut config = CodexCliConfig {
+        temp_root: Some(root.path().to_owned()),
+        ..CodexCliConfig::default()
+    };
+    config.cli.bin = Some("/nonexistent/codex".into());
+    let mut req = AdapterCallRequest::new("m", vec![Message::user("q")]);
+    req.response_schema = Some(schema());
+    let err = CodexCliAdapter::new(config)
+        .call(req, &CallCx::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, AdapterError::Config { .. }), "{err:?}");
+    assert!(err.to_string().contains(BIN_ENV), "{err}");
+    assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
+}

@@ -1,0 +1,241 @@
+//! The `claude-cli` adapter driving the REAL `claude` CLI (pinned 2.1.197, installed by
+//! `scripts/install-clis.sh`) against the `geode-fakes` Messages server, inside a loopback-only
+//! network namespace (see `cli_support`). HOME is a temp dir; non-essential traffic is off.
+
+// Test helpers outside `#[test]` fns may unwrap too (tests are allowed to panic).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod cli_support;
+
+use geode::ledger::StructuredOutputMode;
+use geode::llm::adapter::{Adapter, AdapterError, CallCx};
+use geode::llm::adapters::claude_cli::{ClaudeCliAdapter, ClaudeCliConfig};
+use geode::llm::adapters::cli_common::CliOptions;
+use geode::llm::request::{AdapterCallRequest, AdapterResponse, Message};
+use geode::schema::ResponseSchema;
+use geode_fakes::{FakeServer, Kind, Reply, Script};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+fn schema() -> ResponseSchema {
+    ResponseSchema::from_value(json!({
+        "type": "object",
+        "properties": {"answer": {"type": "string"}, "n": {"type": "integer"}},
+        "required": ["answer", "n"],
+        "additionalProperties": false
+    }))
+    .unwrap()
+}
+
+/// A fake Messages server, a temp HOME and work dir, and an adapter pointed at both.
+struct Rig {
+    server: FakeServer,
+    adapter: ClaudeCliAdapter,
+    home: tempfile::TempDir,
+}
+
+impl Rig {
+    async fn new(script: Script, timeout: Duration) -> Rig {
+        Rig::with_max_turns(script, timeout, 10).await
+    }
+
+    async fn with_max_turns(script: Script, timeout: Duration, max_turns: u32) -> Rig {
+        let server = FakeServer::start(Kind::Messages, script).await.unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let work = home.path().join("work");
+        std::fs::create_dir(&work).unwrap();
+        let mut cli = CliOptions::with_timeout(timeout)
+            .env("HOME", home.path())
+            .env("ANTHROPIC_BASE_URL", server.base_url())
+            .env("ANTHROPIC_API_KEY", "sk-ant-test-dummy")
+            .env("ANTHROPIC_AUTH_TOKEN", "")
+            .env("CLAUDE_CODE_OAUTH_TOKEN", "");
+        cli.bin = Some(cli_support::claude_bin());
+        cli.cwd = Some(work);
+        let adapter = ClaudeCliAdapter::new(ClaudeCliConfig {
+            cli,
+            max_turns,
+            ..ClaudeCliConfig::default()
+        });
+        Rig {
+            server,
+            adapter,
+            home,
+        }
+    }
+
+    fn home_marker(&self) -> String {
+        format!("HOME={}", self.home.path().display())
+    }
+
+    async fn call(&self) -> Result<AdapterResponse, AdapterError> {
+        let mut req =
+            AdapterCallRequest::new("claude-test-model", vec![Message::user("Give the answer")]);
+        req.system_prompt = "You answer in JSON.".into();
+        req.response_schema = Some(schema());
+        self.adapter.call(req, &CallCx::new()).await
+    }
+
+    /// The model calls the fake received.
+    fn model_calls(&self) -> Vec<Value> {
+        self.server
+            .requests()
+            .into_iter()
+            .filter(|r| r.method == "POST" && r.path.starts_with("/v1/messages"))
+            .map(|r| r.body)
+            .collect()
+    }
+
+    async fn assert_no_process_left(&self) {
+        let left = cli_support::no_process_with_env(&self.home_marker()).await;
+        assert_eq!(left, Vec::<u32>::new(), "CLI processes left behind");
+    }
+}
+
+fn run_failed_kind(e: &AdapterError) -> &str {
+    match e {
+        AdapterError::RunFailed { kind, .. } => kind,
+        other => panic!("expected RunFailed, got {other:?}"),
+    }
+}
+
+fn structured_call(input: Value) -> Reply {
+    Reply::tool_call("StructuredOutput", input)
+}
+
+#[test]
+fn claude_cli_is_the_pinned_version() {
+    let out = std::process::Command::new(cli_support::claude_bin())
+        .arg("--version")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with("2.1.197"),
+        "unexpected claude version: {text}"
+    );
+}
+
+netns_test!(claude_valid_answer_is_the_structured_output, async {
+    let rig = Rig::new(
+        Script::always(structured_call(json!({"answer": "fake", "n": 1}))),
+        Duration::from_secs(60),
+    )
+    .await;
+    let resp = rig.call().await.unwrap();
+    assert_eq!(resp.text, r#"{"answer":"fake","n":1}"#);
+    assert_eq!(resp.structured, Some(json!({"answer": "fake", "n": 1})));
+    assert_eq!(resp.wire.mode, StructuredOutputMode::CliValidated);
+    assert_eq!(resp.usage.input_tokens, 11, "the fake's default usage");
+    assert_eq!(resp.usage.output_tokens, 7);
+    assert!(resp.usage.cost_usd.is_some());
+    assert!(resp.tool_uses.is_empty());
+
+    // What reached the wire: our schema verbatim as the StructuredOutput tool, our model, our
+    // system prompt, the transcript, and no other tool.
+    let calls = rig.model_calls();
+    assert_eq!(calls.len(), 1);
+    let body = &calls[0];
+    assert_eq!(body["model"], "claude-test-model");
+    let tools = body["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 1, "--tools \"\" leaves only StructuredOutput");
+    assert_eq!(tools[0]["name"], "StructuredOutput");
+    assert_eq!(&tools[0]["input_schema"], schema().as_value());
+    assert!(body["system"].to_string().contains("You answer in JSON."));
+    assert!(
+        body["messages"]
+            .to_string()
+            .contains("[USER]\\nGive the answer")
+    );
+    rig.assert_no_process_left().await;
+});
+
+netns_test!(claude_bad_tool_input_then_good_succeeds, async {
+    let rig = Rig::new(
+        Script::new([
+            structured_call(json!({"answer": 5})),
+            structured_call(json!({"answer": "second", "n": 2})),
+        ]),
+        Duration::from_secs(60),
+    )
+    .await;
+    let resp = rig.call().await.unwrap();
+    assert_eq!(resp.structured, Some(json!({"answer": "second", "n": 2})));
+    let calls = rig.model_calls();
+    assert_eq!(calls.len(), 2);
+    // The CLI fed its own validation error back as an error tool_result.
+    let feedback = calls[1]["messages"].to_string();
+    assert!(feedback.contains("is_error"), "{feedback}");
+    assert!(
+        feedback.contains("must have required property"),
+        "{feedback}"
+    );
+});
+
+netns_test!(
+    claude_model_that_never_calls_the_tool_is_not_success,
+    async {
+        let rig = Rig::new(
+            Script::always(Reply::text("{\"answer\":\"plain\",\"n\":2}")),
+            Duration::from_secs(60),
+        )
+        .await;
+        let err = rig.call().await.unwrap_err();
+        assert_eq!(run_failed_kind(&err), "no_structured_output");
+        // The CLI nudged once ([structured-output-enforce]) before giving up.
+        let calls = rig.model_calls();
+        assert_eq!(calls.len(), 2);
+        assert!(
+            calls[1]["messages"]
+                .to_string()
+                .contains("structured-output-enforce")
+        );
+    }
+);
+
+netns_test!(claude_http_400_is_an_api_error, async {
+    let rig = Rig::new(Script::always(Reply::status(400)), Duration::from_secs(60)).await;
+    let err = rig.call().await.unwrap_err();
+    assert_eq!(run_failed_kind(&err), "api_error");
+    assert!(err.to_string().contains("HTTP 400"), "{err}");
+    assert!(!rig.model_calls().is_empty());
+});
+
+netns_test!(claude_retry_exhaustion_is_its_own_failure, async {
+    let rig = Rig::new(
+        Script::always(structured_call(json!({"answer": 5}))),
+        Duration::from_secs(90),
+    )
+    .await;
+    let err = rig.call().await.unwrap_err();
+    assert_eq!(run_failed_kind(&err), "max_structured_output_retries");
+    assert!(rig.model_calls().len() >= 5, "the CLI retried");
+});
+
+netns_test!(claude_max_turns_is_its_own_failure, async {
+    // With --max-turns 1 a rejected StructuredOutput call cannot be retried.
+    let rig = Rig::with_max_turns(
+        Script::always(structured_call(json!({"answer": 5}))),
+        Duration::from_secs(60),
+        1,
+    )
+    .await;
+    let err = rig.call().await.unwrap_err();
+    assert_eq!(run_failed_kind(&err), "max_turns");
+    assert!(err.to_string().contains("maximum number of turns"), "{err}");
+});
+
+netns_test!(claude_hung_provider_is_killed_at_the_deadline, async {
+    // Generous: the CLI must start and reach the fake before the deadline, even on a loaded
+    // 2-core machine running the other CLI tests in parallel.
+    let rig = Rig::new(Script::always(Reply::Hang), Duration::from_secs(15)).await;
+    let err = rig.call().await.unwrap_err();
+    assert!(matches!(err, AdapterError::Timeout { .. }), "{err:?}");
+    assert_eq!(
+        rig.model_calls().len(),
+        1,
+        "the request reached the fake and hung"
+    );
+    rig.assert_no_process_left().await;
+});

@@ -1,0 +1,174 @@
+//! Shared harness of the real-CLI tests (`cli_claude.rs`, `cli_codex.rs`).
+//!
+//! Design: a fake provider on the host's 127.0.0.1 is not reachable from a new network
+//! namespace, and the CLIs must run in one (loopback only, so they cannot reach anything else).
+//! So each test re-runs **its own test binary** (`--exact <name>`) through
+//! `scripts/netns-run.sh`; inside, the in-process `geode-fakes` server and the CLI it spawns
+//! share the loopback-only namespace. The outer run waits (bounded), and fails with the inner
+//! run's output unless the inner run passed exactly one test. The inner run first checks that
+//! its namespace really has no interface but `lo`.
+//!
+//! The CLIs must be installed (`scripts/install-clis.sh`, run by `make test`); a missing CLI
+//! fails the test with that instruction, it is never skipped.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The inner run's marker variable.
+const INSIDE: &str = "GEODE_TEST_IN_NETNS";
+/// Bound on one inner run (the CLIs start in about a second; the slowest case waits on a deadline).
+const OUTER_BOUND: Duration = Duration::from_secs(240);
+/// Bound on a test body inside the namespace.
+pub const BODY_BOUND: Duration = Duration::from_secs(180);
+
+/// Declares a test whose body runs inside a loopback-only network namespace.
+#[macro_export]
+macro_rules! netns_test {
+    ($name:ident, $body:expr) => {
+        #[test]
+        fn $name() {
+            if cli_support::enter_netns(stringify!($name)) {
+                cli_support::block_on($body);
+            }
+        }
+    };
+}
+
+/// Runs `body` on a fresh multi-threaded runtime, bounded by [`BODY_BOUND`].
+pub fn block_on<F: std::future::Future<Output = ()>>(body: F) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        tokio::time::timeout(BODY_BOUND, body)
+            .await
+            .expect("test body exceeded its bound")
+    });
+}
+
+/// True inside the namespace (run the body); outside, re-runs this test in a namespace, asserts
+/// that it passed, and returns false.
+pub fn enter_netns(test: &str) -> bool {
+    if std::env::var_os(INSIDE).is_some() {
+        assert_only_loopback();
+        return true;
+    }
+    // Fail loudly before entering when a CLI is missing.
+    let _ = (claude_bin(), codex_bin());
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/netns-run.sh");
+    let exe = std::env::current_exe().unwrap();
+    let log_dir = tempfile::tempdir().unwrap();
+    let log_path = log_dir.path().join("inner.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let mut child = Command::new(&script)
+        .arg(&exe)
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(INSIDE, "1")
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break Some(s);
+        }
+        if start.elapsed() > OUTER_BOUND {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let output = std::fs::read_to_string(&log_path).unwrap_or_default();
+    println!("{output}");
+    match status {
+        Some(s) if s.success() && output.contains("test result: ok. 1 passed") => false,
+        Some(s) => panic!("inner run of {test} in the network namespace failed ({s}):\n{output}"),
+        None => panic!("inner run of {test} exceeded {OUTER_BOUND:?}:\n{output}"),
+    }
+}
+
+/// Panics unless the current network namespace has only the loopback interface.
+fn assert_only_loopback() {
+    let dev = std::fs::read_to_string("/proc/net/dev").unwrap();
+    let ifaces: Vec<&str> = dev
+        .lines()
+        .skip(2)
+        .filter_map(|l| l.split(':').next())
+        .map(str::trim)
+        .collect();
+    assert_eq!(ifaces, ["lo"], "not in a loopback-only network namespace");
+}
+
+fn cache_bin(name: &str) -> PathBuf {
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache"));
+    cache.join("geode/npm/node_modules/.bin").join(name)
+}
+
+fn installed(var: &str, name: &str) -> PathBuf {
+    let bin = std::env::var_os(var)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| cache_bin(name));
+    assert!(
+        bin.is_file(),
+        "the `{name}` CLI is not installed at {}: run `scripts/install-clis.sh` (or `make test`), \
+         or set {var}",
+        bin.display()
+    );
+    bin
+}
+
+/// The pinned `claude` binary.
+pub fn claude_bin() -> PathBuf {
+    installed("GEODE_CLAUDE_BIN", "claude")
+}
+
+/// The pinned `codex` binary.
+pub fn codex_bin() -> PathBuf {
+    installed("GEODE_CODEX_BIN", "codex")
+}
+
+/// Pids of live processes whose environment contains `marker` (e.g. a unique temp HOME).
+pub fn processes_with_env(marker: &str) -> Vec<u32> {
+    let me = std::process::id();
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        // A zombie's environ reads empty: it is dead and holds nothing.
+        let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        if env.split(|b| *b == 0).any(|kv| kv == marker.as_bytes()) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// Waits (bounded) until no live process carries `marker`; returns the ones left.
+pub async fn no_process_with_env(marker: &str) -> Vec<u32> {
+    let until = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let left = processes_with_env(marker);
+        if left.is_empty() || tokio::time::Instant::now() > until {
+            return left;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

@@ -1,0 +1,366 @@
+//! The subprocess runner against real processes: deadline and cancellation kill the whole group,
+//! capture is bounded, encoding and size limits are typed errors, and the environment is an
+//! allow-list. Every test is bounded by a tokio timeout; no test touches the network.
+
+// Test helpers outside `#[test]` fns may unwrap too (tests are allowed to panic).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use geode::llm::subprocess::{
+    self, BASE_ENV_ALLOW, Ending, MAX_ARG_BYTES, ProcessSpec, Stream, SubprocessError,
+};
+use std::time::Duration;
+use tokio::time::{Instant, timeout};
+use tokio_util::sync::CancellationToken;
+
+const BOUND: Duration = Duration::from_secs(60);
+
+fn sh(script: &str) -> ProcessSpec {
+    ProcessSpec::new("sh").args(["-c", script])
+}
+
+/// `(pid, state)` of every process in group `pgid`, from /proc.
+fn group_members(pgid: u32) -> Vec<(u32, char)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid pgrp ...; comm may contain spaces, so split after ')'.
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.get(2).and_then(|g| g.parse::<u32>().ok()) == Some(pgid) {
+            out.push((pid, fields[0].chars().next().unwrap_or('?')));
+        }
+    }
+    out
+}
+
+/// Live (non-zombie) members of the group. This machine's init does not reap orphans, so a
+/// killed grandchild may stay a zombie: dead, holding no resources.
+fn live_members(pgid: u32) -> Vec<(u32, char)> {
+    group_members(pgid)
+        .into_iter()
+        .filter(|(_, state)| *state != 'Z' && *state != 'X')
+        .collect()
+}
+
+/// Waits (bounded) until no live process is left in the group; returns what is left.
+async fn group_gone(pgid: u32) -> Vec<(u32, char)> {
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        let live = live_members(pgid);
+        if live.is_empty() || Instant::now() > until {
+            return live;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn pid_alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            let state = s
+                .rsplit_once(')')
+                .map(|(_, r)| r.trim_start().chars().next());
+            !matches!(state, Some(Some('Z' | 'X')))
+        })
+        .unwrap_or(false)
+}
+
+#[tokio::test]
+async fn deadline_kills_the_whole_group_including_grandchildren() {
+    timeout(BOUND, async {
+        // The grandchild prints its pid, then both it and the shell sleep "forever".
+        let spec = sh("sleep 1000 & echo $!; sleep 1000");
+        let deadline = Instant::now() + Duration::from_millis(500);
+        let out = subprocess::run(&spec, &CancellationToken::new(), Some(deadline))
+            .await
+            .unwrap();
+        assert_eq!(out.ending, Ending::TimedOut);
+        assert!(out.timed_out());
+        assert!(!out.success());
+        let grandchild: u32 = out.stdout.text.trim().parse().expect("grandchild pid");
+        assert!(grandchild != out.pgid);
+        assert_eq!(
+            group_gone(out.pgid).await,
+            vec![],
+            "group {} left alive",
+            out.pgid
+        );
+        assert!(!pid_alive(grandchild));
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn cancellation_kills_the_group_and_keeps_partial_output() {
+    timeout(BOUND, async {
+        let spec = sh("echo started; sleep 1000 & sleep 1000");
+        let token = CancellationToken::new();
+        let t2 = token.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            t2.cancel();
+        });
+        let out = subprocess::run(&spec, &token, None).await.unwrap();
+        assert_eq!(out.ending, Ending::Cancelled);
+        assert!(!out.timed_out());
+        assert_eq!(out.stdout.text, "started\n");
+        assert_eq!(group_gone(out.pgid).await, vec![]);
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn dropping_the_future_kills_the_group() {
+    timeout(BOUND, async {
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("pgid");
+        let spec = sh(&format!(
+            "echo $$ > {}; sleep 1000 & sleep 1000",
+            pidfile.display()
+        ));
+        let token = CancellationToken::new();
+        // The outer timeout drops the run future mid-flight.
+        let r = timeout(
+            Duration::from_millis(500),
+            subprocess::run(&spec, &token, None),
+        )
+        .await;
+        assert!(r.is_err(), "the run should still have been going");
+        let pgid: u32 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert_eq!(group_gone(pgid).await, vec![]);
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn normal_exit_does_not_wait_for_or_leak_background_children() {
+    timeout(BOUND, async {
+        // The background sleep keeps the stdout pipe open; the runner must not hang on it.
+        let spec = sh("sleep 1000 & echo $!");
+        let out = subprocess::run(&spec, &CancellationToken::new(), None)
+            .await
+            .unwrap();
+        assert!(out.success());
+        assert_eq!(out.exit_code(), Some(0));
+        let bg: u32 = out.stdout.text.trim().parse().unwrap();
+        assert_eq!(group_gone(out.pgid).await, vec![]);
+        assert!(!pid_alive(bg));
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn a_gigabyte_of_output_keeps_only_the_capped_tail() {
+    timeout(BOUND, async {
+        const CAP: usize = 1 << 20;
+        const TOTAL: u64 = 1_000_000_000;
+        // stdout: a gigabyte of `y\n` ending in a marker; stderr: 50 MB of NULs.
+        let spec = sh(&format!(
+            "yes | head -c {TOTAL}; printf END; head -c 50000000 /dev/zero >&2"
+        ))
+        .capture_limit(CAP);
+        let out = subprocess::run(&spec, &CancellationToken::new(), None)
+            .await
+            .unwrap();
+        assert!(out.success());
+        assert_eq!(out.stdout.text.len(), CAP);
+        assert!(out.stdout.text.ends_with("y\ny\nEND"));
+        assert_eq!(out.stdout.dropped_bytes, TOTAL + 3 - CAP as u64);
+        assert!(out.stdout.truncated());
+        assert_eq!(out.stderr.text.len(), CAP);
+        assert_eq!(out.stderr.dropped_bytes, 50_000_000 - CAP as u64);
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn non_utf8_stdout_is_a_typed_error() {
+    timeout(BOUND, async {
+        let spec = sh(r"printf 'ok \377\376'");
+        let err = subprocess::run(&spec, &CancellationToken::new(), None)
+            .await
+            .unwrap_err();
+        match err {
+            SubprocessError::NonUtf8 { stream, offset, .. } => {
+                assert_eq!(stream, Stream::Stdout);
+                assert_eq!(offset, 3);
+            }
+            other => panic!("expected NonUtf8, got {other:?}"),
+        }
+        // stderr is diagnostic only: decoded lossily.
+        let out = subprocess::run(&sh(r"printf '\377' >&2"), &CancellationToken::new(), None)
+            .await
+            .unwrap();
+        assert_eq!(out.stderr.text, "\u{FFFD}");
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn a_missing_binary_is_a_typed_error() {
+    timeout(BOUND, async {
+        for program in [
+            "/nonexistent/geode-no-such-cli",
+            "geode-no-such-cli-on-path",
+        ] {
+            let err = subprocess::run(&ProcessSpec::new(program), &CancellationToken::new(), None)
+                .await
+                .unwrap_err();
+            assert!(
+                matches!(&err, SubprocessError::NotFound { program: p, .. } if p == program),
+                "{err:?}"
+            );
+        }
+        let err = subprocess::resolve_program(
+            "GEODE_TEST_VARIABLE_THAT_IS_NEVER_SET",
+            "geode-no-such-cli-on-path",
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("set GEODE_TEST_VARIABLE_THAT_IS_NEVER_SET"),
+            "{err}"
+        );
+        // A bare name found on PATH resolves to an executable path.
+        let sh =
+            subprocess::resolve_program("GEODE_TEST_VARIABLE_THAT_IS_NEVER_SET", "sh").unwrap();
+        assert!(sh.is_absolute());
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn an_argument_at_the_kernel_limit_is_refused_before_spawning() {
+    timeout(BOUND, async {
+        // The kernel itself refuses a string of MAX_ARG_BYTES (NUL included it is one over).
+        let kernel = std::process::Command::new("true")
+            .arg("a".repeat(MAX_ARG_BYTES))
+            .status();
+        assert_eq!(kernel.unwrap_err().raw_os_error(), Some(7), "E2BIG");
+
+        // We refuse it before spawning, with the argument's position.
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("ran");
+        let spec = sh(&format!("touch {}", marker.display())).arg("a".repeat(MAX_ARG_BYTES));
+        let err = subprocess::run(&spec, &CancellationToken::new(), None)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, SubprocessError::ArgTooLong { ref what, len, limit }
+                if what == "argument 3" && len == MAX_ARG_BYTES && limit == MAX_ARG_BYTES),
+            "{err:?}"
+        );
+        assert!(!marker.exists(), "nothing may run");
+
+        // One byte less passes through whole.
+        let spec = sh("printf %s \"$1\" | wc -c")
+            .arg("sh")
+            .arg("b".repeat(MAX_ARG_BYTES - 1));
+        let out = subprocess::run(&spec, &CancellationToken::new(), None)
+            .await
+            .unwrap();
+        assert_eq!(out.stdout.text.trim(), (MAX_ARG_BYTES - 1).to_string());
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn stdin_is_written_then_closed_without_deadlock() {
+    timeout(BOUND, async {
+        // 4 MiB in, echoed out by cat while we are still writing: both pipes fill up.
+        let input: Vec<u8> = (0..4u32 << 20).map(|i| b'a' + (i % 26) as u8).collect();
+        let spec = ProcessSpec::new("cat").stdin(input.clone());
+        let out = subprocess::run(&spec, &CancellationToken::new(), None)
+            .await
+            .unwrap();
+        assert!(out.success(), "cat ends only when stdin is closed");
+        assert_eq!(out.stdout.text.as_bytes(), input.as_slice());
+        // A child that never reads its stdin is not an error.
+        let out = subprocess::run(
+            &sh("exit 3").stdin(vec![b'x'; 1 << 20]),
+            &CancellationToken::new(),
+            None,
+        )
+        .await
+        .unwrap();
+        assert_eq!(out.exit_code(), Some(3));
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn the_environment_is_an_allow_list() {
+    timeout(BOUND, async {
+        // cargo sets CARGO_MANIFEST_DIR and CARGO_PKG_NAME for test binaries.
+        assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
+        let spec = ProcessSpec::new("env")
+            .allow_env("CARGO_PKG_NAME")
+            .env("GEODE_EXPLICIT", "v1");
+        let out = subprocess::run(&spec, &CancellationToken::new(), None)
+            .await
+            .unwrap();
+        let names: Vec<&str> = out
+            .stdout
+            .text
+            .lines()
+            .filter_map(|l| l.split_once('=').map(|(k, _)| k))
+            .collect();
+        assert!(names.contains(&"GEODE_EXPLICIT"));
+        assert!(out.stdout.text.contains("CARGO_PKG_NAME=geode\n"));
+        assert!(!names.contains(&"CARGO_MANIFEST_DIR"));
+        for n in names {
+            assert!(
+                BASE_ENV_ALLOW.contains(&n) || n == "CARGO_PKG_NAME" || n == "GEODE_EXPLICIT",
+                "unexpected variable {n}"
+            );
+        }
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn exit_codes_and_signals_are_reported() {
+    timeout(BOUND, async {
+        let out = subprocess::run(
+            &sh("echo out; echo err >&2; exit 7"),
+            &CancellationToken::new(),
+            None,
+        )
+        .await
+        .unwrap();
+        assert_eq!(out.exit_code(), Some(7));
+        assert_eq!(
+            (out.stdout.text.as_str(), out.stderr.text.as_str()),
+            ("out\n", "err\n")
+        );
+        assert_eq!(out.stderr.last_line(80), "err");
+        let out = subprocess::run(&sh("kill -TERM $$"), &CancellationToken::new(), None)
+            .await
+            .unwrap();
+        assert!(matches!(out.ending, Ending::Exited(_)));
+        assert_eq!(out.exit_code(), None, "a signal death has no exit code");
+    })
+    .await
+    .unwrap();
+}
