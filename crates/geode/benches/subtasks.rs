@@ -16,9 +16,11 @@ fn peak_rss_mib() -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|k| k.parse::<f64>().ok()))
+            s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .and_then(|k| k.parse::<f64>().ok())
+            })
         })
         .map(|kib| kib / 1024.0)
         .unwrap_or(f64::NAN)
@@ -53,7 +55,12 @@ fn main() {
         ));
         let resolve: EnvResolver = Arc::new(move |_| Ok(WorkerEnv::new(adapter.clone())));
         let start = Instant::now();
-        let results = rt.block_on(run_subtasks(tasks, &SubTaskDefaults::default(), resolve, 1000));
+        let results = rt.block_on(run_subtasks(
+            tasks,
+            &SubTaskDefaults::default(),
+            resolve,
+            1000,
+        ));
         walls.push(start.elapsed());
         assert!(results.iter().all(|r| r.success));
     }
