@@ -72,10 +72,18 @@ impl std::fmt::Display for StrictRule {
                 f.write_str("additionalProperties must be false on an object")
             }
             Self::PropertiesNotRequired { keys } => {
-                write!(f, "every property must be required; not in required: {}", keys.join(", "))
+                write!(
+                    f,
+                    "every property must be required; not in required: {}",
+                    keys.join(", ")
+                )
             }
             Self::RequiredNotInProperties { keys } => {
-                write!(f, "required names that are not properties: {}", keys.join(", "))
+                write!(
+                    f,
+                    "required names that are not properties: {}",
+                    keys.join(", ")
+                )
             }
             Self::PropertiesNotAnObject => f.write_str("properties must be an object"),
             Self::RequiredNotStrings => f.write_str("required must be an array of strings"),
@@ -98,7 +106,11 @@ pub struct StrictReason {
 
 impl std::fmt::Display for StrictReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let at = if self.pointer.is_empty() { "/" } else { &self.pointer };
+        let at = if self.pointer.is_empty() {
+            "/"
+        } else {
+            &self.pointer
+        };
         write!(f, "{at}: {}", self.rule)
     }
 }
@@ -369,7 +381,8 @@ fn percent_decode(s: &str) -> Option<String> {
 
 /// Appends reference tokens to a JSON Pointer, escaping `~` and `/`.
 pub(crate) fn child(ptr: &str, tokens: &[&str]) -> String {
-    let mut out = String::with_capacity(ptr.len() + tokens.iter().map(|t| t.len() + 1).sum::<usize>());
+    let mut out =
+        String::with_capacity(ptr.len() + tokens.iter().map(|t| t.len() + 1).sum::<usize>());
     out.push_str(ptr);
     for t in tokens {
         out.push('/');

@@ -5,39 +5,65 @@ use serde_json::json;
 
 /// Asserts the reference predicate and `check_strict` on one schema.
 fn both(schema: Value, reference: bool, ours: bool) -> StrictVerdict {
-    assert_eq!(is_reference_strict(&schema), reference, "reference predicate on {schema}");
+    assert_eq!(
+        is_reference_strict(&schema),
+        reference,
+        "reference predicate on {schema}"
+    );
     let verdict = check_strict(&schema);
-    assert_eq!(verdict.compatible, ours, "check_strict on {schema}: {:?}", verdict.reasons);
+    assert_eq!(
+        verdict.compatible, ours,
+        "check_strict on {schema}: {:?}",
+        verdict.reasons
+    );
     assert_eq!(verdict.compatible, verdict.reasons.is_empty());
     verdict
 }
 
 fn rules(v: &StrictVerdict) -> Vec<(&str, &StrictRule)> {
-    v.reasons.iter().map(|r| (r.pointer.as_str(), &r.rule)).collect()
+    v.reasons
+        .iter()
+        .map(|r| (r.pointer.as_str(), &r.rule))
+        .collect()
 }
 
 // ---- §3 table, row by row ----
 
 #[test]
 fn table_empty_properties_with_additional_false_is_strict() {
-    both(json!({"type":"object","properties":{},"additionalProperties":false}), true, true);
+    both(
+        json!({"type":"object","properties":{},"additionalProperties":false}),
+        true,
+        true,
+    );
 }
 
 #[test]
 fn table_no_properties_no_required_is_strict() {
-    both(json!({"type":"object","additionalProperties":false}), true, true);
+    both(
+        json!({"type":"object","additionalProperties":false}),
+        true,
+        true,
+    );
 }
 
 #[test]
 fn table_bare_object_is_not_strict() {
     let v = both(json!({"type":"object"}), false, false);
-    assert_eq!(rules(&v), vec![("", &StrictRule::AdditionalPropertiesNotFalse)]);
+    assert_eq!(
+        rules(&v),
+        vec![("", &StrictRule::AdditionalPropertiesNotFalse)]
+    );
 }
 
 #[test]
 fn table_additional_properties_true_zero_or_schema_is_not_strict() {
     for ap in [json!(true), json!(0), json!({"type":"number"})] {
-        let v = both(json!({"type":"object","additionalProperties":ap}), false, false);
+        let v = both(
+            json!({"type":"object","additionalProperties":ap}),
+            false,
+            false,
+        );
         assert_eq!(v.reasons[0].rule, StrictRule::AdditionalPropertiesNotFalse);
     }
 }
@@ -51,7 +77,12 @@ fn table_required_with_an_extra_name_is_not_strict() {
     );
     assert_eq!(
         rules(&v),
-        vec![("", &StrictRule::RequiredNotInProperties { keys: vec!["b".into()] })]
+        vec![(
+            "",
+            &StrictRule::RequiredNotInProperties {
+                keys: vec!["b".into()]
+            }
+        )]
     );
 }
 
@@ -66,7 +97,11 @@ fn table_required_with_duplicates_of_the_same_set_is_strict() {
 
 #[test]
 fn table_type_list_with_object_is_not_checked() {
-    both(json!({"type":["object","null"],"properties":{"a":{"type":"string"}}}), true, true);
+    both(
+        json!({"type":["object","null"],"properties":{"a":{"type":"string"}}}),
+        true,
+        true,
+    );
 }
 
 #[test]
@@ -94,12 +129,19 @@ fn table_ref_to_non_strict_object_differs_on_purpose_ref_is_followed() {
         true,
         false,
     );
-    assert_eq!(rules(&v), vec![("/$defs/X", &StrictRule::AdditionalPropertiesNotFalse)]);
+    assert_eq!(
+        rules(&v),
+        vec![("/$defs/X", &StrictRule::AdditionalPropertiesNotFalse)]
+    );
 }
 
 #[test]
 fn table_tuple_form_items_is_not_inspected() {
-    both(json!({"type":"array","items":[{"type":"object"}]}), true, true);
+    both(
+        json!({"type":"array","items":[{"type":"object"}]}),
+        true,
+        true,
+    );
 }
 
 #[test]
@@ -114,8 +156,15 @@ fn table_untyped_properties_are_not_checked() {
 
 #[test]
 fn table_any_of_with_a_bare_object_branch_is_not_strict() {
-    let v = both(json!({"anyOf":[{"type":"object"},{"type":"null"}]}), false, false);
-    assert_eq!(rules(&v), vec![("/anyOf/0", &StrictRule::AdditionalPropertiesNotFalse)]);
+    let v = both(
+        json!({"anyOf":[{"type":"object"},{"type":"null"}]}),
+        false,
+        false,
+    );
+    assert_eq!(
+        rules(&v),
+        vec![("/anyOf/0", &StrictRule::AdditionalPropertiesNotFalse)]
+    );
 }
 
 #[test]
@@ -127,7 +176,10 @@ fn table_one_of_as_a_dict_is_ignored() {
 #[test]
 fn table_not_with_object_differs_on_purpose_not_is_inspected() {
     let v = both(json!({"not":{"type":"object"}}), true, false);
-    assert_eq!(rules(&v), vec![("/not", &StrictRule::AdditionalPropertiesNotFalse)]);
+    assert_eq!(
+        rules(&v),
+        vec![("/not", &StrictRule::AdditionalPropertiesNotFalse)]
+    );
 }
 
 /// Differs on purpose: `check_strict` looks inside `prefixItems` (the 2020-12 tuple form).
@@ -138,18 +190,32 @@ fn table_prefix_items_with_non_strict_members_differs_on_purpose() {
         true,
         false,
     );
-    assert_eq!(rules(&v), vec![("/prefixItems/1", &StrictRule::AdditionalPropertiesNotFalse)]);
+    assert_eq!(
+        rules(&v),
+        vec![("/prefixItems/1", &StrictRule::AdditionalPropertiesNotFalse)]
+    );
 }
 
 #[test]
 fn table_null_properties_with_additional_false_is_strict() {
-    both(json!({"type":"object","properties":null,"additionalProperties":false}), true, true);
+    both(
+        json!({"type":"object","properties":null,"additionalProperties":false}),
+        true,
+        true,
+    );
 }
 
 #[test]
 fn table_items_is_checked_regardless_of_type() {
-    let v = both(json!({"type":"string","items":{"type":"object"}}), false, false);
-    assert_eq!(rules(&v), vec![("/items", &StrictRule::AdditionalPropertiesNotFalse)]);
+    let v = both(
+        json!({"type":"string","items":{"type":"object"}}),
+        false,
+        false,
+    );
+    assert_eq!(
+        rules(&v),
+        vec![("/items", &StrictRule::AdditionalPropertiesNotFalse)]
+    );
 }
 
 #[test]
@@ -163,10 +229,17 @@ fn table_top_level_true_is_strict() {
 /// reference never looks at it; `check_strict` reports the non-strict object inside.
 #[test]
 fn typed_additional_properties_differs_on_purpose_schema_is_inspected() {
-    let v = both(json!({"additionalProperties":{"type":"object"}}), true, false);
+    let v = both(
+        json!({"additionalProperties":{"type":"object"}}),
+        true,
+        false,
+    );
     assert_eq!(
         rules(&v),
-        vec![("/additionalProperties", &StrictRule::AdditionalPropertiesNotFalse)]
+        vec![(
+            "/additionalProperties",
+            &StrictRule::AdditionalPropertiesNotFalse
+        )]
     );
     // On an object both fail; ours names the object and the map's value schema.
     let v = both(
@@ -183,7 +256,12 @@ fn unresolved_and_remote_refs_are_reasons() {
     let v = both(json!({"$ref":"#/$defs/Missing"}), true, false);
     assert_eq!(
         rules(&v),
-        vec![("/$ref", &StrictRule::UnresolvedRef { reference: "#/$defs/Missing".into() })]
+        vec![(
+            "/$ref",
+            &StrictRule::UnresolvedRef {
+                reference: "#/$defs/Missing".into()
+            }
+        )]
     );
     let v = both(json!({"$ref":"https://example.com/s.json"}), true, false);
     assert!(matches!(v.reasons[0].rule, StrictRule::NonLocalRef { .. }));
@@ -197,7 +275,11 @@ fn ref_cycles_are_followed_once() {
         "required":["next"],
         "additionalProperties":false
     });
-    both(json!({"$ref":"#/$defs/node","$defs":{"node":strict_node}}), true, true);
+    both(
+        json!({"$ref":"#/$defs/node","$defs":{"node":strict_node}}),
+        true,
+        true,
+    );
     both(json!({"$ref":"#"}), true, true);
     // a -> b -> a, with a broken object behind b: reported once.
     let v = both(
@@ -222,7 +304,13 @@ fn definitions_and_escaped_pointers_resolve() {
         true,
         false,
     );
-    assert_eq!(rules(&v), vec![("/definitions/a~1b c", &StrictRule::AdditionalPropertiesNotFalse)]);
+    assert_eq!(
+        rules(&v),
+        vec![(
+            "/definitions/a~1b c",
+            &StrictRule::AdditionalPropertiesNotFalse
+        )]
+    );
 }
 
 #[test]
@@ -240,8 +328,16 @@ fn optional_property_is_named_in_the_reason() {
     assert_eq!(
         rules(&v),
         vec![
-            ("", &StrictRule::PropertiesNotRequired { keys: vec!["b/c".into()] }),
-            ("/properties/b~1c", &StrictRule::AdditionalPropertiesNotFalse),
+            (
+                "",
+                &StrictRule::PropertiesNotRequired {
+                    keys: vec!["b/c".into()]
+                }
+            ),
+            (
+                "/properties/b~1c",
+                &StrictRule::AdditionalPropertiesNotFalse
+            ),
         ]
     );
 }
@@ -274,7 +370,11 @@ fn python_quirks_of_the_reference_predicate_are_kept() {
         false,
     );
     // A falsy non-dict `properties` is `{}` in Python; ours asks for an object.
-    let v = both(json!({"type":"object","properties":[],"additionalProperties":false}), true, false);
+    let v = both(
+        json!({"type":"object","properties":[],"additionalProperties":false}),
+        true,
+        false,
+    );
     assert_eq!(rules(&v), vec![("", &StrictRule::PropertiesNotAnObject)]);
     // A non-string in `required` never equals a property name.
     let v = both(
@@ -292,7 +392,10 @@ fn reasons_serialise_readably_and_display_names_the_rule() {
         serde_json::to_value(&v).unwrap(),
         json!({"compatible":false,"reasons":[{"pointer":"","rule":{"kind":"additional_properties_not_false"}}]})
     );
-    assert_eq!(v.reasons[0].to_string(), "/: additionalProperties must be false on an object");
+    assert_eq!(
+        v.reasons[0].to_string(),
+        "/: additionalProperties must be false on an object"
+    );
     let back: StrictVerdict = serde_json::from_value(serde_json::to_value(&v).unwrap()).unwrap();
     assert_eq!(back, v);
 }
