@@ -365,10 +365,10 @@ fn rewrite_node(
     {
         remove(m, "pattern", "lookaround, backreference or \\b");
     }
-    if let Some(Value::Array(members)) = m.get("enum") {
-        if members.iter().any(|v| v.is_array() || v.is_object()) {
-            remove(m, "enum", "array or object members");
-        }
+    if let Some(Value::Array(members)) = m.get("enum")
+        && members.iter().any(|v| v.is_array() || v.is_object())
+    {
+        remove(m, "enum", "array or object members");
     }
     let mut renamed = false;
     if m.contains_key("oneOf") {
@@ -450,20 +450,20 @@ pub fn anthropic_native_fits(schema: &ResponseSchema) -> Result<(), Vec<String>>
                 why.push(format!("{at}: keyword {k} is not supported"));
             }
         }
-        if let Some(ap) = m.get("additionalProperties") {
-            if ap != &Value::Bool(false) {
-                why.push(format!(
-                    "{at}: additionalProperties must be false, not a schema"
-                ));
-            }
+        if m.get("additionalProperties")
+            .is_some_and(|ap| ap != &Value::Bool(false))
+        {
+            why.push(format!(
+                "{at}: additionalProperties must be false, not a schema"
+            ));
         }
         if matches!(m.get("items"), Some(Value::Array(_))) {
             why.push(format!("{at}: tuple-form items is not supported"));
         }
-        if let Some(Value::Array(branches)) = m.get("allOf") {
-            if branches.iter().any(|b| b.get("$ref").is_some()) {
-                why.push(format!("{at}: allOf with $ref is not supported"));
-            }
+        if let Some(Value::Array(branches)) = m.get("allOf")
+            && branches.iter().any(|b| b.get("$ref").is_some())
+        {
+            why.push(format!("{at}: allOf with $ref is not supported"));
         }
         if let Some(Value::String(r)) = m.get("$ref") {
             match resolve_local_ref(&wire, r) {

@@ -144,11 +144,11 @@ pub fn check_strict(schema: &Value) -> StrictVerdict {
             check_object(m, &ptr, &mut reasons);
         }
         let mut children: Vec<(&Value, String)> = Vec::new();
-        if m.get("type").and_then(Value::as_str) == Some("object") {
-            if let Some(Value::Object(props)) = m.get("properties") {
-                for (k, v) in props {
-                    children.push((v, child(&ptr, &["properties", k])));
-                }
+        if m.get("type").and_then(Value::as_str) == Some("object")
+            && let Some(Value::Object(props)) = m.get("properties")
+        {
+            for (k, v) in props {
+                children.push((v, child(&ptr, &["properties", k])));
             }
         }
         for key in ["items", "additionalProperties", "not"] {
