@@ -1,7 +1,8 @@
 //! The balanced-JSON-object finder used on model text.
 //!
 //! In: any text (a model's final answer). Out: the **last top-level `{…}` span that parses as JSON**,
-//! as the exact substring, or `None`. Guarantees: one linear scan (memchr-driven), no recursion,
+//! as the exact substring, or `None`. Guarantees: one linear scan (memchr between objects, 64-byte
+//! branch-free SWAR blocks inside them), no recursion,
 //! every candidate span parsed at most once and spans are disjoint, so the total work is linear in
 //! the input; never panics.
 //!
@@ -21,34 +22,92 @@
 //! [`find_last_object`] checks syntax only (no `Value` is built); it accepts numbers such as `1e400`
 //! that [`extract_last_object`] refuses because they do not fit an `f64`.
 
-use memchr::{memchr, memchr2, memchr3};
+use memchr::memchr;
 use serde::de::IgnoredAny;
 use serde_json::Value;
 use std::ops::Range;
 
 /// The byte ranges of every top-level balanced `{…}` span in `text`, in order.
 ///
-/// Inside braces, `"` opens and closes strings and `\` escapes the next byte inside a string;
+/// Inside braces, `"` opens and closes strings and `\\` escapes the next byte inside a string;
 /// outside braces every byte but `{` is prose. A span that never closes ends the scan (nothing
 /// after it can be at depth 0).
+///
+/// Between spans the next `{` is found with memchr. Inside spans, 64-byte blocks without a
+/// backslash are done whole: string state is the running XOR of the quote bits and only braces
+/// outside strings are visited, several spans per block if need be. A block with a backslash (or
+/// a pending escape) and the tail go byte by byte through [`Scan::step`], the rule itself.
 pub fn top_level_spans(text: &str) -> Vec<Range<usize>> {
     let b = text.as_bytes();
     let mut spans = Vec::new();
     let mut i = 0;
-    while let Some(start) = find(b, i, |c| c == b'{', |h| memchr(b'{', h)) {
-        match span_end(b, start) {
-            Some(end) => {
-                spans.push(start..end);
-                i = end;
+    'prose: while let Some(start) = find(b, i, |c| c == b'{', |h| memchr(b'{', h)) {
+        let mut start = start;
+        let mut st = Scan::open();
+        i = start + 1;
+        while i < b.len() {
+            let block = match b.get(i..i + BLOCK) {
+                Some(s) if !st.escape => <&[u8; BLOCK]>::try_from(s).ok(),
+                _ => None,
+            };
+            if let Some(block) = block {
+                let (quotes, braces, has_backslash) = classify(block);
+                if !has_backslash {
+                    let mut valid = u64::MAX;
+                    let carry = if st.in_string { u64::MAX } else { 0 };
+                    let mut inside = prefix_xor(quotes) ^ carry;
+                    let mut structural = braces & !inside;
+                    while structural != 0 {
+                        let k = structural.trailing_zeros() as usize;
+                        structural &= structural - 1;
+                        if block[k] == b'{' {
+                            st.depth += 1;
+                            continue;
+                        }
+                        st.depth -= 1;
+                        if st.depth > 0 {
+                            continue;
+                        }
+                        spans.push(start..i + k + 1);
+                        // Depth 0 for the rest of the block: the next `{` opens a fresh span.
+                        let after = above(k);
+                        let mut opens = braces & after;
+                        while opens != 0 && block[opens.trailing_zeros() as usize] != b'{' {
+                            opens &= opens - 1;
+                        }
+                        if opens == 0 {
+                            i += BLOCK;
+                            continue 'prose;
+                        }
+                        let s = opens.trailing_zeros() as usize;
+                        start = i + s;
+                        st = Scan::open();
+                        valid = above(s);
+                        inside = prefix_xor(quotes & valid);
+                        structural = braces & !inside & valid;
+                    }
+                    st.in_string = (inside & valid) >> 63 != 0;
+                    i += BLOCK;
+                    continue;
+                }
             }
-            None => break,
+            let end = (i + BLOCK).min(b.len());
+            for (k, &c) in b.iter().enumerate().take(end).skip(i) {
+                if st.step(c) {
+                    spans.push(start..k + 1);
+                    i = k + 1;
+                    continue 'prose;
+                }
+            }
+            i = end;
         }
+        break;
     }
     spans
 }
 
-/// How many bytes to look at one by one before handing the search to memchr: dense inputs
-/// (`{{{{`, `""""`, short JSON strings) then cost no memchr call per byte.
+/// How many bytes to look at one by one before handing the search for `{` to memchr: dense
+/// inputs (`{}{}{}`) then cost no memchr call per span.
 const SHORT_SCAN: usize = 16;
 
 /// Index of the first byte at or after `from` for which `hit` holds: a short byte-wise look, then
@@ -68,48 +127,99 @@ fn find(
     }
 }
 
-/// The end (exclusive) of the balanced span opening at `start` (a `{`), or `None` if it never closes.
-fn span_end(b: &[u8], start: usize) -> Option<usize> {
-    let mut depth = 1usize;
-    let mut j = start + 1;
-    loop {
-        let k = find(
-            b,
-            j,
-            |c| matches!(c, b'{' | b'}' | b'"'),
-            |h| memchr3(b'{', b'}', b'"', h),
-        )?;
-        match b[k] {
-            b'"' => j = string_end(b, k + 1)?,
-            b'{' => {
-                depth += 1;
-                j = k + 1;
+/// Bytes classified at once by [`classify`].
+const BLOCK: usize = 64;
+const ONES: u64 = 0x0101_0101_0101_0101;
+const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+
+/// The byte-by-byte state inside a span.
+struct Scan {
+    depth: usize,
+    in_string: bool,
+    escape: bool,
+}
+
+impl Scan {
+    /// The state just after a span's opening `{`.
+    fn open() -> Self {
+        Self {
+            depth: 1,
+            in_string: false,
+            escape: false,
+        }
+    }
+
+    /// Consumes one byte; true when it closed the span.
+    #[inline(always)]
+    fn step(&mut self, c: u8) -> bool {
+        if self.escape {
+            self.escape = false;
+        } else if self.in_string {
+            match c {
+                b'\\' => self.escape = true,
+                b'"' => self.in_string = false,
+                _ => {}
             }
-            _ => {
-                depth -= 1;
-                j = k + 1;
-                if depth == 0 {
-                    return Some(j);
+        } else {
+            match c {
+                b'"' => self.in_string = true,
+                b'{' => self.depth += 1,
+                b'}' => {
+                    self.depth -= 1;
+                    return self.depth == 0;
                 }
+                _ => {}
             }
         }
+        false
     }
 }
 
-/// The index just past the closing quote of a string whose content starts at `j`.
-fn string_end(b: &[u8], mut j: usize) -> Option<usize> {
-    loop {
-        let q = find(
-            b,
-            j,
-            |c| matches!(c, b'"' | b'\\'),
-            |h| memchr2(b'"', b'\\', h),
-        )?;
-        if b[q] == b'"' {
-            return Some(q + 1);
-        }
-        j = q + 2;
+/// The bits strictly above bit `k`.
+#[inline(always)]
+fn above(k: usize) -> u64 {
+    u64::MAX.checked_shl(k as u32 + 1).unwrap_or(0)
+}
+
+/// The high bit of every byte of `w` equal to `c` (exact, no false positives).
+#[inline(always)]
+fn eq_bytes(w: u64, c: u8) -> u64 {
+    let x = w ^ (ONES * u64::from(c));
+    !(((x & LOW7).wrapping_add(LOW7)) | x | LOW7)
+}
+
+/// Packs the high bit of each byte into the low 8 bits (byte k → bit k).
+#[inline(always)]
+fn movemask(m: u64) -> u64 {
+    ((m >> 7).wrapping_mul(0x0102_0408_1020_4080)) >> 56
+}
+
+/// Bit k set where `block[k]` is a quote, bit k set where it is a brace, and whether the block
+/// holds any backslash. Eight bytes at a time (SWAR), no branches.
+#[inline(always)]
+fn classify(block: &[u8; BLOCK]) -> (u64, u64, bool) {
+    let (mut quotes, mut braces, mut backslash) = (0u64, 0u64, 0u64);
+    for (w, chunk) in block.chunks_exact(8).enumerate() {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let x = u64::from_le_bytes(word);
+        quotes |= movemask(eq_bytes(x, b'"')) << (8 * w);
+        braces |= movemask(eq_bytes(x, b'{') | eq_bytes(x, b'}')) << (8 * w);
+        backslash |= eq_bytes(x, b'\\');
     }
+    (quotes, braces, backslash != 0)
+}
+
+/// Bit k of the result is the XOR of bits 0..=k of `x`: with quote bits in, "inside a string".
+#[inline(always)]
+fn prefix_xor(mut x: u64) -> u64 {
+    x ^= x << 1;
+    x ^= x << 2;
+    x ^= x << 4;
+    x ^= x << 8;
+    x ^= x << 16;
+    x ^= x << 32;
+    x
 }
 
 /// Tries the top-level spans of `text` from last to first with `parse`; returns the first span

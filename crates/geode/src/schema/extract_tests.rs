@@ -411,6 +411,27 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// Long inputs built from JSON-ish tokens cross many 64-byte blocks, with and without
+    /// backslashes, so the block scanner is checked against the byte-by-byte rule.
+    #[test]
+    fn block_scanner_matches_the_byte_rule_on_long_inputs(
+        parts in prop::collection::vec(
+            prop_oneof![
+                4 => Just("{"), 4 => Just("}"), 3 => Just("\""), 1 => Just("\\"),
+                3 => Just("\"key\": "), 2 => Just("{\"n\":1} "), 2 => Just("[1, 2]"),
+                3 => Just("lorem ipsum dolor sit amet "), 1 => Just("\\\""),
+            ],
+            0..400,
+        ),
+    ) {
+        let text = parts.concat();
+        prop_assert_eq!(top_level_spans(&text), naive_spans(&text));
+    }
+}
+
 fn check_consistent(text: &str) -> Result<(), TestCaseError> {
     prop_assert_eq!(top_level_spans(text), naive_spans(text));
     if let Some((s, v)) = extract_last_object(text) {
