@@ -36,7 +36,7 @@ use std::ops::Range;
 /// Between spans the next `{` is found with memchr. Inside spans, 64-byte blocks without a
 /// backslash are done whole: string state is the running XOR of the quote bits and only braces
 /// outside strings are visited, several spans per block if need be. A block with a backslash (or
-/// a pending escape) and the tail go byte by byte through [`Scan::step`], the rule itself.
+/// a pending escape) and the tail go byte by byte, by the rule itself.
 pub fn top_level_spans(text: &str) -> Vec<Range<usize>> {
     let b = text.as_bytes();
     let mut spans = Vec::new();
