@@ -41,21 +41,30 @@ pub fn top_level_spans(text: &str) -> Vec<Range<usize>> {
     let b = text.as_bytes();
     let mut spans = Vec::new();
     let mut i = 0;
-    'prose: while let Some(start) = find(b, i, |c| c == b'{', |h| memchr(b'{', h)) {
-        let mut start = start;
+    'prose: while let Some(first) = find(b, i, |c| c == b'{', |h| memchr(b'{', h)) {
+        let mut start = first;
         let mut st = Scan::open();
         i = start + 1;
-        while i < b.len() {
+        let mut bytewise = false;
+        'span: while i < b.len() {
             let block = match b.get(i..i + BLOCK) {
-                Some(s) if !st.escape => <&[u8; BLOCK]>::try_from(s).ok(),
+                Some(s) if !bytewise => <&[u8; BLOCK]>::try_from(s).ok(),
                 _ => None,
             };
+            bytewise = false;
             if let Some(block) = block {
-                let (quotes, braces, has_backslash) = classify(block);
-                if !has_backslash {
-                    let mut valid = u64::MAX;
-                    let carry = if st.in_string { u64::MAX } else { 0 };
-                    let mut inside = prefix_xor(quotes) ^ carry;
+                let (quotes, braces, backslashes) = classify(block);
+                let mut carry_escape = u64::from(st.escape);
+                let escaped = escaped_bits(backslashes, &mut carry_escape);
+                // Backslashes that escape the next byte, and quotes that are not escaped.
+                let starters = backslashes & !escaped;
+                let quotes = quotes & !escaped;
+                let carry = if st.in_string { u64::MAX } else { 0 };
+                let mut valid = u64::MAX;
+                let mut inside = prefix_xor(quotes) ^ carry;
+                // Escaping everywhere equals the rule (escaping only in strings) unless an
+                // escaping backslash sits outside a string: then go byte by byte.
+                if starters & !inside == 0 {
                     let mut structural = braces & !inside;
                     while structural != 0 {
                         let k = structural.trailing_zeros() as usize;
@@ -70,8 +79,7 @@ pub fn top_level_spans(text: &str) -> Vec<Range<usize>> {
                         }
                         spans.push(start..i + k + 1);
                         // Depth 0 for the rest of the block: the next `{` opens a fresh span.
-                        let after = above(k);
-                        let mut opens = braces & after;
+                        let mut opens = braces & above(k);
                         while opens != 0 && block[opens.trailing_zeros() as usize] != b'{' {
                             opens &= opens - 1;
                         }
@@ -84,9 +92,15 @@ pub fn top_level_spans(text: &str) -> Vec<Range<usize>> {
                         st = Scan::open();
                         valid = above(s);
                         inside = prefix_xor(quotes & valid);
+                        if starters & valid & !inside != 0 {
+                            i = start + 1;
+                            bytewise = true;
+                            continue 'span;
+                        }
                         structural = braces & !inside & valid;
                     }
                     st.in_string = (inside & valid) >> 63 != 0;
+                    st.escape = carry_escape != 0;
                     i += BLOCK;
                     continue;
                 }
@@ -194,10 +208,10 @@ fn movemask(m: u64) -> u64 {
     ((m >> 7).wrapping_mul(0x0102_0408_1020_4080)) >> 56
 }
 
-/// Bit k set where `block[k]` is a quote, bit k set where it is a brace, and whether the block
-/// holds any backslash. Eight bytes at a time (SWAR), no branches.
+/// Bit k set where `block[k]` is a quote, a brace, a backslash (three masks). Eight bytes at a
+/// time (SWAR), no branches.
 #[inline(always)]
-fn classify(block: &[u8; BLOCK]) -> (u64, u64, bool) {
+fn classify(block: &[u8; BLOCK]) -> (u64, u64, u64) {
     let (mut quotes, mut braces, mut backslash) = (0u64, 0u64, 0u64);
     for (w, chunk) in block.chunks_exact(8).enumerate() {
         let mut word = [0u8; 8];
@@ -205,9 +219,23 @@ fn classify(block: &[u8; BLOCK]) -> (u64, u64, bool) {
         let x = u64::from_le_bytes(word);
         quotes |= movemask(eq_bytes(x, b'"')) << (8 * w);
         braces |= movemask(eq_bytes(x, b'{') | eq_bytes(x, b'}')) << (8 * w);
-        backslash |= eq_bytes(x, b'\\');
+        backslash |= movemask(eq_bytes(x, b'\\')) << (8 * w);
     }
-    (quotes, braces, backslash != 0)
+    (quotes, braces, backslash)
+}
+
+/// The bytes escaped by a backslash, treating every backslash as an escape (simdjson's
+/// branch-free odd-run trick). `carry` is 1 when the block's first byte is escaped; on return it
+/// says the same of the next block.
+#[inline(always)]
+fn escaped_bits(backslash: u64, carry: &mut u64) -> u64 {
+    const EVEN: u64 = 0x5555_5555_5555_5555;
+    let backslash = backslash & !*carry;
+    let follows_escape = (backslash << 1) | *carry;
+    let odd_starts = backslash & !EVEN & !follows_escape;
+    let (even_runs, overflow) = odd_starts.overflowing_add(backslash);
+    *carry = u64::from(overflow);
+    (EVEN ^ (even_runs << 1)) & follows_escape
 }
 
 /// Bit k of the result is the XOR of bits 0..=k of `x`: with quote bits in, "inside a string".

@@ -412,7 +412,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(512))]
+    #![proptest_config(ProptestConfig::with_cases(1024))]
 
     /// Long inputs built from JSON-ish tokens cross many 64-byte blocks, with and without
     /// backslashes, so the block scanner is checked against the byte-by-byte rule.
@@ -420,15 +420,31 @@ proptest! {
     fn block_scanner_matches_the_byte_rule_on_long_inputs(
         parts in prop::collection::vec(
             prop_oneof![
-                4 => Just("{"), 4 => Just("}"), 3 => Just("\""), 1 => Just("\\"),
+                4 => Just("{"), 4 => Just("}"), 3 => Just("\""), 2 => Just("\\"),
+                1 => Just("\\\\"), 1 => Just("\\\\\\"), 1 => Just("\\\""),
                 3 => Just("\"key\": "), 2 => Just("{\"n\":1} "), 2 => Just("[1, 2]"),
-                3 => Just("lorem ipsum dolor sit amet "), 1 => Just("\\\""),
+                2 => Just("\"a \\\"q\\\" b\""), 2 => Just("\"x\\\\\""),
+                3 => Just("lorem ipsum dolor sit amet "),
             ],
             0..400,
         ),
     ) {
         let text = parts.concat();
         prop_assert_eq!(top_level_spans(&text), naive_spans(&text));
+    }
+}
+
+proptest! {
+    /// Mostly well-formed answers (escape-heavy objects between prose) keep the block fast path
+    /// busy; its spans must equal the byte rule's.
+    #[test]
+    fn objects_between_prose_match_the_byte_rule(
+        parts in prop::collection::vec((json_object(), suffix_noise()), 1..12),
+    ) {
+        let text: String = parts.iter().map(|(o, p)| format!("{o}{p}")).collect();
+        prop_assert_eq!(top_level_spans(&text), naive_spans(&text));
+        let last = parts.last().map(|(o, _)| o.clone());
+        prop_assert_eq!(extract_last_object(&text).map(|(_, v)| v), last);
     }
 }
 
