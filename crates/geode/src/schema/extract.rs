@@ -2,14 +2,13 @@
 //!
 //! In: any text (a model's final answer). Out: the **last top-level `{…}` span that parses as JSON**,
 //! as the exact substring, or `None`. Guarantees: one linear scan (memchr between objects, 64-byte
-//! branch-free SWAR blocks inside them), no recursion,
-//! every candidate span parsed at most once and spans are disjoint, so the total work is linear in
-//! the input; never panics.
+//! branch-free SWAR blocks inside them), no recursion, every candidate span parsed at most once
+//! and spans are disjoint, so the total work is linear in the input; never panics.
 //!
 //! The scan follows the reference (`reference-behaviour.md` §4.1): only top-level spans are
 //! candidates (a nested object is never tried on its own), `}` at depth 0 is ignored, square
 //! brackets are not tracked, code fences are irrelevant, and candidates are tried last to first.
-//! It differs in two places, both on purpose:
+//! It differs in these rows of the reference's table, all on purpose:
 //!
 //! | input | reference | geode | why |
 //! |---|---|---|---|
@@ -33,10 +32,11 @@ use std::ops::Range;
 /// outside braces every byte but `{` is prose. A span that never closes ends the scan (nothing
 /// after it can be at depth 0).
 ///
-/// Between spans the next `{` is found with memchr. Inside spans, 64-byte blocks without a
-/// backslash are done whole: string state is the running XOR of the quote bits and only braces
-/// outside strings are visited, several spans per block if need be. A block with a backslash (or
-/// a pending escape) and the tail go byte by byte, by the rule itself.
+/// Between spans the next `{` is found with memchr. Inside spans, 64-byte blocks are done whole:
+/// escaped bytes come from the backslash runs, string state is the running XOR of the unescaped
+/// quote bits, and only braces outside strings are visited, several spans per block if need be.
+/// That treats every backslash as an escape, which equals the rule unless an escaping backslash
+/// sits outside a string (not JSON anyway): such a block, and the tail, go byte by byte.
 pub fn top_level_spans(text: &str) -> Vec<Range<usize>> {
     let b = text.as_bytes();
     let mut spans = Vec::new();

@@ -326,6 +326,13 @@ fn a_ten_megabyte_plain_json_answer_is_found_whole() {
 }
 
 #[test]
+fn out_of_range_numbers_pass_the_syntax_check_but_not_the_value_parse() {
+    let s = r#"{"a":1} {"a":1e400}"#;
+    assert_eq!(find_last_object(s), Some(r#"{"a":1e400}"#));
+    assert_eq!(extract_last_object(s).map(|(o, _)| o), Some(r#"{"a":1}"#));
+}
+
+#[test]
 fn last_object_with_gives_each_span_once_last_first() {
     let mut seen = Vec::new();
     let got = last_object_with("{1} {2} {3}", |s| {

@@ -246,8 +246,10 @@ pub enum ShallowCheck<'a> {
 }
 
 /// The reference's worker check on answer text (§4.2 steps 6–8): the last top-level object that
-/// parses must have every top-level `required` key. Values are not built, only syntax-checked,
-/// so this runs near memory speed on large answers.
+/// parses must have every top-level `required` key. Values are not built, only syntax-checked
+/// (several times faster than parsing into a `Value`). Like
+/// [`extract::find_last_object`], it accepts numbers that do not fit an `f64` (`1e400`), as
+/// Python's `json.loads` does; [`extract::extract_last_object`] does not.
 ///
 /// ```
 /// use geode::schema::{ResponseSchema, validate::{shallow_check, ShallowCheck}};
