@@ -135,116 +135,213 @@ pub struct StrictVerdict {
 /// assert_eq!(verdict.reasons.len(), 2); // additionalProperties, and "a" not required
 /// ```
 pub fn check_strict(schema: &Value) -> StrictVerdict {
-    let mut reasons = Vec::new();
-    let mut visited_refs: HashSet<String> = HashSet::new();
-    let mut stack: Vec<(&Value, String)> = vec![(schema, String::new())];
-    while let Some((node, ptr)) = stack.pop() {
+    let mut w = Walk {
+        root: schema,
+        paths: vec![(NO_PARENT, Tok::Root)],
+        reasons: Vec::new(),
+        visited_refs: HashSet::new(),
+    };
+    let mut stack: Vec<(&Value, usize)> = vec![(schema, 0)];
+    let mut children: Vec<(&Value, usize)> = Vec::new();
+    while let Some((node, at)) = stack.pop() {
         let Value::Object(m) = node else { continue };
-        if m.get("type").and_then(Value::as_str) == Some("object") {
-            check_object(m, &ptr, &mut reasons);
-        }
-        let mut children: Vec<(&Value, String)> = Vec::new();
-        if m.get("type").and_then(Value::as_str) == Some("object")
-            && let Some(Value::Object(props)) = m.get("properties")
-        {
-            for (k, v) in props {
-                children.push((v, child(&ptr, &["properties", k])));
-            }
-        }
-        for key in ["items", "additionalProperties", "not"] {
-            if let Some(v @ Value::Object(_)) = m.get(key) {
-                children.push((v, child(&ptr, &[key])));
-            }
-        }
-        for key in ["prefixItems", "anyOf", "oneOf", "allOf"] {
-            if let Some(Value::Array(branches)) = m.get(key) {
-                for (i, v) in branches.iter().enumerate() {
-                    children.push((v, child(&ptr, &[key, &i.to_string()])));
-                }
-            }
-        }
-        if let Some(Value::String(reference)) = m.get("$ref") {
-            match resolve_local_ref(schema, reference) {
-                RefTarget::Found { value, pointer } => {
-                    if visited_refs.insert(pointer.clone()) {
-                        children.push((value, pointer));
-                    }
-                }
-                RefTarget::Missing => reasons.push(StrictReason {
-                    pointer: child(&ptr, &["$ref"]),
-                    rule: StrictRule::UnresolvedRef {
-                        reference: reference.clone(),
-                    },
-                }),
-                RefTarget::NotLocal => reasons.push(StrictReason {
-                    pointer: child(&ptr, &["$ref"]),
-                    rule: StrictRule::NonLocalRef {
-                        reference: reference.clone(),
-                    },
-                }),
-            }
-        }
-        stack.extend(children.into_iter().rev());
+        w.visit(m, at, &mut children);
+        stack.extend(children.drain(..).rev());
     }
     StrictVerdict {
-        compatible: reasons.is_empty(),
-        reasons,
+        compatible: w.reasons.is_empty(),
+        reasons: w.reasons,
     }
 }
 
-/// The object rules of `check_strict` for one `type:"object"` schema.
-fn check_object(m: &Map<String, Value>, ptr: &str, reasons: &mut Vec<StrictReason>) {
-    let mut push = |rule| {
-        reasons.push(StrictReason {
-            pointer: ptr.to_owned(),
-            rule,
-        })
-    };
-    if m.get("additionalProperties") != Some(&Value::Bool(false)) {
-        push(StrictRule::AdditionalPropertiesNotFalse);
+/// No parent: the root, or a `$ref` target (whose pointer is stored whole).
+const NO_PARENT: usize = usize::MAX;
+
+/// One step of a JSON Pointer, kept unescaped until a reason needs the text.
+enum Tok<'a> {
+    /// The root (empty pointer).
+    Root,
+    /// `/keyword`.
+    Key(&'a str),
+    /// `/keyword/name`, for `properties`.
+    Pair(&'static str, &'a str),
+    /// `/keyword/index`, for schema arrays.
+    Index(&'a str, usize),
+    /// A whole pointer (in JSON Pointer form), for `$ref` targets.
+    Whole(String),
+}
+
+/// The state of one [`check_strict`] run. Pointers are an arena of (parent, step) so that no
+/// string is built unless a reason is reported.
+struct Walk<'a> {
+    root: &'a Value,
+    paths: Vec<(usize, Tok<'a>)>,
+    reasons: Vec<StrictReason>,
+    visited_refs: HashSet<String>,
+}
+
+impl<'a> Walk<'a> {
+    /// The JSON Pointer of arena entry `at`.
+    fn pointer(&self, mut at: usize) -> String {
+        let mut steps: Vec<&Tok<'a>> = Vec::new();
+        while at != NO_PARENT {
+            let (parent, tok) = &self.paths[at];
+            steps.push(tok);
+            at = *parent;
+        }
+        let mut out = String::new();
+        for tok in steps.into_iter().rev() {
+            match tok {
+                Tok::Root => {}
+                Tok::Key(k) => out = child(&out, &[k]),
+                Tok::Pair(k, n) => out = child(&out, &[k, n]),
+                Tok::Index(k, i) => out = child(&out, &[k, &i.to_string()]),
+                Tok::Whole(p) => out.push_str(p),
+            }
+        }
+        out
     }
-    let empty = Map::new();
-    let props = match m.get("properties") {
-        None | Some(Value::Null) => &empty,
-        Some(Value::Object(p)) => p,
-        Some(_) => {
-            push(StrictRule::PropertiesNotAnObject);
-            &empty
+
+    fn reason(&mut self, at: usize, rule: StrictRule) {
+        let pointer = self.pointer(at);
+        self.reasons.push(StrictReason { pointer, rule });
+    }
+
+    fn add(&mut self, parent: usize, tok: Tok<'a>) -> usize {
+        self.paths.push((parent, tok));
+        self.paths.len() - 1
+    }
+
+    /// Checks one schema object and lists its subschemas (in document order) into `children`.
+    fn visit(
+        &mut self,
+        m: &'a Map<String, Value>,
+        at: usize,
+        children: &mut Vec<(&'a Value, usize)>,
+    ) {
+        let is_object = get(m, "type").and_then(Value::as_str) == Some("object");
+        if is_object {
+            self.check_object(m, at);
         }
-    };
-    let mut required: Vec<&str> = Vec::new();
-    match m.get("required") {
-        None | Some(Value::Null) => {}
-        Some(Value::Array(items)) if items.iter().all(Value::is_string) => {
-            let mut seen = HashSet::new();
-            required = items
+        for (k, v) in m {
+            match (k.as_str(), v) {
+                ("properties", Value::Object(props)) if is_object => {
+                    for (name, sub) in props {
+                        let p = self.add(at, Tok::Pair("properties", name));
+                        children.push((sub, p));
+                    }
+                }
+                ("items" | "additionalProperties" | "not", Value::Object(_)) => {
+                    let p = self.add(at, Tok::Key(k));
+                    children.push((v, p));
+                }
+                ("prefixItems" | "anyOf" | "oneOf" | "allOf", Value::Array(branches)) => {
+                    for (i, sub) in branches.iter().enumerate() {
+                        let p = self.add(at, Tok::Index(k, i));
+                        children.push((sub, p));
+                    }
+                }
+                ("$ref", Value::String(reference)) => self.follow(reference, at, children),
+                _ => {}
+            }
+        }
+    }
+
+    /// Follows a `$ref` (each target once) or reports why it cannot be followed.
+    fn follow(&mut self, reference: &str, at: usize, children: &mut Vec<(&'a Value, usize)>) {
+        match resolve_local_ref(self.root, reference) {
+            RefTarget::Found { value, pointer } => {
+                if !self.visited_refs.contains(&pointer) {
+                    self.visited_refs.insert(pointer.clone());
+                    // Percent-decoded, still in JSON Pointer (`~1`) form.
+                    let p = self.add(NO_PARENT, Tok::Whole(pointer));
+                    children.push((value, p));
+                }
+            }
+            RefTarget::Missing => {
+                let p = self.add(at, Tok::Key("$ref"));
+                self.reason(
+                    p,
+                    StrictRule::UnresolvedRef {
+                        reference: reference.to_owned(),
+                    },
+                );
+            }
+            RefTarget::NotLocal => {
+                let p = self.add(at, Tok::Key("$ref"));
+                self.reason(
+                    p,
+                    StrictRule::NonLocalRef {
+                        reference: reference.to_owned(),
+                    },
+                );
+            }
+        }
+    }
+
+    /// The object rules for one `type:"object"` schema.
+    fn check_object(&mut self, m: &Map<String, Value>, at: usize) {
+        if get(m, "additionalProperties") != Some(&Value::Bool(false)) {
+            self.reason(at, StrictRule::AdditionalPropertiesNotFalse);
+        }
+        let empty = Map::new();
+        let props = match get(m, "properties") {
+            None | Some(Value::Null) => &empty,
+            Some(Value::Object(p)) => p,
+            Some(_) => {
+                self.reason(at, StrictRule::PropertiesNotAnObject);
+                &empty
+            }
+        };
+        let required: &[Value] = match get(m, "required") {
+            None | Some(Value::Null) => &[],
+            Some(Value::Array(items)) if items.iter().all(Value::is_string) => items,
+            Some(_) => {
+                // The name comparison would only repeat this reason.
+                self.reason(at, StrictRule::RequiredNotStrings);
+                return;
+            }
+        };
+        // Fast path: `required` lists the properties in order (what generators emit).
+        if required.len() == props.len()
+            && required
                 .iter()
-                .filter_map(Value::as_str)
-                .filter(|k| seen.insert(*k))
-                .collect();
-        }
-        Some(_) => {
-            // The name comparison would only repeat this reason.
-            push(StrictRule::RequiredNotStrings);
+                .zip(props.keys())
+                .all(|(r, k)| r.as_str() == Some(k))
+        {
             return;
         }
+        let mut seen = HashSet::new();
+        let required: Vec<&str> = required
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|k| seen.insert(*k))
+            .collect();
+        let not_required: Vec<String> = props
+            .keys()
+            .filter(|k| !seen.contains(k.as_str()))
+            .cloned()
+            .collect();
+        if !not_required.is_empty() {
+            self.reason(at, StrictRule::PropertiesNotRequired { keys: not_required });
+        }
+        let extra: Vec<String> = required
+            .into_iter()
+            .filter(|k| !props.contains_key(*k))
+            .map(str::to_owned)
+            .collect();
+        if !extra.is_empty() {
+            self.reason(at, StrictRule::RequiredNotInProperties { keys: extra });
+        }
     }
-    let req_set: HashSet<&str> = required.iter().copied().collect();
-    let not_required: Vec<String> = props
-        .keys()
-        .filter(|k| !req_set.contains(k.as_str()))
-        .cloned()
-        .collect();
-    if !not_required.is_empty() {
-        push(StrictRule::PropertiesNotRequired { keys: not_required });
-    }
-    let extra: Vec<String> = required
-        .into_iter()
-        .filter(|k| !props.contains_key(*k))
-        .map(str::to_owned)
-        .collect();
-    if !extra.is_empty() {
-        push(StrictRule::RequiredNotInProperties { keys: extra });
+}
+
+/// A member of a schema object: a linear scan for small objects (cheaper than hashing).
+fn get<'a>(m: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    if m.len() <= 8 {
+        m.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
+    } else {
+        m.get(key)
     }
 }
 
@@ -258,40 +355,54 @@ pub fn is_reference_strict(schema: &Value) -> bool {
     let mut stack: Vec<&Value> = vec![schema];
     while let Some(node) = stack.pop() {
         let Value::Object(m) = node else { continue };
-        if m.get("type").and_then(Value::as_str) == Some("object") {
-            if m.get("additionalProperties") != Some(&Value::Bool(false)) {
+        if get(m, "type").and_then(Value::as_str) == Some("object") {
+            if get(m, "additionalProperties") != Some(&Value::Bool(false)) {
                 return false;
             }
-            let props = match m.get("properties") {
+            let props = match get(m, "properties") {
                 Some(v) if py_truthy(v) => match v {
                     Value::Object(p) => Some(p),
                     _ => return false,
                 },
                 _ => None,
             };
-            let Some(required) = py_required_set(m.get("required")) else {
-                return false;
-            };
-            let keys: HashSet<&str> = props
-                .map(|p| p.keys().map(String::as_str).collect())
-                .unwrap_or_default();
-            if keys != required {
-                return false;
+            let required = get(m, "required");
+            if !same_names_in_order(props, required) {
+                let Some(required) = py_required_set(required) else {
+                    return false;
+                };
+                let keys: HashSet<&str> = props
+                    .map(|p| p.keys().map(String::as_str).collect())
+                    .unwrap_or_default();
+                if keys != required {
+                    return false;
+                }
             }
             if let Some(p) = props {
                 stack.extend(p.values());
             }
         }
-        if let Some(items) = m.get("items") {
+        if let Some(items) = get(m, "items") {
             stack.push(items);
         }
         for key in ["oneOf", "anyOf", "allOf"] {
-            if let Some(Value::Array(branches)) = m.get(key) {
+            if let Some(Value::Array(branches)) = get(m, key) {
                 stack.extend(branches);
             }
         }
     }
     true
+}
+
+/// True when `required` is an array naming exactly the properties, in order (the common case,
+/// decided without hashing).
+fn same_names_in_order(props: Option<&Map<String, Value>>, required: Option<&Value>) -> bool {
+    match (props, required) {
+        (Some(p), Some(Value::Array(r))) => {
+            p.len() == r.len() && r.iter().zip(p.keys()).all(|(r, k)| r.as_str() == Some(k))
+        }
+        _ => false,
+    }
 }
 
 /// Python truthiness of a JSON value.
