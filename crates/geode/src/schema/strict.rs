@@ -1,15 +1,118 @@
-//! The OpenAI strict-compatibility check (STUB: to be completed with reasons and the §3 table).
+//! The OpenAI strict-compatibility check, with reasons.
+//!
+//! In: any JSON value (normally a [`super::ResponseSchema`]'s value). Out: a [`StrictVerdict`],
+//! `compatible` plus one [`StrictReason`] (JSON Pointer + [`StrictRule`]) per broken rule. Pure,
+//! no IO, iterative (a 10,000-deep schema does not touch the call stack), linear in the schema size.
+//!
+//! Two predicates live here:
+//!
+//! * [`is_reference_strict`] is the contract's predicate exactly as the reference implements it
+//!   (`reference-behaviour.md` §3), quirks included. It exists as the conformance baseline.
+//! * [`check_strict`] is the predicate geode uses. It applies the same rules and also looks where
+//!   the reference does not, because the server does:
+//!
+//! | where | reference | `check_strict` |
+//! |---|---|---|
+//! | `type:"object"` needs `additionalProperties:false` and `properties` keys == `required` set | yes | yes |
+//! | `items` (a schema), each `anyOf`/`oneOf`/`allOf` branch | yes | yes |
+//! | local `$ref` (`#`, `#/$defs/X`, `#/definitions/X`, any `#/pointer`) | not followed | followed, each target once (cycle-safe) |
+//! | a `$ref` that does not resolve, or is not local | ignored | a reason |
+//! | `prefixItems` members | not inspected | inspected |
+//! | `additionalProperties` when it is a schema | not inspected | inspected (the object holding it still fails) |
+//! | `not` | not inspected | inspected |
+//! | `properties` that is neither an object nor null | crash or ignored (Python quirks) | a reason |
+//! | `required` that is not an array of strings | Python set semantics (a string is a set of characters) | a reason |
+//!
+//! Both keep the reference's choices on the rest: `type` is compared as the exact string
+//! `"object"` (a type list such as `["object","null"]` is not checked), `properties` are only
+//! checked on `type:"object"` schemas, tuple-form `items` (an array) is not inspected, and property
+//! types, enums, formats and numeric/string constraints are never examined.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
+use std::collections::HashSet;
+
+/// The rule a [`StrictReason`] says was broken.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum StrictRule {
+    /// A `type:"object"` schema whose `additionalProperties` is not exactly `false`.
+    AdditionalPropertiesNotFalse,
+    /// Properties that are not listed in `required`.
+    PropertiesNotRequired {
+        /// The property names, in schema order.
+        keys: Vec<String>,
+    },
+    /// Names in `required` that are not properties.
+    RequiredNotInProperties {
+        /// The names, in `required` order, without duplicates.
+        keys: Vec<String>,
+    },
+    /// `properties` is neither an object nor null.
+    PropertiesNotAnObject,
+    /// `required` is neither an array of strings nor null.
+    RequiredNotStrings,
+    /// A local `$ref` whose target does not exist.
+    UnresolvedRef {
+        /// The reference as written.
+        reference: String,
+    },
+    /// A `$ref` that is not a local fragment (`#…`); strict mode cannot follow it.
+    NonLocalRef {
+        /// The reference as written.
+        reference: String,
+    },
+}
+
+impl std::fmt::Display for StrictRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::AdditionalPropertiesNotFalse => {
+                f.write_str("additionalProperties must be false on an object")
+            }
+            Self::PropertiesNotRequired { keys } => {
+                write!(
+                    f,
+                    "every property must be required; not in required: {}",
+                    keys.join(", ")
+                )
+            }
+            Self::RequiredNotInProperties { keys } => {
+                write!(
+                    f,
+                    "required names that are not properties: {}",
+                    keys.join(", ")
+                )
+            }
+            Self::PropertiesNotAnObject => f.write_str("properties must be an object"),
+            Self::RequiredNotStrings => f.write_str("required must be an array of strings"),
+            Self::UnresolvedRef { reference } => write!(f, "$ref {reference} does not resolve"),
+            Self::NonLocalRef { reference } => {
+                write!(f, "$ref {reference} is not local to the schema")
+            }
+        }
+    }
+}
 
 /// One reason a schema is not strict-compatible.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StrictReason {
-    /// JSON Pointer into the schema.
+    /// JSON Pointer into the schema (`""` is the root).
     pub pointer: String,
-    /// The rule broken, in words.
-    pub rule: String,
+    /// The rule broken.
+    pub rule: StrictRule,
+}
+
+impl std::fmt::Display for StrictReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let at = if self.pointer.is_empty() {
+            "/"
+        } else {
+            &self.pointer
+        };
+        write!(f, "{at}: {}", self.rule)
+    }
 }
 
 /// The verdict of [`check_strict`].
@@ -17,38 +120,392 @@ pub struct StrictReason {
 pub struct StrictVerdict {
     /// True when OpenAI strict mode can take the schema as it is.
     pub compatible: bool,
-    /// Why not, when not.
+    /// Why not, when not (in schema order).
     pub reasons: Vec<StrictReason>,
 }
 
-/// Checks a schema against OpenAI's strict-mode rules as the contract states them.
+/// Checks a schema against OpenAI's strict-mode rules: the contract's predicate plus `$ref`,
+/// `prefixItems`, schema-valued `additionalProperties` and `not` (see the module table).
+///
+/// ```
+/// use geode::schema::strict::check_strict;
+/// let v = serde_json::json!({"type":"object","properties":{"a":{"type":"string"}}});
+/// let verdict = check_strict(&v);
+/// assert!(!verdict.compatible);
+/// assert_eq!(verdict.reasons.len(), 2); // additionalProperties, and "a" not required
+/// ```
 pub fn check_strict(schema: &Value) -> StrictVerdict {
-    let mut reasons = Vec::new();
-    walk(schema, "", &mut reasons);
+    let mut w = Walk {
+        root: schema,
+        paths: vec![(NO_PARENT, Tok::Root)],
+        reasons: Vec::new(),
+        visited_refs: HashSet::new(),
+    };
+    let mut stack: Vec<(&Value, usize)> = vec![(schema, 0)];
+    let mut children: Vec<(&Value, usize)> = Vec::new();
+    while let Some((node, at)) = stack.pop() {
+        let Value::Object(m) = node else { continue };
+        w.visit(m, at, &mut children);
+        stack.extend(children.drain(..).rev());
+    }
     StrictVerdict {
-        compatible: reasons.is_empty(),
-        reasons,
+        compatible: w.reasons.is_empty(),
+        reasons: w.reasons,
     }
 }
 
-fn walk(s: &Value, ptr: &str, out: &mut Vec<StrictReason>) {
-    let Value::Object(m) = s else { return };
-    if m.get("type").and_then(Value::as_str) == Some("object")
-        && m.get("additionalProperties") != Some(&Value::Bool(false))
-    {
+/// No parent: the root, or a `$ref` target (whose pointer is stored whole).
+const NO_PARENT: usize = usize::MAX;
+
+/// One step of a JSON Pointer, kept unescaped until a reason needs the text.
+enum Tok<'a> {
+    /// The root (empty pointer).
+    Root,
+    /// `/keyword`.
+    Key(&'a str),
+    /// `/keyword/name`, for `properties`.
+    Pair(&'static str, &'a str),
+    /// `/keyword/index`, for schema arrays.
+    Index(&'a str, usize),
+    /// A whole pointer (in JSON Pointer form), for `$ref` targets.
+    Whole(String),
+}
+
+/// The state of one [`check_strict`] run. Pointers are an arena of (parent, step) so that no
+/// string is built unless a reason is reported.
+struct Walk<'a> {
+    root: &'a Value,
+    paths: Vec<(usize, Tok<'a>)>,
+    reasons: Vec<StrictReason>,
+    visited_refs: HashSet<String>,
+}
+
+impl<'a> Walk<'a> {
+    /// The JSON Pointer of arena entry `at`.
+    fn pointer(&self, mut at: usize) -> String {
+        let mut steps: Vec<&Tok<'a>> = Vec::new();
+        while at != NO_PARENT {
+            let (parent, tok) = &self.paths[at];
+            steps.push(tok);
+            at = *parent;
+        }
+        let mut out = String::new();
+        for tok in steps.into_iter().rev() {
+            match tok {
+                Tok::Root => {}
+                Tok::Key(k) => out = child(&out, &[k]),
+                Tok::Pair(k, n) => out = child(&out, &[k, n]),
+                Tok::Index(k, i) => out = child(&out, &[k, &i.to_string()]),
+                Tok::Whole(p) => out.push_str(p),
+            }
+        }
+        out
+    }
+
+    fn reason(&mut self, at: usize, rule: StrictRule) {
+        let pointer = self.pointer(at);
+        self.reasons.push(StrictReason { pointer, rule });
+    }
+
+    fn add(&mut self, parent: usize, tok: Tok<'a>) -> usize {
+        self.paths.push((parent, tok));
+        self.paths.len() - 1
+    }
+
+    /// Checks one schema object and lists its subschemas (in document order) into `children`.
+    fn visit(
+        &mut self,
+        m: &'a Map<String, Value>,
+        at: usize,
+        children: &mut Vec<(&'a Value, usize)>,
+    ) {
+        let is_object = get(m, "type").and_then(Value::as_str) == Some("object");
+        if is_object {
+            self.check_object(m, at);
+        }
+        for (k, v) in m {
+            match (k.as_str(), v) {
+                ("properties", Value::Object(props)) if is_object => {
+                    for (name, sub) in props {
+                        let p = self.add(at, Tok::Pair("properties", name));
+                        children.push((sub, p));
+                    }
+                }
+                ("items" | "additionalProperties" | "not", Value::Object(_)) => {
+                    let p = self.add(at, Tok::Key(k));
+                    children.push((v, p));
+                }
+                ("prefixItems" | "anyOf" | "oneOf" | "allOf", Value::Array(branches)) => {
+                    for (i, sub) in branches.iter().enumerate() {
+                        let p = self.add(at, Tok::Index(k, i));
+                        children.push((sub, p));
+                    }
+                }
+                ("$ref", Value::String(reference)) => self.follow(reference, at, children),
+                _ => {}
+            }
+        }
+    }
+
+    /// Follows a `$ref` (each target once) or reports why it cannot be followed.
+    fn follow(&mut self, reference: &str, at: usize, children: &mut Vec<(&'a Value, usize)>) {
+        match resolve_local_ref(self.root, reference) {
+            RefTarget::Found { value, pointer } => {
+                if !self.visited_refs.contains(&pointer) {
+                    self.visited_refs.insert(pointer.clone());
+                    // Percent-decoded, still in JSON Pointer (`~1`) form.
+                    let p = self.add(NO_PARENT, Tok::Whole(pointer));
+                    children.push((value, p));
+                }
+            }
+            RefTarget::Missing => {
+                let p = self.add(at, Tok::Key("$ref"));
+                self.reason(
+                    p,
+                    StrictRule::UnresolvedRef {
+                        reference: reference.to_owned(),
+                    },
+                );
+            }
+            RefTarget::NotLocal => {
+                let p = self.add(at, Tok::Key("$ref"));
+                self.reason(
+                    p,
+                    StrictRule::NonLocalRef {
+                        reference: reference.to_owned(),
+                    },
+                );
+            }
+        }
+    }
+
+    /// The object rules for one `type:"object"` schema.
+    fn check_object(&mut self, m: &Map<String, Value>, at: usize) {
+        if get(m, "additionalProperties") != Some(&Value::Bool(false)) {
+            self.reason(at, StrictRule::AdditionalPropertiesNotFalse);
+        }
+        let empty = Map::new();
+        let props = match get(m, "properties") {
+            None | Some(Value::Null) => &empty,
+            Some(Value::Object(p)) => p,
+            Some(_) => {
+                self.reason(at, StrictRule::PropertiesNotAnObject);
+                &empty
+            }
+        };
+        let required: &[Value] = match get(m, "required") {
+            None | Some(Value::Null) => &[],
+            Some(Value::Array(items)) if items.iter().all(Value::is_string) => items,
+            Some(_) => {
+                // The name comparison would only repeat this reason.
+                self.reason(at, StrictRule::RequiredNotStrings);
+                return;
+            }
+        };
+        // Fast path: `required` lists the properties in order (what generators emit).
+        if required.len() == props.len()
+            && required
+                .iter()
+                .zip(props.keys())
+                .all(|(r, k)| r.as_str() == Some(k))
         {
-            out.push(StrictReason {
-                pointer: ptr.to_owned(),
-                rule: "additionalProperties must be false".to_owned(),
-            });
+            return;
         }
-    }
-    if let Some(Value::Object(props)) = m.get("properties") {
-        for (k, v) in props {
-            walk(v, &format!("{ptr}/properties/{k}"), out);
+        let mut seen = HashSet::new();
+        let required: Vec<&str> = required
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|k| seen.insert(*k))
+            .collect();
+        let not_required: Vec<String> = props
+            .keys()
+            .filter(|k| !seen.contains(k.as_str()))
+            .cloned()
+            .collect();
+        if !not_required.is_empty() {
+            self.reason(at, StrictRule::PropertiesNotRequired { keys: not_required });
         }
-    }
-    if let Some(items) = m.get("items") {
-        walk(items, &format!("{ptr}/items"), out);
+        let extra: Vec<String> = required
+            .into_iter()
+            .filter(|k| !props.contains_key(*k))
+            .map(str::to_owned)
+            .collect();
+        if !extra.is_empty() {
+            self.reason(at, StrictRule::RequiredNotInProperties { keys: extra });
+        }
     }
 }
+
+/// A member of a schema object: a linear scan for small objects (cheaper than hashing).
+fn get<'a>(m: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    if m.len() <= 8 {
+        m.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
+    } else {
+        m.get(key)
+    }
+}
+
+/// The reference's predicate (`_is_openai_strict_compatible`), exactly: no `$ref` following, no
+/// `prefixItems`/`not`/`additionalProperties`-schema inspection, Python truthiness and set
+/// semantics on `properties`/`required`.
+///
+/// Where the Python code would raise (a truthy non-dict `properties`, a `required` that is a number
+/// or holds arrays/objects), this returns `false`: the reference never sends `strict:true` then.
+pub fn is_reference_strict(schema: &Value) -> bool {
+    let mut stack: Vec<&Value> = vec![schema];
+    while let Some(node) = stack.pop() {
+        let Value::Object(m) = node else { continue };
+        if get(m, "type").and_then(Value::as_str) == Some("object") {
+            if get(m, "additionalProperties") != Some(&Value::Bool(false)) {
+                return false;
+            }
+            let props = match get(m, "properties") {
+                Some(v) if py_truthy(v) => match v {
+                    Value::Object(p) => Some(p),
+                    _ => return false,
+                },
+                _ => None,
+            };
+            let required = get(m, "required");
+            if !same_names_in_order(props, required) {
+                let Some(required) = py_required_set(required) else {
+                    return false;
+                };
+                let keys: HashSet<&str> = props
+                    .map(|p| p.keys().map(String::as_str).collect())
+                    .unwrap_or_default();
+                if keys != required {
+                    return false;
+                }
+            }
+            if let Some(p) = props {
+                stack.extend(p.values());
+            }
+        }
+        if let Some(items) = get(m, "items") {
+            stack.push(items);
+        }
+        for key in ["oneOf", "anyOf", "allOf"] {
+            if let Some(Value::Array(branches)) = get(m, key) {
+                stack.extend(branches);
+            }
+        }
+    }
+    true
+}
+
+/// True when `required` is an array naming exactly the properties, in order (the common case,
+/// decided without hashing).
+fn same_names_in_order(props: Option<&Map<String, Value>>, required: Option<&Value>) -> bool {
+    match (props, required) {
+        (Some(p), Some(Value::Array(r))) => {
+            p.len() == r.len() && r.iter().zip(p.keys()).all(|(r, k)| r.as_str() == Some(k))
+        }
+        _ => false,
+    }
+}
+
+/// Python truthiness of a JSON value.
+fn py_truthy(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+    }
+}
+
+/// `set(s.get("required") or [])` in Python, restricted to what can equal a set of property
+/// names. `None` when Python would raise or when the set holds a non-string (which can never equal
+/// a set of names, so the caller's comparison fails either way).
+fn py_required_set(v: Option<&Value>) -> Option<HashSet<&str>> {
+    let Some(v) = v.filter(|v| py_truthy(v)) else {
+        return Some(HashSet::new());
+    };
+    match v {
+        Value::Array(items) => items.iter().map(Value::as_str).collect(),
+        Value::Object(o) => Some(o.keys().map(String::as_str).collect()),
+        Value::String(s) => Some(
+            s.char_indices()
+                .map(|(i, c)| &s[i..i + c.len_utf8()])
+                .collect(),
+        ),
+        _ => None,
+    }
+}
+
+/// Where a `$ref` points.
+pub(crate) enum RefTarget<'a> {
+    /// A local target: the value and its normalised (decoded) JSON Pointer.
+    Found {
+        /// The target schema.
+        value: &'a Value,
+        /// Its JSON Pointer in the root (`""` is the root).
+        pointer: String,
+    },
+    /// A local fragment that does not resolve (or an anchor-style fragment).
+    Missing,
+    /// Not a `#…` fragment.
+    NotLocal,
+}
+
+/// Resolves a `$ref` against the root schema. Only `#` and `#/json/pointer` (percent-decoded)
+/// fragments resolve; anchors (`#name`) count as missing.
+pub(crate) fn resolve_local_ref<'a>(root: &'a Value, reference: &str) -> RefTarget<'a> {
+    let Some(fragment) = reference.strip_prefix('#') else {
+        return RefTarget::NotLocal;
+    };
+    let Some(pointer) = percent_decode(fragment) else {
+        return RefTarget::Missing;
+    };
+    if !pointer.is_empty() && !pointer.starts_with('/') {
+        return RefTarget::Missing;
+    }
+    match root.pointer(&pointer) {
+        Some(value) => RefTarget::Found { value, pointer },
+        None => RefTarget::Missing,
+    }
+}
+
+/// Decodes `%XX` escapes of a URI fragment; `None` when the result is not UTF-8 or an escape is bad.
+fn percent_decode(s: &str) -> Option<String> {
+    if !s.contains('%') {
+        return Some(s.to_owned());
+    }
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = s.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Appends reference tokens to a JSON Pointer, escaping `~` and `/`.
+pub(crate) fn child(ptr: &str, tokens: &[&str]) -> String {
+    let mut out =
+        String::with_capacity(ptr.len() + tokens.iter().map(|t| t.len() + 1).sum::<usize>());
+    out.push_str(ptr);
+    for t in tokens {
+        out.push('/');
+        if t.contains(['~', '/']) {
+            out.push_str(&t.replace('~', "~0").replace('/', "~1"));
+        } else {
+            out.push_str(t);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+#[path = "strict_tests.rs"]
+mod tests;

@@ -1,0 +1,434 @@
+//! Tests for projection, the Anthropic fit check and limit preflight.
+
+use super::*;
+use serde_json::json;
+
+fn schema(v: Value) -> ResponseSchema {
+    ResponseSchema::from_value(v).unwrap()
+}
+
+fn decision() -> ResponseSchema {
+    schema(json!({
+        "title": "Decision",
+        "type": "object",
+        "properties": {
+            "decision": {"type": "string", "enum": ["accept", "reject"]},
+            "reason": {"type": "string"}
+        },
+        "required": ["decision", "reason"],
+        "additionalProperties": false
+    }))
+}
+
+const ALL: [Dialect; 6] = [
+    Dialect::OpenAiStrict,
+    Dialect::Anthropic,
+    Dialect::Glm,
+    Dialect::ClaudeCli,
+    Dialect::CodexCli,
+    Dialect::Local,
+];
+
+/// `levels` nested strict objects: `{"type":"object","properties":{"a": …}}`, a string at the bottom.
+fn nested_objects(levels: usize) -> Value {
+    let mut v = json!({"type": "string"});
+    for _ in 0..levels {
+        v = json!({"type":"object","properties":{"a": v},"required":["a"],"additionalProperties":false});
+    }
+    v
+}
+
+fn only(v: Result<(), Vec<LimitViolation>>) -> LimitViolation {
+    let mut v = v.unwrap_err();
+    assert_eq!(v.len(), 1, "{v:?}");
+    v.remove(0)
+}
+
+// ---- preflight ----
+
+#[test]
+fn decision_schema_passes_preflight_and_projects_unchanged_everywhere() {
+    for d in ALL {
+        assert_eq!(preflight(&decision(), d), Ok(()), "{d:?}");
+        let p = project(&decision(), d);
+        assert_eq!(&p.wire, decision().as_value(), "{d:?}");
+        assert!(
+            p.residuals.is_empty() && p.transforms.is_empty(),
+            "{d:?}: {p:?}"
+        );
+    }
+    assert_eq!(anthropic_native_fits(&decision()), Ok(()));
+}
+
+#[test]
+fn eleven_nesting_levels_are_refused_for_openai_strict() {
+    assert_eq!(
+        preflight(&schema(nested_objects(10)), Dialect::OpenAiStrict),
+        Ok(())
+    );
+    let v = only(preflight(
+        &schema(nested_objects(11)),
+        Dialect::OpenAiStrict,
+    ));
+    assert_eq!((v.found, v.max), (11, 10));
+    assert_eq!(v.pointer, "/properties/a".repeat(10));
+    assert!(v.to_string().contains("levels of object nesting"), "{v}");
+    assert!(v.to_string().contains("11 found, at most 10"), "{v}");
+    // The same schema is fine where no such limit is documented.
+    assert_eq!(
+        preflight(&schema(nested_objects(11)), Dialect::Anthropic),
+        Ok(())
+    );
+}
+
+#[test]
+fn definitions_start_their_own_nesting_count() {
+    let s = schema(json!({
+        "type":"object","properties":{"x":{"$ref":"#/$defs/d"}},"required":["x"],"additionalProperties":false,
+        "$defs":{"d": nested_objects(10)}
+    }));
+    assert_eq!(preflight(&s, Dialect::OpenAiStrict), Ok(()));
+    let s = schema(json!({"type":"object","$defs":{"d": nested_objects(11)}}));
+    let v = only(preflight(&s, Dialect::OpenAiStrict));
+    assert!(v.pointer.starts_with("/$defs/d/properties/a"), "{v}");
+}
+
+#[test]
+fn arrays_and_unions_do_not_add_nesting_levels() {
+    let s = schema(json!({"type":"array","items":{"anyOf":[nested_objects(10), {"type":"null"}]}}));
+    assert_eq!(preflight(&s, Dialect::OpenAiStrict), Ok(()));
+}
+
+#[test]
+fn one_thousand_and_one_enum_values_are_refused_for_openai_strict() {
+    let values = |n: usize| -> Vec<Value> { (0..n).map(|i| json!(i)).collect() };
+    assert_eq!(
+        preflight(
+            &schema(json!({"enum": values(1000)})),
+            Dialect::OpenAiStrict
+        ),
+        Ok(())
+    );
+    // Counted across the schema.
+    let s = schema(json!({"anyOf":[{"enum": values(600)}, {"enum": values(401)}]}));
+    let v = only(preflight(&s, Dialect::OpenAiStrict));
+    assert_eq!((v.found, v.max), (1001, 1000));
+    assert_eq!(v.pointer, "/anyOf/1");
+    assert!(
+        v.to_string()
+            .starts_with("OpenAI strict: enum values in total"),
+        "{v}"
+    );
+    // codex forwards the schema to OpenAI with strict:true: the same limit applies.
+    assert!(preflight(&s, Dialect::CodexCli).is_err());
+    for d in [
+        Dialect::Anthropic,
+        Dialect::Glm,
+        Dialect::ClaudeCli,
+        Dialect::Local,
+    ] {
+        assert_eq!(preflight(&s, d), Ok(()), "{d:?}");
+    }
+}
+
+#[test]
+fn five_thousand_and_one_properties_are_refused() {
+    let props = |n: usize| -> Map<String, Value> {
+        (0..n)
+            .map(|i| (format!("p{i}"), json!({"type":"integer"})))
+            .collect()
+    };
+    let ok = schema(json!({"type":"object","properties": props(5000)}));
+    assert_eq!(preflight(&ok, Dialect::OpenAiStrict), Ok(()));
+    let s = schema(json!({"type":"object","properties": props(4000),
+        "$defs": {"more": {"type":"object","properties": props(1001)}}}));
+    let v = only(preflight(&s, Dialect::OpenAiStrict));
+    assert_eq!((v.found, v.max), (5001, 5000));
+    assert!(v.limit.contains("object properties in total"), "{v}");
+}
+
+#[test]
+fn more_than_120000_characters_of_names_are_refused() {
+    let props: Map<String, Value> = (0..1000)
+        .map(|i| (format!("{i:0>121}"), json!({"type":"integer"})))
+        .collect();
+    let v = only(preflight(
+        &schema(json!({"type":"object","properties": props})),
+        Dialect::OpenAiStrict,
+    ));
+    assert_eq!((v.found, v.max), (121_000, 120_000));
+    assert!(v.limit.contains("characters"), "{v}");
+}
+
+#[test]
+fn a_large_string_enum_is_held_to_15000_characters() {
+    let values = |n: usize, len: usize| -> Vec<Value> {
+        (0..n).map(|i| json!(format!("{i:0>len$}"))).collect()
+    };
+    // 250 values: not "more than 250", so no per-enum limit.
+    assert_eq!(
+        preflight(
+            &schema(json!({"enum": values(250, 100)})),
+            Dialect::OpenAiStrict
+        ),
+        Ok(())
+    );
+    let v = only(preflight(
+        &schema(json!({"enum": values(251, 60)})),
+        Dialect::OpenAiStrict,
+    ));
+    assert_eq!((v.found, v.max), (251 * 60, 15_000));
+    assert_eq!(v.pointer, "/enum");
+    assert!(v.limit.contains("more than 250 values"), "{v}");
+}
+
+#[test]
+fn limit_violations_serialise() {
+    let v = LimitViolation {
+        limit: "x".into(),
+        found: 2,
+        max: 1,
+        pointer: "/a".into(),
+    };
+    let back: LimitViolation = serde_json::from_value(serde_json::to_value(&v).unwrap()).unwrap();
+    assert_eq!(back, v);
+    assert_eq!(v.to_string(), "x: 2 found, at most 1 allowed (at /a)");
+}
+
+// ---- Anthropic projection ----
+
+#[test]
+fn anthropic_projection_moves_min_length_to_a_residual_and_a_transform() {
+    let original = json!({
+        "type":"object",
+        "properties":{"name":{"type":"string","minLength":3}},
+        "required":["name"],
+        "additionalProperties":false
+    });
+    let s = schema(original.clone());
+    let p = project(&s, Dialect::Anthropic);
+    assert_eq!(p.wire["properties"]["name"], json!({"type":"string"}));
+    assert_eq!(
+        p.residuals,
+        vec![Residual {
+            pointer: "/properties/name".into(),
+            keyword: "minLength".into(),
+            value: json!(3)
+        }]
+    );
+    assert_eq!(p.transforms.len(), 1);
+    assert_eq!(p.transforms[0].pointer, "/properties/name");
+    assert!(
+        p.transforms[0].action.contains("removed keyword minLength"),
+        "{:?}",
+        p.transforms
+    );
+    assert_eq!(s.as_value(), &original, "the caller's schema is untouched");
+    assert_eq!(
+        p.residuals[0].to_string(),
+        "/properties/name: minLength 3 (checked locally)"
+    );
+    assert_eq!(anthropic_native_fits(&s), Ok(()));
+}
+
+#[test]
+fn anthropic_projection_removes_each_unsupported_constraint() {
+    let s = schema(json!({
+        "type":"object",
+        "properties":{
+            "n":{"type":"number","minimum":0,"maximum":10,"exclusiveMinimum":0,"multipleOf":2},
+            "s":{"type":"string","maxLength":9,"format":"date","pattern":"^[a-z]+$"},
+            "f":{"type":"string","format":"ipv4-cidr","pattern":"(?=a)\\d\\b"},
+            "a1":{"type":"array","items":{"type":"string"},"minItems":1,"maxItems":3,"uniqueItems":true},
+            "a2":{"type":"array","minItems":2},
+            "e":{"enum":["x",{"k":1}]},
+            "p":{"enum":["x","y"],"not":{"const":"y"}}
+        },
+        "required":["n","s","f","a1","a2","e","p"],
+        "additionalProperties":false
+    }));
+    let p = project(&s, Dialect::Anthropic);
+    let removed: Vec<(String, String)> = p
+        .residuals
+        .iter()
+        .map(|r| (r.pointer.clone(), r.keyword.clone()))
+        .collect();
+    let want = [
+        ("/properties/n", "minimum"),
+        ("/properties/n", "maximum"),
+        ("/properties/n", "exclusiveMinimum"),
+        ("/properties/n", "multipleOf"),
+        ("/properties/s", "maxLength"),
+        ("/properties/f", "format"),
+        ("/properties/f", "pattern"),
+        ("/properties/a1", "maxItems"),
+        ("/properties/a1", "uniqueItems"),
+        ("/properties/a2", "minItems"),
+        ("/properties/e", "enum"),
+        ("/properties/p", "not"),
+    ];
+    let want: Vec<(String, String)> = want
+        .iter()
+        .map(|(a, b)| ((*a).into(), (*b).into()))
+        .collect();
+    assert_eq!(removed, want);
+    assert_eq!(p.transforms.len(), want.len());
+    let w = &p.wire["properties"];
+    assert_eq!(
+        w["s"],
+        json!({"type":"string","format":"date","pattern":"^[a-z]+$"})
+    );
+    assert_eq!(
+        w["a1"],
+        json!({"type":"array","items":{"type":"string"},"minItems":1})
+    );
+    assert_eq!(w["p"], json!({"enum":["x","y"]}));
+    assert_eq!(anthropic_native_fits(&s), Ok(()));
+}
+
+#[test]
+fn one_of_becomes_any_of_with_caller_pointers_kept() {
+    let s = schema(json!({"oneOf":[{"type":"string","minLength":2},{"type":"null"}]}));
+    let p = project(&s, Dialect::Anthropic);
+    assert_eq!(p.wire, json!({"anyOf":[{"type":"string"},{"type":"null"}]}));
+    let kw: Vec<(&str, &str)> = p
+        .residuals
+        .iter()
+        .map(|r| (r.pointer.as_str(), r.keyword.as_str()))
+        .collect();
+    assert_eq!(kw, vec![("", "oneOf"), ("/oneOf/0", "minLength")]);
+    assert!(p.transforms[0].action.contains("oneOf as anyOf"));
+}
+
+#[test]
+fn open_objects_are_closed_on_the_wire_with_a_transform_only() {
+    let s = schema(
+        json!({"type":"object","properties":{"o":{"type":["object","null"],"additionalProperties":true}}}),
+    );
+    let p = project(&s, Dialect::Anthropic);
+    assert_eq!(p.wire["additionalProperties"], json!(false));
+    assert_eq!(
+        p.wire["properties"]["o"]["additionalProperties"],
+        json!(false)
+    );
+    assert!(p.residuals.is_empty());
+    let ptrs: Vec<&str> = p.transforms.iter().map(|t| t.pointer.as_str()).collect();
+    assert_eq!(ptrs, vec!["", "/properties/o"]);
+}
+
+#[test]
+fn simple_patterns_are_told_apart_from_complex_ones() {
+    for p in ["^[a-z]+$", "\\d{3}-\\d{4}", "(a|b)+", "(?:x)", "\\\\b"] {
+        assert!(simple_pattern(p), "{p}");
+    }
+    for p in [
+        "(?=x)",
+        "(?!x)",
+        "(?<=x)",
+        "(?<!x)",
+        "(a)\\1",
+        "\\bword",
+        "\\Bx",
+        "(?<n>a)\\k<n>",
+    ] {
+        assert!(!simple_pattern(p), "{p}");
+    }
+}
+
+// ---- the Anthropic fit check ----
+
+fn fits_err(v: Value) -> Vec<String> {
+    anthropic_native_fits(&schema(v)).unwrap_err()
+}
+
+#[test]
+fn recursion_does_not_fit_anthropic_native() {
+    for s in [
+        json!({"type":"object","properties":{"c":{"$ref":"#"}}}),
+        json!({"$ref":"#/$defs/n","$defs":{"n":{"type":"object","properties":{"next":{"$ref":"#/$defs/n"}}}}}),
+        json!({"$ref":"#/$defs/a","$defs":{"a":{"anyOf":[{"$ref":"#/$defs/b"}]},"b":{"items":{"$ref":"#/$defs/a"}}}}),
+    ] {
+        let why = fits_err(s.clone());
+        assert!(why.iter().any(|w| w.contains("recursive")), "{s}: {why:?}");
+    }
+}
+
+#[test]
+fn shared_non_recursive_definitions_fit() {
+    let s = json!({
+        "type":"object",
+        "properties":{"a":{"$ref":"#/$defs/x"},"b":{"$ref":"#/$defs/x"},"c":{"$ref":"#/$defs/y"}},
+        "required":["a","b","c"],
+        "additionalProperties":false,
+        "$defs":{"x":{"type":"string"},"y":{"type":"array","items":{"$ref":"#/$defs/x"}}}
+    });
+    assert_eq!(anthropic_native_fits(&schema(s)), Ok(()));
+}
+
+#[test]
+fn unsupported_shapes_do_not_fit_and_are_named() {
+    let cases = [
+        (
+            json!({"type":"object","additionalProperties":{"type":"string"}}),
+            "additionalProperties must be false",
+        ),
+        (
+            json!({"type":"object","patternProperties":{"^x":{}}}),
+            "patternProperties",
+        ),
+        (
+            json!({"type":"array","prefixItems":[{"type":"string"}]}),
+            "prefixItems",
+        ),
+        (
+            json!({"type":"array","items":[{"type":"string"}]}),
+            "tuple-form items",
+        ),
+        (
+            json!({"allOf":[{"$ref":"#/$defs/x"}],"$defs":{"x":{"type":"string"}}}),
+            "allOf with $ref",
+        ),
+        (
+            json!({"$ref":"https://example.com/s.json"}),
+            "external $ref",
+        ),
+        (json!({"$ref":"#/$defs/missing"}), "does not resolve"),
+        (json!({"$id":"urn:x","type":"string"}), "keyword $id"),
+    ];
+    for (s, needle) in cases {
+        let why = fits_err(s.clone());
+        assert!(why.iter().any(|w| w.contains(needle)), "{s}: {why:?}");
+    }
+}
+
+// ---- serde ----
+
+#[test]
+fn dialects_serialise_in_kebab_case() {
+    let names: Vec<Value> = ALL
+        .iter()
+        .map(|d| serde_json::to_value(d).unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        vec![
+            json!("openai-strict"),
+            json!("anthropic"),
+            json!("glm"),
+            json!("claude-cli"),
+            json!("codex-cli"),
+            json!("local")
+        ]
+    );
+    for d in ALL {
+        let back: Dialect = serde_json::from_value(serde_json::to_value(d).unwrap()).unwrap();
+        assert_eq!(back, d);
+    }
+    let r = Residual {
+        pointer: String::new(),
+        keyword: "oneOf".into(),
+        value: json!([]),
+    };
+    let back: Residual = serde_json::from_value(serde_json::to_value(&r).unwrap()).unwrap();
+    assert_eq!(back, r);
+}

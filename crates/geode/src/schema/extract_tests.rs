@@ -1,0 +1,466 @@
+//! Tests for the extractor: every row of `reference-behaviour.md` §4.1, 10 MB hostile inputs,
+//! and property tests.
+
+use super::*;
+use proptest::prelude::*;
+use serde_json::json;
+
+/// The reference's scan (§4.1 step 2), byte by byte: quotes toggle string state everywhere,
+/// including prose outside braces. Used to pin the reference column of the table.
+fn reference_spans(text: &str) -> Vec<Range<usize>> {
+    let (mut depth, mut in_string, mut escape, mut start) = (0usize, false, false, 0usize);
+    let mut spans = Vec::new();
+    for (i, &b) in text.as_bytes().iter().enumerate() {
+        if escape {
+            escape = false;
+        } else if in_string {
+            match b {
+                b'\\' => escape = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+        } else {
+            match b {
+                b'"' => in_string = true,
+                b'{' => {
+                    if depth == 0 {
+                        start = i;
+                    }
+                    depth += 1;
+                }
+                b'}' if depth > 0 => {
+                    depth -= 1;
+                    if depth == 0 {
+                        spans.push(start..i + 1);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    spans
+}
+
+/// The reference's answer with serde_json as the parser (NaN aside, the same as `json.loads`).
+fn reference_extract(text: &str) -> Option<&str> {
+    reference_spans(text).into_iter().rev().find_map(|r| {
+        let s = &text[r];
+        matches!(serde_json::from_str::<Value>(s), Ok(Value::Object(_))).then_some(s)
+    })
+}
+
+/// Our byte-by-byte rule, without memchr, to check the memchr scan against.
+fn naive_spans(text: &str) -> Vec<Range<usize>> {
+    let (mut depth, mut in_string, mut escape, mut start) = (0usize, false, false, 0usize);
+    let mut spans = Vec::new();
+    for (i, &b) in text.as_bytes().iter().enumerate() {
+        if depth == 0 {
+            if b == b'{' {
+                start = i;
+                depth = 1;
+            }
+        } else if escape {
+            escape = false;
+        } else if in_string {
+            match b {
+                b'\\' => escape = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+        } else {
+            match b {
+                b'"' => in_string = true,
+                b'{' => depth += 1,
+                b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        spans.push(start..i + 1);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    spans
+}
+
+/// One table row: the reference's output and ours.
+fn row(input: &str, reference: Option<&str>, ours: Option<&str>) {
+    assert_eq!(
+        reference_extract(input),
+        reference,
+        "reference on {input:?}"
+    );
+    let got = extract_last_object(input).map(|(s, _)| s);
+    assert_eq!(got, ours, "extract_last_object on {input:?}");
+    assert_eq!(
+        find_last_object(input),
+        ours,
+        "find_last_object on {input:?}"
+    );
+}
+
+// ---- §4.1 table, row by row ----
+
+#[test]
+fn table_fenced_object_in_prose_is_found() {
+    row(
+        "Here:\n```json\n{\"a\": 1}\n```\nDone",
+        Some("{\"a\": 1}"),
+        Some("{\"a\": 1}"),
+    );
+}
+
+#[test]
+fn table_last_of_two_objects_wins() {
+    row(
+        r#"{"a":1} then {"b":2}"#,
+        Some(r#"{"b":2}"#),
+        Some(r#"{"b":2}"#),
+    );
+}
+
+#[test]
+fn table_unparseable_last_block_falls_back_to_an_earlier_one() {
+    row(
+        r#"{"a":1} then {"b":}"#,
+        Some(r#"{"a":1}"#),
+        Some(r#"{"a":1}"#),
+    );
+}
+
+#[test]
+fn table_unclosed_outer_hides_the_inner_object() {
+    row(r#"x {"outer": {"inner": 1} trailing"#, None, None);
+}
+
+/// Differs on purpose: a quote in prose outside braces does not flip string state in geode.
+#[test]
+fn table_odd_quote_before_the_object_differs_on_purpose() {
+    row(r#"The 5" screen {"a": 1}"#, None, Some(r#"{"a": 1}"#));
+}
+
+#[test]
+fn table_odd_quote_after_the_object_is_harmless() {
+    row(
+        r#"{"a": 1} the 5" screen"#,
+        Some(r#"{"a": 1}"#),
+        Some(r#"{"a": 1}"#),
+    );
+}
+
+#[test]
+fn table_array_root_yields_its_last_object() {
+    row(
+        r#"[{"a":1},{"b":2}]"#,
+        Some(r#"{"b":2}"#),
+        Some(r#"{"b":2}"#),
+    );
+}
+
+#[test]
+fn table_closing_brace_at_depth_zero_is_ignored() {
+    row(r#"} {"a":1}"#, Some(r#"{"a":1}"#), Some(r#"{"a":1}"#));
+}
+
+#[test]
+fn table_curly_words_in_prose_are_skipped() {
+    row(
+        r#"use {curly} braces {"a":1}"#,
+        Some(r#"{"a":1}"#),
+        Some(r#"{"a":1}"#),
+    );
+}
+
+#[test]
+fn table_nested_object_in_an_invalid_outer_is_not_tried() {
+    row(r#"{"a": {"b": 1}, bad}"#, None, None);
+}
+
+#[test]
+fn table_single_quoted_keys_are_not_json() {
+    row("{'a': 1}", None, None);
+}
+
+/// Differs on purpose: Python's `json.loads` accepts `NaN`; serde_json follows RFC 8259 and does
+/// not, so geode finds no object here (the worker then retries instead of passing a non-JSON value).
+#[test]
+fn table_nan_differs_on_purpose_serde_json_rejects_it() {
+    let input = r#"{"a": NaN}"#;
+    // The reference's scan does find this span; only the parser differs.
+    assert_eq!(reference_spans(input), vec![0..input.len()]);
+    assert_eq!(extract_last_object(input), None);
+    assert_eq!(find_last_object(input), None);
+}
+
+#[test]
+fn table_duplicate_keys_keep_the_last_value() {
+    row(
+        r#"{"a":1,"a":2}"#,
+        Some(r#"{"a":1,"a":2}"#),
+        Some(r#"{"a":1,"a":2}"#),
+    );
+    let (_, v) = extract_last_object(r#"{"a":1,"a":2}"#).unwrap();
+    assert_eq!(v, json!({"a": 2}));
+}
+
+/// Differs on purpose: a backslash outside braces is prose, not an escape, and the quote after it
+/// does not open a string.
+#[test]
+fn table_backslash_quote_before_the_object_differs_on_purpose() {
+    row(r#"\"{"a":1}"#, None, Some(r#"{"a":1}"#));
+}
+
+#[test]
+fn table_apostrophes_are_harmless() {
+    row(r#"it's {"a": 1}"#, Some(r#"{"a": 1}"#), Some(r#"{"a": 1}"#));
+}
+
+// ---- the reference's pinned tests ----
+
+#[test]
+fn no_braces_gives_none() {
+    row("just prose, no object", None, None);
+    row("", None, None);
+}
+
+#[test]
+fn closing_brace_inside_a_string_does_not_end_the_span() {
+    let s = r#"x {"a": "}", "b": 2} y"#;
+    row(
+        s,
+        Some(r#"{"a": "}", "b": 2}"#),
+        Some(r#"{"a": "}", "b": 2}"#),
+    );
+}
+
+#[test]
+fn escaped_quotes_inside_strings_are_handled() {
+    let s = r#"x {"a": "say \"hi\" {", "b": "\\"} y"#;
+    let want = r#"{"a": "say \"hi\" {", "b": "\\"}"#;
+    row(s, Some(want), Some(want));
+    assert_eq!(
+        extract_last_object(s).unwrap().1["a"],
+        json!("say \"hi\" {")
+    );
+}
+
+#[test]
+fn nested_objects_are_returned_whole() {
+    let s = r#"{"a": {"b": {"c": [1, {"d": 2}]}}}"#;
+    row(s, Some(s), Some(s));
+}
+
+#[test]
+fn unparseable_later_block_is_skipped() {
+    row(
+        r#"{"good": true} and later {not json}"#,
+        Some(r#"{"good": true}"#),
+        Some(r#"{"good": true}"#),
+    );
+}
+
+// ---- 10 MB hostile inputs (results asserted, not time) ----
+
+const TEN_MB: usize = 10 * 1024 * 1024;
+
+#[test]
+fn five_million_nested_braces_are_refused_without_recursion() {
+    let s = format!("{}{}", "{".repeat(TEN_MB / 2), "}".repeat(TEN_MB / 2));
+    assert_eq!(top_level_spans(&s), vec![0..s.len()]);
+    assert_eq!(extract_last_object(&s), None);
+    assert_eq!(find_last_object(&s), None);
+}
+
+#[test]
+fn ten_megabytes_of_unclosed_braces_give_none() {
+    let s = "{".repeat(TEN_MB);
+    assert!(top_level_spans(&s).is_empty());
+    assert_eq!(extract_last_object(&s), None);
+    let s = format!("{{\"a\":1}}{}", "{".repeat(TEN_MB));
+    assert_eq!(find_last_object(&s), Some("{\"a\":1}"));
+}
+
+#[test]
+fn ten_megabytes_of_quotes_give_none_or_the_object() {
+    let s = "\"".repeat(TEN_MB);
+    assert_eq!(extract_last_object(&s), None);
+    let s = format!("{}{{\"a\":1}}", "\"".repeat(TEN_MB + 1));
+    assert_eq!(find_last_object(&s), Some("{\"a\":1}"));
+    // Quotes inside an open brace pair up; the span is not JSON.
+    let s = format!("{{{}}}", "\"".repeat(TEN_MB));
+    assert_eq!(top_level_spans(&s).len(), 1);
+    assert_eq!(find_last_object(&s), None);
+    // An odd count leaves the string open to the end: no span at all.
+    let s = format!("{{{}}}", "\"".repeat(TEN_MB + 1));
+    assert!(top_level_spans(&s).is_empty());
+}
+
+#[test]
+fn ten_megabytes_of_small_objects_return_the_last() {
+    let mut s = String::with_capacity(TEN_MB + 32);
+    let mut n = 0u64;
+    while s.len() < TEN_MB {
+        s.push_str(&format!("{{\"n\":{n}}} "));
+        n += 1;
+    }
+    let (_, v) = extract_last_object(&s).unwrap();
+    assert_eq!(v, json!({"n": n - 1}));
+    let s = "{}".repeat(TEN_MB / 2);
+    assert_eq!(find_last_object(&s), Some("{}"));
+    let s = "}".repeat(TEN_MB) + "{\"z\":0}";
+    assert_eq!(find_last_object(&s), Some("{\"z\":0}"));
+}
+
+#[test]
+fn a_ten_megabyte_plain_json_answer_is_found_whole() {
+    let items: Vec<Value> = (0..150_000)
+        .map(|i| json!({"id": i, "name": format!("item {i} with \"quotes\" and {{braces}}"), "ok": true}))
+        .collect();
+    let text = format!("Answer:\n{}\n", json!({"items": items}));
+    assert!(text.len() > 9 * 1024 * 1024, "{}", text.len());
+    let (s, v) = extract_last_object(&text).unwrap();
+    assert_eq!(s.len(), text.len() - "Answer:\n\n".len());
+    assert_eq!(v["items"].as_array().map(Vec::len), Some(150_000));
+    assert_eq!(find_last_object(&text), Some(s));
+}
+
+#[test]
+fn out_of_range_numbers_pass_the_syntax_check_but_not_the_value_parse() {
+    let s = r#"{"a":1} {"a":1e400}"#;
+    assert_eq!(find_last_object(s), Some(r#"{"a":1e400}"#));
+    assert_eq!(extract_last_object(s).map(|(o, _)| o), Some(r#"{"a":1}"#));
+}
+
+#[test]
+fn last_object_with_gives_each_span_once_last_first() {
+    let mut seen = Vec::new();
+    let got = last_object_with("{1} {2} {3}", |s| {
+        seen.push(s);
+        (s == "{2}").then_some(2)
+    });
+    assert_eq!(got, Some(("{2}", 2)));
+    assert_eq!(seen, vec!["{3}", "{2}"]);
+}
+
+// ---- property tests ----
+
+fn json_leaf() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(|n| json!(n)),
+        "[a-z{}\"\\\\ \\[\\]:,'\u{e9}\u{1F600}]{0,12}".prop_map(Value::String),
+    ]
+}
+
+fn json_object() -> impl Strategy<Value = Value> {
+    let value = json_leaf().prop_recursive(4, 32, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+            prop::collection::btree_map("[a-z\"{}]{1,6}", inner, 0..5)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    });
+    prop::collection::btree_map("[a-z\"{}\\\\]{1,6}", value, 0..6)
+        .prop_map(|m| Value::Object(m.into_iter().collect()))
+}
+
+/// Prose before the object: quotes, backslashes, stray `}` and brace groups without quotes.
+fn prefix_noise() -> impl Strategy<Value = String> {
+    prop::collection::vec(
+        prop_oneof![
+            "[a-zA-Z0-9 .,:;!?'\\n\"\\\\}\\[\\]]{0,10}",
+            "\\{[a-z ]{0,5}\\}",
+            "\\{\\{[a-z]{0,3}\\}[a-z ]{0,3}\\}",
+            "```json\\n",
+        ],
+        0..8,
+    )
+    .prop_map(|parts| parts.concat())
+}
+
+/// Prose after the object: anything but `{`.
+fn suffix_noise() -> impl Strategy<Value = String> {
+    "[a-zA-Z0-9 .,:;!?'\\n\"\\\\}\\[\\]`]{0,40}"
+}
+
+proptest! {
+    #[test]
+    fn an_object_in_brace_and_quote_noise_is_found(
+        obj in json_object(),
+        pretty in any::<bool>(),
+        pre in prefix_noise(),
+        post in suffix_noise(),
+    ) {
+        let body = if pretty {
+            serde_json::to_string_pretty(&obj).unwrap()
+        } else {
+            obj.to_string()
+        };
+        let text = format!("{pre}{body}{post}");
+        let (s, v) = extract_last_object(&text).unwrap();
+        prop_assert_eq!(s, body.as_str());
+        prop_assert_eq!(v, obj);
+        prop_assert_eq!(find_last_object(&text), Some(body.as_str()));
+    }
+
+    #[test]
+    fn arbitrary_text_never_panics_and_answers_are_consistent(text in any::<String>()) {
+        check_consistent(&text)?;
+    }
+
+    #[test]
+    fn brace_heavy_text_never_panics_and_answers_are_consistent(
+        text in "[{}\"\\\\a:1, \u{e9}]{0,200}",
+    ) {
+        check_consistent(&text)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1024))]
+
+    /// Long inputs built from JSON-ish tokens cross many 64-byte blocks, with and without
+    /// backslashes, so the block scanner is checked against the byte-by-byte rule.
+    #[test]
+    fn block_scanner_matches_the_byte_rule_on_long_inputs(
+        parts in prop::collection::vec(
+            prop_oneof![
+                4 => Just("{"), 4 => Just("}"), 3 => Just("\""), 2 => Just("\\"),
+                1 => Just("\\\\"), 1 => Just("\\\\\\"), 1 => Just("\\\""),
+                3 => Just("\"key\": "), 2 => Just("{\"n\":1} "), 2 => Just("[1, 2]"),
+                2 => Just("\"a \\\"q\\\" b\""), 2 => Just("\"x\\\\\""),
+                3 => Just("lorem ipsum dolor sit amet "),
+            ],
+            0..400,
+        ),
+    ) {
+        let text = parts.concat();
+        prop_assert_eq!(top_level_spans(&text), naive_spans(&text));
+    }
+}
+
+proptest! {
+    /// Mostly well-formed answers (escape-heavy objects between prose) keep the block fast path
+    /// busy; its spans must equal the byte rule's.
+    #[test]
+    fn objects_between_prose_match_the_byte_rule(
+        parts in prop::collection::vec((json_object(), suffix_noise()), 1..12),
+    ) {
+        let text: String = parts.iter().map(|(o, p)| format!("{o}{p}")).collect();
+        prop_assert_eq!(top_level_spans(&text), naive_spans(&text));
+        let last = parts.last().map(|(o, _)| o.clone());
+        prop_assert_eq!(extract_last_object(&text).map(|(_, v)| v), last);
+    }
+}
+
+fn check_consistent(text: &str) -> Result<(), TestCaseError> {
+    prop_assert_eq!(top_level_spans(text), naive_spans(text));
+    if let Some((s, v)) = extract_last_object(text) {
+        prop_assert!(text.contains(s));
+        prop_assert_eq!(serde_json::from_str::<Value>(s).ok(), Some(v));
+        prop_assert!(find_last_object(text).is_some());
+    }
+    Ok(())
+}
