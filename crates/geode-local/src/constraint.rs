@@ -4,8 +4,10 @@
 //! [`LocalError::Constraint`] carrying llguidance's reason. There is no fall-back to unconstrained
 //! decoding (llama-cpp-2's own llguidance sampler would fail open; see `local-model.md` §2.3).
 //!
-//! * JSON Schema: compiled as given, plus `"x-guidance": {"whitespace_flexible": false}` when the
-//!   schema has no `x-guidance` member of its own (compact JSON: fewer tokens, no whitespace loops).
+//! * JSON Schema: compiled as given, with llguidance's default options (flexible whitespace; the
+//!   configuration measured in `local-model.md`). Forcing compact JSON
+//!   (`"x-guidance": {"whitespace_flexible": false}`, which a caller may put in the schema) pushed
+//!   SmolLM2 off its usual `": "` spacing and made free strings loop in our tests.
 //! * Choice: a Lark grammar `start: "a" | "b" | ...` whose literals are JSON strings (llguidance's
 //!   Lark string syntax), so the whole answer is exactly one of the strings, unquoted.
 //! * Regex: llguidance's regex, matched against the whole answer.
@@ -16,7 +18,7 @@ use geode::llm::request::AdapterCallRequest;
 use geode::schema::{ResponseSchema, TextConstraint};
 use llguidance::api::TopLevelGrammar;
 use llguidance::{Matcher, ParserFactory};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// A constraint on the generated text.
 #[derive(Debug, Clone, PartialEq)]
@@ -86,7 +88,7 @@ impl Constraint {
     fn to_grammar(&self) -> Result<Option<TopLevelGrammar>, LocalError> {
         Ok(Some(match self {
             Self::None => return Ok(None),
-            Self::JsonSchema(schema) => TopLevelGrammar::from_json_schema(with_compact_json(schema)),
+            Self::JsonSchema(schema) => TopLevelGrammar::from_json_schema(schema.as_value().clone()),
             Self::Choice(options) => TopLevelGrammar::from_lark(choice_grammar(options)?),
             Self::Regex(rx) => TopLevelGrammar::from_regex(rx),
             Self::Grammar(lark) => TopLevelGrammar::from_lark(lark.clone()),
@@ -116,20 +118,6 @@ impl Constraint {
     }
 }
 
-/// The schema with compact-JSON llguidance options, unless it sets its own `x-guidance`.
-fn with_compact_json(schema: &ResponseSchema) -> Value {
-    let mut value = schema.as_value().clone();
-    if let Value::Object(map) = &mut value
-        && !map.contains_key("x-guidance")
-    {
-        map.insert(
-            "x-guidance".to_owned(),
-            json!({ "whitespace_flexible": false }),
-        );
-    }
-    value
-}
-
 /// `start: "a" | "b"` with JSON-escaped literals; an empty list cannot be satisfied.
 fn choice_grammar(options: &[String]) -> Result<String, LocalError> {
     if options.is_empty() {
@@ -149,6 +137,7 @@ fn choice_grammar(options: &[String]) -> Result<String, LocalError> {
 mod tests {
     use super::*;
     use geode::llm::request::Message;
+    use serde_json::json;
 
     #[test]
     fn choice_literals_are_json_escaped() {
@@ -162,18 +151,6 @@ mod tests {
             choice_grammar(&[]),
             Err(LocalError::Constraint { kind: "choice", .. })
         ));
-    }
-
-    #[test]
-    fn compact_json_is_added_unless_the_schema_sets_x_guidance() {
-        let s = ResponseSchema::from_value(json!({"type": "object"})).unwrap();
-        assert_eq!(
-            with_compact_json(&s)["x-guidance"],
-            json!({"whitespace_flexible": false})
-        );
-        let own = json!({"type": "object", "x-guidance": {"whitespace_flexible": true}});
-        let s = ResponseSchema::from_value(own.clone()).unwrap();
-        assert_eq!(with_compact_json(&s), own);
     }
 
     #[test]

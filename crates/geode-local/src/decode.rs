@@ -20,6 +20,7 @@ use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
 use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 use llguidance::Matcher;
+use std::time::{Duration, Instant};
 
 /// The default sampling temperature when a request sets none.
 pub const DEFAULT_TEMPERATURE: f32 = 0.7;
@@ -92,6 +93,10 @@ pub struct Generation {
     pub cached_prompt_tokens: usize,
     /// Tokens generated (the final end-of-generation token not included).
     pub completion_tokens: usize,
+    /// Wall time spent evaluating the (uncached part of the) prompt.
+    pub prompt_time: Duration,
+    /// Wall time spent sampling and evaluating generated tokens.
+    pub generation_time: Duration,
 }
 
 /// Runs one call on `ctx`; `cached` mirrors the KV cache of sequence 0 and is kept up to date.
@@ -112,7 +117,10 @@ pub(crate) fn run(
             n_ctx,
         });
     }
+    let started = Instant::now();
     let (reused, mut logits_at) = eval_prompt(ctx, cached, prompt, interrupt)?;
+    let prompt_time = started.elapsed();
+    let started = Instant::now();
 
     let budget = usize::try_from(options.max_tokens)
         .unwrap_or(usize::MAX)
@@ -143,7 +151,13 @@ pub(crate) fn run(
             message: "the sampler selected no token".to_owned(),
         })?;
         if let Some(m) = matcher.as_mut() {
-            m.consume_token(token.0.cast_unsigned()).map_err(matcher_err)?;
+            // A stopped matcher (the constraint is complete) only allowed EOS, and consuming
+            // into a stopped parser is an error; anything else must be consumed.
+            if !m.is_stopped() {
+                m.consume_token(token.0.cast_unsigned()).map_err(matcher_err)?;
+            } else if !vocab.is_eog(token) {
+                return Err(matcher_err("a token was sampled after the constraint completed"));
+            }
         }
         if vocab.is_eog(token) {
             break FinishReason::EndTurn;
@@ -170,6 +184,8 @@ pub(crate) fn run(
         prompt_tokens: prompt.len(),
         cached_prompt_tokens: reused,
         completion_tokens: generated,
+        prompt_time,
+        generation_time: started.elapsed(),
     })
 }
 

@@ -152,7 +152,7 @@ impl LocalEngine {
             Ok(t) => t,
             Err(_) => LlamaChatTemplate::new("chatml").map_err(|e| load_err(e.to_string()))?,
         };
-        let tok_env = llama_cpp_2::llguidance_sampler::llguidance_build_tok_env(&model);
+        let tok_env = llama_cpp_2::sampling::LlamaSampler::llguidance_tok_env(&model);
         let mut factory =
             ParserFactory::new_simple(&tok_env).map_err(|e| load_err(format!("llguidance: {e:#}")))?;
         factory.quiet();
