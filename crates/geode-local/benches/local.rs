@@ -17,16 +17,43 @@ const FORMAT: &str = "Answer as JSON with keys \"decision\" (either \"accept\" o
                       \"reason\" (one short sentence). Output only the JSON object.";
 
 const PRS: [(&str, &str); 10] = [
-    ("Add API key to source", "+API_KEY = \"sk-live-9f8a7b6c5d4e3f2a1b0c\""),
-    ("Fix typo in README", "-You will recieve a token.\n+You will receive a token."),
-    ("Delete failing tests", "-def test_refund_rounds_down():\n-    assert refund(10.005) == 10.00"),
-    ("Add unit test for parse_date", "+def test_parse_date_leap_year(): ..."),
-    ("Disable TLS verification", "+r = requests.get(url, verify=False)"),
-    ("Use a parameterised query", "+cur.execute(\"SELECT * FROM users WHERE id = %s\", (uid,))"),
-    ("Build SQL by concatenation", "+cur.execute(\"SELECT * FROM items WHERE name = '\" + name + \"'\")"),
-    ("Bump serde to 1.0.219", "-serde = \"1.0.210\"\n+serde = \"1.0.219\""),
+    (
+        "Add API key to source",
+        "+API_KEY = \"sk-live-9f8a7b6c5d4e3f2a1b0c\"",
+    ),
+    (
+        "Fix typo in README",
+        "-You will recieve a token.\n+You will receive a token.",
+    ),
+    (
+        "Delete failing tests",
+        "-def test_refund_rounds_down():\n-    assert refund(10.005) == 10.00",
+    ),
+    (
+        "Add unit test for parse_date",
+        "+def test_parse_date_leap_year(): ...",
+    ),
+    (
+        "Disable TLS verification",
+        "+r = requests.get(url, verify=False)",
+    ),
+    (
+        "Use a parameterised query",
+        "+cur.execute(\"SELECT * FROM users WHERE id = %s\", (uid,))",
+    ),
+    (
+        "Build SQL by concatenation",
+        "+cur.execute(\"SELECT * FROM items WHERE name = '\" + name + \"'\")",
+    ),
+    (
+        "Bump serde to 1.0.219",
+        "-serde = \"1.0.210\"\n+serde = \"1.0.219\"",
+    ),
     ("Sleep to fix flaky test", "+time.sleep(30)"),
-    ("Log request ids", "+log.info(\"request done\", request_id=req.id)"),
+    (
+        "Log request ids",
+        "+log.info(\"request done\", request_id=req.id)",
+    ),
 ];
 
 fn turns(i: usize) -> Vec<ChatTurn> {
@@ -58,7 +85,12 @@ fn decision() -> Constraint {
     }
 }
 
-fn run(engine: &LocalEngine, i: usize, constraint: &Constraint, max_tokens: u32) -> (Generation, Duration) {
+fn run(
+    engine: &LocalEngine,
+    i: usize,
+    constraint: &Constraint,
+    max_tokens: u32,
+) -> (Generation, Duration) {
     let options = GenerateOptions {
         max_tokens,
         seed: 1234 + u32::try_from(i).unwrap_or(0),
@@ -74,7 +106,10 @@ fn run(engine: &LocalEngine, i: usize, constraint: &Constraint, max_tokens: u32)
 /// Generation tokens/s over a set of runs (sampling + evaluation of generated tokens).
 fn gen_rate(runs: &[(Generation, Duration)]) -> f64 {
     let tokens: usize = runs.iter().map(|(g, _)| g.completion_tokens).sum();
-    let secs: f64 = runs.iter().map(|(g, _)| g.generation_time.as_secs_f64()).sum();
+    let secs: f64 = runs
+        .iter()
+        .map(|(g, _)| g.generation_time.as_secs_f64())
+        .sum();
     tokens as f64 / secs.max(1e-9)
 }
 
@@ -96,9 +131,13 @@ fn main() {
     // The same prompt again: all but the last prompt token reused.
     let same: Vec<_> = (0..5).map(|_| run(&engine, 0, &constrained, 128)).collect();
     // Ten different PRs: the system prompt and the start of the user turn reused.
-    let others: Vec<_> = (0..PRS.len()).map(|i| run(&engine, i, &constrained, 128)).collect();
+    let others: Vec<_> = (0..PRS.len())
+        .map(|i| run(&engine, i, &constrained, 128))
+        .collect();
     // The same ten PRs unconstrained (bounded to 128 tokens).
-    let free: Vec<_> = (0..PRS.len()).map(|i| run(&engine, i, &Constraint::None, 128)).collect();
+    let free: Vec<_> = (0..PRS.len())
+        .map(|i| run(&engine, i, &Constraint::None, 128))
+        .collect();
 
     let prompt_rate = first.0.prompt_tokens as f64 / first.0.prompt_time.as_secs_f64().max(1e-9);
     let c_rate = gen_rate(&others);
@@ -106,7 +145,10 @@ fn main() {
     println!("geode-local bench (SmolLM2-135M Q4_1, 2 threads; single runs)");
     println!("| measure | value | target / reference |");
     println!("|---|---|---|");
-    println!("| model load + llguidance set-up | {:.3} s | spec: ~0.1 s + 0.1 s |", load.as_secs_f64());
+    println!(
+        "| model load + llguidance set-up | {:.3} s | spec: ~0.1 s + 0.1 s |",
+        load.as_secs_f64()
+    );
     println!(
         "| constrained Decision, first call ({} prompt tokens, none cached) | {:.3} s | ≤ 0.30 s |",
         first.0.prompt_tokens,
@@ -129,5 +171,8 @@ fn main() {
     println!("| prompt evaluation | {prompt_rate:.0} tok/s | spec: 342 tok/s |");
     println!("| generation, constrained | {c_rate:.0} tok/s | ≥ 95% of unconstrained |");
     println!("| generation, unconstrained | {u_rate:.0} tok/s | spec: 105 tok/s |");
-    println!("| constrained / unconstrained | {:.0}% | ≥ 95% |", 100.0 * c_rate / u_rate.max(1e-9));
+    println!(
+        "| constrained / unconstrained | {:.0}% | ≥ 95% |",
+        100.0 * c_rate / u_rate.max(1e-9)
+    );
 }

@@ -88,7 +88,9 @@ impl Constraint {
     fn to_grammar(&self) -> Result<Option<TopLevelGrammar>, LocalError> {
         Ok(Some(match self {
             Self::None => return Ok(None),
-            Self::JsonSchema(schema) => TopLevelGrammar::from_json_schema(schema.as_value().clone()),
+            Self::JsonSchema(schema) => {
+                TopLevelGrammar::from_json_schema(schema.as_value().clone())
+            }
             Self::Choice(options) => TopLevelGrammar::from_lark(choice_grammar(options)?),
             Self::Regex(rx) => TopLevelGrammar::from_regex(rx),
             Self::Grammar(lark) => TopLevelGrammar::from_lark(lark.clone()),
@@ -158,7 +160,10 @@ mod tests {
         let mut req = AdapterCallRequest::new("", vec![Message::user("hi")]);
         assert_eq!(Constraint::from_request(&req).unwrap(), Constraint::None);
         req.response_schema = Some(ResponseSchema::from_value(json!({"type": "object"})).unwrap());
-        assert_eq!(Constraint::from_request(&req).unwrap().kind(), "json_schema");
+        assert_eq!(
+            Constraint::from_request(&req).unwrap().kind(),
+            "json_schema"
+        );
         req.text_constraint = Some(TextConstraint::Regex("a+".to_owned()));
         assert!(matches!(
             Constraint::from_request(&req),

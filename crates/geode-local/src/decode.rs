@@ -147,16 +147,21 @@ pub(crate) fn run(
             }
         }
         candidates.apply_sampler(&mut sampler);
-        let token = candidates.selected_token().ok_or_else(|| LocalError::Decode {
-            message: "the sampler selected no token".to_owned(),
-        })?;
+        let token = candidates
+            .selected_token()
+            .ok_or_else(|| LocalError::Decode {
+                message: "the sampler selected no token".to_owned(),
+            })?;
         if let Some(m) = matcher.as_mut() {
             // A stopped matcher (the constraint is complete) only allowed EOS, and consuming
             // into a stopped parser is an error; anything else must be consumed.
             if !m.is_stopped() {
-                m.consume_token(token.0.cast_unsigned()).map_err(matcher_err)?;
+                m.consume_token(token.0.cast_unsigned())
+                    .map_err(matcher_err)?;
             } else if !vocab.is_eog(token) {
-                return Err(matcher_err("a token was sampled after the constraint completed"));
+                return Err(matcher_err(
+                    "a token was sampled after the constraint completed",
+                ));
             }
         }
         if vocab.is_eog(token) {
@@ -222,7 +227,9 @@ fn eval_prompt(
         for (j, &token) in chunk.iter().enumerate() {
             let pos = i32::try_from(cached.len() + j).map_err(decode_err)?;
             let wants_logits = last_chunk && j + 1 == chunk.len();
-            batch.add(token, pos, &[0], wants_logits).map_err(decode_err)?;
+            batch
+                .add(token, pos, &[0], wants_logits)
+                .map_err(decode_err)?;
         }
         ctx.decode(&mut batch).map_err(decode_err)?;
         cached.extend_from_slice(chunk);
@@ -255,10 +262,7 @@ fn stop_sequence_end(out: &[u8], stops: &[String]) -> Option<usize> {
     stops
         .iter()
         .filter(|s| !s.is_empty())
-        .filter_map(|s| {
-            out.windows(s.len())
-                .position(|w| w == s.as_bytes())
-        })
+        .filter_map(|s| out.windows(s.len()).position(|w| w == s.as_bytes()))
         .min()
 }
 

@@ -12,7 +12,7 @@
 //!   with its reason ([`LocalError::Constraint`]).
 
 use crate::constraint::Constraint;
-use crate::decode::{self, Generation, GenerateOptions, Interruption};
+use crate::decode::{self, GenerateOptions, Generation, Interruption};
 use crate::error::LocalError;
 use crate::prompt::{self, ChatTurn};
 use llama_cpp_2::context::LlamaContext;
@@ -153,8 +153,8 @@ impl LocalEngine {
             Err(_) => LlamaChatTemplate::new("chatml").map_err(|e| load_err(e.to_string()))?,
         };
         let tok_env = llama_cpp_2::sampling::LlamaSampler::llguidance_tok_env(&model);
-        let mut factory =
-            ParserFactory::new_simple(&tok_env).map_err(|e| load_err(format!("llguidance: {e:#}")))?;
+        let mut factory = ParserFactory::new_simple(&tok_env)
+            .map_err(|e| load_err(format!("llguidance: {e:#}")))?;
         factory.quiet();
         let n_ctx = NonZeroU32::new(config.n_ctx).ok_or_else(|| load_err("n_ctx is 0".into()))?;
         let params = LlamaContextParams::default()

@@ -74,7 +74,11 @@ fn block_text(block: &ContentBlock) -> String {
         ContentBlock::ToolResult {
             content, is_error, ..
         } => {
-            let label = if *is_error { "tool error" } else { "tool result" };
+            let label = if *is_error {
+                "tool error"
+            } else {
+                "tool result"
+            };
             format!("[{label}: {content}]")
         }
     }
@@ -138,6 +142,9 @@ mod tests {
     #[test]
     fn no_system_turn_without_a_system_prompt() {
         let req = AdapterCallRequest::new("", vec![Message::user("hi")]);
-        assert_eq!(turns_from_request(&req), vec![ChatTurn::new(ChatRole::User, "hi")]);
+        assert_eq!(
+            turns_from_request(&req),
+            vec![ChatTurn::new(ChatRole::User, "hi")]
+        );
     }
 }

@@ -4,6 +4,8 @@
 //! global lock so calls never interleave (OpenMP threads busy-wait; see `local-model.md` §2.3).
 //! When the model file is missing every test FAILS with the fetch instructions; none is skipped.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may unwrap (team guide)
+
 use geode::ledger::StructuredOutputMode;
 use geode::llm::adapter::{Adapter, AdapterError, CallCx};
 use geode::llm::request::{AdapterCallRequest, AdapterResponse, Message, StopReason};
@@ -130,7 +132,12 @@ async fn call(adapter: &LocalAdapter, req: AdapterCallRequest) -> AdapterRespons
 
 fn assert_constrained_plumbing(resp: &AdapterResponse) {
     assert_eq!(resp.wire.mode, StructuredOutputMode::Constrained);
-    assert_eq!(resp.stop_reason, StopReason::EndTurn, "text: {:?}", resp.text);
+    assert_eq!(
+        resp.stop_reason,
+        StopReason::EndTurn,
+        "text: {:?}",
+        resp.text
+    );
     assert!(resp.usage.input_tokens > 0);
     assert!(resp.usage.output_tokens > 0);
 }
@@ -217,8 +224,14 @@ REASON: /[a-z][a-z ]{0,39}/
             .strip_suffix('.')
             .unwrap_or_else(|| panic!("no final period: {text:?}"));
         assert!(!reason.is_empty() && reason.len() <= 40, "{text:?}");
-        assert!(reason.starts_with(|c: char| c.is_ascii_lowercase()), "{text:?}");
-        assert!(reason.chars().all(|c| c.is_ascii_lowercase() || c == ' '), "{text:?}");
+        assert!(
+            reason.starts_with(|c: char| c.is_ascii_lowercase()),
+            "{text:?}"
+        );
+        assert!(
+            reason.chars().all(|c| c.is_ascii_lowercase() || c == ' '),
+            "{text:?}"
+        );
     }
 }
 
@@ -233,7 +246,10 @@ async fn unconstrained_output_is_reported_not_enforced() {
         assert_eq!(resp.wire.mode, StructuredOutputMode::None);
         assert!(resp.usage.output_tokens > 0 && resp.usage.output_tokens <= 64);
         assert!(
-            matches!(resp.stop_reason, StopReason::EndTurn | StopReason::MaxTokens),
+            matches!(
+                resp.stop_reason,
+                StopReason::EndTurn | StopReason::MaxTokens
+            ),
             "{:?}",
             resp.stop_reason
         );
@@ -365,7 +381,11 @@ async fn concurrent_calls_share_one_engine() {
     }
     for task in tasks {
         let resp = task.await.unwrap().unwrap();
-        assert!(resp.text == "accept" || resp.text == "reject", "{:?}", resp.text);
+        assert!(
+            resp.text == "accept" || resp.text == "reject",
+            "{:?}",
+            resp.text
+        );
     }
 }
 
@@ -376,7 +396,10 @@ async fn cancelled_and_expired_calls_stop() {
     let cx = CallCx::new();
     cx.cancel.cancel();
     let err = adapter.call(request(0, JSON_FORMAT, 64), &cx).await.err();
-    assert!(matches!(err, Some(AdapterError::Cancelled { .. })), "{err:?}");
+    assert!(
+        matches!(err, Some(AdapterError::Cancelled { .. })),
+        "{err:?}"
+    );
 
     let turns = [ChatTurn::new(ChatRole::User, "Tell me a long story.")];
     let err = engine()
