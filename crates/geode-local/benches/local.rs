@@ -4,6 +4,8 @@
 //!
 //! Run with `cargo bench -p geode-local` (needs the model: `scripts/fetch-model.sh`). Single runs
 //! on a possibly shared machine: read the numbers as indications, not error-barred results.
+//! `GEODE_LOCAL_THREADS` overrides the thread count. Under `cargo test --all-targets` (no
+//! `--bench` argument) it only prints how to run it: the model tests live in `tests/`.
 
 use geode::schema::ResponseSchema;
 use geode_local::{
@@ -118,8 +120,13 @@ fn mean_secs(runs: &[(Generation, Duration)]) -> f64 {
 }
 
 fn main() {
+    if !std::env::args().any(|a| a == "--bench") {
+        println!("geode-local bench: run it with `cargo bench -p geode-local`");
+        return;
+    }
+    let config = EngineConfig::default();
     let started = Instant::now();
-    let engine = match LocalEngine::load(&EngineConfig::default()) {
+    let engine = match LocalEngine::load(&config) {
         Ok(e) => e,
         Err(e) => panic!("{e}"),
     };
@@ -142,7 +149,10 @@ fn main() {
     let prompt_rate = first.0.prompt_tokens as f64 / first.0.prompt_time.as_secs_f64().max(1e-9);
     let c_rate = gen_rate(&others);
     let u_rate = gen_rate(&free);
-    println!("geode-local bench (SmolLM2-135M Q4_1, 2 threads; single runs)");
+    println!(
+        "geode-local bench (SmolLM2-135M Q4_1, {} threads; single runs)",
+        config.threads
+    );
     println!("| measure | value | target / reference |");
     println!("|---|---|---|");
     println!(

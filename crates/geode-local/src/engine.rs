@@ -29,6 +29,8 @@ use std::time::Duration;
 
 /// The environment variable naming the GGUF model file.
 pub const MODEL_ENV: &str = "GEODE_LOCAL_MODEL";
+/// The environment variable overriding the thread count (a positive integer; default 2).
+pub const THREADS_ENV: &str = "GEODE_LOCAL_THREADS";
 /// The model file name in the cache directory.
 pub const MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 
@@ -62,12 +64,20 @@ pub struct EngineConfig {
 }
 
 impl Default for EngineConfig {
-    /// [`default_model_path`], a 4,096-token context, 2 threads.
+    /// [`default_model_path`], a 4,096-token context, 2 threads (or `$GEODE_LOCAL_THREADS`).
+    ///
+    /// llama.cpp's worker threads spin at barriers: on a machine whose cores are busy with other
+    /// work, 1 thread can be much faster than 2.
     fn default() -> Self {
+        let threads = std::env::var(THREADS_ENV)
+            .ok()
+            .and_then(|t| t.trim().parse::<i32>().ok())
+            .filter(|t| *t > 0)
+            .unwrap_or(2);
         Self {
             model_path: default_model_path(),
             n_ctx: 4096,
-            threads: 2,
+            threads,
         }
     }
 }
