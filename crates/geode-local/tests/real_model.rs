@@ -149,7 +149,7 @@ async fn decision_schema_output_always_validates() {
     let schema = decision_schema();
     let compiled = CompiledSchema::compile(&schema).unwrap();
     for i in 0..PRS.len() {
-        let mut req = request(i, JSON_FORMAT, 128);
+        let mut req = request(i, JSON_FORMAT, 256);
         req.response_schema = Some(schema.clone());
         let resp = call(&adapter, req).await;
         println!("schema[{i}]: {}", resp.text);
