@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
-# Idempotent set-up for `make test` and `make demo`: installs what the tests need, pinned.
+# Idempotent, pinned set-up for `make test` and `make demo`.
 set -euo pipefail
-HERE="$(cd "$(dirname "$0")" && pwd)"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+
+# The local adapter (crates/geode-local): apt cmake + libclang-dev for building llama.cpp, and the
+# SmolLM2-135M GGUF model (checked by size and sha256) in ~/.cache/geode/models.
+"$here/fetch-model.sh"
+
 # The pinned claude and codex CLIs driven by crates/geode/tests/cli_{claude,codex}.rs.
-"$HERE/install-clis.sh"
+"$here/install-clis.sh"

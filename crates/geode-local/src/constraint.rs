@@ -1,0 +1,178 @@
+//! [`Constraint`]: what the local engine may emit, compiled by llguidance into a token [`Matcher`].
+//!
+//! Contract: a constraint is either compiled into a working matcher or refused with
+//! [`LocalError::Constraint`] carrying llguidance's reason. There is no fall-back to unconstrained
+//! decoding (llama-cpp-2's own llguidance sampler would fail open; see `local-model.md` §2.3).
+//!
+//! * JSON Schema: compiled as given, with llguidance's default options (flexible whitespace; the
+//!   configuration measured in `local-model.md`). Forcing compact JSON
+//!   (`"x-guidance": {"whitespace_flexible": false}`, which a caller may put in the schema) pushed
+//!   SmolLM2 off its usual `": "` spacing and made free strings loop in our tests.
+//! * Choice: a Lark grammar `start: "a" | "b" | ...` whose literals are JSON strings (llguidance's
+//!   Lark string syntax), so the whole answer is exactly one of the strings, unquoted.
+//! * Regex: llguidance's regex, matched against the whole answer.
+//! * Grammar: a Lark grammar in llguidance's dialect.
+
+use crate::error::LocalError;
+use geode::llm::request::AdapterCallRequest;
+use geode::schema::{ResponseSchema, TextConstraint};
+use llguidance::api::TopLevelGrammar;
+use llguidance::{Matcher, ParserFactory};
+use serde_json::Value;
+
+/// A constraint on the generated text.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Constraint {
+    /// Unconstrained decoding.
+    None,
+    /// The text is a JSON document matching this schema.
+    JsonSchema(ResponseSchema),
+    /// The text is exactly one of these strings.
+    Choice(Vec<String>),
+    /// The whole text matches this regular expression.
+    Regex(String),
+    /// The text derives from this Lark grammar (llguidance dialect).
+    Grammar(String),
+}
+
+impl Constraint {
+    /// The constraint carried by a request: its `response_schema` or its `text_constraint`.
+    /// Both at once cannot be enforced together and are refused.
+    pub fn from_request(req: &AdapterCallRequest) -> Result<Self, LocalError> {
+        match (&req.response_schema, &req.text_constraint) {
+            (None, None) => Ok(Self::None),
+            (Some(schema), None) => Ok(Self::JsonSchema(schema.clone())),
+            (None, Some(text)) => Self::from_text_constraint(text),
+            (Some(_), Some(text)) => Err(LocalError::Constraint {
+                kind: "json_schema",
+                reason: format!(
+                    "a response_schema and a {} constraint cannot be enforced together",
+                    text.kind()
+                ),
+            }),
+        }
+    }
+
+    /// The engine constraint for a geode [`TextConstraint`]. A kind this engine does not know
+    /// is refused rather than decoded unconstrained.
+    pub fn from_text_constraint(text: &TextConstraint) -> Result<Self, LocalError> {
+        match text {
+            TextConstraint::Choice(options) => Ok(Self::Choice(options.clone())),
+            TextConstraint::Regex(rx) => Ok(Self::Regex(rx.clone())),
+            TextConstraint::Grammar(lark) => Ok(Self::Grammar(lark.clone())),
+            other => Err(LocalError::Constraint {
+                kind: other.kind(),
+                reason: "this constraint kind is not supported by the local engine".to_owned(),
+            }),
+        }
+    }
+
+    /// A short name: `none`, `json_schema`, `choice`, `regex` or `grammar`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::JsonSchema(_) => "json_schema",
+            Self::Choice(_) => "choice",
+            Self::Regex(_) => "regex",
+            Self::Grammar(_) => "grammar",
+        }
+    }
+
+    /// True unless this is [`Constraint::None`].
+    pub fn is_constrained(&self) -> bool {
+        !matches!(self, Self::None)
+    }
+
+    /// The llguidance grammar for this constraint (`None` when unconstrained).
+    fn to_grammar(&self) -> Result<Option<TopLevelGrammar>, LocalError> {
+        Ok(Some(match self {
+            Self::None => return Ok(None),
+            Self::JsonSchema(schema) => {
+                TopLevelGrammar::from_json_schema(schema.as_value().clone())
+            }
+            Self::Choice(options) => TopLevelGrammar::from_lark(choice_grammar(options)?),
+            Self::Regex(rx) => TopLevelGrammar::from_regex(rx),
+            Self::Grammar(lark) => TopLevelGrammar::from_lark(lark.clone()),
+        }))
+    }
+
+    /// Compiles the constraint into a fresh matcher; `Ok(None)` when unconstrained.
+    /// Any llguidance error is a [`LocalError::Constraint`] (fail closed).
+    pub(crate) fn compile(&self, factory: &ParserFactory) -> Result<Option<Matcher>, LocalError> {
+        let Some(grammar) = self.to_grammar()? else {
+            return Ok(None);
+        };
+        let parser = factory
+            .create_parser(grammar)
+            .map_err(|e| LocalError::Constraint {
+                kind: self.kind(),
+                reason: format!("{e:#}"),
+            })?;
+        let matcher = Matcher::new(Ok(parser));
+        match matcher.get_error() {
+            Some(reason) => Err(LocalError::Constraint {
+                kind: self.kind(),
+                reason,
+            }),
+            None => Ok(Some(matcher)),
+        }
+    }
+}
+
+/// `start: "a" | "b"` with JSON-escaped literals; an empty list cannot be satisfied.
+fn choice_grammar(options: &[String]) -> Result<String, LocalError> {
+    if options.is_empty() {
+        return Err(LocalError::Constraint {
+            kind: "choice",
+            reason: "a choice needs at least one option".to_owned(),
+        });
+    }
+    let alternatives: Vec<String> = options
+        .iter()
+        .map(|o| Value::String(o.clone()).to_string())
+        .collect();
+    Ok(format!("start: {}\n", alternatives.join(" | ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use geode::llm::request::Message;
+    use serde_json::json;
+
+    #[test]
+    fn choice_literals_are_json_escaped() {
+        let g = choice_grammar(&["a\"b".to_owned(), "x\\y".to_owned()]).unwrap();
+        assert_eq!(g, "start: \"a\\\"b\" | \"x\\\\y\"\n");
+    }
+
+    #[test]
+    fn empty_choice_is_refused() {
+        assert!(matches!(
+            choice_grammar(&[]),
+            Err(LocalError::Constraint { kind: "choice", .. })
+        ));
+    }
+
+    #[test]
+    fn schema_and_text_constraint_together_are_refused() {
+        let mut req = AdapterCallRequest::new("", vec![Message::user("hi")]);
+        assert_eq!(Constraint::from_request(&req).unwrap(), Constraint::None);
+        req.response_schema = Some(ResponseSchema::from_value(json!({"type": "object"})).unwrap());
+        assert_eq!(
+            Constraint::from_request(&req).unwrap().kind(),
+            "json_schema"
+        );
+        req.text_constraint = Some(TextConstraint::Regex("a+".to_owned()));
+        assert!(matches!(
+            Constraint::from_request(&req),
+            Err(LocalError::Constraint { .. })
+        ));
+        req.response_schema = None;
+        assert_eq!(
+            Constraint::from_request(&req).unwrap(),
+            Constraint::Regex("a+".to_owned())
+        );
+    }
+}

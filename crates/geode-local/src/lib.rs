@@ -1,0 +1,46 @@
+//! geode's `local` adapter: a GGUF model run in-process by llama.cpp (via `llama-cpp-2`), with
+//! llguidance constrained decoding, so the output cannot leave the constraint.
+//!
+//! | module | job |
+//! |---|---|
+//! | [`engine`] | [`LocalEngine`]: the model loaded once, one context, calls serialised, KV prefix reuse |
+//! | [`constraint`] | [`Constraint`]: JSON Schema, choice, regex, Lark grammar → llguidance matcher (fail closed) |
+//! | [`prompt`] | chat turns from a request, rendered with the GGUF's chat template |
+//! | [`decode`] | the masked sampling loop, stop reasons, usage |
+//! | [`adapter`] | [`LocalAdapter`]: geode's `Adapter` trait on top of the engine |
+//! | [`error`] | [`LocalError`] |
+//!
+//! Design choices:
+//! * **One context, serialised.** A [`LocalEngine`] owns one llama.cpp context behind a mutex;
+//!   concurrent calls queue (honouring their cancellation/deadline while queued). On two cores a
+//!   second context would only split the same CPU.
+//! * **Prefix reuse.** The KV cache survives between calls. A new prompt reuses the longest
+//!   common token prefix with the cache (typically the system prompt and the shared start of the
+//!   user turn; all of it when the same prompt is sent again), so only the new tail is
+//!   evaluated. Numerically a reused prefix can differ from a fresh evaluation in the last bits,
+//!   so byte-identical outputs are only expected for identical call sequences.
+//! * **Fail closed.** Masking uses our own llguidance `Matcher` (not llama-cpp-2's sampler, which
+//!   ignores matcher errors). A constraint llguidance cannot compile, or a matcher error while
+//!   decoding, is an error, never unconstrained output.
+//! * **Choice** is compiled as a Lark alternation of JSON-string literals
+//!   (`start: "accept" | "reject"`): the answer is exactly one option, unquoted.
+//! * **Sampling** follows the measurements in `local-model.md`: temperature 0.7 unless the request
+//!   sets one (`<= 0` is greedy), top-k 40, top-p 0.95, a fixed default seed (1234) so runs are
+//!   reproducible on one build. Two threads.
+//!
+//! The model comes from `GEODE_LOCAL_MODEL` or the cache path written by
+//! `scripts/fetch-model.sh` ([`engine::default_model_path`]).
+
+pub mod adapter;
+pub mod constraint;
+pub mod decode;
+pub mod engine;
+pub mod error;
+pub mod prompt;
+
+pub use adapter::LocalAdapter;
+pub use constraint::Constraint;
+pub use decode::{FinishReason, GenerateOptions, Generation, Interruption};
+pub use engine::{EngineConfig, LocalEngine, default_model_path};
+pub use error::LocalError;
+pub use prompt::{ChatRole, ChatTurn};

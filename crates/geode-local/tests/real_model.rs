@@ -1,0 +1,430 @@
+//! End-to-end tests of the `local` adapter with the real SmolLM2-135M model.
+//!
+//! One model load per test binary (the process-wide [`LocalEngine::shared`]); tests take a
+//! global lock so calls never interleave (OpenMP threads busy-wait; see `local-model.md` §2.3).
+//! When the model file is missing every test FAILS with the fetch instructions; none is skipped.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may unwrap (team guide)
+
+use geode::ledger::StructuredOutputMode;
+use geode::llm::adapter::{Adapter, AdapterError, CallCx};
+use geode::llm::request::{AdapterCallRequest, AdapterResponse, Message, StopReason};
+use geode::schema::validate::CompiledSchema;
+use geode::schema::{ResponseSchema, TextConstraint};
+use geode_local::{
+    ChatRole, ChatTurn, Constraint, EngineConfig, GenerateOptions, LocalAdapter, LocalEngine,
+    LocalError,
+};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio::sync::{Mutex, MutexGuard};
+
+const SYSTEM: &str = "You are a careful senior software engineer reviewing pull requests.";
+
+/// (title, description, diff) of ten pull requests: five to accept, five to reject.
+const PRS: [(&str, &str, &str); 10] = [
+    (
+        "Add API key to source",
+        "Hardcode the production API key so the deploy works.",
+        "+API_KEY = \"sk-live-9f8a7b6c5d4e3f2a1b0c\"\n+client = Client(api_key=API_KEY)",
+    ),
+    (
+        "Fix typo in README",
+        "Corrects 'recieve' to 'receive'.",
+        "-You will recieve a token.\n+You will receive a token.",
+    ),
+    (
+        "Delete failing tests",
+        "The payment tests fail on CI, so remove them.",
+        "-def test_refund_rounds_down():\n-    assert refund(10.005) == 10.00",
+    ),
+    (
+        "Add unit test for parse_date",
+        "Covers the leap-year case.",
+        "+def test_parse_date_leap_year():\n+    assert parse_date('2024-02-29').day == 29",
+    ),
+    (
+        "Disable TLS verification",
+        "Requests to the billing API fail with certificate errors.",
+        "-r = requests.get(url)\n+r = requests.get(url, verify=False)",
+    ),
+    (
+        "Use a parameterised query",
+        "Replace string formatting in the user lookup.",
+        "-cur.execute(\"SELECT * FROM users WHERE id = %s\" % uid)\n+cur.execute(\"SELECT * FROM users WHERE id = %s\", (uid,))",
+    ),
+    (
+        "Build SQL by concatenation",
+        "Simplify the search query.",
+        "-cur.execute(q, (name,))\n+cur.execute(\"SELECT * FROM items WHERE name = '\" + name + \"'\")",
+    ),
+    (
+        "Bump serde to 1.0.219",
+        "Routine dependency update.",
+        "-serde = \"1.0.210\"\n+serde = \"1.0.219\"",
+    ),
+    (
+        "Sleep to fix flaky test",
+        "The integration test is flaky; wait longer.",
+        "+time.sleep(30)\n assert server.is_ready()",
+    ),
+    (
+        "Log request ids",
+        "Adds the request id to access logs for tracing.",
+        "-log.info(\"request done\")\n+log.info(\"request done\", request_id=req.id)",
+    ),
+];
+
+fn user_prompt(i: usize, answer_format: &str) -> String {
+    let (title, description, diff) = PRS[i];
+    format!(
+        "Decide whether to accept this pull request.\n\nTitle: {title}\nDescription: {description}\n\
+         Diff:\n```\n{diff}\n```\n\n{answer_format}"
+    )
+}
+
+const JSON_FORMAT: &str = "Answer as JSON with keys \"decision\" (either \"accept\" or \"reject\") \
+                           and \"reason\" (one short sentence). Output only the JSON object.";
+
+fn decision_schema() -> ResponseSchema {
+    ResponseSchema::from_value(json!({
+        "title": "Decision",
+        "type": "object",
+        "properties": {
+            "decision": {"type": "string", "enum": ["accept", "reject"]},
+            "reason": {"type": "string"}
+        },
+        "required": ["decision", "reason"],
+        "additionalProperties": false
+    }))
+    .unwrap()
+}
+
+/// The shared engine; a missing model fails the test with the fetch instructions.
+fn engine() -> Arc<LocalEngine> {
+    match LocalEngine::shared() {
+        Ok(engine) => engine,
+        Err(e) => panic!("the local model is required for these tests: {e}"),
+    }
+}
+
+/// Serialises the tests of this binary.
+async fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::const_new(());
+    LOCK.lock().await
+}
+
+fn request(i: usize, answer_format: &str, max_tokens: u32) -> AdapterCallRequest {
+    let mut req = AdapterCallRequest::new("", vec![Message::user(user_prompt(i, answer_format))]);
+    req.system_prompt = SYSTEM.to_owned();
+    req.max_tokens = max_tokens;
+    req.metadata.insert("seed".to_owned(), json!(1234 + i));
+    req
+}
+
+async fn call(adapter: &LocalAdapter, req: AdapterCallRequest) -> AdapterResponse {
+    match adapter.call(req, &CallCx::new()).await {
+        Ok(resp) => resp,
+        Err(e) => panic!("local call failed: {e}"),
+    }
+}
+
+fn assert_constrained_plumbing(resp: &AdapterResponse) {
+    assert_eq!(resp.wire.mode, StructuredOutputMode::Constrained);
+    assert_eq!(
+        resp.stop_reason,
+        StopReason::EndTurn,
+        "text: {:?}",
+        resp.text
+    );
+    assert!(resp.usage.input_tokens > 0);
+    assert!(resp.usage.output_tokens > 0);
+}
+
+#[tokio::test]
+async fn decision_schema_output_always_validates() {
+    let _serial = serial().await;
+    let adapter = LocalAdapter::new(engine());
+    let schema = decision_schema();
+    let compiled = CompiledSchema::compile(&schema).unwrap();
+    for i in 0..PRS.len() {
+        let mut req = request(i, JSON_FORMAT, 256);
+        req.response_schema = Some(schema.clone());
+        let resp = call(&adapter, req).await;
+        println!("schema[{i}]: {}", resp.text);
+        assert_constrained_plumbing(&resp);
+        let value: Value = serde_json::from_str(&resp.text)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", resp.text));
+        let issues = compiled.validate(&value);
+        assert!(issues.is_empty(), "{:?}: {issues:?}", resp.text);
+    }
+}
+
+#[tokio::test]
+async fn choice_output_is_always_one_of_the_options() {
+    let _serial = serial().await;
+    let adapter = LocalAdapter::new(engine());
+    let options = vec!["accept".to_owned(), "reject".to_owned()];
+    for i in 0..PRS.len() {
+        let mut req = request(i, "Answer with one word: accept or reject.", 16);
+        req.text_constraint = Some(TextConstraint::Choice(options.clone()));
+        let resp = call(&adapter, req).await;
+        println!("choice[{i}]: {}", resp.text);
+        assert_constrained_plumbing(&resp);
+        assert!(options.contains(&resp.text), "{:?}", resp.text);
+    }
+}
+
+#[tokio::test]
+async fn regex_output_always_matches_the_whole_pattern() {
+    let _serial = serial().await;
+    let adapter = LocalAdapter::new(engine());
+    let pattern = r"(accept|reject): [a-z][a-z ]{0,39}\.";
+    let full = regex::Regex::new(&format!("^(?:{pattern})$")).unwrap();
+    for i in 0..PRS.len() {
+        let mut req = request(
+            i,
+            "Answer as 'accept: <reason>.' or 'reject: <reason>.' in lower case.",
+            64,
+        );
+        req.text_constraint = Some(TextConstraint::Regex(pattern.to_owned()));
+        let resp = call(&adapter, req).await;
+        println!("regex[{i}]: {}", resp.text);
+        assert_constrained_plumbing(&resp);
+        assert!(full.is_match(&resp.text), "{:?}", resp.text);
+    }
+}
+
+#[tokio::test]
+async fn lark_grammar_output_always_has_the_structure() {
+    let _serial = serial().await;
+    let adapter = LocalAdapter::new(engine());
+    let grammar = r#"
+start: VERDICT " because " REASON "."
+VERDICT: "ACCEPT" | "REJECT"
+REASON: /[a-z][a-z ]{0,39}/
+"#;
+    for i in 0..PRS.len() {
+        let mut req = request(
+            i,
+            "Answer as 'ACCEPT because <reason>.' or 'REJECT because <reason>.'",
+            64,
+        );
+        req.text_constraint = Some(TextConstraint::Grammar(grammar.to_owned()));
+        let resp = call(&adapter, req).await;
+        println!("grammar[{i}]: {}", resp.text);
+        assert_constrained_plumbing(&resp);
+        let text = resp.text.as_str();
+        let rest = text
+            .strip_prefix("ACCEPT because ")
+            .or_else(|| text.strip_prefix("REJECT because "))
+            .unwrap_or_else(|| panic!("bad verdict: {text:?}"));
+        let reason = rest
+            .strip_suffix('.')
+            .unwrap_or_else(|| panic!("no final period: {text:?}"));
+        assert!(!reason.is_empty() && reason.len() <= 40, "{text:?}");
+        assert!(
+            reason.starts_with(|c: char| c.is_ascii_lowercase()),
+            "{text:?}"
+        );
+        assert!(
+            reason.chars().all(|c| c.is_ascii_lowercase() || c == ' '),
+            "{text:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn unconstrained_output_is_reported_not_enforced() {
+    let _serial = serial().await;
+    let adapter = LocalAdapter::new(engine());
+    let compiled = CompiledSchema::compile(&decision_schema()).unwrap();
+    let (mut strict, mut valid) = (0, 0);
+    for i in 0..PRS.len() {
+        let resp = call(&adapter, request(i, JSON_FORMAT, 64)).await;
+        assert_eq!(resp.wire.mode, StructuredOutputMode::None);
+        assert!(resp.usage.output_tokens > 0 && resp.usage.output_tokens <= 64);
+        assert!(
+            matches!(
+                resp.stop_reason,
+                StopReason::EndTurn | StopReason::MaxTokens
+            ),
+            "{:?}",
+            resp.stop_reason
+        );
+        if resp.stop_reason == StopReason::MaxTokens {
+            assert_eq!(resp.usage.output_tokens, 64);
+        }
+        if let Ok(value) = serde_json::from_str::<Value>(&resp.text) {
+            strict += 1;
+            if compiled.validate(&value).is_empty() {
+                valid += 1;
+            }
+        }
+    }
+    println!("unconstrained: {strict}/10 parse as JSON, {valid}/10 satisfy the schema");
+}
+
+#[tokio::test]
+async fn schema_llguidance_rejects_fails_closed_with_the_reason() {
+    let _serial = serial().await;
+    let adapter = LocalAdapter::new(engine());
+    // llguidance 1.9.1 does not implement `uniqueItems` ("Unimplemented keys"); note that a
+    // `oneOf` whose options have disjoint types IS accepted (it is exact as an `anyOf`).
+    let schema = ResponseSchema::from_value(json!({
+        "type": "object",
+        "properties": {
+            "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": true}
+        },
+        "required": ["tags"]
+    }))
+    .unwrap();
+    let mut req = request(0, JSON_FORMAT, 32);
+    req.response_schema = Some(schema.clone());
+    match adapter.call(req, &CallCx::new()).await {
+        Err(e @ AdapterError::Unsupported { .. }) => {
+            assert!(e.to_string().contains("uniqueItems"), "{e}");
+        }
+        other => panic!("expected a fail-closed Unsupported error, got {other:?}"),
+    }
+    // The engine API gives the typed reason too.
+    let turns = [ChatTurn::new(ChatRole::User, "hi")];
+    let err = engine()
+        .generate(
+            &turns,
+            &Constraint::JsonSchema(schema),
+            &GenerateOptions::default(),
+            &|| None,
+        )
+        .err();
+    match err {
+        Some(LocalError::Constraint { kind, reason }) => {
+            assert_eq!(kind, "json_schema");
+            assert!(reason.contains("uniqueItems"), "{reason}");
+        }
+        other => panic!("expected LocalError::Constraint, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn bad_regex_and_grammar_fail_closed() {
+    let _serial = serial().await;
+    let engine = engine();
+    let turns = [ChatTurn::new(ChatRole::User, "hi")];
+    for constraint in [
+        Constraint::Regex("(unclosed".to_owned()),
+        Constraint::Grammar("start: undefined_rule".to_owned()),
+        Constraint::Choice(Vec::new()),
+    ] {
+        let kind = constraint.kind();
+        match engine.generate(&turns, &constraint, &GenerateOptions::default(), &|| None) {
+            Err(LocalError::Constraint { kind: k, reason }) => {
+                assert_eq!(k, kind);
+                assert!(!reason.is_empty());
+            }
+            other => panic!("{kind}: expected LocalError::Constraint, got {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn small_max_tokens_truncates() {
+    let _serial = serial().await;
+    let adapter = LocalAdapter::new(engine());
+    let mut req = request(0, JSON_FORMAT, 5);
+    req.response_schema = Some(decision_schema());
+    let resp = call(&adapter, req).await;
+    assert_eq!(resp.stop_reason, StopReason::MaxTokens, "{:?}", resp.text);
+    assert_eq!(resp.usage.output_tokens, 5);
+    assert_eq!(resp.wire.mode, StructuredOutputMode::Constrained);
+    assert!(resp.text.starts_with('{'), "{:?}", resp.text);
+}
+
+#[tokio::test]
+async fn repeated_prompt_reuses_the_cached_prefix() {
+    let _serial = serial().await;
+    let adapter = LocalAdapter::new(engine());
+    let mut req = request(3, JSON_FORMAT, 128);
+    req.response_schema = Some(decision_schema());
+    let first = call(&adapter, req.clone()).await;
+    let second = call(&adapter, req).await;
+    assert_eq!(first.usage.input_tokens, second.usage.input_tokens);
+    // All but the last prompt token (evaluated again for its logits) come from the cache.
+    assert_eq!(
+        second.usage.cached_input_tokens,
+        second.usage.input_tokens - 1
+    );
+    // Another PR shares the system prompt and the start of the user turn.
+    let mut other = request(4, JSON_FORMAT, 128);
+    other.response_schema = Some(decision_schema());
+    let third = call(&adapter, other).await;
+    assert!(third.usage.cached_input_tokens > 0);
+    assert!(third.usage.cached_input_tokens < third.usage.input_tokens);
+}
+
+#[tokio::test]
+async fn concurrent_calls_share_one_engine() {
+    let _serial = serial().await;
+    let adapter = Arc::new(LocalAdapter::new(engine()));
+    let mut tasks = Vec::new();
+    for i in 0..3 {
+        let adapter = Arc::clone(&adapter);
+        tasks.push(tokio::spawn(async move {
+            let mut req = request(i, "Answer with one word: accept or reject.", 16);
+            req.text_constraint = Some(TextConstraint::Choice(vec![
+                "accept".to_owned(),
+                "reject".to_owned(),
+            ]));
+            adapter.call(req, &CallCx::new()).await
+        }));
+    }
+    for task in tasks {
+        let resp = task.await.unwrap().unwrap();
+        assert!(
+            resp.text == "accept" || resp.text == "reject",
+            "{:?}",
+            resp.text
+        );
+    }
+}
+
+#[tokio::test]
+async fn cancelled_and_expired_calls_stop() {
+    let _serial = serial().await;
+    let adapter = LocalAdapter::new(engine());
+    let cx = CallCx::new();
+    cx.cancel.cancel();
+    let err = adapter.call(request(0, JSON_FORMAT, 64), &cx).await.err();
+    assert!(
+        matches!(err, Some(AdapterError::Cancelled { .. })),
+        "{err:?}"
+    );
+
+    let turns = [ChatTurn::new(ChatRole::User, "Tell me a long story.")];
+    let err = engine()
+        .generate(
+            &turns,
+            &Constraint::None,
+            &GenerateOptions::default(),
+            &|| Some(geode_local::Interruption::Timeout),
+        )
+        .err();
+    assert!(matches!(err, Some(LocalError::Timeout)), "{err:?}");
+}
+
+#[test]
+fn missing_model_file_is_a_typed_error_naming_the_path() {
+    let config = EngineConfig {
+        model_path: PathBuf::from("/nonexistent/geode/model.gguf"),
+        ..EngineConfig::default()
+    };
+    match LocalEngine::load(&config) {
+        Err(e @ LocalError::ModelMissing { .. }) => {
+            let text = e.to_string();
+            assert!(text.contains("/nonexistent/geode/model.gguf"), "{text}");
+            assert!(text.contains("fetch-model.sh"), "{text}");
+        }
+        other => panic!("expected ModelMissing, got {other:?}"),
+    }
+}
