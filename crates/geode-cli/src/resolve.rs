@@ -4,6 +4,8 @@
 use geode::agent::worker::{WorkerEnv, WorkerRequest};
 use geode::config::Config;
 use geode::llm::adapter::{Adapter, AdapterError};
+use geode::llm::adapters::claude_cli::ClaudeCliAdapter;
+use geode::llm::adapters::codex_cli::CodexCliAdapter;
 use geode::llm::fallback::FallbackAdapter;
 use geode::llm::registry::{Environment, ProcessEnv, spec};
 use geode::llm::routing::{RouteRequest, route};
@@ -36,10 +38,15 @@ pub(crate) fn build_adapter(
     env: &dyn Environment,
 ) -> Result<Arc<dyn Adapter>, AdapterError> {
     let _ = (cfg, env);
-    Err(AdapterError::Config {
-        adapter: name.to_owned(),
-        message: "this adapter is not built into this binary".to_owned(),
-    })
+    match name {
+        "local" => Ok(Arc::new(geode_local::LocalAdapter::shared())),
+        "claude-cli" => Ok(Arc::new(ClaudeCliAdapter::default())),
+        "codex-cli" => Ok(Arc::new(CodexCliAdapter::default())),
+        other => Err(AdapterError::Config {
+            adapter: other.to_owned(),
+            message: "this adapter is not built into this binary".to_owned(),
+        }),
+    }
 }
 
 /// Resolves the environment for `req`: the routed adapter (plus the configured fallback chain

@@ -157,6 +157,7 @@ impl Adapter for LocalAdapter {
                     StructuredOutputMode::None
                 },
                 transforms: Vec::new(),
+                adapters_tried: Vec::new(),
             },
         })
     }

@@ -346,7 +346,7 @@ async fn full_validation_retries_with_the_concrete_errors_and_validates_the_retr
     let feedback = a.requests()[1].messages.last().unwrap().text();
     assert!(feedback.contains("/decision"), "{feedback}");
     assert!(
-        feedback.contains("\"accept\""),
+        feedback.contains("(allowed: \"accept\", \"reject\")"),
         "allowed values are listed: {feedback}"
     );
     assert!(matches!(
