@@ -2,7 +2,7 @@
 # `make demo`: the main job on the embedded default, the local model with constrained decoding.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-GEODE=${GEODE:-target/release/geode}
+GEODE=${GEODE:-${CARGO_TARGET_DIR:-target}/release/geode}
 PROMPT="$(cat examples/pr-review.txt)"
 
 echo "== 1. Is the Decision schema OpenAI strict-compatible?"
