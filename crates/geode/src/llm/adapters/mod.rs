@@ -1,0 +1,1 @@
+//! One file per HTTP adapter: endpoint, auth and the few hooks that differ.
