@@ -14,7 +14,9 @@ const SHORT: Duration = Duration::from_millis(100);
 const DELAY_MS: u64 = 400;
 
 async fn start(kind: Kind, replies: impl IntoIterator<Item = Reply>) -> FakeServer {
-    FakeServer::start(kind, Script::new(replies)).await.expect("start")
+    FakeServer::start(kind, Script::new(replies))
+        .await
+        .expect("start")
 }
 
 /// The error message in the provider's error body, wherever that provider puts it.
@@ -26,13 +28,19 @@ fn error_message(kind: Kind, v: &Value) -> String {
         }
         _ => v["error"]["message"].as_str().or(v["detail"].as_str()),
     };
-    found.unwrap_or_else(|| panic!("no error message in {v}")).to_owned()
+    found
+        .unwrap_or_else(|| panic!("no error message in {v}"))
+        .to_owned()
 }
 
 #[tokio::test]
 async fn http_errors_have_provider_shaped_bodies() {
     for kind in Kind::ALL {
-        let server = start(kind, [Reply::status(400), Reply::status(401), Reply::status(500)]).await;
+        let server = start(
+            kind,
+            [Reply::status(400), Reply::status(401), Reply::status(500)],
+        )
+        .await;
         for expected in [400, 401, 500] {
             let (status, v) = call_json(&server, &body(kind, false)).await;
             assert_eq!(status, expected, "{kind}");
@@ -47,7 +55,11 @@ async fn explicit_status_body_is_sent_verbatim() {
     let custom = json!({"error": {"message": "custom", "type": "x"}});
     let server = start(
         Kind::Chat,
-        [Reply::Status { status: 503, body: custom.clone(), retry_after: None }],
+        [Reply::Status {
+            status: 503,
+            body: custom.clone(),
+            retry_after: None,
+        }],
     )
     .await;
     let (status, v) = call_json(&server, &body(Kind::Chat, false)).await;
@@ -94,11 +106,18 @@ async fn connection_reset_is_a_client_error_and_the_server_keeps_serving() {
     for kind in Kind::ALL {
         let server = start(kind, [Reply::ConnectionReset, Reply::text("fine")]).await;
         let result = bounded(model_call(&server, &body(kind, false)).send()).await;
-        assert!(result.is_err(), "{kind}: a reset must not look like an answer");
+        assert!(
+            result.is_err(),
+            "{kind}: a reset must not look like an answer"
+        );
         let (status, _, text) = call(&server, &body(kind, false)).await;
         assert_eq!(status, 200, "{kind}");
         assert!(text.contains("fine"));
-        assert_eq!(server.requests().len(), 2, "the reset request is recorded too");
+        assert_eq!(
+            server.requests().len(),
+            2,
+            "the reset request is recorded too"
+        );
         server.shutdown().await;
     }
 }
@@ -120,8 +139,14 @@ async fn stream_cut_ends_mid_event_without_the_terminal_event() {
         assert_eq!(status, 200, "{kind}");
         assert_eq!(headers.get("content-type").unwrap(), "text/event-stream");
         assert!(!text.contains(terminal(kind)), "{kind}: {text}");
-        assert!(!text.ends_with("\n\n"), "{kind}: the stream must end mid-event");
-        assert!(!parse_sse(&text).is_empty(), "{kind}: some events are sent first");
+        assert!(
+            !text.ends_with("\n\n"),
+            "{kind}: the stream must end mid-event"
+        );
+        assert!(
+            !parse_sse(&text).is_empty(),
+            "{kind}: some events are sent first"
+        );
         server.shutdown().await;
     }
 }
@@ -130,7 +155,9 @@ async fn stream_cut_ends_mid_event_without_the_terminal_event() {
 async fn stream_cut_of_a_json_answer_is_a_body_error() {
     for kind in [Kind::Responses, Kind::Messages, Kind::Chat] {
         let server = start(kind, [Reply::StreamCut]).await;
-        let response = bounded(model_call(&server, &body(kind, false)).send()).await.unwrap();
+        let response = bounded(model_call(&server, &body(kind, false)).send())
+            .await
+            .unwrap();
         assert_eq!(response.status(), 200);
         let body = bounded(response.bytes()).await;
         assert!(body.is_err(), "{kind}: a cut JSON body must fail to read");
@@ -158,7 +185,9 @@ async fn slow_json_answer_arrives_only_after_its_delay() {
 async fn slow_stream_sends_headers_then_stalls_before_the_first_event() {
     for kind in Kind::ALL {
         let server = start(kind, [Reply::slow(DELAY_MS, Reply::text("late"))]).await;
-        let mut response = bounded(model_call(&server, &body(kind, true)).send()).await.unwrap();
+        let mut response = bounded(model_call(&server, &body(kind, true)).send())
+            .await
+            .unwrap();
         assert_eq!(response.status(), 200, "{kind}: headers come at once");
         {
             let mut first = Box::pin(response.chunk());
@@ -173,14 +202,21 @@ async fn slow_stream_sends_headers_then_stalls_before_the_first_event() {
         while let Some(chunk) = bounded(response.chunk()).await.unwrap() {
             rest.extend_from_slice(&chunk);
         }
-        assert!(String::from_utf8_lossy(&rest).contains(terminal(kind)), "{kind}");
+        assert!(
+            String::from_utf8_lossy(&rest).contains(terminal(kind)),
+            "{kind}"
+        );
         server.shutdown().await;
     }
 }
 
 #[tokio::test]
 async fn slow_error_status_is_delayed_too() {
-    let server = start(Kind::Messages, [Reply::slow(DELAY_MS, Reply::rate_limited(1))]).await;
+    let server = start(
+        Kind::Messages,
+        [Reply::slow(DELAY_MS, Reply::rate_limited(1))],
+    )
+    .await;
     let mut pending = Box::pin(model_call(&server, &body(Kind::Messages, false)).send());
     assert!(tokio::time::timeout(SHORT, &mut pending).await.is_err());
     assert_eq!(bounded(pending).await.unwrap().status(), 429);
@@ -204,6 +240,9 @@ async fn hang_never_answers_and_shutdown_releases_the_client() {
         assert!(!pending.is_finished(), "{kind}: a hang must not answer");
         bounded(server.shutdown()).await;
         let result = bounded(pending).await.unwrap();
-        assert!(result.is_err(), "{kind}: the client sees the connection close");
+        assert!(
+            result.is_err(),
+            "{kind}: the client sees the connection close"
+        );
     }
 }

@@ -52,13 +52,20 @@ async fn streamed_text_follows_the_event_order_codex_accepts() {
     let mut text = String::new();
     for (i, event) in events.iter().enumerate() {
         let data = event.json();
-        assert_eq!(data["type"], json!(event.name), "type mirrors the event name");
+        assert_eq!(
+            data["type"],
+            json!(event.name),
+            "type mirrors the event name"
+        );
         assert_eq!(data["sequence_number"], json!(i));
         if event.name.as_deref() == Some("response.output_text.delta") {
             text.push_str(data["delta"].as_str().unwrap());
         }
     }
-    assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), json!({"answer": "é", "n": 1}));
+    assert_eq!(
+        serde_json::from_str::<Value>(&text).unwrap(),
+        json!({"answer": "é", "n": 1})
+    );
     let done = events.last().unwrap().json();
     assert_eq!(done["response"]["status"], "completed");
     assert_eq!(done["response"]["usage"]["total_tokens"], 18);
@@ -96,7 +103,10 @@ async fn refusal_is_a_refusal_content_part() {
     let (_, v) = call_json(&server, &body(Kind::Responses, false)).await;
     assert_eq!(v["status"], "completed");
     assert_eq!(v["output"][0]["content"][0]["type"], "refusal");
-    assert_eq!(v["output"][0]["content"][0]["refusal"], "I can't help with that.");
+    assert_eq!(
+        v["output"][0]["content"][0]["refusal"],
+        "I can't help with that."
+    );
     let events = call_sse(&server, &body(Kind::Responses, true)).await;
     assert!(names(&events).contains(&"response.refusal.done".to_owned()));
     server.shutdown().await;
@@ -118,7 +128,9 @@ async fn max_tokens_is_incomplete_with_reason() {
 
 #[tokio::test]
 async fn auto_answers_with_an_instance_of_the_requested_schema() {
-    let server = FakeServer::start(Kind::Responses, Script::default()).await.unwrap();
+    let server = FakeServer::start(Kind::Responses, Script::default())
+        .await
+        .unwrap();
     let mut request = body(Kind::Responses, false);
     request["text"] = json!({"format": {"type": "json_schema", "name": "x", "strict": true,
         "schema": {"type": "object", "properties": {"answer": {"type": "string"},
@@ -126,7 +138,10 @@ async fn auto_answers_with_an_instance_of_the_requested_schema() {
                    "required": ["answer", "tags"], "additionalProperties": false}}});
     let (_, v) = call_json(&server, &request).await;
     let text = v["output"][0]["content"][0]["text"].as_str().unwrap();
-    assert_eq!(serde_json::from_str::<Value>(text).unwrap(), json!({"answer": "fake", "tags": ["fake"]}));
+    assert_eq!(
+        serde_json::from_str::<Value>(text).unwrap(),
+        json!({"answer": "fake", "tags": ["fake"]})
+    );
     server.shutdown().await;
 }
 
@@ -146,13 +161,21 @@ async fn bare_responses_path_and_models_list_are_served() {
     let v: Value = bounded(response.json()).await.unwrap();
     assert_eq!(v["output"][0]["content"][0]["text"], "ok");
 
-    let models = bounded(client().get(format!("{}/v1/models", server.base_url())).send())
-        .await
-        .unwrap();
+    let models = bounded(
+        client()
+            .get(format!("{}/v1/models", server.base_url()))
+            .send(),
+    )
+    .await
+    .unwrap();
     assert_eq!(models.status(), 200);
-    let missing = bounded(client().get(format!("{}/v1/nope", server.base_url())).send())
-        .await
-        .unwrap();
+    let missing = bounded(
+        client()
+            .get(format!("{}/v1/nope", server.base_url()))
+            .send(),
+    )
+    .await
+    .unwrap();
     assert_eq!(missing.status(), 404);
     let v: Value = bounded(missing.json()).await.unwrap();
     assert_eq!(v["error"]["type"], "invalid_request_error");

@@ -33,7 +33,9 @@ pub fn client() -> reqwest::Client {
 pub fn body(kind: Kind, stream: bool) -> Value {
     match kind {
         Kind::Responses => json!({"model": "gpt-test", "input": "hi", "stream": stream}),
-        Kind::ChatGpt => json!({"model": "gpt-test", "input": "hi", "stream": true, "store": false}),
+        Kind::ChatGpt => {
+            json!({"model": "gpt-test", "input": "hi", "stream": true, "store": false})
+        }
         Kind::Messages => json!({"model": "claude-test", "max_tokens": 64, "stream": stream,
                                  "messages": [{"role": "user", "content": "hi"}]}),
         Kind::Chat => json!({"model": "glm-test", "stream": stream,
@@ -115,11 +117,17 @@ pub async fn call_sse(server: &FakeServer, body: &Value) -> Vec<Event> {
         headers.get("content-type").and_then(|v| v.to_str().ok()),
         Some("text/event-stream")
     );
-    assert!(text.ends_with("\n\n"), "stream did not end on a frame boundary");
+    assert!(
+        text.ends_with("\n\n"),
+        "stream did not end on a frame boundary"
+    );
     parse_sse(&text)
 }
 
 /// The event names, for order assertions.
 pub fn names(events: &[Event]) -> Vec<String> {
-    events.iter().map(|e| e.name.clone().unwrap_or_default()).collect()
+    events
+        .iter()
+        .map(|e| e.name.clone().unwrap_or_default())
+        .collect()
 }
