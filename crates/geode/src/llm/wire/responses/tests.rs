@@ -30,6 +30,16 @@ fn loose_schema() -> ResponseSchema {
         .unwrap()
 }
 
+/// A capture from `shared/spec/captures` (beside the repository); missing is a loud failure.
+fn capture(name: &str) -> Value {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/spec/captures")
+        .join(name);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("capture {} is missing: {e}", path.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
 fn body(req: &AdapterCallRequest, opts: &Options) -> Value {
     let built = build("t", req, opts).unwrap();
     serde_json::from_slice(&built.body).unwrap()
@@ -235,10 +245,7 @@ fn tool_rounds_replay_as_function_call_items_like_codex() {
         ])
     );
     // Same keys as the codex capture's function items (minus the ids/status codex adds).
-    let capture: Value = serde_json::from_str(include_str!(
-        "../../../../../../../shared/spec/captures/codex-0.171.0-toolcall-second-request-input-tail.json"
-    ))
-    .unwrap();
+    let capture = capture("codex-0.171.0-toolcall-second-request-input-tail.json");
     for (ours, theirs) in [(&input[2], &capture[1]), (&input[4], &capture[2])] {
         for (k, _) in ours.as_object().unwrap() {
             assert!(theirs.get(k).is_some(), "capture lacks {k}");
