@@ -10,12 +10,21 @@
 //! | [`subprocess`] | spawn with a deadline, kill the whole process group, bounded capture |
 //! | [`adapters`] | one file per adapter |
 
+//! | [`fallback`] | a configured chain of adapters taking over on retryable failures |
+//! | [`http`], [`sse`] | the shared HTTP client with retry and backoff; the SSE reader |
+//! | [`credentials`] | keys and credential files, redacted everywhere |
+//! | [`wire`] | one module per wire family: Responses, Messages, Chat |
+
 pub mod adapter;
 pub mod adapters;
+pub mod credentials;
 pub mod fallback;
+pub mod http;
 pub mod registry;
 pub mod request;
 pub mod routing;
 #[cfg(feature = "testing")]
 pub mod scripted;
+pub mod sse;
 pub mod subprocess;
+pub mod wire;
