@@ -1,0 +1,1 @@
+//! The HTTP adapters: endpoint, auth and wire family per provider.

@@ -1,0 +1,5 @@
+//! Wire families: provider JSON shapes, built and parsed without IO.
+
+
+pub mod messages;
+pub mod schema_prompt;
