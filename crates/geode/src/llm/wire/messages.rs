@@ -173,6 +173,12 @@ pub(crate) fn one_line(message: &str) -> String {
     flat.trim().to_owned()
 }
 
+/// An `f32` as the `f64` with the same shortest decimal form (`0.3f32` → `0.3`, not
+/// `0.30000001192092896`), so request bodies carry the number the caller wrote.
+pub(crate) fn decimal_f64(x: f32) -> f64 {
+    x.to_string().parse().unwrap_or(f64::from(x))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -41,7 +41,7 @@ pub struct Request {
     pub tool_choice: Option<ToolChoice>,
     /// Sampling temperature.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub temperature: Option<f32>,
+    pub temperature: Option<f64>,
     /// Extended thinking.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub thinking: Option<Thinking>,
@@ -262,7 +262,7 @@ pub fn build(req: &AdapterCallRequest, default_model: &str, delivery: Delivery) 
         messages: req.messages.iter().filter_map(message).collect(),
         tools,
         tool_choice,
-        temperature,
+        temperature: temperature.map(crate::llm::wire::messages::decimal_f64),
         thinking: thinking.then_some(Thinking::Enabled {
             budget_tokens: req.thinking_budget,
         }),

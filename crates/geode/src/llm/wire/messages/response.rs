@@ -168,8 +168,16 @@ pub fn parse_response(
     body: &str,
     output_tool: Option<&str>,
 ) -> Result<AdapterResponse, ParseError> {
-    let reply: WireResponse = serde_json::from_str(body).map_err(|e| ParseError::NotJson {
-        message: e.to_string(),
+    let reply: WireResponse = serde_json::from_str(body).map_err(|e| {
+        if e.is_eof() {
+            ParseError::Truncated {
+                missing: "the end of the JSON body",
+            }
+        } else {
+            ParseError::NotJson {
+                message: e.to_string(),
+            }
+        }
     })?;
     if reply.kind.as_deref() == Some("error") {
         let err = reply.error.unwrap_or_default();
@@ -294,6 +302,8 @@ mod tests {
             Err(ParseError::Provider { kind: "overloaded_error".into(), message: "Overloaded".into() })
         );
         assert!(matches!(parse_response("<html>", None), Err(ParseError::NotJson { .. })));
+        let whole = reply(json!([]), "end_turn");
+        assert!(matches!(parse_response(&whole[..20], None), Err(ParseError::Truncated { .. })));
         let bad = reply(json!([{"type": "tool_use", "input": {}}]), "tool_use");
         assert!(matches!(parse_response(&bad, None), Err(ParseError::Corrupt { .. })));
     }
