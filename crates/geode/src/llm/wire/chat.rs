@@ -30,7 +30,7 @@ pub use request::{
     Built, ChatMessage, FunctionCall, FunctionDef, FunctionKind, MAX_TOOLS, Request,
     ResponseFormat, Tool, ToolCall, ToolChoice, build, mode_for,
 };
-pub use response::{parse_response, stop_reason};
+pub use response::{parse_response, parse_value, stop_reason};
 
 use crate::llm::adapter::AdapterError;
 use crate::llm::wire::messages::one_line;

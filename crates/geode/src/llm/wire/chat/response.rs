@@ -10,6 +10,7 @@
 //! | `tool_calls` | `ToolUse` |
 //! | `length`, `model_context_window_exceeded` | `MaxTokens` |
 //! | `content_filter`, `sensitive` | `ContentFilter` |
+//! | any, with a non-empty `message.refusal` (the OpenAI shape) | `Refusal` (the text is the refusal) |
 //! | `network_error` | an error: [`ParseError::Provider`] (GLM's inference failed) |
 //!
 //! A body cut mid-JSON is [`ParseError::Truncated`]; an `error` object is [`ParseError::Provider`].
@@ -42,6 +43,8 @@ struct ReplyMessage {
     content: Option<String>,
     #[serde(default)]
     tool_calls: Vec<ReplyToolCall>,
+    #[serde(default)]
+    refusal: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -98,7 +101,7 @@ pub fn stop_reason(raw: Option<&str>) -> StopReason {
 
 /// Parses a Chat Completions reply body. `wire` is left default for the caller to fill.
 pub fn parse_response(body: &str) -> Result<AdapterResponse, ParseError> {
-    let reply: Reply = serde_json::from_str(body).map_err(|e| {
+    let value: serde_json::Value = serde_json::from_str(body).map_err(|e| {
         if e.is_eof() {
             ParseError::Truncated {
                 missing: "the end of the JSON body",
@@ -108,6 +111,15 @@ pub fn parse_response(body: &str) -> Result<AdapterResponse, ParseError> {
                 message: e.to_string(),
             }
         }
+    })?;
+    parse_value(value)
+}
+
+/// Parses a reply already decoded as JSON (what the HTTP transport hands over).
+pub fn parse_value(value: serde_json::Value) -> Result<AdapterResponse, ParseError> {
+    let reply: Reply = serde_json::from_value(value).map_err(|e| ParseError::Corrupt {
+        what: "reply".into(),
+        message: e.to_string(),
     })?;
     if let Some(err) = reply.error {
         return Err(ParseError::Provider {
@@ -155,11 +167,16 @@ pub fn parse_response(body: &str) -> Result<AdapterResponse, ParseError> {
         cached_input_tokens: u.prompt_tokens_details.map_or(0, |d| d.cached_tokens),
         cost_usd: None,
     });
+    let refusal = message.refusal.filter(|r| !r.is_empty());
+    let stop = match &refusal {
+        Some(_) => StopReason::Refusal,
+        None => stop_reason(choice.finish_reason.as_deref()),
+    };
     Ok(AdapterResponse {
-        text: message.content.unwrap_or_default(),
+        text: refusal.or(message.content).unwrap_or_default(),
         tool_uses,
         usage,
-        stop_reason: stop_reason(choice.finish_reason.as_deref()),
+        stop_reason: stop,
         structured: None,
         wire: Default::default(),
     })
@@ -216,6 +233,13 @@ mod tests {
             let r = parse_response(&reply(json!({"role": "assistant", "content": "x"}), raw)).unwrap();
             assert_eq!(r.stop_reason, expected, "{raw}");
         }
+    }
+
+    #[test]
+    fn refusal_field_is_a_refusal() {
+        let body = reply(json!({"role": "assistant", "content": null, "refusal": "No."}), "stop");
+        let r = parse_response(&body).unwrap();
+        assert_eq!((r.text.as_str(), r.stop_reason), ("No.", StopReason::Refusal));
     }
 
     #[test]
