@@ -87,7 +87,9 @@ impl std::fmt::Display for StructuredOutputMode {
 }
 
 /// What a caller requires of the structured-output path. Ordered: `BestEffort < Wired < Enforced`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Require {
     /// Anything, including JSON mode and prompt-only.
@@ -266,7 +268,11 @@ impl GuaranteeLedger {
         let mut out = format!(
             "adapter={} model={} wire_mode={} ({})",
             self.adapter,
-            if self.model.is_empty() { "-" } else { &self.model },
+            if self.model.is_empty() {
+                "-"
+            } else {
+                &self.model
+            },
             self.wire_mode,
             self.wire_mode.level().as_str()
         );
@@ -320,7 +326,10 @@ mod tests {
         for m in StructuredOutputMode::ALL {
             let v = serde_json::to_value(m).unwrap();
             assert_eq!(v, serde_json::Value::String(m.as_str().to_owned()));
-            assert_eq!(serde_json::from_value::<StructuredOutputMode>(v).unwrap(), m);
+            assert_eq!(
+                serde_json::from_value::<StructuredOutputMode>(v).unwrap(),
+                m
+            );
         }
     }
 

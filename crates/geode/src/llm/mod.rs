@@ -2,7 +2,10 @@
 
 pub mod adapter;
 pub mod adapters;
+pub mod credentials;
+pub mod http;
 pub mod request;
 #[cfg(feature = "testing")]
 pub mod scripted;
+pub mod sse;
 pub mod wire;

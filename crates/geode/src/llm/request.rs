@@ -366,7 +366,10 @@ mod tests {
             cached_input_tokens: 30,
             cost_usd: Some(0.5),
         });
-        assert_eq!((a.input_tokens, a.output_tokens, a.cached_input_tokens), (11, 22, 33));
+        assert_eq!(
+            (a.input_tokens, a.output_tokens, a.cached_input_tokens),
+            (11, 22, 33)
+        );
         assert_eq!(a.cost_usd, Some(0.5));
     }
 }

@@ -1,1 +1,1 @@
-//! The HTTP adapters: endpoint, auth and wire family per provider.
+//! One file per HTTP adapter: endpoint, auth and the few hooks that differ.

@@ -1,0 +1,2 @@
+//! Responses request build benchmark (in progress).
+fn main() {}

@@ -1,0 +1,586 @@
+//! The shared HTTP transport: one pooled `reqwest` client, JSON and SSE POSTs, retry with
+//! backoff, and the mapping of every failure to an [`AdapterError`]. Provider-neutral: it knows
+//! bytes, statuses and the common JSON error-body shapes, never a provider's endpoints.
+//!
+//! Contract:
+//! - [`HttpClient::post_json`] and [`HttpClient::post_sse`] run under the call's [`CallCx`]:
+//!   cancellation gives `Cancelled`, the deadline gives `Timeout`, at any point (connect, send,
+//!   body, backoff sleep). The client itself has a connect timeout and a read timeout.
+//! - Retries: on 429, 5xx and transport failures (connect refused, reset, read timeout), at
+//!   most [`RetryPolicy::max_retries`] times, with exponential backoff plus jitter, or the
+//!   provider's `retry-after-ms` / `retry-after` (seconds) when given. Every sleep is capped at
+//!   [`RetryPolicy::max_delay`], and a sleep that would pass the deadline is not taken: the last
+//!   error is returned instead. Other 4xx are never retried. A stream that has started is never
+//!   retried here (its failure is `Truncated`, for the caller to judge).
+//! - Error mapping ([`classify_status`]): 401/403 → `Auth`; 429 → `RateLimited` (with
+//!   `retry_after`); 400/422 whose message, param or code points at the response schema
+//!   (`text.format`, `response_format`, `output_config`, `json_schema`, ...) → `SchemaRejected`;
+//!   other 4xx → `BadRequest`; 5xx → `Server`. The message is the provider's own, taken from
+//!   the JSON error body (`error.message`, `detail`, `message`), cut to 300 characters, with
+//!   every secret of the request scrubbed out. A non-JSON body is described by its size only.
+//!
+//! ```no_run
+//! use geode::llm::adapter::CallCx;
+//! use geode::llm::credentials::Secret;
+//! use geode::llm::http::{HttpClient, PostRequest};
+//! # async fn demo() -> Result<(), geode::llm::adapter::AdapterError> {
+//! let http = HttpClient::shared()?;
+//! let req = PostRequest::json("my-adapter", "http://127.0.0.1:8080/v1/x", &serde_json::json!({"a": 1}))?
+//!     .bearer(&Secret::new("key"));
+//! let reply = http.post_json(&req, &CallCx::new()).await?;
+//! # let _ = reply; Ok(()) }
+//! ```
+
+use crate::llm::adapter::{AdapterError, CallCx};
+use crate::llm::credentials::Secret;
+use crate::llm::sse::{SseReader, error_chain};
+use bytes::Bytes;
+use futures::Stream;
+use reqwest::header::{HeaderMap, HeaderValue};
+use serde_json::Value;
+use std::pin::Pin;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// The byte stream of a response body.
+pub type BodyStream = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Send>>;
+
+/// An SSE reader over an HTTP response body.
+pub type HttpSse = SseReader<BodyStream>;
+
+/// The longest provider message kept in an error.
+pub const MAX_ERROR_MESSAGE: usize = 300;
+
+/// The most bytes read from an error body.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// The most bytes read from a JSON reply.
+const MAX_JSON_BODY: usize = 64 * 1024 * 1024;
+
+/// Client settings (the reference's httpx settings, `reference-behaviour.md` §2.0).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HttpConfig {
+    /// TCP + TLS connect timeout.
+    pub connect_timeout: Duration,
+    /// The longest wait for any read on the connection.
+    pub read_timeout: Duration,
+    /// The longest wait for one SSE event.
+    pub sse_idle_timeout: Duration,
+    /// How long an idle pooled connection is kept.
+    pub pool_idle_timeout: Duration,
+    /// Idle connections kept per host.
+    pub pool_max_idle_per_host: usize,
+    /// The retry policy.
+    pub retry: RetryPolicy,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        Self {
+            connect_timeout: Duration::from_secs(5),
+            read_timeout: Duration::from_secs(300),
+            sse_idle_timeout: Duration::from_secs(300),
+            pool_idle_timeout: Duration::from_secs(30),
+            pool_max_idle_per_host: 5,
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
+/// How transient failures are retried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Retries after the first try (0 = no retry).
+    pub max_retries: u32,
+    /// The first backoff; it doubles each retry.
+    pub base_delay: Duration,
+    /// The cap on any one sleep, `retry-after` included.
+    pub max_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            max_retries: 3,
+            base_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(20),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The sleep before retry number `attempt + 1`: the provider's hint when given, else
+    /// `base * 2^attempt` with ±20% jitter; capped at `max_delay`.
+    pub fn delay(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
+        let d = match retry_after {
+            Some(hint) => hint,
+            None => {
+                let exp = self
+                    .base_delay
+                    .saturating_mul(2u32.saturating_pow(attempt.min(16)));
+                exp.mul_f64(0.8 + 0.4 * unit_random())
+            }
+        };
+        d.min(self.max_delay)
+    }
+}
+
+/// A random number in `[0, 1)` from the std hasher's per-process random keys.
+fn unit_random() -> f64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(0x9e37_79b9_7f4a_7c15);
+    (h.finish() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// One POST: URL, headers and body, plus the secrets that must never appear in an error.
+#[derive(Clone)]
+pub struct PostRequest {
+    adapter: String,
+    url: String,
+    headers: Vec<(String, String, bool)>,
+    body: Bytes,
+    secrets: Vec<Secret>,
+}
+
+impl std::fmt::Debug for PostRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.headers.iter().map(|h| h.0.as_str()).collect();
+        f.debug_struct("PostRequest")
+            .field("adapter", &self.adapter)
+            .field("url", &self.url)
+            .field("headers", &names)
+            .field("body_bytes", &self.body.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl PostRequest {
+    /// A POST of `body` (already serialised JSON) with `content-type: application/json`.
+    pub fn new(adapter: impl Into<String>, url: impl Into<String>, body: Bytes) -> Self {
+        Self {
+            adapter: adapter.into(),
+            url: url.into(),
+            headers: vec![("content-type".into(), "application/json".into(), false)],
+            body,
+            secrets: Vec::new(),
+        }
+    }
+
+    /// A POST of `body` serialised as JSON.
+    pub fn json(adapter: &str, url: &str, body: &Value) -> Result<Self, AdapterError> {
+        let bytes = serde_json::to_vec(body).map_err(|e| AdapterError::Protocol {
+            adapter: adapter.to_owned(),
+            message: format!("cannot serialise request: {e}"),
+        })?;
+        Ok(Self::new(adapter, url, Bytes::from(bytes)))
+    }
+
+    /// Adds a plain header.
+    pub fn header(mut self, name: &str, value: impl Into<String>) -> Self {
+        self.headers.push((name.to_owned(), value.into(), false));
+        self
+    }
+
+    /// Adds `authorization: Bearer <secret>` (marked sensitive, scrubbed from errors).
+    pub fn bearer(self, secret: &Secret) -> Self {
+        let value = format!("Bearer {}", secret.expose());
+        self.secret_header_value("authorization", value, secret)
+    }
+
+    /// Adds a header whose value is `secret` (e.g. `x-api-key`).
+    pub fn secret_header(self, name: &str, secret: &Secret) -> Self {
+        let value = secret.expose().to_owned();
+        self.secret_header_value(name, value, secret)
+    }
+
+    fn secret_header_value(mut self, name: &str, value: String, secret: &Secret) -> Self {
+        self.headers.push((name.to_owned(), value, true));
+        self.secrets.push(secret.clone());
+        self
+    }
+
+    /// Registers a secret carried in the body, so it is scrubbed from any error text.
+    pub fn secret_in_body(mut self, secret: Secret) -> Self {
+        self.secrets.push(secret);
+        self
+    }
+
+    /// The adapter name errors carry.
+    pub fn adapter(&self) -> &str {
+        &self.adapter
+    }
+
+    /// The serialised body.
+    pub fn body(&self) -> &Bytes {
+        &self.body
+    }
+}
+
+/// A pooled HTTP client with a retry policy. Cheap to clone (the pool is shared).
+#[derive(Debug, Clone)]
+pub struct HttpClient {
+    client: reqwest::Client,
+    config: HttpConfig,
+}
+
+impl HttpClient {
+    /// A client with its own connection pool.
+    pub fn new(config: HttpConfig) -> Result<Self, AdapterError> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(config.connect_timeout)
+            .read_timeout(config.read_timeout)
+            .pool_idle_timeout(config.pool_idle_timeout)
+            .pool_max_idle_per_host(config.pool_max_idle_per_host)
+            .user_agent(concat!("geode/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| AdapterError::Config {
+                adapter: "http".to_owned(),
+                message: format!("cannot build the HTTP client: {}", error_chain(&e)),
+            })?;
+        Ok(Self { client, config })
+    }
+
+    /// The process-wide client with the default [`HttpConfig`] (one pool for all adapters).
+    pub fn shared() -> Result<Self, AdapterError> {
+        static SHARED: OnceLock<HttpClient> = OnceLock::new();
+        if let Some(c) = SHARED.get() {
+            return Ok(c.clone());
+        }
+        let c = Self::new(HttpConfig::default())?;
+        Ok(SHARED.get_or_init(|| c).clone())
+    }
+
+    /// The same pool with another retry policy.
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.config.retry = retry;
+        self
+    }
+
+    /// The same pool with another SSE idle timeout.
+    pub fn with_sse_idle_timeout(mut self, idle: Duration) -> Self {
+        self.config.sse_idle_timeout = idle;
+        self
+    }
+
+    /// The settings in force.
+    pub fn config(&self) -> &HttpConfig {
+        &self.config
+    }
+
+    /// POSTs and returns the parsed JSON reply (any 2xx). See the module docs for retries
+    /// and errors; a 2xx body that is not JSON is a `Protocol` error.
+    pub async fn post_json(&self, req: &PostRequest, cx: &CallCx) -> Result<Value, AdapterError> {
+        let bytes = cx
+            .run(
+                &req.adapter,
+                self.with_retries(req, cx, || async {
+                    let resp = self.send_once(req, "application/json").await?;
+                    read_limited(req, resp, MAX_JSON_BODY).await
+                }),
+            )
+            .await?;
+        serde_json::from_slice(&bytes).map_err(|e| AdapterError::Protocol {
+            adapter: req.adapter.clone(),
+            message: format!("reply is not JSON ({} bytes): {e}", bytes.len()),
+        })
+    }
+
+    /// POSTs with `accept: text/event-stream` and returns an SSE reader once a 2xx status
+    /// arrives (retrying the status as for [`HttpClient::post_json`]). Read it with
+    /// [`SseReader::next_event`] under the same `cx`.
+    pub async fn post_sse(&self, req: &PostRequest, cx: &CallCx) -> Result<HttpSse, AdapterError> {
+        let resp = cx
+            .run(
+                &req.adapter,
+                self.with_retries(req, cx, || self.send_once(req, "text/event-stream")),
+            )
+            .await?;
+        let stream: BodyStream = Box::pin(resp.bytes_stream());
+        Ok(SseReader::new(
+            req.adapter.clone(),
+            stream,
+            self.config.sse_idle_timeout,
+        ))
+    }
+
+    async fn with_retries<T, F, Fut>(
+        &self,
+        req: &PostRequest,
+        cx: &CallCx,
+        mut attempt_fn: F,
+    ) -> Result<T, AdapterError>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<T, AdapterError>>,
+    {
+        let policy = self.config.retry;
+        let mut attempt = 0u32;
+        loop {
+            let err = match attempt_fn().await {
+                Ok(v) => return Ok(v),
+                Err(e) => e,
+            };
+            let retry_after = match &err {
+                AdapterError::RateLimited { retry_after, .. } => *retry_after,
+                AdapterError::Server { .. } | AdapterError::Transport { .. } => None,
+                _ => return Err(err),
+            };
+            if attempt >= policy.max_retries {
+                return Err(err);
+            }
+            let delay = policy.delay(attempt, retry_after);
+            if cx.remaining().is_some_and(|left| delay >= left) {
+                return Err(err);
+            }
+            tracing::debug!(adapter = %req.adapter, attempt, kind = err.kind(), delay_ms = delay.as_millis() as u64, "retrying");
+            tokio::time::sleep(delay).await;
+            attempt += 1;
+        }
+    }
+
+    async fn send_once(
+        &self,
+        req: &PostRequest,
+        accept: &str,
+    ) -> Result<reqwest::Response, AdapterError> {
+        let mut headers = HeaderMap::new();
+        headers.insert(reqwest::header::ACCEPT, HeaderValue::from_static("*/*"));
+        if let Ok(v) = HeaderValue::from_str(accept) {
+            headers.insert(reqwest::header::ACCEPT, v);
+        }
+        for (name, value, sensitive) in &req.headers {
+            let name = reqwest::header::HeaderName::from_bytes(name.as_bytes());
+            let value = HeaderValue::from_str(value);
+            let (Ok(name), Ok(mut value)) = (name, value) else {
+                return Err(AdapterError::Config {
+                    adapter: req.adapter.clone(),
+                    message: "a request header has an invalid name or value".to_owned(),
+                });
+            };
+            value.set_sensitive(*sensitive);
+            headers.insert(name, value);
+        }
+        let resp = self
+            .client
+            .post(&req.url)
+            .headers(headers)
+            .body(req.body.clone())
+            .send()
+            .await
+            .map_err(|e| transport(req, e))?;
+        let status = resp.status();
+        if status.is_success() {
+            return Ok(resp);
+        }
+        let retry_after = retry_after(resp.headers());
+        let body = read_limited(req, resp, MAX_ERROR_BODY)
+            .await
+            .unwrap_or_default();
+        Err(classify_status(
+            &req.adapter,
+            status.as_u16(),
+            retry_after,
+            &body,
+            &req.secrets,
+        ))
+    }
+}
+
+fn transport(req: &PostRequest, e: reqwest::Error) -> AdapterError {
+    let e = e.without_url();
+    let what = if e.is_timeout() {
+        "timed out: "
+    } else if e.is_connect() {
+        "connect failed: "
+    } else {
+        ""
+    };
+    AdapterError::Transport {
+        adapter: req.adapter.clone(),
+        message: scrub(&format!("{what}{}", error_chain(&e)), &req.secrets),
+    }
+}
+
+/// Reads a body up to `limit` bytes; more is a `Protocol` error, a broken read `Transport`.
+async fn read_limited(
+    req: &PostRequest,
+    mut resp: reqwest::Response,
+    limit: usize,
+) -> Result<Bytes, AdapterError> {
+    let mut out = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(|e| transport(req, e))? {
+        if out.len() + chunk.len() > limit {
+            return Err(AdapterError::Protocol {
+                adapter: req.adapter.clone(),
+                message: format!("reply body larger than {limit} bytes"),
+            });
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok(Bytes::from(out))
+}
+
+/// The provider's wait hint: `retry-after-ms` (milliseconds) or `retry-after` (seconds).
+/// An HTTP-date `retry-after` is ignored (the backoff applies).
+pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let num = |name: &str| {
+        headers
+            .get(name)?
+            .to_str()
+            .ok()?
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && *v >= 0.0)
+    };
+    if let Some(ms) = num("retry-after-ms") {
+        return Some(Duration::from_secs_f64(ms.min(86_400_000.0) / 1000.0));
+    }
+    num("retry-after").map(|s| Duration::from_secs_f64(s.min(86_400.0)))
+}
+
+/// The useful parts of a JSON error body.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProviderError {
+    /// The human message (`error.message`, `detail`, `message`, `error` as a string).
+    pub message: String,
+    /// The machine code (`error.code`, else `error.type`, else top-level `code`).
+    pub code: Option<String>,
+    /// The request field at fault (`error.param`).
+    pub param: Option<String>,
+}
+
+/// Reads the common error-body shapes: OpenAI `{"error":{"message","type","param","code"}}`,
+/// Anthropic `{"type":"error","error":{"type","message"}}`, ChatGPT `{"detail": ...}`, GLM
+/// `{"error":{"code","message"}}`. `None` when the body is not JSON.
+pub fn provider_error(body: &[u8]) -> Option<ProviderError> {
+    let v: Value = serde_json::from_slice(body).ok()?;
+    let text = |v: Option<&Value>| -> Option<String> {
+        match v? {
+            Value::String(s) if !s.is_empty() => Some(s.clone()),
+            Value::Number(n) => Some(n.to_string()),
+            Value::Null | Value::String(_) => None,
+            other => Some(other.to_string()),
+        }
+    };
+    let err = v.get("error");
+    let nested = err.filter(|e| e.is_object());
+    let message = text(nested.and_then(|e| e.get("message")))
+        .or_else(|| text(v.get("detail")))
+        .or_else(|| text(v.get("message")))
+        .or_else(|| text(err.filter(|e| e.is_string())))
+        .unwrap_or_default();
+    let code = text(nested.and_then(|e| e.get("code")))
+        .or_else(|| text(nested.and_then(|e| e.get("type"))))
+        .or_else(|| text(v.get("code")));
+    let param = text(nested.and_then(|e| e.get("param")));
+    Some(ProviderError {
+        message,
+        code,
+        param,
+    })
+}
+
+/// Maps a non-2xx reply to an [`AdapterError`] (table in the module docs).
+pub fn classify_status(
+    adapter: &str,
+    status: u16,
+    retry_after: Option<Duration>,
+    body: &[u8],
+    secrets: &[Secret],
+) -> AdapterError {
+    let parsed = provider_error(body);
+    let message = match &parsed {
+        Some(p) if !p.message.is_empty() => scrub(&truncate(&p.message), secrets),
+        Some(_) => format!("no message in the error body ({} bytes)", body.len()),
+        None if body.is_empty() => "empty body".to_owned(),
+        None => format!("non-JSON error body ({} bytes)", body.len()),
+    };
+    let adapter = adapter.to_owned();
+    match status {
+        401 | 403 => AdapterError::Auth {
+            adapter,
+            status,
+            message,
+        },
+        429 => AdapterError::RateLimited {
+            adapter,
+            retry_after,
+            message,
+        },
+        400 | 422 if parsed.as_ref().is_some_and(points_at_schema) => {
+            let code = parsed
+                .and_then(|p| p.code)
+                .map(|c| scrub(&truncate(&c), secrets))
+                .unwrap_or_else(|| "-".to_owned());
+            AdapterError::SchemaRejected {
+                adapter,
+                status,
+                code,
+                message,
+            }
+        }
+        500..=599 => AdapterError::Server {
+            adapter,
+            status,
+            message,
+        },
+        _ => AdapterError::BadRequest {
+            adapter,
+            status,
+            message,
+        },
+    }
+}
+
+/// True when an error names the response schema rather than a tool's or the prompt.
+fn points_at_schema(p: &ProviderError) -> bool {
+    const FIELDS: [&str; 6] = [
+        "text.format",
+        "response_format",
+        "output_config",
+        "output_format",
+        "json_schema",
+        "invalid schema",
+    ];
+    let param = p.param.as_deref().unwrap_or("").to_ascii_lowercase();
+    let code = p.code.as_deref().unwrap_or("").to_ascii_lowercase();
+    let msg = p.message.to_ascii_lowercase();
+    if param.starts_with("text") || param.contains("format") {
+        return true;
+    }
+    let tool =
+        |s: &str| s.contains("tools") || s.contains("input_schema") || s.contains("function");
+    FIELDS
+        .iter()
+        .any(|f| msg.contains(f) || code.contains(f) || param.contains(f))
+        && !(tool(&param) || (tool(&msg) && !msg.contains("response_format")))
+}
+
+/// Cuts text at [`MAX_ERROR_MESSAGE`] characters (marked with `…`) and folds it to one line.
+pub fn truncate(text: &str) -> String {
+    let one_line: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    match one_line.char_indices().nth(MAX_ERROR_MESSAGE) {
+        Some((i, _)) => format!("{}…", &one_line[..i]),
+        None => one_line,
+    }
+}
+
+/// Replaces every non-trivial secret value in `text` with `***`.
+pub fn scrub(text: &str, secrets: &[Secret]) -> String {
+    let mut out = text.to_owned();
+    for s in secrets {
+        if s.expose().len() >= 4 {
+            out = out.replace(s.expose(), "***");
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+#[path = "http_tests.rs"]
+mod tests;

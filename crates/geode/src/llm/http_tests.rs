@@ -1,0 +1,375 @@
+use super::*;
+use crate::llm::adapter::RetryClass;
+use serde_json::json;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+fn classify(status: u16, body: Value) -> AdapterError {
+    classify_status("a", status, None, body.to_string().as_bytes(), &[])
+}
+
+#[test]
+fn statuses_map_to_error_kinds() {
+    let e = json!({"error": {"message": "m", "type": "t"}});
+    assert!(matches!(
+        classify(401, e.clone()),
+        AdapterError::Auth { status: 401, .. }
+    ));
+    assert!(matches!(
+        classify(403, e.clone()),
+        AdapterError::Auth { status: 403, .. }
+    ));
+    assert!(matches!(
+        classify(429, e.clone()),
+        AdapterError::RateLimited { .. }
+    ));
+    assert!(matches!(
+        classify(500, e.clone()),
+        AdapterError::Server { status: 500, .. }
+    ));
+    assert!(matches!(
+        classify(503, e.clone()),
+        AdapterError::Server { .. }
+    ));
+    assert!(matches!(
+        classify(400, e.clone()),
+        AdapterError::BadRequest { status: 400, .. }
+    ));
+    assert!(matches!(
+        classify(404, e),
+        AdapterError::BadRequest { status: 404, .. }
+    ));
+}
+
+#[test]
+fn a_400_naming_the_schema_is_schema_rejected_with_code() {
+    let openai = json!({"error": {
+        "message": "Invalid schema for response_format 'X': In context=(), 'additionalProperties' is required to be supplied and to be false.",
+        "type": "invalid_request_error", "param": "text.format.schema", "code": "invalid_json_schema"}});
+    match classify(400, openai) {
+        AdapterError::SchemaRejected {
+            status,
+            code,
+            message,
+            ..
+        } => {
+            assert_eq!(status, 400);
+            assert_eq!(code, "invalid_json_schema");
+            assert!(message.contains("additionalProperties"));
+        }
+        other => panic!("{other:?}"),
+    }
+    let anthropic = json!({"type": "error", "error": {"type": "invalid_request_error",
+        "message": "output_config.format.schema: recursive schemas are not supported"}});
+    assert!(matches!(
+        classify(400, anthropic),
+        AdapterError::SchemaRejected { .. }
+    ));
+    // A broken tool schema is not the response schema.
+    let tool = json!({"error": {"message": "Invalid schema for function 'f': bad", "param": "tools[0].parameters"}});
+    assert!(matches!(
+        classify(400, tool),
+        AdapterError::BadRequest { .. }
+    ));
+}
+
+#[test]
+fn provider_messages_come_from_the_common_shapes() {
+    let m = |v: Value| provider_error(v.to_string().as_bytes()).unwrap().message;
+    assert_eq!(
+        m(json!({"detail": "Store must be set to false"})),
+        "Store must be set to false"
+    );
+    assert_eq!(
+        m(json!({"error": {"code": "1113", "message": "余额不足"}})),
+        "余额不足"
+    );
+    assert_eq!(m(json!({"message": "plain"})), "plain");
+    assert_eq!(m(json!({"error": "just a string"})), "just a string");
+    assert!(provider_error(b"<html>oops</html>").is_none());
+    let e = classify_status("a", 502, None, b"<html>bad gateway</html>", &[]);
+    assert_eq!(
+        e.to_string(),
+        "a: provider error (HTTP 502): non-JSON error body (24 bytes)"
+    );
+}
+
+#[test]
+fn messages_are_truncated_one_line_and_scrubbed_of_secrets() {
+    let long = "x".repeat(1000);
+    let e = classify(400, json!({"error": {"message": long}}));
+    assert!(e.to_string().chars().count() < 400, "{e}");
+    let key = Secret::new("sk-live-abcdef123456");
+    let body = json!({"error": {"message": "Incorrect API key provided: sk-live-abcdef123456\nsecond line"}});
+    let e = classify_status("a", 401, None, body.to_string().as_bytes(), &[key]);
+    let text = format!("{e} {e:?}");
+    assert!(!text.contains("sk-live-abcdef123456"), "{text}");
+    assert!(text.contains("provided: ***"), "{text}");
+    assert!(!e.to_string().contains('\n'));
+}
+
+#[test]
+fn retry_after_reads_ms_then_seconds() {
+    let mut h = HeaderMap::new();
+    assert_eq!(retry_after(&h), None);
+    h.insert("retry-after", HeaderValue::from_static("2"));
+    assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
+    h.insert("retry-after-ms", HeaderValue::from_static("150"));
+    assert_eq!(retry_after(&h), Some(Duration::from_millis(150)));
+    let mut h = HeaderMap::new();
+    h.insert(
+        "retry-after",
+        HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
+    );
+    assert_eq!(retry_after(&h), None);
+}
+
+#[test]
+fn backoff_grows_is_jittered_within_bounds_and_capped() {
+    let p = RetryPolicy {
+        max_retries: 3,
+        base_delay: Duration::from_millis(100),
+        max_delay: Duration::from_secs(1),
+    };
+    for attempt in 0..3u32 {
+        let d = p.delay(attempt, None);
+        let nominal = 100.0 * f64::from(2u32.pow(attempt));
+        let ms = d.as_secs_f64() * 1000.0;
+        assert!(
+            ms >= nominal * 0.8 - 1.0 && ms <= nominal * 1.2 + 1.0,
+            "{attempt}: {ms}"
+        );
+    }
+    assert_eq!(p.delay(10, None), Duration::from_secs(1));
+    assert_eq!(
+        p.delay(0, Some(Duration::from_secs(60))),
+        Duration::from_secs(1)
+    );
+    assert_eq!(
+        p.delay(0, Some(Duration::from_millis(7))),
+        Duration::from_millis(7)
+    );
+}
+
+#[test]
+fn post_request_debug_shows_no_header_values() {
+    let r = PostRequest::new("a", "http://127.0.0.1:1/x", Bytes::from_static(b"{}"))
+        .bearer(&Secret::new("tok-123456"))
+        .secret_header("x-api-key", &Secret::new("key-987654"));
+    let dbg = format!("{r:?}");
+    assert!(
+        !dbg.contains("tok-123456") && !dbg.contains("key-987654"),
+        "{dbg}"
+    );
+    assert!(dbg.contains("authorization"));
+}
+
+/// A one-connection-per-reply HTTP/1.1 server on 127.0.0.1 playing canned raw replies.
+/// `None` closes the connection without answering (a reset).
+async fn serve(replies: Vec<Option<String>>) -> (String, Arc<AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1/x", listener.local_addr().unwrap());
+    let hits = Arc::new(AtomicUsize::new(0));
+    let hits2 = hits.clone();
+    tokio::spawn(async move {
+        for reply in replies {
+            let Ok((mut sock, _)) = listener.accept().await else {
+                return;
+            };
+            hits2.fetch_add(1, Ordering::SeqCst);
+            let mut buf = vec![0u8; 65536];
+            let mut got = Vec::new();
+            // Read the head and the (small) body.
+            loop {
+                let n = sock.read(&mut buf).await.unwrap_or(0);
+                got.extend_from_slice(&buf[..n]);
+                let text = String::from_utf8_lossy(&got).to_string();
+                if n == 0 || text.contains("\r\n\r\n{") && text.ends_with('}') {
+                    break;
+                }
+            }
+            match reply {
+                Some(r) => {
+                    let _ = sock.write_all(r.as_bytes()).await;
+                    let _ = sock.shutdown().await;
+                }
+                None => drop(sock),
+            }
+        }
+    });
+    (url, hits)
+}
+
+fn reply(status: &str, extra: &str, body: &str) -> Option<String> {
+    Some(format!(
+        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\n{extra}content-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    ))
+}
+
+fn client(retries: u32) -> HttpClient {
+    HttpClient::new(HttpConfig::default())
+        .unwrap()
+        .with_retry(RetryPolicy {
+            max_retries: retries,
+            base_delay: Duration::from_millis(10),
+            max_delay: Duration::from_millis(50),
+        })
+}
+
+fn req(url: &str) -> PostRequest {
+    PostRequest::json("a", url, &json!({"q": 1})).unwrap()
+}
+
+async fn bounded<T>(f: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(20), f)
+        .await
+        .expect("test hung")
+}
+
+#[tokio::test]
+async fn retries_429_and_500_then_succeeds() {
+    let (url, hits) = serve(vec![
+        reply(
+            "429 Too Many Requests",
+            "retry-after-ms: 20\r\n",
+            r#"{"error":{"message":"slow down"}}"#,
+        ),
+        reply(
+            "500 Internal Server Error",
+            "",
+            r#"{"error":{"message":"boom"}}"#,
+        ),
+        None,
+        reply("200 OK", "", r#"{"ok":true}"#),
+    ])
+    .await;
+    let v = bounded(client(3).post_json(&req(&url), &CallCx::new()))
+        .await
+        .unwrap();
+    assert_eq!(v, json!({"ok": true}));
+    assert_eq!(hits.load(Ordering::SeqCst), 4);
+}
+
+#[tokio::test]
+async fn retries_are_bounded_and_the_last_error_is_returned() {
+    let five = (0..5)
+        .map(|_| {
+            reply(
+                "503 Service Unavailable",
+                "",
+                r#"{"error":{"message":"down"}}"#,
+            )
+        })
+        .collect();
+    let (url, hits) = serve(five).await;
+    let err = bounded(client(2).post_json(&req(&url), &CallCx::new()))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, AdapterError::Server { status: 503, .. }),
+        "{err:?}"
+    );
+    assert_eq!(err.retry_class(), RetryClass::Retryable);
+    assert_eq!(hits.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn other_4xx_are_never_retried() {
+    let (url, hits) = serve(vec![
+        reply(
+            "400 Bad Request",
+            "",
+            r#"{"error":{"message":"bad","param":"text.format"}}"#,
+        ),
+        reply("200 OK", "", "{}"),
+    ])
+    .await;
+    let err = bounded(client(3).post_json(&req(&url), &CallCx::new()))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, AdapterError::SchemaRejected { .. }),
+        "{err:?}"
+    );
+    assert_eq!(hits.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_refused_connection_is_transport_after_retries() {
+    // Bind then drop to get a port nobody listens on.
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/x", l.local_addr().unwrap());
+    drop(l);
+    let err = bounded(client(1).post_json(&req(&url), &CallCx::new()))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, AdapterError::Transport { .. }), "{err:?}");
+    assert!(
+        !err.to_string().contains("127.0.0.1"),
+        "no URL in errors: {err}"
+    );
+}
+
+#[tokio::test]
+async fn a_backoff_that_would_pass_the_deadline_is_not_slept() {
+    let (url, hits) = serve(vec![
+        reply("429 Too Many Requests", "retry-after: 30\r\n", "{}"),
+        reply("200 OK", "", "{}"),
+    ])
+    .await;
+    let c = client(3).with_retry(RetryPolicy {
+        max_retries: 3,
+        base_delay: Duration::from_millis(10),
+        max_delay: Duration::from_secs(60),
+    });
+    let cx = CallCx::new().with_timeout(Duration::from_secs(5));
+    let err = bounded(c.post_json(&req(&url), &cx)).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            AdapterError::RateLimited {
+                retry_after: Some(_),
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(hits.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_hits_the_deadline() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/x", listener.local_addr().unwrap());
+    let keep = tokio::spawn(async move {
+        let (_sock, _) = listener.accept().await.unwrap();
+        tokio::time::sleep(Duration::from_secs(30)).await;
+    });
+    let cx = CallCx::new().with_timeout(Duration::from_millis(300));
+    let err = bounded(client(3).post_json(&req(&url), &cx))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, AdapterError::Timeout { .. }), "{err:?}");
+    keep.abort();
+}
+
+#[tokio::test]
+async fn post_sse_returns_a_reader_and_a_cut_stream_is_truncated() {
+    let body = "event: a\ndata: {\"n\":1}\n\ndata: {\"n\":";
+    let (url, _) = serve(vec![Some(format!(
+        "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    ))])
+    .await;
+    let cx = CallCx::new();
+    let mut sse = bounded(client(0).post_sse(&req(&url), &cx)).await.unwrap();
+    let first = bounded(sse.next_event(&cx)).await.unwrap();
+    assert_eq!(
+        (first.event.as_str(), first.data.as_str()),
+        ("a", "{\"n\":1}")
+    );
+    let err = bounded(sse.next_event(&cx)).await.unwrap_err();
+    assert!(matches!(err, AdapterError::Truncated { .. }), "{err:?}");
+}

@@ -1,0 +1,1 @@
+//! The OpenAI Responses wire family (in progress).
