@@ -1,0 +1,170 @@
+//! The ChatGPT/Codex backend (`POST …/backend-api/codex/responses`, or any `…/responses`),
+//! wire.md §3.
+//!
+//! Model calls are answered with Responses SSE only (see [`crate::responses`]). Before a step
+//! of the script is spent, the body is checked the way the real backend does (§3.3):
+//!
+//! | request | answer |
+//! |---|---|
+//! | no `authorization` header | 401 `{"detail":"Unauthorized"}` |
+//! | no `chatgpt-account-id` header | 400 `{"detail":"Missing chatgpt-account-id header"}` |
+//! | body not a JSON object (after zstd decoding) | 400 `{"detail":"Invalid JSON body"}` |
+//! | `stream` not `true` | 400 `{"detail":"Stream must be set to true"}` |
+//! | `store` not `false` | 400 `{"detail":"Store must be set to false"}` |
+//! | has `max_output_tokens` | 400 `{"detail":"Unsupported parameter: max_output_tokens"}` |
+//!
+//! Side endpoints codex 0.171.0 hits in ChatGPT mode (§3.1, §3.5):
+//! `POST …/oauth/token` (refresh grant → fresh unsigned JWT `id_token`/`access_token` with the
+//! `chatgpt_account_id` claim and a rotated `refresh_token`), `GET …/wham/accounts/check`
+//! (routing discovery pointing back at this server), other `GET …/wham/*` (`{}`),
+//! `POST …/analytics-events/events` (`{}`), `GET …/models` (empty list). A WebSocket upgrade on
+//! `GET …/responses` gets 404, which makes codex fall back to HTTPS POST.
+
+use crate::plan::{Ids, Plan, Route, unix_now};
+use crate::record::RecordedRequest;
+use crate::responses;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde_json::{Value, json};
+
+/// The account id the fake reports when the request names none.
+pub const DEFAULT_ACCOUNT_ID: &str = "acct_fake_123";
+
+fn detail(status: u16, message: &str) -> Plan {
+    Plan::json(status, json!({ "detail": message }))
+}
+
+/// Routes a request for [`crate::Kind::ChatGpt`]; `origin` is this server's base URL.
+pub(crate) fn route(req: &RecordedRequest, origin: &str, ids: &Ids) -> Route {
+    let path = req.route().trim_end_matches('/');
+    match req.method.as_str() {
+        "POST" if path.ends_with("/responses") => check_model_call(req),
+        "POST" if path.ends_with("/oauth/token") => Route::Reply(refresh(req, ids)),
+        "POST" if path.ends_with("/analytics-events/events") => {
+            Route::Reply(Plan::json(200, json!({})))
+        }
+        "GET" if path.ends_with("/wham/accounts/check") => {
+            Route::Reply(accounts_check(req, origin))
+        }
+        "GET" if path.contains("/wham/") => Route::Reply(Plan::json(200, json!({}))),
+        "GET" if path.ends_with("/models") => Route::Reply(responses::models_list()),
+        _ => Route::Reply(responses::not_found(req)),
+    }
+}
+
+fn check_model_call(req: &RecordedRequest) -> Route {
+    let body = &req.body;
+    let rejection = if req.header("authorization").is_none() {
+        Some(detail(401, "Unauthorized"))
+    } else if req.header("chatgpt-account-id").is_none() {
+        Some(detail(400, "Missing chatgpt-account-id header"))
+    } else if !body.is_object() {
+        Some(detail(400, "Invalid JSON body"))
+    } else if body.get("stream") != Some(&json!(true)) {
+        Some(detail(400, "Stream must be set to true"))
+    } else if body.get("store") != Some(&json!(false)) {
+        Some(detail(400, "Store must be set to false"))
+    } else if body.get("max_output_tokens").is_some() {
+        Some(detail(400, "Unsupported parameter: max_output_tokens"))
+    } else {
+        None
+    };
+    rejection.map_or(Route::Model, Route::Reply)
+}
+
+/// The backend's usual error body for `status`.
+pub(crate) fn error_body(status: u16) -> Value {
+    match status {
+        401 => responses::openai_error(
+            "Your authentication token has expired. Please try signing in again.",
+            "invalid_request_error",
+            None,
+            Some("token_expired"),
+        ),
+        429 => json!({"error": {
+            "type": "usage_limit_reached",
+            "message": "The usage limit has been reached",
+            "plan_type": "pro",
+            "resets_in_seconds": 60,
+        }}),
+        400 => json!({"detail": "Bad Request"}),
+        _ => responses::error_body(status),
+    }
+}
+
+fn accounts_check(req: &RecordedRequest, origin: &str) -> Plan {
+    let account = req
+        .header("chatgpt-account-id")
+        .unwrap_or(DEFAULT_ACCOUNT_ID);
+    Plan::json(
+        200,
+        json!({
+            "accounts": [{
+                "id": account, "name": "Fake workspace", "structure": "personal",
+                "workspace_backend_origin": origin, "account_routing_override": "NO_CONSTRAINT",
+            }],
+            "account_ordering": [account],
+            "default_account_id": account,
+        }),
+    )
+}
+
+fn refresh(req: &RecordedRequest, ids: &Ids) -> Plan {
+    let body = &req.body;
+    let grant = body.get("grant_type").and_then(Value::as_str);
+    let has_token = body.get("refresh_token").is_some_and(|t| !t.is_null());
+    if grant != Some("refresh_token") || !has_token {
+        return Plan::json(
+            400,
+            json!({"error": "invalid_request",
+                   "error_description": "grant_type must be refresh_token and refresh_token is required"}),
+        );
+    }
+    let mut tokens = fake_tokens(DEFAULT_ACCOUNT_ID, 3600);
+    tokens["refresh_token"] = json!(ids.next("rt_refreshed"));
+    Plan::json(200, tokens)
+}
+
+/// An unsigned JWT-shaped string (codex only base64-decodes the payload).
+pub fn fake_jwt(claims: &Value) -> String {
+    let part = |v: &Value| URL_SAFE_NO_PAD.encode(v.to_string());
+    format!(
+        "{}.{}.fakesig",
+        part(&json!({"alg": "none", "typ": "JWT"})),
+        part(claims)
+    )
+}
+
+/// Fresh fake ChatGPT tokens (`id_token`, `access_token`, `refresh_token`) for `account_id`,
+/// expiring `ttl_secs` from now (negative: already expired). Useful to write a codex
+/// `auth.json` for tests.
+pub fn fake_tokens(account_id: &str, ttl_secs: i64) -> Value {
+    let now = i64::try_from(unix_now()).unwrap_or(i64::MAX);
+    let exp = now.saturating_add(ttl_secs);
+    let auth = json!({"chatgpt_account_id": account_id, "chatgpt_plan_type": "pro",
+                      "chatgpt_user_id": "user-fake", "user_id": "user-fake"});
+    let email = "fake@example.com";
+    let id_token = fake_jwt(&json!({"email": email, "exp": exp, "iat": now,
+                                    "https://api.openai.com/auth": auth}));
+    let access_token = fake_jwt(&json!({"exp": exp, "iat": now, "https://api.openai.com/auth": auth,
+                                        "https://api.openai.com/profile": {"email": email}}));
+    json!({"id_token": id_token, "access_token": access_token, "refresh_token": "rt_fake_original"})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jwt_payload_decodes_to_the_claims() {
+        let tokens = fake_tokens("acct_x", 60);
+        let access = tokens["access_token"].as_str().unwrap();
+        let payload = access.split('.').nth(1).unwrap();
+        let claims: Value = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap();
+        assert_eq!(
+            claims["https://api.openai.com/auth"]["chatgpt_account_id"],
+            "acct_x"
+        );
+        assert!(claims["exp"].as_i64().unwrap() > claims["iat"].as_i64().unwrap());
+    }
+}

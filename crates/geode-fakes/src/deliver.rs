@@ -1,0 +1,109 @@
+//! Turns a [`Plan`] into an HTTP response, applying a delay and, for stream cuts, truncation.
+//!
+//! | body | delay | cut |
+//! |---|---|---|
+//! | SSE | headers at once, first event after the delay | first half of the events, then half an event, then a clean end |
+//! | JSON | nothing is sent until the delay is over | headers, half the bytes, then the connection is aborted |
+//! | empty | nothing is sent until the delay is over | (no effect) |
+
+use crate::plan::{Plan, PlanBody};
+use crate::sse;
+use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Empty, Full, StreamBody};
+use hyper::body::Frame;
+use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderName, HeaderValue};
+use hyper::{Response, StatusCode};
+use std::io;
+use std::time::Duration;
+
+/// The body type every response uses.
+pub(crate) type Body = BoxBody<Bytes, io::Error>;
+
+/// Whether the answer is played whole or cut short.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ending {
+    /// The whole answer.
+    Complete,
+    /// [`crate::Reply::StreamCut`].
+    Cut,
+}
+
+/// Builds the response for `plan`, waiting `delay` where the table above says.
+pub(crate) async fn deliver(plan: Plan, delay: Duration, ending: Ending) -> Response<Body> {
+    let status = StatusCode::from_u16(plan.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = match plan.body {
+        PlanBody::Sse(events) => {
+            let frames: Vec<Bytes> = events.iter().map(sse::frame).collect();
+            let frames = match ending {
+                Ending::Complete => frames,
+                Ending::Cut => sse::cut(frames),
+            };
+            let mut response = Response::new(chunks(delay, frames, false));
+            let headers = response.headers_mut();
+            headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+            headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+            response
+        }
+        PlanBody::Json(value) => {
+            tokio::time::sleep(delay).await;
+            let bytes = Bytes::from(value.to_string());
+            let body = match ending {
+                Ending::Complete => full(bytes),
+                Ending::Cut => chunks(Duration::ZERO, vec![bytes.slice(..bytes.len() / 2)], true),
+            };
+            let mut response = Response::new(body);
+            response
+                .headers_mut()
+                .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            response
+        }
+        PlanBody::Empty => {
+            tokio::time::sleep(delay).await;
+            Response::new(Empty::new().map_err(|never| match never {}).boxed())
+        }
+    };
+    *response.status_mut() = status;
+    for (name, value) in plan.headers {
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            response
+                .headers_mut()
+                .append(HeaderName::from_static(name), value);
+        }
+    }
+    response
+}
+
+/// A complete body with a `content-length`.
+pub(crate) fn full(bytes: Bytes) -> Body {
+    Full::new(bytes).map_err(|never| match never {}).boxed()
+}
+
+/// A chunked body: waits `delay`, sends `frames`, then ends cleanly or (with `abort`) fails,
+/// which makes the server drop the connection mid-body.
+fn chunks(delay: Duration, frames: Vec<Bytes>, abort: bool) -> Body {
+    struct State {
+        delay: Option<Duration>,
+        frames: std::vec::IntoIter<Bytes>,
+        abort: bool,
+    }
+    let state = State {
+        delay: Some(delay).filter(|d| !d.is_zero()),
+        frames: frames.into_iter(),
+        abort,
+    };
+    let stream = futures::stream::unfold(state, |mut state| async move {
+        if let Some(delay) = state.delay.take() {
+            tokio::time::sleep(delay).await;
+        }
+        match state.frames.next() {
+            Some(bytes) => Some((Ok(Frame::data(bytes)), state)),
+            None if state.abort => {
+                state.abort = false;
+                Some((Err(io::Error::other("stream cut by the fake")), state))
+            }
+            None => None,
+        }
+    });
+    StreamBody::new(stream).boxed()
+}

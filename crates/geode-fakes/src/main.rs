@@ -1,0 +1,142 @@
+//! `geode-fakes`: serve one fake provider from the command line.
+//!
+//! `geode-fakes serve --kind responses|chatgpt|messages|chat [--port N] [--script FILE]` prints
+//! the base URL on the first stdout line, then one JSON line per request (secrets masked), and
+//! serves until interrupted (Ctrl-C or SIGTERM). Without `--script` it answers every model call
+//! with `auto` (a schema instance or a fixed text, like the Python fakes).
+//!
+//! `geode-fakes auth-json [--stale]` prints a fake codex `auth.json` (ChatGPT mode).
+//!
+//! Exit codes: 0 after a clean stop, 1 on an error (bad script, port in use).
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use geode_fakes::{FakeServer, Kind, Script};
+use std::io::Write;
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(name = "geode-fakes", version, about = "Fake LLM provider servers on 127.0.0.1")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve one fake until interrupted.
+    Serve {
+        /// The protocol: responses, chatgpt, messages or chat.
+        #[arg(long)]
+        kind: Kind,
+        /// The port on 127.0.0.1 (0 picks a free one).
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+        /// A JSON script: an array of replies or {"steps": [...], "default": ..., "usage": ...}.
+        #[arg(long)]
+        script: Option<PathBuf>,
+    },
+    /// Print a fake codex auth.json for ChatGPT mode.
+    AuthJson {
+        /// Tokens that expired ten minutes ago, last refresh 30 days ago.
+        #[arg(long)]
+        stale: bool,
+    },
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    match Cli::parse().command {
+        Command::Serve { kind, port, script } => serve(kind, port, script).await,
+        Command::AuthJson { stale } => {
+            println!("{}", auth_json(stale)?);
+            Ok(())
+        }
+    }
+}
+
+async fn serve(kind: Kind, port: u16, script: Option<PathBuf>) -> anyhow::Result<()> {
+    let script = match script {
+        Some(path) => Script::from_file(&path)?,
+        None => Script::default(),
+    };
+    let (tap, mut taps) = tokio::sync::mpsc::unbounded_channel();
+    let server = FakeServer::builder(kind)
+        .script(script)
+        .port(port)
+        .tap(tap)
+        .start()
+        .await
+        .with_context(|| format!("cannot listen on 127.0.0.1:{port}"))?;
+    let mut out = std::io::stdout();
+    writeln!(out, "{}", server.base_url())?;
+    out.flush()?;
+    let mut terminate =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    loop {
+        tokio::select! {
+            Some(request) = taps.recv() => {
+                match writeln!(out, "{}", serde_json::to_string(&request)?) {
+                    Ok(()) => out.flush()?,
+                    // A closed stdout (broken pipe) is not an error: just stop logging.
+                    Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => break,
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            _ = tokio::signal::ctrl_c() => break,
+            _ = terminate.recv() => break,
+        }
+    }
+    server.shutdown().await;
+    Ok(())
+}
+
+fn auth_json(stale: bool) -> anyhow::Result<String> {
+    let ttl = if stale { -600 } else { 3600 };
+    let mut tokens = geode_fakes::chatgpt::fake_tokens(geode_fakes::chatgpt::DEFAULT_ACCOUNT_ID, ttl);
+    tokens["account_id"] = geode_fakes::chatgpt::DEFAULT_ACCOUNT_ID.into();
+    let days_ago = if stale { 30 } else { 0 };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let last_refresh = rfc3339(now.saturating_sub(days_ago * 86_400));
+    let auth = serde_json::json!({
+        "auth_mode": "chatgpt", "OPENAI_API_KEY": null, "tokens": tokens,
+        "last_refresh": last_refresh,
+    });
+    Ok(serde_json::to_string_pretty(&auth)?)
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ` for a Unix time (civil-from-days, proleptic Gregorian).
+fn rfc3339(secs: u64) -> String {
+    let days = i64::try_from(secs / 86_400).unwrap_or(0);
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_formats_known_dates() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339(1_796_034_031), "2026-11-30T10:20:31Z");
+    }
+}
