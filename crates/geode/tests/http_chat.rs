@@ -4,6 +4,8 @@
 //! [`assert_invariants`] (bearer auth, never `tool_choice` other than `auto`, no secret in the
 //! recording).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may unwrap (HELPERS.md)
+
 use geode::ledger::StructuredOutputMode;
 use geode::llm::adapter::{Adapter, AdapterError, CallCx, RetryClass};
 use geode::llm::adapters::glm_coding_plan::GlmCodingPlan;
@@ -45,9 +47,12 @@ async fn serve(script: Script) -> FakeServer {
 }
 
 fn payg(server: &FakeServer, retries: u32) -> GlmPayg {
-    GlmPayg::new(format!("{}/api/paas/v4", server.base_url()), Secret::new(KEY))
-        .unwrap()
-        .with_http(http(retries))
+    GlmPayg::new(
+        format!("{}/api/paas/v4", server.base_url()),
+        Secret::new(KEY),
+    )
+    .unwrap()
+    .with_http(http(retries))
 }
 
 fn request() -> AdapterCallRequest {
@@ -113,7 +118,10 @@ async fn schema_sets_json_object_and_travels_in_the_system_prompt() {
     bounded(async {
         let answer = json!({"decision": "accept", "reason": "fine"});
         let server = serve(Script::always(Reply::Json(answer.clone()))).await;
-        let resp = payg(&server, 0).call(with_schema(), &CallCx::new()).await.unwrap();
+        let resp = payg(&server, 0)
+            .call(with_schema(), &CallCx::new())
+            .await
+            .unwrap();
         let seen = server.requests();
         assert_invariants(&seen, PAYG_ROUTE);
         let body = &seen[0].body;
@@ -122,8 +130,14 @@ async fn schema_sets_json_object_and_travels_in_the_system_prompt() {
         assert_eq!(body["messages"][0]["role"], "system");
         let system = body["messages"][0]["content"].as_str().unwrap();
         assert!(system.starts_with("Be terse.") && system.contains(INSTRUCTION_HEADING));
-        assert!(system.contains("\"minLength\": 3"), "the original schema travels whole: {system}");
-        assert_eq!(body["messages"][1], json!({"role": "user", "content": "decide"}));
+        assert!(
+            system.contains("\"minLength\": 3"),
+            "the original schema travels whole: {system}"
+        );
+        assert_eq!(
+            body["messages"][1],
+            json!({"role": "user", "content": "decide"})
+        );
         assert_eq!(resp.wire.mode, StructuredOutputMode::JsonMode);
         assert_eq!(serde_json::from_str::<Value>(&resp.text).unwrap(), answer);
         assert_eq!(resp.stop_reason, StopReason::EndTurn);
@@ -136,7 +150,10 @@ async fn schema_sets_json_object_and_travels_in_the_system_prompt() {
 async fn no_schema_sends_no_response_format() {
     bounded(async {
         let server = serve(Script::always(Reply::text("hi"))).await;
-        let resp = payg(&server, 0).call(request(), &CallCx::new()).await.unwrap();
+        let resp = payg(&server, 0)
+            .call(request(), &CallCx::new())
+            .await
+            .unwrap();
         let body = &server.requests()[0].body;
         assert!(body.get("response_format").is_none());
         assert_eq!(resp.wire.mode, StructuredOutputMode::None);
@@ -170,26 +187,53 @@ async fn tool_choice_none_is_never_sent_to_glm() {
 #[tokio::test]
 async fn tool_calls_come_back_parsed_and_replay_as_tool_messages() {
     bounded(async {
-        let server = serve(Script::new([Reply::tool_call("get_weather", json!({"city": "Paris"})), Reply::text("18C")])).await;
+        let server = serve(Script::new([
+            Reply::tool_call("get_weather", json!({"city": "Paris"})),
+            Reply::text("18C"),
+        ]))
+        .await;
         let adapter = payg(&server, 0);
-        let first = adapter.call(with_tools(ToolChoice::Auto), &CallCx::new()).await.unwrap();
+        let first = adapter
+            .call(with_tools(ToolChoice::Auto), &CallCx::new())
+            .await
+            .unwrap();
         assert_eq!(first.stop_reason, StopReason::ToolUse);
         assert_eq!(first.tool_uses.len(), 1);
-        assert_eq!((first.tool_uses[0].name.as_str(), &first.tool_uses[0].input), ("get_weather", &json!({"city": "Paris"})));
+        assert_eq!(
+            (first.tool_uses[0].name.as_str(), &first.tool_uses[0].input),
+            ("get_weather", &json!({"city": "Paris"}))
+        );
         let call = &first.tool_uses[0];
         let mut next = with_tools(ToolChoice::Auto);
         next.messages.push(Message {
             role: Role::Assistant,
-            content: vec![ContentBlock::ToolUse { id: call.id.clone(), name: call.name.clone(), input: call.input.clone() }],
+            content: vec![ContentBlock::ToolUse {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                input: call.input.clone(),
+            }],
         });
         next.messages.push(Message {
             role: Role::User,
-            content: vec![ContentBlock::ToolResult { tool_use_id: call.id.clone(), content: "18C".into(), is_error: false }],
+            content: vec![ContentBlock::ToolResult {
+                tool_use_id: call.id.clone(),
+                content: "18C".into(),
+                is_error: false,
+            }],
         });
-        assert_eq!(adapter.call(next, &CallCx::new()).await.unwrap().text, "18C");
+        assert_eq!(
+            adapter.call(next, &CallCx::new()).await.unwrap().text,
+            "18C"
+        );
         let body = &server.requests()[1].body;
-        assert_eq!(body["messages"][1]["tool_calls"][0]["function"]["arguments"], "{\"city\":\"Paris\"}");
-        assert_eq!(body["messages"][2], json!({"role": "tool", "tool_call_id": call.id, "content": "18C"}));
+        assert_eq!(
+            body["messages"][1]["tool_calls"][0]["function"]["arguments"],
+            "{\"city\":\"Paris\"}"
+        );
+        assert_eq!(
+            body["messages"][2],
+            json!({"role": "tool", "tool_call_id": call.id, "content": "18C"})
+        );
     })
     .await
 }
@@ -198,10 +242,21 @@ async fn tool_calls_come_back_parsed_and_replay_as_tool_messages() {
 async fn coding_plan_posts_to_its_own_base_with_its_own_key() {
     bounded(async {
         let server = serve(Script::always(Reply::text("ok"))).await;
-        let adapter = GlmCodingPlan::new(format!("{}/api/coding/paas/v4/", server.base_url()), Secret::new(KEY))
-            .unwrap()
-            .with_http(http(0));
-        assert_eq!(adapter.call(with_schema(), &CallCx::new()).await.unwrap().wire.mode, StructuredOutputMode::JsonMode);
+        let adapter = GlmCodingPlan::new(
+            format!("{}/api/coding/paas/v4/", server.base_url()),
+            Secret::new(KEY),
+        )
+        .unwrap()
+        .with_http(http(0));
+        assert_eq!(
+            adapter
+                .call(with_schema(), &CallCx::new())
+                .await
+                .unwrap()
+                .wire
+                .mode,
+            StructuredOutputMode::JsonMode
+        );
         assert_invariants(&server.requests(), "/api/coding/paas/v4/chat/completions");
     })
     .await
@@ -212,12 +267,21 @@ async fn auth_and_schema_rejections_are_typed_and_not_retried() {
     bounded(async {
         let server = serve(Script::always(Reply::status(401))).await;
         let err = error_of(payg(&server, 3).call(request(), &CallCx::new()).await);
-        assert!(matches!(err, AdapterError::Auth { status: 401, .. }), "{err}");
+        assert!(
+            matches!(err, AdapterError::Auth { status: 401, .. }),
+            "{err}"
+        );
         assert!(!err.to_string().contains(KEY));
         assert_eq!(server.requests().len(), 1);
-        let server = serve(Script::always(Reply::SchemaRejection("response_format type json_schema is not supported".into()))).await;
+        let server = serve(Script::always(Reply::SchemaRejection(
+            "response_format type json_schema is not supported".into(),
+        )))
+        .await;
         let err = error_of(payg(&server, 3).call(with_schema(), &CallCx::new()).await);
-        assert!(matches!(err, AdapterError::SchemaRejected { status: 400, .. }), "{err}");
+        assert!(
+            matches!(err, AdapterError::SchemaRejected { status: 400, .. }),
+            "{err}"
+        );
         assert_eq!(err.retry_class(), RetryClass::Fatal);
         assert_eq!(server.requests().len(), 1);
     })
@@ -229,16 +293,34 @@ async fn rate_limits_server_errors_and_resets_are_retried() {
     bounded(async {
         let server = serve(Script::always(Reply::rate_limited(4))).await;
         match error_of(payg(&server, 0).call(request(), &CallCx::new()).await) {
-            AdapterError::RateLimited { retry_after, .. } => assert_eq!(retry_after, Some(Duration::from_secs(4))),
+            AdapterError::RateLimited { retry_after, .. } => {
+                assert_eq!(retry_after, Some(Duration::from_secs(4)))
+            }
             other => panic!("expected RateLimited, got {other}"),
         }
-        let server = serve(Script::new([Reply::rate_limited(1), Reply::status(500), Reply::ConnectionReset, Reply::text("ok")])).await;
-        assert_eq!(payg(&server, 3).call(request(), &CallCx::new()).await.unwrap().text, "ok");
+        let server = serve(Script::new([
+            Reply::rate_limited(1),
+            Reply::status(500),
+            Reply::ConnectionReset,
+            Reply::text("ok"),
+        ]))
+        .await;
+        assert_eq!(
+            payg(&server, 3)
+                .call(request(), &CallCx::new())
+                .await
+                .unwrap()
+                .text,
+            "ok"
+        );
         assert_eq!(server.requests().len(), 4);
         assert_invariants(&server.requests(), PAYG_ROUTE);
         let server = serve(Script::always(Reply::status(503))).await;
         let err = error_of(payg(&server, 1).call(request(), &CallCx::new()).await);
-        assert!(matches!(err, AdapterError::Server { status: 503, .. }), "{err}");
+        assert!(
+            matches!(err, AdapterError::Server { status: 503, .. }),
+            "{err}"
+        );
         assert_eq!(server.requests().len(), 2);
     })
     .await
@@ -251,7 +333,14 @@ async fn a_body_cut_mid_json_is_a_retryable_failure() {
         let err = error_of(payg(&server, 1).call(request(), &CallCx::new()).await);
         assert_eq!(err.retry_class(), RetryClass::Retryable, "{err}");
         let server = serve(Script::new([Reply::StreamCut, Reply::text("whole")])).await;
-        assert_eq!(payg(&server, 1).call(request(), &CallCx::new()).await.unwrap().text, "whole");
+        assert_eq!(
+            payg(&server, 1)
+                .call(request(), &CallCx::new())
+                .await
+                .unwrap()
+                .text,
+            "whole"
+        );
     })
     .await
 }
@@ -259,12 +348,22 @@ async fn a_body_cut_mid_json_is_a_retryable_failure() {
 #[tokio::test]
 async fn refusal_and_length_keep_their_stop_reasons() {
     bounded(async {
-        let server = serve(Script::new([Reply::Refusal("No.".into()), Reply::MaxTokens("{\"decision\":".into())])).await;
+        let server = serve(Script::new([
+            Reply::Refusal("No.".into()),
+            Reply::MaxTokens("{\"decision\":".into()),
+        ]))
+        .await;
         let adapter = payg(&server, 0);
         let refused = adapter.call(with_schema(), &CallCx::new()).await.unwrap();
-        assert_eq!((refused.stop_reason, refused.text.as_str()), (StopReason::Refusal, "No."));
+        assert_eq!(
+            (refused.stop_reason, refused.text.as_str()),
+            (StopReason::Refusal, "No.")
+        );
         let cut = adapter.call(with_schema(), &CallCx::new()).await.unwrap();
-        assert_eq!((cut.stop_reason, cut.text.as_str()), (StopReason::MaxTokens, "{\"decision\":"));
+        assert_eq!(
+            (cut.stop_reason, cut.text.as_str()),
+            (StopReason::MaxTokens, "{\"decision\":")
+        );
     })
     .await
 }
@@ -274,7 +373,10 @@ async fn a_hanging_provider_ends_at_the_deadline() {
     bounded(async {
         let server = serve(Script::always(Reply::Hang)).await;
         let cx = CallCx::new().with_timeout(Duration::from_millis(300));
-        assert_eq!(error_of(payg(&server, 0).call(request(), &cx).await).kind(), "timeout");
+        assert_eq!(
+            error_of(payg(&server, 0).call(request(), &cx).await).kind(),
+            "timeout"
+        );
     })
     .await
 }

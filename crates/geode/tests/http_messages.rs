@@ -3,6 +3,8 @@
 //! Every test is bounded by [`bounded`]; every recorded request is checked by
 //! [`assert_invariants`] (endpoint, version header, streaming, no secret in the recording).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may unwrap (HELPERS.md)
+
 use geode::ledger::StructuredOutputMode;
 use geode::llm::adapter::{Adapter, AdapterError, CallCx, RetryClass};
 use geode::llm::adapters::anthropic_oauth::{self, AnthropicOauth};
@@ -89,10 +91,16 @@ fn assert_invariants(seen: &[RecordedRequest]) {
         assert_eq!(r.body["stream"], true);
         assert!(r.body["max_tokens"].as_u64().is_some_and(|n| n > 0));
         if r.body.get("tool_choice").is_some() {
-            assert!(r.body["tools"].as_array().is_some_and(|t| !t.is_empty()), "tool_choice without tools");
+            assert!(
+                r.body["tools"].as_array().is_some_and(|t| !t.is_empty()),
+                "tool_choice without tools"
+            );
         }
         let dump = serde_json::to_string(r).unwrap();
-        assert!(!dump.contains(KEY) && !dump.contains(TOKEN), "a secret reached the recording");
+        assert!(
+            !dump.contains(KEY) && !dump.contains(TOKEN),
+            "a secret reached the recording"
+        );
     }
 }
 
@@ -107,7 +115,10 @@ fn kind_of<T>(r: Result<T, AdapterError>) -> AdapterError {
 async fn payg_sends_api_key_and_native_output_config_for_a_fitting_schema() {
     bounded(async {
         let server = serve(Script::always(Reply::Auto)).await;
-        let resp = payg(&server, 0).call(with_schema(fitting()), &CallCx::new()).await.unwrap();
+        let resp = payg(&server, 0)
+            .call(with_schema(fitting()), &CallCx::new())
+            .await
+            .unwrap();
         let seen = server.requests();
         assert_invariants(&seen);
         let r = &seen[0];
@@ -118,12 +129,24 @@ async fn payg_sends_api_key_and_native_output_config_for_a_fitting_schema() {
         let schema = &r.body["output_config"]["format"];
         assert_eq!(schema["type"], "json_schema");
         assert_eq!(schema["schema"]["additionalProperties"], false);
-        assert!(schema["schema"]["properties"]["answer"].get("maxLength").is_none());
+        assert!(
+            schema["schema"]["properties"]["answer"]
+                .get("maxLength")
+                .is_none()
+        );
         assert!(r.body.get("tools").is_none());
         assert_eq!(resp.wire.mode, StructuredOutputMode::Strict);
-        assert!(resp.wire.transforms.iter().any(|t| t.action.contains("maxLength")));
+        assert!(
+            resp.wire
+                .transforms
+                .iter()
+                .any(|t| t.action.contains("maxLength"))
+        );
         let answer: Value = serde_json::from_str(&resp.text).unwrap();
-        assert!(answer["answer"].is_string() && answer["n"].is_i64(), "{answer}");
+        assert!(
+            answer["answer"].is_string() && answer["n"].is_i64(),
+            "{answer}"
+        );
         assert_eq!(resp.stop_reason, StopReason::EndTurn);
         assert_eq!((resp.usage.input_tokens, resp.usage.output_tokens), (11, 7));
     })
@@ -158,11 +181,19 @@ async fn oauth_token_comes_from_the_claude_credentials_file() {
     bounded(async {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(".credentials.json");
-        std::fs::write(&path, json!({"claudeAiOauth": {"accessToken": TOKEN, "expiresAt": u64::MAX / 2}}).to_string())
-            .unwrap();
+        std::fs::write(
+            &path,
+            json!({"claudeAiOauth": {"accessToken": TOKEN, "expiresAt": u64::MAX / 2}}).to_string(),
+        )
+        .unwrap();
         let server = serve(Script::always(Reply::text("ok"))).await;
-        let adapter = AnthropicOauth::with_credentials_file(server.base_url(), &path).unwrap().with_http(http(0));
-        assert_eq!(adapter.call(request(), &CallCx::new()).await.unwrap().text, "ok");
+        let adapter = AnthropicOauth::with_credentials_file(server.base_url(), &path)
+            .unwrap()
+            .with_http(http(0));
+        assert_eq!(
+            adapter.call(request(), &CallCx::new()).await.unwrap().text,
+            "ok"
+        );
         assert_invariants(&server.requests());
         std::fs::remove_file(&path).unwrap();
         let err = kind_of(adapter.call(request(), &CallCx::new()).await);
@@ -176,14 +207,27 @@ async fn oauth_token_comes_from_the_claude_credentials_file() {
 async fn unfitting_schema_travels_as_a_forced_output_tool_and_comes_back_structured() {
     bounded(async {
         let answer = json!({"name": "root", "kids": [{"name": "leaf"}]});
-        let server = serve(Script::always(Reply::tool_call("emit_Tree", answer.clone()))).await;
-        let resp = payg(&server, 0).call(with_schema(recursive()), &CallCx::new()).await.unwrap();
+        let server = serve(Script::always(Reply::tool_call(
+            "emit_Tree",
+            answer.clone(),
+        )))
+        .await;
+        let resp = payg(&server, 0)
+            .call(with_schema(recursive()), &CallCx::new())
+            .await
+            .unwrap();
         let seen = server.requests();
         assert_invariants(&seen);
         let body = &seen[0].body;
-        assert_eq!(body["tools"], json!([{"name": "emit_Tree", "description": body["tools"][0]["description"],
-            "input_schema": recursive()}]));
-        assert_eq!(body["tool_choice"], json!({"type": "tool", "name": "emit_Tree", "disable_parallel_tool_use": true}));
+        assert_eq!(
+            body["tools"],
+            json!([{"name": "emit_Tree", "description": body["tools"][0]["description"],
+            "input_schema": recursive()}])
+        );
+        assert_eq!(
+            body["tool_choice"],
+            json!({"type": "tool", "name": "emit_Tree", "disable_parallel_tool_use": true})
+        );
         assert!(body.get("output_config").is_none());
         assert_eq!(resp.wire.mode, StructuredOutputMode::Tool);
         assert_eq!(resp.structured, Some(answer.clone()));
@@ -197,14 +241,23 @@ async fn unfitting_schema_travels_as_a_forced_output_tool_and_comes_back_structu
 #[tokio::test]
 async fn framework_tool_calls_beside_the_output_tool_go_back_to_the_loop() {
     bounded(async {
-        let server = serve(Script::always(Reply::tool_call("get_weather", json!({"city": "Paris"})))).await;
+        let server = serve(Script::always(Reply::tool_call(
+            "get_weather",
+            json!({"city": "Paris"}),
+        )))
+        .await;
         let mut req = with_schema(recursive());
         req.tools = vec![weather_tool()];
         req.tool_choice = ToolChoice::Auto;
         let resp = payg(&server, 0).call(req, &CallCx::new()).await.unwrap();
         let body = &server.requests()[0].body;
         assert_eq!(body["tool_choice"], json!({"type": "any"}));
-        let names: Vec<&str> = body["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+        let names: Vec<&str> = body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t["name"].as_str())
+            .collect();
         assert_eq!(names, ["get_weather", "emit_Tree"]);
         assert_eq!(resp.stop_reason, StopReason::ToolUse);
         assert_eq!(resp.tool_uses.len(), 1);
@@ -222,9 +275,16 @@ async fn with_thinking_an_unfitting_schema_goes_into_the_system_prompt() {
         req.thinking_budget = 1024;
         let resp = payg(&server, 0).call(req, &CallCx::new()).await.unwrap();
         let body = &server.requests()[0].body;
-        assert!(body["system"].as_str().is_some_and(|s| s.contains(INSTRUCTION_HEADING) && s.contains("\"kids\"")));
+        assert!(
+            body["system"]
+                .as_str()
+                .is_some_and(|s| s.contains(INSTRUCTION_HEADING) && s.contains("\"kids\""))
+        );
         assert!(body.get("tools").is_none() && body.get("output_config").is_none());
-        assert_eq!(body["thinking"], json!({"type": "enabled", "budget_tokens": 1024}));
+        assert_eq!(
+            body["thinking"],
+            json!({"type": "enabled", "budget_tokens": 1024})
+        );
         assert_eq!(resp.wire.mode, StructuredOutputMode::Prompt);
     })
     .await
@@ -235,8 +295,15 @@ async fn schema_rejection_400_is_typed_and_not_retried() {
     bounded(async {
         let msg = "output_config.format.schema: Too many recursive definitions in schema";
         let server = serve(Script::always(Reply::SchemaRejection(msg.into()))).await;
-        let err = kind_of(payg(&server, 3).call(with_schema(fitting()), &CallCx::new()).await);
-        assert!(matches!(err, AdapterError::SchemaRejected { status: 400, .. }), "{err}");
+        let err = kind_of(
+            payg(&server, 3)
+                .call(with_schema(fitting()), &CallCx::new())
+                .await,
+        );
+        assert!(
+            matches!(err, AdapterError::SchemaRejected { status: 400, .. }),
+            "{err}"
+        );
         assert_eq!(err.retry_class(), RetryClass::Fatal);
         assert_eq!(server.requests().len(), 1);
     })
@@ -248,7 +315,10 @@ async fn unauthorized_401_is_auth_without_the_key_and_not_retried() {
     bounded(async {
         let server = serve(Script::always(Reply::status(401))).await;
         let err = kind_of(payg(&server, 3).call(request(), &CallCx::new()).await);
-        assert!(matches!(err, AdapterError::Auth { status: 401, .. }), "{err}");
+        assert!(
+            matches!(err, AdapterError::Auth { status: 401, .. }),
+            "{err}"
+        );
         assert!(!err.to_string().contains(KEY) && !format!("{err:?}").contains(KEY));
         assert_eq!(server.requests().len(), 1);
     })
@@ -261,11 +331,16 @@ async fn rate_limit_429_reports_retry_after_and_is_retried() {
         let server = serve(Script::always(Reply::rate_limited(7))).await;
         let err = kind_of(payg(&server, 0).call(request(), &CallCx::new()).await);
         match err {
-            AdapterError::RateLimited { retry_after, .. } => assert_eq!(retry_after, Some(Duration::from_secs(7))),
+            AdapterError::RateLimited { retry_after, .. } => {
+                assert_eq!(retry_after, Some(Duration::from_secs(7)))
+            }
             other => panic!("expected RateLimited, got {other}"),
         }
         let server = serve(Script::new([Reply::rate_limited(1), Reply::text("after")])).await;
-        let resp = payg(&server, 2).call(request(), &CallCx::new()).await.unwrap();
+        let resp = payg(&server, 2)
+            .call(request(), &CallCx::new())
+            .await
+            .unwrap();
         assert_eq!(resp.text, "after");
         assert_eq!(server.requests().len(), 2);
         assert_invariants(&server.requests());
@@ -276,16 +351,34 @@ async fn rate_limit_429_reports_retry_after_and_is_retried() {
 #[tokio::test]
 async fn server_errors_and_resets_are_retried_then_reported() {
     bounded(async {
-        let server = serve(Script::new([Reply::status(500), Reply::ConnectionReset, Reply::text("ok")])).await;
-        assert_eq!(payg(&server, 3).call(request(), &CallCx::new()).await.unwrap().text, "ok");
+        let server = serve(Script::new([
+            Reply::status(500),
+            Reply::ConnectionReset,
+            Reply::text("ok"),
+        ]))
+        .await;
+        assert_eq!(
+            payg(&server, 3)
+                .call(request(), &CallCx::new())
+                .await
+                .unwrap()
+                .text,
+            "ok"
+        );
         assert_eq!(server.requests().len(), 3);
         let server = serve(Script::always(Reply::status(529))).await;
         let err = kind_of(payg(&server, 2).call(request(), &CallCx::new()).await);
-        assert!(matches!(err, AdapterError::Server { status: 529, .. }), "{err}");
+        assert!(
+            matches!(err, AdapterError::Server { status: 529, .. }),
+            "{err}"
+        );
         assert_eq!(server.requests().len(), 3);
         let server = serve(Script::always(Reply::ConnectionReset)).await;
         let err = kind_of(payg(&server, 1).call(request(), &CallCx::new()).await);
-        assert_eq!((err.kind(), err.retry_class()), ("transport", RetryClass::Retryable));
+        assert_eq!(
+            (err.kind(), err.retry_class()),
+            ("transport", RetryClass::Retryable)
+        );
     })
     .await
 }
@@ -295,8 +388,16 @@ async fn stream_cut_before_message_stop_is_truncated() {
     bounded(async {
         let server = serve(Script::always(Reply::StreamCut)).await;
         let err = kind_of(payg(&server, 3).call(request(), &CallCx::new()).await);
-        assert_eq!((err.kind(), err.retry_class()), ("truncated", RetryClass::Retryable), "{err}");
-        assert_eq!(server.requests().len(), 1, "a started stream is not retried by the transport");
+        assert_eq!(
+            (err.kind(), err.retry_class()),
+            ("truncated", RetryClass::Retryable),
+            "{err}"
+        );
+        assert_eq!(
+            server.requests().len(),
+            1,
+            "a started stream is not retried by the transport"
+        );
     })
     .await
 }
@@ -304,12 +405,28 @@ async fn stream_cut_before_message_stop_is_truncated() {
 #[tokio::test]
 async fn refusal_and_max_tokens_keep_their_stop_reasons() {
     bounded(async {
-        let server = serve(Script::new([Reply::Refusal("I can't help.".into()), Reply::MaxTokens("{\"answer\":".into())])).await;
+        let server = serve(Script::new([
+            Reply::Refusal("I can't help.".into()),
+            Reply::MaxTokens("{\"answer\":".into()),
+        ]))
+        .await;
         let adapter = payg(&server, 0);
-        let refused = adapter.call(with_schema(fitting()), &CallCx::new()).await.unwrap();
-        assert_eq!((refused.stop_reason, refused.text.as_str()), (StopReason::Refusal, "I can't help."));
-        let cut = adapter.call(with_schema(fitting()), &CallCx::new()).await.unwrap();
-        assert_eq!((cut.stop_reason, cut.text.as_str()), (StopReason::MaxTokens, "{\"answer\":"));
+        let refused = adapter
+            .call(with_schema(fitting()), &CallCx::new())
+            .await
+            .unwrap();
+        assert_eq!(
+            (refused.stop_reason, refused.text.as_str()),
+            (StopReason::Refusal, "I can't help.")
+        );
+        let cut = adapter
+            .call(with_schema(fitting()), &CallCx::new())
+            .await
+            .unwrap();
+        assert_eq!(
+            (cut.stop_reason, cut.text.as_str()),
+            (StopReason::MaxTokens, "{\"answer\":")
+        );
     })
     .await
 }
@@ -320,14 +437,20 @@ async fn a_hanging_provider_ends_at_the_deadline_and_cancel_stops_the_call() {
         let server = serve(Script::always(Reply::Hang)).await;
         let adapter = payg(&server, 0);
         let cx = CallCx::new().with_timeout(Duration::from_millis(300));
-        assert_eq!(kind_of(adapter.call(request(), &cx).await).kind(), "timeout");
+        assert_eq!(
+            kind_of(adapter.call(request(), &cx).await).kind(),
+            "timeout"
+        );
         let cx = CallCx::new();
         let cancel = cx.cancel.clone();
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(100)).await;
             cancel.cancel();
         });
-        assert_eq!(kind_of(adapter.call(request(), &cx).await).kind(), "cancelled");
+        assert_eq!(
+            kind_of(adapter.call(request(), &cx).await).kind(),
+            "cancelled"
+        );
     })
     .await
 }

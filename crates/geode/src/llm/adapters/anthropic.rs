@@ -134,6 +134,9 @@ mod tests {
         let body: serde_json::Value = serde_json::from_slice(post.body()).unwrap();
         assert_eq!(body["stream"], true);
         let c = c.with_default_model("claude-x");
-        assert_eq!(c.build(&AdapterCallRequest::new("", vec![])).body.model, "claude-x");
+        assert_eq!(
+            c.build(&AdapterCallRequest::new("", vec![])).body.model,
+            "claude-x"
+        );
     }
 }

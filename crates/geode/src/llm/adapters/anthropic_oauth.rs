@@ -131,7 +131,12 @@ fn read_file_token(path: &std::path::Path) -> Result<Secret, AdapterError> {
     let mut text = String::new();
     std::fs::File::open(path)
         .and_then(|f| f.take(MAX_FILE).read_to_string(&mut text))
-        .map_err(|e| config(format!("{TOKEN_ENV} is not set and {shown} cannot be read ({})", e.kind())))?;
+        .map_err(|e| {
+            config(format!(
+                "{TOKEN_ENV} is not set and {shown} cannot be read ({})",
+                e.kind()
+            ))
+        })?;
     let now_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
@@ -192,8 +197,15 @@ mod tests {
     fn credentials_file_token_is_read_and_expiry_checked() {
         let text = r#"{"claudeAiOauth": {"accessToken": "sk-ant-oat01-abc", "refreshToken": "r",
                        "expiresAt": 2000, "scopes": ["user:inference"]}}"#;
-        assert_eq!(parse_credentials(text, 1000).map(|s| s.expose().to_owned()), Ok("sk-ant-oat01-abc".into()));
-        assert!(parse_credentials(text, 3000).unwrap_err().contains("expired"));
+        assert_eq!(
+            parse_credentials(text, 1000).map(|s| s.expose().to_owned()),
+            Ok("sk-ant-oat01-abc".into())
+        );
+        assert!(
+            parse_credentials(text, 3000)
+                .unwrap_err()
+                .contains("expired")
+        );
         assert!(parse_credentials(r#"{"claudeAiOauth": {"accessToken": ""}}"#, 0).is_err());
         assert!(parse_credentials(r#"{"other": 1}"#, 0).is_err());
         assert!(parse_credentials("nope", 0).is_err());
@@ -205,17 +217,27 @@ mod tests {
     fn missing_or_bad_file_is_a_config_error_naming_the_path_not_the_token() {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join(".credentials.json");
-        let err = AnthropicOauth::with_credentials_file("http://127.0.0.1:9", &missing).unwrap_err();
+        let err =
+            AnthropicOauth::with_credentials_file("http://127.0.0.1:9", &missing).unwrap_err();
         assert_eq!(err.kind(), "config");
         assert!(err.to_string().contains(".credentials.json"), "{err}");
-        std::fs::write(&missing, r#"{"claudeAiOauth": {"accessToken": "sk-ant-oat01-zzz", "expiresAt": 1}}"#).unwrap();
-        let err = AnthropicOauth::with_credentials_file("http://127.0.0.1:9", &missing).unwrap_err();
-        assert!(err.to_string().contains("expired") && !err.to_string().contains("zzz"), "{err}");
+        std::fs::write(
+            &missing,
+            r#"{"claudeAiOauth": {"accessToken": "sk-ant-oat01-zzz", "expiresAt": 1}}"#,
+        )
+        .unwrap();
+        let err =
+            AnthropicOauth::with_credentials_file("http://127.0.0.1:9", &missing).unwrap_err();
+        assert!(
+            err.to_string().contains("expired") && !err.to_string().contains("zzz"),
+            "{err}"
+        );
     }
 
     #[test]
     fn debug_never_shows_the_token() {
-        let a = AnthropicOauth::new("http://127.0.0.1:9", Secret::new("sk-ant-oat01-secret")).unwrap();
+        let a =
+            AnthropicOauth::new("http://127.0.0.1:9", Secret::new("sk-ant-oat01-secret")).unwrap();
         assert!(!format!("{a:?}").contains("sk-ant-oat01-secret"));
         assert_eq!(a.name(), NAME);
     }

@@ -74,7 +74,10 @@ impl Adapter for AnthropicPayg {
         cx: &CallCx,
     ) -> Result<AdapterResponse, AdapterError> {
         let built = self.client.build(&req);
-        let post = self.client.post(&built)?.secret_header("x-api-key", &self.key);
+        let post = self
+            .client
+            .post(&built)?
+            .secret_header("x-api-key", &self.key);
         self.client.send(&post, built, cx).await
     }
 }

@@ -129,7 +129,10 @@ mod tests {
     #[test]
     fn errors_map_to_typed_adapter_errors() {
         let cut = ParseError::Truncated { missing: "x" }.into_adapter_error("glm-payg");
-        assert_eq!((cut.kind(), cut.retry_class()), ("truncated", RetryClass::Retryable));
+        assert_eq!(
+            (cut.kind(), cut.retry_class()),
+            ("truncated", RetryClass::Retryable)
+        );
         let net = ParseError::Provider {
             kind: "network_error".into(),
             message: "m".into(),
@@ -141,7 +144,10 @@ mod tests {
             message: "bad".into(),
         }
         .into_adapter_error("glm-payg");
-        assert_eq!((code.kind(), code.retry_class()), ("run_failed", RetryClass::Fatal));
+        assert_eq!(
+            (code.kind(), code.retry_class()),
+            ("run_failed", RetryClass::Fatal)
+        );
         let many = BuildError::TooManyTools {
             count: 129,
             limit: 128,

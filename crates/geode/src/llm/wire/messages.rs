@@ -54,7 +54,9 @@ mod request;
 mod response;
 mod stream;
 
-pub use placement::{OUTPUT_TOOL_PREFIX, Placed, Placement, mode_for, output_tool_name, place_schema};
+pub use placement::{
+    OUTPUT_TOOL_PREFIX, Placed, Placement, mode_for, output_tool_name, place_schema,
+};
 pub use request::{
     Built, ContentBlock, Delivery, OutputConfig, OutputFormat, Request, System, SystemBlock,
     Thinking, Tool, ToolChoice, WireMessage, build, prepend_identity,

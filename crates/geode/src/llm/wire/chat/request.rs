@@ -186,11 +186,15 @@ pub fn build(req: &AdapterCallRequest, default_model: &str) -> Result<Built, Bui
         && match &req.tool_choice {
             request::ToolChoice::Auto => true,
             request::ToolChoice::None => {
-                transforms.push(relax("tool choice none: tools withheld (GLM accepts only auto)"));
+                transforms.push(relax(
+                    "tool choice none: tools withheld (GLM accepts only auto)",
+                ));
                 false
             }
             request::ToolChoice::Any | request::ToolChoice::Tool(_) => {
-                transforms.push(relax("forced tool choice relaxed to auto (GLM accepts only auto)"));
+                transforms.push(relax(
+                    "forced tool choice relaxed to auto (GLM accepts only auto)",
+                ));
                 true
             }
         };

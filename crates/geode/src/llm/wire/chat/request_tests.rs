@@ -83,7 +83,12 @@ fn forced_choices_are_relaxed_to_auto_with_a_transform() {
 
 #[test]
 fn every_tool_choice_serialises_as_auto_or_nothing() {
-    for c in [Choice::Auto, Choice::Any, Choice::None, Choice::Tool("x".into())] {
+    for c in [
+        Choice::Auto,
+        Choice::Any,
+        Choice::None,
+        Choice::Tool("x".into()),
+    ] {
         for with in [true, false] {
             let mut req = with_tools(c.clone());
             if !with {
@@ -124,7 +129,12 @@ fn schema_without_system_prompt_still_gets_a_system_message() {
     req.response_schema = Some(decision());
     let v = body(&req);
     assert_eq!(v["messages"][0]["role"], "system");
-    assert!(v["messages"][0]["content"].as_str().unwrap().starts_with(INSTRUCTION_HEADING));
+    assert!(
+        v["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with(INSTRUCTION_HEADING)
+    );
 }
 
 #[test]
@@ -141,15 +151,27 @@ fn tool_round_trip_history_uses_tool_calls_and_tool_messages() {
     req.messages.push(Message {
         role: Role::User,
         content: vec![
-            ContentBlock::ToolResult { tool_use_id: "call_1".into(), content: "18C".into(), is_error: false },
-            ContentBlock::Text { text: "and tomorrow?".into() },
+            ContentBlock::ToolResult {
+                tool_use_id: "call_1".into(),
+                content: "18C".into(),
+                is_error: false,
+            },
+            ContentBlock::Text {
+                text: "and tomorrow?".into(),
+            },
         ],
     });
     req.messages.push(Message {
         role: Role::Assistant,
         content: vec![
-            ContentBlock::Text { text: "Checking.".into() },
-            ContentBlock::ToolUse { id: "call_2".into(), name: "raw".into(), input: json!({"_raw": "{oops"}) },
+            ContentBlock::Text {
+                text: "Checking.".into(),
+            },
+            ContentBlock::ToolUse {
+                id: "call_2".into(),
+                name: "raw".into(),
+                input: json!({"_raw": "{oops"}),
+            },
         ],
     });
     let v = body(&req);
@@ -171,9 +193,19 @@ fn tool_round_trip_history_uses_tool_calls_and_tool_messages() {
 fn more_than_128_tools_is_an_error() {
     let mut req = with_tools(Choice::Auto);
     req.tools = (0..129)
-        .map(|i| ToolSpec { name: format!("t{i}"), description: String::new(), input_schema: Value::Null })
+        .map(|i| ToolSpec {
+            name: format!("t{i}"),
+            description: String::new(),
+            input_schema: Value::Null,
+        })
         .collect();
-    assert_eq!(build(&req, "d"), Err(BuildError::TooManyTools { count: 129, limit: 128 }));
+    assert_eq!(
+        build(&req, "d"),
+        Err(BuildError::TooManyTools {
+            count: 129,
+            limit: 128
+        })
+    );
     req.tools.truncate(128);
     assert!(build(&req, "d").is_ok());
 }

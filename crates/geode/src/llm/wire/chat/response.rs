@@ -93,7 +93,10 @@ pub fn stop_reason(raw: Option<&str>) -> StopReason {
         Some("content_filter" | "sensitive") => StopReason::ContentFilter,
         Some("stop") | None => StopReason::EndTurn,
         Some(other) => {
-            tracing::debug!(finish_reason = other, "unknown finish reason read as end_turn");
+            tracing::debug!(
+                finish_reason = other,
+                "unknown finish reason read as end_turn"
+            );
             StopReason::EndTurn
         }
     }
@@ -197,26 +200,46 @@ mod tests {
 
     #[test]
     fn content_and_usage_are_read_and_reasoning_ignored() {
-        let body = reply(json!({"role": "assistant", "content": "{\"a\":1}",
-                                "reasoning_content": "thinking..."}), "stop");
+        let body = reply(
+            json!({"role": "assistant", "content": "{\"a\":1}",
+                                "reasoning_content": "thinking..."}),
+            "stop",
+        );
         let r = parse_response(&body).unwrap();
         assert_eq!(r.text, "{\"a\":1}");
         assert_eq!(r.stop_reason, StopReason::EndTurn);
-        assert_eq!((r.usage.input_tokens, r.usage.output_tokens, r.usage.cached_input_tokens), (20, 7, 5));
+        assert_eq!(
+            (
+                r.usage.input_tokens,
+                r.usage.output_tokens,
+                r.usage.cached_input_tokens
+            ),
+            (20, 7, 5)
+        );
     }
 
     #[test]
     fn tool_calls_are_parsed_from_json_text_arguments() {
-        let body = reply(json!({"role": "assistant", "content": null, "tool_calls": [
-            {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}},
-            {"id": "call_2", "type": "function", "function": {"name": "now", "arguments": ""}},
-            {"id": "call_3", "type": "function", "function": {"name": "bad", "arguments": "{oops"}}
-        ]}), "tool_calls");
+        let body = reply(
+            json!({"role": "assistant", "content": null, "tool_calls": [
+                {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}},
+                {"id": "call_2", "type": "function", "function": {"name": "now", "arguments": ""}},
+                {"id": "call_3", "type": "function", "function": {"name": "bad", "arguments": "{oops"}}
+            ]}),
+            "tool_calls",
+        );
         let r = parse_response(&body).unwrap();
         assert_eq!(r.stop_reason, StopReason::ToolUse);
         assert_eq!(r.text, "");
         let inputs: Vec<&Value> = r.tool_uses.iter().map(|t| &t.input).collect();
-        assert_eq!(inputs, [&json!({"city": "Paris"}), &json!({}), &json!({"_raw": "{oops"})]);
+        assert_eq!(
+            inputs,
+            [
+                &json!({"city": "Paris"}),
+                &json!({}),
+                &json!({"_raw": "{oops"})
+            ]
+        );
         assert_eq!(r.tool_uses[0].id, "call_1");
     }
 
@@ -230,22 +253,31 @@ mod tests {
             ("stop", StopReason::EndTurn),
             ("novel", StopReason::EndTurn),
         ] {
-            let r = parse_response(&reply(json!({"role": "assistant", "content": "x"}), raw)).unwrap();
+            let r =
+                parse_response(&reply(json!({"role": "assistant", "content": "x"}), raw)).unwrap();
             assert_eq!(r.stop_reason, expected, "{raw}");
         }
     }
 
     #[test]
     fn refusal_field_is_a_refusal() {
-        let body = reply(json!({"role": "assistant", "content": null, "refusal": "No."}), "stop");
+        let body = reply(
+            json!({"role": "assistant", "content": null, "refusal": "No."}),
+            "stop",
+        );
         let r = parse_response(&body).unwrap();
-        assert_eq!((r.text.as_str(), r.stop_reason), ("No.", StopReason::Refusal));
+        assert_eq!(
+            (r.text.as_str(), r.stop_reason),
+            ("No.", StopReason::Refusal)
+        );
     }
 
     #[test]
     fn network_error_finish_is_a_provider_error() {
         let body = reply(json!({"role": "assistant", "content": ""}), "network_error");
-        assert!(matches!(parse_response(&body), Err(ParseError::Provider { kind, .. }) if kind == "network_error"));
+        assert!(
+            matches!(parse_response(&body), Err(ParseError::Provider { kind, .. }) if kind == "network_error")
+        );
     }
 
     #[test]
@@ -253,11 +285,23 @@ mod tests {
         let err = json!({"error": {"code": "1214", "message": "bad messages"}}).to_string();
         assert_eq!(
             parse_response(&err),
-            Err(ParseError::Provider { kind: "1214".into(), message: "bad messages".into() })
+            Err(ParseError::Provider {
+                kind: "1214".into(),
+                message: "bad messages".into()
+            })
         );
         let body = reply(json!({"role": "assistant", "content": "x"}), "stop");
-        assert!(matches!(parse_response(&body[..body.len() / 2]), Err(ParseError::Truncated { .. })));
-        assert!(matches!(parse_response("<html>"), Err(ParseError::NotJson { .. })));
-        assert!(matches!(parse_response("{\"choices\": []}"), Err(ParseError::Corrupt { .. })));
+        assert!(matches!(
+            parse_response(&body[..body.len() / 2]),
+            Err(ParseError::Truncated { .. })
+        ));
+        assert!(matches!(
+            parse_response("<html>"),
+            Err(ParseError::NotJson { .. })
+        ));
+        assert!(matches!(
+            parse_response("{\"choices\": []}"),
+            Err(ParseError::Corrupt { .. })
+        ));
     }
 }

@@ -83,19 +83,25 @@ fn walk(node: &mut Value, ptr: &str, residuals: &mut Vec<String>, tf: &mut Vec<T
             note(tf, ptr, format!("removed keyword {key} (checked locally)"));
         }
     }
-    if m.get("minItems").and_then(Value::as_u64).is_some_and(|n| n > 1) {
-        if let Some(v) = m.remove("minItems") {
-            residuals.push(format!("{ptr}: minItems {v}"));
-            note(tf, ptr, "removed keyword minItems (checked locally)".into());
-        }
+    if m.get("minItems")
+        .and_then(Value::as_u64)
+        .is_some_and(|n| n > 1)
+        && let Some(v) = m.remove("minItems")
+    {
+        residuals.push(format!("{ptr}: minItems {v}"));
+        note(tf, ptr, "removed keyword minItems (checked locally)".into());
     }
     if let Some(v) = m.remove("oneOf") {
         m.insert("anyOf".into(), v);
         residuals.push(format!("{ptr}: oneOf exclusivity"));
-        note(tf, ptr, "renamed oneOf to anyOf (exclusivity checked locally)".into());
+        note(
+            tf,
+            ptr,
+            "renamed oneOf to anyOf (exclusivity checked locally)".into(),
+        );
     }
-    let is_object = m.get("type").and_then(Value::as_str) == Some("object")
-        || m.contains_key("properties");
+    let is_object =
+        m.get("type").and_then(Value::as_str) == Some("object") || m.contains_key("properties");
     if is_object && m.get("additionalProperties") != Some(&Value::Bool(false)) {
         if m.contains_key("additionalProperties") {
             residuals.push(format!("{ptr}: additionalProperties"));
@@ -115,7 +121,12 @@ fn walk_children(
     for key in SCHEMA_MAPS {
         if let Some(Value::Object(children)) = m.get_mut(*key) {
             for (name, child) in children.iter_mut() {
-                walk(child, &format!("{ptr}/{key}/{}", escape(name)), residuals, tf);
+                walk(
+                    child,
+                    &format!("{ptr}/{key}/{}", escape(name)),
+                    residuals,
+                    tf,
+                );
             }
         }
     }
@@ -163,15 +174,21 @@ fn check(root: &Value, node: &Value, ptr: &str, stack: &mut Vec<String>, out: &m
             stack.pop();
         }
     }
-    if let Some(Value::Array(members)) = m.get("enum") {
-        if members.iter().any(|v| v.is_object() || v.is_array()) {
-            out.push(format!("{ptr}: enum with non-primitive members"));
-        }
+    if let Some(Value::Array(members)) = m.get("enum")
+        && members.iter().any(|v| v.is_object() || v.is_array())
+    {
+        out.push(format!("{ptr}: enum with non-primitive members"));
     }
     for key in ["properties"] {
         if let Some(Value::Object(children)) = m.get(key) {
             for (name, child) in children {
-                check(root, child, &format!("{ptr}/{key}/{}", escape(name)), stack, out);
+                check(
+                    root,
+                    child,
+                    &format!("{ptr}/{key}/{}", escape(name)),
+                    stack,
+                    out,
+                );
             }
         }
     }

@@ -64,7 +64,10 @@ pub fn place_schema(req: &AdapterCallRequest) -> Placed {
             transforms: Vec::new(),
         };
     };
-    let prefill = req.messages.last().is_some_and(|m| m.role == Role::Assistant);
+    let prefill = req
+        .messages
+        .last()
+        .is_some_and(|m| m.role == Role::Assistant);
     if !prefill {
         let projection = project(schema.as_value());
         if anthropic_native_fits(&projection.wire).is_ok() {
@@ -77,18 +80,18 @@ pub fn place_schema(req: &AdapterCallRequest) -> Placed {
             };
         }
     }
-    if req.thinking_budget == 0 {
-        if let Some((input_schema, transforms)) = tool_input_schema(schema) {
-            let taken: Vec<&str> = req.tools.iter().map(|t| t.name.as_str()).collect();
-            return Placed {
-                placement: Placement::OutputTool {
-                    name: output_tool_name(schema, &taken),
-                    input_schema,
-                },
-                mode: StructuredOutputMode::Tool,
-                transforms,
-            };
-        }
+    if req.thinking_budget == 0
+        && let Some((input_schema, transforms)) = tool_input_schema(schema)
+    {
+        let taken: Vec<&str> = req.tools.iter().map(|t| t.name.as_str()).collect();
+        return Placed {
+            placement: Placement::OutputTool {
+                name: output_tool_name(schema, &taken),
+                input_schema,
+            },
+            mode: StructuredOutputMode::Tool,
+            transforms,
+        };
     }
     Placed {
         placement: Placement::Prompt,
@@ -118,8 +121,7 @@ fn tool_input_schema(schema: &ResponseSchema) -> Option<(Value, Vec<Transform>)>
             copy.insert("type".into(), Value::String("object".into()));
             let transform = Transform {
                 pointer: String::new(),
-                action: "added type object at the root (tool input schemas must be objects)"
-                    .into(),
+                action: "added type object at the root (tool input schemas must be objects)".into(),
             };
             Some((Value::Object(copy), vec![transform]))
         }
@@ -181,7 +183,12 @@ mod tests {
             panic!("expected native, got {placed:?}")
         };
         assert!(schema["properties"]["n"].get("maximum").is_none());
-        assert!(placed.transforms.iter().any(|t| t.action.contains("maximum")));
+        assert!(
+            placed
+                .transforms
+                .iter()
+                .any(|t| t.action.contains("maximum"))
+        );
     }
 
     #[test]
@@ -222,7 +229,9 @@ mod tests {
 
     #[test]
     fn non_object_root_cannot_be_a_tool_and_goes_to_the_prompt() {
-        let placed = place_schema(&req_with(json!({"anyOf": [{"type": "string"}, {"$ref": "#"}]})));
+        let placed = place_schema(&req_with(
+            json!({"anyOf": [{"type": "string"}, {"$ref": "#"}]}),
+        ));
         assert_eq!(placed.mode, StructuredOutputMode::Prompt);
     }
 

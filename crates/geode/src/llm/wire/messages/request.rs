@@ -210,8 +210,8 @@ pub fn build(req: &AdapterCallRequest, default_model: &str, delivery: Delivery) 
     let mut output_tool = None;
     let mut system = req.system_prompt.clone();
     let framework_tools = !tools.is_empty();
-    let mut tool_choice = framework_tools
-        .then(|| choice(&req.tool_choice, thinking, &mut transforms));
+    let mut tool_choice =
+        framework_tools.then(|| choice(&req.tool_choice, thinking, &mut transforms));
     match placed.placement {
         Placement::None => {}
         Placement::Native { schema } => {
@@ -290,7 +290,10 @@ pub fn prepend_identity(body: &mut Request, identity: &str) {
         Some(System::Text(text)) => vec![SystemBlock::Text { text }],
         Some(System::Blocks(b)) => b,
     };
-    blocks.extend(rest.into_iter().filter(|SystemBlock::Text { text }| text.trim() != identity));
+    blocks.extend(
+        rest.into_iter()
+            .filter(|SystemBlock::Text { text }| text.trim() != identity),
+    );
     body.system = Some(System::Blocks(blocks));
 }
 

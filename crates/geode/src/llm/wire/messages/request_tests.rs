@@ -65,13 +65,19 @@ fn tool_choice_maps_each_variant() {
         (Choice::Auto, json!({"type": "auto"})),
         (Choice::Any, json!({"type": "any"})),
         (Choice::None, json!({"type": "none"})),
-        (Choice::Tool("get_weather".into()), json!({"type": "tool", "name": "get_weather"})),
+        (
+            Choice::Tool("get_weather".into()),
+            json!({"type": "tool", "name": "get_weather"}),
+        ),
     ];
     for (c, expected) in cases {
         let v = body(&with_tools(c));
         assert_eq!(v["tool_choice"], expected);
         assert_eq!(v["tools"][0]["name"], "get_weather");
-        assert_eq!(v["tools"][0]["input_schema"]["properties"]["city"]["type"], "string");
+        assert_eq!(
+            v["tools"][0]["input_schema"]["properties"]["city"]["type"],
+            "string"
+        );
     }
 }
 
@@ -81,7 +87,10 @@ fn no_tool_choice_is_sent_without_tools() {
         let mut req = AdapterCallRequest::new("m", vec![Message::user("hi")]);
         req.tool_choice = c;
         let v = body(&req);
-        assert!(v.get("tool_choice").is_none() && v.get("tools").is_none(), "{v}");
+        assert!(
+            v.get("tool_choice").is_none() && v.get("tools").is_none(),
+            "{v}"
+        );
     }
 }
 
@@ -89,7 +98,10 @@ fn no_tool_choice_is_sent_without_tools() {
 fn tool_without_input_schema_gets_an_empty_object_schema() {
     let mut req = with_tools(Choice::Auto);
     req.tools[0].input_schema = Value::Null;
-    assert_eq!(body(&req)["tools"][0]["input_schema"], json!({"type": "object", "properties": {}}));
+    assert_eq!(
+        body(&req)["tools"][0]["input_schema"],
+        json!({"type": "object", "properties": {}})
+    );
 }
 
 #[test]
@@ -99,11 +111,19 @@ fn thinking_adds_budget_drops_temperature_and_relaxes_forced_choice() {
     req.temperature = Some(0.2);
     let built = build(&req, "d", Delivery::Whole);
     let v = serde_json::to_value(&built.body).unwrap();
-    assert_eq!(v["thinking"], json!({"type": "enabled", "budget_tokens": 2000}));
+    assert_eq!(
+        v["thinking"],
+        json!({"type": "enabled", "budget_tokens": 2000})
+    );
     assert_eq!(v["max_tokens"], 8192 + 2000);
     assert!(v.get("temperature").is_none());
     assert_eq!(v["tool_choice"], json!({"type": "auto"}));
-    let pointers: Vec<&str> = built.wire.transforms.iter().map(|t| t.pointer.as_str()).collect();
+    let pointers: Vec<&str> = built
+        .wire
+        .transforms
+        .iter()
+        .map(|t| t.pointer.as_str())
+        .collect();
     assert_eq!(pointers, ["/tool_choice", "/temperature"]);
 }
 
@@ -113,20 +133,38 @@ fn conversation_blocks_keep_order_and_drop_empty_text() {
     req.messages.push(Message {
         role: Role::Assistant,
         content: vec![
-            Block::Text { text: String::new() },
-            Block::ToolUse { id: "toolu_1".into(), name: "get_weather".into(), input: json!({"city": "Paris"}) },
+            Block::Text {
+                text: String::new(),
+            },
+            Block::ToolUse {
+                id: "toolu_1".into(),
+                name: "get_weather".into(),
+                input: json!({"city": "Paris"}),
+            },
         ],
     });
     req.messages.push(Message {
         role: Role::User,
         content: vec![
-            Block::ToolResult { tool_use_id: "toolu_1".into(), content: "18C".into(), is_error: false },
-            Block::ToolResult { tool_use_id: "toolu_2".into(), content: "boom".into(), is_error: true },
+            Block::ToolResult {
+                tool_use_id: "toolu_1".into(),
+                content: "18C".into(),
+                is_error: false,
+            },
+            Block::ToolResult {
+                tool_use_id: "toolu_2".into(),
+                content: "boom".into(),
+                is_error: true,
+            },
         ],
     });
     req.messages.push(Message::assistant(""));
     let v = body(&req);
-    assert_eq!(v["messages"].as_array().unwrap().len(), 3, "empty turn dropped: {v}");
+    assert_eq!(
+        v["messages"].as_array().unwrap().len(),
+        3,
+        "empty turn dropped: {v}"
+    );
     assert_eq!(
         v["messages"][1]["content"],
         json!([{"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}}])
@@ -154,7 +192,11 @@ fn fitting_schema_travels_as_output_config_format() {
             "properties": {"answer": {"type": "string"}}, "required": ["answer"],
             "additionalProperties": false}}})
     );
-    assert_eq!(v["tools"].as_array().unwrap().len(), 1, "no output tool in strict mode");
+    assert_eq!(
+        v["tools"].as_array().unwrap().len(),
+        1,
+        "no output tool in strict mode"
+    );
     assert_eq!(v["tool_choice"], json!({"type": "auto"}));
     assert!(!built.wire.transforms.is_empty());
     assert!(built.output_tool.is_none());
@@ -182,16 +224,26 @@ fn output_tool_beside_framework_tools_follows_the_callers_choice() {
     let cases = [
         (Choice::Auto, json!({"type": "any"})),
         (Choice::Any, json!({"type": "any"})),
-        (Choice::None, json!({"type": "tool", "name": "emit_Tree", "disable_parallel_tool_use": true})),
-        (Choice::Tool("get_weather".into()), json!({"type": "tool", "name": "get_weather"})),
+        (
+            Choice::None,
+            json!({"type": "tool", "name": "emit_Tree", "disable_parallel_tool_use": true}),
+        ),
+        (
+            Choice::Tool("get_weather".into()),
+            json!({"type": "tool", "name": "get_weather"}),
+        ),
     ];
     for (c, expected) in cases {
         let mut req = with_tools(c);
         req.response_schema = schema(recursive());
         let v = body(&req);
         assert_eq!(v["tool_choice"], expected);
-        let names: Vec<&str> =
-            v["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+        let names: Vec<&str> = v["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t["name"].as_str())
+            .collect();
         assert_eq!(names, ["get_weather", "emit_Tree"]);
     }
 }
@@ -206,7 +258,10 @@ fn schema_goes_into_the_system_prompt_when_thinking_rules_out_the_tool() {
     let v = serde_json::to_value(&built.body).unwrap();
     assert_eq!(built.wire.mode, StructuredOutputMode::Prompt);
     let system = v["system"].as_str().unwrap();
-    assert!(system.starts_with("Be terse.") && system.contains(INSTRUCTION_HEADING), "{system}");
+    assert!(
+        system.starts_with("Be terse.") && system.contains(INSTRUCTION_HEADING),
+        "{system}"
+    );
     assert!(system.contains("\"kids\""));
     assert!(v.get("tools").is_none() && v.get("output_config").is_none());
 }
@@ -226,5 +281,8 @@ fn identity_block_goes_first_and_is_not_duplicated() {
     );
     let mut empty = build(&AdapterCallRequest::new("m", vec![]), "d", Delivery::Whole).body;
     prepend_identity(&mut empty, identity);
-    assert_eq!(serde_json::to_value(&empty).unwrap()["system"], json!([{"type": "text", "text": identity}]));
+    assert_eq!(
+        serde_json::to_value(&empty).unwrap()["system"],
+        json!([{"type": "text", "text": identity}])
+    );
 }

@@ -116,7 +116,11 @@ impl Collected {
         }
         AdapterResponse {
             text: self.text,
-            tool_uses: self.tools.into_iter().map(CollectedTool::into_tool_use).collect(),
+            tool_uses: self
+                .tools
+                .into_iter()
+                .map(CollectedTool::into_tool_use)
+                .collect(),
             usage: self.usage,
             stop_reason: stop,
             structured,
@@ -239,19 +243,32 @@ mod tests {
 
     #[test]
     fn text_and_usage_are_read() {
-        let body = reply(json!([{"type": "text", "text": "Hel"}, {"type": "thinking", "thinking": "x"},
-                                {"type": "text", "text": "lo"}]), "end_turn");
+        let body = reply(
+            json!([{"type": "text", "text": "Hel"}, {"type": "thinking", "thinking": "x"},
+                                {"type": "text", "text": "lo"}]),
+            "end_turn",
+        );
         let r = parse_response(&body, None).unwrap();
         assert_eq!(r.text, "Hello");
         assert_eq!(r.stop_reason, StopReason::EndTurn);
-        assert_eq!((r.usage.input_tokens, r.usage.output_tokens, r.usage.cached_input_tokens), (12, 9, 7));
+        assert_eq!(
+            (
+                r.usage.input_tokens,
+                r.usage.output_tokens,
+                r.usage.cached_input_tokens
+            ),
+            (12, 9, 7)
+        );
         assert!(r.structured.is_none());
     }
 
     #[test]
     fn tool_uses_are_returned_with_tool_use_stop() {
-        let body = reply(json!([{"type": "text", "text": "Let me check."},
-            {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}}]), "tool_use");
+        let body = reply(
+            json!([{"type": "text", "text": "Let me check."},
+            {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}}]),
+            "tool_use",
+        );
         let r = parse_response(&body, Some("emit_x")).unwrap();
         assert_eq!(r.stop_reason, StopReason::ToolUse);
         assert_eq!(r.tool_uses.len(), 1);
@@ -261,10 +278,13 @@ mod tests {
 
     #[test]
     fn output_tool_call_becomes_the_answer_and_drops_sibling_calls() {
-        let body = reply(json!([
-            {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}},
-            {"type": "tool_use", "id": "toolu_2", "name": "emit_Decision", "input": {"decision": "accept", "n": 1}}
-        ]), "tool_use");
+        let body = reply(
+            json!([
+                {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}},
+                {"type": "tool_use", "id": "toolu_2", "name": "emit_Decision", "input": {"decision": "accept", "n": 1}}
+            ]),
+            "tool_use",
+        );
         let r = parse_response(&body, Some("emit_Decision")).unwrap();
         assert_eq!(r.text, r#"{"decision":"accept","n":1}"#);
         assert_eq!(r.structured, Some(json!({"decision": "accept", "n": 1})));
@@ -274,7 +294,10 @@ mod tests {
 
     #[test]
     fn output_tool_name_is_only_special_when_expected() {
-        let body = reply(json!([{"type": "tool_use", "id": "t", "name": "emit_Decision", "input": {}}]), "tool_use");
+        let body = reply(
+            json!([{"type": "tool_use", "id": "t", "name": "emit_Decision", "input": {}}]),
+            "tool_use",
+        );
         let r = parse_response(&body, None).unwrap();
         assert_eq!(r.tool_uses.len(), 1);
         assert!(r.structured.is_none());
@@ -299,18 +322,33 @@ mod tests {
         let err = json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}});
         assert_eq!(
             parse_response(&err.to_string(), None),
-            Err(ParseError::Provider { kind: "overloaded_error".into(), message: "Overloaded".into() })
+            Err(ParseError::Provider {
+                kind: "overloaded_error".into(),
+                message: "Overloaded".into()
+            })
         );
-        assert!(matches!(parse_response("<html>", None), Err(ParseError::NotJson { .. })));
+        assert!(matches!(
+            parse_response("<html>", None),
+            Err(ParseError::NotJson { .. })
+        ));
         let whole = reply(json!([]), "end_turn");
-        assert!(matches!(parse_response(&whole[..20], None), Err(ParseError::Truncated { .. })));
+        assert!(matches!(
+            parse_response(&whole[..20], None),
+            Err(ParseError::Truncated { .. })
+        ));
         let bad = reply(json!([{"type": "tool_use", "input": {}}]), "tool_use");
-        assert!(matches!(parse_response(&bad, None), Err(ParseError::Corrupt { .. })));
+        assert!(matches!(
+            parse_response(&bad, None),
+            Err(ParseError::Corrupt { .. })
+        ));
     }
 
     #[test]
     fn non_object_tool_input_is_kept_raw() {
-        let body = reply(json!([{"type": "tool_use", "id": "t", "name": "x", "input": [1]}]), "tool_use");
+        let body = reply(
+            json!([{"type": "tool_use", "id": "t", "name": "x", "input": [1]}]),
+            "tool_use",
+        );
         let r = parse_response(&body, None).unwrap();
         assert_eq!(r.tool_uses[0].input, json!({"_raw": "[1]"}));
     }

@@ -136,9 +136,8 @@ struct MessageStartBody {
 
 /// Classifies one SSE frame (`event:` name and `data:` text).
 pub fn classify(event: Option<&str>, data: &str) -> Result<Event, ParseError> {
-    let frame: Frame = serde_json::from_str(data).map_err(|e| {
-        corrupt(event.unwrap_or("stream event"), &e.to_string())
-    })?;
+    let frame: Frame = serde_json::from_str(data)
+        .map_err(|e| corrupt(event.unwrap_or("stream event"), &e.to_string()))?;
     let kind = frame.kind.as_deref().or(event).unwrap_or("");
     let index = || frame.index.ok_or_else(|| corrupt(kind, "missing index"));
     let str_of = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
@@ -169,10 +168,14 @@ pub fn classify(event: Option<&str>, data: &str) -> Result<Event, ParseError> {
             }
         }
         "content_block_delta" => {
-            let delta = frame.delta.as_ref().ok_or_else(|| corrupt(kind, "missing delta"))?;
+            let delta = frame
+                .delta
+                .as_ref()
+                .ok_or_else(|| corrupt(kind, "missing delta"))?;
             let delta = match delta.get("type").and_then(Value::as_str) {
                 Some("text_delta") => Delta::Text(
-                    str_of(delta, "text").ok_or_else(|| corrupt(kind, "text_delta without text"))?,
+                    str_of(delta, "text")
+                        .ok_or_else(|| corrupt(kind, "text_delta without text"))?,
                 ),
                 Some("input_json_delta") => Delta::InputJson(
                     str_of(delta, "partial_json")
@@ -187,10 +190,7 @@ pub fn classify(event: Option<&str>, data: &str) -> Result<Event, ParseError> {
         }
         "content_block_stop" => Event::BlockStop { index: index()? },
         "message_delta" => Event::MessageDelta {
-            stop_reason: frame
-                .delta
-                .as_ref()
-                .and_then(|d| str_of(d, "stop_reason")),
+            stop_reason: frame.delta.as_ref().and_then(|d| str_of(d, "stop_reason")),
             usage: frame.usage.unwrap_or_default(),
         },
         "message_stop" => Event::MessageStop,
@@ -263,7 +263,12 @@ impl StreamFold {
             Event::BlockDelta { index, delta } => match (self.open.get_mut(&index), delta) {
                 (Some(Open::Text), Delta::Text(t)) => self.collected.text.push_str(&t),
                 (Some(Open::Tool { json, .. }), Delta::InputJson(part)) => json.push_str(&part),
-                (None, _) => return Err(corrupt("content_block_delta", "delta for an unopened block")),
+                (None, _) => {
+                    return Err(corrupt(
+                        "content_block_delta",
+                        "delta for an unopened block",
+                    ));
+                }
                 _ => {}
             },
             Event::BlockStop { index } => {
