@@ -146,8 +146,10 @@ pub fn fake_tokens(account_id: &str, ttl_secs: i64) -> Value {
     let email = "fake@example.com";
     let id_token = fake_jwt(&json!({"email": email, "exp": exp, "iat": now,
                                     "https://api.openai.com/auth": auth}));
-    let access_token = fake_jwt(&json!({"exp": exp, "iat": now, "https://api.openai.com/auth": auth,
-                                        "https://api.openai.com/profile": {"email": email}}));
+    let access_token = fake_jwt(
+        &json!({"exp": exp, "iat": now, "https://api.openai.com/auth": auth,
+                                        "https://api.openai.com/profile": {"email": email}}),
+    );
     json!({"id_token": id_token, "access_token": access_token, "refresh_token": "rt_fake_original"})
 }
 
@@ -160,7 +162,8 @@ mod tests {
         let tokens = fake_tokens("acct_x", 60);
         let access = tokens["access_token"].as_str().unwrap();
         let payload = access.split('.').nth(1).unwrap();
-        let claims: Value = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap();
+        let claims: Value =
+            serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap();
         assert_eq!(
             claims["https://api.openai.com/auth"]["chatgpt_account_id"],
             "acct_x"

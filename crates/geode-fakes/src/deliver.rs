@@ -100,6 +100,8 @@ fn chunks(delay: Duration, frames: Vec<Bytes>, abort: bool) -> Body {
             Some(bytes) => Some((Ok(Frame::data(bytes)), state)),
             None if state.abort => {
                 state.abort = false;
+                // Let hyper flush what it has (headers, partial body) before the abort.
+                tokio::task::yield_now().await;
                 Some((Err(io::Error::other("stream cut by the fake")), state))
             }
             None => None,

@@ -143,7 +143,8 @@ mod tests {
 
     #[test]
     fn recursive_schema_terminates() {
-        let schema = json!({"type":"object","properties":{"next":{"$ref":"#"}},"required":["next"]});
+        let schema =
+            json!({"type":"object","properties":{"next":{"$ref":"#"}},"required":["next"]});
         assert!(instance(&schema).is_object());
     }
 }

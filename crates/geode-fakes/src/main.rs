@@ -16,7 +16,11 @@ use std::io::Write;
 use std::path::PathBuf;
 
 #[derive(Parser)]
-#[command(name = "geode-fakes", version, about = "Fake LLM provider servers on 127.0.0.1")]
+#[command(
+    name = "geode-fakes",
+    version,
+    about = "Fake LLM provider servers on 127.0.0.1"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -71,8 +75,7 @@ async fn serve(kind: Kind, port: u16, script: Option<PathBuf>) -> anyhow::Result
     let mut out = std::io::stdout();
     writeln!(out, "{}", server.base_url())?;
     out.flush()?;
-    let mut terminate =
-        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     loop {
         tokio::select! {
             Some(request) = taps.recv() => {
@@ -93,7 +96,8 @@ async fn serve(kind: Kind, port: u16, script: Option<PathBuf>) -> anyhow::Result
 
 fn auth_json(stale: bool) -> anyhow::Result<String> {
     let ttl = if stale { -600 } else { 3600 };
-    let mut tokens = geode_fakes::chatgpt::fake_tokens(geode_fakes::chatgpt::DEFAULT_ACCOUNT_ID, ttl);
+    let mut tokens =
+        geode_fakes::chatgpt::fake_tokens(geode_fakes::chatgpt::DEFAULT_ACCOUNT_ID, ttl);
     tokens["account_id"] = geode_fakes::chatgpt::DEFAULT_ACCOUNT_ID.into();
     let days_ago = if stale { 30 } else { 0 };
     let now = std::time::SystemTime::now()

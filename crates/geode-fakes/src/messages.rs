@@ -68,7 +68,10 @@ pub(crate) fn error_body(status: u16) -> Value {
             "Your API key does not have permission to use the specified resource.",
         ),
         404 => ("not_found_error", "model: fake-model"),
-        413 => ("request_too_large", "Request exceeds the maximum allowed size."),
+        413 => (
+            "request_too_large",
+            "Request exceeds the maximum allowed size.",
+        ),
         429 => (
             "rate_limit_error",
             "This request would exceed the rate limit for your organization.",
@@ -125,9 +128,9 @@ pub(crate) fn auto(body: &Value) -> Content {
         .get("tools")
         .and_then(Value::as_array)
         .and_then(|tools| {
-            tools.iter().find(|t| {
-                t.get("name").and_then(Value::as_str) == Some(STRUCTURED_OUTPUT_TOOL)
-            })
+            tools
+                .iter()
+                .find(|t| t.get("name").and_then(Value::as_str) == Some(STRUCTURED_OUTPUT_TOOL))
         });
     match structured_tool {
         Some(tool) if !last_user_has_tool_result(body) => Content::ToolCall {
@@ -222,7 +225,8 @@ mod tests {
 
     #[test]
     fn auto_calls_structured_output_until_a_tool_result_arrives() {
-        let schema = json!({"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]});
+        let schema =
+            json!({"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]});
         let first = json!({"tools": [{"name": "StructuredOutput", "input_schema": schema}],
                            "messages": [{"role": "user", "content": "hi"}]});
         assert_eq!(

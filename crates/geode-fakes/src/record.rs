@@ -152,7 +152,10 @@ mod tests {
         assert_eq!(mask_header("Cookie", "a=b"), "***");
         assert_eq!(mask_header("x-goog-api-key", "k"), "***");
         assert_eq!(mask_header("chatgpt-account-id", "acct_1"), "acct_1");
-        assert_eq!(mask_header("content-type", "application/json"), "application/json");
+        assert_eq!(
+            mask_header("content-type", "application/json"),
+            "application/json"
+        );
     }
 
     #[test]
@@ -165,7 +168,10 @@ mod tests {
             json!({"grant_type": "refresh_token", "refresh_token": "***",
                    "nested": [{"access_token": "***"}], "id_token": null})
         );
-        assert_eq!(mask_path("/v1/x?key=abc&beta=true"), "/v1/x?key=***&beta=true");
+        assert_eq!(
+            mask_path("/v1/x?key=abc&beta=true"),
+            "/v1/x?key=***&beta=true"
+        );
         assert_eq!(mask_path("/v1/messages"), "/v1/messages");
     }
 

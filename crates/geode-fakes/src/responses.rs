@@ -41,7 +41,10 @@ pub(crate) fn models_list() -> Plan {
 /// OpenAI's 404 for an unknown route.
 pub(crate) fn not_found(req: &RecordedRequest) -> Plan {
     let message = format!("Invalid URL ({} {})", req.method, req.route());
-    Plan::json(404, openai_error(&message, "invalid_request_error", None, None))
+    Plan::json(
+        404,
+        openai_error(&message, "invalid_request_error", None, None),
+    )
 }
 
 /// What [`crate::Reply::Auto`] says: an instance of `text.format.schema` when the request asks
@@ -219,7 +222,10 @@ fn stream_events(
     let id = item.get("id").cloned().unwrap_or(Value::Null);
     match part {
         None => {
-            let arguments = item.get("arguments").and_then(Value::as_str).unwrap_or("{}");
+            let arguments = item
+                .get("arguments")
+                .and_then(Value::as_str)
+                .unwrap_or("{}");
             added["arguments"] = json!("");
             ev.push(
                 "response.output_item.added",

@@ -250,7 +250,10 @@ impl Player {
     /// Takes the next reply.
     pub(crate) fn next_reply(&self) -> Reply {
         let index = {
-            let mut next = self.next.lock().unwrap_or_else(|poison| poison.into_inner());
+            let mut next = self
+                .next
+                .lock()
+                .unwrap_or_else(|poison| poison.into_inner());
             let index = *next;
             *next = next.saturating_add(1);
             index

@@ -260,11 +260,7 @@ async fn handle(
 }
 
 /// Plays one scripted reply to a model call.
-async fn play(
-    state: &State,
-    body: &Value,
-    reply: Reply,
-) -> Result<Response<Body>, ResetByScript> {
+async fn play(state: &State, body: &Value, reply: Reply) -> Result<Response<Body>, ResetByScript> {
     let kind = state.kind;
     let call = Call {
         body,

@@ -37,7 +37,7 @@ impl MessagesClient {
     pub fn new(name: &'static str, base_url: impl Into<String>) -> Result<Self, AdapterError> {
         Ok(Self {
             name,
-            base_url: base_url.into().trim_end_matches('/').to_owned(),
+            base_url: base_url.into(),
             default_model: DEFAULT_MODEL.to_owned(),
             http: HttpClient::shared()?,
         })
@@ -68,7 +68,7 @@ impl MessagesClient {
 
     /// `{base}/v1/messages`.
     pub fn url(&self) -> String {
-        format!("{}/v1/messages", self.base_url)
+        super::join_url(&self.base_url, "/v1/messages")
     }
 
     /// The streamed request body and wire report for `req`.

@@ -31,7 +31,7 @@ impl ChatClient {
     pub fn new(name: &'static str, base_url: impl Into<String>) -> Result<Self, AdapterError> {
         Ok(Self {
             name,
-            base_url: base_url.into().trim_end_matches('/').to_owned(),
+            base_url: base_url.into(),
             default_model: DEFAULT_MODEL.to_owned(),
             http: HttpClient::shared()?,
         })
@@ -51,7 +51,7 @@ impl ChatClient {
 
     /// `{base}/chat/completions`.
     pub fn url(&self) -> String {
-        format!("{}/chat/completions", self.base_url)
+        super::join_url(&self.base_url, "/chat/completions")
     }
 
     /// Makes one call with `key` as the bearer token.

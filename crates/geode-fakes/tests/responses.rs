@@ -1,0 +1,183 @@
+//! The Responses fake over the wire: JSON and SSE answers in the shapes of wire.md §2.
+
+mod common;
+
+use common::*;
+use geode_fakes::{FakeServer, Kind, Reply, Script};
+use serde_json::{Value, json};
+
+async fn start(replies: impl IntoIterator<Item = Reply>) -> FakeServer {
+    FakeServer::start(Kind::Responses, Script::new(replies))
+        .await
+        .expect("start")
+}
+
+#[tokio::test]
+async fn text_answer_is_a_completed_response_with_usage() {
+    let server = start([Reply::text("hello there")]).await;
+    let (status, v) = call_json(&server, &body(Kind::Responses, false)).await;
+    assert_eq!(status, 200);
+    assert_eq!(v["object"], "response");
+    assert_eq!(v["status"], "completed");
+    assert_eq!(v["model"], "gpt-test");
+    assert_eq!(v["output"][0]["type"], "message");
+    assert_eq!(v["output"][0]["role"], "assistant");
+    assert_eq!(v["output"][0]["content"][0]["type"], "output_text");
+    assert_eq!(v["output"][0]["content"][0]["text"], "hello there");
+    assert_eq!(v["usage"]["input_tokens"], 11);
+    assert_eq!(v["usage"]["output_tokens"], 7);
+    assert_eq!(v["usage"]["total_tokens"], 18);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn streamed_text_follows_the_event_order_codex_accepts() {
+    let server = start([Reply::Json(json!({"answer": "é", "n": 1}))]).await;
+    let events = call_sse(&server, &body(Kind::Responses, true)).await;
+    assert_eq!(
+        names(&events),
+        [
+            "response.created",
+            "response.in_progress",
+            "response.output_item.added",
+            "response.content_part.added",
+            "response.output_text.delta",
+            "response.output_text.delta",
+            "response.output_text.done",
+            "response.content_part.done",
+            "response.output_item.done",
+            "response.completed",
+        ]
+    );
+    let mut text = String::new();
+    for (i, event) in events.iter().enumerate() {
+        let data = event.json();
+        assert_eq!(
+            data["type"],
+            json!(event.name),
+            "type mirrors the event name"
+        );
+        assert_eq!(data["sequence_number"], json!(i));
+        if event.name.as_deref() == Some("response.output_text.delta") {
+            text.push_str(data["delta"].as_str().unwrap());
+        }
+    }
+    assert_eq!(
+        serde_json::from_str::<Value>(&text).unwrap(),
+        json!({"answer": "é", "n": 1})
+    );
+    let done = events.last().unwrap().json();
+    assert_eq!(done["response"]["status"], "completed");
+    assert_eq!(done["response"]["usage"]["total_tokens"], 18);
+    assert_eq!(done["response"]["output"][0]["content"][0]["text"], text);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn tool_call_is_a_function_call_item_with_string_arguments() {
+    let args = json!({"cmd": "echo hi"});
+    let server = start([Reply::tool_call("exec_command", args.clone())]).await;
+    let (_, v) = call_json(&server, &body(Kind::Responses, false)).await;
+    let item = &v["output"][0];
+    assert_eq!(item["type"], "function_call");
+    assert_eq!(item["name"], "exec_command");
+    assert!(item["call_id"].as_str().unwrap().starts_with("call_"));
+    let parsed: Value = serde_json::from_str(item["arguments"].as_str().unwrap()).unwrap();
+    assert_eq!(parsed, args);
+
+    let events = call_sse(&server, &body(Kind::Responses, true)).await;
+    let deltas: String = events
+        .iter()
+        .filter(|e| e.name.as_deref() == Some("response.function_call_arguments.delta"))
+        .map(|e| e.json()["delta"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(serde_json::from_str::<Value>(&deltas).unwrap(), args);
+    assert!(names(&events).contains(&"response.function_call_arguments.done".to_owned()));
+    assert_eq!(names(&events).last().unwrap(), "response.completed");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn refusal_is_a_refusal_content_part() {
+    let server = start([Reply::Refusal("I can't help with that.".into())]).await;
+    let (_, v) = call_json(&server, &body(Kind::Responses, false)).await;
+    assert_eq!(v["status"], "completed");
+    assert_eq!(v["output"][0]["content"][0]["type"], "refusal");
+    assert_eq!(
+        v["output"][0]["content"][0]["refusal"],
+        "I can't help with that."
+    );
+    let events = call_sse(&server, &body(Kind::Responses, true)).await;
+    assert!(names(&events).contains(&"response.refusal.done".to_owned()));
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn max_tokens_is_incomplete_with_reason() {
+    let server = start([Reply::MaxTokens("{\"answer\":\"trunc".into())]).await;
+    let (_, v) = call_json(&server, &body(Kind::Responses, false)).await;
+    assert_eq!(v["status"], "incomplete");
+    assert_eq!(v["incomplete_details"]["reason"], "max_output_tokens");
+    assert_eq!(v["output"][0]["status"], "incomplete");
+    assert!(v["usage"].is_object());
+    let events = call_sse(&server, &body(Kind::Responses, true)).await;
+    assert_eq!(names(&events).last().unwrap(), "response.incomplete");
+    assert!(!names(&events).contains(&"response.completed".to_owned()));
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn auto_answers_with_an_instance_of_the_requested_schema() {
+    let server = FakeServer::start(Kind::Responses, Script::default())
+        .await
+        .unwrap();
+    let mut request = body(Kind::Responses, false);
+    request["text"] = json!({"format": {"type": "json_schema", "name": "x", "strict": true,
+        "schema": {"type": "object", "properties": {"answer": {"type": "string"},
+                   "tags": {"type": "array", "items": {"type": "string"}}},
+                   "required": ["answer", "tags"], "additionalProperties": false}}});
+    let (_, v) = call_json(&server, &request).await;
+    let text = v["output"][0]["content"][0]["text"].as_str().unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(text).unwrap(),
+        json!({"answer": "fake", "tags": ["fake"]})
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn bare_responses_path_and_models_list_are_served() {
+    let server = start([Reply::text("ok")]).await;
+    let response = bounded(
+        client()
+            .post(format!("{}/responses", server.base_url()))
+            .bearer_auth(SECRET)
+            .json(&body(Kind::Responses, false))
+            .send(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(response.status(), 200);
+    let v: Value = bounded(response.json()).await.unwrap();
+    assert_eq!(v["output"][0]["content"][0]["text"], "ok");
+
+    let models = bounded(
+        client()
+            .get(format!("{}/v1/models", server.base_url()))
+            .send(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(models.status(), 200);
+    let missing = bounded(
+        client()
+            .get(format!("{}/v1/nope", server.base_url()))
+            .send(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(missing.status(), 404);
+    let v: Value = bounded(missing.json()).await.unwrap();
+    assert_eq!(v["error"]["type"], "invalid_request_error");
+    server.shutdown().await;
+}
