@@ -2,8 +2,10 @@
 //!
 //! The schema module owns the real projection; until it lands on main this file gives the Messages
 //! family the same two entry points so the placement logic can be written and tested. The
-//! integrator replaces the `use` in `messages/placement.rs` with the real functions and deletes
-//! this file.
+//! signatures match the schema module's (`project(&ResponseSchema, Dialect) -> Projection`,
+//! `anthropic_native_fits(&ResponseSchema)`, which projects first), so the integrator replaces
+//! the `use` in `messages/placement.rs` with `crate::schema::dialect::{...}` and deletes this
+//! file (and its `mod` line in `messages.rs`).
 //!
 //! * [`project`] copies the schema and removes what Anthropic's structured outputs reject
 //!   (numeric bounds, string lengths, array bounds beyond `minItems` 0/1, object size bounds),
@@ -13,7 +15,15 @@
 //!   recursive `$ref`, primitive `enum` members only, an object root.
 
 use crate::ledger::Transform;
+use crate::schema::ResponseSchema;
 use serde_json::{Map, Value};
+
+/// The schema dialect (only the one this family needs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// Anthropic Messages native structured output.
+    Anthropic,
+}
 
 /// The projected wire copy, what was checked locally instead, and every rewrite.
 #[derive(Debug, Clone, PartialEq)]
@@ -57,10 +67,11 @@ const SCHEMA_MAPS: &[&str] = &["properties", "$defs", "definitions"];
 /// Keywords whose value is a list of sub-schemas.
 const SCHEMA_LISTS: &[&str] = &["anyOf", "allOf", "prefixItems"];
 
-/// Projects `schema` to the Anthropic structured-outputs dialect.
-pub fn project(schema: &Value) -> Projection {
+/// Projects `schema` to the Anthropic structured-outputs dialect (the only one here).
+pub fn project(schema: &ResponseSchema, dialect: Dialect) -> Projection {
+    let Dialect::Anthropic = dialect;
     let mut out = Projection {
-        wire: schema.clone(),
+        wire: schema.as_value().clone(),
         residuals: Vec::new(),
         transforms: Vec::new(),
     };
@@ -146,8 +157,11 @@ fn escape(token: &str) -> String {
     token.replace('~', "~0").replace('/', "~1")
 }
 
-/// Whether the (projected) schema fits Anthropic's structured-outputs subset; the reasons when not.
-pub fn anthropic_native_fits(schema: &Value) -> Result<(), Vec<String>> {
+/// Whether the schema, after [`project`], fits Anthropic's structured-outputs subset; the
+/// reasons when not.
+pub fn anthropic_native_fits(schema: &ResponseSchema) -> Result<(), Vec<String>> {
+    let projected = project(schema, Dialect::Anthropic).wire;
+    let schema = &projected;
     let mut reasons = Vec::new();
     if schema.get("type").and_then(Value::as_str) != Some("object") {
         reasons.push("root must be an object schema".to_owned());
@@ -209,13 +223,20 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn schema(v: Value) -> ResponseSchema {
+        ResponseSchema::from_value(v).unwrap()
+    }
+
     #[test]
     fn projection_removes_bounds_and_records_each() {
-        let p = project(&json!({
-            "type": "object",
-            "properties": {"n": {"type": "integer", "minimum": 1}, "s": {"type": "string"}},
-            "required": ["n"]
-        }));
+        let p = project(
+            &schema(json!({
+                "type": "object",
+                "properties": {"n": {"type": "integer", "minimum": 1}, "s": {"type": "string"}},
+                "required": ["n"]
+            })),
+            Dialect::Anthropic,
+        );
         assert_eq!(p.wire["properties"]["n"], json!({"type": "integer"}));
         assert_eq!(p.wire["additionalProperties"], json!(false));
         assert!(p.transforms.iter().any(|t| t.pointer == "/properties/n"));
@@ -225,10 +246,10 @@ mod tests {
     #[test]
     fn recursion_and_external_refs_do_not_fit() {
         let rec = json!({"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#"}}}});
-        assert!(anthropic_native_fits(&rec).is_err());
+        assert!(anthropic_native_fits(&schema(rec)).is_err());
         let ext = json!({"type": "object", "properties": {"a": {"$ref": "https://x/y.json"}}});
-        assert!(anthropic_native_fits(&ext).is_err());
+        assert!(anthropic_native_fits(&schema(ext)).is_err());
         let ok = json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/A"}}, "$defs": {"A": {"type": "string"}}});
-        assert_eq!(anthropic_native_fits(&ok), Ok(()));
+        assert_eq!(anthropic_native_fits(&schema(ok)), Ok(()));
     }
 }

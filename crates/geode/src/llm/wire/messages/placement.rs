@@ -11,7 +11,8 @@
 //! final text only), but not with an assistant prefill. A forced tool (`tool_choice` `any` or
 //! `tool`) is an error with extended thinking, hence the prompt fallback.
 
-use super::dialect_shim::{anthropic_native_fits, project};
+// TODO(integrator): use crate::schema::dialect::{Dialect, anthropic_native_fits, project};
+use super::dialect_shim::{Dialect, anthropic_native_fits, project};
 use crate::ledger::{StructuredOutputMode, Transform};
 use crate::llm::request::{AdapterCallRequest, Role};
 use crate::schema::ResponseSchema;
@@ -69,8 +70,8 @@ pub fn place_schema(req: &AdapterCallRequest) -> Placed {
         .last()
         .is_some_and(|m| m.role == Role::Assistant);
     if !prefill {
-        let projection = project(schema.as_value());
-        if anthropic_native_fits(&projection.wire).is_ok() {
+        if anthropic_native_fits(schema).is_ok() {
+            let projection = project(schema, Dialect::Anthropic);
             return Placed {
                 placement: Placement::Native {
                     schema: projection.wire,
