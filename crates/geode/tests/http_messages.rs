@@ -311,6 +311,31 @@ async fn schema_rejection_400_is_typed_and_not_retried() {
 }
 
 #[tokio::test]
+async fn a_400_about_the_output_tool_schema_is_a_schema_rejection() {
+    bounded(async {
+        let body = json!({"type": "error", "error": {"type": "invalid_request_error",
+            "message": "tools.0.custom.input_schema: JSON schema is invalid"}});
+        let server = serve(Script::always(Reply::Status {
+            status: 400,
+            body,
+            retry_after: None,
+        }))
+        .await;
+        let err = kind_of(
+            payg(&server, 3)
+                .call(with_schema(recursive()), &CallCx::new())
+                .await,
+        );
+        assert!(
+            matches!(err, AdapterError::SchemaRejected { status: 400, .. }),
+            "{err}"
+        );
+        assert_eq!(server.requests().len(), 1);
+    })
+    .await
+}
+
+#[tokio::test]
 async fn unauthorized_401_is_auth_without_the_key_and_not_retried() {
     bounded(async {
         let server = serve(Script::always(Reply::status(401))).await;

@@ -99,7 +99,11 @@ impl MessagesClient {
             mode = %built.wire.mode,
             "messages call"
         );
-        let mut sse = self.http.post_sse(post, cx).await?;
+        let mut sse = self
+            .http
+            .post_sse(post, cx)
+            .await
+            .map_err(|e| messages::reclassify(e, &built))?;
         let mut fold = StreamFold::new();
         loop {
             let event = sse.next_event(cx).await?;

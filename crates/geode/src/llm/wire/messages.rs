@@ -42,7 +42,8 @@
 //! Usage: `input_tokens`, `output_tokens`, `cache_read_input_tokens` (as cached input). Text
 //! blocks are joined with no separator; thinking and server-tool blocks are dropped. A stream that
 //! ends without `message_stop` is [`ParseError::Truncated`], never success; an `error` event is
-//! [`ParseError::Provider`] and maps to the matching [`AdapterError`].
+//! [`ParseError::Provider`] and maps to the matching [`AdapterError`]. An HTTP 400 that names
+//! the output tool (`tools.<n>.input_schema…`) is a schema rejection ([`reclassify`]).
 //!
 //! Not sent: `effort` and `metadata`. Thinking blocks are not replayed in later turns (the
 //! request type has no thinking block), so tool use with extended thinking may be refused by the
@@ -165,6 +166,28 @@ fn provider_error(adapter: String, kind: &str, message: String) -> AdapterError 
     }
 }
 
+/// A 400 naming the forced output tool (`tools.<its index>.…`, e.g. its `input_schema`) is the
+/// provider rejecting the response schema: [`AdapterError::SchemaRejected`], not a plain bad
+/// request. Any other error is returned unchanged.
+pub fn reclassify(err: AdapterError, built: &Built) -> AdapterError {
+    let index = built.body.tools.len().saturating_sub(1);
+    match err {
+        AdapterError::BadRequest {
+            adapter,
+            status: 400,
+            message,
+        } if built.output_tool.is_some() && message.contains(&format!("tools.{index}.")) => {
+            AdapterError::SchemaRejected {
+                adapter,
+                status: 400,
+                code: "-".to_owned(),
+                message,
+            }
+        }
+        other => other,
+    }
+}
+
 /// A provider message made one line and cut to [`MESSAGE_LIMIT`] characters.
 pub(crate) fn one_line(message: &str) -> String {
     let flat: String = message
@@ -185,6 +208,8 @@ pub(crate) fn decimal_f64(x: f32) -> f64 {
 mod tests {
     use super::*;
     use crate::llm::adapter::RetryClass;
+    use crate::llm::request::{AdapterCallRequest, Message, ToolSpec};
+    use crate::schema::ResponseSchema;
 
     #[test]
     fn provider_error_kinds_map_to_typed_errors() {
@@ -213,6 +238,44 @@ mod tests {
         assert_eq!(e.kind(), "truncated");
         assert_eq!(e.retry_class(), RetryClass::Retryable);
         assert!(e.to_string().starts_with("anthropic-oauth: "));
+    }
+
+    #[test]
+    fn a_400_naming_the_output_tool_is_a_schema_rejection() {
+        let mut req = AdapterCallRequest::new("m", vec![Message::user("hi")]);
+        req.tools = vec![ToolSpec {
+            name: "t".into(),
+            description: String::new(),
+            input_schema: serde_json::json!({"type": "object"}),
+        }];
+        req.response_schema = Some(
+            ResponseSchema::from_value(
+                serde_json::json!({"type": "object", "properties": {"k": {"$ref": "#"}}}),
+            )
+            .unwrap(),
+        );
+        let built = build(&req, "d", Delivery::Stream);
+        let bad = |message: &str| AdapterError::BadRequest {
+            adapter: "a".into(),
+            status: 400,
+            message: message.into(),
+        };
+        let e = reclassify(
+            bad("tools.1.custom.input_schema: JSON schema is invalid"),
+            &built,
+        );
+        assert_eq!(e.kind(), "schema_rejected");
+        let e = reclassify(
+            bad("tools.0.custom.input_schema: JSON schema is invalid"),
+            &built,
+        );
+        assert_eq!(
+            e.kind(),
+            "bad_request",
+            "a framework tool's schema is not the response schema"
+        );
+        let plain = build(&AdapterCallRequest::new("m", vec![]), "d", Delivery::Stream);
+        assert_eq!(reclassify(bad("tools.0.x"), &plain).kind(), "bad_request");
     }
 
     #[test]
