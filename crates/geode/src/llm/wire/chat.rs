@@ -18,8 +18,11 @@
 //!
 //! # Tools
 //!
-//! `tool_choice` is only ever `"auto"`; see [`request`] for how `none`, `any` and `tool(X)` are
-//! carried (each leaves a [`Transform`](crate::ledger::Transform) in the wire report). More than
+//! `tool_choice` is only ever `"auto"` (GLM rejects `"none"`, which the reference sends):
+//! `auto` → `"auto"`; `none` → the tools are withheld from that request (history with earlier
+//! tool calls still travels); `any` and `tool(X)` → `"auto"` with every tool, not forced. The
+//! last three each leave a [`Transform`](crate::ledger::Transform) on `/tool_choice` in the wire
+//! report. More than
 //! 128 tools is [`BuildError::TooManyTools`]. GLM models sometimes write tool calls as
 //! `<tool_call>` markup in the content; that text is returned as text, not parsed.
 
