@@ -380,3 +380,90 @@ async fn a_hanging_provider_ends_at_the_deadline() {
     })
     .await
 }
+
+/// Runs this test binary's ignored [`child_from_env`] test in a child process with exactly `vars`
+/// as its environment; returns whether it passed.
+async fn run_child(vars: &[(&str, String)]) -> bool {
+    let mut cmd = tokio::process::Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--ignored", "--exact", "child_from_env", "--test-threads=1"])
+        .env_clear()
+        .kill_on_drop(true)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().await.unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("1 passed") || !out.status.success(),
+        "child did not run: {text}"
+    );
+    if !out.status.success() {
+        eprintln!("{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    }
+    out.status.success()
+}
+
+#[tokio::test]
+async fn from_env_reads_keys_and_base_urls_and_names_what_is_missing() {
+    bounded(async {
+        assert!(run_child(&[("GEODE_TEST_CHILD", "missing".into())]).await);
+        let server = serve(Script::always(Reply::text("from env"))).await;
+        let vars = [
+            ("GEODE_TEST_CHILD", "configured".to_owned()),
+            (
+                "GEODE_GLM_BASE_URL",
+                format!("{}/api/paas/v4", server.base_url()),
+            ),
+            (
+                "GEODE_GLM_CODING_BASE_URL",
+                format!("{}/api/coding/paas/v4", server.base_url()),
+            ),
+            ("ZAI_API_KEY", KEY.to_owned()),
+            ("ZAI_CODING_PLAN_KEY", KEY.to_owned()),
+        ];
+        assert!(run_child(&vars).await);
+        let seen = server.requests();
+        assert_eq!(seen.len(), 2);
+        assert_invariants(&seen[..1], PAYG_ROUTE);
+        assert_invariants(&seen[1..], "/api/coding/paas/v4/chat/completions");
+    })
+    .await
+}
+
+/// Run only by [`from_env_reads_keys_and_base_urls_and_names_what_is_missing`], which sets its
+/// environment (tests cannot set variables in-process: `set_var` is unsafe).
+#[tokio::test]
+#[ignore = "run by from_env_reads_keys_and_base_urls_and_names_what_is_missing in a child process"]
+async fn child_from_env() {
+    let mode = std::env::var("GEODE_TEST_CHILD").expect("run by the parent test only");
+    match mode.as_str() {
+        "missing" => {
+            let err = GlmPayg::from_env().unwrap_err();
+            assert!(
+                err.kind() == "config" && err.to_string().contains("ZAI_API_KEY"),
+                "{err}"
+            );
+            let err = GlmCodingPlan::from_env().unwrap_err();
+            let text = err.to_string();
+            assert!(
+                err.kind() == "config" && text.contains("ZAI_CODING_PLAN_KEY"),
+                "{text}"
+            );
+        }
+        "configured" => {
+            let payg = GlmPayg::from_env().unwrap();
+            assert_eq!(
+                payg.call(request(), &CallCx::new()).await.unwrap().text,
+                "from env"
+            );
+            let plan = GlmCodingPlan::from_env().unwrap();
+            assert_eq!(
+                plan.call(request(), &CallCx::new()).await.unwrap().text,
+                "from env"
+            );
+        }
+        other => panic!("unknown child mode {other}"),
+    }
+}

@@ -479,3 +479,85 @@ async fn a_hanging_provider_ends_at_the_deadline_and_cancel_stops_the_call() {
     })
     .await
 }
+
+/// Runs this test binary's ignored [`child_from_env`] test in a child process with exactly `vars`
+/// as its environment; returns whether it passed.
+async fn run_child(vars: &[(&str, String)]) -> bool {
+    let mut cmd = tokio::process::Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--ignored", "--exact", "child_from_env", "--test-threads=1"])
+        .env_clear()
+        .kill_on_drop(true)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().await.unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("1 passed") || !out.status.success(),
+        "child did not run: {text}"
+    );
+    if !out.status.success() {
+        eprintln!("{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    }
+    out.status.success()
+}
+
+#[tokio::test]
+async fn from_env_reads_keys_and_base_url_and_names_what_is_missing() {
+    bounded(async {
+        let empty = tempfile::tempdir().unwrap();
+        let home = empty.path().display().to_string();
+        assert!(run_child(&[("GEODE_TEST_CHILD", "missing".into()), ("HOME", home)]).await);
+        let server = serve(Script::always(Reply::text("from env"))).await;
+        let vars = [
+            ("GEODE_TEST_CHILD", "configured".to_owned()),
+            ("GEODE_ANTHROPIC_BASE_URL", server.base_url()),
+            ("ANTHROPIC_API_KEY", KEY.to_owned()),
+            ("CLAUDE_CODE_OAUTH_TOKEN", TOKEN.to_owned()),
+        ];
+        assert!(run_child(&vars).await);
+        let seen = server.requests();
+        assert_eq!(seen.len(), 2);
+        assert_invariants(&seen);
+        assert_eq!(seen[0].header("x-api-key"), Some("***"));
+        assert_eq!(seen[1].header("authorization"), Some("Bearer ***"));
+    })
+    .await
+}
+
+/// Run only by [`from_env_reads_keys_and_base_url_and_names_what_is_missing`], which sets its
+/// environment (tests cannot set variables in-process: `set_var` is unsafe).
+#[tokio::test]
+#[ignore = "run by from_env_reads_keys_and_base_url_and_names_what_is_missing in a child process"]
+async fn child_from_env() {
+    let mode = std::env::var("GEODE_TEST_CHILD").expect("run by the parent test only");
+    match mode.as_str() {
+        "missing" => {
+            let err = AnthropicPayg::from_env().unwrap_err();
+            assert_eq!(err.kind(), "config");
+            assert!(err.to_string().contains("ANTHROPIC_API_KEY"), "{err}");
+            let err = AnthropicOauth::from_env().unwrap_err();
+            assert_eq!(err.kind(), "config");
+            let text = err.to_string();
+            assert!(
+                text.contains("CLAUDE_CODE_OAUTH_TOKEN") && text.contains(".credentials.json"),
+                "{text}"
+            );
+        }
+        "configured" => {
+            let payg = AnthropicPayg::from_env().unwrap();
+            assert_eq!(
+                payg.call(request(), &CallCx::new()).await.unwrap().text,
+                "from env"
+            );
+            let oauth = AnthropicOauth::from_env().unwrap();
+            assert_eq!(
+                oauth.call(request(), &CallCx::new()).await.unwrap().text,
+                "from env"
+            );
+        }
+        other => panic!("unknown child mode {other}"),
+    }
+}
