@@ -6,6 +6,7 @@
 //! | auth | `ANTHROPIC_API_KEY` as `x-api-key`, plus `anthropic-version: 2023-06-01` |
 //! | wire | the Messages family ([`crate::llm::wire::messages`]), streamed |
 //! | `response_schema` | `output_config.format` (`strict`), else a forced output tool (`tool`), else the prompt (`prompt`) |
+//! | `wire_mode` | the mode of a plain request; extended thinking or an assistant prefill can make `call` pick a weaker one, and the response's `wire` report says which |
 //!
 //! API reference: <https://docs.anthropic.com/en/api/messages>.
 
