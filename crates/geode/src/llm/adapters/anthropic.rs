@@ -21,7 +21,7 @@ pub const BASE_URL_ENV: &str = "GEODE_ANTHROPIC_BASE_URL";
 /// The `anthropic-version` header value.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 /// The model used when a request names none (the registry normally sets one).
-pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
+pub const DEFAULT_MODEL: &str = "claude-sonnet-4-6";
 
 /// The shared Messages call path of one adapter.
 #[derive(Debug, Clone)]

@@ -15,7 +15,7 @@ use crate::llm::wire::chat;
 use bytes::Bytes;
 
 /// The model used when a request names none (the registry normally sets one).
-pub const DEFAULT_MODEL: &str = "glm-4.6";
+pub const DEFAULT_MODEL: &str = "glm-5.2";
 
 /// The shared Chat Completions call path of one GLM adapter.
 #[derive(Debug, Clone)]
