@@ -39,8 +39,10 @@ pub mod responses;
 pub mod script;
 pub mod server;
 mod sse;
+pub mod tls;
 
 pub use kind::{Kind, UnknownKind};
 pub use record::RecordedRequest;
 pub use script::{Reply, Script, ScriptError, TokenUsage};
 pub use server::{FakeServer, FakeServerBuilder};
+pub use tls::{TlsError, TlsIdentity};

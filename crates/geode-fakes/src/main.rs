@@ -5,13 +5,17 @@
 //! serves until interrupted (Ctrl-C or SIGTERM). Without `--script` it answers every model call
 //! with `auto` (a schema instance or a fixed text, like the Python fakes).
 //!
+//! HTTPS: `--tls-cert FILE --tls-key FILE`, or `--tls-ca-out FILE` for a throwaway CA whose
+//! certificate is written to FILE (what codex in ChatGPT mode needs, with
+//! `CODEX_CA_CERTIFICATE=FILE`).
+//!
 //! `geode-fakes auth-json [--stale]` prints a fake codex `auth.json` (ChatGPT mode).
 //!
 //! Exit codes: 0 after a clean stop, 1 on an error (bad script, port in use).
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use geode_fakes::{FakeServer, Kind, Script};
+use geode_fakes::{FakeServer, Kind, Script, TlsIdentity};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -39,6 +43,16 @@ enum Command {
         /// A JSON script: an array of replies or {"steps": [...], "default": ..., "usage": ...}.
         #[arg(long)]
         script: Option<PathBuf>,
+        /// Serve HTTPS with this PEM certificate chain (needs --tls-key).
+        #[arg(long, requires = "tls_key", conflicts_with = "tls_ca_out")]
+        tls_cert: Option<PathBuf>,
+        /// The PEM private key for --tls-cert.
+        #[arg(long, requires = "tls_cert")]
+        tls_key: Option<PathBuf>,
+        /// Serve HTTPS with a throwaway CA and leaf; write the CA certificate (PEM) here,
+        /// e.g. for CODEX_CA_CERTIFICATE.
+        #[arg(long)]
+        tls_ca_out: Option<PathBuf>,
     },
     /// Print a fake codex auth.json for ChatGPT mode.
     AuthJson {
@@ -51,7 +65,27 @@ enum Command {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
-        Command::Serve { kind, port, script } => serve(kind, port, script).await,
+        Command::Serve {
+            kind,
+            port,
+            script,
+            tls_cert,
+            tls_key,
+            tls_ca_out,
+        } => {
+            let tls = match (tls_cert, tls_key, tls_ca_out) {
+                (Some(cert), Some(key), _) => Some(TlsIdentity::from_files(&cert, &key)?),
+                (_, _, Some(ca_out)) => {
+                    let identity = TlsIdentity::generate()?;
+                    let ca = identity.ca_pem().unwrap_or_default();
+                    std::fs::write(&ca_out, ca)
+                        .with_context(|| format!("cannot write {}", ca_out.display()))?;
+                    Some(identity)
+                }
+                _ => None,
+            };
+            serve(kind, port, script, tls).await
+        }
         Command::AuthJson { stale } => {
             println!("{}", auth_json(stale)?);
             Ok(())
@@ -59,16 +93,22 @@ async fn main() -> anyhow::Result<()> {
     }
 }
 
-async fn serve(kind: Kind, port: u16, script: Option<PathBuf>) -> anyhow::Result<()> {
+async fn serve(
+    kind: Kind,
+    port: u16,
+    script: Option<PathBuf>,
+    tls: Option<TlsIdentity>,
+) -> anyhow::Result<()> {
     let script = match script {
         Some(path) => Script::from_file(&path)?,
         None => Script::default(),
     };
     let (tap, mut taps) = tokio::sync::mpsc::unbounded_channel();
-    let server = FakeServer::builder(kind)
-        .script(script)
-        .port(port)
-        .tap(tap)
+    let mut builder = FakeServer::builder(kind).script(script).port(port).tap(tap);
+    if let Some(identity) = tls {
+        builder = builder.tls(identity);
+    }
+    let server = builder
         .start()
         .await
         .with_context(|| format!("cannot listen on 127.0.0.1:{port}"))?;

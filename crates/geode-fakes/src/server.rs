@@ -8,13 +8,16 @@
 //!   requests that are then reset, cut, delayed or left hanging.
 //! - Dropping the server (or [`FakeServer::shutdown`]) stops accepting and closes every open
 //!   connection, including hanging ones; nothing keeps running afterwards.
-//! - Request bodies larger than 64 MiB get a 413 and are not recorded in full.
+//! - With [`FakeServerBuilder::tls`] it serves HTTPS instead (see [`crate::tls`]).
+//! - A request whose body is over 64 MiB (or never fully arrives) gets a 413 and is the one
+//!   kind of request that is not recorded.
 
 use crate::deliver::{Body, Ending, deliver, full};
 use crate::kind::Kind;
 use crate::plan::{Call, Content, Ids, Plan, Route};
 use crate::record::{RecordedRequest, decode_body, mask_body, mask_header, mask_path, parse_json};
 use crate::script::{Player, Reply, Script};
+use crate::tls::TlsIdentity;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
@@ -27,14 +30,17 @@ use serde_json::Value;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::oneshot;
 use tokio::task::{JoinHandle, JoinSet};
+use tokio_rustls::TlsAcceptor;
 
 /// The text a [`Reply::StreamCut`] starts to send.
 const CUT_TEXT: &str = "This answer is cut off before it ends.";
 const MAX_BODY: usize = 64 << 20;
+const HANDSHAKE_LIMIT: Duration = Duration::from_secs(10);
 
 /// A running fake provider (see the module docs). Stops when dropped.
 #[derive(Debug)]
@@ -53,6 +59,7 @@ pub struct FakeServerBuilder {
     script: Script,
     port: u16,
     tap: Option<UnboundedSender<RecordedRequest>>,
+    tls: Option<TlsIdentity>,
 }
 
 impl FakeServerBuilder {
@@ -74,20 +81,31 @@ impl FakeServerBuilder {
         self
     }
 
+    /// Serves HTTPS with this identity (the base URL then starts with `https://`).
+    pub fn tls(mut self, identity: TlsIdentity) -> Self {
+        self.tls = Some(identity);
+        self
+    }
+
     /// Binds the port and starts serving on the current Tokio runtime.
     pub async fn start(self) -> std::io::Result<FakeServer> {
+        let acceptor = match &self.tls {
+            Some(identity) => Some(identity.acceptor().map_err(std::io::Error::other)?),
+            None => None,
+        };
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, self.port)).await?;
         let addr = listener.local_addr()?;
+        let scheme = if acceptor.is_some() { "https" } else { "http" };
         let state = Arc::new(State {
             kind: self.kind,
-            origin: format!("http://{addr}"),
+            origin: format!("{scheme}://{addr}"),
             player: Player::new(self.script),
             ids: Ids::default(),
             log: Mutex::new(Vec::new()),
             tap: self.tap,
         });
         let (stop, stopped) = oneshot::channel();
-        let task = tokio::spawn(accept_loop(listener, Arc::clone(&state), stopped));
+        let task = tokio::spawn(accept_loop(listener, Arc::clone(&state), acceptor, stopped));
         Ok(FakeServer {
             kind: self.kind,
             addr,
@@ -104,17 +122,18 @@ impl FakeServer {
         FakeServer::builder(kind).script(script).start().await
     }
 
-    /// A builder for the other options (fixed port, request tap).
+    /// A builder for the other options (fixed port, request tap, TLS).
     pub fn builder(kind: Kind) -> FakeServerBuilder {
         FakeServerBuilder {
             kind,
             script: Script::default(),
             port: 0,
             tap: None,
+            tls: None,
         }
     }
 
-    /// `"http://127.0.0.1:PORT"`, without a trailing slash.
+    /// `"http://127.0.0.1:PORT"` (`https://` with TLS), without a trailing slash.
     pub fn base_url(&self) -> String {
         self.state.origin.clone()
     }
@@ -182,14 +201,19 @@ impl State {
 
 /// Accepts connections until `stopped` fires or its sender is dropped, then aborts every
 /// connection and waits for them to end.
-async fn accept_loop(listener: TcpListener, state: Arc<State>, mut stopped: oneshot::Receiver<()>) {
+async fn accept_loop(
+    listener: TcpListener,
+    state: Arc<State>,
+    tls: Option<TlsAcceptor>,
+    mut stopped: oneshot::Receiver<()>,
+) {
     let mut connections = JoinSet::new();
     loop {
         tokio::select! {
             _ = &mut stopped => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
-                    connections.spawn(serve_connection(stream, Arc::clone(&state)));
+                    connections.spawn(serve_connection(stream, Arc::clone(&state), tls.clone()));
                 }
                 // Out of file descriptors and the like: back off instead of spinning.
                 Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
@@ -201,12 +225,29 @@ async fn accept_loop(listener: TcpListener, state: Arc<State>, mut stopped: ones
     connections.shutdown().await;
 }
 
-async fn serve_connection(stream: TcpStream, state: Arc<State>) {
+async fn serve_connection(stream: TcpStream, state: Arc<State>, tls: Option<TlsAcceptor>) {
     let _ = stream.set_nodelay(true);
+    match tls {
+        None => serve_io(stream, state).await,
+        Some(acceptor) => {
+            // A client that never finishes its handshake must not pin the task forever.
+            if let Ok(Ok(stream)) =
+                tokio::time::timeout(HANDSHAKE_LIMIT, acceptor.accept(stream)).await
+            {
+                serve_io(stream, state).await;
+            }
+        }
+    }
+}
+
+async fn serve_io<I>(io: I, state: Arc<State>)
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let service = service_fn(move |request| handle(Arc::clone(&state), request));
     // Connection errors (client went away, a scripted reset) end this connection only.
     let _ = http1::Builder::new()
-        .serve_connection(TokioIo::new(stream), service)
+        .serve_connection(TokioIo::new(io), service)
         .await;
 }
 

@@ -1,5 +1,6 @@
 //! Errors and faults, for every kind: provider-shaped HTTP errors, retry-after, reset, stream
 //! cut, slow body and hang. Every wait is bounded; no assertion depends on precise timings.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
 mod common;
 

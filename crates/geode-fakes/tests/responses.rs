@@ -1,4 +1,5 @@
 //! The Responses fake over the wire: JSON and SSE answers in the shapes of wire.md §2.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
 mod common;
 

@@ -1,6 +1,6 @@
 //! Shared helpers for the geode-fakes integration tests: a loopback-only client, kind-aware
 //! request bodies and headers, an SSE parser and a bound on every wait.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)] // shared by several test crates
 
 use geode_fakes::{FakeServer, Kind};
 use serde_json::{Value, json};

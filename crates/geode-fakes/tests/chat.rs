@@ -1,0 +1,140 @@
+//! The Chat Completions (GLM) fake over the wire.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
+
+mod common;
+
+use common::*;
+use geode_fakes::{FakeServer, Kind, Reply, Script};
+use serde_json::{Value, json};
+
+async fn start(replies: impl IntoIterator<Item = Reply>) -> FakeServer {
+    FakeServer::start(Kind::Chat, Script::new(replies))
+        .await
+        .expect("start")
+}
+
+#[tokio::test]
+async fn text_answer_has_content_finish_reason_and_usage() {
+    let server = start([Reply::Json(json!({"k": [1, 2]}))]).await;
+    let (status, v) = call_json(&server, &body(Kind::Chat, false)).await;
+    assert_eq!(status, 200);
+    assert_eq!(v["object"], "chat.completion");
+    assert_eq!(v["model"], "glm-test");
+    let choice = &v["choices"][0];
+    assert_eq!(choice["message"]["role"], "assistant");
+    assert_eq!(choice["message"]["content"], "{\"k\":[1,2]}");
+    assert_eq!(choice["finish_reason"], "stop");
+    assert_eq!(v["usage"]["prompt_tokens"], 11);
+    assert_eq!(v["usage"]["completion_tokens"], 7);
+    assert_eq!(v["usage"]["total_tokens"], 18);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn tool_call_arguments_are_a_string_and_finish_reason_is_tool_calls() {
+    let args = json!({"q": "x"});
+    let server = start([Reply::tool_call("search", args.clone())]).await;
+    let (_, v) = call_json(&server, &body(Kind::Chat, false)).await;
+    let choice = &v["choices"][0];
+    assert_eq!(choice["finish_reason"], "tool_calls");
+    assert_eq!(choice["message"]["content"], Value::Null);
+    let call = &choice["message"]["tool_calls"][0];
+    assert_eq!(call["type"], "function");
+    assert_eq!(call["function"]["name"], "search");
+    let parsed: Value =
+        serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
+    assert_eq!(parsed, args);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn refusal_and_max_tokens() {
+    let server = start([
+        Reply::Refusal("No.".into()),
+        Reply::MaxTokens("{\"a\":".into()),
+    ])
+    .await;
+    let (_, refusal) = call_json(&server, &body(Kind::Chat, false)).await;
+    assert_eq!(refusal["choices"][0]["message"]["refusal"], "No.");
+    assert_eq!(refusal["choices"][0]["message"]["content"], Value::Null);
+    let (_, truncated) = call_json(&server, &body(Kind::Chat, false)).await;
+    assert_eq!(truncated["choices"][0]["finish_reason"], "length");
+    assert_eq!(truncated["choices"][0]["message"]["content"], "{\"a\":");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn any_prefix_is_accepted() {
+    let server = start([Reply::text("hi")]).await;
+    for prefix in ["/api/paas/v4", "/api/coding/paas/v4", "", "/v1"] {
+        let response = bounded(
+            client()
+                .post(format!("{}{prefix}/chat/completions", server.base_url()))
+                .bearer_auth(SECRET)
+                .json(&body(Kind::Chat, false))
+                .send(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(response.status(), 200, "{prefix}");
+    }
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn streamed_chunks_end_with_usage_and_done() {
+    let server = start([Reply::text("hello"), Reply::tool_call("f", json!({"a": 1}))]).await;
+    let events = call_sse(&server, &body(Kind::Chat, true)).await;
+    assert!(
+        events.iter().all(|e| e.name.is_none()),
+        "chat chunks are data-only"
+    );
+    assert_eq!(events.last().unwrap().data, "[DONE]");
+    let chunks: Vec<Value> = events[..events.len() - 1]
+        .iter()
+        .map(|e| e.json())
+        .collect();
+    let text: String = chunks
+        .iter()
+        .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
+        .collect();
+    assert_eq!(text, "hello");
+    let last = chunks.last().unwrap();
+    assert_eq!(last["object"], "chat.completion.chunk");
+    assert_eq!(last["choices"][0]["finish_reason"], "stop");
+    assert_eq!(last["usage"]["total_tokens"], 18);
+
+    let events = call_sse(&server, &body(Kind::Chat, true)).await;
+    let chunks: Vec<Value> = events[..events.len() - 1]
+        .iter()
+        .map(|e| e.json())
+        .collect();
+    let args: String = chunks
+        .iter()
+        .filter_map(|c| c["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"].as_str())
+        .collect();
+    assert_eq!(
+        serde_json::from_str::<Value>(&args).unwrap(),
+        json!({"a": 1})
+    );
+    assert_eq!(
+        chunks.last().unwrap()["choices"][0]["finish_reason"],
+        "tool_calls"
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn auto_follows_response_format_json_schema() {
+    let server = start([]).await;
+    let mut request = body(Kind::Chat, false);
+    request["response_format"] = json!({"type": "json_schema", "json_schema": {"name": "x",
+        "schema": {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}}});
+    let (_, v) = call_json(&server, &request).await;
+    let content = v["choices"][0]["message"]["content"].as_str().unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(content).unwrap(),
+        json!({"ok": true})
+    );
+    server.shutdown().await;
+}
