@@ -5,11 +5,23 @@
 //! |---|---|---|---|
 //! | [`openai_payg::OpenAiPayg`] (`openai-payg`) | Responses, `POST {base}/v1/responses`, SSE | `OPENAI_API_KEY` bearer | `text.format` json_schema, `strict` from the strict check |
 //! | [`codex_oauth::CodexOauth`] (`codex-oauth`) | ChatGPT backend, `POST {base}/backend-api/codex/responses`, SSE | `$CODEX_HOME/auth.json` bearer + `chatgpt-account-id`, refreshed when expired | same |
+//! | [`anthropic_payg::AnthropicPayg`] (`anthropic-payg`) | Messages, `POST {base}/v1/messages`, SSE | `ANTHROPIC_API_KEY` as `x-api-key` | `output_config.format` when the projection fits (`strict`), else a forced output tool (`tool`), else the prompt (`prompt`) |
+//! | [`anthropic_oauth::AnthropicOauth`] (`anthropic-oauth`) | same | `CLAUDE_CODE_OAUTH_TOKEN` or `~/.claude/.credentials.json` bearer + `anthropic-beta: oauth-2025-04-20`, identity system block | same |
+//! | [`glm_payg::GlmPayg`] (`glm-payg`) | Chat Completions, `POST {base}/chat/completions`, JSON | `ZAI_API_KEY` bearer | `response_format: json_object` + schema in the system prompt (`json-mode`) |
+//! | [`glm_coding_plan::GlmCodingPlan`] (`glm-coding-plan`) | same, Coding Plan base | `ZAI_CODING_PLAN_KEY` bearer | same |
+//! | [`claude_cli::ClaudeCliAdapter`] (`claude-cli`) | `claude -p --output-format json` subprocess | the CLI's login | `--json-schema`; `structured_output` read (`cli-validated`) |
+//! | [`codex_cli::CodexCliAdapter`] (`codex-cli`) | `codex exec --json` subprocess | the CLI's login | 0600 temp file + `--output-schema` (`cli-flag`) |
 
+pub mod anthropic;
+pub mod anthropic_oauth;
+pub mod anthropic_payg;
 pub mod claude_cli;
 pub mod cli_common;
 pub mod codex_cli;
 pub mod codex_oauth;
+pub mod glm;
+pub mod glm_coding_plan;
+pub mod glm_payg;
 pub mod openai_payg;
 
 use crate::ledger::StructuredOutputMode;
