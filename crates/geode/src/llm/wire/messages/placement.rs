@@ -12,10 +12,10 @@
 //! `tool`) is an error with extended thinking, hence the prompt fallback.
 
 // TODO(integrator): use crate::schema::dialect::{Dialect, anthropic_native_fits, project};
-use crate::schema::dialect::{Dialect, anthropic_native_fits, project};
 use crate::ledger::{StructuredOutputMode, Transform};
 use crate::llm::request::{AdapterCallRequest, Role};
 use crate::schema::ResponseSchema;
+use crate::schema::dialect::{Dialect, anthropic_native_fits, project};
 use serde_json::Value;
 
 /// Prefix of the forced output tool's name; the rest is the schema's sanitised name.
@@ -69,17 +69,15 @@ pub fn place_schema(req: &AdapterCallRequest) -> Placed {
         .messages
         .last()
         .is_some_and(|m| m.role == Role::Assistant);
-    if !prefill {
-        if anthropic_native_fits(schema).is_ok() {
-            let projection = project(schema, Dialect::Anthropic);
-            return Placed {
-                placement: Placement::Native {
-                    schema: projection.wire,
-                },
-                mode: StructuredOutputMode::Strict,
-                transforms: projection.transforms,
-            };
-        }
+    if !prefill && anthropic_native_fits(schema).is_ok() {
+        let projection = project(schema, Dialect::Anthropic);
+        return Placed {
+            placement: Placement::Native {
+                schema: projection.wire,
+            },
+            mode: StructuredOutputMode::Strict,
+            transforms: projection.transforms,
+        };
     }
     if req.thinking_budget == 0
         && let Some((input_schema, transforms)) = tool_input_schema(schema)
