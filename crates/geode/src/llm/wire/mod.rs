@@ -1,4 +1,5 @@
 //! Wire families: sans-IO request builders and response folders, one file per provider JSON
 //! family. They know JSON shapes, never auth, endpoints or IO (`style.md` §6.1-2).
 
+pub mod json;
 pub mod responses;
