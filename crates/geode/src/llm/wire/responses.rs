@@ -9,7 +9,7 @@
 //! |---|---|
 //! | `instructions` | the system prompt, or `Mode: general assistance.` when empty |
 //! | `input` | user/assistant text as `message` items (`input_text` / `output_text` parts); `ToolUse` → `function_call`; `ToolResult` → `function_call_output` |
-//! | `tools` | flat `{"type":"function",name,description,parameters,strict}`, `strict` from the strict check of the parameters (the API defaults it to true) |
+//! | `tools` | flat `{"type":"function",name,description,parameters,"strict":false}`: explicit, since the API defaults it to true and would reject non-strict parameter schemas; codex sends the same; arguments are validated locally |
 //! | `tool_choice` | `auto` / `required` (Any) / `none` / `{"type":"function","name"}`, with `parallel_tool_calls: true` |
 //! | `store` | always `false` |
 //! | `reasoning`, `include` | for reasoning models: `{"effort","summary":"auto"}` and `["reasoning.encrypted_content"]`; no temperature |
@@ -25,9 +25,9 @@
 use crate::ledger::StructuredOutputMode;
 use crate::llm::adapter::AdapterError;
 use crate::llm::request::{AdapterCallRequest, ContentBlock, Role, ToolChoice, WireReport};
+use crate::llm::wire::json::JsonOut;
 use crate::schema::strict::check_strict;
 use bytes::Bytes;
-use serde::Serialize;
 use serde_json::Value;
 use std::borrow::Cow;
 
@@ -88,127 +88,14 @@ pub struct Built {
     pub wire: WireReport,
 }
 
-/// The Responses request body. Serialise-only; borrows from the [`AdapterCallRequest`].
-#[derive(Debug, Serialize)]
-pub struct Request<'a> {
-    model: &'a str,
-    instructions: &'a str,
-    input: Vec<InputItem<'a>>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    tools: Vec<Tool<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tool_choice: Option<ToolChoiceWire<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    parallel_tool_calls: Option<bool>,
-    store: bool,
-    stream: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    include: Option<[&'static str; 1]>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    reasoning: Option<ReasoningWire<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    temperature: Option<f32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    max_output_tokens: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    prompt_cache_key: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    text: Option<Text<'a>>,
-}
-
-/// One `input` item.
-#[derive(Debug, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum InputItem<'a> {
-    Message {
-        role: &'static str,
-        content: Vec<Part<'a>>,
-    },
-    FunctionCall {
-        call_id: &'a str,
-        name: &'a str,
-        arguments: Cow<'a, str>,
-    },
-    FunctionCallOutput {
-        call_id: &'a str,
-        output: &'a str,
-    },
-}
-
-/// One content part of a message item.
-#[derive(Debug, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum Part<'a> {
-    InputText { text: &'a str },
-    OutputText { text: &'a str },
-}
-
-#[derive(Debug, Serialize)]
-struct Tool<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    name: &'a str,
-    description: &'a str,
-    parameters: Cow<'a, Value>,
-    strict: bool,
-}
-
-#[derive(Debug, Serialize)]
-#[serde(untagged)]
-enum ToolChoiceWire<'a> {
-    Mode(&'static str),
-    Function {
-        #[serde(rename = "type")]
-        kind: &'static str,
-        name: &'a str,
-    },
-}
-
-#[derive(Debug, Serialize)]
-struct ReasoningWire<'a> {
-    effort: &'a str,
-    summary: &'static str,
-}
-
-#[derive(Debug, Serialize)]
-struct Text<'a> {
-    format: Format<'a>,
-}
-
-#[derive(Debug, Serialize)]
-struct Format<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    name: String,
-    strict: bool,
-    schema: &'a Value,
-}
-
 /// Builds and serialises the body (see the module table). More than [`MAX_TOOLS`] tools is
-/// `Unsupported`.
+/// `Unsupported`. The body is written with [`JsonOut`] (same bytes as serde, faster; see
+/// `benches/wire.rs`), keys in the order of the table.
 pub fn build(
     adapter: &str,
     req: &AdapterCallRequest,
     opts: &Options,
 ) -> Result<Built, AdapterError> {
-    let (request, wire) = request(adapter, req, opts)?;
-    let mut out = Vec::with_capacity(estimate_size(req));
-    serde_json::to_writer(&mut out, &request).map_err(|e| AdapterError::Protocol {
-        adapter: adapter.to_owned(),
-        message: format!("cannot serialise the request: {e}"),
-    })?;
-    Ok(Built {
-        body: Bytes::from(out),
-        wire,
-    })
-}
-
-/// The body as a value tree, with its [`WireReport`] (for tests and inspection).
-pub fn request<'a>(
-    adapter: &str,
-    req: &'a AdapterCallRequest,
-    opts: &Options,
-) -> Result<(Request<'a>, WireReport), AdapterError> {
     if req.tools.len() > MAX_TOOLS {
         return Err(AdapterError::Unsupported {
             adapter: adapter.to_owned(),
@@ -224,57 +111,89 @@ pub fn request<'a>(
             "stop_sequences unsupported by the Responses API; dropped"
         );
     }
-    let tools: Vec<Tool<'_>> = req.tools.iter().map(tool).collect();
-    let has_tools = !tools.is_empty();
-    let (text, wire) = match &req.response_schema {
-        None => (None, WireReport::default()),
-        Some(schema) => {
-            let strict = check_strict(schema.as_value()).compatible;
-            let mode = if strict {
-                StructuredOutputMode::Strict
-            } else {
-                StructuredOutputMode::Hint
-            };
-            let format = Format {
-                kind: "json_schema",
-                name: schema.openai_name(),
-                strict,
-                schema: schema.as_value(),
-            };
-            (
-                Some(Text { format }),
-                WireReport {
-                    mode,
-                    ..WireReport::default()
-                },
-            )
-        }
-    };
     let reasoning = opts.reasoning == Reasoning::On;
-    let request = Request {
-        model: &req.model,
-        instructions: if req.system_prompt.is_empty() {
-            DEFAULT_INSTRUCTIONS
+    let mut o = JsonOut::with_capacity(estimate_size(req));
+    o.begin_object();
+    o.key("model");
+    o.string(&req.model);
+    o.key("instructions");
+    o.string(if req.system_prompt.is_empty() {
+        DEFAULT_INSTRUCTIONS
+    } else {
+        &req.system_prompt
+    });
+    o.key("input");
+    input(&mut o, req);
+    if !req.tools.is_empty() {
+        o.key("tools");
+        o.begin_array();
+        for t in &req.tools {
+            o.item();
+            tool(&mut o, t);
+        }
+        o.end_array();
+        o.key("tool_choice");
+        tool_choice(&mut o, &req.tool_choice);
+        o.key("parallel_tool_calls");
+        o.bool(true);
+    }
+    o.key("store");
+    o.bool(false);
+    o.key("stream");
+    o.bool(opts.delivery == Delivery::Sse);
+    if reasoning {
+        o.key("include");
+        o.begin_array();
+        o.item();
+        o.string("reasoning.encrypted_content");
+        o.end_array();
+        o.key("reasoning");
+        o.begin_object();
+        o.key("effort");
+        o.string(clamp_effort(&req.effort));
+        o.key("summary");
+        o.string("auto");
+        o.end_object();
+    } else if let Some(t) = req.temperature {
+        o.key("temperature");
+        o.f32(t);
+    }
+    if opts.backend == Backend::Platform {
+        o.key("max_output_tokens");
+        o.u64(u64::from(req.max_tokens));
+    }
+    if let Some(key) = prompt_cache_key(&req.system_prompt) {
+        o.key("prompt_cache_key");
+        o.string(&key);
+    }
+    let mut wire = WireReport::default();
+    if let Some(schema) = &req.response_schema {
+        let strict = check_strict(schema.as_value()).compatible;
+        wire.mode = if strict {
+            StructuredOutputMode::Strict
         } else {
-            &req.system_prompt
-        },
-        input: input(req),
-        tool_choice: has_tools.then(|| tool_choice(&req.tool_choice)),
-        parallel_tool_calls: has_tools.then_some(true),
-        tools,
-        store: false,
-        stream: opts.delivery == Delivery::Sse,
-        include: reasoning.then_some(["reasoning.encrypted_content"]),
-        reasoning: reasoning.then(|| ReasoningWire {
-            effort: clamp_effort(&req.effort),
-            summary: "auto",
-        }),
-        temperature: if reasoning { None } else { req.temperature },
-        max_output_tokens: (opts.backend == Backend::Platform).then_some(req.max_tokens),
-        prompt_cache_key: prompt_cache_key(&req.system_prompt),
-        text,
-    };
-    Ok((request, wire))
+            StructuredOutputMode::Hint
+        };
+        o.key("text");
+        o.begin_object();
+        o.key("format");
+        o.begin_object();
+        o.key("type");
+        o.string("json_schema");
+        o.key("name");
+        o.string(&schema.openai_name());
+        o.key("strict");
+        o.bool(strict);
+        o.key("schema");
+        o.value(schema.as_value());
+        o.end_object();
+        o.end_object();
+    }
+    o.end_object();
+    Ok(Built {
+        body: Bytes::from(o.into_bytes()),
+        wire,
+    })
 }
 
 fn estimate_size(req: &AdapterCallRequest) -> usize {
@@ -291,59 +210,88 @@ fn estimate_size(req: &AdapterCallRequest) -> usize {
     1024 + req.system_prompt.len() + msgs + req.tools.len() * 512
 }
 
-fn flush<'a>(role: &'static str, parts: &mut Vec<Part<'a>>, items: &mut Vec<InputItem<'a>>) {
-    if !parts.is_empty() {
-        items.push(InputItem::Message {
-            role,
-            content: std::mem::take(parts),
-        });
+/// Writes `{"type":"message","role":…,"content":[{"type":<part>,"text":…}…]}` for a run of
+/// text blocks.
+fn message(o: &mut JsonOut, role: Role, texts: &[&str]) {
+    let (role, part) = match role {
+        Role::User => ("user", "input_text"),
+        Role::Assistant => ("assistant", "output_text"),
+    };
+    o.item();
+    o.begin_object();
+    o.key("type");
+    o.string("message");
+    o.key("role");
+    o.string(role);
+    o.key("content");
+    o.begin_array();
+    for text in texts {
+        o.item();
+        o.begin_object();
+        o.key("type");
+        o.string(part);
+        o.key("text");
+        o.string(text);
+        o.end_object();
     }
+    o.end_array();
+    o.end_object();
 }
 
-fn input(req: &AdapterCallRequest) -> Vec<InputItem<'_>> {
-    let mut items = Vec::with_capacity(req.messages.len() + 1);
+fn input(o: &mut JsonOut, req: &AdapterCallRequest) {
+    o.begin_array();
+    let mut texts: Vec<&str> = Vec::new();
     for m in &req.messages {
-        let role = match m.role {
-            Role::User => "user",
-            Role::Assistant => "assistant",
-        };
-        let mut parts: Vec<Part<'_>> = Vec::new();
         for block in &m.content {
             match block {
-                ContentBlock::Text { text } => parts.push(match m.role {
-                    Role::User => Part::InputText { text },
-                    Role::Assistant => Part::OutputText { text },
-                }),
+                ContentBlock::Text { text } => texts.push(text),
                 ContentBlock::ToolUse { id, name, input } => {
-                    flush(role, &mut parts, &mut items);
-                    items.push(InputItem::FunctionCall {
-                        call_id: id,
-                        name,
-                        arguments: arguments(input),
-                    });
+                    if !texts.is_empty() {
+                        message(o, m.role, &texts);
+                        texts.clear();
+                    }
+                    o.item();
+                    o.begin_object();
+                    o.key("type");
+                    o.string("function_call");
+                    o.key("call_id");
+                    o.string(id);
+                    o.key("name");
+                    o.string(name);
+                    o.key("arguments");
+                    o.string(&arguments(input));
+                    o.end_object();
                 }
                 ContentBlock::ToolResult {
                     tool_use_id,
                     content,
                     ..
                 } => {
-                    flush(role, &mut parts, &mut items);
-                    items.push(InputItem::FunctionCallOutput {
-                        call_id: tool_use_id,
-                        output: content,
-                    });
+                    if !texts.is_empty() {
+                        message(o, m.role, &texts);
+                        texts.clear();
+                    }
+                    o.item();
+                    o.begin_object();
+                    o.key("type");
+                    o.string("function_call_output");
+                    o.key("call_id");
+                    o.string(tool_use_id);
+                    o.key("output");
+                    o.string(content);
+                    o.end_object();
                 }
             }
         }
-        flush(role, &mut parts, &mut items);
+        if !texts.is_empty() {
+            message(o, m.role, &texts);
+            texts.clear();
+        }
     }
-    if items.is_empty() {
-        items.push(InputItem::Message {
-            role: "user",
-            content: vec![Part::InputText { text: "hello" }],
-        });
+    if req.messages.iter().all(|m| m.content.is_empty()) {
+        message(o, Role::User, &["hello"]);
     }
-    items
+    o.end_array();
 }
 
 /// Tool arguments as the model sent them: JSON text, or the raw text kept by
@@ -358,29 +306,37 @@ fn arguments(input: &Value) -> Cow<'_, str> {
     Cow::Owned(input.to_string())
 }
 
-fn tool(spec: &crate::llm::request::ToolSpec) -> Tool<'_> {
-    let parameters = match &spec.input_schema {
-        Value::Object(_) => Cow::Borrowed(&spec.input_schema),
-        _ => Cow::Owned(serde_json::json!({"type": "object", "properties": {}})),
-    };
-    Tool {
-        kind: "function",
-        name: &spec.name,
-        description: &spec.description,
-        strict: check_strict(&parameters).compatible,
-        parameters,
+fn tool(o: &mut JsonOut, spec: &crate::llm::request::ToolSpec) {
+    o.begin_object();
+    o.key("type");
+    o.string("function");
+    o.key("name");
+    o.string(&spec.name);
+    o.key("description");
+    o.string(&spec.description);
+    o.key("parameters");
+    match &spec.input_schema {
+        Value::Object(_) => o.value(&spec.input_schema),
+        _ => o.value(&serde_json::json!({"type": "object", "properties": {}})),
     }
+    o.key("strict");
+    o.bool(false);
+    o.end_object();
 }
 
-fn tool_choice(choice: &ToolChoice) -> ToolChoiceWire<'_> {
+fn tool_choice(o: &mut JsonOut, choice: &ToolChoice) {
     match choice {
-        ToolChoice::Auto => ToolChoiceWire::Mode("auto"),
-        ToolChoice::Any => ToolChoiceWire::Mode("required"),
-        ToolChoice::None => ToolChoiceWire::Mode("none"),
-        ToolChoice::Tool(name) => ToolChoiceWire::Function {
-            kind: "function",
-            name,
-        },
+        ToolChoice::Auto => o.string("auto"),
+        ToolChoice::Any => o.string("required"),
+        ToolChoice::None => o.string("none"),
+        ToolChoice::Tool(name) => {
+            o.begin_object();
+            o.key("type");
+            o.string("function");
+            o.key("name");
+            o.string(name);
+            o.end_object();
+        }
     }
 }
 
@@ -397,21 +353,46 @@ pub fn clamp_effort(effort: &str) -> &'static str {
     }
 }
 
-/// `geode-<16 hex>`: a stable FNV-1a hash of the system prompt's static prefix (everything
-/// before `<dynamic_context>`), so calls sharing a prefix share the provider's prompt cache.
+/// `geode-<16 hex>`: a stable hash of the system prompt's static prefix (everything before
+/// `<dynamic_context>`), so calls sharing a prefix share the provider's prompt cache. The hash
+/// reads 8 bytes at a time (little-endian) and is the same on every platform and release.
 pub fn prompt_cache_key(system_prompt: &str) -> Option<String> {
     if system_prompt.is_empty() {
         return None;
     }
-    let prefix = system_prompt
-        .split("<dynamic_context>")
-        .next()
-        .unwrap_or(system_prompt);
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in prefix.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    let prefix = match system_prompt.find("<dynamic_context>") {
+        Some(i) => &system_prompt[..i],
+        None => system_prompt,
+    };
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mix = |h: u64, w: u64| (h.rotate_left(23) ^ w).wrapping_mul(K);
+    let word = |c: &[u8]| {
+        let mut w = [0u8; 8];
+        w[..c.len()].copy_from_slice(c);
+        u64::from_le_bytes(w)
+    };
+    let bytes = prefix.as_bytes();
+    // Four independent lanes of 8 bytes, so the multiplies overlap.
+    let mut lanes = [K, K.rotate_left(16), K.rotate_left(32), K.rotate_left(48)];
+    let mut blocks = bytes.chunks_exact(32);
+    for b in &mut blocks {
+        for (lane, c) in lanes.iter_mut().zip(b.chunks_exact(8)) {
+            *lane = mix(*lane, word(c));
+        }
     }
+    let mut h = (bytes.len() as u64).wrapping_mul(K);
+    for lane in lanes {
+        h = mix(h, lane);
+    }
+    for c in blocks.remainder().chunks(8) {
+        h = mix(h, word(c));
+    }
+    // Final avalanche (splitmix64) so near-equal prefixes give unrelated keys.
+    h ^= h >> 30;
+    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h ^= h >> 27;
+    h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^= h >> 31;
     Some(format!("geode-{h:016x}"))
 }
 

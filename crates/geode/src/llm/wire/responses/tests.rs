@@ -150,7 +150,7 @@ fn tools_are_flat_with_explicit_strict_and_choice_mapping() {
     assert_eq!(
         b["tools"][0],
         json!({"type": "function", "name": "read", "description": "read tool",
-               "parameters": strict_params, "strict": true})
+               "parameters": strict_params, "strict": false})
     );
     assert_eq!(b["tools"][1]["strict"], json!(false));
     assert_eq!(
@@ -273,6 +273,13 @@ fn prompt_cache_key_is_stable_across_the_dynamic_suffix() {
     assert_ne!(a, c);
     assert!(a.starts_with("geode-") && a.len() == 22, "{a}");
     assert_eq!(prompt_cache_key(""), None);
+    // Pinned: the key must not change across releases or platforms (it keys the provider cache).
+    assert_eq!(
+        prompt_cache_key("You are a careful analyst.").unwrap(),
+        "geode-af75cdca1e2a29bc"
+    );
+    let long = "x".repeat(100);
+    assert_ne!(prompt_cache_key(&long), prompt_cache_key(&long[..99]));
 }
 
 // ---- responses ----
