@@ -4,8 +4,6 @@
 use geode::agent::worker::{WorkerEnv, WorkerRequest};
 use geode::config::Config;
 use geode::llm::adapter::{Adapter, AdapterError};
-use geode::llm::adapters::claude_cli::ClaudeCliAdapter;
-use geode::llm::adapters::codex_cli::CodexCliAdapter;
 use geode::llm::fallback::FallbackAdapter;
 use geode::llm::registry::{Environment, ProcessEnv, spec};
 use geode::llm::routing::{RouteRequest, route};
@@ -37,15 +35,9 @@ pub(crate) fn build_adapter(
     cfg: &Config,
     env: &dyn Environment,
 ) -> Result<Arc<dyn Adapter>, AdapterError> {
-    let _ = (cfg, env);
     match name {
         "local" => Ok(Arc::new(geode_local::LocalAdapter::shared())),
-        "claude-cli" => Ok(Arc::new(ClaudeCliAdapter::default())),
-        "codex-cli" => Ok(Arc::new(CodexCliAdapter::default())),
-        other => Err(AdapterError::Config {
-            adapter: other.to_owned(),
-            message: "this adapter is not built into this binary".to_owned(),
-        }),
+        other => geode::llm::build::build(other, cfg, env),
     }
 }
 

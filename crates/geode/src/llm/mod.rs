@@ -17,6 +17,7 @@
 
 pub mod adapter;
 pub mod adapters;
+pub mod build;
 pub mod credentials;
 pub mod fallback;
 pub mod http;

@@ -1,0 +1,94 @@
+//! Building an adapter by registry name, with settings from the config file and environment.
+//!
+//! Base URLs follow the precedence flags > environment (`GEODE_*_BASE_URL`) > config file >
+//! the registry default. Credentials come from the environment or credential files only, never
+//! from the config file. The `local` adapter lives in the `geode-local` crate; callers that link
+//! it (the CLI) build it themselves.
+
+use crate::config::Config;
+use crate::llm::adapter::{Adapter, AdapterError};
+use crate::llm::adapters::anthropic_oauth::{self, AnthropicOauth};
+use crate::llm::adapters::anthropic_payg::{self, AnthropicPayg};
+use crate::llm::adapters::claude_cli::ClaudeCliAdapter;
+use crate::llm::adapters::codex_cli::CodexCliAdapter;
+use crate::llm::adapters::codex_oauth::{self, CodexOauth, CodexOauthSettings};
+use crate::llm::adapters::glm_coding_plan::{self, GlmCodingPlan};
+use crate::llm::adapters::glm_payg::{self, GlmPayg};
+use crate::llm::adapters::openai_payg::{self, OpenAiPayg, OpenAiPaygSettings};
+use crate::llm::credentials::{CodexAuthFile, Secret, env_secret, env_string};
+use crate::llm::registry::{Environment, spec};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Builds the adapter `name` (any registry adapter but `local`).
+pub fn build(
+    name: &str,
+    cfg: &Config,
+    env: &dyn Environment,
+) -> Result<Arc<dyn Adapter>, AdapterError> {
+    let config_err = |message: String| AdapterError::Config {
+        adapter: name.to_owned(),
+        message,
+    };
+    if spec(name).is_none() {
+        return Err(config_err(format!("unknown adapter {name:?}")));
+    }
+    let base = || {
+        cfg.base_url(name, None, env)
+            .ok_or_else(|| config_err("no base URL".to_owned()))
+    };
+    Ok(match name {
+        "openai-payg" => Arc::new(OpenAiPayg::new(OpenAiPaygSettings {
+            base_url: base()?,
+            api_key: env_secret(name, openai_payg::API_KEY_ENV)?,
+        })?),
+        "codex-oauth" => {
+            let auth_file = CodexAuthFile::from_env(name)?;
+            if !auth_file.path().is_file() {
+                return Err(config_err(format!(
+                    "codex auth file {} not found (set CODEX_HOME or run `codex login`)",
+                    auth_file.path().display()
+                )));
+            }
+            Arc::new(CodexOauth::new(CodexOauthSettings {
+                base_url: base()?,
+                auth_url: env_string(codex_oauth::AUTH_URL_ENV)
+                    .unwrap_or_else(|| codex_oauth::DEFAULT_AUTH_URL.to_owned()),
+                auth_file,
+            })?)
+        }
+        "anthropic-payg" => Arc::new(AnthropicPayg::new(
+            base()?,
+            env_secret(name, anthropic_payg::KEY_ENV)?,
+        )?),
+        "anthropic-oauth" => {
+            if let Some(token) = env_string(anthropic_oauth::TOKEN_ENV) {
+                Arc::new(AnthropicOauth::new(base()?, Secret::new(token))?)
+            } else {
+                let path = env_string(anthropic_oauth::CONFIG_DIR_ENV)
+                    .map(PathBuf::from)
+                    .or_else(|| env_string("HOME").map(|h| PathBuf::from(h).join(".claude")))
+                    .map(|dir| dir.join(".credentials.json"))
+                    .ok_or_else(|| {
+                        config_err(format!(
+                            "{} is not set and HOME is unknown",
+                            anthropic_oauth::TOKEN_ENV
+                        ))
+                    })?;
+                Arc::new(AnthropicOauth::with_credentials_file(base()?, path)?)
+            }
+        }
+        "glm-payg" => Arc::new(GlmPayg::new(base()?, env_secret(name, glm_payg::KEY_ENV)?)?),
+        "glm-coding-plan" => Arc::new(GlmCodingPlan::new(
+            base()?,
+            env_secret(name, glm_coding_plan::KEY_ENV)?,
+        )?),
+        "claude-cli" => Arc::new(ClaudeCliAdapter::default()),
+        "codex-cli" => Arc::new(CodexCliAdapter::default()),
+        other => {
+            return Err(config_err(format!(
+                "adapter {other:?} is not built by the library (link its crate)"
+            )));
+        }
+    })
+}
