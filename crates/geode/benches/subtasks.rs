@@ -27,6 +27,10 @@ fn peak_rss_mib() -> f64 {
 }
 
 fn main() {
+    if !std::env::args().any(|a| a == "--bench") {
+        println!("benchmark: run with `make bench` (cargo bench)");
+        return;
+    }
     let schema = ResponseSchema::from_value(json!({
         "title": "Decision", "type": "object",
         "properties": {"decision": {"type": "string", "enum": ["accept", "reject"]}, "reason": {"type": "string"}},
