@@ -523,3 +523,39 @@ fn worker_result_omits_a_missing_error_and_round_trips() {
     let f = WorkerResult::failed("t", "x".repeat(1000));
     assert!(f.summary.chars().count() <= 500);
 }
+
+#[tokio::test]
+async fn a_choice_on_a_hosted_adapter_is_checked_locally_retried_and_named_as_a_residual() {
+    let req = WorkerRequest {
+        text_constraint: Some(geode::schema::TextConstraint::Choice(vec![
+            "accept".into(),
+            "reject".into(),
+        ])),
+        timeout_s: 100.0,
+        ..WorkerRequest::new("t1", "Decide.")
+    };
+    let (r, a) = run(
+        &req,
+        vec![
+            Ok(AdapterResponse::text("I would accept it.")),
+            Ok(AdapterResponse::text("accept")),
+        ],
+    )
+    .await;
+    assert!(r.success, "{r:?}");
+    assert_eq!(a.requests().len(), 2);
+    assert!(
+        a.requests()[1]
+            .messages
+            .last()
+            .unwrap()
+            .text()
+            .contains("'accept', 'reject'")
+    );
+    assert!(
+        r.ledger
+            .residuals
+            .iter()
+            .any(|x| x.contains("choice") && x.contains("checked locally"))
+    );
+}

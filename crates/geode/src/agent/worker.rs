@@ -18,7 +18,7 @@ use crate::agent::answer_check::{
     AnswerCheck, build_constraint_retry_prompt, build_schema_retry_prompt, check_answer,
 };
 use crate::agent::tools::ToolRegistry;
-use crate::ledger::{AttemptRecord, GuaranteeLedger, Require, RetryDecision};
+use crate::ledger::{AttemptRecord, GuaranteeLedger, Require, RetryDecision, StructuredOutputMode};
 use crate::llm::adapter::{Adapter, CallCx};
 use crate::schema::validate::{CompiledSchema, Validation};
 use crate::schema::{ResponseSchema, TextConstraint};
@@ -461,6 +461,21 @@ fn finish(
         ledger.adapters_tried = last.wire.adapters_tried.clone();
     }
     ledger.transforms = last.wire.transforms.clone();
+    if let Some(c) = &req.text_constraint
+        && ledger.wire_mode != StructuredOutputMode::Constrained
+    {
+        ledger.residuals.push(match c {
+            TextConstraint::Grammar(_) => format!(
+                "grammar: not enforced by {} and not checkable locally",
+                ledger.adapter
+            ),
+            other => format!(
+                "{}: not enforced by {}; checked locally after the answer",
+                other.kind(),
+                ledger.adapter
+            ),
+        });
+    }
     ledger.worker_check = check.verdict.clone();
     ledger.full_validation = check.full.clone();
     let text_ok = !last.text.is_empty();
