@@ -80,3 +80,94 @@ impl ChatClient {
         Ok(resp)
     }
 }
+
+/// What differs between the GLM adapters: the name, the base URL and the key's variable.
+pub trait GlmEndpoint: Send + Sync + 'static {
+    /// The adapter's registry name.
+    const NAME: &'static str;
+    /// The default base URL.
+    const DEFAULT_BASE_URL: &'static str;
+    /// The environment variable overriding the base URL.
+    const BASE_URL_ENV: &'static str;
+    /// The environment variable holding the key.
+    const KEY_ENV: &'static str;
+}
+
+/// A GLM adapter on endpoint `E`. `Debug` never shows the key.
+pub struct Glm<E: GlmEndpoint> {
+    client: ChatClient,
+    key: Secret,
+    endpoint: std::marker::PhantomData<E>,
+}
+
+impl<E: GlmEndpoint> std::fmt::Debug for Glm<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct(E::NAME)
+            .field("client", &self.client)
+            .field("key", &self.key)
+            .finish()
+    }
+}
+
+impl<E: GlmEndpoint> Clone for Glm<E> {
+    fn clone(&self) -> Self {
+        Self {
+            client: self.client.clone(),
+            key: self.key.clone(),
+            endpoint: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<E: GlmEndpoint> Glm<E> {
+    /// From the environment: the key variable (required) and the base URL variable.
+    pub fn from_env() -> Result<Self, AdapterError> {
+        let key = crate::llm::credentials::env_secret(E::NAME, E::KEY_ENV)?;
+        let base = crate::llm::credentials::env_string(E::BASE_URL_ENV)
+            .unwrap_or_else(|| E::DEFAULT_BASE_URL.to_owned());
+        Self::new(base, key)
+    }
+
+    /// An adapter for `base_url` with `key`.
+    pub fn new(base_url: impl Into<String>, key: Secret) -> Result<Self, AdapterError> {
+        Ok(Self {
+            client: ChatClient::new(E::NAME, base_url)?,
+            key,
+            endpoint: std::marker::PhantomData,
+        })
+    }
+
+    /// The same adapter on another HTTP client (retry policy, timeouts).
+    pub fn with_http(mut self, http: HttpClient) -> Self {
+        self.client = self.client.with_http(http);
+        self
+    }
+
+    /// The same adapter with another default model.
+    pub fn with_default_model(mut self, model: impl Into<String>) -> Self {
+        self.client = self.client.with_default_model(model);
+        self
+    }
+}
+
+#[async_trait::async_trait]
+impl<E: GlmEndpoint> crate::llm::adapter::Adapter for Glm<E> {
+    fn name(&self) -> &str {
+        E::NAME
+    }
+
+    fn wire_mode(
+        &self,
+        schema: Option<&crate::schema::ResponseSchema>,
+    ) -> crate::ledger::StructuredOutputMode {
+        chat::mode_for(schema)
+    }
+
+    async fn call(
+        &self,
+        req: AdapterCallRequest,
+        cx: &CallCx,
+    ) -> Result<AdapterResponse, AdapterError> {
+        self.client.call(&req, &self.key, cx).await
+    }
+}

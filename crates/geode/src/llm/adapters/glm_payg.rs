@@ -9,14 +9,7 @@
 //!
 //! API reference: <https://docs.z.ai/api-reference/llm/chat-completion>.
 
-use super::glm::ChatClient;
-use crate::ledger::StructuredOutputMode;
-use crate::llm::adapter::{Adapter, AdapterError, CallCx};
-use crate::llm::credentials::{Secret, env_secret, env_string};
-use crate::llm::http::HttpClient;
-use crate::llm::request::{AdapterCallRequest, AdapterResponse};
-use crate::llm::wire::chat;
-use crate::schema::ResponseSchema;
+use super::glm::{Glm, GlmEndpoint};
 
 /// The adapter's registry name.
 pub const NAME: &str = "glm-payg";
@@ -27,64 +20,27 @@ pub const BASE_URL_ENV: &str = "GEODE_GLM_BASE_URL";
 /// The environment variable holding the key.
 pub const KEY_ENV: &str = "ZAI_API_KEY";
 
+/// The pay-as-you-go endpoint.
+#[derive(Debug, Clone, Copy)]
+pub struct Payg;
+
+impl GlmEndpoint for Payg {
+    const NAME: &'static str = NAME;
+    const DEFAULT_BASE_URL: &'static str = DEFAULT_BASE_URL;
+    const BASE_URL_ENV: &'static str = BASE_URL_ENV;
+    const KEY_ENV: &'static str = KEY_ENV;
+}
+
 /// The GLM pay-as-you-go adapter. `Debug` never shows the key.
-#[derive(Debug, Clone)]
-pub struct GlmPayg {
-    client: ChatClient,
-    key: Secret,
-}
-
-impl GlmPayg {
-    /// From the environment: `ZAI_API_KEY` (required) and `GEODE_GLM_BASE_URL`.
-    pub fn from_env() -> Result<Self, AdapterError> {
-        let key = env_secret(NAME, KEY_ENV)?;
-        let base = env_string(BASE_URL_ENV).unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
-        Self::new(base, key)
-    }
-
-    /// An adapter for `base_url` with `key`.
-    pub fn new(base_url: impl Into<String>, key: Secret) -> Result<Self, AdapterError> {
-        Ok(Self {
-            client: ChatClient::new(NAME, base_url)?,
-            key,
-        })
-    }
-
-    /// The same adapter on another HTTP client (retry policy, timeouts).
-    pub fn with_http(mut self, http: HttpClient) -> Self {
-        self.client = self.client.with_http(http);
-        self
-    }
-
-    /// The same adapter with another default model.
-    pub fn with_default_model(mut self, model: impl Into<String>) -> Self {
-        self.client = self.client.with_default_model(model);
-        self
-    }
-}
-
-#[async_trait::async_trait]
-impl Adapter for GlmPayg {
-    fn name(&self) -> &str {
-        NAME
-    }
-
-    fn wire_mode(&self, schema: Option<&ResponseSchema>) -> StructuredOutputMode {
-        chat::mode_for(schema)
-    }
-
-    async fn call(
-        &self,
-        req: AdapterCallRequest,
-        cx: &CallCx,
-    ) -> Result<AdapterResponse, AdapterError> {
-        self.client.call(&req, &self.key, cx).await
-    }
-}
+pub type GlmPayg = Glm<Payg>;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ledger::StructuredOutputMode;
+    use crate::llm::adapter::Adapter;
+    use crate::llm::credentials::Secret;
+    use crate::schema::ResponseSchema;
     use serde_json::json;
 
     #[test]
