@@ -81,7 +81,7 @@ pub(crate) fn resolve(req: &mut WorkerRequest, cfg: &Config) -> Result<WorkerEnv
         req.model = cfg.model(name, None);
     }
     let primary = build_adapter(name, cfg, &env).map_err(|e| ResolveError::Build(e.to_string()))?;
-    let mut chain = vec![primary];
+    let mut chain: Vec<(Arc<dyn Adapter>, Option<String>)> = vec![(primary, None)];
     if explicit.is_none() {
         for fb in cfg.fallback.iter().filter(|n| n.as_str() != name) {
             let Some(s) = spec(fb) else { continue };
@@ -91,15 +91,18 @@ pub(crate) fn resolve(req: &mut WorkerRequest, cfg: &Config) -> Result<WorkerEnv
                 && s.is_configured(&env)
                 && let Ok(a) = build_adapter(fb, cfg, &env)
             {
-                chain.push(a);
+                // Another family cannot serve this model name: that link uses its own model.
+                let model = (s.family != routed.spec.family).then(|| cfg.model(fb, None));
+                chain.push((a, model));
             }
         }
     }
     let adapter: Arc<dyn Adapter> = if chain.len() == 1 {
-        chain.remove(0)
+        chain.remove(0).0
     } else {
         Arc::new(
-            FallbackAdapter::new(chain).ok_or_else(|| ResolveError::Build("empty chain".into()))?,
+            FallbackAdapter::with_models(chain)
+                .ok_or_else(|| ResolveError::Build("empty chain".into()))?,
         )
     };
     Ok(WorkerEnv::new(adapter))

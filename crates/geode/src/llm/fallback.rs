@@ -4,7 +4,9 @@
 //! connection reset, truncated stream) the next one takes the same request, and so on. A fatal
 //! error (auth, bad request, schema rejection, cancellation) stops the chain at once. Every
 //! adapter tried is recorded in the response's `WireReport::adapters_tried`, which the worker
-//! copies into the ledger.
+//! copies into the ledger. A link may carry its own model ([`FallbackAdapter::with_models`]):
+//! a fallback in another provider family cannot serve the primary's model name, so it gets
+//! the request with its own model instead.
 
 use crate::ledger::{AdapterTry, StructuredOutputMode};
 use crate::llm::adapter::{Adapter, AdapterError, CallCx, RetryClass};
@@ -15,6 +17,8 @@ use std::sync::Arc;
 /// A chain of adapters tried in order on retryable failures.
 pub struct FallbackAdapter {
     chain: Vec<Arc<dyn Adapter>>,
+    /// Per link: the model to put in the request instead of the caller's (`None`: keep it).
+    models: Vec<Option<String>>,
 }
 
 impl std::fmt::Debug for FallbackAdapter {
@@ -28,7 +32,13 @@ impl std::fmt::Debug for FallbackAdapter {
 impl FallbackAdapter {
     /// A chain; `None` when it is empty.
     pub fn new(chain: Vec<Arc<dyn Adapter>>) -> Option<Self> {
-        (!chain.is_empty()).then_some(Self { chain })
+        Self::with_models(chain.into_iter().map(|a| (a, None)).collect())
+    }
+
+    /// A chain whose links may override the request's model (`Some(model)`); `None` when empty.
+    pub fn with_models(links: Vec<(Arc<dyn Adapter>, Option<String>)>) -> Option<Self> {
+        let (chain, models): (Vec<_>, Vec<_>) = links.into_iter().unzip();
+        (!chain.is_empty()).then_some(Self { chain, models })
     }
 }
 
@@ -56,8 +66,12 @@ impl Adapter for FallbackAdapter {
     ) -> Result<AdapterResponse, AdapterError> {
         let mut tried = Vec::new();
         let mut last_err = None;
-        for adapter in &self.chain {
-            match adapter.call(req.clone(), cx).await {
+        for (adapter, model) in self.chain.iter().zip(&self.models) {
+            let mut link_req = req.clone();
+            if let Some(m) = model {
+                link_req.model.clone_from(m);
+            }
+            match adapter.call(link_req, cx).await {
                 Ok(mut resp) => {
                     tried.push(AdapterTry {
                         adapter: adapter.name().to_owned(),
@@ -142,5 +156,22 @@ mod tests {
             .unwrap_err();
         assert_eq!(err.kind(), "auth");
         assert!(b.requests().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_link_with_its_own_model_gets_the_request_with_that_model() {
+        let a = Arc::new(ScriptedAdapter::new(vec![Err(server_error("a"))]).named("a"));
+        let b = Arc::new(ScriptedAdapter::new(vec![Ok(AdapterResponse::text("{}"))]).named("b"));
+        let chain = FallbackAdapter::with_models(vec![
+            (a.clone() as Arc<dyn Adapter>, None),
+            (b.clone() as Arc<dyn Adapter>, Some("b-model".to_owned())),
+        ])
+        .unwrap();
+        chain
+            .call(AdapterCallRequest::new("m", vec![]), &CallCx::new())
+            .await
+            .unwrap();
+        assert_eq!(a.requests()[0].model, "m");
+        assert_eq!(b.requests()[0].model, "b-model");
     }
 }

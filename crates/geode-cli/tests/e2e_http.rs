@@ -1,0 +1,486 @@
+//! End to end through the `geode` binary for each of the six HTTP adapters, against
+//! `geode-fakes` servers on 127.0.0.1: `geode worker` retries a bad first answer once,
+//! `geode run` prints the answer and the ledger, and the exit codes (1 invalid after the retry,
+//! 3 provider failure without leaking the key, 2 missing credential).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use geode_fakes::{FakeServer, Kind, Reply, Script};
+use serde_json::Value;
+use support::{
+    SECRET, Sandbox, bad_enum_answer, decision_schema, decision_schema_path, good_answer,
+    model_calls, worker_line, write_codex_auth,
+};
+
+/// Where an adapter puts the schema on the wire.
+#[derive(Clone, Copy, Debug)]
+enum Placement {
+    /// Responses `text.format` json_schema, strict.
+    ResponsesFormat,
+    /// Messages `output_config.format` json_schema.
+    MessagesFormat,
+    /// Chat `response_format: json_object` plus the schema in the system message.
+    ChatJsonObject,
+}
+
+/// How a missing credential shows up.
+#[derive(Clone, Copy, Debug)]
+enum Credential {
+    /// An environment variable holding a key.
+    Key(&'static str),
+    /// The codex `auth.json` under `CODEX_HOME`.
+    CodexHome,
+    /// `CLAUDE_CODE_OAUTH_TOKEN` (or the Claude credentials file).
+    ClaudeToken,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Case {
+    adapter: &'static str,
+    kind: Kind,
+    base_env: &'static str,
+    credential: Credential,
+    mode: &'static str,
+    placement: Placement,
+    /// Whether the bad first answer is prose (else JSON with a wrong enum value).
+    prose_first: bool,
+}
+
+const OPENAI_PAYG: Case = Case {
+    adapter: "openai-payg",
+    kind: Kind::Responses,
+    base_env: "GEODE_OPENAI_BASE_URL",
+    credential: Credential::Key("OPENAI_API_KEY"),
+    mode: "strict",
+    placement: Placement::ResponsesFormat,
+    prose_first: true,
+};
+const CODEX_OAUTH: Case = Case {
+    adapter: "codex-oauth",
+    kind: Kind::ChatGpt,
+    base_env: "GEODE_CODEX_BASE_URL",
+    credential: Credential::CodexHome,
+    mode: "strict",
+    placement: Placement::ResponsesFormat,
+    prose_first: false,
+};
+const ANTHROPIC_PAYG: Case = Case {
+    adapter: "anthropic-payg",
+    kind: Kind::Messages,
+    base_env: "GEODE_ANTHROPIC_BASE_URL",
+    credential: Credential::Key("ANTHROPIC_API_KEY"),
+    mode: "strict",
+    placement: Placement::MessagesFormat,
+    prose_first: true,
+};
+const ANTHROPIC_OAUTH: Case = Case {
+    adapter: "anthropic-oauth",
+    kind: Kind::Messages,
+    base_env: "GEODE_ANTHROPIC_BASE_URL",
+    credential: Credential::ClaudeToken,
+    mode: "strict",
+    placement: Placement::MessagesFormat,
+    prose_first: false,
+};
+const GLM_PAYG: Case = Case {
+    adapter: "glm-payg",
+    kind: Kind::Chat,
+    base_env: "GEODE_GLM_BASE_URL",
+    credential: Credential::Key("ZAI_API_KEY"),
+    mode: "json-mode",
+    placement: Placement::ChatJsonObject,
+    prose_first: true,
+};
+const GLM_CODING_PLAN: Case = Case {
+    adapter: "glm-coding-plan",
+    kind: Kind::Chat,
+    base_env: "GEODE_GLM_CODING_BASE_URL",
+    credential: Credential::Key("ZAI_CODING_PLAN_KEY"),
+    mode: "json-mode",
+    placement: Placement::ChatJsonObject,
+    prose_first: false,
+};
+
+impl Case {
+    /// The bad first answer.
+    fn bad(&self) -> Reply {
+        if self.prose_first {
+            Reply::text("I would accept this change, the tests look fine.")
+        } else {
+            Reply::Json(bad_enum_answer())
+        }
+    }
+
+    /// A sandbox pointed at `server`, with the adapter's credential set.
+    fn sandbox(&self, server: &FakeServer) -> Sandbox {
+        let mut sb = self.sandbox_without_credential(server);
+        match self.credential {
+            Credential::Key(var) => {
+                sb.var(var, SECRET);
+            }
+            Credential::CodexHome => {
+                let codex_home = sb.home().join("codex-home");
+                write_codex_auth(&codex_home);
+                sb.var("CODEX_HOME", codex_home.display().to_string());
+            }
+            Credential::ClaudeToken => {
+                sb.var("CLAUDE_CODE_OAUTH_TOKEN", SECRET);
+            }
+        }
+        sb
+    }
+
+    fn sandbox_without_credential(&self, server: &FakeServer) -> Sandbox {
+        let mut sb = Sandbox::new();
+        sb.var(self.base_env, server.base_url());
+        if matches!(self.credential, Credential::CodexHome) {
+            // A refresh, if any, goes to the fake as well.
+            sb.var("GEODE_CODEX_AUTH_URL", server.base_url());
+        }
+        sb
+    }
+
+    /// Asserts that a model call carried the credential in the adapter's header (masked by the
+    /// fake's recorder).
+    fn assert_credential_header(&self, call: &geode_fakes::RecordedRequest) {
+        match (self.kind, self.credential) {
+            (Kind::Messages, Credential::Key(_)) => {
+                assert_eq!(call.header("x-api-key"), Some("***"), "{call:?}");
+                assert!(call.header("authorization").is_none(), "{call:?}");
+            }
+            (Kind::Messages, _) => {
+                assert_eq!(call.header("authorization"), Some("Bearer ***"), "{call:?}");
+                assert!(
+                    call.header("anthropic-beta")
+                        .is_some_and(|b| b.contains("oauth-2025-04-20")),
+                    "{call:?}"
+                );
+            }
+            (Kind::ChatGpt, _) => {
+                assert_eq!(call.header("authorization"), Some("Bearer ***"), "{call:?}");
+                assert_eq!(
+                    call.header("chatgpt-account-id"),
+                    Some(geode_fakes::chatgpt::DEFAULT_ACCOUNT_ID),
+                    "{call:?}"
+                );
+            }
+            _ => assert_eq!(call.header("authorization"), Some("Bearer ***"), "{call:?}"),
+        }
+    }
+
+    /// Asserts that a recorded model-call body carries the Decision schema where it belongs.
+    fn assert_schema_on_wire(&self, body: &Value) {
+        let schema = decision_schema();
+        match self.placement {
+            Placement::ResponsesFormat => {
+                let format = &body["text"]["format"];
+                assert_eq!(format["type"], "json_schema", "{body}");
+                assert_eq!(format["strict"], true, "{body}");
+                assert_eq!(format["schema"], schema, "{body}");
+            }
+            Placement::MessagesFormat => {
+                let format = &body["output_config"]["format"];
+                assert_eq!(format["type"], "json_schema", "{body}");
+                assert_eq!(format["schema"], schema, "{body}");
+                assert!(body.get("tool_choice").is_none(), "no forced tool: {body}");
+            }
+            Placement::ChatJsonObject => {
+                assert_eq!(body["response_format"]["type"], "json_object", "{body}");
+                let messages = body["messages"].as_array().unwrap();
+                let system = messages
+                    .iter()
+                    .find(|m| m["role"] == "system")
+                    .unwrap_or_else(|| panic!("no system message: {body}"));
+                let text = system["content"].to_string();
+                for needle in [
+                    "decision",
+                    "reason",
+                    "accept",
+                    "reject",
+                    "additionalProperties",
+                ] {
+                    assert!(text.contains(needle), "schema text lacks {needle}: {text}");
+                }
+            }
+        }
+    }
+}
+
+async fn fake(case: &Case, script: Script) -> FakeServer {
+    FakeServer::start(case.kind, script).await.unwrap()
+}
+
+/// 1a: a bad first answer, a good second one: one WorkerResult line, success after the retry.
+async fn worker_retries_once(case: Case) {
+    let server = fake(&case, Script::new([case.bad(), Reply::Json(good_answer())])).await;
+    let sb = case.sandbox(&server);
+    let out = sb
+        .geode(&["worker"], &(worker_line("t-1", case.adapter) + "\n"))
+        .await;
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+    assert_eq!(out.stdout.lines().count(), 1, "{}", out.dump());
+    let result = out.json();
+    assert_eq!(result["task_id"], "t-1");
+    assert_eq!(result["success"], true, "{result}");
+    assert_eq!(result["answer"], good_answer(), "{result}");
+    let ledger = &result["ledger"];
+    assert_eq!(ledger["adapter"], case.adapter, "{ledger}");
+    assert_eq!(ledger["retry"]["decision"], "ran", "{ledger}");
+    assert_eq!(ledger["attempts"].as_array().unwrap().len(), 2, "{ledger}");
+    assert_eq!(ledger["wire_mode"], case.mode, "{ledger}");
+    assert!(!out.stdout.contains(SECRET) && !out.stderr.contains(SECRET));
+
+    let calls = model_calls(&server);
+    assert_eq!(calls.len(), 2, "{calls:#?}");
+    for call in &calls {
+        case.assert_schema_on_wire(&call.body);
+        case.assert_credential_header(call);
+    }
+}
+
+/// 1b: `geode run` prints the answer, names the wire mode, and `--json` a WorkerResult.
+async fn run_prints_answer_and_ledger(case: Case) {
+    let server = fake(&case, Script::always(Reply::Json(good_answer()))).await;
+    let sb = case.sandbox(&server);
+    let schema = decision_schema_path();
+    let out = sb
+        .geode(
+            &[
+                "run",
+                "--adapter",
+                case.adapter,
+                "--schema",
+                &schema,
+                "Decide.",
+            ],
+            "",
+        )
+        .await;
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+    assert_eq!(out.json(), good_answer(), "{}", out.dump());
+    assert!(
+        out.stderr.contains(&format!("wire_mode={}", case.mode)),
+        "{}",
+        out.dump()
+    );
+    assert!(
+        out.stderr.contains(&format!("adapter={}", case.adapter)),
+        "{}",
+        out.dump()
+    );
+
+    let out = sb
+        .geode(
+            &[
+                "run",
+                "--adapter",
+                case.adapter,
+                "--schema",
+                &schema,
+                "--json",
+                "Decide.",
+            ],
+            "",
+        )
+        .await;
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+    let result = out.json();
+    assert_eq!(result["success"], true, "{result}");
+    assert_eq!(result["answer"], good_answer(), "{result}");
+    assert_eq!(result["ledger"]["wire_mode"], case.mode, "{result}");
+    assert_eq!(result["ledger"]["retry"]["decision"], "first_passed");
+    assert_eq!(model_calls(&server).len(), 2);
+    assert!(!out.stdout.contains(SECRET) && !out.stderr.contains(SECRET));
+}
+
+/// 1b: `--timeout` becomes the request's `timeout_s`: a bad first answer that took over half of
+/// it skips the retry, and the ledger says so with the value.
+async fn run_timeout_reaches_the_retry_gate(case: Case) {
+    let server = fake(
+        &case,
+        Script::new([Reply::slow(2_100, case.bad()), Reply::Json(good_answer())]),
+    )
+    .await;
+    let sb = case.sandbox(&server);
+    let schema = decision_schema_path();
+    let out = sb
+        .geode(
+            &[
+                "run",
+                "--adapter",
+                case.adapter,
+                "--schema",
+                &schema,
+                "--timeout",
+                "4",
+                "--json",
+                "Decide.",
+            ],
+            "",
+        )
+        .await;
+    assert_eq!(out.code, Some(1), "{}", out.dump());
+    let result = out.json();
+    let retry = &result["ledger"]["retry"];
+    assert_eq!(retry["decision"], "skipped", "{result}");
+    assert!(
+        retry["why"].as_str().unwrap().contains("timeout_s=4"),
+        "{retry}"
+    );
+    assert_eq!(model_calls(&server).len(), 1);
+}
+
+/// 1c: always prose → exit 1 after exactly two attempts.
+async fn always_invalid_exits_1_after_two_attempts(case: Case) {
+    let server = fake(&case, Script::always(case.bad())).await;
+    let sb = case.sandbox(&server);
+    let schema = decision_schema_path();
+    let out = sb
+        .geode(
+            &[
+                "run",
+                "--adapter",
+                case.adapter,
+                "--schema",
+                &schema,
+                "Decide.",
+            ],
+            "",
+        )
+        .await;
+    assert_eq!(out.code, Some(1), "{}", out.dump());
+    assert!(out.stdout.trim().is_empty(), "{}", out.dump());
+    assert!(out.stderr.contains("attempts=2"), "{}", out.dump());
+    assert!(out.stderr.contains("retry=ran("), "{}", out.dump());
+    assert_eq!(model_calls(&server).len(), 2);
+}
+
+/// 1c: a 401 → exit 3, the error names the adapter and the status, never the key.
+async fn unauthorized_exits_3_without_the_key(case: Case) {
+    let server = fake(&case, Script::always(Reply::status(401))).await;
+    let sb = case.sandbox(&server);
+    let schema = decision_schema_path();
+    let out = sb
+        .geode(
+            &[
+                "run",
+                "--adapter",
+                case.adapter,
+                "--schema",
+                &schema,
+                "Decide.",
+            ],
+            "",
+        )
+        .await;
+    assert_eq!(out.code, Some(3), "{}", out.dump());
+    let error = out
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("error:"))
+        .unwrap_or_else(|| panic!("no error line: {}", out.dump()));
+    assert!(error.contains(case.adapter), "{error}");
+    assert!(error.contains("401"), "{error}");
+    assert!(!out.stdout.contains(SECRET) && !out.stderr.contains(SECRET));
+    // The codex auth file's tokens are secrets too.
+    if matches!(case.credential, Credential::CodexHome) {
+        assert!(
+            !out.stderr.contains("eyJ"),
+            "a token leaked: {}",
+            out.dump()
+        );
+    }
+
+    let out = sb
+        .geode(&["worker"], &(worker_line("t-401", case.adapter) + "\n"))
+        .await;
+    assert_eq!(out.code, Some(3), "{}", out.dump());
+    let result = out.json();
+    assert_eq!(result["success"], false);
+    let error = result["error"].as_str().unwrap();
+    assert!(
+        error.contains(case.adapter) && error.contains("401"),
+        "{error}"
+    );
+    assert!(!out.stdout.contains(SECRET));
+}
+
+/// 1c: no credential → exit 2 naming what is missing, and no request.
+async fn missing_credential_exits_2_naming_it(case: Case) {
+    let server = fake(&case, Script::always(Reply::Json(good_answer()))).await;
+    let sb = case.sandbox_without_credential(&server);
+    let schema = decision_schema_path();
+    let out = sb
+        .geode(
+            &[
+                "run",
+                "--adapter",
+                case.adapter,
+                "--schema",
+                &schema,
+                "Decide.",
+            ],
+            "",
+        )
+        .await;
+    assert_eq!(out.code, Some(2), "{}", out.dump());
+    let needle = match case.credential {
+        Credential::Key(var) => var,
+        Credential::CodexHome => "auth.json",
+        Credential::ClaudeToken => "CLAUDE_CODE_OAUTH_TOKEN",
+    };
+    assert!(
+        out.stderr.contains(needle),
+        "stderr should name {needle}: {}",
+        out.dump()
+    );
+    assert!(model_calls(&server).is_empty(), "{:#?}", server.requests());
+}
+
+macro_rules! adapter_tests {
+    ($module:ident, $case:expr) => {
+        mod $module {
+            use super::*;
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn worker_retries_a_bad_first_answer_once_and_succeeds_with_the_schema_on_the_wire()
+             {
+                worker_retries_once($case).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn run_prints_the_json_answer_and_names_the_wire_mode() {
+                run_prints_answer_and_ledger($case).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn run_timeout_flag_becomes_timeout_s_of_the_retry_gate() {
+                run_timeout_reaches_the_retry_gate($case).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn an_always_invalid_answer_exits_1_after_two_attempts() {
+                always_invalid_exits_1_after_two_attempts($case).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_401_exits_3_naming_adapter_and_status_but_not_the_key() {
+                unauthorized_exits_3_without_the_key($case).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_missing_credential_exits_2_naming_it_before_any_request() {
+                missing_credential_exits_2_naming_it($case).await;
+            }
+        }
+    };
+}
+
+adapter_tests!(openai_payg, OPENAI_PAYG);
+adapter_tests!(codex_oauth, CODEX_OAUTH);
+adapter_tests!(anthropic_payg, ANTHROPIC_PAYG);
+adapter_tests!(anthropic_oauth, ANTHROPIC_OAUTH);
+adapter_tests!(glm_payg, GLM_PAYG);
+adapter_tests!(glm_coding_plan, GLM_CODING_PLAN);

@@ -1,0 +1,218 @@
+//! Shared harness of the end-to-end tests: spawn the real `geode` binary with a cleared
+//! environment, a temporary HOME and a temporary working directory, bounded in time.
+//!
+//! Only the variables a case names reach the binary (plus `PATH` and `HOME`), so no user config,
+//! credential or proxy setting of the machine running the tests can leak in; every base URL a
+//! case sets points at a `geode-fakes` server on 127.0.0.1.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::AsyncWriteExt;
+
+/// Bound on one `geode` invocation.
+pub const RUN_BOUND: Duration = Duration::from_secs(90);
+
+/// A key value that must never show up in any output.
+pub const SECRET: &str = "sk-e2e-SECRET-7f3a9c";
+
+/// The examples directory of the repository.
+pub fn examples() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples")
+}
+
+/// `examples/decision.schema.json`, as a path string.
+pub fn decision_schema_path() -> String {
+    examples()
+        .join("decision.schema.json")
+        .display()
+        .to_string()
+}
+
+/// The Decision schema as a JSON value.
+pub fn decision_schema() -> Value {
+    serde_json::from_str(&std::fs::read_to_string(decision_schema_path()).unwrap()).unwrap()
+}
+
+/// What one run of the binary left behind.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The exit code (`None` when killed by a signal).
+    pub code: Option<i32>,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+impl Outcome {
+    /// Stdout parsed as one JSON value (panics with both streams when it is not).
+    pub fn json(&self) -> Value {
+        serde_json::from_str(self.stdout.trim()).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not one JSON value ({e}):\nstdout: {}\nstderr: {}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+
+    /// Both streams, for assertion messages.
+    pub fn dump(&self) -> String {
+        format!(
+            "exit {:?}\nstdout: {}\nstderr: {}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+/// A sandbox for one invocation: a temporary HOME and a temporary working directory.
+pub struct Sandbox {
+    /// The temporary HOME.
+    pub home: tempfile::TempDir,
+    /// The temporary working directory (a `geode.toml` written here is picked up).
+    pub cwd: tempfile::TempDir,
+    /// The variables passed to the binary (besides PATH and HOME).
+    pub env: Vec<(String, String)>,
+}
+
+impl Sandbox {
+    /// An empty sandbox.
+    pub fn new() -> Sandbox {
+        Sandbox {
+            home: tempfile::tempdir().unwrap(),
+            cwd: tempfile::tempdir().unwrap(),
+            env: Vec::new(),
+        }
+    }
+
+    /// Adds one variable.
+    pub fn var(&mut self, key: &str, value: impl AsRef<str>) -> &mut Sandbox {
+        self.env.push((key.to_owned(), value.as_ref().to_owned()));
+        self
+    }
+
+    /// Writes `geode.toml` in the working directory.
+    pub fn config(&self, text: &str) {
+        std::fs::write(self.cwd.path().join("geode.toml"), text).unwrap();
+    }
+
+    /// The HOME path.
+    pub fn home(&self) -> &Path {
+        self.home.path()
+    }
+
+    /// Runs `geode ARGS` with `stdin`, bounded by [`RUN_BOUND`].
+    pub async fn geode(&self, args: &[&str], stdin: &str) -> Outcome {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_geode"));
+        cmd.args(args)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.home.path())
+            .current_dir(self.cwd.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let mut input = child.stdin.take().unwrap();
+        let stdin = stdin.to_owned();
+        let writer = tokio::spawn(async move {
+            // A child that exits before reading all of stdin is not an error here.
+            let _ = input.write_all(stdin.as_bytes()).await;
+            drop(input);
+        });
+        let out = tokio::time::timeout(RUN_BOUND, child.wait_with_output())
+            .await
+            .unwrap_or_else(|_| panic!("geode {args:?} exceeded {RUN_BOUND:?}"))
+            .unwrap();
+        writer.await.unwrap();
+        Outcome {
+            code: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
+/// One WorkerRequest line for `adapter` with the Decision schema.
+pub fn worker_line(task_id: &str, adapter: &str) -> String {
+    serde_json::json!({
+        "task_id": task_id,
+        "description": "Decide whether to accept the change. Answer with the Decision object.",
+        "adapter": adapter,
+        "response_schema": decision_schema(),
+    })
+    .to_string()
+}
+
+/// A good Decision answer.
+pub fn good_answer() -> Value {
+    serde_json::json!({"decision": "accept", "reason": "the tests pass"})
+}
+
+/// A Decision-shaped answer with a wrong enum value.
+pub fn bad_enum_answer() -> Value {
+    serde_json::json!({"decision": "Accept", "reason": "the tests pass"})
+}
+
+/// A fake codex `auth.json` (ChatGPT mode, fresh tokens) written into `codex_home`.
+pub fn write_codex_auth(codex_home: &Path) {
+    let account = geode_fakes::chatgpt::DEFAULT_ACCOUNT_ID;
+    let mut tokens = geode_fakes::chatgpt::fake_tokens(account, 3600);
+    tokens["account_id"] = account.into();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let auth = serde_json::json!({
+        "auth_mode": "chatgpt", "OPENAI_API_KEY": null, "tokens": tokens,
+        "last_refresh": rfc3339(now),
+    });
+    std::fs::create_dir_all(codex_home).unwrap();
+    std::fs::write(
+        codex_home.join("auth.json"),
+        serde_json::to_string_pretty(&auth).unwrap(),
+    )
+    .unwrap();
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ` for a Unix time.
+fn rfc3339(secs: u64) -> String {
+    let days = i64::try_from(secs / 86_400).unwrap();
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// The model calls a fake recorded (side endpoints left out).
+pub fn model_calls(server: &geode_fakes::FakeServer) -> Vec<geode_fakes::RecordedRequest> {
+    server
+        .requests()
+        .into_iter()
+        .filter(|r| {
+            r.method == "POST"
+                && (r.route().ends_with("/responses")
+                    || r.route().ends_with("/v1/messages")
+                    || r.route().ends_with("/chat/completions"))
+        })
+        .collect()
+}
