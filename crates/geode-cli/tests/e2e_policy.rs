@@ -121,6 +121,10 @@ async fn the_configured_fallback_chain_takes_over_from_a_failing_openai() {
     assert_eq!(result["answer"], good_answer(), "{result}");
     let ledger = &result["ledger"];
     assert_eq!(ledger["adapter"], "anthropic-payg", "{ledger}");
+    assert_eq!(
+        ledger["model"], "claude-e2e-model",
+        "the ledger names the model that answered"
+    );
     let tried = ledger["adapters_tried"].as_array().unwrap();
     assert_eq!(tried.len(), 2, "{ledger}");
     assert_eq!(tried[0]["adapter"], "openai-payg", "{ledger}");

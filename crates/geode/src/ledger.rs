@@ -230,6 +230,9 @@ pub struct AdapterTry {
     pub adapter: String,
     /// `ok`, or the error that made the chain move on.
     pub outcome: String,
+    /// The model this link was asked for, when it differs from the caller's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// The whole account of one worker result.

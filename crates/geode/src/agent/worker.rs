@@ -458,6 +458,9 @@ fn finish(
     ledger.wire_mode = last.wire.mode;
     if let Some(answered) = last.wire.adapters_tried.last() {
         ledger.adapter = answered.adapter.clone();
+        if let Some(model) = &answered.model {
+            ledger.model = model.clone();
+        }
         ledger.adapters_tried = last.wire.adapters_tried.clone();
     }
     ledger.transforms = last.wire.transforms.clone();

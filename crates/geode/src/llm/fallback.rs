@@ -76,6 +76,7 @@ impl Adapter for FallbackAdapter {
                     tried.push(AdapterTry {
                         adapter: adapter.name().to_owned(),
                         outcome: "ok".to_owned(),
+                        model: model.clone(),
                     });
                     resp.wire.adapters_tried = tried;
                     return Ok(resp);
@@ -84,6 +85,7 @@ impl Adapter for FallbackAdapter {
                     tried.push(AdapterTry {
                         adapter: adapter.name().to_owned(),
                         outcome: e.to_string(),
+                        model: model.clone(),
                     });
                     let retryable = e.retry_class() == RetryClass::Retryable;
                     last_err = Some(e);
