@@ -13,12 +13,12 @@
 use crate::ledger::StructuredOutputMode;
 use crate::llm::adapter::{Adapter, AdapterError, CallCx};
 use crate::llm::adapters::{
-    join_url, openai_reasoning, responses_wire_mode, stream_responses, uuid_v4,
+    build_streamed, join_url, responses_wire_mode, stream_responses, uuid_v4,
 };
 use crate::llm::credentials::{CodexAuthFile, CodexTokens, env_string, refresh_over_http};
 use crate::llm::http::{HttpClient, PostRequest};
 use crate::llm::request::{AdapterCallRequest, AdapterResponse};
-use crate::llm::wire::responses::{self, Backend, Delivery, Options};
+use crate::llm::wire::responses::Backend;
 use crate::schema::ResponseSchema;
 use bytes::Bytes;
 
@@ -135,15 +135,7 @@ impl Adapter for CodexOauth {
         mut req: AdapterCallRequest,
         cx: &CallCx,
     ) -> Result<AdapterResponse, AdapterError> {
-        if req.model.is_empty() {
-            req.model = DEFAULT_MODEL.to_owned();
-        }
-        let opts = Options {
-            backend: Backend::Codex,
-            reasoning: openai_reasoning(&req.model),
-            delivery: Delivery::Sse,
-        };
-        let built = responses::build(NAME, &req, &opts)?;
+        let built = build_streamed(NAME, Backend::Codex, DEFAULT_MODEL, &mut req)?;
         let file = &self.settings.auth_file;
         let token_url = self.token_url();
         let refresh = |rt| refresh_over_http(&self.http, NAME, &token_url, rt, cx);

@@ -54,6 +54,25 @@ pub fn openai_reasoning(model: &str) -> Reasoning {
     }
 }
 
+/// Builds a streamed Responses request for `backend`, filling in `default_model` when the
+/// request names none (the body the two Responses adapters send).
+pub(crate) fn build_streamed(
+    adapter: &'static str,
+    backend: responses::Backend,
+    default_model: &str,
+    req: &mut crate::llm::request::AdapterCallRequest,
+) -> Result<responses::Built, AdapterError> {
+    if req.model.is_empty() {
+        req.model = default_model.to_owned();
+    }
+    let opts = responses::Options {
+        backend,
+        reasoning: openai_reasoning(&req.model),
+        delivery: responses::Delivery::Sse,
+    };
+    responses::build(adapter, req, &opts)
+}
+
 /// POSTs a Responses request and folds its SSE stream into a response. A stream that ends
 /// before `response.completed` / `response.incomplete` is `Truncated`.
 pub(crate) async fn stream_responses(

@@ -9,11 +9,11 @@
 
 use crate::ledger::StructuredOutputMode;
 use crate::llm::adapter::{Adapter, AdapterError, CallCx};
-use crate::llm::adapters::{join_url, openai_reasoning, responses_wire_mode, stream_responses};
+use crate::llm::adapters::{build_streamed, join_url, responses_wire_mode, stream_responses};
 use crate::llm::credentials::{Secret, env_secret, env_string};
 use crate::llm::http::{HttpClient, PostRequest};
 use crate::llm::request::{AdapterCallRequest, AdapterResponse};
-use crate::llm::wire::responses::{self, Backend, Delivery, Options};
+use crate::llm::wire::responses::Backend;
 use crate::schema::ResponseSchema;
 
 /// The adapter's registry name.
@@ -83,15 +83,7 @@ impl Adapter for OpenAiPayg {
         mut req: AdapterCallRequest,
         cx: &CallCx,
     ) -> Result<AdapterResponse, AdapterError> {
-        if req.model.is_empty() {
-            req.model = DEFAULT_MODEL.to_owned();
-        }
-        let opts = Options {
-            backend: Backend::Platform,
-            reasoning: openai_reasoning(&req.model),
-            delivery: Delivery::Sse,
-        };
-        let built = responses::build(NAME, &req, &opts)?;
+        let built = build_streamed(NAME, Backend::Platform, DEFAULT_MODEL, &mut req)?;
         let post = PostRequest::new(NAME, self.url(), built.body).bearer(&self.settings.api_key);
         let mut resp = stream_responses(&self.http, &post, cx).await?;
         resp.wire = built.wire;
