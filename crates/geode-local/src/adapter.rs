@@ -24,7 +24,6 @@ use geode::llm::adapter::{Adapter, AdapterError, CallCx};
 use geode::llm::request::{
     AdapterCallRequest, AdapterResponse, StopReason, ToolChoice, Usage, WireReport,
 };
-use geode::schema::ResponseSchema;
 use std::sync::Arc;
 
 /// The adapter's registry name.
@@ -73,17 +72,6 @@ impl LocalAdapter {
 impl Adapter for LocalAdapter {
     fn name(&self) -> &str {
         ADAPTER_NAME
-    }
-
-    fn wire_mode(&self, schema: Option<&ResponseSchema>) -> StructuredOutputMode {
-        match schema {
-            Some(_) => StructuredOutputMode::Constrained,
-            None => StructuredOutputMode::None,
-        }
-    }
-
-    fn supports_tools(&self) -> bool {
-        false
     }
 
     async fn call(
@@ -206,6 +194,7 @@ pub fn to_adapter_error(e: LocalError) -> AdapterError {
 mod tests {
     use super::*;
     use geode::llm::request::Message;
+    use geode::schema::ResponseSchema;
     use serde_json::json;
     use std::path::PathBuf;
 

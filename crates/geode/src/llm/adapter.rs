@@ -251,12 +251,18 @@ pub trait Adapter: Send + Sync {
     /// The adapter's registry name (`openai-payg`, `local`, `scripted`, ...).
     fn name(&self) -> &str;
 
-    /// The mode this adapter would use for `schema` (`None` means no schema).
-    fn wire_mode(&self, schema: Option<&ResponseSchema>) -> StructuredOutputMode;
+    /// The mode this adapter would use for `schema` (`None` means no schema). By default the
+    /// capability registry's rule for the adapter's name (`registry::AdapterSpec::mode_for`),
+    /// so the table and the adapter cannot disagree; adapters outside the registry override it.
+    fn wire_mode(&self, schema: Option<&ResponseSchema>) -> StructuredOutputMode {
+        crate::llm::registry::spec(self.name())
+            .map_or(StructuredOutputMode::None, |s| s.mode_for(schema, false))
+    }
 
-    /// Whether the framework's own tools are forwarded to the model.
+    /// Whether the framework's own tools are forwarded to the model. By default the registry's
+    /// `framework_tools` for the adapter's name (true for adapters outside the registry).
     fn supports_tools(&self) -> bool {
-        true
+        crate::llm::registry::spec(self.name()).is_none_or(|s| s.framework_tools)
     }
 
     /// Makes one call.

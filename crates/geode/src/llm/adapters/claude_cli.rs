@@ -30,11 +30,9 @@
 //! CLI reference: <https://docs.claude.com/en/docs/claude-code/cli-reference>.
 
 use super::cli_common::{self, CliOptions};
-use crate::ledger::StructuredOutputMode;
 use crate::llm::adapter::{Adapter, AdapterError, CallCx};
 use crate::llm::request::{AdapterCallRequest, AdapterResponse, StopReason, Usage, WireReport};
 use crate::llm::subprocess::{self, MAX_ARG_BYTES, ProcessSpec};
-use crate::schema::ResponseSchema;
 use serde::Deserialize;
 use serde_json::Value;
 use std::path::PathBuf;
@@ -168,17 +166,6 @@ impl ClaudeCliAdapter {
 impl Adapter for ClaudeCliAdapter {
     fn name(&self) -> &str {
         NAME
-    }
-
-    fn wire_mode(&self, schema: Option<&ResponseSchema>) -> StructuredOutputMode {
-        match schema {
-            Some(_) => StructuredOutputMode::CliValidated,
-            None => StructuredOutputMode::None,
-        }
-    }
-
-    fn supports_tools(&self) -> bool {
-        false
     }
 
     async fn call(

@@ -25,7 +25,6 @@
 //! geode's own tools are never forwarded ([`Adapter::supports_tools`] is false).
 
 use super::cli_common::{self, CliOptions};
-use crate::ledger::StructuredOutputMode;
 use crate::llm::adapter::{Adapter, AdapterError, CallCx};
 use crate::llm::request::{AdapterCallRequest, AdapterResponse, StopReason, Usage, WireReport};
 use crate::llm::subprocess::{self, ProcessSpec};
@@ -222,17 +221,6 @@ impl CodexCliAdapter {
 impl Adapter for CodexCliAdapter {
     fn name(&self) -> &str {
         NAME
-    }
-
-    fn wire_mode(&self, schema: Option<&ResponseSchema>) -> StructuredOutputMode {
-        match schema {
-            Some(_) => StructuredOutputMode::CliFlag,
-            None => StructuredOutputMode::None,
-        }
-    }
-
-    fn supports_tools(&self) -> bool {
-        false
     }
 
     async fn call(

@@ -10,16 +10,12 @@
 //! `session-id`, `accept: text/event-stream`. Body: [`crate::llm::wire::responses`] with
 //! [`Backend::Codex`]: `stream:true`, `store:false`, no `max_output_tokens`.
 
-use crate::ledger::StructuredOutputMode;
 use crate::llm::adapter::{Adapter, AdapterError, CallCx};
-use crate::llm::adapters::{
-    build_streamed, join_url, responses_wire_mode, stream_responses, uuid_v4,
-};
+use crate::llm::adapters::{build_streamed, join_url, stream_responses, uuid_v4};
 use crate::llm::credentials::{CodexAuthFile, CodexTokens, env_string, refresh_over_http};
 use crate::llm::http::{HttpClient, PostRequest};
 use crate::llm::request::{AdapterCallRequest, AdapterResponse};
 use crate::llm::wire::responses::Backend;
-use crate::schema::ResponseSchema;
 use bytes::Bytes;
 
 /// The adapter's registry name.
@@ -124,10 +120,6 @@ impl CodexOauth {
 impl Adapter for CodexOauth {
     fn name(&self) -> &str {
         NAME
-    }
-
-    fn wire_mode(&self, schema: Option<&ResponseSchema>) -> StructuredOutputMode {
-        responses_wire_mode(schema)
     }
 
     async fn call(

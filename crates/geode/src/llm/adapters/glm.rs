@@ -156,13 +156,6 @@ impl<E: GlmEndpoint> crate::llm::adapter::Adapter for Glm<E> {
         E::NAME
     }
 
-    fn wire_mode(
-        &self,
-        schema: Option<&crate::schema::ResponseSchema>,
-    ) -> crate::ledger::StructuredOutputMode {
-        chat::mode_for(schema)
-    }
-
     async fn call(
         &self,
         req: AdapterCallRequest,

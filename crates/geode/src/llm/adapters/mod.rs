@@ -24,23 +24,10 @@ pub mod glm_coding_plan;
 pub mod glm_payg;
 pub mod openai_payg;
 
-use crate::ledger::StructuredOutputMode;
 use crate::llm::adapter::{AdapterError, CallCx};
 use crate::llm::http::{HttpClient, PostRequest};
 use crate::llm::request::AdapterResponse;
 use crate::llm::wire::responses::{self, Fold, Reasoning};
-use crate::schema::ResponseSchema;
-use crate::schema::strict::check_strict;
-
-/// The mode a Responses adapter uses for `schema`: `strict` when the strict check passes,
-/// else `hint`; `none` without a schema.
-pub fn responses_wire_mode(schema: Option<&ResponseSchema>) -> StructuredOutputMode {
-    match schema {
-        None => StructuredOutputMode::None,
-        Some(s) if check_strict(s.as_value()).compatible => StructuredOutputMode::Strict,
-        Some(_) => StructuredOutputMode::Hint,
-    }
-}
 
 /// Whether an OpenAI model id names a reasoning model (gpt-5 family, o-series).
 // TODO(registry): move this model-family table into registry.rs once it exists.
@@ -125,6 +112,8 @@ pub(crate) fn join_url(base: &str, path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ledger::StructuredOutputMode;
+    use crate::schema::ResponseSchema;
     use serde_json::json;
 
     #[test]
@@ -133,15 +122,13 @@ mod tests {
             "required": [], "additionalProperties": false}))
         .unwrap();
         let loose = ResponseSchema::from_value(json!({"type": "object"})).unwrap();
-        assert_eq!(
-            responses_wire_mode(Some(&strict)),
-            StructuredOutputMode::Strict
-        );
-        assert_eq!(
-            responses_wire_mode(Some(&loose)),
-            StructuredOutputMode::Hint
-        );
-        assert_eq!(responses_wire_mode(None), StructuredOutputMode::None);
+        for name in ["openai-payg", "codex-oauth"] {
+            let spec = crate::llm::registry::spec(name).unwrap();
+            let mode = |s| spec.mode_for(s, false);
+            assert_eq!(mode(Some(&strict)), StructuredOutputMode::Strict);
+            assert_eq!(mode(Some(&loose)), StructuredOutputMode::Hint);
+            assert_eq!(mode(None), StructuredOutputMode::None);
+        }
     }
 
     #[test]

@@ -7,14 +7,12 @@
 //! [`Backend::Platform`] (so `max_output_tokens` is sent); the schema goes to `text.format`
 //! with `strict` from the strict check, and tools travel in the same request.
 
-use crate::ledger::StructuredOutputMode;
 use crate::llm::adapter::{Adapter, AdapterError, CallCx};
-use crate::llm::adapters::{build_streamed, join_url, responses_wire_mode, stream_responses};
+use crate::llm::adapters::{build_streamed, join_url, stream_responses};
 use crate::llm::credentials::{Secret, env_secret, env_string};
 use crate::llm::http::{HttpClient, PostRequest};
 use crate::llm::request::{AdapterCallRequest, AdapterResponse};
 use crate::llm::wire::responses::Backend;
-use crate::schema::ResponseSchema;
 
 /// The adapter's registry name.
 pub const NAME: &str = "openai-payg";
@@ -72,10 +70,6 @@ impl OpenAiPayg {
 impl Adapter for OpenAiPayg {
     fn name(&self) -> &str {
         NAME
-    }
-
-    fn wire_mode(&self, schema: Option<&ResponseSchema>) -> StructuredOutputMode {
-        responses_wire_mode(schema)
     }
 
     async fn call(
