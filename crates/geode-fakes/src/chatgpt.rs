@@ -153,9 +153,53 @@ pub fn fake_tokens(account_id: &str, ttl_secs: i64) -> Value {
     json!({"id_token": id_token, "access_token": access_token, "refresh_token": "rt_fake_original"})
 }
 
+/// A fake codex `auth.json` in ChatGPT mode, as `codex login` writes it: tokens for
+/// [`DEFAULT_ACCOUNT_ID`], fresh for an hour, or (`stale`) expired and last refreshed 30 days ago.
+pub fn codex_auth_json(stale: bool) -> serde_json::Value {
+    let ttl = if stale { -600 } else { 3600 };
+    let mut tokens = fake_tokens(DEFAULT_ACCOUNT_ID, ttl);
+    tokens["account_id"] = DEFAULT_ACCOUNT_ID.into();
+    let days_ago = if stale { 30 } else { 0 };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    serde_json::json!({
+        "auth_mode": "chatgpt", "OPENAI_API_KEY": null, "tokens": tokens,
+        "last_refresh": rfc3339(now.saturating_sub(days_ago * 86_400)),
+    })
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ` for a Unix time (civil-from-days, proleptic Gregorian).
+fn rfc3339(secs: u64) -> String {
+    let days = i64::try_from(secs / 86_400).unwrap_or(0);
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[test]
+    fn rfc3339_formats_known_dates() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339(1_796_034_031), "2026-11-30T10:20:31Z");
+    }
 
     #[test]
     fn jwt_payload_decodes_to_the_claims() {

@@ -163,44 +163,13 @@ pub fn bad_enum_answer() -> Value {
 
 /// A fake codex `auth.json` (ChatGPT mode, fresh tokens) written into `codex_home`.
 pub fn write_codex_auth(codex_home: &Path) {
-    let account = geode_fakes::chatgpt::DEFAULT_ACCOUNT_ID;
-    let mut tokens = geode_fakes::chatgpt::fake_tokens(account, 3600);
-    tokens["account_id"] = account.into();
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    let auth = serde_json::json!({
-        "auth_mode": "chatgpt", "OPENAI_API_KEY": null, "tokens": tokens,
-        "last_refresh": rfc3339(now),
-    });
     std::fs::create_dir_all(codex_home).unwrap();
+    let auth = geode_fakes::chatgpt::codex_auth_json(false);
     std::fs::write(
         codex_home.join("auth.json"),
         serde_json::to_string_pretty(&auth).unwrap(),
     )
     .unwrap();
-}
-
-/// `YYYY-MM-DDTHH:MM:SSZ` for a Unix time.
-fn rfc3339(secs: u64) -> String {
-    let days = i64::try_from(secs / 86_400).unwrap();
-    let rem = secs % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
 }
 
 /// The model calls a fake recorded (side endpoints left out).
