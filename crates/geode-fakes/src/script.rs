@@ -77,6 +77,13 @@ pub enum Reply {
     },
     /// Read the request and never answer (until the client gives up or the server stops).
     Hang,
+    /// HTTP 200 whose body reports a failure carrying this message: the Responses terminal
+    /// `response.failed` (status `failed` with `error`), the Messages stream's `error` event, a
+    /// GLM `{"error": {...}}` object (a 200 body, or one SSE chunk when streaming).
+    InBandError(String),
+    /// HTTP 200 whose stream carries a bare `error` event with this message (Responses and
+    /// ChatGPT); the other wires play [`Reply::InBandError`].
+    ErrorEvent(String),
 }
 
 impl Reply {

@@ -360,6 +360,12 @@ async fn play(state: &State, body: &Value, reply: Reply) -> Result<Response<Body
             }
             Reply::Refusal(text) => complete(Content::Refusal(text)),
             Reply::MaxTokens(text) => complete(Content::MaxTokens(text)),
+            Reply::InBandError(message) => {
+                (kind.in_band_error(&call, &message, false), Ending::Complete)
+            }
+            Reply::ErrorEvent(message) => {
+                (kind.in_band_error(&call, &message, true), Ending::Complete)
+            }
         };
     };
     Ok(deliver(plan, delay, ending).await)

@@ -7,6 +7,8 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod http_cases;
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

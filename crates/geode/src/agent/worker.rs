@@ -276,7 +276,7 @@ pub struct WorkerResult {
 impl WorkerResult {
     /// A failed result that carries only an error (bad input, routing failure, panic).
     pub fn failed(task_id: &str, error: impl Into<String>) -> Self {
-        let error = error.into();
+        let error = crate::secret::scrub(&error.into());
         Self {
             task_id: task_id.to_owned(),
             success: false,
@@ -354,8 +354,13 @@ fn skip_reason(r: &AgenticResult) -> Option<String> {
 }
 
 /// Runs one request to completion. Never panics on bad input; a schema that cannot be compiled
-/// is a failed result naming the problem.
+/// is a failed result naming the problem. Every string of the result (answer, summary, error,
+/// ledger) has passed through [`crate::secret::scrub`].
 pub async fn run_worker(req: &WorkerRequest, env: &WorkerEnv) -> WorkerResult {
+    crate::secret::scrub_serde(run_worker_unscrubbed(req, env).await)
+}
+
+async fn run_worker_unscrubbed(req: &WorkerRequest, env: &WorkerEnv) -> WorkerResult {
     let started = Instant::now();
     let schema = req.response_schema.clone();
     let compiled = match schema.as_ref().map(CompiledSchema::compile) {

@@ -8,6 +8,7 @@
 use crate::ledger::StructuredOutputMode;
 use crate::llm::request::{AdapterCallRequest, AdapterResponse};
 use crate::schema::ResponseSchema;
+use crate::secret::scrub;
 use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -75,12 +76,13 @@ pub enum RetryClass {
     Fatal,
 }
 
-/// A failed adapter call. `Display` is one line without secrets or bodies.
-#[derive(Debug, thiserror::Error)]
+/// A failed adapter call. `Display` and `Debug` are one line without secrets or bodies: every
+/// provider-given text passes through [`scrub`] whatever built the error.
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum AdapterError {
     /// The adapter is not configured: a missing key, credential file or binary.
-    #[error("{adapter}: not configured: {message}")]
+    #[error("{adapter}: not configured: {}", scrub(.message))]
     Config {
         /// The adapter name.
         adapter: String,
@@ -88,7 +90,7 @@ pub enum AdapterError {
         message: String,
     },
     /// The provider refused the credentials (401/403).
-    #[error("{adapter}: authentication failed (HTTP {status}): {message}")]
+    #[error("{adapter}: authentication failed (HTTP {status}): {}", scrub(.message))]
     Auth {
         /// The adapter name.
         adapter: String,
@@ -98,7 +100,7 @@ pub enum AdapterError {
         message: String,
     },
     /// The provider rate-limited the call (429).
-    #[error("{adapter}: rate limited (HTTP 429){}: {message}", retry_after.map(|d| format!(", retry after {}s", d.as_secs_f32())).unwrap_or_default())]
+    #[error("{adapter}: rate limited (HTTP 429){}: {}", retry_after.map(|d| format!(", retry after {}s", d.as_secs_f32())).unwrap_or_default(), scrub(.message))]
     RateLimited {
         /// The adapter name.
         adapter: String,
@@ -108,7 +110,7 @@ pub enum AdapterError {
         message: String,
     },
     /// The provider rejected the schema (a 400 naming the schema or `text.format`).
-    #[error("{adapter}: schema rejected by the provider (HTTP {status}, code {code}): {message}")]
+    #[error("{adapter}: schema rejected by the provider (HTTP {status}, code {}): {}", scrub(.code), scrub(.message))]
     SchemaRejected {
         /// The adapter name.
         adapter: String,
@@ -120,7 +122,7 @@ pub enum AdapterError {
         message: String,
     },
     /// Any other 4xx.
-    #[error("{adapter}: bad request (HTTP {status}): {message}")]
+    #[error("{adapter}: bad request (HTTP {status}): {}", scrub(.message))]
     BadRequest {
         /// The adapter name.
         adapter: String,
@@ -130,7 +132,7 @@ pub enum AdapterError {
         message: String,
     },
     /// The provider failed (5xx).
-    #[error("{adapter}: provider error (HTTP {status}): {message}")]
+    #[error("{adapter}: provider error (HTTP {status}): {}", scrub(.message))]
     Server {
         /// The adapter name.
         adapter: String,
@@ -140,7 +142,7 @@ pub enum AdapterError {
         message: String,
     },
     /// The connection failed or was reset.
-    #[error("{adapter}: transport failure: {message}")]
+    #[error("{adapter}: transport failure: {}", scrub(.message))]
     Transport {
         /// The adapter name.
         adapter: String,
@@ -148,7 +150,7 @@ pub enum AdapterError {
         message: String,
     },
     /// A stream or process ended before its terminal event.
-    #[error("{adapter}: response truncated: {message}")]
+    #[error("{adapter}: response truncated: {}", scrub(.message))]
     Truncated {
         /// The adapter name.
         adapter: String,
@@ -156,7 +158,7 @@ pub enum AdapterError {
         message: String,
     },
     /// The provider's answer could not be understood.
-    #[error("{adapter}: protocol error: {message}")]
+    #[error("{adapter}: protocol error: {}", scrub(.message))]
     Protocol {
         /// The adapter name.
         adapter: String,
@@ -165,7 +167,7 @@ pub enum AdapterError {
     },
     /// The provider or CLI reported a failure of the run itself (a CLI's `is_error`,
     /// `turn.failed`, retry exhaustion).
-    #[error("{adapter}: run failed ({kind}): {message}")]
+    #[error("{adapter}: run failed ({}): {}", scrub(.kind), scrub(.message))]
     RunFailed {
         /// The adapter name.
         adapter: String,
@@ -175,7 +177,7 @@ pub enum AdapterError {
         message: String,
     },
     /// The request cannot be served by this adapter (e.g. a schema over the dialect's limits).
-    #[error("{adapter}: unsupported request: {message}")]
+    #[error("{adapter}: unsupported request: {}", scrub(.message))]
     Unsupported {
         /// The adapter name.
         adapter: String,
@@ -194,6 +196,15 @@ pub enum AdapterError {
         /// The adapter name.
         adapter: String,
     },
+}
+
+impl std::fmt::Debug for AdapterError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("AdapterError")
+            .field(&self.kind())
+            .field(&self.to_string())
+            .finish()
+    }
 }
 
 impl AdapterError {

@@ -286,10 +286,11 @@ impl Captured {
         self.dropped_bytes > 0
     }
 
-    /// The last non-empty line, trimmed and cut to `max` characters (for one-line errors).
+    /// The last non-empty line, scrubbed of secrets ([`crate::secret::scrub`]), trimmed and cut
+    /// to `max` characters (for one-line errors). Scrubbing comes before the cut.
     pub fn last_line(&self, max: usize) -> String {
-        let line = self
-            .text
+        let text = crate::secret::scrub(&self.text);
+        let line = text
             .lines()
             .rev()
             .map(str::trim)

@@ -267,7 +267,7 @@ pub fn interpret(r: CliResult, schema_requested: bool) -> Result<AdapterResponse
     let run_failed = |kind: &str, message: String| AdapterError::RunFailed {
         adapter: NAME.into(),
         kind: kind.into(),
-        message: cli_common::clip(&message, 300),
+        message: crate::secret::clip(&message, 300),
     };
     let detail = || {
         let mut parts = r.errors.clone();
@@ -294,17 +294,17 @@ pub fn interpret(r: CliResult, schema_requested: bool) -> Result<AdapterResponse
             (_, Some(status @ (401 | 403))) => AdapterError::Auth {
                 adapter: NAME.into(),
                 status,
-                message: cli_common::clip(&detail(), 300),
+                message: crate::secret::clip(&detail(), 300),
             },
             (_, Some(429)) => AdapterError::RateLimited {
                 adapter: NAME.into(),
                 retry_after: None,
-                message: cli_common::clip(&detail(), 300),
+                message: crate::secret::clip(&detail(), 300),
             },
             (_, Some(status @ 500..=599)) => AdapterError::Server {
                 adapter: NAME.into(),
                 status,
-                message: cli_common::clip(&detail(), 300),
+                message: crate::secret::clip(&detail(), 300),
             },
             (_, Some(status)) => run_failed("api_error", format!("HTTP {status}: {}", detail())),
             (_, None) => run_failed("is_error", detail()),

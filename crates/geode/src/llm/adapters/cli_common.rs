@@ -166,18 +166,6 @@ pub fn exit_summary(out: &SubprocessOutput) -> String {
     }
 }
 
-/// Cuts provider text for a one-line error message.
-pub fn clip(text: &str, max: usize) -> String {
-    let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if one_line.chars().count() <= max {
-        one_line
-    } else {
-        let mut s: String = one_line.chars().take(max).collect();
-        s.push('…');
-        s
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,12 +219,6 @@ mod tests {
             transcript(&req, true),
             "[ASSISTANT]\n[tool call grep id=c1] {\"q\":\"x\"}\n\n[USER]\n[tool result id=c1 error] no match\n"
         );
-    }
-
-    #[test]
-    fn clip_makes_one_bounded_line() {
-        assert_eq!(clip("a\n b   c", 10), "a b c");
-        assert_eq!(clip("abcdefghij", 4), "abcd…");
     }
 
     #[test]

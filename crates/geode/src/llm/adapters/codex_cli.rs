@@ -288,7 +288,7 @@ pub fn interpret(stdout: &str) -> Outcome {
         Outcome::Failed(AdapterError::RunFailed {
             adapter: NAME.into(),
             kind: kind.into(),
-            message: cli_common::clip(message, 300),
+            message: crate::secret::clip(message, 300),
         })
     };
     for line in stdout.lines() {

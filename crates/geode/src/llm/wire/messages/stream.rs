@@ -288,7 +288,10 @@ impl StreamFold {
             }
             Event::Ping => {}
             Event::Error { kind, message } => return Err(ParseError::Provider { kind, message }),
-            Event::Unknown(kind) => tracing::debug!(kind, "unknown Messages stream event skipped"),
+            Event::Unknown(kind) => tracing::debug!(
+                kind = %crate::secret::clip(&kind, 80),
+                "unknown Messages stream event skipped"
+            ),
         }
         Ok(Flow::Continue)
     }

@@ -81,7 +81,7 @@ pub fn classify(adapter: &str, frame: &SseEvent) -> Result<Event, AdapterError> 
             | "error"
     );
     if !known {
-        tracing::debug!(adapter, kind = %kind, "unknown Responses event");
+        tracing::debug!(adapter, kind = %crate::secret::clip(&kind, 80), "unknown Responses event");
         return Ok(Event::Unknown(kind));
     }
     let Some(data) = data else {
