@@ -166,7 +166,6 @@ async fn a_cli_printing_the_key_on_stderr_does_not_leak_it() {
     for (adapter, bin_var, key_var) in [
         ("claude-cli", "GEODE_CLAUDE_BIN", "ANTHROPIC_API_KEY"),
         ("codex-cli", "GEODE_CODEX_BIN", "OPENAI_API_KEY"),
-        ("codex-cli", "GEODE_CODEX_BIN", "CODEX_API_KEY"),
     ] {
         let mut sb = Sandbox::new();
         let bin = leaky_cli(sb.home(), key_var);

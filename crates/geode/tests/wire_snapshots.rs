@@ -17,7 +17,7 @@ use geode::llm::credentials::{CodexAuthFile, Secret};
 use geode::llm::http::{HttpClient, HttpConfig, RetryPolicy};
 use geode::llm::request::{AdapterCallRequest, Message, ToolSpec};
 use geode::schema::ResponseSchema;
-use geode::schema::constraint::TextConstraint;
+use geode::schema::TextConstraint;
 use geode_fakes::{FakeServer, Kind, Reply, Script};
 use serde_json::{Map, Value, json};
 use std::path::Path;
