@@ -44,10 +44,30 @@ fn assert_no_secret(out: &Outcome, secrets: &[String]) {
     }
 }
 
+/// The secrets `case` will run with (its key, or the tokens of the `auth.json` that every run
+/// of this case reuses, so a reply can quote them before the run's sandbox exists).
+async fn secrets_for(case: &Case) -> (Option<String>, Vec<String>) {
+    let probe = fake(case, Script::default()).await;
+    let sb = case.sandbox(&probe);
+    let auth = std::fs::read_to_string(sb.home().join("codex-home/auth.json")).ok();
+    (auth, secrets_of(case, &sb))
+}
+
 /// Runs `geode run` on `case` against a fake playing `reply`, plain and with `--json`.
-async fn run_both(case: &Case, reply: Reply) -> (Vec<String>, Outcome, Outcome) {
+async fn run_both(
+    case: &Case,
+    auth: &Option<String>,
+    reply: Reply,
+) -> (Vec<String>, Outcome, Outcome) {
     let server = fake(case, Script::always(reply)).await;
     let sb = case.sandbox(&server);
+    // A 401 makes codex-oauth refresh and rewrite auth.json: each run starts from the tokens
+    // the reply quotes, so they are the ones the process holds.
+    let reset = || {
+        if let Some(auth) = auth {
+            std::fs::write(sb.home().join("codex-home/auth.json"), auth).unwrap();
+        }
+    };
     let schema = decision_schema_path();
     let args = [
         "run",
@@ -57,10 +77,13 @@ async fn run_both(case: &Case, reply: Reply) -> (Vec<String>, Outcome, Outcome) 
         &schema,
         "Decide.",
     ];
+    reset();
     let plain = sb.geode(&args, "").await;
     let mut with_json = args.to_vec();
     with_json.insert(1, "--json");
+    reset();
     let json = sb.geode(&with_json, "").await;
+    reset();
     (secrets_of(case, &sb), plain, json)
 }
 
@@ -72,14 +95,13 @@ fn quoting(secrets: &[String]) -> String {
 #[tokio::test]
 async fn an_in_band_error_quoting_the_key_is_scrubbed_on_every_http_adapter() {
     for case in ALL {
-        let probe = fake(&case, Script::default()).await;
-        let secrets = secrets_of(&case, &case.sandbox(&probe));
+        let (auth, secrets) = secrets_for(&case).await;
         let mut replies = vec![Reply::InBandError(quoting(&secrets))];
         if matches!(case.kind, Kind::Responses | Kind::ChatGpt) {
             replies.push(Reply::ErrorEvent(quoting(&secrets)));
         }
         for reply in replies {
-            let (secrets, plain, json) = run_both(&case, reply.clone()).await;
+            let (secrets, plain, json) = run_both(&case, &auth, reply.clone()).await;
             for out in [&plain, &json] {
                 assert_eq!(
                     out.code,
@@ -108,8 +130,7 @@ async fn an_in_band_error_quoting_the_key_is_scrubbed_on_every_http_adapter() {
 #[tokio::test]
 async fn a_401_with_the_key_after_long_padding_shows_no_piece_of_it() {
     for case in ALL {
-        let probe = fake(&case, Script::default()).await;
-        let secrets = secrets_of(&case, &case.sandbox(&probe));
+        let (auth, secrets) = secrets_for(&case).await;
         let message = format!("{} {}", "p".repeat(250), secrets.join(" "));
         let body = match case.kind {
             Kind::Messages => json!({"type": "error",
@@ -122,7 +143,7 @@ async fn a_401_with_the_key_after_long_padding_shows_no_piece_of_it() {
             body,
             retry_after: None,
         };
-        let (secrets, plain, json) = run_both(&case, reply).await;
+        let (secrets, plain, json) = run_both(&case, &auth, reply).await;
         for out in [&plain, &json] {
             assert_eq!(out.code, Some(3), "{}: {}", case.adapter, out.dump());
             assert_no_secret(out, &secrets);
@@ -133,10 +154,9 @@ async fn a_401_with_the_key_after_long_padding_shows_no_piece_of_it() {
 #[tokio::test]
 async fn an_answer_quoting_the_key_is_not_echoed_by_json_output() {
     for case in ALL {
-        let probe = fake(&case, Script::default()).await;
-        let secrets = secrets_of(&case, &case.sandbox(&probe));
+        let (auth, secrets) = secrets_for(&case).await;
         let answer = json!({"decision": "accept", "reason": quoting(&secrets)});
-        let (secrets, plain, json) = run_both(&case, Reply::Json(answer)).await;
+        let (secrets, plain, json) = run_both(&case, &auth, Reply::Json(answer)).await;
         for out in [&plain, &json] {
             assert_eq!(out.code, Some(0), "{}: {}", case.adapter, out.dump());
             assert_no_secret(out, &secrets);
