@@ -1,8 +1,12 @@
 //! The config file: `geode.toml` in the working directory, else `~/.config/geode/config.toml`.
 //!
 //! Precedence: flags > environment > config file > built-in defaults. The file holds the
-//! default adapter, a model and base URL per adapter, the fallback chain and timeouts. Unknown
-//! keys and unknown adapter names are errors; a syntax error names the line and column.
+//! default adapter, a model and base URL per adapter, the fallback chain, timeouts, and for the
+//! CLI adapters (`claude-cli`, `codex-cli`) the extra parent variables the CLI may see
+//! (`pass_env`: names only, never values). Unknown keys and unknown adapter names are errors; a
+//! syntax error names the line and column; a `pass_env` entry that is not a variable name, or
+//! `pass_env` on an adapter that runs no CLI, is an error that names the entry by position only
+//! (a pasted value is never echoed).
 //!
 //! ```toml
 //! default_adapter = "openai-payg"
@@ -14,9 +18,13 @@
 //! [adapters.openai-payg]
 //! model = "gpt-5.5"
 //! base_url = "http://127.0.0.1:8080"
+//!
+//! [adapters.codex-cli]
+//! pass_env = ["MY_GATEWAY_TOKEN"]
 //! ```
 
-use crate::llm::registry::{Environment, spec};
+use crate::llm::adapters::cli_common::is_env_name;
+use crate::llm::registry::{Billing, Environment, spec};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -29,6 +37,10 @@ pub struct AdapterConfig {
     pub model: Option<String>,
     /// The base URL (for HTTP adapters).
     pub base_url: Option<String>,
+    /// CLI adapters: parent environment variables the CLI may see besides its adapter's own
+    /// list (e.g. a key its configuration reads). Names only.
+    #[serde(default)]
+    pub pass_env: Vec<String>,
 }
 
 /// Timeouts.
@@ -93,6 +105,16 @@ pub enum ConfigError {
         /// Where it appeared.
         field: &'static str,
     },
+    /// A `pass_env` that cannot be used. The message names entries by position, never by text.
+    #[error("bad config {path}: [adapters.{adapter}] pass_env: {message}")]
+    PassEnv {
+        /// The file.
+        path: String,
+        /// The adapter whose table holds it.
+        adapter: String,
+        /// What is wrong.
+        message: String,
+    },
 }
 
 impl Config {
@@ -123,8 +145,22 @@ impl Config {
         if let Some(bad) = cfg.adapters.keys().find(|n| spec(n).is_none()) {
             return Err(unknown(bad, "[adapters]"));
         }
+        for (name, adapter) in &cfg.adapters {
+            check_pass_env(name, &adapter.pass_env).map_err(|message| ConfigError::PassEnv {
+                path: path.to_owned(),
+                adapter: name.clone(),
+                message,
+            })?;
+        }
         cfg.source = Some(PathBuf::from(path));
         Ok(cfg)
+    }
+
+    /// The `pass_env` names of `adapter` (empty when none are configured).
+    pub fn pass_env(&self, adapter: &str) -> &[String] {
+        self.adapters
+            .get(adapter)
+            .map_or(&[], |a| a.pass_env.as_slice())
     }
 
     /// Loads `geode.toml` from `cwd`, else `~/.config/geode/config.toml`, else the defaults.
@@ -169,6 +205,28 @@ impl Config {
     }
 }
 
+/// Why `names` cannot be the `pass_env` of `adapter` (a registry name), if it cannot.
+fn check_pass_env(adapter: &str, names: &[String]) -> Result<(), String> {
+    if names.is_empty() {
+        return Ok(());
+    }
+    if spec(adapter).is_none_or(|s| s.billing != Billing::Cli) {
+        return Err(
+            "only the CLI adapters (claude-cli, codex-cli) run a process to pass \
+             variables to"
+                .to_owned(),
+        );
+    }
+    match names.iter().position(|n| !is_env_name(n)) {
+        Some(i) => Err(format!(
+            "entry {} is not a variable name (letters, digits and _, not starting with a digit; \
+             give names, never values)",
+            i + 1
+        )),
+        None => Ok(()),
+    }
+}
+
 fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let before = &text[..offset.min(text.len())];
     let line = before.matches('\n').count() + 1;
@@ -209,6 +267,44 @@ mod tests {
         }
         let err = Config::parse("colour = \"blue\"\n", "geode.toml").unwrap_err();
         assert!(err.to_string().contains("line 1"), "{err}");
+    }
+
+    #[test]
+    fn pass_env_names_variables_for_a_cli_adapter() {
+        let c = Config::parse(
+            "[adapters.codex-cli]\npass_env = [\"MY_KEY\", \"_OTHER2\"]\n[adapters.claude-cli]\nmodel = \"m\"\n",
+            "geode.toml",
+        )
+        .unwrap();
+        assert_eq!(c.pass_env("codex-cli"), ["MY_KEY", "_OTHER2"]);
+        assert!(c.pass_env("claude-cli").is_empty());
+        assert!(c.pass_env("openai-payg").is_empty());
+    }
+
+    #[test]
+    fn a_pass_env_value_or_a_non_cli_adapter_is_refused_without_echoing_it() {
+        let err = Config::parse(
+            "[adapters.claude-cli]\npass_env = [\"OK\", \"ANTHROPIC_API_KEY=sk-ant-secret\"]\n",
+            "geode.toml",
+        )
+        .unwrap_err();
+        let text = err.to_string();
+        assert!(matches!(err, ConfigError::PassEnv { .. }), "{err:?}");
+        assert!(
+            text.contains("entry 2") && text.contains("claude-cli"),
+            "{text}"
+        );
+        assert!(!text.contains("sk-ant-secret"), "{text}");
+        assert!(!format!("{err:?}").contains("sk-ant-secret"));
+        for bad in ["\"\"", "\"1X\"", "\"A B\""] {
+            let toml = format!("[adapters.codex-cli]\npass_env = [{bad}]\n");
+            assert!(Config::parse(&toml, "g.toml").is_err(), "{bad}");
+        }
+        let err =
+            Config::parse("[adapters.openai-payg]\npass_env = [\"X\"]\n", "g.toml").unwrap_err();
+        assert!(err.to_string().contains("only the CLI adapters"), "{err}");
+        let err = Config::parse("[adapters.codex-cli]\npass_env = \"X\"\n", "g.toml").unwrap_err();
+        assert!(matches!(err, ConfigError::Invalid { line: 2, .. }), "{err}");
     }
 
     #[test]
