@@ -315,6 +315,23 @@ fn parse_reads_text_tool_calls_and_cached_usage() {
     );
 }
 
+/// Found by the `responses` fuzz target: arguments that parse as JSON but not as an object
+/// (`[1,2]`, `7`) became the tool input as they were; every tool input is an object.
+#[test]
+fn non_object_arguments_are_kept_raw() {
+    let resp = json!({"status": "completed", "output": [
+        {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "[1,2]"},
+        {"type": "function_call", "call_id": "c2", "name": "g", "arguments": "7"},
+        {"type": "function_call", "call_id": "c3", "name": "h", "arguments": " "}
+    ]});
+    let r = parse_response("t", &resp).unwrap();
+    let inputs: Vec<&Value> = r.tool_uses.iter().map(|t| &t.input).collect();
+    assert_eq!(
+        inputs,
+        [&json!({"_raw": "[1,2]"}), &json!({"_raw": "7"}), &json!({})]
+    );
+}
+
 #[test]
 fn refusal_and_truncation_are_not_collapsed() {
     let refusal = json!({"status": "completed", "output": [{"type": "message", "content": [
