@@ -8,7 +8,7 @@ use geode::llm::wire::chat::{ParseError, parse_response, parse_value};
 ///
 /// Invariants: deterministic; a body that is JSON gives what [`parse_value`] gives on its value
 /// (the HTTP transport's path); only a body cut short is `Truncated`; the adapter error is one
-/// line; tool inputs are objects and `ToolUse` comes with tool calls.
+/// line; tool inputs are objects.
 pub fn run(data: &[u8]) {
     let body = String::from_utf8_lossy(data);
     let parsed = parse_response(&body);

@@ -3,7 +3,7 @@
 
 use super::check::{one_line, same};
 use geode::llm::adapter::AdapterError;
-use geode::llm::request::{AdapterResponse, StopReason};
+use geode::llm::request::AdapterResponse;
 use geode::llm::sse::SseParser;
 use geode::llm::wire::responses::{Fold, classify, parse_response};
 use serde_json::Value;
@@ -15,8 +15,7 @@ type Outcome = Option<Result<AdapterResponse, AdapterError>>;
 /// adapters read it: [`classify`] each frame, [`Fold::push`] it until it gives an answer).
 ///
 /// Invariants: deterministic; errors render as one line; every tool call's input is a JSON
-/// object (text that is not one is kept as `{"_raw": text}`); `ToolUse` as the stop reason
-/// comes with tool calls.
+/// object (text that is not one is kept as `{"_raw": text}`).
 pub fn run(data: &[u8]) {
     let Some((&mode, body)) = data.split_first() else {
         return;
@@ -54,12 +53,9 @@ fn stream(body: &[u8]) -> Outcome {
     }))
 }
 
-/// The invariants of an answer read from a Responses or Chat reply.
+/// The invariant of an answer read from a Responses or Chat reply: tool inputs are objects.
 pub(crate) fn check_response(resp: &AdapterResponse) {
     for tool in &resp.tool_uses {
         assert!(tool.input.is_object(), "tool input is not an object: {tool:?}");
-    }
-    if resp.stop_reason == StopReason::ToolUse {
-        assert!(!resp.tool_uses.is_empty(), "ToolUse without tool calls");
     }
 }

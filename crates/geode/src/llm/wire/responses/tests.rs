@@ -374,6 +374,20 @@ fn failed_and_unfinished_responses_are_errors() {
     ));
 }
 
+/// Found by the `responses` fuzz target: the provider's error code went into the error as it
+/// came, so a code holding `\r\n` (or 10 KB) made a multi-line (or huge) error.
+#[test]
+fn error_codes_are_cut_to_one_line() {
+    for code in ["invalid_json\r\nschema", "server\nerror"] {
+        let resp = json!({"status": "failed", "error": {"code": code, "message": "m"}});
+        let err = parse_response("t", &resp).unwrap_err();
+        assert!(!err.to_string().contains(['\n', '\r']), "{err}");
+    }
+    let long = "x".repeat(10_000);
+    let resp = json!({"status": "failed", "error": {"code": long, "message": "m"}});
+    assert!(parse_response("t", &resp).unwrap_err().to_string().len() < 1_000);
+}
+
 fn frame(event: &str, data: Value) -> SseEvent {
     SseEvent {
         event: event.into(),
