@@ -52,14 +52,21 @@ pub fn run(data: &[u8]) {
                 "extract_last_object returned {found:?}, not the last object span {:?}",
                 slices[i]
             );
-            assert_eq!(object(found), Some(value), "the value is not the text's parse");
+            assert_eq!(
+                object(found),
+                Some(value),
+                "the value is not the text's parse"
+            );
         }
         (found, expected) => panic!(
             "extract_last_object returned {found:?}; the last object span is {:?}",
             expected.map(|i| slices[i])
         ),
     }
-    assert!(last_valid >= last_object, "an object span is not valid JSON");
+    assert!(
+        last_valid >= last_object,
+        "an object span is not valid JSON"
+    );
 }
 
 /// The scan rule, one byte at a time and written independently of the scanner: outside braces

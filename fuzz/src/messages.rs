@@ -52,9 +52,19 @@ fn stream(body: &[u8], output_tool: Option<&str>) -> Result<AdapterResponse, Par
 
 fn check_response(resp: &AdapterResponse, output_tool: Option<&str>) {
     if let Some(value) = &resp.structured {
-        assert!(output_tool.is_some(), "structured output without an output tool");
-        assert_eq!(resp.text, value.to_string(), "the text is not the structured value");
-        assert!(resp.tool_uses.is_empty(), "tool calls beside the output tool");
+        assert!(
+            output_tool.is_some(),
+            "structured output without an output tool"
+        );
+        assert_eq!(
+            resp.text,
+            value.to_string(),
+            "the text is not the structured value"
+        );
+        assert!(
+            resp.tool_uses.is_empty(),
+            "tool calls beside the output tool"
+        );
     }
     if let Some(name) = output_tool {
         assert!(

@@ -47,15 +47,20 @@ fn stream(body: &[u8]) -> Outcome {
             Err(e) => return Some(Err(e)),
         }
     }
-    pushed.err().map(|e| Err(AdapterError::Protocol {
-        adapter: "fuzz".into(),
-        message: e.to_string(),
-    }))
+    pushed.err().map(|e| {
+        Err(AdapterError::Protocol {
+            adapter: "fuzz".into(),
+            message: e.to_string(),
+        })
+    })
 }
 
 /// The invariant of an answer read from a Responses or Chat reply: tool inputs are objects.
 pub(crate) fn check_response(resp: &AdapterResponse) {
     for tool in &resp.tool_uses {
-        assert!(tool.input.is_object(), "tool input is not an object: {tool:?}");
+        assert!(
+            tool.input.is_object(),
+            "tool input is not an object: {tool:?}"
+        );
     }
 }

@@ -54,11 +54,21 @@ pub fn run(data: &[u8]) {
         issues.is_empty(),
         "is_valid disagrees with validate: {issues:?}"
     );
-    assert_eq!(compiled.validate(&answer), issues, "validation is not deterministic");
+    assert_eq!(
+        compiled.validate(&answer),
+        issues,
+        "validation is not deterministic"
+    );
     for issue in &issues {
-        assert!(!issue.keyword.is_empty(), "an issue without a keyword: {issue:?}");
+        assert!(
+            !issue.keyword.is_empty(),
+            "an issue without a keyword: {issue:?}"
+        );
     }
     if !issues.is_empty() {
-        assert!(!render_issues(&issues).is_empty(), "issues render as nothing");
+        assert!(
+            !render_issues(&issues).is_empty(),
+            "issues render as nothing"
+        );
     }
 }

@@ -22,7 +22,11 @@ pub fn run(data: &[u8]) {
     let limit = [DEFAULT_MAX_EVENT_BYTES, 8, 64, 1024][usize::from(control & 3)];
     let chunk = usize::from(control >> 2) + 1;
     let whole = parse(stream, limit, stream.len().max(1));
-    assert_eq!(parse(stream, limit, chunk), whole, "chunks of {chunk} differ");
+    assert_eq!(
+        parse(stream, limit, chunk),
+        whole,
+        "chunks of {chunk} differ"
+    );
     assert_eq!(parse(stream, limit, 1), whole, "byte-by-byte differs");
     for ev in &whole.0 {
         assert!(!ev.event.contains(['\r', '\n']), "{ev:?}");
@@ -35,7 +39,11 @@ pub fn run(data: &[u8]) {
     } else {
         parse(stream, DEFAULT_MAX_EVENT_BYTES, stream.len().max(1)).0
     };
-    assert_eq!(read(stream, chunk), expected, "the reader differs from the parser");
+    assert_eq!(
+        read(stream, chunk),
+        expected,
+        "the reader differs from the parser"
+    );
 }
 
 /// Pushes `stream` into a parser `chunk` bytes at a time until it refuses one.
@@ -52,9 +60,16 @@ fn read(stream: &[u8], chunk: usize) -> Vec<SseEvent> {
         .chunks(chunk)
         .map(|c| Ok(Bytes::copy_from_slice(c)))
         .collect();
-    let mut reader = SseReader::new("fuzz", futures::stream::iter(chunks), Duration::from_secs(60));
+    let mut reader = SseReader::new(
+        "fuzz",
+        futures::stream::iter(chunks),
+        Duration::from_secs(60),
+    );
     let cx = CallCx::new();
-    let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_time().build() else {
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+    else {
         panic!("no tokio runtime");
     };
     runtime.block_on(async {

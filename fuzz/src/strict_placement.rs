@@ -33,7 +33,11 @@ pub fn run(data: &[u8]) {
     };
     let verdict = check_strict(&value);
     super::check::same(&verdict, &check_strict(&value), "check_strict");
-    assert_eq!(verdict.compatible, verdict.reasons.is_empty(), "{verdict:?}");
+    assert_eq!(
+        verdict.compatible,
+        verdict.reasons.is_empty(),
+        "{verdict:?}"
+    );
     for reason in &verdict.reasons {
         assert!(
             value.pointer(&reason.pointer).is_some(),
@@ -49,11 +53,18 @@ pub fn run(data: &[u8]) {
         let projection = project(&schema, dialect);
         super::check::same(&projection, &project(&schema, dialect), "project");
         if dialect != Dialect::Anthropic {
-            assert_eq!(&projection.wire, schema.as_value(), "{dialect:?} changed the schema");
+            assert_eq!(
+                &projection.wire,
+                schema.as_value(),
+                "{dialect:?} changed the schema"
+            );
             assert!(projection.residuals.is_empty() && projection.transforms.is_empty());
         }
         for r in &projection.residuals {
-            let found = schema.as_value().pointer(&r.pointer).and_then(|n| n.get(&r.keyword));
+            let found = schema
+                .as_value()
+                .pointer(&r.pointer)
+                .and_then(|n| n.get(&r.keyword));
             assert_eq!(found, Some(&r.value), "residual {r} is not in the schema");
         }
         let limits = preflight(&schema, dialect);
@@ -97,7 +108,10 @@ fn place(schema: &ResponseSchema, fits: bool, thinking: u32, prefill: bool, clas
             assert_eq!(wire, &project(schema, Dialect::Anthropic).wire);
         }
         Placement::OutputTool { name, input_schema } => {
-            assert!(!native && thinking == 0, "output tool where the table says otherwise");
+            assert!(
+                !native && thinking == 0,
+                "output tool where the table says otherwise"
+            );
             assert_eq!(placed.mode, StructuredOutputMode::Tool);
             assert!(name.starts_with(OUTPUT_TOOL_PREFIX), "{name}");
             assert!(name.chars().count() <= 64, "{name}");

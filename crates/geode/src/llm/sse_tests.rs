@@ -49,7 +49,10 @@ fn parser_joins_data_lines_skips_comments_and_defaults_the_event_name() {
 fn a_leading_bom_split_over_pushes_is_dropped_and_a_later_one_kept() {
     let split = parse_all(&[b"\xEF", b"\xBB", b"\xBFdata: x\n\n"]);
     assert_eq!(split, vec![ev("message", "x")]);
-    assert_eq!(parse_all(&[b"\xEF\xBB\xBF\ndata: y\n\n"]), vec![ev("message", "y")]);
+    assert_eq!(
+        parse_all(&[b"\xEF\xBB\xBF\ndata: y\n\n"]),
+        vec![ev("message", "y")]
+    );
     // Only the stream's first line may start with the BOM: later, it is part of the field name.
     let later = parse_all(&[b"data: a\n\n\xEF\xBB\xBFdata: b\n\n"]);
     assert_eq!(later, vec![ev("message", "a")]);
