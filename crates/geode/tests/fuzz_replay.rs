@@ -5,13 +5,15 @@
 //! the fuzzers found are kept as seeds named `regress-*`.
 
 #[path = "../../../fuzz/src/lib.rs"]
-#[allow(dead_code)]
 mod entries;
 
 use std::path::{Path, PathBuf};
 
+/// A fuzz target's entry function.
+type Entry = fn(&[u8]);
+
 /// Every fuzz target and its entry function (the `[[bin]]` names of `fuzz/Cargo.toml`).
-const TARGETS: &[(&str, fn(&[u8]))] = &[
+const TARGETS: &[(&str, Entry)] = &[
     ("extract", entries::extract::run),
     ("schema", entries::schema::run),
     ("strict_placement", entries::strict_placement::run),
