@@ -82,12 +82,6 @@ impl SseParser {
 
     /// Feeds bytes; complete events become available through [`SseParser::pop`].
     pub fn push(&mut self, mut bytes: &[u8]) -> Result<(), EventTooLarge> {
-        if !self.started && !bytes.is_empty() {
-            self.started = true;
-            if let Some(rest) = bytes.strip_prefix(b"\xEF\xBB\xBF") {
-                bytes = rest;
-            }
-        }
         while !bytes.is_empty() {
             if self.skip_lf {
                 self.skip_lf = false;
@@ -103,7 +97,13 @@ impl SseParser {
                     self.skip_lf = bytes[i] == b'\r';
                     bytes = &bytes[i + 1..];
                     let line = std::mem::take(&mut self.line);
-                    self.line_done(&line);
+                    // The stream's leading BOM is dropped from its first line, so it is found
+                    // whatever the chunking (it may arrive split over several pushes).
+                    match line.strip_prefix(b"\xEF\xBB\xBF") {
+                        Some(rest) if !self.started => self.line_done(rest),
+                        _ => self.line_done(&line),
+                    }
+                    self.started = true;
                     self.line = line;
                     self.line.clear();
                 }

@@ -43,6 +43,21 @@ fn parser_joins_data_lines_skips_comments_and_defaults_the_event_name() {
     );
 }
 
+/// Found by the `sse` fuzz target: a leading BOM split over two pushes was kept, so the first
+/// line's field name became `\u{feff}data` and the event was lost.
+#[test]
+fn a_leading_bom_split_over_pushes_is_dropped_and_a_later_one_kept() {
+    let split = parse_all(&[b"\xEF", b"\xBB", b"\xBFdata: x\n\n"]);
+    assert_eq!(split, vec![ev("message", "x")]);
+    assert_eq!(
+        parse_all(&[b"\xEF\xBB\xBF\ndata: y\n\n"]),
+        vec![ev("message", "y")]
+    );
+    // Only the stream's first line may start with the BOM: later, it is part of the field name.
+    let later = parse_all(&[b"data: a\n\n\xEF\xBB\xBFdata: b\n\n"]);
+    assert_eq!(later, vec![ev("message", "a")]);
+}
+
 #[test]
 fn parser_handles_bare_cr_line_ends_and_drops_events_without_data() {
     let events = parse_all(&[b"event: nodata\r\rdata: x\r\r"]);

@@ -464,3 +464,37 @@ fn check_consistent(text: &str) -> Result<(), TestCaseError> {
     }
     Ok(())
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1024))]
+
+    /// Whatever the text, what the finders return parses: [`extract_last_object`]'s text as the
+    /// object it returns, [`find_last_object`]'s as JSON syntax. The parts include near-JSON that
+    /// does not parse (`NaN`, `1e400` for the value parse, trailing commas, bare words, cut
+    /// strings, nesting past serde_json's 128 levels) so that rejected spans sit between good ones.
+    #[test]
+    fn the_finders_never_return_text_that_does_not_parse(
+        parts in prop::collection::vec(
+            prop_oneof![
+                json_object().prop_map(|o| o.to_string()),
+                Just("{\"a\": NaN}".to_owned()),
+                Just("{\"n\": 1e400}".to_owned()),
+                Just("{\"a\": 1,}".to_owned()),
+                Just("{a: 1}".to_owned()),
+                Just("{\"s\": \"cut".to_owned()),
+                Just(format!("{}{}", "{\"d\":".repeat(130), "}".repeat(130))),
+                "[a-z {}\":,\\\\\\[\\]0-9.e+-]{0,24}",
+            ],
+            0..8,
+        ),
+    ) {
+        let text = parts.concat();
+        if let Some((s, v)) = extract_last_object(&text) {
+            prop_assert_eq!(serde_json::from_str::<Value>(s).ok(), Some(v.clone()));
+            prop_assert!(v.is_object());
+        }
+        if let Some(s) = find_last_object(&text) {
+            prop_assert!(serde_json::from_str::<IgnoredAny>(s).is_ok(), "{s:?} does not parse");
+        }
+    }
+}

@@ -160,7 +160,7 @@ fn provider_error(adapter: String, kind: &str, message: String) -> AdapterError 
         _ => AdapterError::Server {
             adapter,
             status: 500,
-            message: format!("{kind}: {message}"),
+            message: format!("{}: {message}", one_line(kind)),
         },
     }
 }
@@ -226,6 +226,20 @@ mod tests {
         assert_eq!(err("invalid_request_error").kind(), "bad_request");
         assert_eq!(err("api_error").retry_class(), RetryClass::Retryable);
         assert!(!err("api_error").to_string().contains('\n'));
+    }
+
+    /// Found by the `messages` fuzz target: an unknown error type with a line break made the
+    /// error two lines (the type was put in the message as it came).
+    #[test]
+    fn an_unknown_error_type_stays_on_one_line() {
+        let e = ParseError::Provider {
+            kind: "odd_error\nsecond line".into(),
+            message: "m".into(),
+        }
+        .into_adapter_error("anthropic-payg");
+        assert_eq!(e.kind(), "server");
+        assert!(!e.to_string().contains(['\n', '\r']), "{e}");
+        assert!(e.to_string().contains("odd_error second line"), "{e}");
     }
 
     #[test]

@@ -187,7 +187,7 @@ fn run_error(adapter: &str, e: ProviderError, fallback_kind: &str) -> AdapterErr
     } else {
         &e.message
     });
-    let code = e.code.clone().unwrap_or_else(|| fallback_kind.to_owned());
+    let code = e.code.as_deref().unwrap_or(fallback_kind);
     let lower = format!("{code} {}", e.param.as_deref().unwrap_or("")).to_ascii_lowercase();
     if lower.contains("rate_limit") {
         AdapterError::RateLimited {
@@ -199,13 +199,13 @@ fn run_error(adapter: &str, e: ProviderError, fallback_kind: &str) -> AdapterErr
         AdapterError::SchemaRejected {
             adapter,
             status: 200,
-            code,
+            code: truncate(code),
             message,
         }
     } else {
         AdapterError::RunFailed {
             adapter,
-            kind: truncate(&code),
+            kind: truncate(code),
             message,
         }
     }
