@@ -234,7 +234,9 @@ impl Adapter for CodexCliAdapter {
             Some(s) => Some(self.write_schema(s).await?),
             None => None,
         };
-        let spec = self.process_spec(bin, &req, schema_file.as_ref().map(SchemaFile::path));
+        let spec = self
+            .process_spec(bin, &req, schema_file.as_ref().map(SchemaFile::path))
+            .stdout_budget(cx.max_response_bytes);
         let deadline = cx.with_timeout(self.config.cli.timeout).deadline;
         let out = subprocess::run(&spec, &cx.cancel, deadline)
             .await
