@@ -317,4 +317,4 @@ fn percent_decode(s: &str) -> String {
 
 #[cfg(test)]
 #[path = "cost_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -496,3 +496,7 @@ pub fn render_issues(issues: &[ValidationIssue], more_errors: u64) -> String {
 #[cfg(test)]
 #[path = "validate_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "validate_budget_tests.rs"]
+mod budget_tests;
