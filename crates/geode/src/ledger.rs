@@ -305,7 +305,7 @@ impl GuaranteeLedger {
                 if v.valid {
                     "valid".to_owned()
                 } else {
-                    format!("invalid({} errors)", v.errors.len())
+                    format!("invalid({} errors)", v.errors.len() as u64 + v.more_errors)
                 }
             ));
         }

@@ -552,7 +552,13 @@ pub async fn run(
         if !io_done {
             let _ = tokio::time::timeout(DRAIN_AFTER_KILL, &mut io).await;
         }
-        ending
+        match (ending, spec.stdout_budget) {
+            // A child that wrote past the budget and exited before the reader noticed.
+            (Ending::Exited(_), Some(limit)) if overflow.is_cancelled() => {
+                Ending::OutputTooLarge { limit }
+            }
+            _ => ending,
+        }
     };
     guard.armed = false;
     let (out_bytes, out_dropped) = out.into_tail();

@@ -45,3 +45,12 @@ fn last_line_skips_blank_lines_and_is_bounded() {
     assert_eq!(c.last_line(100), "second line here");
     assert_eq!(c.last_line(6), "second");
 }
+
+#[tokio::test]
+async fn a_child_that_exits_right_after_passing_the_budget_is_still_over_it() {
+    let spec = ProcessSpec::new("sh")
+        .args(["-c", "head -c 5000 /dev/zero"])
+        .stdout_budget(4096);
+    let out = run(&spec, &CancellationToken::new(), None).await.unwrap();
+    assert_eq!(out.ending, Ending::OutputTooLarge { limit: 4096 });
+}
