@@ -105,5 +105,9 @@ pub(crate) fn resolve(req: &mut WorkerRequest, cfg: &Config) -> Result<WorkerEnv
                 .ok_or_else(|| ResolveError::Build("empty chain".into()))?,
         )
     };
-    Ok(WorkerEnv::new(adapter))
+    let mut worker_env = WorkerEnv::new(adapter);
+    worker_env.max_response_bytes = cfg
+        .max_response_bytes(&env)
+        .map_err(|e| ResolveError::Build(e.to_string()))?;
+    Ok(worker_env)
 }

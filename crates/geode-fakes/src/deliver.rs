@@ -1,10 +1,13 @@
 //! Turns a [`Plan`] into an HTTP response, applying a delay and, for stream cuts, truncation.
 //!
-//! | body | delay | cut |
-//! |---|---|---|
-//! | SSE | headers at once, first event after the delay | first half of the events, then half an event, then a clean end |
-//! | JSON | nothing is sent until the delay is over | headers, half the bytes, then the connection is aborted |
-//! | empty | nothing is sent until the delay is over | (no effect) |
+//! | body | delay | cut | endless |
+//! |---|---|---|---|
+//! | SSE | headers at once, first event after the delay | first half of the events, then half an event, then a clean end | the events up to the first text delta, then that delta forever |
+//! | JSON | nothing is sent until the delay is over | headers, half the bytes, then the connection is aborted | the bytes up to the text, then the text forever (the JSON never closes) |
+//! | empty | nothing is sent until the delay is over | (no effect) | (no effect) |
+//!
+//! An endless answer is planned as the text [`ENDLESS_PIECE`] twice (protocol modules stream a
+//! text in two halves), so the piece marks where the repetition starts.
 
 use crate::plan::{Plan, PlanBody};
 use crate::sse;
@@ -27,6 +30,19 @@ pub(crate) enum Ending {
     Complete,
     /// [`crate::Reply::StreamCut`].
     Cut,
+    /// [`crate::Reply::EndlessStream`].
+    Endless,
+}
+
+/// The unit of an endless answer's text: 128 bytes with nothing to escape in JSON.
+pub(crate) const ENDLESS_PIECE: &str = concat!(
+    "endless endless endless endless endless endless endless endless ",
+    "endless endless endless endless endless endless endless endless "
+);
+
+/// The text an endless answer is planned with (see the module docs).
+pub(crate) fn endless_text() -> String {
+    ENDLESS_PIECE.repeat(64)
 }
 
 /// Builds the response for `plan`, waiting `delay` where the table above says.
@@ -35,11 +51,17 @@ pub(crate) async fn deliver(plan: Plan, delay: Duration, ending: Ending) -> Resp
     let mut response = match plan.body {
         PlanBody::Sse(events) => {
             let frames: Vec<Bytes> = events.iter().map(sse::frame).collect();
-            let frames = match ending {
-                Ending::Complete => frames,
-                Ending::Cut => sse::cut(frames),
+            let body = match ending {
+                Ending::Complete => chunks(delay, frames, false),
+                Ending::Cut => chunks(delay, sse::cut(frames), false),
+                Ending::Endless => {
+                    let at = frames.iter().position(|f| contains(f, endless_half().as_bytes()));
+                    let at = at.unwrap_or(frames.len().saturating_sub(1));
+                    let repeated = frames.get(at).cloned().unwrap_or_default();
+                    endless(delay, frames[..at].to_vec(), repeated)
+                }
             };
-            let mut response = Response::new(chunks(delay, frames, false));
+            let mut response = Response::new(body);
             let headers = response.headers_mut();
             headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
             headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
@@ -51,6 +73,11 @@ pub(crate) async fn deliver(plan: Plan, delay: Duration, ending: Ending) -> Resp
             let body = match ending {
                 Ending::Complete => full(bytes),
                 Ending::Cut => chunks(Duration::ZERO, vec![bytes.slice(..bytes.len() / 2)], true),
+                Ending::Endless => {
+                    let at = find(&bytes, endless_half().as_bytes()).unwrap_or(bytes.len());
+                    let piece = Bytes::from(endless_half());
+                    endless(Duration::ZERO, vec![bytes.slice(..at)], piece)
+                }
             };
             let mut response = Response::new(body);
             response
@@ -77,6 +104,40 @@ pub(crate) async fn deliver(plan: Plan, delay: Duration, ending: Ending) -> Resp
 /// A complete body with a `content-length`.
 pub(crate) fn full(bytes: Bytes) -> Body {
     Full::new(bytes).map_err(|never| match never {}).boxed()
+}
+
+/// The first half of [`endless_text`], which the protocol modules send as one delta.
+fn endless_half() -> String {
+    ENDLESS_PIECE.repeat(32)
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    find(haystack, needle).is_some()
+}
+
+/// A chunked body that never ends: waits `delay`, sends `first`, then `repeated` forever (as
+/// fast as the client reads; nothing is buffered ahead).
+fn endless(delay: Duration, first: Vec<Bytes>, repeated: Bytes) -> Body {
+    StreamBody::new(endless_frames(delay, first, repeated)).boxed()
+}
+
+fn endless_frames(
+    delay: Duration,
+    first: Vec<Bytes>,
+    repeated: Bytes,
+) -> impl futures::Stream<Item = Result<Frame<Bytes>, io::Error>> + Send + Sync {
+    use futures::StreamExt;
+    futures::stream::once(async move {
+        tokio::time::sleep(delay).await;
+        futures::stream::iter(first)
+    })
+    .flatten()
+    .chain(futures::stream::repeat(repeated))
+    .map(|bytes| Ok(Frame::data(bytes)))
 }
 
 /// A chunked body: waits `delay`, sends `frames`, then ends cleanly or (with `abort`) fails,

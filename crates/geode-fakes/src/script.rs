@@ -12,7 +12,7 @@
 //!   Replies use serde's external tagging in snake case, for example
 //!   `{"text": "hi"}`, `{"json": {"a": 1}}`, `{"tool_call": {"name": "f", "arguments": {}}}`,
 //!   `{"status": {"status": 429, "retry_after": 2}}`, `"connection_reset"`, `"auto"`,
-//!   `{"slow_body": {"delay_ms": 500, "then": {"text": "late"}}}`.
+//!   `{"slow_body": {"delay_ms": 500, "then": {"text": "late"}}}`, `"endless_stream"`.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -22,7 +22,8 @@ use std::sync::Mutex;
 /// One scripted answer to one model call.
 ///
 /// Content replies are rendered in the shape of the server's [`crate::Kind`]; fault replies
-/// (`ConnectionReset`, `StreamCut`, `SlowBody`, `Hang`) act on the connection itself.
+/// (`ConnectionReset`, `StreamCut`, `SlowBody`, `Hang`, `EndlessStream`) act on the connection
+/// itself.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Reply {
@@ -84,6 +85,10 @@ pub enum Reply {
     /// HTTP 200 whose stream carries a bare `error` event with this message (Responses and
     /// ChatGPT); the other wires play [`Reply::InBandError`].
     ErrorEvent(String),
+    /// A 200 text answer that never ends: a streamed answer repeats its first text delta
+    /// forever, a JSON answer repeats its text forever and never closes the JSON. The server
+    /// writes only as fast as the client reads.
+    EndlessStream,
 }
 
 impl Reply {

@@ -12,7 +12,7 @@
 //! - A request whose body is over 64 MiB (or never fully arrives) gets a 413 and is the one
 //!   kind of request that is not recorded.
 
-use crate::deliver::{Body, Ending, deliver, full};
+use crate::deliver::{Body, Ending, deliver, endless_text, full};
 use crate::kind::Kind;
 use crate::plan::{Call, Content, Ids, Plan, Route};
 use crate::record::{RecordedRequest, decode_body, mask_body, mask_header, mask_path, parse_json};
@@ -326,6 +326,10 @@ async fn play(state: &State, body: &Value, reply: Reply) -> Result<Response<Body
             Reply::StreamCut => (
                 kind.answer(&call, &Content::Text(CUT_TEXT.to_owned())),
                 Ending::Cut,
+            ),
+            Reply::EndlessStream => (
+                kind.answer(&call, &Content::Text(endless_text())),
+                Ending::Endless,
             ),
             Reply::Status {
                 status,

@@ -1,12 +1,12 @@
 //! The config file: `geode.toml` in the working directory, else `~/.config/geode/config.toml`.
 //!
 //! Precedence: flags > environment > config file > built-in defaults. The file holds the
-//! default adapter, a model and base URL per adapter, the fallback chain, timeouts, and for the
-//! CLI adapters (`claude-cli`, `codex-cli`) the extra parent variables the CLI may see
-//! (`pass_env`: names only, never values). Unknown keys and unknown adapter names are errors; a
-//! syntax error names the line and column; a `pass_env` entry that is not a variable name, or
-//! `pass_env` on an adapter that runs no CLI, is an error that names the entry by position only
-//! (a pasted value is never echoed).
+//! default adapter, a model and base URL per adapter, the fallback chain, timeouts and limits,
+//! and for the CLI adapters (`claude-cli`, `codex-cli`) the extra parent variables the CLI may
+//! see (`pass_env`: names only, never values). Unknown keys and unknown adapter names are
+//! errors; a syntax error names the line and column; a `pass_env` entry that is not a variable
+//! name, or `pass_env` on an adapter that runs no CLI, is an error that names the entry by
+//! position only (a pasted value is never echoed).
 //!
 //! ```toml
 //! default_adapter = "openai-payg"
@@ -14,6 +14,9 @@
 //!
 //! [timeouts]
 //! request_s = 120
+//!
+//! [limits]
+//! max_response_bytes = 16777216  # or GEODE_MAX_RESPONSE_BYTES; default 16 MiB
 //!
 //! [adapters.openai-payg]
 //! model = "gpt-5.5"
@@ -23,11 +26,16 @@
 //! pass_env = ["MY_GATEWAY_TOKEN"]
 //! ```
 
+use crate::llm::adapter::DEFAULT_MAX_RESPONSE_BYTES;
 use crate::llm::adapters::cli_common::is_env_name;
 use crate::llm::registry::{Billing, Environment, spec};
 use serde::Deserialize;
 use std::collections::BTreeMap;
+use std::num::NonZeroU64;
 use std::path::{Path, PathBuf};
+
+/// The variable that overrides `[limits] max_response_bytes`.
+pub const MAX_RESPONSE_BYTES_ENV: &str = "GEODE_MAX_RESPONSE_BYTES";
 
 /// Per-adapter settings.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -51,6 +59,15 @@ pub struct Timeouts {
     pub request_s: Option<f64>,
 }
 
+/// Budgets on what a provider may send back.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    /// The most bytes of one response: an HTTP body, an SSE stream, a CLI's stdout, and the
+    /// answer text folded from them (default [`DEFAULT_MAX_RESPONSE_BYTES`], 16 MiB).
+    pub max_response_bytes: Option<NonZeroU64>,
+}
+
 /// The whole file.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -63,6 +80,9 @@ pub struct Config {
     /// Timeouts.
     #[serde(default)]
     pub timeouts: Timeouts,
+    /// Limits.
+    #[serde(default)]
+    pub limits: Limits,
     /// Per-adapter settings, keyed by adapter name.
     #[serde(default)]
     pub adapters: BTreeMap<String, AdapterConfig>,
@@ -92,6 +112,14 @@ pub enum ConfigError {
         line: usize,
         /// 1-based column.
         column: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// An environment variable that overrides a setting has a bad value.
+    #[error("bad environment variable {name}: {message}")]
+    BadEnv {
+        /// The variable.
+        name: &'static str,
         /// What is wrong.
         message: String,
     },
@@ -203,6 +231,25 @@ impl Config {
             .or_else(|| spec(adapter).map(|s| s.default_model.to_owned()))
             .unwrap_or_default()
     }
+
+    /// The response budget: [`MAX_RESPONSE_BYTES_ENV`] > `[limits] max_response_bytes` >
+    /// [`DEFAULT_MAX_RESPONSE_BYTES`]. A variable that is not a positive integer is an error.
+    pub fn max_response_bytes(&self, env: &dyn Environment) -> Result<u64, ConfigError> {
+        if let Some(v) = env.var(MAX_RESPONSE_BYTES_ENV) {
+            return v
+                .trim()
+                .parse::<NonZeroU64>()
+                .map(NonZeroU64::get)
+                .map_err(|e| ConfigError::BadEnv {
+                    name: MAX_RESPONSE_BYTES_ENV,
+                    message: format!("{v:?} is not a positive number of bytes ({e})"),
+                });
+        }
+        Ok(self
+            .limits
+            .max_response_bytes
+            .map_or(DEFAULT_MAX_RESPONSE_BYTES, NonZeroU64::get))
+    }
 }
 
 /// Why `names` cannot be the `pass_env` of `adapter` (a registry name), if it cannot.
@@ -267,6 +314,47 @@ mod tests {
         }
         let err = Config::parse("colour = \"blue\"\n", "geode.toml").unwrap_err();
         assert!(err.to_string().contains("line 1"), "{err}");
+    }
+
+    struct Vars(Vec<(&'static str, &'static str)>);
+
+    impl Environment for Vars {
+        fn var(&self, name: &str) -> Option<String> {
+            self.0
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v).to_owned())
+        }
+        fn file_exists(&self, _: &Path) -> bool {
+            false
+        }
+        fn on_path(&self, _: &str) -> bool {
+            false
+        }
+    }
+
+    #[test]
+    fn max_response_bytes_is_env_then_file_then_sixteen_mib() {
+        let none = Vars(vec![]);
+        let env = Vars(vec![(MAX_RESPONSE_BYTES_ENV, " 2048 ")]);
+        let default = Config::default();
+        assert_eq!(default.max_response_bytes(&none).unwrap(), 16 * 1024 * 1024);
+        let file = Config::parse("[limits]\nmax_response_bytes = 4096\n", "g.toml").unwrap();
+        assert_eq!(file.max_response_bytes(&none).unwrap(), 4096);
+        assert_eq!(file.max_response_bytes(&env).unwrap(), 2048);
+    }
+
+    #[test]
+    fn a_zero_or_non_numeric_response_budget_is_refused() {
+        let err = Config::parse("[limits]\nmax_response_bytes = 0\n", "g.toml").unwrap_err();
+        assert!(matches!(err, ConfigError::Invalid { line: 2, .. }), "{err}");
+        let err = Config::parse("[limits]\nmax_response_bytes = -5\n", "g.toml").unwrap_err();
+        assert!(matches!(err, ConfigError::Invalid { line: 2, .. }), "{err}");
+        for bad in ["0", "lots", "-1", "1.5"] {
+            let env = Vars(vec![(MAX_RESPONSE_BYTES_ENV, bad)]);
+            let err = Config::default().max_response_bytes(&env).unwrap_err();
+            assert!(err.to_string().contains(MAX_RESPONSE_BYTES_ENV), "{err}");
+        }
     }
 
     #[test]

@@ -172,9 +172,17 @@ pub enum CheckFailure {
 pub struct ValidationVerdict {
     /// True when the answer matched.
     pub valid: bool,
-    /// The errors, empty when valid.
+    /// The errors, empty when valid: at most the first 100
+    /// ([`crate::schema::validate::MAX_REPORTED_ERRORS`]).
     #[serde(default)]
     pub errors: Vec<ValidationIssue>,
+    /// Errors found beyond `errors` and not listed (absent when 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub more_errors: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// One run of the loop (the first attempt or the retry).
@@ -297,7 +305,7 @@ impl GuaranteeLedger {
                 if v.valid {
                     "valid".to_owned()
                 } else {
-                    format!("invalid({} errors)", v.errors.len())
+                    format!("invalid({} errors)", v.errors.len() as u64 + v.more_errors)
                 }
             ));
         }

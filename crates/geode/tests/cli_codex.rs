@@ -277,7 +277,7 @@ netns_test!(
         let rig = Rig::new(Script::always(Reply::Hang), Duration::from_secs(60)).await;
         let cx = CallCx {
             cancel: CancellationToken::new(),
-            deadline: None,
+            ..CallCx::new()
         };
         let token = cx.cancel.clone();
         let server_seen = async {

@@ -250,6 +250,7 @@ impl AgenticLoop {
                     (Some(a), Some(b)) => Some(a.min(b)),
                     (a, b) => a.or(b),
                 },
+                max_response_bytes: cx.max_response_bytes,
             };
             result.rounds += 1;
             round += 1;

@@ -40,6 +40,11 @@ impl AnswerCheck {
             .unwrap_or(&[])
     }
 
+    /// Validation errors found beyond [`Self::issues`] and not listed.
+    pub fn more_errors(&self) -> u64 {
+        self.full.as_ref().map_or(0, |f| f.more_errors)
+    }
+
     /// A short trigger description for the ledger.
     pub fn trigger(&self) -> String {
         match &self.verdict {
@@ -92,10 +97,11 @@ pub fn check_answer(
         let Some((_, object)) = extract_last_object(text) else {
             return fail(CheckFailure::NoObject);
         };
-        let errors = compiled.validate(&object);
+        let report = compiled.validate(&object);
         check.full = Some(ValidationVerdict {
-            valid: errors.is_empty(),
-            errors,
+            valid: report.is_empty(),
+            more_errors: report.more_errors,
+            errors: report.issues,
         });
         let missing = missing_required_keys(schema, &object);
         check.object = Some(object);
@@ -106,7 +112,8 @@ pub fn check_answer(
             return check;
         }
         if validation == Validation::Full {
-            let count = check.issues().len();
+            let more = usize::try_from(check.more_errors()).unwrap_or(usize::MAX);
+            let count = check.issues().len().saturating_add(more);
             if count > 0 {
                 check.verdict = WorkerCheck::Fail {
                     reason: CheckFailure::Invalid { count },
@@ -207,6 +214,7 @@ pub fn build_schema_retry_prompt(
     schema: &ResponseSchema,
     first_text: Option<&str>,
     issues: &[ValidationIssue],
+    more_errors: u64,
 ) -> String {
     let stripped = first_text.map(str::trim).unwrap_or_default();
     let mut out = String::new();
@@ -225,7 +233,7 @@ pub fn build_schema_retry_prompt(
     }
     if !issues.is_empty() {
         out.push_str("\n\nValidation errors:\n");
-        out.push_str(&render_issues(issues));
+        out.push_str(&render_issues(issues, more_errors));
     }
     let required: Vec<String> = schema.required_keys().iter().map(|k| py_repr(k)).collect();
     out.push_str(&format!(

@@ -301,6 +301,8 @@ pub struct WorkerEnv {
     pub cancel: CancellationToken,
     /// An optional guard on user turns (see [`crate::agent::agent_loop::InputGuard`]).
     pub input_guard: Option<crate::agent::agent_loop::InputGuard>,
+    /// The response budget of every call ([`CallCx::max_response_bytes`]).
+    pub max_response_bytes: u64,
 }
 
 impl WorkerEnv {
@@ -311,6 +313,7 @@ impl WorkerEnv {
             tools: Arc::new(ToolRegistry::new()),
             cancel: CancellationToken::new(),
             input_guard: None,
+            max_response_bytes: crate::llm::adapter::DEFAULT_MAX_RESPONSE_BYTES,
         }
     }
 }
@@ -346,7 +349,10 @@ fn skip_reason(r: &AgenticResult) -> Option<String> {
         _ => {}
     }
     match r.error_kind.as_deref() {
-        Some(k @ ("schema_rejected" | "auth" | "config" | "unsupported" | "bad_request")) => {
+        Some(
+            k @ ("schema_rejected" | "auth" | "config" | "unsupported" | "bad_request"
+            | "response_too_large"),
+        ) => {
             Some(format!("adapter error {k} cannot be fixed by a retry"))
         }
         _ => None,
@@ -394,6 +400,7 @@ async fn run_worker_unscrubbed(req: &WorkerRequest, env: &WorkerEnv) -> WorkerRe
     let cx = CallCx {
         cancel: env.cancel.clone(),
         deadline: Some(started + timeout),
+        max_response_bytes: env.max_response_bytes,
     };
     let mut ledger = GuaranteeLedger {
         adapter: env.adapter.name().to_owned(),
@@ -432,7 +439,12 @@ async fn run_worker_unscrubbed(req: &WorkerRequest, env: &WorkerEnv) -> WorkerRe
             trigger: first_check.trigger(),
         };
         let feedback = match &schema {
-            Some(s) => build_schema_retry_prompt(s, Some(&first.text), first_check.issues()),
+            Some(s) => build_schema_retry_prompt(
+                s,
+                Some(&first.text),
+                first_check.issues(),
+                first_check.more_errors(),
+            ),
             None => constraint
                 .map(|c| build_constraint_retry_prompt(c, &first.text))
                 .unwrap_or_default(),

@@ -13,19 +13,50 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-/// The context of one call: a cancellation token and an optional deadline.
-#[derive(Debug, Clone, Default)]
+/// The default [`CallCx::max_response_bytes`]: 16 MiB.
+pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 16 << 20;
+
+/// The context of one call: a cancellation token, an optional deadline and a response budget.
+#[derive(Debug, Clone)]
 pub struct CallCx {
     /// Cancelled when the caller gives up; adapters stop promptly and clean up.
     pub cancel: CancellationToken,
     /// The instant by which the call must end.
     pub deadline: Option<Instant>,
+    /// The most bytes the provider may send for this call: an HTTP body, a whole SSE stream,
+    /// a CLI's stdout, and the answer text folded from them. More is
+    /// [`AdapterError::ResponseTooLarge`], and reading stops there.
+    pub max_response_bytes: u64,
+}
+
+impl Default for CallCx {
+    fn default() -> Self {
+        Self {
+            cancel: CancellationToken::new(),
+            deadline: None,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+        }
+    }
 }
 
 impl CallCx {
-    /// A context with a fresh token and no deadline.
+    /// A context with a fresh token, no deadline and the default response budget.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The same context with another response budget (at least 1 byte).
+    pub fn with_max_response_bytes(mut self, bytes: u64) -> Self {
+        self.max_response_bytes = bytes.max(1);
+        self
+    }
+
+    /// The [`AdapterError::ResponseTooLarge`] error for `adapter` under this budget.
+    pub fn response_too_large(&self, adapter: &str) -> AdapterError {
+        AdapterError::ResponseTooLarge {
+            adapter: adapter.to_owned(),
+            limit: self.max_response_bytes,
+        }
     }
 
     /// The same token with a deadline `timeout` from now (or the earlier existing one).
@@ -37,6 +68,7 @@ impl CallCx {
                 Some(d) if d < candidate => d,
                 _ => candidate,
             }),
+            max_response_bytes: self.max_response_bytes,
         }
     }
 
@@ -184,6 +216,18 @@ pub enum AdapterError {
         /// Why.
         message: String,
     },
+    /// The provider sent more than the call's response budget ([`CallCx::max_response_bytes`]):
+    /// an HTTP body, an SSE stream, a CLI's stdout or the answer text folded from them. Reading
+    /// stopped at the limit; a retry would most likely do the same.
+    #[error(
+        "{adapter}: response too large: more than {limit} bytes (raise it with max_response_bytes in geode.toml or GEODE_MAX_RESPONSE_BYTES)"
+    )]
+    ResponseTooLarge {
+        /// The adapter name.
+        adapter: String,
+        /// The budget in bytes.
+        limit: u64,
+    },
     /// The deadline passed.
     #[error("{adapter}: timed out")]
     Timeout {
@@ -233,6 +277,7 @@ impl AdapterError {
             Self::Protocol { .. } => "protocol",
             Self::RunFailed { .. } => "run_failed",
             Self::Unsupported { .. } => "unsupported",
+            Self::ResponseTooLarge { .. } => "response_too_large",
             Self::Timeout { .. } => "timeout",
             Self::Cancelled { .. } => "cancelled",
         }

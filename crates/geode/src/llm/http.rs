@@ -6,6 +6,9 @@
 //! - [`HttpClient::post_json`] and [`HttpClient::post_sse`] run under the call's [`CallCx`]:
 //!   cancellation gives `Cancelled`, the deadline gives `Timeout`, at any point (connect, send,
 //!   body, backoff sleep). The client itself has a connect timeout and a read timeout.
+//! - Budget: a JSON reply, or a whole SSE stream, over the call's
+//!   [`CallCx::max_response_bytes`] is `ResponseTooLarge` (fatal, never retried); reading stops
+//!   at the limit, so memory stays bounded whatever the server sends.
 //! - Retries: on 429, 5xx and transport failures (connect refused, reset, read timeout), at
 //!   most [`RetryPolicy::max_retries`] times, with exponential backoff plus jitter, or the
 //!   provider's `retry-after-ms` / `retry-after` (seconds) when given. Every sleep is capped at
@@ -52,10 +55,7 @@ pub type HttpSse = SseReader<BodyStream>;
 pub const MAX_ERROR_MESSAGE: usize = 300;
 
 /// The most bytes read from an error body.
-const MAX_ERROR_BODY: usize = 64 * 1024;
-
-/// The most bytes read from a JSON reply.
-const MAX_JSON_BODY: usize = 64 * 1024 * 1024;
+const MAX_ERROR_BODY: u64 = 64 * 1024;
 
 /// Client settings (the reference's httpx settings, `reference-behaviour.md` §2.0).
 #[derive(Debug, Clone, PartialEq)]
@@ -268,7 +268,7 @@ impl HttpClient {
                 &req.adapter,
                 self.with_retries(req, cx, || async {
                     let resp = self.send_once(req, "application/json").await?;
-                    read_limited(req, resp, MAX_JSON_BODY).await
+                    read_limited(req, resp, cx.max_response_bytes).await
                 }),
             )
             .await?;
@@ -293,7 +293,8 @@ impl HttpClient {
             req.adapter.clone(),
             stream,
             self.config.sse_idle_timeout,
-        ))
+        )
+        .with_max_total_bytes(cx.max_response_bytes))
     }
 
     async fn with_retries<T, F, Fut>(
@@ -393,19 +394,24 @@ fn transport(req: &PostRequest, e: reqwest::Error) -> AdapterError {
     }
 }
 
-/// Reads a body up to `limit` bytes; more is a `Protocol` error, a broken read `Transport`.
+/// Reads a body up to `limit` bytes; more (announced or read) is `ResponseTooLarge` and
+/// reading stops there; a broken read is `Transport`.
 async fn read_limited(
     req: &PostRequest,
     mut resp: reqwest::Response,
-    limit: usize,
+    limit: u64,
 ) -> Result<Bytes, AdapterError> {
+    let too_large = || AdapterError::ResponseTooLarge {
+        adapter: req.adapter.clone(),
+        limit,
+    };
+    if resp.content_length().is_some_and(|n| n > limit) {
+        return Err(too_large());
+    }
     let mut out = Vec::new();
     while let Some(chunk) = resp.chunk().await.map_err(|e| transport(req, e))? {
-        if out.len() + chunk.len() > limit {
-            return Err(AdapterError::Protocol {
-                adapter: req.adapter.clone(),
-                message: format!("reply body larger than {limit} bytes"),
-            });
+        if (out.len() + chunk.len()) as u64 > limit {
+            return Err(too_large());
         }
         out.extend_from_slice(&chunk);
     }

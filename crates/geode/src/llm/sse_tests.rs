@@ -145,3 +145,45 @@ async fn reader_honours_the_deadline_and_cancellation() {
         Err(AdapterError::Cancelled { .. })
     ));
 }
+
+#[tokio::test]
+async fn a_stream_that_never_ends_stops_at_the_byte_budget() {
+    // 10 bytes per event, forever.
+    let endless = futures::stream::repeat_with(|| Ok::<_, Infallible>(Bytes::from_static(b"data: xy\n\n")));
+    let mut r = SseReader::new("t", endless, Duration::from_secs(5)).with_max_total_bytes(1000);
+    let cx = CallCx::new();
+    let mut events = 0;
+    let err = loop {
+        match r.next_event(&cx).await {
+            Ok(_) => events += 1,
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(events, 100, "every byte within the budget is read");
+    assert!(
+        matches!(err, AdapterError::ResponseTooLarge { limit: 1000, .. }),
+        "{err:?}"
+    );
+    assert_eq!(err.kind(), "response_too_large");
+    assert_eq!(err.retry_class(), crate::llm::adapter::RetryClass::Fatal);
+}
+
+#[tokio::test]
+async fn the_default_stream_budget_is_sixteen_mib() {
+    // One keep-alive comment of exactly 1 MiB per chunk: 16 are read, the 17th is refused.
+    let mut comment = vec![b'x'; 1 << 20];
+    comment[0] = b':';
+    comment[(1 << 20) - 1] = b'\n';
+    let chunk = Bytes::from(comment);
+    let mut count = 0;
+    let endless = futures::stream::repeat_with(move || Ok::<_, Infallible>(chunk.clone()))
+        .inspect(|_| count += 1);
+    let mut r = SseReader::new("t", endless, Duration::from_secs(5));
+    let err = r.next_event(&CallCx::new()).await.unwrap_err();
+    drop(r);
+    assert_eq!(count, 17);
+    assert!(
+        matches!(err, AdapterError::ResponseTooLarge { limit, .. } if limit == 16 << 20),
+        "{err:?}"
+    );
+}

@@ -10,6 +10,7 @@
 //! | [`strict`] | the OpenAI strict-compatibility check, with reasons |
 //! | [`extract`] | the balanced-JSON-object finder used on model text |
 //! | [`validate`] | the worker's shallow check and full JSON Schema validation |
+//! | [`cost`] | the static estimate that refuses schemas too expensive to validate |
 //! | [`dialect`] | per-provider projection, residual constraints and limit preflight |
 //!
 //! ```
@@ -20,6 +21,7 @@
 //! assert!(ResponseSchema::from_json_str("[1,2]").is_err());
 //! ```
 
+pub mod cost;
 pub mod dialect;
 pub mod extract;
 pub mod strict;
@@ -77,6 +79,17 @@ pub enum SchemaError {
         nodes: usize,
         /// The configured limit.
         limit: usize,
+    },
+    /// Validating against the schema could take too much time and memory: some answer location
+    /// could be checked against `estimate` subschemas (see [`cost`]).
+    #[error(
+        "response_schema is too expensive to validate: up to {estimate} subschema checks per answer value; the limit is {budget} (are applicators like anyOf/allOf chained through $ref?)"
+    )]
+    TooExpensive {
+        /// The estimated subschema evaluations per answer location.
+        estimate: u64,
+        /// The limit.
+        budget: u64,
     },
     /// The JSON Schema validator refused to compile the schema.
     #[error("response_schema cannot be compiled: {message} (at {pointer})")]

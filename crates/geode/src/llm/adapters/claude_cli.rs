@@ -172,7 +172,9 @@ impl Adapter for ClaudeCliAdapter {
         req: AdapterCallRequest,
         cx: &CallCx,
     ) -> Result<AdapterResponse, AdapterError> {
-        let spec = self.process_spec(self.resolve_bin()?, &req);
+        let spec = self
+            .process_spec(self.resolve_bin()?, &req)
+            .stdout_budget(cx.max_response_bytes);
         let deadline = cx.with_timeout(self.config.cli.timeout).deadline;
         let out = subprocess::run(&spec, &cx.cancel, deadline)
             .await

@@ -19,6 +19,7 @@
 //! | stdout not UTF-8 | [`AdapterError::Protocol`] |
 //! | deadline passed | [`AdapterError::Timeout`] (the group was killed) |
 //! | cancelled | [`AdapterError::Cancelled`] (the group was killed) |
+//! | stdout past the call's response budget | [`AdapterError::ResponseTooLarge`] (the group was killed) |
 
 use crate::llm::adapter::AdapterError;
 use crate::llm::request::{AdapterCallRequest, ContentBlock, Role};
@@ -190,12 +191,16 @@ pub fn spawn_error(adapter: &str, bin_env: &str, e: SubprocessError) -> AdapterE
     }
 }
 
-/// The error for a process killed at the deadline or on cancellation; `None` when it exited.
+/// The error for a process killed at the deadline, on cancellation or for runaway output;
+/// `None` when it exited.
 pub fn killed(adapter: &str, out: &SubprocessOutput) -> Option<AdapterError> {
     let adapter = adapter.to_owned();
     match out.ending {
         Ending::TimedOut => Some(AdapterError::Timeout { adapter }),
         Ending::Cancelled => Some(AdapterError::Cancelled { adapter }),
+        Ending::OutputTooLarge { limit } => {
+            Some(AdapterError::ResponseTooLarge { adapter, limit })
+        }
         Ending::Exited(_) => None,
     }
 }
@@ -211,6 +216,7 @@ pub fn exit_summary(out: &SubprocessOutput) -> String {
         },
         Ending::TimedOut => "timed out".to_owned(),
         Ending::Cancelled => "cancelled".to_owned(),
+        Ending::OutputTooLarge { limit } => format!("stdout passed {limit} bytes"),
     };
     let line = out.stderr.last_line(200);
     if line.is_empty() {

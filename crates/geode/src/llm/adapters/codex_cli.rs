@@ -246,7 +246,9 @@ impl Adapter for CodexCliAdapter {
         let named =
             codex_config::read_env_names(&self.config.cli, &self.config.config_overrides).await;
         let schema_path = schema_file.as_ref().map(SchemaFile::path);
-        let spec = self.process_spec_with(bin, &req, schema_path, &named);
+        let spec = self
+            .process_spec_with(bin, &req, schema_path, &named)
+            .stdout_budget(cx.max_response_bytes);
         let deadline = cx.with_timeout(self.config.cli.timeout).deadline;
         let out = subprocess::run(&spec, &cx.cancel, deadline)
             .await

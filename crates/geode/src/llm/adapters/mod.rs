@@ -70,7 +70,7 @@ pub(crate) async fn stream_responses(
 ) -> Result<AdapterResponse, AdapterError> {
     let adapter = req.adapter();
     let mut sse = http.post_sse(req, cx).await?;
-    let mut fold = Fold::default();
+    let mut fold = Fold::with_max_text_bytes(cx.max_response_bytes);
     loop {
         let frame = sse.next_event(cx).await?;
         let event = responses::classify(adapter, &frame)?;

@@ -94,6 +94,13 @@ pub enum ParseError {
         /// The event that never came.
         missing: &'static str,
     },
+    /// The streamed text and tool input passed the fold's budget
+    /// ([`StreamFold::with_max_text_bytes`]).
+    #[error("streamed answer larger than {limit} bytes")]
+    TooLarge {
+        /// The budget in bytes.
+        limit: u64,
+    },
     /// The provider reported an error (an `error` event or an error object).
     #[error("provider error {kind}: {message}")]
     Provider {
@@ -114,6 +121,7 @@ impl ParseError {
                 message: format!("stream ended before {missing}"),
             },
             Self::NotJson { message } => AdapterError::Protocol { adapter, message },
+            Self::TooLarge { limit } => AdapterError::ResponseTooLarge { adapter, limit },
             Self::Corrupt { what, message } => AdapterError::Protocol {
                 adapter,
                 message: format!("corrupt {what}: {message}"),

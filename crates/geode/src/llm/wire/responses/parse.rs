@@ -1,7 +1,7 @@
 //! Reading Responses replies: [`classify`] one SSE frame, [`Fold`] a stream, or
 //! [`parse_response`] a whole response object. Sans-IO (see the parent module's table).
 
-use crate::llm::adapter::AdapterError;
+use crate::llm::adapter::{AdapterError, DEFAULT_MAX_RESPONSE_BYTES};
 use crate::llm::http::{ProviderError, truncate};
 use crate::llm::request::{AdapterResponse, StopReason, ToolUse, Usage};
 use crate::llm::sse::SseEvent;
@@ -122,15 +122,37 @@ fn error_fields(e: &Value) -> ProviderError {
 
 /// Folds stream events into an [`AdapterResponse`]. Feed events with [`Fold::push`] until it
 /// returns `Some` (the terminal event); a stream that ends before that is the transport's
-/// `Truncated` error, never a response.
-#[derive(Debug, Default)]
+/// `Truncated` error, never a response. Text and refusal deltas past the budget
+/// ([`Fold::with_max_text_bytes`], default [`DEFAULT_MAX_RESPONSE_BYTES`]) are
+/// `ResponseTooLarge`.
+#[derive(Debug)]
 pub struct Fold {
     items: Vec<Value>,
     text: String,
     refusal: String,
+    max_text_bytes: u64,
+}
+
+impl Default for Fold {
+    fn default() -> Self {
+        Self {
+            items: Vec::new(),
+            text: String::new(),
+            refusal: String::new(),
+            max_text_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+        }
+    }
 }
 
 impl Fold {
+    /// An empty fold whose accumulated text may not pass `bytes`.
+    pub fn with_max_text_bytes(bytes: u64) -> Self {
+        Self {
+            max_text_bytes: bytes,
+            ..Self::default()
+        }
+    }
+
     /// Takes one event; returns the response at the terminal event, or an error for
     /// `response.failed` / `error`.
     pub fn push(
@@ -138,6 +160,15 @@ impl Fold {
         adapter: &str,
         event: Event,
     ) -> Result<Option<AdapterResponse>, AdapterError> {
+        if let Event::TextDelta(d) | Event::RefusalDelta(d) = &event {
+            let held = self.text.len() + self.refusal.len() + d.len();
+            if held as u64 > self.max_text_bytes {
+                return Err(AdapterError::ResponseTooLarge {
+                    adapter: adapter.to_owned(),
+                    limit: self.max_text_bytes,
+                });
+            }
+        }
         match event {
             Event::TextDelta(d) => self.text.push_str(&d),
             Event::RefusalDelta(d) => self.refusal.push_str(&d),
