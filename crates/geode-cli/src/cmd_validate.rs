@@ -2,7 +2,7 @@
 
 use clap::Args;
 use geode::schema::ResponseSchema;
-use geode::schema::extract::extract_last_object;
+use geode::schema::extract::{NoObject, explain_no_object, extract_last_object};
 use geode::schema::validate::{CompiledSchema, missing_required_keys};
 use std::io::Read;
 use std::path::PathBuf;
@@ -32,9 +32,13 @@ pub(crate) fn run(args: ValidateArgs) -> anyhow::Result<u8> {
     std::io::stdin().read_to_end(&mut input)?;
     let text = String::from_utf8_lossy(&input);
     let Some((raw, value)) = extract_last_object(&text) else {
+        let message = match explain_no_object(&text) {
+            NoObject::NoBalancedSpan => "no balanced JSON object parses in the input".to_owned(),
+            why => format!("no JSON object parses in the input: {why}"),
+        };
         eprintln!(
             "{}",
-            serde_json::json!({"valid": false, "errors": [{"instance_path": "", "keyword": "extract", "message": "no balanced JSON object parses in the input"}]})
+            serde_json::json!({"valid": false, "errors": [{"instance_path": "", "keyword": "extract", "message": message}]})
         );
         return Ok(1);
     };

@@ -8,7 +8,7 @@
 
 use crate::agent::agent_loop::AgenticResult;
 use crate::ledger::{CheckFailure, ValidationVerdict, WorkerCheck};
-use crate::schema::extract::extract_last_object;
+use crate::schema::extract::{NoObject, explain_no_object, extract_last_object};
 use crate::schema::validate::{
     CompiledSchema, Validation, ValidationIssue, missing_required_keys, render_issues,
 };
@@ -51,7 +51,10 @@ impl AnswerCheck {
             WorkerCheck::Fail { reason } => match reason {
                 CheckFailure::FailedRun { termination } => format!("failed run ({termination})"),
                 CheckFailure::Empty => "empty answer".to_owned(),
-                CheckFailure::NoObject => "no parseable JSON object".to_owned(),
+                CheckFailure::NoObject { detail: None } => "no parseable JSON object".to_owned(),
+                CheckFailure::NoObject {
+                    detail: Some(detail),
+                } => format!("no parseable JSON object ({detail})"),
                 CheckFailure::MissingKeys { keys } => {
                     format!("missing required keys: {}", keys.join(", "))
                 }
@@ -95,7 +98,11 @@ pub fn check_answer(
     };
     if let Some((schema, compiled)) = schema {
         let Some((_, object)) = extract_last_object(text) else {
-            return fail(CheckFailure::NoObject);
+            let detail = match explain_no_object(text) {
+                NoObject::Unparsable { message } => Some(message),
+                _ => None,
+            };
+            return fail(CheckFailure::NoObject { detail });
         };
         let report = compiled.validate(&object);
         check.full = Some(ValidationVerdict {
@@ -143,7 +150,7 @@ pub fn constraint_met(constraint: &TextConstraint, text: &str) -> bool {
             let unquoted = t.trim_matches('"');
             options.iter().any(|o| o == t || o == unquoted)
         }
-        TextConstraint::Regex(pattern) => regex::Regex::new(&format!("^(?:{pattern})$"))
+        TextConstraint::Regex(pattern) => crate::schema::whole_match_regex(pattern)
             .map(|re| re.is_match(text.trim()))
             .unwrap_or(false),
         TextConstraint::Grammar(_) => true,

@@ -333,6 +333,21 @@ fn out_of_range_numbers_pass_the_syntax_check_but_not_the_value_parse() {
 }
 
 #[test]
+fn explain_no_object_names_an_out_of_range_number_and_too_deep_nesting() {
+    assert_eq!(explain_no_object(""), NoObject::NoBalancedSpan);
+    assert_eq!(explain_no_object("} no {"), NoObject::NoBalancedSpan);
+    let why = explain_no_object(r#"Answer: {"a": 1e400}"#);
+    assert!(
+        matches!(&why, NoObject::Unparsable { message } if message.contains("number out of range")),
+        "{why:?}"
+    );
+    assert!(why.to_string().contains("not valid JSON"), "{why}");
+    let deep = format!("{}{}", "{\"a\":".repeat(200), "}".repeat(200));
+    let why = explain_no_object(&deep).to_string();
+    assert!(why.contains("recursion limit"), "{why}");
+}
+
+#[test]
 fn last_object_with_gives_each_span_once_last_first() {
     let mut seen = Vec::new();
     let got = last_object_with("{1} {2} {3}", |s| {
