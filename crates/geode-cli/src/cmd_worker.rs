@@ -29,7 +29,10 @@ pub(crate) fn run(_args: WorkerArgs) -> anyhow::Result<u8> {
 /// Reads the request, runs it, and returns the one result with its exit code.
 fn serve() -> (WorkerResult, u8) {
     let refused = |task_id: &str, e: &dyn std::fmt::Display| {
-        (WorkerResult::failed(task_id, e.to_string()), crate::EXIT_USAGE)
+        (
+            WorkerResult::failed(task_id, e.to_string()),
+            crate::EXIT_USAGE,
+        )
     };
     let mut input = Vec::new();
     // One byte past the limit, so that a larger request is seen as such.
@@ -61,7 +64,9 @@ fn serve() -> (WorkerResult, u8) {
     };
     let task_id = req.task_id.clone();
     // Run as a task so that a panic comes back as a JoinError, not an unwinding process.
-    match rt.block_on(async move { tokio::spawn(async move { run_worker(&req, &env).await }).await }) {
+    match rt
+        .block_on(async move { tokio::spawn(async move { run_worker(&req, &env).await }).await })
+    {
         Ok(result) => {
             let code = crate::exit_code(&result);
             (result, code)

@@ -3,9 +3,9 @@
 
 use geode::agent::worker::{WorkerEnv, WorkerRequest};
 use geode::config::Config;
+use geode::ledger::Require;
 use geode::llm::adapter::{Adapter, AdapterError};
 use geode::llm::fallback::FallbackAdapter;
-use geode::ledger::Require;
 use geode::llm::registry::{AdapterSpec, Environment, ProcessEnv, spec};
 use geode::llm::routing::{RouteRequest, route};
 use geode::schema::dialect::LimitViolation;
@@ -35,7 +35,9 @@ impl std::fmt::Display for ResolveError {
 /// The provider limits `schema` breaks on `spec`'s dialect: the verdict `run` applies before
 /// the call and `schema check` reports (empty when the adapter takes the schema).
 pub(crate) fn limit_violations(schema: &ResponseSchema, spec: &AdapterSpec) -> Vec<LimitViolation> {
-    geode::schema::dialect::preflight(schema, spec.dialect).err().unwrap_or_default()
+    geode::schema::dialect::preflight(schema, spec.dialect)
+        .err()
+        .unwrap_or_default()
 }
 
 /// The violations as one line: `limit: found, at most max (at pointer); ...`.

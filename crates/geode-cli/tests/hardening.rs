@@ -36,7 +36,11 @@ async fn run(sb: &Sandbox, args: &[&str]) -> Outcome {
 fn assert_refused(out: &Outcome, server: &FakeServer, needle: &str) {
     assert_eq!(out.code, Some(2), "{}", out.dump());
     assert!(!out.stderr.contains("panicked"), "{}", out.dump());
-    assert!(out.stderr.contains(needle), "wanted {needle:?}: {}", out.dump());
+    assert!(
+        out.stderr.contains(needle),
+        "wanted {needle:?}: {}",
+        out.dump()
+    );
     assert!(server.requests().is_empty(), "{:#?}", server.requests());
 }
 
@@ -78,7 +82,11 @@ async fn run_refuses_a_timeout_that_is_not_a_positive_number_of_seconds_before_a
     ] {
         let out = run(&sb, args).await;
         assert_refused(&out, &server, "--timeout");
-        assert!(!out.stderr.contains("timed out"), "{args:?}: {}", out.dump());
+        assert!(
+            !out.stderr.contains("timed out"),
+            "{args:?}: {}",
+            out.dump()
+        );
     }
     // A positive timeout still runs.
     let out = run(&sb, &["--timeout", "30"]).await;
@@ -99,7 +107,11 @@ async fn a_config_timeout_of_zero_or_nan_is_a_usage_error_naming_timeout_s() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn worker_refuses_a_non_positive_timeout_s_with_one_failed_line() {
     let (server, sb) = openai(Reply::text("ok")).await;
-    for (task, timeout) in [("t-neg", json!(-5)), ("t-zero", json!(0)), ("t-zf", json!(0.0))] {
+    for (task, timeout) in [
+        ("t-neg", json!(-5)),
+        ("t-zero", json!(0)),
+        ("t-zf", json!(0.0)),
+    ] {
         let line = worker_line(task, json!({"timeout_s": timeout}));
         let out = sb.geode(&["worker"], &line).await;
         assert_one_failed_line(&out, &server, task, "timeout_s must be a positive");
@@ -118,7 +130,12 @@ async fn worker_prints_exactly_one_result_line_whatever_stdin_holds() {
     let binary: Vec<u8> = (0u8..=255).rev().cycle().take(4096).collect();
     let cases: [(&str, Vec<u8>, &str, &str); 7] = [
         ("empty", Vec::new(), "unknown", "empty request"),
-        ("blank lines", b"\n \n\t\n".to_vec(), "unknown", "empty request"),
+        (
+            "blank lines",
+            b"\n \n\t\n".to_vec(),
+            "unknown",
+            "empty request",
+        ),
         ("binary", binary, "unknown", "not valid UTF-8"),
         ("invalid UTF-8", invalid_utf8, "unknown", "not valid UTF-8"),
         (
@@ -128,7 +145,12 @@ async fn worker_prints_exactly_one_result_line_whatever_stdin_holds() {
             "must be a JSON object",
         ),
         ("two lines", two_lines.into_bytes(), "first", "exactly one"),
-        ("not JSON", b"task_id: t\n".to_vec(), "unknown", "not valid JSON"),
+        (
+            "not JSON",
+            b"task_id: t\n".to_vec(),
+            "unknown",
+            "not valid JSON",
+        ),
     ];
     for (name, stdin, task_id, needle) in cases {
         let out = sb.geode_bytes(&["worker"], &stdin).await;
@@ -138,7 +160,10 @@ async fn worker_prints_exactly_one_result_line_whatever_stdin_holds() {
         assert_eq!(result["task_id"], task_id, "{name}: {result}");
         assert_eq!(result["success"], false, "{name}: {result}");
         let error = result["error"].as_str().unwrap_or_default();
-        assert!(error.contains(needle), "{name}: wanted {needle:?} in {error:?}");
+        assert!(
+            error.contains(needle),
+            "{name}: wanted {needle:?} in {error:?}"
+        );
     }
     assert!(server.requests().is_empty(), "{:#?}", server.requests());
 
@@ -160,7 +185,11 @@ async fn an_invalid_regex_is_a_usage_error_and_nothing_is_sent() {
     let (server, sb) = openai(Reply::text("abc")).await;
     let out = run(&sb, &["--regex", "[a-"]).await;
     assert_refused(&out, &server, "regex constraint \"[a-\" does not compile");
-    assert!(out.stderr.contains("unclosed character class"), "{}", out.dump());
+    assert!(
+        out.stderr.contains("unclosed character class"),
+        "{}",
+        out.dump()
+    );
 
     let line = worker_line(
         "t-regex",
@@ -231,7 +260,12 @@ async fn a_text_constraint_a_hosted_adapter_cannot_enforce_is_refused_under_requ
         json!({"require": "wired", "text_constraint": {"kind": "regex", "value": "yes|no"}}),
     );
     let out = sb.geode(&["worker"], &line).await;
-    assert_one_failed_line(&out, &server, "t-wired", "does not enforce a regex constraint");
+    assert_one_failed_line(
+        &out,
+        &server,
+        "t-wired",
+        "does not enforce a regex constraint",
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -333,7 +367,11 @@ async fn schema_check_reports_the_provider_limits_run_enforces() {
 
     let check = sb.geode(&["schema", "check", path], "").await;
     assert_eq!(check.code, Some(1), "{}", check.dump());
-    assert!(check.stdout.contains(": strict-compatible"), "{}", check.dump());
+    assert!(
+        check.stdout.contains(": strict-compatible"),
+        "{}",
+        check.dump()
+    );
     assert!(check.stdout.contains(verdict), "{}", check.dump());
     let refused_line = check
         .stdout

@@ -152,9 +152,12 @@ mod tests {
     use super::*;
     use crate::schema::TextConstraint;
 
+    /// An input and what its error must look like.
+    type Case = (&'static [u8], fn(&WorkerError) -> bool);
+
     #[test]
     fn every_kind_of_bad_input_is_a_typed_error() {
-        let cases: [(&[u8], fn(&WorkerError) -> bool); 8] = [
+        let cases: [Case; 8] = [
             (b"", |e| *e == WorkerError::EmptyInput),
             (b"\x00\x01\xff", |e| {
                 matches!(e, WorkerError::InvalidUtf8 { offset: 2 })
@@ -165,7 +168,13 @@ mod tests {
             (b"[{\"task_id\":\"t\"}]", |e| *e == WorkerError::NotAnObject),
             (b"{nope", |e| matches!(e, WorkerError::InvalidJson(_))),
             (b"{\"task_id\":\"a\"} {\"task_id\":\"b\"}", |e| {
-                matches!(e, WorkerError::TrailingInput { line: 1, column: 17 })
+                matches!(
+                    e,
+                    WorkerError::TrailingInput {
+                        line: 1,
+                        column: 17
+                    }
+                )
             }),
             (b"{\"task_id\":\"t\",\"timeout_s\":-5}", |e| {
                 *e == WorkerError::InvalidTimeout("-5".into())
@@ -185,7 +194,10 @@ mod tests {
 
     #[test]
     fn the_task_id_is_recovered_when_it_can_be_read() {
-        assert_eq!(request_task_id(b"{\"task_id\":\"t-1\",\"timeout_s\":0}"), "t-1");
+        assert_eq!(
+            request_task_id(b"{\"task_id\":\"t-1\",\"timeout_s\":0}"),
+            "t-1"
+        );
         assert_eq!(
             request_task_id(b"{\"task_id\":\"a\"}\n{\"task_id\":\"b\"}"),
             "a"

@@ -115,7 +115,10 @@ pub fn whole_match_regex(pattern: &str) -> Result<regex::Regex, ConstraintError>
 /// the source line with a caret (the first line is kept).
 fn one_line(message: &str) -> String {
     let mut lines = message.lines().map(str::trim).filter(|l| !l.is_empty());
-    match message.lines().find_map(|l| l.trim().strip_prefix("error: ")) {
+    match message
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("error: "))
+    {
         Some(reason) => reason.to_owned(),
         None => lines.next().unwrap_or_default().to_owned(),
     }
