@@ -59,7 +59,7 @@ pub fn run(data: &[u8]) {
         issues,
         "validation is not deterministic"
     );
-    for issue in &issues {
+    for issue in issues.iter() {
         assert!(
             !issue.keyword.is_empty(),
             "an issue without a keyword: {issue:?}"
@@ -67,7 +67,7 @@ pub fn run(data: &[u8]) {
     }
     if !issues.is_empty() {
         assert!(
-            !render_issues(&issues).is_empty(),
+            !render_issues(&issues, issues.more_errors).is_empty(),
             "issues render as nothing"
         );
     }
