@@ -611,6 +611,7 @@ mod round_trip {
             prop::collection::vec(".{0,6}", 0..4).prop_map(|c| Some(TextConstraint::Choice(c))),
             ".{0,12}".prop_map(|r| Some(TextConstraint::Regex(r))),
             ".{0,12}".prop_map(|g| Some(TextConstraint::Grammar(g))),
+            "[a-z]{1,8}".prop_map(|w| Some(TextConstraint::Grammar(format!("start: \"{w}\"")))),
         ]
     }
 
@@ -700,7 +701,15 @@ mod round_trip {
         fn a_worker_request_survives_a_json_round_trip(req in request()) {
             let line = serde_json::to_string(&req).unwrap();
             prop_assert!(!line.contains('\n'), "one line: {}", line);
-            prop_assert_eq!(parse_request_line(&line).unwrap(), req);
+            // A request that passes its own check reads back equal; one that does not (a
+            // random grammar, a non-positive timeout) is refused with that same error.
+            match req.check() {
+                Ok(()) => prop_assert_eq!(parse_request_line(&line).unwrap(), req),
+                Err(e) => prop_assert_eq!(
+                    parse_request_line(&line).unwrap_err().to_string(),
+                    e.to_string()
+                ),
+            }
         }
 
         #[test]
