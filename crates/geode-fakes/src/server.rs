@@ -12,7 +12,8 @@
 //! - A request whose body is over 64 MiB (or never fully arrives) gets a 413 and is the one
 //!   kind of request that is not recorded.
 
-use crate::deliver::{Body, Ending, deliver, full};
+use crate::deliver::{Body, Ending, FILL_TEXT_UNIT, deliver, full};
+use crate::faults;
 use crate::kind::Kind;
 use crate::plan::{Call, Content, Ids, Plan, Route};
 use crate::record::{RecordedRequest, decode_body, mask_body, mask_header, mask_path, parse_json};
@@ -326,6 +327,24 @@ async fn play(state: &State, body: &Value, reply: Reply) -> Result<Response<Body
             Reply::StreamCut => (
                 kind.answer(&call, &Content::Text(CUT_TEXT.to_owned())),
                 Ending::Cut,
+            ),
+            Reply::HangMidBody => (
+                kind.answer(&call, &Content::Text(CUT_TEXT.to_owned())),
+                Ending::CutThenHang,
+            ),
+            Reply::ResetMidBody => (
+                kind.answer(&call, &Content::Text(CUT_TEXT.to_owned())),
+                Ending::CutThenReset,
+            ),
+            Reply::Endless => (
+                kind.answer(&call, &Content::Text(FILL_TEXT_UNIT.repeat(64))),
+                Ending::Endless,
+            ),
+            Reply::Garbage => (faults::garbage(&call), Ending::Complete),
+            Reply::Html => (faults::html(), Ending::Complete),
+            Reply::InBandError(message) => (
+                faults::in_band_error(kind, &call, &message),
+                Ending::Complete,
             ),
             Reply::Status {
                 status,
