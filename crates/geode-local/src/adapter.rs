@@ -253,6 +253,22 @@ mod tests {
         assert!(text.contains("scripts/fetch-model.sh"), "{text}");
     }
 
+    #[tokio::test]
+    async fn a_configured_engine_that_cannot_load_fails_each_call_typed() {
+        let path = PathBuf::from("/nowhere/geode-missing.gguf");
+        let adapter = LocalAdapter::with_config(EngineConfig {
+            model_path: path.clone(),
+            ..EngineConfig::default()
+        });
+        for _ in 0..2 {
+            let req = AdapterCallRequest::new("", vec![Message::user("hi")]);
+            let e = adapter.call(req, &CallCx::new()).await.err();
+            let e = e.expect("a missing model cannot answer");
+            assert_eq!(e.kind(), "config");
+            assert!(e.to_string().contains("/nowhere/geode-missing.gguf"), "{e}");
+        }
+    }
+
     #[test]
     fn rejected_constraint_is_unsupported_with_the_reason() {
         let e = to_adapter_error(LocalError::Constraint {

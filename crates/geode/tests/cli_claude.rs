@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod cli_support;
+mod support;
 
 use geode::ledger::StructuredOutputMode;
 use geode::llm::adapter::{Adapter, AdapterError, CallCx};
@@ -87,7 +88,7 @@ impl Rig {
     }
 
     async fn assert_no_process_left(&self) {
-        let left = cli_support::no_process_with_env(&self.home_marker()).await;
+        let left = support::leaks::settle(|| support::leaks::processes_with_env(&self.home_marker())).await;
         assert_eq!(left, Vec::<u32>::new(), "CLI processes left behind");
     }
 }

@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod cli_support;
+mod support;
 
 use geode::ledger::StructuredOutputMode;
 use geode::llm::adapter::{Adapter, AdapterError, CallCx};
@@ -114,7 +115,7 @@ impl Rig {
             "schema files left"
         );
         let marker = format!("HOME={}", self.home.path().display());
-        let left = cli_support::no_process_with_env(&marker).await;
+        let left = support::leaks::settle(|| support::leaks::processes_with_env(&marker)).await;
         assert_eq!(left, Vec::<u32>::new(), "CLI processes left behind");
     }
 }

@@ -1,7 +1,7 @@
 //! The matrix printout: scenario × adapter with a mark per cell and pass counts per row, per
 //! adapter and in total.
 
-use crate::rig::Verdict;
+use crate::run::Verdict;
 use crate::table::{ADAPTERS, Awaits, ROWS};
 use std::collections::BTreeMap;
 
@@ -39,12 +39,17 @@ pub fn render(results: &Results) -> String {
                 }
                 Some(v) => {
                     cells.push_str(&format!(" ✗ {} |", v.got));
+                    let exit = v.exit.map_or("none".to_owned(), |c| c.to_string());
                     failures.push(format!(
-                        "- {} × {}: {}",
+                        "- {} × {} (got {}, exit {exit}): {}",
                         row.id,
                         ADAPTERS[col],
+                        v.got,
                         v.problems.join("; ")
                     ));
+                }
+                None if ADAPTERS[col] == "local" => {
+                    cells.push_str(" – not run here |");
                 }
                 None => {
                     cells.push_str(" ✗ not run |");
@@ -68,7 +73,11 @@ pub fn render(results: &Results) -> String {
     for (p, t) in per_column {
         out.push_str(&format!(" {p}/{t} |"));
     }
-    out.push_str("\n\n¹ needs the response size budget; ² needs the process-wide secret scrubber.\n");
+    out.push_str(
+        "\n\n¹ needs the response size budget; ² needs the process-wide secret scrubber. \
+         The local column comes from `cargo test -p geode-local --test fault_matrix_local` \
+         (target/fault-matrix-local.tsv); \"not run here\" means that test has not run.\n",
+    );
     if !failures.is_empty() {
         out.push_str(&format!("\n{} failed cells:\n", failures.len()));
         out.push_str(&failures.join("\n"));
@@ -77,23 +86,44 @@ pub fn render(results: &Results) -> String {
     out
 }
 
-/// `target/fault-matrix.md`, next to the test binary's build directory.
+/// `target/fault-matrix.md`.
 pub fn write(text: &str) -> std::path::PathBuf {
     write_named("fault-matrix.md", text)
 }
 
 /// Writes `text` to `target/<name>` and returns the path.
 pub fn write_named(name: &str, text: &str) -> std::path::PathBuf {
-    let exe = std::env::current_exe().unwrap_or_default();
-    // target/<profile>/deps/<binary>
-    let target = exe
-        .ancestors()
-        .nth(3)
-        .map(std::path::Path::to_path_buf)
-        .unwrap_or_else(std::env::temp_dir);
-    let path = target.join(name);
+    let path = crate::run::target_dir().join(name);
     if let Err(e) = std::fs::write(&path, text) {
         eprintln!("cannot write {}: {e}", path.display());
     }
     path
 }
+
+/// Every verdict as tab-separated lines ([`Verdict::to_line`]), for tools.
+pub fn lines(results: &Results) -> String {
+    let mut out = String::new();
+    for ((row, col), v) in results {
+        out.push_str(&v.to_line(ROWS[*row].id, ADAPTERS[*col]));
+        out.push('\n');
+    }
+    out
+}
+
+/// The local column's verdicts, from the file geode-local's `fault_matrix_local` writes.
+pub fn local_results() -> Results {
+    let path = crate::run::target_dir().join(LOCAL_RESULTS);
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut out = Results::new();
+    for (row_id, adapter, verdict) in text.lines().filter_map(Verdict::from_line) {
+        let row = ROWS.iter().position(|r| r.id == row_id);
+        let col = ADAPTERS.iter().position(|a| *a == adapter);
+        if let (Some(row), Some(col)) = (row, col) {
+            out.insert((row, col), verdict);
+        }
+    }
+    out
+}
+
+/// The file the local cells' verdicts are written to, under the target directory.
+pub const LOCAL_RESULTS: &str = "fault-matrix-local.tsv";

@@ -1,44 +1,34 @@
-//! Running one cell: the misbehaving fake server or CLI, the adapter pointed at it, one worker
-//! run bounded by its deadline, then the verdict and the leak probes.
+//! Running one HTTP or CLI cell: the misbehaving fake server or CLI, the adapter pointed at it,
+//! one worker run ([`crate::run`]), then the leak probes.
 //!
 //! HTTP adapters are built by `geode::llm::build::build` from a config and a described machine
 //! ([`MapEnv`]), exactly as `geode` builds them; the CLI adapters run the real `claude` / `codex`
-//! against a fake server for provider faults, and fake CLIs for process faults; `local` runs
-//! the real model. Every run goes through `run_worker`, so the outcome is what `geode run` would
+//! against a fake server for provider faults, and fake CLIs for process faults (`local` runs in
+//! geode-local's `fault_matrix_local`). Every run goes through `run_worker`, so the outcome is
+//! what `geode run` would
 //! report: the adapter's typed error (recorded as it leaves the adapter), the ledger and the
 //! exit code.
 
+use crate::run::{Verdict, judge, request, run};
 use crate::support::env::MapEnv;
 use crate::support::fake_cli::{self, Behaviour, Cli};
 use crate::support::{decision_answer, decision_schema, leaks};
 use crate::table::{ADAPTERS, Expect, Fault};
-use geode::agent::exit;
-use geode::agent::worker::{WorkerEnv, WorkerRequest, WorkerResult, run_worker};
 use geode::config::{AdapterConfig, Config};
-use geode::ledger::StructuredOutputMode;
-use geode::llm::adapter::{Adapter, CallCx};
+use geode::llm::adapter::Adapter;
 use geode::llm::adapters::claude_cli::{ClaudeCliAdapter, ClaudeCliConfig};
 use geode::llm::adapters::cli_common::CliOptions;
 use geode::llm::adapters::codex_cli::{CodexCliAdapter, CodexCliConfig};
 use geode::llm::credentials::Secret;
-use geode::llm::request::{AdapterCallRequest, AdapterResponse};
-use geode::schema::ResponseSchema;
 use geode_fakes::{FakeServer, Kind, Reply, Script};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::time::Instant;
 
-/// How long after its deadline a run counts as hung (and is abandoned).
-const HANG_SLACK: Duration = Duration::from_secs(10);
-/// A generous bound on how late after its deadline a run may end.
-const LATE: Duration = Duration::from_secs(5);
-/// Length of the secret windows searched for in every output.
-const SECRET_WINDOW: usize = 12;
-
-/// The API key each adapter is given (distinct, so a leak names its source).
+/// The API key each adapter is given: distinct, and sharing no 12-character window with any
+/// name or message the suite uses, so a leak is never a false alarm.
 fn key(adapter: &str) -> String {
     let tail = match adapter {
         "openai-payg" => "Q7xZ2pL9vW4kT8mR3nB6yC1d",
@@ -49,28 +39,9 @@ fn key(adapter: &str) -> String {
         "claude-cli" => "B4nM7qW1eR5tY9uI2oP6aS3d",
         _ => "V6bN9mQ2wE5rT8yU1iO4pA7s",
     };
-    format!("sk-fm-{adapter}-{tail}")
-}
-
-/// The result of one cell.
-#[derive(Debug, Clone)]
-pub struct Verdict {
-    /// What the run ended in (`ok`, `invalid`, `hung`, or an adapter error kind).
-    pub got: String,
-    /// The exit code, when the run ended.
-    pub exit: Option<u8>,
-    /// Everything wrong with the cell; empty means it passed.
-    pub problems: Vec<String>,
-}
-
-impl Verdict {
-    fn setup_failed(what: String) -> Verdict {
-        Verdict {
-            got: "setup failed".into(),
-            exit: None,
-            problems: vec![what],
-        }
-    }
+    // As long as real keys (an OpenAI project key is over 100 characters), so a message cut
+    // at 300 characters can cut one in half.
+    format!("sk-proj-{tail}-{}", tail.chars().rev().collect::<String>())
 }
 
 /// What every cell shares: the fake CLI scripts (written before anything is spawned).
@@ -111,152 +82,6 @@ impl Shared {
             }
         }
         Shared { _dir: dir, fakes }
-    }
-}
-
-/// Records every error as it leaves the adapter (kind, `Display`, `Debug`).
-struct Recorder {
-    inner: Arc<dyn Adapter>,
-    errors: Mutex<Vec<(String, String, String)>>,
-}
-
-#[async_trait::async_trait]
-impl Adapter for Recorder {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-    fn wire_mode(&self, schema: Option<&ResponseSchema>) -> StructuredOutputMode {
-        self.inner.wire_mode(schema)
-    }
-    fn supports_tools(&self) -> bool {
-        self.inner.supports_tools()
-    }
-    async fn call(
-        &self,
-        req: AdapterCallRequest,
-        cx: &CallCx,
-    ) -> Result<AdapterResponse, geode::llm::adapter::AdapterError> {
-        let result = self.inner.call(req, cx).await;
-        if let Err(e) = &result {
-            let entry = (e.kind().to_owned(), e.to_string(), format!("{e:?}"));
-            self.errors.lock().unwrap().push(entry);
-        }
-        result
-    }
-}
-
-/// One worker run and what it left.
-struct Run {
-    result: Option<WorkerResult>,
-    errors: Vec<(String, String, String)>,
-    elapsed: Duration,
-}
-
-fn request(schema: Option<ResponseSchema>, deadline: Duration) -> WorkerRequest {
-    let mut req = WorkerRequest::new("fault-matrix", "Decide whether to accept the change.");
-    req.response_schema = schema;
-    req.timeout_s = deadline.as_secs_f64();
-    req.subagent_max_tokens = 512;
-    req
-}
-
-async fn run(
-    adapter: Arc<dyn Adapter>,
-    req: WorkerRequest,
-    deadline: Duration,
-    cancel_after: Option<Duration>,
-) -> Run {
-    let recorder = Arc::new(Recorder {
-        inner: adapter,
-        errors: Mutex::new(Vec::new()),
-    });
-    let env = WorkerEnv::new(recorder.clone());
-    if let Some(after) = cancel_after {
-        let token = env.cancel.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(after).await;
-            token.cancel();
-        });
-    }
-    let started = Instant::now();
-    let result = tokio::time::timeout(deadline + HANG_SLACK, run_worker(&req, &env))
-        .await
-        .ok();
-    let elapsed = started.elapsed();
-    let errors = std::mem::take(&mut *recorder.errors.lock().unwrap());
-    Run {
-        result,
-        errors,
-        elapsed,
-    }
-}
-
-/// The secret windows found in `texts`, named by where they were found.
-fn secret_leaks(secrets: &[String], texts: &[(&str, String)]) -> Vec<String> {
-    let mut found = Vec::new();
-    for secret in secrets {
-        let chars: Vec<char> = secret.chars().collect();
-        let windows: Vec<String> = if chars.len() <= SECRET_WINDOW {
-            vec![secret.clone()]
-        } else {
-            chars.windows(SECRET_WINDOW).map(|w| w.iter().collect()).collect()
-        };
-        for (place, text) in texts {
-            if windows.iter().any(|w| text.contains(w.as_str())) {
-                found.push(format!("secret in {place}"));
-            }
-        }
-    }
-    found.sort();
-    found.dedup();
-    found
-}
-
-/// Judges a run against `expect`.
-fn judge(expect: Expect, run: &Run, deadline: Duration, secrets: &[String]) -> Verdict {
-    let mut problems = Vec::new();
-    let Some(result) = &run.result else {
-        return Verdict {
-            got: "hung".into(),
-            exit: None,
-            problems: vec![format!("no result {:?} after its deadline", HANG_SLACK)],
-        };
-    };
-    let got = if result.success {
-        "ok".to_owned()
-    } else if let Some((kind, _, _)) = run.errors.last() {
-        kind.clone()
-    } else {
-        "invalid".to_owned()
-    };
-    let ledger_kind = result.ledger.attempts.last().and_then(|a| a.error_kind.clone());
-    if !result.success && !run.errors.is_empty() && ledger_kind.as_deref() != Some(got.as_str()) {
-        problems.push(format!("ledger says {ledger_kind:?}, the adapter returned {got}"));
-    }
-    let code = exit::for_result(result);
-    if got != expect.kind {
-        let detail = run.errors.last().map(|e| e.1.clone()).unwrap_or_default();
-        problems.push(format!("expected {}, got {got}: {detail}", expect.kind));
-    }
-    if code != expect.exit {
-        problems.push(format!("exit {code}, expected {}", expect.exit));
-    }
-    if run.elapsed > deadline + LATE {
-        problems.push(format!("ended {:?} after a {deadline:?} deadline", run.elapsed));
-    }
-    let mut texts = vec![
-        ("the result JSON", serde_json::to_string(result).unwrap_or_default()),
-        ("the result's Debug", format!("{result:?}")),
-    ];
-    for (_, display, debug) in &run.errors {
-        texts.push(("an error's Display", display.clone()));
-        texts.push(("an error's Debug", debug.clone()));
-    }
-    problems.extend(secret_leaks(secrets, &texts));
-    Verdict {
-        got,
-        exit: Some(code),
-        problems,
     }
 }
 
@@ -321,7 +146,9 @@ pub async fn run_cell(shared: &Shared, fault: Fault, column: usize, expect: Expe
     let adapter = ADAPTERS[column];
     match adapter {
         "claude-cli" | "codex-cli" => cli_cell(shared, fault, adapter, expect).await,
-        "local" => local_cell(fault, expect).await,
+        "local" => Verdict::setup_failed(
+            "local cells run in geode-local's fault_matrix_local test".into(),
+        ),
         _ if fault == Fault::RefreshRace => refresh_race(expect).await,
         _ => http_cell(fault, adapter, expect).await,
     }
@@ -377,12 +204,25 @@ fn http_setup(adapter: &str, origin: &str, home: &Path) -> (Config, MapEnv) {
     (cfg, env)
 }
 
+/// An HTTP cell's deadline. Transient failures get room for the transport's three retries
+/// (about 3.5 s of backoff) and the worker's one retry to finish well before it, so the
+/// outcome is the provider's error rather than a race with the deadline; the rest need only a
+/// short one.
+fn http_deadline(fault: Fault) -> Duration {
+    match fault {
+        Fault::Status(500..=599) | Fault::RateLimited(_) | Fault::ConnectionRefused => {
+            Duration::from_secs(12)
+        }
+        _ => Duration::from_secs(3),
+    }
+}
+
 async fn http_cell(fault: Fault, adapter: &str, expect: Expect) -> Verdict {
-    let deadline = Duration::from_secs(3);
+    let deadline = http_deadline(fault);
     let home = tempfile::tempdir().unwrap();
     let kind = http_kind(adapter);
     let secrets = if adapter == "codex-oauth" {
-        let revoked = format!("{}-fault-matrix", geode_fakes::chatgpt::REVOKED_REFRESH_PREFIX);
+        let revoked = format!("{}-Zq81Lm4Xv0Pw", geode_fakes::chatgpt::REVOKED_REFRESH_PREFIX);
         let refused = fault == Fault::RefreshFails;
         write_codex_auth(home.path(), refused, refused.then_some(revoked.as_str()))
     } else {
@@ -492,7 +332,7 @@ fn through_real_cli(fault: Fault) -> bool {
     )
 }
 
-async fn cli_cell(shared: &Shared, fault: Fault, adapter: &str, expect: Expect) -> Verdict {
+async fn cli_cell(shared: &Shared, fault: Fault, adapter: &'static str, expect: Expect) -> Verdict {
     let claude = adapter == "claude-cli";
     let real = through_real_cli(fault);
     let deadline = match (real, fault) {
@@ -584,57 +424,4 @@ async fn cli_cell(shared: &Shared, fault: Fault, adapter: &str, expect: Expect) 
         server.shutdown().await;
     }
     verdict
-}
-
-async fn local_cell(fault: Fault, expect: Expect) -> Verdict {
-    use geode_local::{EngineConfig, LocalAdapter};
-    let dir = tempfile::tempdir().unwrap();
-    let deadline = Duration::from_secs(60);
-    let with_path = |path: PathBuf| {
-        LocalAdapter::with_config(EngineConfig {
-            model_path: path,
-            ..EngineConfig::default()
-        })
-    };
-    let (adapter, schema, cancel_after) = match fault {
-        Fault::ModelMissing => (
-            with_path(dir.path().join("missing.gguf")),
-            Some(decision_schema()),
-            None,
-        ),
-        Fault::ModelCorrupt => {
-            let path = dir.path().join("corrupt.gguf");
-            let mut bytes = b"GGUF\x03\x00\x00\x00".to_vec();
-            bytes.extend(std::iter::repeat_n(0xab_u8, 4096));
-            std::fs::write(&path, bytes).unwrap();
-            (with_path(path), Some(decision_schema()), None)
-        }
-        Fault::UncompilableConstraint => {
-            // llguidance does not implement `uniqueItems`: the call must fail closed.
-            let schema = ResponseSchema::from_value(json!({"type": "object",
-                "properties": {"tags": {"type": "array", "items": {"type": "string"},
-                                        "uniqueItems": true}},
-                "required": ["tags"]}))
-            .unwrap();
-            (LocalAdapter::shared(), Some(schema), None)
-        }
-        Fault::CancelMidGeneration => {
-            // Load the model first, so the cancel lands while tokens are being generated.
-            let loaded = tokio::task::spawn_blocking(geode_local::LocalEngine::shared)
-                .await
-                .unwrap();
-            if let Err(e) = loaded {
-                return Verdict::setup_failed(format!("the local model does not load: {e}"));
-            }
-            (LocalAdapter::shared(), None, Some(Duration::from_millis(500)))
-        }
-        other => return Verdict::setup_failed(format!("{other:?} does not apply to local")),
-    };
-    let mut req = request(schema, deadline);
-    if fault == Fault::CancelMidGeneration {
-        req.description = "Write a very long story about a lighthouse keeper.".into();
-        req.subagent_max_tokens = 4096;
-    }
-    let outcome = run(Arc::new(adapter), req, deadline, cancel_after).await;
-    judge(expect, &outcome, deadline, &[])
 }
