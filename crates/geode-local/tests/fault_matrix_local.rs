@@ -6,8 +6,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
+// Shared with the main matrix, which uses the parts this column does not.
+#[allow(dead_code)]
 #[path = "../../geode/tests/fault_matrix/run.rs"]
 mod run;
+#[allow(dead_code)]
 #[path = "../../geode/tests/fault_matrix/table.rs"]
 mod table;
 

@@ -43,10 +43,11 @@ impl Verdict {
     }
 }
 
-/// Records every error as it leaves the adapter (kind, `Display`, `Debug`).
+/// Records every call's outcome as it leaves the adapter (errors by kind, `Display`, `Debug`).
 struct Recorder {
     inner: Arc<dyn Adapter>,
-    errors: Mutex<Vec<(String, String, String)>>,
+    /// Per call: `None` for an answer, else the error's kind, `Display` and `Debug`.
+    calls: Mutex<Vec<Option<(String, String, String)>>>,
 }
 
 #[async_trait::async_trait]
@@ -66,10 +67,9 @@ impl Adapter for Recorder {
         cx: &CallCx,
     ) -> Result<AdapterResponse, geode::llm::adapter::AdapterError> {
         let result = self.inner.call(req, cx).await;
-        if let Err(e) = &result {
-            let entry = (e.kind().to_owned(), e.to_string(), format!("{e:?}"));
-            self.errors.lock().unwrap().push(entry);
-        }
+        let mut calls = self.calls.lock().unwrap();
+        calls.push(result.as_ref().err().map(|e| (e.kind().to_owned(), e.to_string(), format!("{e:?}"))));
+        drop(calls);
         result
     }
 }
@@ -77,7 +77,7 @@ impl Adapter for Recorder {
 /// One worker run and what it left.
 pub struct Run {
     result: Option<WorkerResult>,
-    errors: Vec<(String, String, String)>,
+    calls: Vec<Option<(String, String, String)>>,
     elapsed: Duration,
 }
 
@@ -97,7 +97,7 @@ pub async fn run(
 ) -> Run {
     let recorder = Arc::new(Recorder {
         inner: adapter,
-        errors: Mutex::new(Vec::new()),
+        calls: Mutex::new(Vec::new()),
     });
     let env = WorkerEnv::new(recorder.clone());
     if let Some(after) = cancel_after {
@@ -112,10 +112,10 @@ pub async fn run(
         .await
         .ok();
     let elapsed = started.elapsed();
-    let errors = std::mem::take(&mut *recorder.errors.lock().unwrap());
+    let calls = std::mem::take(&mut *recorder.calls.lock().unwrap());
     Run {
         result,
-        errors,
+        calls,
         elapsed,
     }
 }
@@ -151,20 +151,21 @@ pub fn judge(expect: Expect, run: &Run, deadline: Duration, secrets: &[String]) 
             problems: vec![format!("no result {:?} after its deadline", HANG_SLACK)],
         };
     };
-    let got = if result.success {
-        "ok".to_owned()
-    } else if let Some((kind, _, _)) = run.errors.last() {
-        kind.clone()
-    } else {
-        "invalid".to_owned()
+    // The outcome is the typed error of the last adapter call when it failed (a run the worker
+    // still counts as a success, e.g. a cancel, shows it), else the answer's fate.
+    let last_error = run.calls.last().and_then(Option::as_ref);
+    let got = match last_error {
+        Some((kind, _, _)) => kind.clone(),
+        None if result.success => "ok".to_owned(),
+        None => "invalid".to_owned(),
     };
     let ledger_kind = result.ledger.attempts.last().and_then(|a| a.error_kind.clone());
-    if !result.success && !run.errors.is_empty() && ledger_kind.as_deref() != Some(got.as_str()) {
+    if last_error.is_some() && ledger_kind.as_deref() != Some(got.as_str()) {
         problems.push(format!("ledger says {ledger_kind:?}, the adapter returned {got}"));
     }
     let code = exit::for_result(result);
     if got != expect.kind {
-        let detail = run.errors.last().map(|e| e.1.clone()).unwrap_or_default();
+        let detail = last_error.map(|e| e.1.clone()).unwrap_or_default();
         problems.push(format!("expected {}, got {got}: {detail}", expect.kind));
     }
     if code != expect.exit {
@@ -177,7 +178,7 @@ pub fn judge(expect: Expect, run: &Run, deadline: Duration, secrets: &[String]) 
         ("the result JSON", serde_json::to_string(result).unwrap_or_default()),
         ("the result's Debug", format!("{result:?}")),
     ];
-    for (_, display, debug) in &run.errors {
+    for (_, display, debug) in run.calls.iter().flatten() {
         texts.push(("an error's Display", display.clone()));
         texts.push(("an error's Debug", debug.clone()));
     }

@@ -1,9 +1,10 @@
 //! The matrix as data: every fault scenario, and for each adapter the typed outcome it must end
 //! in (`None`: the scenario does not apply to that adapter).
 //!
-//! An outcome is an adapter error kind (`AdapterError::kind`, as the ledger records it), `ok`
-//! (a valid answer) or `invalid` (the answer failed its check), with the exit code `geode run`
-//! gives it (`geode::agent::exit`).
+//! An outcome is the kind of the typed error the last adapter call ended in
+//! (`AdapterError::kind`, as the ledger records it), else `ok` (a valid answer) or `invalid` (the
+//! answer failed its check), with the exit code `geode run` gives the whole run
+//! (`geode::agent::exit`).
 
 /// The adapters, in column order.
 pub const ADAPTERS: [&str; 9] = [
@@ -130,7 +131,9 @@ const RUN: Option<Expect> = e("run_failed", 3);
 const TOO_LARGE: Option<Expect> = e("response_too_large", 3);
 const CONFIG: Option<Expect> = e("config", 2);
 const UNSUPPORTED: Option<Expect> = e("unsupported", 2);
-const CANCELLED: Option<Expect> = e("cancelled", 1);
+/// A cancel is a typed `cancelled` error from the adapter, which the worker turns into the
+/// reference's intended `user_cancelled` ending ("Interrupted.", a success: exit 0).
+const CANCELLED: Option<Expect> = e("cancelled", 0);
 
 /// The same outcome for the six HTTP adapters, none for the others.
 const fn http(x: Option<Expect>) -> [Option<Expect>; 9] {
