@@ -125,7 +125,10 @@ fn refresh(req: &RecordedRequest, ids: &Ids) -> Plan {
                    "error_description": "grant_type must be refresh_token and refresh_token is required"}),
         );
     }
-    let token = body.get("refresh_token").and_then(Value::as_str).unwrap_or("");
+    let token = body
+        .get("refresh_token")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     if token.starts_with(REVOKED_REFRESH_PREFIX) {
         return Plan::json(
             401,

@@ -134,7 +134,12 @@ fn endless_frames(frames: Vec<Bytes>) -> (Vec<Bytes>, Tail) {
         Some(i) => {
             let delta = frames[i].clone();
             let copies = (ENDLESS_BATCH / delta.len().max(1)).max(1);
-            let batch: Vec<u8> = delta.iter().copied().cycle().take(delta.len() * copies).collect();
+            let batch: Vec<u8> = delta
+                .iter()
+                .copied()
+                .cycle()
+                .take(delta.len() * copies)
+                .collect();
             (frames[..i].to_vec(), Tail::Repeat(Bytes::from(batch)))
         }
         None => (frames, Tail::Hang),

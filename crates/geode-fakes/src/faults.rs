@@ -25,7 +25,11 @@ pub(crate) fn garbage(call: &Call) -> Plan {
             x ^= x >> 17;
             x ^= x << 5;
             let b = (x >> 24) as u8;
-            out.push(if b == b'\n' || b == b'\r' { 0xff } else { b | 0x80 });
+            out.push(if b == b'\n' || b == b'\r' {
+                0xff
+            } else {
+                b | 0x80
+            });
         }
         out.extend_from_slice(b"\n\n");
     }
@@ -124,6 +128,12 @@ mod tests {
         };
         assert_eq!(content_type, "text/event-stream");
         assert!(std::str::from_utf8(&bytes).is_err());
-        assert_eq!(bytes.split(|b| *b == b'\n').filter(|l| l.starts_with(b"data: ")).count(), 64);
+        assert_eq!(
+            bytes
+                .split(|b| *b == b'\n')
+                .filter(|l| l.starts_with(b"data: "))
+                .count(),
+            64
+        );
     }
 }

@@ -250,13 +250,20 @@ async fn hang_never_answers_and_shutdown_releases_the_client() {
 
 #[tokio::test]
 async fn hang_mid_body_sends_headers_and_part_then_goes_silent() {
-    for (kind, stream) in [(Kind::Responses, true), (Kind::Messages, true), (Kind::Chat, false)] {
+    for (kind, stream) in [
+        (Kind::Responses, true),
+        (Kind::Messages, true),
+        (Kind::Chat, false),
+    ] {
         let server = start(kind, [Reply::HangMidBody]).await;
         let mut response = bounded(model_call(&server, &body(kind, stream)).send())
             .await
             .unwrap();
         assert_eq!(response.status(), 200, "{kind}");
-        let first = bounded(response.chunk()).await.unwrap().expect("a first part");
+        let first = bounded(response.chunk())
+            .await
+            .unwrap()
+            .expect("a first part");
         assert!(!first.is_empty(), "{kind}");
         let mut rest = Vec::new();
         let silent = tokio::time::timeout(Duration::from_millis(DELAY_MS), async {
@@ -278,14 +285,21 @@ async fn reset_mid_body_sends_part_then_fails_the_read() {
             .await
             .unwrap();
         assert_eq!(response.status(), 200, "{kind}");
-        assert!(bounded(response.bytes()).await.is_err(), "{kind}: the read must fail");
+        assert!(
+            bounded(response.bytes()).await.is_err(),
+            "{kind}: the read must fail"
+        );
         server.shutdown().await;
     }
 }
 
 #[tokio::test]
 async fn endless_body_keeps_coming() {
-    for (kind, stream) in [(Kind::Responses, true), (Kind::Messages, true), (Kind::Chat, false)] {
+    for (kind, stream) in [
+        (Kind::Responses, true),
+        (Kind::Messages, true),
+        (Kind::Chat, false),
+    ] {
         let server = start(kind, [Reply::Endless]).await;
         let mut response = bounded(model_call(&server, &body(kind, stream)).send())
             .await
@@ -304,14 +318,29 @@ async fn endless_body_keeps_coming() {
 async fn garbage_and_html_are_200s_that_are_not_json() {
     for kind in Kind::ALL {
         let server = start(kind, [Reply::Garbage, Reply::Html]).await;
-        let response = bounded(model_call(&server, &body(kind, true)).send()).await.unwrap();
+        let response = bounded(model_call(&server, &body(kind, true)).send())
+            .await
+            .unwrap();
         assert_eq!(response.status(), 200, "{kind}");
         let bytes = bounded(response.bytes()).await.unwrap();
-        assert!(std::str::from_utf8(&bytes).is_err(), "{kind}: garbage is not UTF-8");
-        assert!(bytes.starts_with(b"data: "), "{kind}: garbage is framed as SSE data");
+        assert!(
+            std::str::from_utf8(&bytes).is_err(),
+            "{kind}: garbage is not UTF-8"
+        );
+        assert!(
+            bytes.starts_with(b"data: "),
+            "{kind}: garbage is framed as SSE data"
+        );
         let (status, headers, text) = call(&server, &body(kind, false)).await;
         assert_eq!(status, 200, "{kind}");
-        assert!(headers.get("content-type").unwrap().to_str().unwrap().starts_with("text/html"));
+        assert!(
+            headers
+                .get("content-type")
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("text/html")
+        );
         assert!(text.contains("<html>") && serde_json::from_str::<Value>(&text).is_err());
         server.shutdown().await;
     }
@@ -343,7 +372,10 @@ async fn in_band_errors_come_in_each_providers_shape() {
     }
     let server = start(Kind::Responses, [Reply::InBandError(message.into())]).await;
     let (_, v) = call_json(&server, &body(Kind::Responses, false)).await;
-    assert_eq!((v["status"].as_str(), v["error"]["code"].as_str()), (Some("failed"), Some("server_error")));
+    assert_eq!(
+        (v["status"].as_str(), v["error"]["code"].as_str()),
+        (Some("failed"), Some("server_error"))
+    );
     server.shutdown().await;
 }
 

@@ -44,7 +44,11 @@ async fn local_cell(fault: Fault, expect: Expect) -> Verdict {
         })
     };
     let (adapter, schema, cancel_after) = match fault {
-        Fault::ModelMissing => (with_path(dir.path().join("missing.gguf")), Some(decision()), None),
+        Fault::ModelMissing => (
+            with_path(dir.path().join("missing.gguf")),
+            Some(decision()),
+            None,
+        ),
         Fault::ModelCorrupt => {
             let path = dir.path().join("corrupt.gguf");
             let mut bytes = b"GGUF\x03\x00\x00\x00".to_vec();
@@ -63,11 +67,17 @@ async fn local_cell(fault: Fault, expect: Expect) -> Verdict {
         }
         Fault::CancelMidGeneration => {
             // Load the model first, so the cancel lands while tokens are being generated.
-            let loaded = tokio::task::spawn_blocking(LocalEngine::shared).await.unwrap();
+            let loaded = tokio::task::spawn_blocking(LocalEngine::shared)
+                .await
+                .unwrap();
             if let Err(e) = loaded {
                 return Verdict::setup_failed(format!("the local model does not load: {e}"));
             }
-            (LocalAdapter::shared(), None, Some(Duration::from_millis(500)))
+            (
+                LocalAdapter::shared(),
+                None,
+                Some(Duration::from_millis(500)),
+            )
         }
         other => return Verdict::setup_failed(format!("{other:?} does not apply to local")),
     };
@@ -96,7 +106,10 @@ async fn local_fault_cells() {
                 exit: None,
                 problems: vec!["the cell did not end within 120 s".into()],
             });
-        println!("{:<28} {:<12} exit {:?} {:?}", row.id, verdict.got, verdict.exit, verdict.problems);
+        println!(
+            "{:<28} {:<12} exit {:?} {:?}",
+            row.id, verdict.got, verdict.exit, verdict.problems
+        );
         if !verdict.problems.is_empty() {
             failed.push(format!("{}: {}", row.id, verdict.problems.join("; ")));
         }

@@ -19,6 +19,9 @@ fn main() {
         .unwrap();
     let report = rt.block_on(support::load::run(1000, 0x5eed_fa17));
     println!();
-    println!("1,000 concurrent subtasks, random faults (seeded), deadline {:?} each:", support::load::TASK_DEADLINE);
+    println!(
+        "1,000 concurrent subtasks, random faults (seeded), deadline {:?} each:",
+        support::load::TASK_DEADLINE
+    );
     println!("{}", report.render());
 }

@@ -88,7 +88,9 @@ impl Rig {
     }
 
     async fn assert_no_process_left(&self) {
-        let left = support::leaks::settle(|| support::leaks::processes_with_env(&self.home_marker())).await;
+        let left =
+            support::leaks::settle(|| support::leaks::processes_with_env(&self.home_marker()))
+                .await;
         assert_eq!(left, Vec::<u32>::new(), "CLI processes left behind");
     }
 }
@@ -218,4 +220,3 @@ netns_test!(claude_max_turns_is_its_own_failure, async {
     assert_eq!(run_failed_kind(&err), "max_turns");
     assert!(err.to_string().contains("maximum number of turns"), "{err}");
 });
-

@@ -120,13 +120,6 @@ impl Rig {
     }
 }
 
-fn run_failed_kind(e: &AdapterError) -> &str {
-    match e {
-        AdapterError::RunFailed { kind, .. } => kind,
-        other => panic!("expected RunFailed, got {other:?}"),
-    }
-}
-
 #[test]
 fn codex_cli_is_the_pinned_version() {
     let out = std::process::Command::new(cli_support::codex_bin())

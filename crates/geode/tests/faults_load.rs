@@ -15,11 +15,26 @@ async fn every_task_ends_typed_within_its_deadline_and_nothing_leaks() {
     println!("{}", report.render());
     assert_eq!(report.ended, report.tasks, "every task returned a result");
     assert_eq!(report.untyped, 0, "every task ended in a typed outcome");
-    assert_eq!(report.late, 0, "no task ran past its deadline (slowest {} ms)", report.slowest_ms);
-    assert!(report.outcomes.len() >= 3, "the faults really varied: {:?}", report.outcomes);
-    assert!(report.outcomes.contains_key("ok"), "some tasks succeeded: {:?}", report.outcomes);
+    assert_eq!(
+        report.late, 0,
+        "no task ran past its deadline (slowest {} ms)",
+        report.slowest_ms
+    );
+    assert!(
+        report.outcomes.len() >= 3,
+        "the faults really varied: {:?}",
+        report.outcomes
+    );
+    assert!(
+        report.outcomes.contains_key("ok"),
+        "some tasks succeeded: {:?}",
+        report.outcomes
+    );
     assert_eq!(report.sockets_left, 0, "sockets to the fake left open");
     assert_eq!(report.fds_left, 0, "descriptors leaked");
     let growth = report.peak_rss_mib.1 - report.peak_rss_mib.0;
-    assert!(growth < 512.0, "memory grew by {growth:.0} MiB for 200 tasks");
+    assert!(
+        growth < 512.0,
+        "memory grew by {growth:.0} MiB for 200 tasks"
+    );
 }

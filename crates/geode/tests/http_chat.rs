@@ -16,7 +16,6 @@ use geode::llm::request::{
     AdapterCallRequest, ContentBlock, Message, Role, StopReason, ToolChoice, ToolSpec,
 };
 use geode::llm::wire::schema_prompt::INSTRUCTION_HEADING;
-use geode::schema::ResponseSchema;
 use geode_fakes::{FakeServer, Kind, RecordedRequest, Reply, Script};
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -25,7 +24,6 @@ use support::bounded;
 mod support;
 
 const KEY: &str = "zai-test-key-never-shown.abc123";
-
 
 fn http(max_retries: u32) -> HttpClient {
     HttpClient::new(HttpConfig {

@@ -57,7 +57,14 @@ mod tests {
         assert_eq!(for_error_kind(Some("unsupported")), USAGE);
         assert_eq!(for_error_kind(Some("cancelled")), INVALID);
         assert_eq!(for_error_kind(None), INVALID);
-        for kind in ["auth", "rate_limited", "server", "transport", "timeout", "protocol"] {
+        for kind in [
+            "auth",
+            "rate_limited",
+            "server",
+            "transport",
+            "timeout",
+            "protocol",
+        ] {
             assert_eq!(for_error_kind(Some(kind)), PROVIDER, "{kind}");
         }
     }

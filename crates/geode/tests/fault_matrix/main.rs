@@ -48,7 +48,9 @@ fn pool(fault: table::Fault, column: usize) -> usize {
 
 /// Rows whose label contains `GEODE_FAULT_ROWS` (all when unset): for debugging one scenario.
 fn selected(row: &table::Row) -> bool {
-    std::env::var("GEODE_FAULT_ROWS").map_or(true, |want| row.id.contains(want.as_str()))
+    std::env::var("GEODE_FAULT_ROWS")
+        .ok()
+        .is_none_or(|want| row.id.contains(want.as_str()))
 }
 
 netns_test!(fault_matrix, async {
@@ -94,10 +96,8 @@ netns_test!(fault_matrix, async {
     results.extend(report::local_results());
     let mut text = report::render(&results);
     let children = support::leaks::settle(support::leaks::live_children).await;
-    let fds_after = support::leaks::settle(|| {
-        support::leaks::open_fds().saturating_sub(fds_before)
-    })
-    .await;
+    let fds_after =
+        support::leaks::settle(|| support::leaks::open_fds().saturating_sub(fds_before)).await;
     text.push_str(&format!(
         "\nafter all cells: {} live child processes, {fds_after} descriptors more than before\n",
         children.len()
@@ -109,7 +109,11 @@ netns_test!(fault_matrix, async {
     assert_eq!(fds_after, 0, "descriptors leaked over the whole matrix");
     let local = ROWS.iter().filter(|r| r.cells[8].is_some()).count();
     if std::env::var_os("GEODE_FAULT_ROWS").is_none() {
-        assert_eq!(ran, table::applicable() - local, "every applicable cell ran");
+        assert_eq!(
+            ran,
+            table::applicable() - local,
+            "every applicable cell ran"
+        );
     }
     assert_eq!(failed, 0, "{failed} cells failed (see the matrix above)");
 });
@@ -117,7 +121,11 @@ netns_test!(fault_matrix, async {
 #[test]
 fn every_scenario_applies_somewhere_and_every_adapter_is_covered() {
     for row in ROWS {
-        assert!(row.cells.iter().any(Option::is_some), "{} applies nowhere", row.id);
+        assert!(
+            row.cells.iter().any(Option::is_some),
+            "{} applies nowhere",
+            row.id
+        );
     }
     for (col, adapter) in ADAPTERS.iter().enumerate() {
         let n = ROWS.iter().filter(|r| r.cells[col].is_some()).count();
@@ -129,11 +137,14 @@ fn every_scenario_applies_somewhere_and_every_adapter_is_covered() {
 
 #[test]
 fn readme_shows_the_fault_matrix() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
-        .unwrap();
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
     let start = "<!-- fault-matrix:start -->\n";
     let end = "<!-- fault-matrix:end -->";
-    let from = readme.find(start).expect("README has the fault-matrix markers") + start.len();
+    let from = readme
+        .find(start)
+        .expect("README has the fault-matrix markers")
+        + start.len();
     let to = readme[from..].find(end).expect("README has the end marker") + from;
     let expected = table::markdown();
     if readme[from..to] != expected {

@@ -146,9 +146,9 @@ pub async fn run_cell(shared: &Shared, fault: Fault, column: usize, expect: Expe
     let adapter = ADAPTERS[column];
     match adapter {
         "claude-cli" | "codex-cli" => cli_cell(shared, fault, adapter, expect).await,
-        "local" => Verdict::setup_failed(
-            "local cells run in geode-local's fault_matrix_local test".into(),
-        ),
+        "local" => {
+            Verdict::setup_failed("local cells run in geode-local's fault_matrix_local test".into())
+        }
         _ if fault == Fault::RefreshRace => refresh_race(expect).await,
         _ => http_cell(fault, adapter, expect).await,
     }
@@ -222,7 +222,10 @@ async fn http_cell(fault: Fault, adapter: &str, expect: Expect) -> Verdict {
     let home = tempfile::tempdir().unwrap();
     let kind = http_kind(adapter);
     let secrets = if adapter == "codex-oauth" {
-        let revoked = format!("{}-Zq81Lm4Xv0Pw", geode_fakes::chatgpt::REVOKED_REFRESH_PREFIX);
+        let revoked = format!(
+            "{}-Zq81Lm4Xv0Pw",
+            geode_fakes::chatgpt::REVOKED_REFRESH_PREFIX
+        );
         let refused = fault == Fault::RefreshFails;
         write_codex_auth(home.path(), refused, refused.then_some(revoked.as_str()))
     } else {
@@ -242,12 +245,20 @@ async fn http_cell(fault: Fault, adapter: &str, expect: Expect) -> Verdict {
         Ok(a) => a,
         Err(e) => return Verdict::setup_failed(format!("build failed: {e}")),
     };
-    let outcome = run(built, request(Some(decision_schema()), deadline), deadline, None).await;
+    let outcome = run(
+        built,
+        request(Some(decision_schema()), deadline),
+        deadline,
+        None,
+    )
+    .await;
     let mut verdict = judge(expect, &outcome, deadline, &secrets);
     if fault == Fault::RateLimited(Some(1)) {
         let calls = server.as_ref().map_or(0, model_calls);
         if calls < 2 {
-            verdict.problems.push(format!("retry-after 1 s not retried ({calls} call)"));
+            verdict
+                .problems
+                .push(format!("retry-after 1 s not retried ({calls} call)"));
         }
     }
     if matches!(expect.kind, "auth" | "bad_request") {
@@ -256,7 +267,9 @@ async fn http_cell(fault: Fault, adapter: &str, expect: Expect) -> Verdict {
         let most = if adapter == "codex-oauth" { 2 } else { 1 };
         let calls = server.as_ref().map_or(0, model_calls);
         if calls > most {
-            verdict.problems.push(format!("a fatal error was retried ({calls} calls)"));
+            verdict
+                .problems
+                .push(format!("a fatal error was retried ({calls} calls)"));
         }
     }
     if let Some(server) = server {
@@ -264,7 +277,9 @@ async fn http_cell(fault: Fault, adapter: &str, expect: Expect) -> Verdict {
     }
     let open = leaks::settle(|| leaks::sockets_on_port(port)).await;
     if open > 0 {
-        verdict.problems.push(format!("{open} sockets to the fake left open"));
+        verdict
+            .problems
+            .push(format!("{open} sockets to the fake left open"));
     }
     verdict
 }
@@ -276,7 +291,9 @@ fn model_calls(server: &FakeServer) -> usize {
         .iter()
         .filter(|r| {
             let path = r.route();
-            path.ends_with("/responses") || path.ends_with("/messages") || path.ends_with("/completions")
+            path.ends_with("/responses")
+                || path.ends_with("/messages")
+                || path.ends_with("/completions")
         })
         .count()
 }
@@ -286,7 +303,9 @@ async fn refresh_race(expect: Expect) -> Verdict {
     let deadline = Duration::from_secs(5);
     let home = tempfile::tempdir().unwrap();
     let secrets = write_codex_auth(home.path(), true, None);
-    let server = FakeServer::start(Kind::ChatGpt, Script::default()).await.unwrap();
+    let server = FakeServer::start(Kind::ChatGpt, Script::default())
+        .await
+        .unwrap();
     let (cfg, env) = http_setup("codex-oauth", &server.base_url(), home.path());
     let adapter = match geode::llm::build::build("codex-oauth", &cfg, &env) {
         Ok(a) => a,
@@ -312,14 +331,18 @@ async fn refresh_race(expect: Expect) -> Verdict {
         .filter(|r| r.path.ends_with("/oauth/token"))
         .count();
     if refreshes != 1 {
-        verdict.problems.push(format!("{refreshes} refreshes for one expired token"));
+        verdict
+            .problems
+            .push(format!("{refreshes} refreshes for one expired token"));
     }
     let port = server.addr().port();
     drop(adapter);
     server.shutdown().await;
     let open = leaks::settle(|| leaks::sockets_on_port(port)).await;
     if open > 0 {
-        verdict.problems.push(format!("{open} sockets to the fake left open"));
+        verdict
+            .problems
+            .push(format!("{open} sockets to the fake left open"));
     }
     verdict
 }
@@ -328,7 +351,10 @@ async fn refresh_race(expect: Expect) -> Verdict {
 fn through_real_cli(fault: Fault) -> bool {
     matches!(
         fault,
-        Fault::Status(_) | Fault::RateLimited(_) | Fault::HangBeforeHeaders | Fault::SecretInErrorBody
+        Fault::Status(_)
+            | Fault::RateLimited(_)
+            | Fault::HangBeforeHeaders
+            | Fault::SecretInErrorBody
     )
 }
 
@@ -350,7 +376,11 @@ async fn cli_cell(shared: &Shared, fault: Fault, adapter: &'static str, expect: 
     // The process holds this key, as it would when reading it from its environment.
     let _held = Secret::new(secret.clone());
     let (server, bin) = if real {
-        let kind = if claude { Kind::Messages } else { Kind::Responses };
+        let kind = if claude {
+            Kind::Messages
+        } else {
+            Kind::Responses
+        };
         let server = FakeServer::start(kind, Script::always(reply(fault, kind, &secret)))
             .await
             .unwrap();
@@ -361,7 +391,8 @@ async fn cli_cell(shared: &Shared, fault: Fault, adapter: &'static str, expect: 
         };
         (Some(server), bin)
     } else {
-        let Some((name, _)) = behaviour(fault, if claude { Cli::Claude } else { Cli::Codex }) else {
+        let Some((name, _)) = behaviour(fault, if claude { Cli::Claude } else { Cli::Codex })
+        else {
             return Verdict::setup_failed(format!("no fake CLI for {fault:?}"));
         };
         (None, shared.fakes[&(adapter, name)].clone())
@@ -405,7 +436,13 @@ async fn cli_cell(shared: &Shared, fault: Fault, adapter: &'static str, expect: 
             ..CodexCliConfig::default()
         }))
     };
-    let outcome = run(built, request(Some(decision_schema()), deadline), deadline, None).await;
+    let outcome = run(
+        built,
+        request(Some(decision_schema()), deadline),
+        deadline,
+        None,
+    )
+    .await;
     let mut verdict = judge(expect, &outcome, deadline, &[secret]);
     let marker = format!("HOME={}", home.path().display());
     let left = leaks::settle(|| leaks::processes_with_env(&marker)).await;

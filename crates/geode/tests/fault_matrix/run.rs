@@ -68,7 +68,12 @@ impl Adapter for Recorder {
     ) -> Result<AdapterResponse, geode::llm::adapter::AdapterError> {
         let result = self.inner.call(req, cx).await;
         let mut calls = self.calls.lock().unwrap();
-        calls.push(result.as_ref().err().map(|e| (e.kind().to_owned(), e.to_string(), format!("{e:?}"))));
+        calls.push(
+            result
+                .as_ref()
+                .err()
+                .map(|e| (e.kind().to_owned(), e.to_string(), format!("{e:?}"))),
+        );
         drop(calls);
         result
     }
@@ -128,7 +133,10 @@ pub fn secret_leaks(secrets: &[String], texts: &[(&str, String)]) -> Vec<String>
         let windows: Vec<String> = if chars.len() <= SECRET_WINDOW {
             vec![secret.clone()]
         } else {
-            chars.windows(SECRET_WINDOW).map(|w| w.iter().collect()).collect()
+            chars
+                .windows(SECRET_WINDOW)
+                .map(|w| w.iter().collect())
+                .collect()
         };
         for (place, text) in texts {
             if windows.iter().any(|w| text.contains(w.as_str())) {
@@ -159,9 +167,15 @@ pub fn judge(expect: Expect, run: &Run, deadline: Duration, secrets: &[String]) 
         None if result.success => "ok".to_owned(),
         None => "invalid".to_owned(),
     };
-    let ledger_kind = result.ledger.attempts.last().and_then(|a| a.error_kind.clone());
+    let ledger_kind = result
+        .ledger
+        .attempts
+        .last()
+        .and_then(|a| a.error_kind.clone());
     if last_error.is_some() && ledger_kind.as_deref() != Some(got.as_str()) {
-        problems.push(format!("ledger says {ledger_kind:?}, the adapter returned {got}"));
+        problems.push(format!(
+            "ledger says {ledger_kind:?}, the adapter returned {got}"
+        ));
     }
     let code = exit::for_result(result);
     if got != expect.kind {
@@ -172,10 +186,16 @@ pub fn judge(expect: Expect, run: &Run, deadline: Duration, secrets: &[String]) 
         problems.push(format!("exit {code}, expected {}", expect.exit));
     }
     if run.elapsed > deadline + LATE {
-        problems.push(format!("ended {:?} after a {deadline:?} deadline", run.elapsed));
+        problems.push(format!(
+            "ended {:?} after a {deadline:?} deadline",
+            run.elapsed
+        ));
     }
     let mut texts = vec![
-        ("the result JSON", serde_json::to_string(result).unwrap_or_default()),
+        (
+            "the result JSON",
+            serde_json::to_string(result).unwrap_or_default(),
+        ),
         ("the result's Debug", format!("{result:?}")),
     ];
     for (_, display, debug) in run.calls.iter().flatten() {
@@ -209,11 +229,15 @@ impl Verdict {
         } else {
             problems.split("; ").map(str::to_owned).collect()
         };
-        Some(((*row).to_owned(), (*adapter).to_owned(), Verdict {
-            got: (*got).to_owned(),
-            exit: exit.parse().ok(),
-            problems,
-        }))
+        Some((
+            (*row).to_owned(),
+            (*adapter).to_owned(),
+            Verdict {
+                got: (*got).to_owned(),
+                exit: exit.parse().ok(),
+                problems,
+            },
+        ))
     }
 }
 

@@ -141,13 +141,23 @@ const fn http(x: Option<Expect>) -> [Option<Expect>; 9] {
 }
 
 /// The HTTP adapters' outcome, then `claude-cli`'s and `codex-cli`'s.
-const fn http_cli(x: Option<Expect>, claude: Option<Expect>, codex: Option<Expect>) -> [Option<Expect>; 9] {
+const fn http_cli(
+    x: Option<Expect>,
+    claude: Option<Expect>,
+    codex: Option<Expect>,
+) -> [Option<Expect>; 9] {
     [x, x, x, x, x, x, claude, codex, NA]
 }
 
 /// Per wire family: Responses (openai-payg, codex-oauth), Messages (anthropic-*), Chat (glm-*).
-const fn family(responses: Option<Expect>, messages: Option<Expect>, chat: Option<Expect>) -> [Option<Expect>; 9] {
-    [responses, responses, messages, messages, chat, chat, NA, NA, NA]
+const fn family(
+    responses: Option<Expect>,
+    messages: Option<Expect>,
+    chat: Option<Expect>,
+) -> [Option<Expect>; 9] {
+    [
+        responses, responses, messages, messages, chat, chat, NA, NA, NA,
+    ]
 }
 
 /// The two CLI adapters.
@@ -170,7 +180,12 @@ const fn row(id: &'static str, fault: Fault, cells: [Option<Expect>; 9]) -> Row 
     }
 }
 
-const fn awaiting(id: &'static str, fault: Fault, awaits: Awaits, cells: [Option<Expect>; 9]) -> Row {
+const fn awaiting(
+    id: &'static str,
+    fault: Fault,
+    awaits: Awaits,
+    cells: [Option<Expect>; 9],
+) -> Row {
     Row {
         id,
         fault,
@@ -187,42 +202,153 @@ pub const ROWS: &[Row] = &[
     row("http 404", Fault::Status(404), http(BAD)),
     row("http 408", Fault::Status(408), http(BAD)),
     row("http 409", Fault::Status(409), http(BAD)),
-    row("http 429", Fault::RateLimited(None), http_cli(RATE, RATE, RATE)),
-    row("http 429 + retry-after 1 s", Fault::RateLimited(Some(1)), http(RATE)),
-    row("http 429 + retry-after past the deadline", Fault::RateLimited(Some(3600)), http(RATE)),
-    row("http 500", Fault::Status(500), http_cli(SERVER, SERVER, SERVER)),
+    row(
+        "http 429",
+        Fault::RateLimited(None),
+        http_cli(RATE, RATE, RATE),
+    ),
+    row(
+        "http 429 + retry-after 1 s",
+        Fault::RateLimited(Some(1)),
+        http(RATE),
+    ),
+    row(
+        "http 429 + retry-after past the deadline",
+        Fault::RateLimited(Some(3600)),
+        http(RATE),
+    ),
+    row(
+        "http 500",
+        Fault::Status(500),
+        http_cli(SERVER, SERVER, SERVER),
+    ),
     row("http 502", Fault::Status(502), http(SERVER)),
-    row("http 503", Fault::Status(503), http_cli(SERVER, SERVER, SERVER)),
-    row("http 529", Fault::Status(529), http_cli(SERVER, SERVER, SERVER)),
-    row("connection refused", Fault::ConnectionRefused, http(TRANSPORT)),
-    row("reset mid-stream", Fault::ResetMidStream, family(TRUNC, TRUNC, TRANSPORT)),
-    row("truncated stream", Fault::TruncatedStream, family(TRUNC, TRUNC, TRANSPORT)),
-    row("hang before headers", Fault::HangBeforeHeaders, http_cli(TIMEOUT, TIMEOUT, TIMEOUT)),
+    row(
+        "http 503",
+        Fault::Status(503),
+        http_cli(SERVER, SERVER, SERVER),
+    ),
+    row(
+        "http 529",
+        Fault::Status(529),
+        http_cli(SERVER, SERVER, SERVER),
+    ),
+    row(
+        "connection refused",
+        Fault::ConnectionRefused,
+        http(TRANSPORT),
+    ),
+    row(
+        "reset mid-stream",
+        Fault::ResetMidStream,
+        family(TRUNC, TRUNC, TRANSPORT),
+    ),
+    row(
+        "truncated stream",
+        Fault::TruncatedStream,
+        family(TRUNC, TRUNC, TRANSPORT),
+    ),
+    row(
+        "hang before headers",
+        Fault::HangBeforeHeaders,
+        http_cli(TIMEOUT, TIMEOUT, TIMEOUT),
+    ),
     row("hang mid-body", Fault::HangMidBody, http(TIMEOUT)),
-    awaiting("endless stream", Fault::EndlessStream, Awaits::SizeBudget, http(TOO_LARGE)),
-    awaiting("oversized body (17 MiB)", Fault::OversizedBody, Awaits::SizeBudget, http(TOO_LARGE)),
+    awaiting(
+        "endless stream",
+        Fault::EndlessStream,
+        Awaits::SizeBudget,
+        http(TOO_LARGE),
+    ),
+    awaiting(
+        "oversized body (17 MiB)",
+        Fault::OversizedBody,
+        Awaits::SizeBudget,
+        http(TOO_LARGE),
+    ),
     // Responses skips events of unknown type (forward compatibility), garbage included, so the
     // stream ends without its terminal event.
-    row("garbage body", Fault::GarbageBody, family(TRUNC, PROTO, PROTO)),
-    row("non-JSON (HTML) body", Fault::NonJsonBody, family(TRUNC, TRUNC, PROTO)),
-    row("in-band error event", Fault::InBandError, family(RUN, SERVER, RUN)),
-    awaiting("secret in an error body", Fault::SecretInErrorBody, Awaits::Scrubber, http_cli(AUTH, AUTH, AUTH)),
-    awaiting("secret after 250 chars of padding", Fault::SecretAfterPadding, Awaits::Scrubber, http(AUTH)),
-    awaiting("secret in an in-band error", Fault::SecretInBandError, Awaits::Scrubber, family(RUN, SERVER, RUN)),
-    awaiting("secret quoted in the answer", Fault::SecretInAnswer, Awaits::Scrubber, http(OK)),
-    awaiting("secret on the CLI's stderr", Fault::SecretOnStderr, Awaits::Scrubber, cli(RUN, RUN)),
+    row(
+        "garbage body",
+        Fault::GarbageBody,
+        family(TRUNC, PROTO, PROTO),
+    ),
+    row(
+        "non-JSON (HTML) body",
+        Fault::NonJsonBody,
+        family(TRUNC, TRUNC, PROTO),
+    ),
+    row(
+        "in-band error event",
+        Fault::InBandError,
+        family(RUN, SERVER, RUN),
+    ),
+    awaiting(
+        "secret in an error body",
+        Fault::SecretInErrorBody,
+        Awaits::Scrubber,
+        http_cli(AUTH, AUTH, AUTH),
+    ),
+    awaiting(
+        "secret after 250 chars of padding",
+        Fault::SecretAfterPadding,
+        Awaits::Scrubber,
+        http(AUTH),
+    ),
+    awaiting(
+        "secret in an in-band error",
+        Fault::SecretInBandError,
+        Awaits::Scrubber,
+        family(RUN, SERVER, RUN),
+    ),
+    awaiting(
+        "secret quoted in the answer",
+        Fault::SecretInAnswer,
+        Awaits::Scrubber,
+        http(OK),
+    ),
+    awaiting(
+        "secret on the CLI's stderr",
+        Fault::SecretOnStderr,
+        Awaits::Scrubber,
+        cli(RUN, RUN),
+    ),
     row("CLI crash", Fault::CliCrash, cli(RUN, RUN)),
-    row("CLI hang with a background child", Fault::CliHangWithChild, cli(TIMEOUT, TIMEOUT)),
-    row("CLI giant output (64 MiB)", Fault::CliGiantOutput, cli(TRUNC, TRUNC)),
+    row(
+        "CLI hang with a background child",
+        Fault::CliHangWithChild,
+        cli(TIMEOUT, TIMEOUT),
+    ),
+    row(
+        "CLI giant output (64 MiB)",
+        Fault::CliGiantOutput,
+        cli(TRUNC, TRUNC),
+    ),
     row("CLI non-JSON output", Fault::CliNonJson, cli(TRUNC, TRUNC)),
-    row("CLI valid answer, then a hang", Fault::CliAnswerThenHang, cli(TIMEOUT, TIMEOUT)),
+    row(
+        "CLI valid answer, then a hang",
+        Fault::CliAnswerThenHang,
+        cli(TIMEOUT, TIMEOUT),
+    ),
     row("CLI exit 137 (SIGKILL)", Fault::CliExit137, cli(RUN, RUN)),
-    row("oauth refresh race (8 calls)", Fault::RefreshRace, only(1, OK)),
+    row(
+        "oauth refresh race (8 calls)",
+        Fault::RefreshRace,
+        only(1, OK),
+    ),
     row("oauth refresh refused", Fault::RefreshFails, only(1, AUTH)),
     row("model file missing", Fault::ModelMissing, only(8, CONFIG)),
     row("model file corrupt", Fault::ModelCorrupt, only(8, CONFIG)),
-    row("uncompilable constraint", Fault::UncompilableConstraint, only(8, UNSUPPORTED)),
-    row("cancel mid-generation", Fault::CancelMidGeneration, only(8, CANCELLED)),
+    row(
+        "uncompilable constraint",
+        Fault::UncompilableConstraint,
+        only(8, UNSUPPORTED),
+    ),
+    row(
+        "cancel mid-generation",
+        Fault::CancelMidGeneration,
+        only(8, CANCELLED),
+    ),
 ];
 
 /// The expected outcomes as a markdown table (the README's Reliability section).

@@ -43,7 +43,9 @@ impl Behaviour {
                 "yes 'giant output line that is not a JSON event at all' | head -c 67108864\nexit 0"
                     .to_owned()
             }
-            Self::NonJson => "echo 'Hello! I am a CLI that does not speak JSON.'\nexit 0".to_owned(),
+            Self::NonJson => {
+                "echo 'Hello! I am a CLI that does not speak JSON.'\nexit 0".to_owned()
+            }
             Self::AnswerThenHang => format!("cat <<'EOF'\n{}\nEOF\nsleep 600", answer(cli)),
             Self::Exit137 => "kill -9 $$".to_owned(),
             Self::SecretOnStderr(secret) => {

@@ -60,11 +60,26 @@ fn turn_failed_is_a_failure_even_after_a_message() {
 fn provider_statuses_in_failures_are_typed() {
     // What codex 0.171.0 prints for a provider's 401, 429, 500 and 503 (no retries).
     let cases = [
-        ("unexpected status 401 Unauthorized: Incorrect API key provided., url: http://127.0.0.1:1/v1/responses", "auth"),
-        ("exceeded retry limit, last status: 429 Too Many Requests", "rate_limited"),
-        ("We’re currently experiencing high demand, which may cause temporary errors.", "server"),
-        ("unexpected status 503 Service Unavailable: The engine is currently overloaded.", "server"),
-        ("unexpected status 400 Bad Request: Bad request.", "run_failed"),
+        (
+            "unexpected status 401 Unauthorized: Incorrect API key provided., url: http://127.0.0.1:1/v1/responses",
+            "auth",
+        ),
+        (
+            "exceeded retry limit, last status: 429 Too Many Requests",
+            "rate_limited",
+        ),
+        (
+            "We’re currently experiencing high demand, which may cause temporary errors.",
+            "server",
+        ),
+        (
+            "unexpected status 503 Service Unavailable: The engine is currently overloaded.",
+            "server",
+        ),
+        (
+            "unexpected status 400 Bad Request: Bad request.",
+            "run_failed",
+        ),
         ("status 4000 is not a status", "run_failed"),
     ];
     for (message, kind) in cases {
