@@ -14,23 +14,12 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 /// Exit code for a usage or configuration error.
-pub(crate) const EXIT_USAGE: u8 = 2;
-/// Exit code for a provider or transport failure.
-pub(crate) const EXIT_PROVIDER: u8 = 3;
+pub(crate) const EXIT_USAGE: u8 = geode::agent::exit::USAGE;
 
-/// 0 valid answer, 1 invalid after the retry, 2 configuration, 3 provider or transport failure.
+/// 0 valid answer, 1 invalid after the retry, 2 configuration, 3 provider or transport failure
+/// (the rule lives in [`geode::agent::exit`]).
 pub(crate) fn exit_code(result: &geode::agent::worker::WorkerResult) -> u8 {
-    if result.success {
-        return 0;
-    }
-    match result.ledger.attempts.last() {
-        None => EXIT_USAGE,
-        Some(a) => match a.error_kind.as_deref() {
-            Some("config" | "unsupported") => EXIT_USAGE,
-            Some("cancelled") | None => 1,
-            Some(_) => EXIT_PROVIDER,
-        },
-    }
+    geode::agent::exit::for_result(result)
 }
 
 #[derive(Parser)]

@@ -39,7 +39,7 @@ fn error_line(out: &support::Outcome) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_endless_stream_exits_3_at_the_configured_budget() {
-    let server = FakeServer::start(Kind::Responses, Script::always(Reply::EndlessStream))
+    let server = FakeServer::start(Kind::Responses, Script::always(Reply::Endless))
         .await
         .unwrap();
 

@@ -98,7 +98,7 @@ async fn an_in_band_error_quoting_the_key_is_scrubbed_on_every_http_adapter() {
         let (auth, secrets) = secrets_for(&case).await;
         let mut replies = vec![Reply::InBandError(quoting(&secrets))];
         if matches!(case.kind, Kind::Responses | Kind::ChatGpt) {
-            replies.push(Reply::ErrorEvent(quoting(&secrets)));
+            replies.push(Reply::ResponseFailed(quoting(&secrets)));
         }
         for reply in replies {
             let (secrets, plain, json) = run_both(&case, &auth, reply.clone()).await;

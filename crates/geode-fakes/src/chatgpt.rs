@@ -15,7 +15,8 @@
 //!
 //! Side endpoints codex 0.171.0 hits in ChatGPT mode (§3.1, §3.5):
 //! `POST …/oauth/token` (refresh grant → fresh unsigned JWT `id_token`/`access_token` with the
-//! `chatgpt_account_id` claim and a rotated `refresh_token`), `GET …/wham/accounts/check`
+//! `chatgpt_account_id` claim and a rotated `refresh_token`; a refresh token starting with
+//! [`REVOKED_REFRESH_PREFIX`] gets 401 `invalid_grant`), `GET …/wham/accounts/check`
 //! (routing discovery pointing back at this server), other `GET …/wham/*` (`{}`),
 //! `POST …/analytics-events/events` (`{}`), `GET …/models` (empty list). A WebSocket upgrade on
 //! `GET …/responses` gets 404, which makes codex fall back to HTTPS POST.
@@ -29,6 +30,10 @@ use serde_json::{Value, json};
 
 /// The account id the fake reports when the request names none.
 pub const DEFAULT_ACCOUNT_ID: &str = "acct_fake_123";
+
+/// A refresh token starting with this is refused by `POST /oauth/token` with a 401
+/// `invalid_grant`, as the token service answers a spent or revoked refresh token.
+pub const REVOKED_REFRESH_PREFIX: &str = "rt_revoked";
 
 fn detail(status: u16, message: &str) -> Plan {
     Plan::json(status, json!({ "detail": message }))
@@ -118,6 +123,17 @@ fn refresh(req: &RecordedRequest, ids: &Ids) -> Plan {
             400,
             json!({"error": "invalid_request",
                    "error_description": "grant_type must be refresh_token and refresh_token is required"}),
+        );
+    }
+    let token = body
+        .get("refresh_token")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if token.starts_with(REVOKED_REFRESH_PREFIX) {
+        return Plan::json(
+            401,
+            json!({"error": "invalid_grant",
+                   "error_description": "The refresh token has been revoked."}),
         );
     }
     let mut tokens = fake_tokens(DEFAULT_ACCOUNT_ID, 3600);

@@ -80,16 +80,13 @@ impl Kind {
         }
     }
 
-    /// A 200 that reports a failure in band (see [`crate::Reply::InBandError`]); `bare_event`
-    /// asks the Responses wires for a bare `error` event instead of `response.failed`.
-    pub(crate) fn in_band_error(self, call: &Call, message: &str, bare_event: bool) -> Plan {
+    /// A 200 whose Responses stream ends in `response.failed` (see
+    /// [`crate::Reply::ResponseFailed`]); the other wires play their in-band error.
+    pub(crate) fn response_failed(self, call: &Call, message: &str) -> Plan {
         match self {
-            Kind::Responses => {
-                responses::in_band_error(call, message, call.wants_stream(), bare_event)
-            }
-            Kind::ChatGpt => responses::in_band_error(call, message, true, bare_event),
-            Kind::Messages => messages::in_band_error(message),
-            Kind::Chat => chat::in_band_error(call, message),
+            Kind::Responses => responses::failed_response(call, message, call.wants_stream()),
+            Kind::ChatGpt => responses::failed_response(call, message, true),
+            Kind::Messages | Kind::Chat => crate::faults::in_band_error(self, call, message),
         }
     }
 

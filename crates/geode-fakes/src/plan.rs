@@ -54,6 +54,13 @@ pub(crate) enum PlanBody {
     Json(Value),
     /// `text/event-stream`.
     Sse(Vec<SseEvent>),
+    /// Bytes sent as they are, with this content type (garbage, an HTML page).
+    Raw {
+        /// The `content-type` header.
+        content_type: String,
+        /// The body.
+        bytes: bytes::Bytes,
+    },
     /// No body.
     Empty,
 }

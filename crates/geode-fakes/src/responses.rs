@@ -194,9 +194,9 @@ pub(crate) fn answer(call: &Call, content: &Content, stream: bool) -> Plan {
     plan.with_header("x-request-id", call.ids.next("req"))
 }
 
-/// A 200 reporting a failure: a stream of `response.created` then `response.failed` (or a bare
-/// `error` event when `bare_event`), or a JSON body with `status: "failed"`.
-pub(crate) fn in_band_error(call: &Call, message: &str, stream: bool, bare_event: bool) -> Plan {
+/// A 200 reporting a failed response: a stream of `response.created` then the terminal
+/// `response.failed`, or a JSON body with `status: "failed"`.
+pub(crate) fn failed_response(call: &Call, message: &str, stream: bool) -> Plan {
     let error = json!({"code": "server_error", "message": message});
     let mut failed = json!({
         "id": call.ids.next("resp"), "object": "response", "created_at": unix_now(),
@@ -211,15 +211,8 @@ pub(crate) fn in_band_error(call: &Call, message: &str, stream: bool, bare_event
     created["error"] = Value::Null;
     let mut ev = Events { out: Vec::new() };
     ev.push("response.created", json!({ "response": created }));
-    if bare_event {
-        ev.push(
-            "error",
-            json!({"code": "server_error", "message": message, "param": null}),
-        );
-    } else {
-        failed["usage"] = usage_block(call.usage);
-        ev.push("response.failed", json!({ "response": failed }));
-    }
+    failed["usage"] = usage_block(call.usage);
+    ev.push("response.failed", json!({ "response": failed }));
     Plan::sse(ev.out)
 }
 

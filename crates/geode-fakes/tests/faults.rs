@@ -247,3 +247,152 @@ async fn hang_never_answers_and_shutdown_releases_the_client() {
         );
     }
 }
+
+#[tokio::test]
+async fn hang_mid_body_sends_headers_and_part_then_goes_silent() {
+    for (kind, stream) in [
+        (Kind::Responses, true),
+        (Kind::Messages, true),
+        (Kind::Chat, false),
+    ] {
+        let server = start(kind, [Reply::HangMidBody]).await;
+        let mut response = bounded(model_call(&server, &body(kind, stream)).send())
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "{kind}");
+        let first = bounded(response.chunk())
+            .await
+            .unwrap()
+            .expect("a first part");
+        assert!(!first.is_empty(), "{kind}");
+        let mut rest = Vec::new();
+        let silent = tokio::time::timeout(Duration::from_millis(DELAY_MS), async {
+            while let Some(chunk) = response.chunk().await.unwrap() {
+                rest.extend_from_slice(&chunk);
+            }
+        })
+        .await;
+        assert!(silent.is_err(), "{kind}: the body must never end");
+        server.shutdown().await;
+    }
+}
+
+#[tokio::test]
+async fn reset_mid_body_sends_part_then_fails_the_read() {
+    for kind in [Kind::Responses, Kind::Messages, Kind::Chat] {
+        let server = start(kind, [Reply::ResetMidBody]).await;
+        let response = bounded(model_call(&server, &body(kind, true)).send())
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "{kind}");
+        assert!(
+            bounded(response.bytes()).await.is_err(),
+            "{kind}: the read must fail"
+        );
+        server.shutdown().await;
+    }
+}
+
+#[tokio::test]
+async fn endless_body_keeps_coming() {
+    for (kind, stream) in [
+        (Kind::Responses, true),
+        (Kind::Messages, true),
+        (Kind::Chat, false),
+    ] {
+        let server = start(kind, [Reply::Endless]).await;
+        let mut response = bounded(model_call(&server, &body(kind, stream)).send())
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "{kind}");
+        let mut seen = 0usize;
+        while seen < 2 << 20 {
+            let chunk = bounded(response.chunk()).await.unwrap().expect("more body");
+            seen += chunk.len();
+        }
+        server.shutdown().await;
+    }
+}
+
+#[tokio::test]
+async fn garbage_and_html_are_200s_that_are_not_json() {
+    for kind in Kind::ALL {
+        let server = start(kind, [Reply::Garbage, Reply::Html]).await;
+        let response = bounded(model_call(&server, &body(kind, true)).send())
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "{kind}");
+        let bytes = bounded(response.bytes()).await.unwrap();
+        assert!(
+            std::str::from_utf8(&bytes).is_err(),
+            "{kind}: garbage is not UTF-8"
+        );
+        assert!(
+            bytes.starts_with(b"data: "),
+            "{kind}: garbage is framed as SSE data"
+        );
+        let (status, headers, text) = call(&server, &body(kind, false)).await;
+        assert_eq!(status, 200, "{kind}");
+        assert!(
+            headers
+                .get("content-type")
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("text/html")
+        );
+        assert!(text.contains("<html>") && serde_json::from_str::<Value>(&text).is_err());
+        server.shutdown().await;
+    }
+}
+
+#[tokio::test]
+async fn in_band_errors_come_in_each_providers_shape() {
+    let message = "The service is overloaded.";
+    for kind in Kind::ALL {
+        let server = start(kind, [Reply::InBandError(message.into())]).await;
+        let streams = kind != Kind::Chat;
+        let (status, _, text) = call(&server, &body(kind, streams)).await;
+        assert_eq!(status, 200, "{kind}");
+        let payload: Value = if streams {
+            let events = parse_sse(&text);
+            assert_eq!(events.len(), 1, "{kind}: {text}");
+            assert_eq!(events[0].name.as_deref(), Some("error"), "{kind}");
+            events[0].json()
+        } else {
+            serde_json::from_str(&text).unwrap()
+        };
+        assert!(payload.to_string().contains(message), "{kind}: {payload}");
+        match kind {
+            Kind::Messages => assert_eq!(payload["error"]["type"], "overloaded_error"),
+            Kind::Chat => assert_eq!(payload["error"]["code"], "1234"),
+            _ => assert_eq!(payload["code"], "server_error"),
+        }
+        server.shutdown().await;
+    }
+    let server = start(Kind::Responses, [Reply::InBandError(message.into())]).await;
+    let (_, v) = call_json(&server, &body(Kind::Responses, false)).await;
+    assert_eq!(
+        (v["status"].as_str(), v["error"]["code"].as_str()),
+        (Some("failed"), Some("server_error"))
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_revoked_refresh_token_is_refused() {
+    let server = start(Kind::ChatGpt, [Reply::Auto]).await;
+    let token_url = format!("{}/oauth/token", server.base_url());
+    let refresh = |rt: &str| {
+        client().post(&token_url).json(&json!({
+            "grant_type": "refresh_token", "refresh_token": rt, "client_id": "x"}))
+    };
+    let ok = bounded(refresh("rt_fine").send()).await.unwrap();
+    assert_eq!(ok.status(), 200);
+    let revoked = format!("{}-1", geode_fakes::chatgpt::REVOKED_REFRESH_PREFIX);
+    let refused = bounded(refresh(&revoked).send()).await.unwrap();
+    assert_eq!(refused.status(), 401);
+    let v: Value = bounded(refused.json()).await.unwrap();
+    assert_eq!(v["error"], "invalid_grant");
+    server.shutdown().await;
+}

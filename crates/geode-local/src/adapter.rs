@@ -16,7 +16,7 @@
 
 use crate::constraint::Constraint;
 use crate::decode::{DEFAULT_SEED, FinishReason, GenerateOptions, Interruption};
-use crate::engine::LocalEngine;
+use crate::engine::{EngineConfig, LocalEngine};
 use crate::error::LocalError;
 use crate::prompt::turns_from_request;
 use geode::ledger::StructuredOutputMode;
@@ -24,7 +24,7 @@ use geode::llm::adapter::{Adapter, AdapterError, CallCx};
 use geode::llm::request::{
     AdapterCallRequest, AdapterResponse, StopReason, ToolChoice, Usage, WireReport,
 };
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// The adapter's registry name.
 pub const ADAPTER_NAME: &str = "local";
@@ -36,6 +36,12 @@ enum EngineSource {
     Shared,
     /// An engine the caller loaded.
     Given(Arc<LocalEngine>),
+    /// An engine loaded from this configuration on the first call that succeeds in loading it
+    /// (a failed load is reported by the call and tried again by the next one).
+    Lazy {
+        config: EngineConfig,
+        loaded: Arc<OnceLock<Arc<LocalEngine>>>,
+    },
 }
 
 /// The `local` adapter.
@@ -60,10 +66,28 @@ impl LocalAdapter {
         }
     }
 
+    /// An adapter that loads its own engine from `config` on the first call (a missing or
+    /// corrupt model is reported by that call, as with [`LocalAdapter::shared`]).
+    pub fn with_config(config: EngineConfig) -> Self {
+        Self {
+            source: EngineSource::Lazy {
+                config,
+                loaded: Arc::new(OnceLock::new()),
+            },
+        }
+    }
+
     fn engine(&self) -> Result<Arc<LocalEngine>, LocalError> {
         match &self.source {
             EngineSource::Shared => LocalEngine::shared(),
             EngineSource::Given(engine) => Ok(Arc::clone(engine)),
+            EngineSource::Lazy { config, loaded } => {
+                if let Some(engine) = loaded.get() {
+                    return Ok(Arc::clone(engine));
+                }
+                let engine = Arc::new(LocalEngine::load(config)?);
+                Ok(Arc::clone(loaded.get_or_init(|| engine)))
+            }
         }
     }
 }
@@ -227,6 +251,22 @@ mod tests {
         assert_eq!(e.kind(), "config");
         assert!(text.contains("/nowhere/m.gguf"), "{text}");
         assert!(text.contains("scripts/fetch-model.sh"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn a_configured_engine_that_cannot_load_fails_each_call_typed() {
+        let path = PathBuf::from("/nowhere/geode-missing.gguf");
+        let adapter = LocalAdapter::with_config(EngineConfig {
+            model_path: path.clone(),
+            ..EngineConfig::default()
+        });
+        for _ in 0..2 {
+            let req = AdapterCallRequest::new("", vec![Message::user("hi")]);
+            let e = adapter.call(req, &CallCx::new()).await.err();
+            let e = e.expect("a missing model cannot answer");
+            assert_eq!(e.kind(), "config");
+            assert!(e.to_string().contains("/nowhere/geode-missing.gguf"), "{e}");
+        }
     }
 
     #[test]

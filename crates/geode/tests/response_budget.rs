@@ -112,7 +112,7 @@ fn assert_too_large(result: Result<AdapterResponse, AdapterError>, limit: u64, w
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_endless_stream_ends_at_the_budget_through_every_http_adapter() {
     for kind in [Kind::Responses, Kind::ChatGpt, Kind::Messages, Kind::Chat] {
-        let (result, server) = call(kind, Reply::EndlessStream, budget(MIB)).await;
+        let (result, server) = call(kind, Reply::Endless, budget(MIB)).await;
         assert_too_large(result, MIB, &format!("{kind}"));
         let calls = server
             .requests()
@@ -125,7 +125,7 @@ async fn an_endless_stream_ends_at_the_budget_through_every_http_adapter() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_default_budget_is_sixteen_mib() {
-    let (result, _server) = call(Kind::Responses, Reply::EndlessStream, CallCx::new()).await;
+    let (result, _server) = call(Kind::Responses, Reply::Endless, CallCx::new()).await;
     assert_too_large(result, 16 * MIB, "default budget");
 }
 

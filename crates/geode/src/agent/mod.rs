@@ -7,9 +7,11 @@
 //! | [`worker`] | `WorkerRequest` / `WorkerResult`, validation and the one retry |
 //! | [`subtask`] | `SubTask`, its mapping to a `WorkerRequest`, running many at once |
 //! | [`termination`] | `TerminationReason` |
+//! | [`exit`] | the process exit code of a finished request |
 
 pub mod agent_loop;
 pub mod answer_check;
+pub mod exit;
 pub mod subtask;
 pub mod termination;
 pub mod tools;

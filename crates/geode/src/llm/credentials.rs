@@ -49,6 +49,13 @@ pub fn env_string(var: &str) -> Option<String> {
         .filter(|v| !v.is_empty())
 }
 
+/// A variable of `env`, trimmed; empty counts as unset.
+pub fn var_in(env: &dyn crate::llm::registry::Environment, name: &str) -> Option<String> {
+    env.var(name)
+        .map(|v| v.trim().to_owned())
+        .filter(|v| !v.is_empty())
+}
+
 /// Decodes the claims of a JWT without verifying it. `None` when the text is not a JWT.
 pub fn jwt_claims(token: &str) -> Option<Map<String, Value>> {
     let payload = token.split('.').nth(1)?;
@@ -125,12 +132,20 @@ impl CodexAuthFile {
         Self { path: path.into() }
     }
 
-    /// `$CODEX_HOME/auth.json`, else `$HOME/.codex/auth.json`.
+    /// `$CODEX_HOME/auth.json`, else `$HOME/.codex/auth.json`, from the process environment.
     pub fn from_env(adapter: &str) -> Result<Self, AdapterError> {
-        if let Some(home) = env_string("CODEX_HOME") {
+        Self::locate(adapter, &crate::llm::registry::ProcessEnv)
+    }
+
+    /// `$CODEX_HOME/auth.json`, else `$HOME/.codex/auth.json`, from `env`.
+    pub fn locate(
+        adapter: &str,
+        env: &dyn crate::llm::registry::Environment,
+    ) -> Result<Self, AdapterError> {
+        if let Some(home) = var_in(env, "CODEX_HOME") {
             return Ok(Self::at(Path::new(&home).join("auth.json")));
         }
-        match env_string("HOME") {
+        match var_in(env, "HOME") {
             Some(home) => Ok(Self::at(Path::new(&home).join(".codex").join("auth.json"))),
             None => Err(AdapterError::Config {
                 adapter: adapter.to_owned(),

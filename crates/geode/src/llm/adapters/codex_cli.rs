@@ -16,8 +16,11 @@
 //! | `--json` events (`wire.md` §7.4) | outcome |
 //! |---|---|
 //! | `turn.completed` with an `agent_message` before it | success: text = the last agent message (unchanged, even if it breaks the schema); usage from `turn.completed` |
-//! | `turn.failed` | `RunFailed{kind:"turn_failed"}`, whatever the exit code |
-//! | an `error` event not followed by `turn.completed` | `RunFailed{kind:"stream_error"}`, whatever the exit code (`Reconnecting…` errors that recover are ignored) |
+//! | `turn.failed` | `RunFailed{kind:"turn_failed"}`, whatever the exit code, unless the message names a provider status (below) |
+//! | an `error` event not followed by `turn.completed` | `RunFailed{kind:"stream_error"}`, whatever the exit code (`Reconnecting…` errors that recover are ignored), unless the message names a provider status |
+//! | either, with `unexpected status 401 …` / `403` | `Auth` |
+//! | either, with `… last status: 429 …` (or `status 429`) | `RateLimited` |
+//! | either, with `status 5xx`, or codex's wording for a 500 (`…experiencing high demand…`) | `Server` |
 //! | `turn.completed` with no agent message | `RunFailed{kind:"no_agent_message"}` |
 //! | no terminal event | `Truncated` (exit 0) or `RunFailed{kind:"exit_status"}` |
 //!
@@ -298,13 +301,7 @@ pub fn interpret(stdout: &str) -> Outcome {
     let mut last_message: Option<String> = None;
     let mut completed: Option<Usage> = None;
     let mut pending_error: Option<String> = None;
-    let failed = |kind: &str, message: &str| {
-        Outcome::Failed(AdapterError::RunFailed {
-            adapter: NAME.into(),
-            kind: kind.into(),
-            message: crate::secret::clip(message, 300),
-        })
-    };
+    let failed = |kind: &str, message: &str| Outcome::Failed(failure(kind, message));
     for line in stdout.lines() {
         let Ok(ev) = serde_json::from_str::<Value>(line.trim()) else {
             continue;
@@ -355,6 +352,51 @@ pub fn interpret(stdout: &str) -> Outcome {
         ),
         (None, _) => Outcome::NoTerminal,
     }
+}
+
+/// The typed error for a failure codex reported with `message` (the module table).
+fn failure(kind: &str, message: &str) -> AdapterError {
+    let adapter = NAME.to_owned();
+    let message = crate::secret::clip(message, 300);
+    let status = provider_status(&message).or_else(|| {
+        // codex words a 500 from the provider this way, without the status.
+        message.contains("experiencing high demand").then_some(500)
+    });
+    match status {
+        Some(status @ (401 | 403)) => AdapterError::Auth {
+            adapter,
+            status,
+            message,
+        },
+        Some(429) => AdapterError::RateLimited {
+            adapter,
+            retry_after: None,
+            message,
+        },
+        Some(status @ 500..=599) => AdapterError::Server {
+            adapter,
+            status,
+            message,
+        },
+        _ => AdapterError::RunFailed {
+            adapter,
+            kind: kind.into(),
+            message,
+        },
+    }
+}
+
+/// The HTTP status codex names in a message: `status 401`, `status: 429`.
+fn provider_status(message: &str) -> Option<u16> {
+    message.match_indices("status").find_map(|(i, word)| {
+        let rest = message[i + word.len()..].trim_start_matches([':', ' ']);
+        let digits = rest.get(..3)?;
+        let after = rest[3..].chars().next();
+        if after.is_some_and(|c| c.is_ascii_digit()) {
+            return None;
+        }
+        digits.parse().ok().filter(|s| (100..600).contains(s))
+    })
 }
 
 #[cfg(test)]

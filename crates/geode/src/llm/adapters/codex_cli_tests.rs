@@ -57,6 +57,44 @@ fn turn_failed_is_a_failure_even_after_a_message() {
 }
 
 #[test]
+fn provider_statuses_in_failures_are_typed() {
+    // What codex 0.171.0 prints for a provider's 401, 429, 500 and 503 (no retries).
+    let cases = [
+        (
+            "unexpected status 401 Unauthorized: Incorrect API key provided., url: http://127.0.0.1:1/v1/responses",
+            "auth",
+        ),
+        (
+            "exceeded retry limit, last status: 429 Too Many Requests",
+            "rate_limited",
+        ),
+        (
+            "We’re currently experiencing high demand, which may cause temporary errors.",
+            "server",
+        ),
+        (
+            "unexpected status 503 Service Unavailable: The engine is currently overloaded.",
+            "server",
+        ),
+        (
+            "unexpected status 400 Bad Request: Bad request.",
+            "run_failed",
+        ),
+        ("status 4000 is not a status", "run_failed"),
+    ];
+    for (message, kind) in cases {
+        let events = format!(
+            "{{\"type\":\"turn.failed\",\"error\":{{\"message\":{}}}}}\n",
+            serde_json::to_string(message).unwrap()
+        );
+        match interpret(&events) {
+            Outcome::Failed(e) => assert_eq!(e.kind(), kind, "{message}"),
+            other => panic!("{message}: {other:?}"),
+        }
+    }
+}
+
+#[test]
 fn an_unrecovered_error_event_is_a_failure_and_a_recovered_one_is_not() {
     let err = r#"{"type":"error","message":"Reconnecting... 2/5"}"#;
     let recovered = OK.replace(

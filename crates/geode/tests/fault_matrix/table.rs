@@ -1,0 +1,384 @@
+//! The matrix as data: every fault scenario, and for each adapter the typed outcome it must end
+//! in (`None`: the scenario does not apply to that adapter).
+//!
+//! An outcome is the kind of the typed error the last adapter call ended in
+//! (`AdapterError::kind`, as the ledger records it), else `ok` (a valid answer) or `invalid` (the
+//! answer failed its check), with the exit code `geode run` gives the whole run
+//! (`geode::agent::exit`).
+
+/// The adapters, in column order.
+pub const ADAPTERS: [&str; 9] = [
+    "openai-payg",
+    "codex-oauth",
+    "anthropic-payg",
+    "anthropic-oauth",
+    "glm-payg",
+    "glm-coding-plan",
+    "claude-cli",
+    "codex-cli",
+    "local",
+];
+
+/// One misbehaviour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// The provider answers this HTTP status with its usual error body.
+    Status(u16),
+    /// HTTP 429 with this `retry-after` (seconds), if any.
+    RateLimited(Option<u64>),
+    /// Nothing listens on the port.
+    ConnectionRefused,
+    /// Half the answer, then the connection is aborted.
+    ResetMidStream,
+    /// Half the answer, then a clean end before the terminal event.
+    TruncatedStream,
+    /// The request is read and never answered.
+    HangBeforeHeaders,
+    /// Headers and half the answer, then silence.
+    HangMidBody,
+    /// A 200 whose body never ends.
+    EndlessStream,
+    /// A complete 200 answer of 17 MiB.
+    OversizedBody,
+    /// A 200 of binary garbage.
+    GarbageBody,
+    /// A 200 HTML page instead of the answer.
+    NonJsonBody,
+    /// A provider failure reported inside a 200 answer.
+    InBandError,
+    /// A 401 whose message quotes the credential.
+    SecretInErrorBody,
+    /// A 401 whose message quotes the credential after 250 characters of padding.
+    SecretAfterPadding,
+    /// An in-band error whose message quotes the credential.
+    SecretInBandError,
+    /// A valid answer that quotes the credential.
+    SecretInAnswer,
+    /// The CLI prints the credential on stderr and exits 1.
+    SecretOnStderr,
+    /// The CLI exits 1 with an error on stderr.
+    CliCrash,
+    /// The CLI starts a background child and both hang.
+    CliHangWithChild,
+    /// The CLI prints 64 MiB of non-JSON lines.
+    CliGiantOutput,
+    /// The CLI prints prose instead of JSON.
+    CliNonJson,
+    /// The CLI prints a valid answer, then hangs.
+    CliAnswerThenHang,
+    /// The CLI is killed by SIGKILL (exit 137).
+    CliExit137,
+    /// Eight concurrent calls with an expired access token.
+    RefreshRace,
+    /// The expired access token's refresh is refused (revoked refresh token).
+    RefreshFails,
+    /// The model file does not exist.
+    ModelMissing,
+    /// The model file is not a valid GGUF.
+    ModelCorrupt,
+    /// A schema llguidance cannot compile.
+    UncompilableConstraint,
+    /// The caller cancels while the model generates.
+    CancelMidGeneration,
+}
+
+/// The behaviour a row waits for from another branch (its cells fail until it lands).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Awaits {
+    /// The response size budget (`AdapterError::ResponseTooLarge`).
+    SizeBudget,
+    /// The process-wide secret scrubber (`geode::secret::scrub`).
+    Scrubber,
+}
+
+/// The outcome a cell must end in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Expect {
+    /// `ok`, `invalid`, or an adapter error kind.
+    pub kind: &'static str,
+    /// The exit code of `geode run`.
+    pub exit: u8,
+}
+
+/// One scenario and its expected outcome per adapter (in [`ADAPTERS`] order).
+#[derive(Debug, Clone, Copy)]
+pub struct Row {
+    /// The row label.
+    pub id: &'static str,
+    /// The misbehaviour.
+    pub fault: Fault,
+    /// What the row waits for, if anything.
+    pub awaits: Option<Awaits>,
+    /// Expected outcome per adapter.
+    pub cells: [Option<Expect>; 9],
+}
+
+const fn e(kind: &'static str, exit: u8) -> Option<Expect> {
+    Some(Expect { kind, exit })
+}
+
+const NA: Option<Expect> = None;
+const OK: Option<Expect> = e("ok", 0);
+const AUTH: Option<Expect> = e("auth", 3);
+const BAD: Option<Expect> = e("bad_request", 3);
+const RATE: Option<Expect> = e("rate_limited", 3);
+const SERVER: Option<Expect> = e("server", 3);
+const TRANSPORT: Option<Expect> = e("transport", 3);
+const TRUNC: Option<Expect> = e("truncated", 3);
+const PROTO: Option<Expect> = e("protocol", 3);
+const TIMEOUT: Option<Expect> = e("timeout", 3);
+const RUN: Option<Expect> = e("run_failed", 3);
+const TOO_LARGE: Option<Expect> = e("response_too_large", 3);
+const CONFIG: Option<Expect> = e("config", 2);
+const UNSUPPORTED: Option<Expect> = e("unsupported", 2);
+/// A cancel is a typed `cancelled` error from the adapter, which the worker turns into the
+/// reference's intended `user_cancelled` ending ("Interrupted.", a success: exit 0).
+const CANCELLED: Option<Expect> = e("cancelled", 0);
+
+/// The same outcome for the six HTTP adapters, none for the others.
+const fn http(x: Option<Expect>) -> [Option<Expect>; 9] {
+    [x, x, x, x, x, x, NA, NA, NA]
+}
+
+/// The HTTP adapters' outcome, then `claude-cli`'s and `codex-cli`'s.
+const fn http_cli(
+    x: Option<Expect>,
+    claude: Option<Expect>,
+    codex: Option<Expect>,
+) -> [Option<Expect>; 9] {
+    [x, x, x, x, x, x, claude, codex, NA]
+}
+
+/// Per wire family: Responses (openai-payg, codex-oauth), Messages (anthropic-*), Chat (glm-*).
+const fn family(
+    responses: Option<Expect>,
+    messages: Option<Expect>,
+    chat: Option<Expect>,
+) -> [Option<Expect>; 9] {
+    [
+        responses, responses, messages, messages, chat, chat, NA, NA, NA,
+    ]
+}
+
+/// The two CLI adapters.
+const fn cli(claude: Option<Expect>, codex: Option<Expect>) -> [Option<Expect>; 9] {
+    [NA, NA, NA, NA, NA, NA, claude, codex, NA]
+}
+
+const fn only(index: usize, x: Option<Expect>) -> [Option<Expect>; 9] {
+    let mut cells = [NA; 9];
+    cells[index] = x;
+    cells
+}
+
+const fn row(id: &'static str, fault: Fault, cells: [Option<Expect>; 9]) -> Row {
+    Row {
+        id,
+        fault,
+        awaits: None,
+        cells,
+    }
+}
+
+const fn awaiting(
+    id: &'static str,
+    fault: Fault,
+    awaits: Awaits,
+    cells: [Option<Expect>; 9],
+) -> Row {
+    Row {
+        id,
+        fault,
+        awaits: Some(awaits),
+        cells,
+    }
+}
+
+/// Every scenario, in the order the matrix prints them.
+pub const ROWS: &[Row] = &[
+    row("http 400", Fault::Status(400), http_cli(BAD, RUN, RUN)),
+    row("http 401", Fault::Status(401), http_cli(AUTH, AUTH, AUTH)),
+    row("http 403", Fault::Status(403), http_cli(AUTH, AUTH, AUTH)),
+    row("http 404", Fault::Status(404), http(BAD)),
+    row("http 408", Fault::Status(408), http(BAD)),
+    row("http 409", Fault::Status(409), http(BAD)),
+    row(
+        "http 429",
+        Fault::RateLimited(None),
+        http_cli(RATE, RATE, RATE),
+    ),
+    row(
+        "http 429 + retry-after 1 s",
+        Fault::RateLimited(Some(1)),
+        http(RATE),
+    ),
+    row(
+        "http 429 + retry-after past the deadline",
+        Fault::RateLimited(Some(3600)),
+        http(RATE),
+    ),
+    row(
+        "http 500",
+        Fault::Status(500),
+        http_cli(SERVER, SERVER, SERVER),
+    ),
+    row("http 502", Fault::Status(502), http(SERVER)),
+    row(
+        "http 503",
+        Fault::Status(503),
+        http_cli(SERVER, SERVER, SERVER),
+    ),
+    row(
+        "http 529",
+        Fault::Status(529),
+        http_cli(SERVER, SERVER, SERVER),
+    ),
+    row(
+        "connection refused",
+        Fault::ConnectionRefused,
+        http(TRANSPORT),
+    ),
+    row(
+        "reset mid-stream",
+        Fault::ResetMidStream,
+        family(TRUNC, TRUNC, TRANSPORT),
+    ),
+    row(
+        "truncated stream",
+        Fault::TruncatedStream,
+        family(TRUNC, TRUNC, TRANSPORT),
+    ),
+    row(
+        "hang before headers",
+        Fault::HangBeforeHeaders,
+        http_cli(TIMEOUT, TIMEOUT, TIMEOUT),
+    ),
+    row("hang mid-body", Fault::HangMidBody, http(TIMEOUT)),
+    awaiting(
+        "endless stream",
+        Fault::EndlessStream,
+        Awaits::SizeBudget,
+        http(TOO_LARGE),
+    ),
+    awaiting(
+        "oversized body (17 MiB)",
+        Fault::OversizedBody,
+        Awaits::SizeBudget,
+        http(TOO_LARGE),
+    ),
+    // Responses skips events of unknown type (forward compatibility), garbage included, so the
+    // stream ends without its terminal event.
+    row(
+        "garbage body",
+        Fault::GarbageBody,
+        family(TRUNC, PROTO, PROTO),
+    ),
+    row(
+        "non-JSON (HTML) body",
+        Fault::NonJsonBody,
+        family(TRUNC, TRUNC, PROTO),
+    ),
+    row(
+        "in-band error event",
+        Fault::InBandError,
+        family(RUN, SERVER, RUN),
+    ),
+    awaiting(
+        "secret in an error body",
+        Fault::SecretInErrorBody,
+        Awaits::Scrubber,
+        http_cli(AUTH, AUTH, AUTH),
+    ),
+    awaiting(
+        "secret after 250 chars of padding",
+        Fault::SecretAfterPadding,
+        Awaits::Scrubber,
+        http(AUTH),
+    ),
+    awaiting(
+        "secret in an in-band error",
+        Fault::SecretInBandError,
+        Awaits::Scrubber,
+        family(RUN, SERVER, RUN),
+    ),
+    awaiting(
+        "secret quoted in the answer",
+        Fault::SecretInAnswer,
+        Awaits::Scrubber,
+        http(OK),
+    ),
+    awaiting(
+        "secret on the CLI's stderr",
+        Fault::SecretOnStderr,
+        Awaits::Scrubber,
+        cli(RUN, RUN),
+    ),
+    row("CLI crash", Fault::CliCrash, cli(RUN, RUN)),
+    row(
+        "CLI hang with a background child",
+        Fault::CliHangWithChild,
+        cli(TIMEOUT, TIMEOUT),
+    ),
+    row(
+        "CLI giant output (64 MiB)",
+        Fault::CliGiantOutput,
+        cli(TRUNC, TRUNC),
+    ),
+    row("CLI non-JSON output", Fault::CliNonJson, cli(TRUNC, TRUNC)),
+    row(
+        "CLI valid answer, then a hang",
+        Fault::CliAnswerThenHang,
+        cli(TIMEOUT, TIMEOUT),
+    ),
+    row("CLI exit 137 (SIGKILL)", Fault::CliExit137, cli(RUN, RUN)),
+    row(
+        "oauth refresh race (8 calls)",
+        Fault::RefreshRace,
+        only(1, OK),
+    ),
+    row("oauth refresh refused", Fault::RefreshFails, only(1, AUTH)),
+    row("model file missing", Fault::ModelMissing, only(8, CONFIG)),
+    row("model file corrupt", Fault::ModelCorrupt, only(8, CONFIG)),
+    row(
+        "uncompilable constraint",
+        Fault::UncompilableConstraint,
+        only(8, UNSUPPORTED),
+    ),
+    row(
+        "cancel mid-generation",
+        Fault::CancelMidGeneration,
+        only(8, CANCELLED),
+    ),
+];
+
+/// The expected outcomes as a markdown table (the README's Reliability section).
+pub fn markdown() -> String {
+    let mut out = String::from("| scenario |");
+    for a in ADAPTERS {
+        out.push_str(&format!(" {a} |"));
+    }
+    out.push_str("\n|---|");
+    out.push_str(&"---|".repeat(ADAPTERS.len()));
+    out.push('\n');
+    for r in ROWS {
+        let mark = match r.awaits {
+            Some(Awaits::SizeBudget) => " ¹",
+            Some(Awaits::Scrubber) => " ²",
+            None => "",
+        };
+        out.push_str(&format!("| {}{mark} |", r.id));
+        for cell in r.cells {
+            match cell {
+                Some(x) => out.push_str(&format!(" {} ({}) |", x.kind, x.exit)),
+                None => out.push_str(" · |"),
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// Applicable cells.
+pub fn applicable() -> usize {
+    ROWS.iter().map(|r| r.cells.iter().flatten().count()).sum()
+}
