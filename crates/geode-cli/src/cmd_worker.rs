@@ -73,7 +73,7 @@ fn serve() -> (WorkerResult, u8) {
         }
         Err(e) => (
             WorkerResult::failed(&task_id, format!("the worker failed internally: {e}")),
-            crate::EXIT_PROVIDER,
+            geode::agent::exit::PROVIDER,
         ),
     }
 }

@@ -23,7 +23,14 @@ fn payg(server: &FakeServer) -> Sandbox {
 async fn run(sb: &Sandbox) -> support::Outcome {
     let schema = decision_schema_path();
     sb.geode(
-        &["run", "--adapter", "openai-payg", "--schema", &schema, "Decide."],
+        &[
+            "run",
+            "--adapter",
+            "openai-payg",
+            "--schema",
+            &schema,
+            "Decide.",
+        ],
         "",
     )
     .await
@@ -89,7 +96,11 @@ async fn a_bad_response_budget_is_a_usage_error() {
     sb.var("GEODE_MAX_RESPONSE_BYTES", "lots");
     let out = run(&sb).await;
     assert_eq!(out.code, Some(2), "{}", out.dump());
-    assert!(out.stderr.contains("GEODE_MAX_RESPONSE_BYTES"), "{}", out.dump());
+    assert!(
+        out.stderr.contains("GEODE_MAX_RESPONSE_BYTES"),
+        "{}",
+        out.dump()
+    );
 
     let sb = payg(&server);
     sb.config("[limits]\nmax_response_bytes = 0\n");
@@ -124,7 +135,11 @@ async fn a_hostile_schema_is_refused_at_once_with_a_short_line() {
         let out = sb.geode(&["worker"], &format!("{line}\n")).await;
         assert_eq!(out.code, Some(2), "{keyword}: {}", out.dump());
         assert_eq!(out.stdout.lines().count(), 1, "{}", out.dump());
-        assert!(out.stdout.len() < 2000, "{keyword}: {} bytes", out.stdout.len());
+        assert!(
+            out.stdout.len() < 2000,
+            "{keyword}: {} bytes",
+            out.stdout.len()
+        );
         let result = out.json();
         let error = result["error"].as_str().unwrap();
         assert!(error.contains("too expensive"), "{keyword}: {error}");
@@ -132,12 +147,18 @@ async fn a_hostile_schema_is_refused_at_once_with_a_short_line() {
         let path = sb.cwd.path().join("hostile.schema.json");
         std::fs::write(&path, hostile(keyword).to_string()).unwrap();
         let out = sb
-            .geode(&["validate", "--schema", &path.display().to_string()], "{\"x\":1}")
+            .geode(
+                &["validate", "--schema", &path.display().to_string()],
+                "{\"x\":1}",
+            )
             .await;
         assert_eq!(out.code, Some(2), "{}", out.dump());
         assert!(out.stderr.contains("too expensive"), "{}", out.dump());
     }
-    assert!(model_calls(&server).is_empty(), "nothing is sent for a refused schema");
+    assert!(
+        model_calls(&server).is_empty(),
+        "nothing is sent for a refused schema"
+    );
 }
 
 /// A schema every integer member breaks, and an answer with 250 of them.

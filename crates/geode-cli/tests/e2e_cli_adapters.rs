@@ -14,6 +14,9 @@
 
 #[path = "../../geode/tests/cli_support/mod.rs"]
 mod cli_support;
+#[allow(dead_code)]
+#[path = "../../geode/tests/support/leaks.rs"]
+mod leaks;
 mod support;
 
 use geode_fakes::{FakeServer, Kind, Reply, Script};
@@ -86,7 +89,7 @@ async fn run_decision(sb: &Sandbox, adapter: &str, extra: &[&str]) -> support::O
 /// No CLI process of this sandbox is left (its HOME marks them).
 async fn assert_no_cli_left(sb: &Sandbox) {
     let marker = format!("HOME={}", sb.home().display());
-    let left = cli_support::no_process_with_env(&marker).await;
+    let left = leaks::settle(|| leaks::processes_with_env(&marker)).await;
     assert_eq!(left, Vec::<u32>::new(), "CLI processes left behind");
 }
 

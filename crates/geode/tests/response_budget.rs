@@ -92,7 +92,9 @@ async fn call(
     reply: Reply,
     cx: CallCx,
 ) -> (Result<AdapterResponse, AdapterError>, FakeServer) {
-    let server = FakeServer::start(kind, Script::always(reply)).await.unwrap();
+    let server = FakeServer::start(kind, Script::always(reply))
+        .await
+        .unwrap();
     let home = tempfile::tempdir().unwrap();
     let result = bounded(adapter(kind, &server, home.path()).call(request(), &cx)).await;
     (result, server)
@@ -117,7 +119,11 @@ async fn an_endless_stream_ends_at_the_budget_through_every_http_adapter() {
         let calls = server
             .requests()
             .into_iter()
-            .filter(|r| r.path.contains("responses") || r.path.contains("messages") || r.path.contains("completions"))
+            .filter(|r| {
+                r.path.contains("responses")
+                    || r.path.contains("messages")
+                    || r.path.contains("completions")
+            })
             .count();
         assert_eq!(calls, 1, "{kind}: a response over budget is not retried");
     }
@@ -147,7 +153,11 @@ async fn a_json_body_announced_over_the_budget_is_refused_and_a_fitting_one_read
 fn endless_cli(dir: &Path) -> std::path::PathBuf {
     use std::os::unix::fs::PermissionsExt;
     let path = dir.join("endless-cli");
-    std::fs::write(&path, "#!/bin/sh\nexec yes '{\"type\":\"item.completed\"}'\n").unwrap();
+    std::fs::write(
+        &path,
+        "#!/bin/sh\nexec yes '{\"type\":\"item.completed\"}'\n",
+    )
+    .unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     path
 }

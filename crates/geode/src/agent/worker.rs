@@ -319,9 +319,7 @@ fn skip_reason(r: &AgenticResult) -> Option<String> {
         Some(
             k @ ("schema_rejected" | "auth" | "config" | "unsupported" | "bad_request"
             | "response_too_large"),
-        ) => {
-            Some(format!("adapter error {k} cannot be fixed by a retry"))
-        }
+        ) => Some(format!("adapter error {k} cannot be fixed by a retry")),
         _ => None,
     }
 }

@@ -289,12 +289,10 @@ impl HttpClient {
             )
             .await?;
         let stream: BodyStream = Box::pin(resp.bytes_stream());
-        Ok(SseReader::new(
-            req.adapter.clone(),
-            stream,
-            self.config.sse_idle_timeout,
+        Ok(
+            SseReader::new(req.adapter.clone(), stream, self.config.sse_idle_timeout)
+                .with_max_total_bytes(cx.max_response_bytes),
         )
-        .with_max_total_bytes(cx.max_response_bytes))
     }
 
     async fn with_retries<T, F, Fut>(

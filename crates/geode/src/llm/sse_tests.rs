@@ -149,7 +149,8 @@ async fn reader_honours_the_deadline_and_cancellation() {
 #[tokio::test]
 async fn a_stream_that_never_ends_stops_at_the_byte_budget() {
     // 10 bytes per event, forever.
-    let endless = futures::stream::repeat_with(|| Ok::<_, Infallible>(Bytes::from_static(b"data: xy\n\n")));
+    let endless =
+        futures::stream::repeat_with(|| Ok::<_, Infallible>(Bytes::from_static(b"data: xy\n\n")));
     let mut r = SseReader::new("t", endless, Duration::from_secs(5)).with_max_total_bytes(1000);
     let cx = CallCx::new();
     let mut events = 0;

@@ -154,7 +154,11 @@ fn edges<'a>(node: &'a Value, index: &Index<'a>, visit: &mut dyn FnMut(Edge<'a>)
                 each(visit, Combine::Sum, items);
             }
             ("items" | "prefixItems", Value::Array(items)) => {
-                let group = if key == "items" { "items" } else { "prefixItems" };
+                let group = if key == "items" {
+                    "items"
+                } else {
+                    "prefixItems"
+                };
                 each(visit, Combine::MaxOf(group), items);
             }
             (k, v) if CHILD_ONE.contains(&k) => each(visit, Combine::Sum, std::iter::once(v)),
@@ -228,7 +232,10 @@ impl<'a> Index<'a> {
                 Some(anchor) => self.anchors.entry(anchor).or_default().push(node),
                 None => {
                     let id = id.split('#').next().unwrap_or("").trim_end_matches('/');
-                    self.ids.entry(last_segment(id)).or_default().push((id, node));
+                    self.ids
+                        .entry(last_segment(id))
+                        .or_default()
+                        .push((id, node));
                     resource = node;
                 }
             }
@@ -261,7 +268,10 @@ impl<'a> Index<'a> {
             roots
         } else {
             let base = base.trim_end_matches('/');
-            let same_name = self.ids.get(last_segment(base)).map_or(&[][..], Vec::as_slice);
+            let same_name = self
+                .ids
+                .get(last_segment(base))
+                .map_or(&[][..], Vec::as_slice);
             if same_name.len() > MAX_REF_CANDIDATES {
                 return None;
             }
@@ -275,7 +285,10 @@ impl<'a> Index<'a> {
             roots
         } else if fragment.starts_with('/') {
             let pointer = percent_decode(fragment);
-            roots.into_iter().filter_map(|r| r.pointer(&pointer)).collect()
+            roots
+                .into_iter()
+                .filter_map(|r| r.pointer(&pointer))
+                .collect()
         } else {
             let named = self.anchors.get(fragment).map_or(&[][..], Vec::as_slice);
             if named.len() > MAX_REF_CANDIDATES {

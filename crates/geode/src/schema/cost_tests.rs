@@ -70,7 +70,10 @@ fn cycles_terminate_and_count_the_back_edge_once() {
 fn a_ten_thousand_long_ref_chain_is_walked_without_recursion() {
     let mut defs = Map::new();
     for i in 0..10_000 {
-        defs.insert(format!("d{i}"), json!({"$ref": format!("#/$defs/d{}", i + 1)}));
+        defs.insert(
+            format!("d{i}"),
+            json!({"$ref": format!("#/$defs/d{}", i + 1)}),
+        );
     }
     defs.insert("d10000".into(), json!({}));
     let s = json!({"$ref": "#/$defs/d0", "$defs": defs});
@@ -83,7 +86,10 @@ fn anchors_ids_and_escaped_pointers_are_followed() {
     let mut defs = Map::new();
     for i in 0..20 {
         let next = json!({"$ref": format!("#n{}", i + 1)});
-        defs.insert(format!("d{i}"), json!({"$anchor": format!("n{i}"), "anyOf": [next.clone(), next]}));
+        defs.insert(
+            format!("d{i}"),
+            json!({"$anchor": format!("n{i}"), "anyOf": [next.clone(), next]}),
+        );
     }
     defs.insert("d20".into(), json!({"$anchor": "n20"}));
     assert!(schema_cost(&json!({"$ref": "#n0", "$defs": defs})) > 1_000_000);
@@ -109,7 +115,10 @@ fn refs_inside_data_keywords_are_not_followed() {
 
 #[test]
 fn an_unresolvable_ref_counts_one() {
-    assert_eq!(schema_cost(&json!({"$ref": "https://example.com/remote.json"})), 1);
+    assert_eq!(
+        schema_cost(&json!({"$ref": "https://example.com/remote.json"})),
+        1
+    );
     assert_eq!(schema_cost(&json!({"$ref": "#/$defs/missing"})), 1);
 }
 
@@ -135,5 +144,8 @@ fn an_anchor_defined_too_often_is_unbounded() {
     let defs: Map<String, Value> = (0..=MAX_REF_CANDIDATES)
         .map(|i| (format!("d{i}"), json!({"$anchor": "same"})))
         .collect();
-    assert_eq!(schema_cost(&json!({"$ref": "#same", "$defs": defs})), u64::MAX);
+    assert_eq!(
+        schema_cost(&json!({"$ref": "#same", "$defs": defs})),
+        u64::MAX
+    );
 }

@@ -190,7 +190,11 @@ impl CompiledSchema {
             .into();
         }
         let mut errors = self.validator.iter_errors(instance);
-        let issues = errors.by_ref().take(MAX_REPORTED_ERRORS).map(issue).collect();
+        let issues = errors
+            .by_ref()
+            .take(MAX_REPORTED_ERRORS)
+            .map(issue)
+            .collect();
         let more = errors.take(MAX_COUNTED_ERRORS as usize).count();
         ValidationReport {
             issues,

@@ -51,7 +51,10 @@ fn the_cost_budget_sits_between_eleven_and_twelve_chained_levels() {
     assert_eq!(report.issues[0].keyword, "anyOf");
     assert!(matches!(
         compile(chained("anyOf", 12, json!({"type": "string"}))),
-        Err(SchemaError::TooExpensive { estimate: 16_382, .. })
+        Err(SchemaError::TooExpensive {
+            estimate: 16_382,
+            ..
+        })
     ));
 }
 
@@ -106,7 +109,10 @@ fn an_answer_too_costly_to_check_gets_one_budget_issue() {
     let report = c.validate(&answer);
     assert_eq!(report.issues.len(), 1, "{report:?}");
     assert_eq!(report.issues[0].keyword, "budget");
-    assert!(report.issues[0].message.contains("not checked"), "{report:?}");
+    assert!(
+        report.issues[0].message.contains("not checked"),
+        "{report:?}"
+    );
     assert!(!c.is_valid(&answer));
     // A small answer under the same schema is checked.
     assert!(c.validate(&Value::Array(vec![json!(1); 10])).is_empty());
@@ -121,7 +127,10 @@ fn errors_too_costly_to_list_are_summarised_but_the_verdict_stands() {
     let report = c.validate(&Value::Array(vec![json!(1); 500]));
     assert_eq!(report.issues.len(), 1, "{report:?}");
     assert_eq!(report.issues[0].keyword, "budget");
-    assert!(report.issues[0].message.contains("does not match"), "{report:?}");
+    assert!(
+        report.issues[0].message.contains("does not match"),
+        "{report:?}"
+    );
     // The same mistake in a short answer is listed.
     let report = c.validate(&Value::Array(vec![json!(1); 3]));
     assert_eq!(report.issues.len(), 3);
@@ -149,5 +158,10 @@ fn the_counts_reach_the_ledger_verdict_and_serialise_only_when_nonzero() {
         more_errors: 0,
         ..v
     };
-    assert!(serde_json::to_value(&none).unwrap().get("more_errors").is_none());
+    assert!(
+        serde_json::to_value(&none)
+            .unwrap()
+            .get("more_errors")
+            .is_none()
+    );
 }

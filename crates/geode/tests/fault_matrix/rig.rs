@@ -184,8 +184,8 @@ fn http_setup(adapter: &str, origin: &str, home: &Path) -> (Config, MapEnv) {
     cfg.adapters.insert(
         adapter.to_owned(),
         AdapterConfig {
-            model: None,
             base_url: Some(base),
+            ..AdapterConfig::default()
         },
     );
     let key_var = match adapter {

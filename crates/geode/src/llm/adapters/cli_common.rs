@@ -198,9 +198,7 @@ pub fn killed(adapter: &str, out: &SubprocessOutput) -> Option<AdapterError> {
     match out.ending {
         Ending::TimedOut => Some(AdapterError::Timeout { adapter }),
         Ending::Cancelled => Some(AdapterError::Cancelled { adapter }),
-        Ending::OutputTooLarge { limit } => {
-            Some(AdapterError::ResponseTooLarge { adapter, limit })
-        }
+        Ending::OutputTooLarge { limit } => Some(AdapterError::ResponseTooLarge { adapter, limit }),
         Ending::Exited(_) => None,
     }
 }

@@ -307,7 +307,11 @@ fn text_and_tool_input_past_the_budget_are_too_large() {
     };
     // 4 + 4 bytes of text fit a budget of 8; one more byte does not.
     let mut f = StreamFold::with_max_text_bytes(8);
-    push_all(&mut f, &concat(vec![vec![start(1)], text_block(0, &["abcd", "efgh"])])).unwrap();
+    push_all(
+        &mut f,
+        &concat(vec![vec![start(1)], text_block(0, &["abcd", "efgh"])]),
+    )
+    .unwrap();
     let err = push_all(&mut f, &text_block(1, &["i"])).unwrap_err();
     assert_eq!(err, ParseError::TooLarge { limit: 8 });
     assert_eq!(err.into_adapter_error("t").kind(), "response_too_large");

@@ -556,8 +556,16 @@ fn unknown_events_pass_and_corrupt_known_events_fail() {
 #[test]
 fn fold_refuses_text_past_its_budget() {
     let mut f = Fold::with_max_text_bytes(10);
-    assert!(f.push("t", Event::TextDelta("12345".into())).unwrap().is_none());
-    assert!(f.push("t", Event::RefusalDelta("12345".into())).unwrap().is_none());
+    assert!(
+        f.push("t", Event::TextDelta("12345".into()))
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        f.push("t", Event::RefusalDelta("12345".into()))
+            .unwrap()
+            .is_none()
+    );
     let err = f.push("t", Event::TextDelta("x".into())).unwrap_err();
     assert!(
         matches!(err, AdapterError::ResponseTooLarge { limit: 10, .. }),
