@@ -3,7 +3,7 @@ SHELL := /bin/bash
 export CARGO_TERM_COLOR := never
 CACHE ?= $(HOME)/.cache/geode
 
-.PHONY: demo test bench lint fmt setup
+.PHONY: demo test bench lint fmt setup fuzz
 
 setup:
 	@scripts/setup.sh
@@ -12,6 +12,8 @@ lint:
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 
+# The workspace tests include crates/geode/tests/fuzz_replay.rs: every committed fuzz seed
+# (fuzz/seeds/<target>) replayed through its target's entry function on the stable toolchain.
 test: setup lint
 	cargo test --workspace --all-targets
 	cargo test --workspace --doc
@@ -22,3 +24,9 @@ demo: setup
 
 bench: setup
 	cargo bench --workspace
+
+# Every cargo-fuzz target for FUZZ_SECONDS each (default 600), one after another; prints
+# execs and crashes per target (scripts/fuzz.sh).
+FUZZ_SECONDS ?= 600
+fuzz: setup
+	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh

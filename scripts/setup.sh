@@ -9,3 +9,10 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 # The pinned claude and codex CLIs driven by crates/geode/tests/cli_{claude,codex}.rs.
 "$here/install-clis.sh"
+
+# cargo-fuzz for `make fuzz` (fuzz/ is run with the nightly toolchain), pinned, installed only when
+# missing or another version.
+CARGO_FUZZ_VERSION=0.13.2
+if ! cargo fuzz --version 2>/dev/null | grep -qxF "cargo-fuzz $CARGO_FUZZ_VERSION"; then
+  cargo install cargo-fuzz --version "$CARGO_FUZZ_VERSION" --locked
+fi

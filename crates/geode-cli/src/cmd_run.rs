@@ -32,7 +32,7 @@ pub(crate) struct RunArgs {
     #[arg(long)]
     model: Option<String>,
     /// The worker's hard limit in seconds (WorkerRequest.timeout_s; the retry gate is at 50%).
-    #[arg(long)]
+    #[arg(long, value_parser = positive_seconds)]
     timeout: Option<f64>,
     /// A JSON Schema file the answer must match.
     #[arg(long, group = "constraint")]
@@ -65,6 +65,31 @@ pub(crate) struct RunArgs {
     prompt: String,
 }
 
+/// A positive, finite number of seconds (`NaN`, `inf`, `0` and negatives are usage errors).
+fn positive_seconds(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(s) if s.is_finite() && s > 0.0 => Ok(s),
+        Ok(_) => Err("must be a positive, finite number of seconds".to_owned()),
+        Err(e) => Err(format!("not a number of seconds: {e}")),
+    }
+}
+
+/// The `--choice`/`--regex`/`--grammar` constraint, with the grammar file read (its path named
+/// when it cannot be).
+fn text_constraint(args: &RunArgs) -> anyhow::Result<Option<TextConstraint>> {
+    Ok(if let Some(c) = &args.choice {
+        Some(TextConstraint::Choice(c.clone()))
+    } else if let Some(r) = &args.regex {
+        Some(TextConstraint::Regex(r.clone()))
+    } else if let Some(g) = &args.grammar {
+        let lark = std::fs::read_to_string(g)
+            .map_err(|e| anyhow::anyhow!("cannot read grammar file {}: {e}", g.display()))?;
+        Some(TextConstraint::Grammar(lark))
+    } else {
+        None
+    })
+}
+
 pub(crate) fn run(args: RunArgs) -> anyhow::Result<u8> {
     let cfg = match Config::load(&std::env::current_dir()?, &ProcessEnv) {
         Ok(c) => c,
@@ -83,14 +108,12 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<u8> {
             }
         }
     }
-    req.text_constraint = if let Some(c) = &args.choice {
-        Some(TextConstraint::Choice(c.clone()))
-    } else if let Some(r) = &args.regex {
-        Some(TextConstraint::Regex(r.clone()))
-    } else if let Some(g) = &args.grammar {
-        Some(TextConstraint::Grammar(std::fs::read_to_string(g)?))
-    } else {
-        None
+    req.text_constraint = match text_constraint(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("geode: {e}");
+            return Ok(crate::EXIT_USAGE);
+        }
     };
     req.adapter = args.adapter.clone().unwrap_or_default();
     req.model = args.model.clone().unwrap_or_default();
@@ -111,6 +134,11 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<u8> {
         ValidationArg::Full => Validation::Full,
         ValidationArg::RequiredKeys => Validation::RequiredKeys,
     };
+    // A timeout from the config and the constraint are checked here, before any adapter exists.
+    if let Err(e) = req.check() {
+        eprintln!("geode: {e}");
+        return Ok(crate::EXIT_USAGE);
+    }
     let env = match resolve(&mut req, &cfg) {
         Ok(e) => e,
         Err(e) => {
@@ -125,6 +153,9 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<u8> {
     let result = rt.block_on(run_worker(&req, &env));
     if args.json {
         println!("{}", serde_json::to_string(&result)?);
+    } else if result.ledger.attempts.is_empty() && !result.success {
+        // Refused before any call: there is no run to summarise.
+        eprintln!("geode: {}", result.error.as_deref().unwrap_or("refused"));
     } else {
         match (&result.answer, result.success) {
             (Some(answer), true) => println!("{answer}"),

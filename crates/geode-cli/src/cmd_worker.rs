@@ -1,55 +1,79 @@
 //! `geode worker`: one WorkerRequest JSON line on stdin, one WorkerResult JSON line on stdout.
 //!
+//! Whatever stdin holds (nothing, binary, invalid UTF-8, an array, two requests), stdout gets
+//! exactly one WorkerResult line; a request that could not be read is a failed result with its
+//! `task_id`, or `"unknown"` when none could be read, and exit 2. A panic inside the run is a
+//! failed result too.
+//!
 //! The adapter is chosen as for `geode run`: the request's `adapter` (or an adapter name in
 //! `source`), else routing from `model`, the config, or `local`.
 
 use crate::resolve::resolve;
 use clap::Args;
-use geode::agent::worker::{WorkerResult, parse_request_line, run_worker};
+use geode::agent::worker::{
+    MAX_REQUEST_BYTES, UNKNOWN_TASK_ID, WorkerResult, parse_request, request_task_id, run_worker,
+};
 use geode::config::Config;
 use geode::llm::registry::ProcessEnv;
-use std::io::BufRead;
+use std::io::Read;
 
 #[derive(Args)]
 pub(crate) struct WorkerArgs {}
 
-fn emit(result: &WorkerResult) -> anyhow::Result<()> {
-    println!("{}", serde_json::to_string(result)?);
-    Ok(())
+pub(crate) fn run(_args: WorkerArgs) -> anyhow::Result<u8> {
+    let (result, code) = serve();
+    println!("{}", serde_json::to_string(&result)?);
+    Ok(code)
 }
 
-pub(crate) fn run(_args: WorkerArgs) -> anyhow::Result<u8> {
-    let mut line = String::new();
-    std::io::stdin().lock().read_line(&mut line)?;
-    let mut req = match parse_request_line(&line) {
-        Ok(r) => r,
-        Err(e) => {
-            let task_id = serde_json::from_str::<serde_json::Value>(&line)
-                .ok()
-                .and_then(|v| v.get("task_id").and_then(|t| t.as_str()).map(str::to_owned))
-                .unwrap_or_default();
-            emit(&WorkerResult::failed(&task_id, e.to_string()))?;
-            return Ok(crate::EXIT_USAGE);
-        }
+/// Reads the request, runs it, and returns the one result with its exit code.
+fn serve() -> (WorkerResult, u8) {
+    let refused = |task_id: &str, e: &dyn std::fmt::Display| {
+        (
+            WorkerResult::failed(task_id, e.to_string()),
+            crate::EXIT_USAGE,
+        )
     };
-    let cfg = match Config::load(&std::env::current_dir()?, &ProcessEnv) {
+    let mut input = Vec::new();
+    // One byte past the limit, so that a larger request is seen as such.
+    let limit = u64::try_from(MAX_REQUEST_BYTES + 1).unwrap_or(u64::MAX);
+    if let Err(e) = std::io::stdin().lock().take(limit).read_to_end(&mut input) {
+        return refused(UNKNOWN_TASK_ID, &format!("cannot read stdin: {e}"));
+    }
+    let mut req = match parse_request(&input) {
+        Ok(r) => r,
+        Err(e) => return refused(&request_task_id(&input), &e),
+    };
+    let cfg = match std::env::current_dir()
+        .map_err(|e| e.to_string())
+        .and_then(|dir| Config::load(&dir, &ProcessEnv).map_err(|e| e.to_string()))
+    {
         Ok(c) => c,
-        Err(e) => {
-            emit(&WorkerResult::failed(&req.task_id, e.to_string()))?;
-            return Ok(crate::EXIT_USAGE);
-        }
+        Err(e) => return refused(&req.task_id, &e),
     };
     let env = match resolve(&mut req, &cfg) {
         Ok(e) => e,
-        Err(e) => {
-            emit(&WorkerResult::failed(&req.task_id, e.to_string()))?;
-            return Ok(crate::EXIT_USAGE);
-        }
+        Err(e) => return refused(&req.task_id, &e),
     };
-    let rt = tokio::runtime::Builder::new_current_thread()
+    let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .build()?;
-    let result = rt.block_on(run_worker(&req, &env));
-    emit(&result)?;
-    Ok(crate::exit_code(&result))
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return refused(&req.task_id, &format!("cannot start the runtime: {e}")),
+    };
+    let task_id = req.task_id.clone();
+    // Run as a task so that a panic comes back as a JoinError, not an unwinding process.
+    match rt
+        .block_on(async move { tokio::spawn(async move { run_worker(&req, &env).await }).await })
+    {
+        Ok(result) => {
+            let code = crate::exit_code(&result);
+            (result, code)
+        }
+        Err(e) => (
+            WorkerResult::failed(&task_id, format!("the worker failed internally: {e}")),
+            crate::EXIT_PROVIDER,
+        ),
+    }
 }

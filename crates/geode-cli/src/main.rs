@@ -62,7 +62,7 @@ fn main() -> ExitCode {
     match outcome {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("geode: {e:#}");
+            eprintln!("geode: {}", geode::secret::scrub(&format!("{e:#}")));
             ExitCode::from(EXIT_USAGE)
         }
     }

@@ -3,10 +3,13 @@
 
 use geode::agent::worker::{WorkerEnv, WorkerRequest};
 use geode::config::Config;
+use geode::ledger::Require;
 use geode::llm::adapter::{Adapter, AdapterError};
 use geode::llm::fallback::FallbackAdapter;
-use geode::llm::registry::{Environment, ProcessEnv, spec};
+use geode::llm::registry::{AdapterSpec, Environment, ProcessEnv, spec};
 use geode::llm::routing::{RouteRequest, route};
+use geode::schema::dialect::LimitViolation;
+use geode::schema::{ResponseSchema, TextConstraint};
 use std::sync::Arc;
 
 /// Why a request could not be given an adapter. All are configuration errors (exit 2).
@@ -27,6 +30,29 @@ impl std::fmt::Display for ResolveError {
             Self::Build(m) => write!(f, "{m}"),
         }
     }
+}
+
+/// The provider limits `schema` breaks on `spec`'s dialect: the verdict `run` applies before
+/// the call and `schema check` reports (empty when the adapter takes the schema).
+pub(crate) fn limit_violations(schema: &ResponseSchema, spec: &AdapterSpec) -> Vec<LimitViolation> {
+    geode::schema::dialect::preflight(schema, spec.dialect)
+        .err()
+        .unwrap_or_default()
+}
+
+/// The violations as one line: `limit: found, at most max (at pointer); ...`.
+pub(crate) fn violations_text(violations: &[LimitViolation]) -> String {
+    violations
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The guarantee level a text constraint gets on this adapter (only a constraining engine
+/// enforces one; see `TextConstraint::mode_on`).
+fn text_constraint_level(spec: &AdapterSpec) -> Require {
+    TextConstraint::mode_on(spec.mode_for(Some(&ResponseSchema::default()), false)).level()
 }
 
 /// Builds one adapter by registry name, with settings from the config and environment.
@@ -67,15 +93,13 @@ pub(crate) fn resolve(req: &mut WorkerRequest, cfg: &Config) -> Result<WorkerEnv
     .map_err(|e| ResolveError::Routing(e.to_string()))?;
     let name = routed.spec.name;
     if let Some(s) = &schema {
-        geode::schema::dialect::preflight(s, routed.spec.dialect).map_err(|v| {
-            ResolveError::Preflight(format!(
+        let violations = limit_violations(s, routed.spec);
+        if !violations.is_empty() {
+            return Err(ResolveError::Preflight(format!(
                 "{name}: {}",
-                v.iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            ))
-        })?;
+                violations_text(&violations)
+            )));
+        }
     }
     if req.model.is_empty() {
         req.model = cfg.model(name, None);
@@ -85,8 +109,9 @@ pub(crate) fn resolve(req: &mut WorkerRequest, cfg: &Config) -> Result<WorkerEnv
     if explicit.is_none() {
         for fb in cfg.fallback.iter().filter(|n| n.as_str() != name) {
             let Some(s) = spec(fb) else { continue };
-            let meets =
-                schema.is_none() || s.mode_for(schema.as_ref(), false).level() >= req.require;
+            let meets = (schema.is_none()
+                || s.mode_for(schema.as_ref(), false).level() >= req.require)
+                && (req.text_constraint.is_none() || text_constraint_level(s) >= req.require);
             if meets
                 && s.is_configured(&env)
                 && let Ok(a) = build_adapter(fb, cfg, &env)
@@ -105,5 +130,9 @@ pub(crate) fn resolve(req: &mut WorkerRequest, cfg: &Config) -> Result<WorkerEnv
                 .ok_or_else(|| ResolveError::Build("empty chain".into()))?,
         )
     };
-    Ok(WorkerEnv::new(adapter))
+    let mut worker_env = WorkerEnv::new(adapter);
+    worker_env.max_response_bytes = cfg
+        .max_response_bytes(&env)
+        .map_err(|e| ResolveError::Build(e.to_string()))?;
+    Ok(worker_env)
 }

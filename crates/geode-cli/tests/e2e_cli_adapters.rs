@@ -37,6 +37,14 @@ fn claude_sandbox(server: &FakeServer) -> Sandbox {
 /// A sandbox for `codex` against the Responses fake: CODEX_HOME holds a `config.toml` whose
 /// model provider is the fake (its key read from `OPENAI_API_KEY`, which the adapter passes).
 fn codex_sandbox(server: &FakeServer) -> Sandbox {
+    let mut sb = codex_sandbox_with(server, "env_key = \"OPENAI_API_KEY\"\n");
+    sb.var("OPENAI_API_KEY", "sk-e2e-dummy");
+    sb
+}
+
+/// A sandbox for `codex` whose `config.toml` provider is the fake, with `auth` (TOML lines of
+/// the provider table: `env_key`, `env_http_headers`, an `auth` command, ...).
+fn codex_sandbox_with(server: &FakeServer, auth: &str) -> Sandbox {
     let mut sb = Sandbox::new();
     let codex_home = sb.home().join("codex-home");
     std::fs::create_dir(&codex_home).unwrap();
@@ -44,8 +52,8 @@ fn codex_sandbox(server: &FakeServer) -> Sandbox {
         codex_home.join("config.toml"),
         format!(
             "model_provider = \"fake\"\n\n[model_providers.fake]\nname = \"Fake\"\n\
-             base_url = \"{}/v1\"\nwire_api = \"responses\"\nenv_key = \"OPENAI_API_KEY\"\n\
-             request_max_retries = 0\nstream_max_retries = 0\n",
+             base_url = \"{}/v1\"\nwire_api = \"responses\"\n\
+             request_max_retries = 0\nstream_max_retries = 0\n{auth}",
             server.base_url()
         ),
     )
@@ -54,9 +62,25 @@ fn codex_sandbox(server: &FakeServer) -> Sandbox {
         "GEODE_CODEX_BIN",
         cli_support::codex_bin().display().to_string(),
     )
-    .var("CODEX_HOME", codex_home.display().to_string())
-    .var("OPENAI_API_KEY", "sk-e2e-dummy");
+    .var("CODEX_HOME", codex_home.display().to_string());
     sb
+}
+
+/// `geode run --adapter ADAPTER --timeout 120 --schema <Decision> [EXTRA...] <prompt>`.
+async fn run_decision(sb: &Sandbox, adapter: &str, extra: &[&str]) -> support::Outcome {
+    let schema = decision_schema_path();
+    let mut args = vec![
+        "run",
+        "--adapter",
+        adapter,
+        "--timeout",
+        "120",
+        "--schema",
+        &schema,
+    ];
+    args.extend_from_slice(extra);
+    args.push("Decide whether to accept the change.");
+    sb.geode(&args, "").await
 }
 
 /// No CLI process of this sandbox is left (its HOME marks them).
@@ -76,22 +100,7 @@ netns_test!(
         .await
         .unwrap();
         let sb = claude_sandbox(&server);
-        let schema = decision_schema_path();
-        let out = sb
-            .geode(
-                &[
-                    "run",
-                    "--adapter",
-                    "claude-cli",
-                    "--timeout",
-                    "120",
-                    "--schema",
-                    &schema,
-                    "Decide whether to accept the change.",
-                ],
-                "",
-            )
-            .await;
+        let out = run_decision(&sb, "claude-cli", &[]).await;
         assert_eq!(out.code, Some(0), "{}", out.dump());
         assert_eq!(out.json(), good_answer(), "{}", out.dump());
         assert!(
@@ -117,22 +126,7 @@ netns_test!(
         assert_eq!(calls[0].header("x-api-key"), Some("***"));
 
         // The same through `--json`: the ledger says cli-validated.
-        let out = sb
-            .geode(
-                &[
-                    "run",
-                    "--adapter",
-                    "claude-cli",
-                    "--timeout",
-                    "120",
-                    "--schema",
-                    &schema,
-                    "--json",
-                    "Decide whether to accept the change.",
-                ],
-                "",
-            )
-            .await;
+        let out = run_decision(&sb, "claude-cli", &["--json"]).await;
         assert_eq!(out.code, Some(0), "{}", out.dump());
         let result = out.json();
         assert_eq!(result["success"], true, "{result}");
@@ -151,22 +145,7 @@ netns_test!(
             .await
             .unwrap();
         let sb = codex_sandbox(&server);
-        let schema = decision_schema_path();
-        let out = sb
-            .geode(
-                &[
-                    "run",
-                    "--adapter",
-                    "codex-cli",
-                    "--timeout",
-                    "120",
-                    "--schema",
-                    &schema,
-                    "Decide whether to accept the change.",
-                ],
-                "",
-            )
-            .await;
+        let out = run_decision(&sb, "codex-cli", &[]).await;
         assert_eq!(out.code, Some(0), "{}", out.dump());
         assert_eq!(out.json(), good_answer(), "{}", out.dump());
         assert!(out.stderr.contains("wire_mode=cli-flag"), "{}", out.dump());
@@ -223,6 +202,117 @@ netns_test!(
             "the retry carries the first answer: {}",
             calls[1].body
         );
+        assert_no_cli_left(&sb).await;
+    }
+);
+
+netns_test!(
+    geode_run_with_codex_cli_passes_the_variables_its_config_names,
+    async {
+        // Issue 9 point 7: a provider configured the way codex users do it, its key and a header
+        // read from variables exported to geode. Before, codex failed with
+        // "Missing environment variable: `MY_KEY`" (exit 3).
+        let server = FakeServer::start(Kind::Responses, Script::always(Reply::Json(good_answer())))
+            .await
+            .unwrap();
+        let mut sb = codex_sandbox_with(
+            &server,
+            "env_key = \"MY_KEY\"\nenv_http_headers = { \"x-tenant\" = \"MY_TENANT\" }\n",
+        );
+        sb.var("MY_KEY", "sk-my-key-e2e-91b2")
+            .var("MY_TENANT", "tenant-e2e");
+        let out = run_decision(&sb, "codex-cli", &[]).await;
+        assert_eq!(out.code, Some(0), "{}", out.dump());
+        assert_eq!(out.json(), good_answer(), "{}", out.dump());
+        assert!(
+            !out.stderr.contains("Missing environment variable"),
+            "{}",
+            out.dump()
+        );
+        let calls = model_calls(&server);
+        assert_eq!(calls.len(), 1, "{calls:#?}");
+        assert_eq!(calls[0].header("authorization"), Some("Bearer ***"));
+        assert_eq!(calls[0].header("x-tenant"), Some("tenant-e2e"));
+        assert_no_cli_left(&sb).await;
+    }
+);
+
+netns_test!(
+    geode_run_with_codex_cli_passes_the_variables_geode_toml_adds,
+    async {
+        // A provider whose token comes from a command reading a variable codex's config does not
+        // name: only `pass_env` in geode.toml lets it through. The command fails without it, and
+        // codex then sends no authorization header at all.
+        let server = FakeServer::start(Kind::Responses, Script::always(Reply::Json(good_answer())))
+            .await
+            .unwrap();
+        let auth = "[model_providers.fake.auth]\ncommand = \"sh\"\n\
+                    args = [\"-c\", \"test -n \\\"$MY_TOKEN\\\" && printf %s \\\"$MY_TOKEN\\\"\"]\n";
+        let mut sb = codex_sandbox_with(&server, auth);
+        sb.var("MY_TOKEN", "tok-e2e-pass-env-5e0f");
+
+        let out = run_decision(&sb, "codex-cli", &[]).await;
+        assert_eq!(out.code, Some(0), "{}", out.dump());
+        let calls = model_calls(&server);
+        assert_eq!(calls.len(), 1, "{calls:#?}");
+        assert_eq!(
+            calls[0].header("authorization"),
+            None,
+            "no pass_env: no token"
+        );
+
+        sb.config("[adapters.codex-cli]\npass_env = [\"MY_TOKEN\"]\n");
+        let out = run_decision(&sb, "codex-cli", &[]).await;
+        assert_eq!(out.code, Some(0), "{}", out.dump());
+        assert_eq!(out.json(), good_answer(), "{}", out.dump());
+        let calls = model_calls(&server);
+        assert_eq!(calls.len(), 2, "{calls:#?}");
+        assert_eq!(calls[1].header("authorization"), Some("Bearer ***"));
+        assert!(
+            !out.stderr.contains("tok-e2e-pass-env-5e0f"),
+            "{}",
+            out.dump()
+        );
+        assert_no_cli_left(&sb).await;
+    }
+);
+
+netns_test!(
+    geode_run_with_claude_cli_that_gives_up_on_the_schema_is_an_invalid_answer,
+    async {
+        // Issue 9 point 7: the model keeps answering a StructuredOutput input that breaks the
+        // schema until the CLI gives up (error_max_structured_output_retries). The provider
+        // worked; the answer failed the contract: exit 1, not 3, and the ledger holds the
+        // validation errors of the CLI's last answer.
+        let server = FakeServer::start(
+            Kind::Messages,
+            Script::always(Reply::tool_call("StructuredOutput", bad_enum_answer())),
+        )
+        .await
+        .unwrap();
+        let sb = claude_sandbox(&server);
+        let out = run_decision(&sb, "claude-cli", &["--json"]).await;
+        assert_eq!(out.code, Some(1), "{}", out.dump());
+        let result = out.json();
+        assert_eq!(result["success"], false, "{result}");
+        let last: serde_json::Value =
+            serde_json::from_str(result["output"].as_str().unwrap()).unwrap();
+        assert_eq!(last, bad_enum_answer(), "the CLI's last answer: {result}");
+        let ledger = &result["ledger"];
+        assert_eq!(ledger["adapter"], "claude-cli", "{ledger}");
+        assert_eq!(ledger["wire_mode"], "cli-validated", "{ledger}");
+        assert_eq!(ledger["full_validation"]["valid"], false, "{ledger}");
+        let errors = ledger["full_validation"]["errors"].to_string();
+        assert!(errors.contains("decision"), "{errors}");
+        assert!(errors.contains("Accept"), "{errors}");
+        for attempt in ledger["attempts"].as_array().unwrap() {
+            assert!(
+                attempt["error_kind"].is_null(),
+                "not a provider failure: {ledger}"
+            );
+        }
+        // Each claude run tried 5 times before giving up.
+        assert!(model_calls(&server).len() >= 5);
         assert_no_cli_left(&sb).await;
     }
 );

@@ -108,6 +108,17 @@ pub(crate) fn answer(call: &Call, content: &Content) -> Plan {
     Plan::json(200, done)
 }
 
+/// A 200 carrying a GLM error object (`{"error": {"code", "message"}}`): the whole body, or one
+/// SSE chunk when the request streams.
+pub(crate) fn in_band_error(call: &Call, message: &str) -> Plan {
+    let body = glm_error("1234", message);
+    if call.wants_stream() {
+        Plan::sse(vec![SseEvent::data(body.to_string())])
+    } else {
+        Plan::json(200, body)
+    }
+}
+
 fn stream_chunks(head: &Value, message: &Value, finish: &str, usage: &Value) -> Vec<SseEvent> {
     let mut out = Vec::new();
     let mut chunk = |delta: Value, finish: Option<&str>, usage: Option<&Value>| {

@@ -1,13 +1,13 @@
-//! Turns a [`Plan`] into an HTTP response, applying a delay and, for faults, how the body ends.
+//! Turns a [`Plan`] into an HTTP response, applying a delay and, for stream cuts, truncation.
 //!
-//! | body | delay | [`Ending::Cut`] | [`Ending::CutThenHang`] | [`Ending::CutThenReset`] | [`Ending::Endless`] |
-//! |---|---|---|---|---|---|
-//! | SSE | headers at once, first event after the delay | first half of the events, then half an event, then a clean end | the same half, then silence | the same half, then an aborted connection | the events before the first text delta, then that delta forever |
-//! | JSON | nothing is sent until the delay is over | headers, half the bytes, then the connection is aborted | headers, half the bytes, then silence | as `Cut` | the bytes before the answer text, then filler text forever |
-//! | raw / empty | nothing is sent until the delay is over | (no effect) | (no effect) | (no effect) | (no effect) |
+//! | body | delay | cut | endless | hang / reset mid-body |
+//! |---|---|---|---|---|
+//! | SSE | headers at once, first event after the delay | first half of the events, then half an event, then a clean end | the events up to the first text delta, then that delta forever | the same half as a cut, then silence / an aborted connection |
+//! | JSON | nothing is sent until the delay is over | headers, half the bytes, then the connection is aborted | the bytes up to the text, then the text forever (the JSON never closes) | headers and half the bytes, then silence / an aborted connection |
+//! | raw / empty | nothing is sent until the delay is over | (no effect) | (no effect) | (no effect) |
 //!
-//! An endless body is throttled to about 16 MB/s, so a client without a size budget grows
-//! steadily rather than exhausting the machine at once.
+//! An endless answer is planned as the text [`ENDLESS_PIECE`] twice (protocol modules stream a
+//! text in two halves), so the piece marks where the repetition starts.
 
 use crate::plan::{Plan, PlanBody};
 use crate::sse;
@@ -23,35 +23,38 @@ use std::time::Duration;
 /// The body type every response uses.
 pub(crate) type Body = BoxBody<Bytes, io::Error>;
 
-/// One endless batch; one batch is sent per [`ENDLESS_PAUSE`] (about 16 MB/s).
-const ENDLESS_BATCH: usize = 32 << 10;
-const ENDLESS_PAUSE: Duration = Duration::from_millis(2);
-
-/// The text an endless answer repeats; protocol modules render it like any answer text.
-pub(crate) const FILL_TEXT_UNIT: &str = "endless ";
-
-/// Whether the answer is played whole, or how it goes wrong after it starts.
+/// Whether the answer is played whole or cut short.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Ending {
     /// The whole answer.
     Complete,
     /// [`crate::Reply::StreamCut`].
     Cut,
+    /// [`crate::Reply::EndlessStream`].
+    Endless,
     /// [`crate::Reply::HangMidBody`].
     CutThenHang,
     /// [`crate::Reply::ResetMidBody`].
     CutThenReset,
-    /// [`crate::Reply::Endless`] (the plan's answer text is made of [`FILL_TEXT_UNIT`]).
-    Endless,
 }
 
-/// What happens after the planned bytes are sent.
-#[derive(Debug, Clone)]
+/// What a chunked body does after its frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Tail {
     End,
     Abort,
     Hang,
-    Repeat(Bytes),
+}
+
+/// The unit of an endless answer's text: 128 bytes with nothing to escape in JSON.
+pub(crate) const ENDLESS_PIECE: &str = concat!(
+    "endless endless endless endless endless endless endless endless ",
+    "endless endless endless endless endless endless endless endless "
+);
+
+/// The text an endless answer is planned with (see the module docs).
+pub(crate) fn endless_text() -> String {
+    ENDLESS_PIECE.repeat(64)
 }
 
 /// Builds the response for `plan`, waiting `delay` where the table above says.
@@ -60,14 +63,21 @@ pub(crate) async fn deliver(plan: Plan, delay: Duration, ending: Ending) -> Resp
     let mut response = match plan.body {
         PlanBody::Sse(events) => {
             let frames: Vec<Bytes> = events.iter().map(sse::frame).collect();
-            let (frames, tail) = match ending {
-                Ending::Complete => (frames, Tail::End),
-                Ending::Cut => (sse::cut(frames), Tail::End),
-                Ending::CutThenHang => (sse::cut(frames), Tail::Hang),
-                Ending::CutThenReset => (sse::cut(frames), Tail::Abort),
-                Ending::Endless => endless_frames(frames),
+            let body = match ending {
+                Ending::Complete => chunks(delay, frames, Tail::End),
+                Ending::Cut => chunks(delay, sse::cut(frames), Tail::End),
+                Ending::CutThenHang => chunks(delay, sse::cut(frames), Tail::Hang),
+                Ending::CutThenReset => chunks(delay, sse::cut(frames), Tail::Abort),
+                Ending::Endless => {
+                    let at = frames
+                        .iter()
+                        .position(|f| contains(f, endless_half().as_bytes()));
+                    let at = at.unwrap_or(frames.len().saturating_sub(1));
+                    let repeated = frames.get(at).cloned().unwrap_or_default();
+                    endless(delay, frames[..at].to_vec(), repeated)
+                }
             };
-            let mut response = Response::new(chunks(delay, frames, tail));
+            let mut response = Response::new(body);
             let headers = response.headers_mut();
             headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
             headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
@@ -75,17 +85,16 @@ pub(crate) async fn deliver(plan: Plan, delay: Duration, ending: Ending) -> Resp
         }
         PlanBody::Json(value) => {
             tokio::time::sleep(delay).await;
-            let text = value.to_string();
-            let bytes = Bytes::from(text.clone());
+            let bytes = Bytes::from(value.to_string());
             let half = || vec![bytes.slice(..bytes.len() / 2)];
             let body = match ending {
                 Ending::Complete => full(bytes.clone()),
                 Ending::Cut | Ending::CutThenReset => chunks(Duration::ZERO, half(), Tail::Abort),
                 Ending::CutThenHang => chunks(Duration::ZERO, half(), Tail::Hang),
                 Ending::Endless => {
-                    let start = text.find(FILL_TEXT_UNIT).unwrap_or(text.len());
-                    let prefix = bytes.slice(..start);
-                    chunks(Duration::ZERO, vec![prefix], Tail::Repeat(filler()))
+                    let at = find(&bytes, endless_half().as_bytes()).unwrap_or(bytes.len());
+                    let piece = Bytes::from(endless_half());
+                    endless(Duration::ZERO, vec![bytes.slice(..at)], piece)
                 }
             };
             let mut response = Response::new(body);
@@ -126,33 +135,42 @@ pub(crate) fn full(bytes: Bytes) -> Body {
     Full::new(bytes).map_err(|never| match never {}).boxed()
 }
 
-/// The frames before the first one carrying fill text, then that frame repeated (batched).
-fn endless_frames(frames: Vec<Bytes>) -> (Vec<Bytes>, Tail) {
-    let unit = FILL_TEXT_UNIT.as_bytes();
-    let carries_fill = |f: &Bytes| f.windows(unit.len()).any(|w| w == unit);
-    match frames.iter().position(carries_fill) {
-        Some(i) => {
-            let delta = frames[i].clone();
-            let copies = (ENDLESS_BATCH / delta.len().max(1)).max(1);
-            let batch: Vec<u8> = delta
-                .iter()
-                .copied()
-                .cycle()
-                .take(delta.len() * copies)
-                .collect();
-            (frames[..i].to_vec(), Tail::Repeat(Bytes::from(batch)))
-        }
-        None => (frames, Tail::Hang),
-    }
+/// The first half of [`endless_text`], which the protocol modules send as one delta.
+fn endless_half() -> String {
+    ENDLESS_PIECE.repeat(32)
 }
 
-/// One batch of fill text for an endless JSON string.
-fn filler() -> Bytes {
-    Bytes::from(FILL_TEXT_UNIT.repeat(ENDLESS_BATCH / FILL_TEXT_UNIT.len()))
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
 }
 
-/// A chunked body: waits `delay`, sends `frames`, then ends as `tail` says. An aborted body
-/// makes the server drop the connection mid-body.
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    find(haystack, needle).is_some()
+}
+
+/// A chunked body that never ends: waits `delay`, sends `first`, then `repeated` forever (as
+/// fast as the client reads; nothing is buffered ahead).
+fn endless(delay: Duration, first: Vec<Bytes>, repeated: Bytes) -> Body {
+    StreamBody::new(endless_frames(delay, first, repeated)).boxed()
+}
+
+fn endless_frames(
+    delay: Duration,
+    first: Vec<Bytes>,
+    repeated: Bytes,
+) -> impl futures::Stream<Item = Result<Frame<Bytes>, io::Error>> + Send + Sync {
+    use futures::StreamExt;
+    futures::stream::once(async move {
+        tokio::time::sleep(delay).await;
+        futures::stream::iter(first)
+    })
+    .flatten()
+    .chain(futures::stream::repeat(repeated))
+    .map(|bytes| Ok(Frame::data(bytes)))
+}
+
+/// A chunked body: waits `delay`, sends `frames`, then ends as `tail` says: cleanly, with an
+/// error (which makes the server drop the connection mid-body), or never.
 fn chunks(delay: Duration, frames: Vec<Bytes>, tail: Tail) -> Body {
     struct State {
         delay: Option<Duration>,
@@ -171,7 +189,7 @@ fn chunks(delay: Duration, frames: Vec<Bytes>, tail: Tail) -> Body {
         if let Some(bytes) = state.frames.next() {
             return Some((Ok(Frame::data(bytes)), state));
         }
-        match state.tail.clone() {
+        match state.tail {
             Tail::End => None,
             Tail::Abort => {
                 state.tail = Tail::End;
@@ -180,32 +198,7 @@ fn chunks(delay: Duration, frames: Vec<Bytes>, tail: Tail) -> Body {
                 Some((Err(io::Error::other("stream cut by the fake")), state))
             }
             Tail::Hang => std::future::pending().await,
-            Tail::Repeat(batch) => {
-                tokio::time::sleep(ENDLESS_PAUSE).await;
-                Some((Ok(Frame::data(batch)), state))
-            }
         }
     });
     StreamBody::new(stream).boxed()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn endless_frames_repeat_the_first_fill_delta() {
-        let frames = vec![
-            Bytes::from_static(b"data: start\n\n"),
-            Bytes::from(format!("data: {FILL_TEXT_UNIT}\n\n")),
-            Bytes::from_static(b"data: end\n\n"),
-        ];
-        let (head, tail) = endless_frames(frames.clone());
-        assert_eq!(head, frames[..1]);
-        let Tail::Repeat(batch) = tail else {
-            panic!("expected a repeating tail")
-        };
-        assert!(batch.len() >= ENDLESS_BATCH / 2);
-        assert!(batch.starts_with(&frames[1]));
-    }
 }

@@ -80,6 +80,19 @@ impl Kind {
         }
     }
 
+    /// A 200 that reports a failure in band (see [`crate::Reply::InBandError`]); `bare_event`
+    /// asks the Responses wires for a bare `error` event instead of `response.failed`.
+    pub(crate) fn in_band_error(self, call: &Call, message: &str, bare_event: bool) -> Plan {
+        match self {
+            Kind::Responses => {
+                responses::in_band_error(call, message, call.wants_stream(), bare_event)
+            }
+            Kind::ChatGpt => responses::in_band_error(call, message, true, bare_event),
+            Kind::Messages => messages::in_band_error(message),
+            Kind::Chat => chat::in_band_error(call, message),
+        }
+    }
+
     pub(crate) fn error_body(self, status: u16) -> Value {
         match self {
             Kind::Responses => responses::error_body(status),

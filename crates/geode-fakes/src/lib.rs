@@ -7,8 +7,7 @@
 //! [`Reply`] steps: normal answers (text, JSON, tool call, refusal, max tokens) in the exact
 //! wire shape of the provider (JSON or SSE, following `shared/spec/wire.md` and the Python fakes
 //! that drove the real `codex` and `claude` CLIs), provider-shaped HTTP errors, and faults
-//! (connection reset, stream cut, slow body, hang, a hang or reset mid-body, an endless body,
-//! garbage, an HTML page, a provider error inside a 200 answer).
+//! (connection reset, stream cut, slow body, hang, a stream that never ends).
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {

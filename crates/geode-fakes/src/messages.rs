@@ -170,6 +170,21 @@ pub(crate) fn answer(call: &Call, content: &Content) -> Plan {
     plan.with_header("request-id", call.ids.next("req"))
 }
 
+/// A 200 stream that fails in band: `message_start`, then an `error` event
+/// (`overloaded_error`) carrying `message`, as Anthropic reports mid-stream failures.
+pub(crate) fn in_band_error(message: &str) -> Plan {
+    let start = json!({"type": "message_start", "message": {
+        "id": "msg_inband", "type": "message", "role": "assistant", "model": "claude-fake",
+        "content": [], "stop_reason": null, "stop_sequence": null,
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    }});
+    let error = anthropic_error("overloaded_error", message);
+    Plan::sse(vec![
+        SseEvent::named("message_start", &start),
+        SseEvent::named("error", &error),
+    ])
+}
+
 fn stream_events(message: &Value, block: &Value, stop: &str, usage: &Value) -> Vec<SseEvent> {
     let mut out = Vec::new();
     let mut ev = |name: &str, mut payload: Value| {

@@ -194,6 +194,35 @@ pub(crate) fn answer(call: &Call, content: &Content, stream: bool) -> Plan {
     plan.with_header("x-request-id", call.ids.next("req"))
 }
 
+/// A 200 reporting a failure: a stream of `response.created` then `response.failed` (or a bare
+/// `error` event when `bare_event`), or a JSON body with `status: "failed"`.
+pub(crate) fn in_band_error(call: &Call, message: &str, stream: bool, bare_event: bool) -> Plan {
+    let error = json!({"code": "server_error", "message": message});
+    let mut failed = json!({
+        "id": call.ids.next("resp"), "object": "response", "created_at": unix_now(),
+        "status": "failed", "error": error, "incomplete_details": null,
+        "model": call.model("fake-model"), "output": [], "usage": null,
+    });
+    if !stream {
+        return Plan::json(200, failed);
+    }
+    let mut created = failed.clone();
+    created["status"] = json!("in_progress");
+    created["error"] = Value::Null;
+    let mut ev = Events { out: Vec::new() };
+    ev.push("response.created", json!({ "response": created }));
+    if bare_event {
+        ev.push(
+            "error",
+            json!({"code": "server_error", "message": message, "param": null}),
+        );
+    } else {
+        failed["usage"] = usage_block(call.usage);
+        ev.push("response.failed", json!({ "response": failed }));
+    }
+    Plan::sse(ev.out)
+}
+
 /// Numbers events and builds the SSE frames.
 struct Events {
     out: Vec<SseEvent>,

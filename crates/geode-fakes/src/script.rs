@@ -12,8 +12,8 @@
 //!   Replies use serde's external tagging in snake case, for example
 //!   `{"text": "hi"}`, `{"json": {"a": 1}}`, `{"tool_call": {"name": "f", "arguments": {}}}`,
 //!   `{"status": {"status": 429, "retry_after": 2}}`, `"connection_reset"`, `"auto"`,
-//!   `{"slow_body": {"delay_ms": 500, "then": {"text": "late"}}}`, `"hang_mid_body"`,
-//!   `"reset_mid_body"`, `"endless"`, `"garbage"`, `"html"`, `{"in_band_error": "overloaded"}`.
+//!   `{"slow_body": {"delay_ms": 500, "then": {"text": "late"}}}`, `"endless_stream"`,
+//!   `"hang_mid_body"`, `"reset_mid_body"`, `"garbage"`, `"html"`.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -23,8 +23,8 @@ use std::sync::Mutex;
 /// One scripted answer to one model call.
 ///
 /// Content replies are rendered in the shape of the server's [`crate::Kind`]; fault replies
-/// (`ConnectionReset`, `StreamCut`, `SlowBody`, `Hang`, `HangMidBody`, `ResetMidBody`,
-/// `Endless`, `Garbage`, `Html`) act on the connection or the body itself.
+/// (`ConnectionReset`, `StreamCut`, `SlowBody`, `Hang`, `EndlessStream`, `HangMidBody`,
+/// `ResetMidBody`, `Garbage`, `Html`) act on the connection or the body itself.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Reply {
@@ -85,19 +85,22 @@ pub enum Reply {
     /// Start a normal text answer, send about half of it, then abort the connection (a reset
     /// mid-stream; a JSON answer behaves as [`Reply::StreamCut`]).
     ResetMidBody,
-    /// A 200 text answer whose body never ends: streamed answers repeat a text delta, JSON
-    /// answers an unterminated string; throttled to about 16 MB/s.
-    Endless,
     /// A 200 whose body is binary garbage (not UTF-8, not JSON), cut into `data:` lines so an
     /// SSE reader sees events whose payload is garbage.
     Garbage,
     /// A 200 `text/html` page (what a proxy sends) instead of the provider's answer.
     Html,
-    /// A 200 that reports a provider failure inside the answer, carrying this message:
-    /// a Responses `error` event (`response.failed` object when not streamed), an Anthropic
-    /// `error` event (`overloaded_error`; an error object when not streamed), a Chat
-    /// `{"error": {...}}` body.
+    /// HTTP 200 whose body reports a failure carrying this message: the Responses terminal
+    /// `response.failed` (status `failed` with `error`), the Messages stream's `error` event, a
+    /// GLM `{"error": {...}}` object (a 200 body, or one SSE chunk when streaming).
     InBandError(String),
+    /// HTTP 200 whose stream carries a bare `error` event with this message (Responses and
+    /// ChatGPT); the other wires play [`Reply::InBandError`].
+    ErrorEvent(String),
+    /// A 200 text answer that never ends: a streamed answer repeats its first text delta
+    /// forever, a JSON answer repeats its text forever and never closes the JSON. The server
+    /// writes only as fast as the client reads.
+    EndlessStream,
 }
 
 impl Reply {

@@ -12,7 +12,7 @@
 //! - A request whose body is over 64 MiB (or never fully arrives) gets a 413 and is the one
 //!   kind of request that is not recorded.
 
-use crate::deliver::{Body, Ending, FILL_TEXT_UNIT, deliver, full};
+use crate::deliver::{Body, Ending, deliver, endless_text, full};
 use crate::faults;
 use crate::kind::Kind;
 use crate::plan::{Call, Content, Ids, Plan, Route};
@@ -328,23 +328,9 @@ async fn play(state: &State, body: &Value, reply: Reply) -> Result<Response<Body
                 kind.answer(&call, &Content::Text(CUT_TEXT.to_owned())),
                 Ending::Cut,
             ),
-            Reply::HangMidBody => (
-                kind.answer(&call, &Content::Text(CUT_TEXT.to_owned())),
-                Ending::CutThenHang,
-            ),
-            Reply::ResetMidBody => (
-                kind.answer(&call, &Content::Text(CUT_TEXT.to_owned())),
-                Ending::CutThenReset,
-            ),
-            Reply::Endless => (
-                kind.answer(&call, &Content::Text(FILL_TEXT_UNIT.repeat(64))),
+            Reply::EndlessStream => (
+                kind.answer(&call, &Content::Text(endless_text())),
                 Ending::Endless,
-            ),
-            Reply::Garbage => (faults::garbage(&call), Ending::Complete),
-            Reply::Html => (faults::html(), Ending::Complete),
-            Reply::InBandError(message) => (
-                faults::in_band_error(kind, &call, &message),
-                Ending::Complete,
             ),
             Reply::Status {
                 status,
@@ -379,6 +365,22 @@ async fn play(state: &State, body: &Value, reply: Reply) -> Result<Response<Body
             }
             Reply::Refusal(text) => complete(Content::Refusal(text)),
             Reply::MaxTokens(text) => complete(Content::MaxTokens(text)),
+            Reply::InBandError(message) => {
+                (kind.in_band_error(&call, &message, false), Ending::Complete)
+            }
+            Reply::HangMidBody => (
+                kind.answer(&call, &Content::Text(CUT_TEXT.to_owned())),
+                Ending::CutThenHang,
+            ),
+            Reply::ResetMidBody => (
+                kind.answer(&call, &Content::Text(CUT_TEXT.to_owned())),
+                Ending::CutThenReset,
+            ),
+            Reply::Garbage => (faults::garbage(&call), Ending::Complete),
+            Reply::Html => (faults::html(), Ending::Complete),
+            Reply::ErrorEvent(message) => {
+                (kind.in_band_error(&call, &message, true), Ending::Complete)
+            }
         };
     };
     Ok(deliver(plan, delay, ending).await)

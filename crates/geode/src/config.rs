@@ -1,8 +1,12 @@
 //! The config file: `geode.toml` in the working directory, else `~/.config/geode/config.toml`.
 //!
 //! Precedence: flags > environment > config file > built-in defaults. The file holds the
-//! default adapter, a model and base URL per adapter, the fallback chain and timeouts. Unknown
-//! keys and unknown adapter names are errors; a syntax error names the line and column.
+//! default adapter, a model and base URL per adapter, the fallback chain, timeouts and limits,
+//! and for the CLI adapters (`claude-cli`, `codex-cli`) the extra parent variables the CLI may
+//! see (`pass_env`: names only, never values). Unknown keys and unknown adapter names are
+//! errors; a syntax error names the line and column; a `pass_env` entry that is not a variable
+//! name, or `pass_env` on an adapter that runs no CLI, is an error that names the entry by
+//! position only (a pasted value is never echoed).
 //!
 //! ```toml
 //! default_adapter = "openai-payg"
@@ -11,15 +15,27 @@
 //! [timeouts]
 //! request_s = 120
 //!
+//! [limits]
+//! max_response_bytes = 16777216  # or GEODE_MAX_RESPONSE_BYTES; default 16 MiB
+//!
 //! [adapters.openai-payg]
 //! model = "gpt-5.5"
 //! base_url = "http://127.0.0.1:8080"
+//!
+//! [adapters.codex-cli]
+//! pass_env = ["MY_GATEWAY_TOKEN"]
 //! ```
 
-use crate::llm::registry::{Environment, spec};
+use crate::llm::adapter::DEFAULT_MAX_RESPONSE_BYTES;
+use crate::llm::adapters::cli_common::is_env_name;
+use crate::llm::registry::{Billing, Environment, spec};
 use serde::Deserialize;
 use std::collections::BTreeMap;
+use std::num::NonZeroU64;
 use std::path::{Path, PathBuf};
+
+/// The variable that overrides `[limits] max_response_bytes`.
+pub const MAX_RESPONSE_BYTES_ENV: &str = "GEODE_MAX_RESPONSE_BYTES";
 
 /// Per-adapter settings.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -29,6 +45,10 @@ pub struct AdapterConfig {
     pub model: Option<String>,
     /// The base URL (for HTTP adapters).
     pub base_url: Option<String>,
+    /// CLI adapters: parent environment variables the CLI may see besides its adapter's own
+    /// list (e.g. a key its configuration reads). Names only.
+    #[serde(default)]
+    pub pass_env: Vec<String>,
 }
 
 /// Timeouts.
@@ -37,6 +57,15 @@ pub struct AdapterConfig {
 pub struct Timeouts {
     /// The worker's hard limit per request, in seconds (the WorkerRequest's `timeout_s`).
     pub request_s: Option<f64>,
+}
+
+/// Budgets on what a provider may send back.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    /// The most bytes of one response: an HTTP body, an SSE stream, a CLI's stdout, and the
+    /// answer text folded from them (default [`DEFAULT_MAX_RESPONSE_BYTES`], 16 MiB).
+    pub max_response_bytes: Option<NonZeroU64>,
 }
 
 /// The whole file.
@@ -51,6 +80,9 @@ pub struct Config {
     /// Timeouts.
     #[serde(default)]
     pub timeouts: Timeouts,
+    /// Limits.
+    #[serde(default)]
+    pub limits: Limits,
     /// Per-adapter settings, keyed by adapter name.
     #[serde(default)]
     pub adapters: BTreeMap<String, AdapterConfig>,
@@ -83,6 +115,14 @@ pub enum ConfigError {
         /// What is wrong.
         message: String,
     },
+    /// An environment variable that overrides a setting has a bad value.
+    #[error("bad environment variable {name}: {message}")]
+    BadEnv {
+        /// The variable.
+        name: &'static str,
+        /// What is wrong.
+        message: String,
+    },
     /// The file names an adapter that does not exist.
     #[error("bad config {path}: unknown adapter {name:?} in {field}")]
     UnknownAdapter {
@@ -92,6 +132,16 @@ pub enum ConfigError {
         name: String,
         /// Where it appeared.
         field: &'static str,
+    },
+    /// A `pass_env` that cannot be used. The message names entries by position, never by text.
+    #[error("bad config {path}: [adapters.{adapter}] pass_env: {message}")]
+    PassEnv {
+        /// The file.
+        path: String,
+        /// The adapter whose table holds it.
+        adapter: String,
+        /// What is wrong.
+        message: String,
     },
 }
 
@@ -123,8 +173,22 @@ impl Config {
         if let Some(bad) = cfg.adapters.keys().find(|n| spec(n).is_none()) {
             return Err(unknown(bad, "[adapters]"));
         }
+        for (name, adapter) in &cfg.adapters {
+            check_pass_env(name, &adapter.pass_env).map_err(|message| ConfigError::PassEnv {
+                path: path.to_owned(),
+                adapter: name.clone(),
+                message,
+            })?;
+        }
         cfg.source = Some(PathBuf::from(path));
         Ok(cfg)
+    }
+
+    /// The `pass_env` names of `adapter` (empty when none are configured).
+    pub fn pass_env(&self, adapter: &str) -> &[String] {
+        self.adapters
+            .get(adapter)
+            .map_or(&[], |a| a.pass_env.as_slice())
     }
 
     /// Loads `geode.toml` from `cwd`, else `~/.config/geode/config.toml`, else the defaults.
@@ -166,6 +230,47 @@ impl Config {
             .or_else(|| self.adapters.get(adapter).and_then(|a| a.model.clone()))
             .or_else(|| spec(adapter).map(|s| s.default_model.to_owned()))
             .unwrap_or_default()
+    }
+
+    /// The response budget: [`MAX_RESPONSE_BYTES_ENV`] > `[limits] max_response_bytes` >
+    /// [`DEFAULT_MAX_RESPONSE_BYTES`]. A variable that is not a positive integer is an error.
+    pub fn max_response_bytes(&self, env: &dyn Environment) -> Result<u64, ConfigError> {
+        if let Some(v) = env.var(MAX_RESPONSE_BYTES_ENV) {
+            return v
+                .trim()
+                .parse::<NonZeroU64>()
+                .map(NonZeroU64::get)
+                .map_err(|e| ConfigError::BadEnv {
+                    name: MAX_RESPONSE_BYTES_ENV,
+                    message: format!("{v:?} is not a positive number of bytes ({e})"),
+                });
+        }
+        Ok(self
+            .limits
+            .max_response_bytes
+            .map_or(DEFAULT_MAX_RESPONSE_BYTES, NonZeroU64::get))
+    }
+}
+
+/// Why `names` cannot be the `pass_env` of `adapter` (a registry name), if it cannot.
+fn check_pass_env(adapter: &str, names: &[String]) -> Result<(), String> {
+    if names.is_empty() {
+        return Ok(());
+    }
+    if spec(adapter).is_none_or(|s| s.billing != Billing::Cli) {
+        return Err(
+            "only the CLI adapters (claude-cli, codex-cli) run a process to pass \
+             variables to"
+                .to_owned(),
+        );
+    }
+    match names.iter().position(|n| !is_env_name(n)) {
+        Some(i) => Err(format!(
+            "entry {} is not a variable name (letters, digits and _, not starting with a digit; \
+             give names, never values)",
+            i + 1
+        )),
+        None => Ok(()),
     }
 }
 
@@ -209,6 +314,85 @@ mod tests {
         }
         let err = Config::parse("colour = \"blue\"\n", "geode.toml").unwrap_err();
         assert!(err.to_string().contains("line 1"), "{err}");
+    }
+
+    struct Vars(Vec<(&'static str, &'static str)>);
+
+    impl Environment for Vars {
+        fn var(&self, name: &str) -> Option<String> {
+            self.0
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v).to_owned())
+        }
+        fn file_exists(&self, _: &Path) -> bool {
+            false
+        }
+        fn on_path(&self, _: &str) -> bool {
+            false
+        }
+    }
+
+    #[test]
+    fn max_response_bytes_is_env_then_file_then_sixteen_mib() {
+        let none = Vars(vec![]);
+        let env = Vars(vec![(MAX_RESPONSE_BYTES_ENV, " 2048 ")]);
+        let default = Config::default();
+        assert_eq!(default.max_response_bytes(&none).unwrap(), 16 * 1024 * 1024);
+        let file = Config::parse("[limits]\nmax_response_bytes = 4096\n", "g.toml").unwrap();
+        assert_eq!(file.max_response_bytes(&none).unwrap(), 4096);
+        assert_eq!(file.max_response_bytes(&env).unwrap(), 2048);
+    }
+
+    #[test]
+    fn a_zero_or_non_numeric_response_budget_is_refused() {
+        let err = Config::parse("[limits]\nmax_response_bytes = 0\n", "g.toml").unwrap_err();
+        assert!(matches!(err, ConfigError::Invalid { line: 2, .. }), "{err}");
+        let err = Config::parse("[limits]\nmax_response_bytes = -5\n", "g.toml").unwrap_err();
+        assert!(matches!(err, ConfigError::Invalid { line: 2, .. }), "{err}");
+        for bad in ["0", "lots", "-1", "1.5"] {
+            let env = Vars(vec![(MAX_RESPONSE_BYTES_ENV, bad)]);
+            let err = Config::default().max_response_bytes(&env).unwrap_err();
+            assert!(err.to_string().contains(MAX_RESPONSE_BYTES_ENV), "{err}");
+        }
+    }
+
+    #[test]
+    fn pass_env_names_variables_for_a_cli_adapter() {
+        let c = Config::parse(
+            "[adapters.codex-cli]\npass_env = [\"MY_KEY\", \"_OTHER2\"]\n[adapters.claude-cli]\nmodel = \"m\"\n",
+            "geode.toml",
+        )
+        .unwrap();
+        assert_eq!(c.pass_env("codex-cli"), ["MY_KEY", "_OTHER2"]);
+        assert!(c.pass_env("claude-cli").is_empty());
+        assert!(c.pass_env("openai-payg").is_empty());
+    }
+
+    #[test]
+    fn a_pass_env_value_or_a_non_cli_adapter_is_refused_without_echoing_it() {
+        let err = Config::parse(
+            "[adapters.claude-cli]\npass_env = [\"OK\", \"ANTHROPIC_API_KEY=sk-ant-secret\"]\n",
+            "geode.toml",
+        )
+        .unwrap_err();
+        let text = err.to_string();
+        assert!(matches!(err, ConfigError::PassEnv { .. }), "{err:?}");
+        assert!(
+            text.contains("entry 2") && text.contains("claude-cli"),
+            "{text}"
+        );
+        assert!(!text.contains("sk-ant-secret"), "{text}");
+        assert!(!format!("{err:?}").contains("sk-ant-secret"));
+        for bad in ["\"\"", "\"1X\"", "\"A B\""] {
+            let toml = format!("[adapters.codex-cli]\npass_env = [{bad}]\n");
+            assert!(Config::parse(&toml, "g.toml").is_err(), "{bad}");
+        }
+        let err =
+            Config::parse("[adapters.openai-payg]\npass_env = [\"X\"]\n", "g.toml").unwrap_err();
+        assert!(err.to_string().contains("only the CLI adapters"), "{err}");
+        let err = Config::parse("[adapters.codex-cli]\npass_env = \"X\"\n", "g.toml").unwrap_err();
+        assert!(matches!(err, ConfigError::Invalid { line: 2, .. }), "{err}");
     }
 
     #[test]

@@ -149,7 +149,11 @@ pub enum CheckFailure {
     /// The answer was empty.
     Empty,
     /// No balanced JSON object parsed.
-    NoObject,
+    NoObject {
+        /// Why, when a balanced `{…}` was there but did not parse (e.g. a number out of range).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+    },
     /// These required keys were missing.
     MissingKeys {
         /// The keys.
@@ -172,9 +176,17 @@ pub enum CheckFailure {
 pub struct ValidationVerdict {
     /// True when the answer matched.
     pub valid: bool,
-    /// The errors, empty when valid.
+    /// The errors, empty when valid: at most the first 100
+    /// ([`crate::schema::validate::MAX_REPORTED_ERRORS`]).
     #[serde(default)]
     pub errors: Vec<ValidationIssue>,
+    /// Errors found beyond `errors` and not listed (absent when 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub more_errors: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// One run of the loop (the first attempt or the retry).
@@ -297,7 +309,7 @@ impl GuaranteeLedger {
                 if v.valid {
                     "valid".to_owned()
                 } else {
-                    format!("invalid({} errors)", v.errors.len())
+                    format!("invalid({} errors)", v.errors.len() as u64 + v.more_errors)
                 }
             ));
         }
@@ -308,6 +320,9 @@ impl GuaranteeLedger {
             RetryDecision::Skipped { why } => format!("skipped({why})"),
         };
         out.push_str(&format!(" attempts={} retry={retry}", self.attempts.len()));
+        if !self.residuals.is_empty() {
+            out.push_str(&format!("\nresiduals: {}", self.residuals.join(" | ")));
+        }
         out
     }
 }
@@ -316,7 +331,10 @@ fn failure_label(f: &CheckFailure) -> String {
     match f {
         CheckFailure::FailedRun { termination } => format!("failed run: {termination}"),
         CheckFailure::Empty => "empty".to_owned(),
-        CheckFailure::NoObject => "no JSON object".to_owned(),
+        CheckFailure::NoObject { detail: None } => "no JSON object".to_owned(),
+        CheckFailure::NoObject {
+            detail: Some(detail),
+        } => format!("no JSON object: {detail}"),
         CheckFailure::MissingKeys { keys } => format!("missing keys {}", keys.join(",")),
         CheckFailure::Invalid { count } => format!("{count} validation errors"),
         CheckFailure::ConstraintUnmet { constraint } => format!("{constraint} not met"),
@@ -369,5 +387,41 @@ mod tests {
         let back: GuaranteeLedger = serde_json::from_value(v).unwrap();
         assert_eq!(back, ledger);
         assert!(ledger.summary().contains("wire_mode=hint (wired)"));
+        assert!(!ledger.summary().contains("residuals"));
+    }
+
+    #[test]
+    fn summary_names_what_went_unenforced_and_why_no_object_parsed() {
+        let ledger = GuaranteeLedger {
+            residuals: vec![
+                "grammar: unchecked (not enforced by glm-payg, and no local check exists)".into(),
+            ],
+            worker_check: WorkerCheck::Fail {
+                reason: CheckFailure::NoObject {
+                    detail: Some("number out of range at line 1 column 9".into()),
+                },
+            },
+            ..GuaranteeLedger::default()
+        };
+        let summary = ledger.summary();
+        assert!(
+            summary.contains("\nresiduals: grammar: unchecked (not enforced by glm-payg"),
+            "{summary}"
+        );
+        assert!(
+            summary.contains("fail(no JSON object: number out of range"),
+            "{summary}"
+        );
+        // The unit form of `no_object` still reads and writes as before.
+        let plain = CheckFailure::NoObject { detail: None };
+        assert_eq!(
+            serde_json::to_value(&plain).unwrap(),
+            serde_json::json!({"kind": "no_object"})
+        );
+        assert_eq!(
+            serde_json::from_value::<CheckFailure>(serde_json::json!({"kind": "no_object"}))
+                .unwrap(),
+            plain
+        );
     }
 }

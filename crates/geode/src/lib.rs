@@ -11,9 +11,11 @@
 //! | [`llm`] | one call: request/response, the adapter trait, wires, adapters, registry, routing |
 //! | [`agent`] | many calls: the loop, tools, the worker and its retry, subtasks |
 //! | [`ledger`] | the guarantee ledger |
+//! | [`secret`] | the `Secret` type and the one scrubber every outgoing string passes through |
 
 pub mod agent;
 pub mod config;
 pub mod ledger;
 pub mod llm;
 pub mod schema;
+pub mod secret;

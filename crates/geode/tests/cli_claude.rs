@@ -197,16 +197,32 @@ netns_test!(
     }
 );
 
-netns_test!(claude_retry_exhaustion_is_its_own_failure, async {
-    let rig = Rig::new(
-        Script::always(structured_call(json!({"answer": 5}))),
-        Duration::from_secs(90),
-    )
-    .await;
-    let err = rig.call().await.unwrap_err();
-    assert_eq!(run_failed_kind(&err), "max_structured_output_retries");
-    assert!(rig.model_calls().len() >= 5, "the CLI retried");
-});
+netns_test!(
+    claude_retry_exhaustion_hands_on_the_last_rejected_answer,
+    async {
+        // The model keeps breaking the schema until the CLI gives up (5 attempts); its last input
+        // differs from the earlier ones so the test can tell which one is handed on.
+        let last = json!({"answer": "last", "n": "not a number"});
+        let rig = Rig::new(
+            Script::new((0..4).map(|_| structured_call(json!({"answer": 5}))))
+                .then_default(structured_call(last.clone())),
+            Duration::from_secs(90),
+        )
+        .await;
+        let resp = rig.call().await.unwrap();
+        // Not a provider failure: the model answered, and the caller's validation judges the answer.
+        assert_eq!(serde_json::from_str::<Value>(&resp.text).unwrap(), last);
+        assert_eq!(resp.structured, None, "the CLI rejected it");
+        assert_eq!(resp.wire.mode, StructuredOutputMode::CliValidated);
+        assert!(resp.usage.cost_usd.is_some());
+        assert_eq!(
+            rig.model_calls().len(),
+            5,
+            "the CLI tried 5 times, then gave up"
+        );
+        rig.assert_no_process_left().await;
+    }
+);
 
 netns_test!(claude_max_turns_is_its_own_failure, async {
     // With --max-turns 1 a rejected StructuredOutput call cannot be retried.

@@ -39,8 +39,26 @@ struct Rig {
     temp_root: tempfile::TempDir,
 }
 
+/// How codex learns about the fake model provider.
+enum Provider {
+    /// `-c model_providers.fake.*` overrides; the key is set for the CLI explicitly.
+    Overrides,
+    /// `$CODEX_HOME/config.toml` as a user writes it, naming variables of the parent
+    /// environment ([`PROVIDER_KEY_VAR`], [`PROVIDER_TENANT_VAR`]); no overrides, no explicit key.
+    UserConfig,
+}
+
+/// The variable the user's codex config names as its provider key (`env_key`).
+const PROVIDER_KEY_VAR: &str = "GEODE_TEST_PROVIDER_KEY";
+/// The variable the user's codex config names for a header (`env_http_headers`).
+const PROVIDER_TENANT_VAR: &str = "GEODE_TEST_PROVIDER_TENANT";
+
 impl Rig {
     async fn new(script: Script, timeout: Duration) -> Rig {
+        Rig::with_provider(script, timeout, Provider::Overrides).await
+    }
+
+    async fn with_provider(script: Script, timeout: Duration, provider: Provider) -> Rig {
         let server = FakeServer::start(Kind::Responses, script).await.unwrap();
         let home = tempfile::tempdir().unwrap();
         let codex_home = home.path().join("codex-home");
@@ -51,22 +69,38 @@ impl Rig {
         let mut cli = CliOptions::with_timeout(timeout)
             .env("HOME", home.path())
             .env("CODEX_HOME", &codex_home)
-            .env("OPENAI_API_KEY", "")
-            .env("GEODE_FAKE_KEY", "fake-key-for-tests");
+            .env("OPENAI_API_KEY", "");
         cli.bin = Some(cli_support::codex_bin());
         cli.cwd = Some(work);
-        let provider = |k: &str, v: &str| (format!("model_providers.fake.{k}"), v.to_owned());
+        let entry = |k: &str, v: &str| (format!("model_providers.fake.{k}"), v.to_owned());
+        let config_overrides = match provider {
+            Provider::Overrides => {
+                cli = cli.env("GEODE_FAKE_KEY", "fake-key-for-tests");
+                vec![
+                    ("model_provider".into(), "\"fake\"".into()),
+                    entry("name", "\"Fake\""),
+                    entry("base_url", &format!("\"{}/v1\"", server.base_url())),
+                    entry("wire_api", "\"responses\""),
+                    entry("env_key", "\"GEODE_FAKE_KEY\""),
+                    entry("request_max_retries", "0"),
+                    entry("stream_max_retries", "0"),
+                ]
+            }
+            Provider::UserConfig => {
+                let config = format!(
+                    "model_provider = \"mine\"\n\n[model_providers.mine]\nname = \"Mine\"\n\
+                     base_url = \"{}/v1\"\nwire_api = \"responses\"\nenv_key = \"{PROVIDER_KEY_VAR}\"\n\
+                     env_http_headers = {{ \"x-tenant\" = \"{PROVIDER_TENANT_VAR}\" }}\n\
+                     request_max_retries = 0\nstream_max_retries = 0\n",
+                    server.base_url()
+                );
+                std::fs::write(codex_home.join("config.toml"), config).unwrap();
+                Vec::new()
+            }
+        };
         let adapter = CodexCliAdapter::new(CodexCliConfig {
             cli,
-            config_overrides: vec![
-                ("model_provider".into(), "\"fake\"".into()),
-                provider("name", "\"Fake\""),
-                provider("base_url", &format!("\"{}/v1\"", server.base_url())),
-                provider("wire_api", "\"responses\""),
-                provider("env_key", "\"GEODE_FAKE_KEY\""),
-                provider("request_max_retries", "0"),
-                provider("stream_max_retries", "0"),
-            ],
+            config_overrides,
             temp_root: Some(temp_root.path().to_owned()),
             ..CodexCliConfig::default()
         });
@@ -158,6 +192,44 @@ netns_test!(codex_valid_answer_is_the_last_agent_message, async {
     rig.assert_clean().await;
 });
 
+netns_test!(
+    codex_provider_variables_named_by_its_own_config_reach_it,
+    env = [
+        (PROVIDER_KEY_VAR, "sk-provider-test-4d1c"),
+        (PROVIDER_TENANT_VAR, "tenant-42")
+    ],
+    async {
+        // A codex configured as its users configure it: `env_key` and `env_http_headers` in
+        // $CODEX_HOME/config.toml, the variables exported in geode's environment. Without them
+        // codex fails with "Missing environment variable: `GEODE_TEST_PROVIDER_KEY`".
+        assert!(
+            std::env::var_os(PROVIDER_KEY_VAR).is_some(),
+            "exported by the harness"
+        );
+        let rig = Rig::with_provider(
+            Script::always(Reply::Json(json!({"answer": "mine", "confidence": 1.0}))),
+            Duration::from_secs(60),
+            Provider::UserConfig,
+        )
+        .await;
+        let resp = rig.call().await.unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(&resp.text).unwrap(),
+            json!({"answer": "mine", "confidence": 1.0})
+        );
+        let calls: Vec<_> = rig
+            .server
+            .requests()
+            .into_iter()
+            .filter(|r| r.method == "POST" && r.path.ends_with("/responses"))
+            .collect();
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0].header("authorization"), Some("Bearer ***"));
+        assert_eq!(calls[0].header("x-tenant"), Some("tenant-42"));
+        rig.assert_clean().await;
+    }
+);
+
 netns_test!(codex_schema_breaking_text_is_passed_through, async {
     let rig = Rig::new(
         Script::always(Reply::text("Sure! The answer is fake.")),
@@ -178,7 +250,7 @@ netns_test!(
         let rig = Rig::new(Script::always(Reply::Hang), Duration::from_secs(60)).await;
         let cx = CallCx {
             cancel: CancellationToken::new(),
-            deadline: None,
+            ..CallCx::new()
         };
         let token = cx.cancel.clone();
         let server_seen = async {

@@ -190,6 +190,34 @@ async fn a_gigabyte_of_output_keeps_only_the_capped_tail() {
 }
 
 #[tokio::test]
+async fn endless_stdout_past_its_budget_kills_the_group_at_once() {
+    timeout(BOUND, async {
+        // `yes` writes forever; a background child writes forever too. No deadline at all:
+        // only the budget can end this run.
+        let spec = sh("yes background & yes").stdout_budget(1 << 20);
+        let out = subprocess::run(&spec, &CancellationToken::new(), None)
+            .await
+            .unwrap();
+        assert_eq!(out.ending, Ending::OutputTooLarge { limit: 1 << 20 });
+        assert!(!out.success() && !out.timed_out());
+        assert_eq!(group_gone(out.pgid).await, vec![]);
+        // Reading stopped right after the budget (one read of at most 64 KiB past it).
+        let read = out.stdout.text.len() as u64 + out.stdout.dropped_bytes;
+        assert!((1 << 20) < read && read <= (1 << 20) + (64 << 10), "{read}");
+
+        // Within the budget, the same spec runs normally.
+        let spec = sh("head -c 1000 /dev/zero | tr '\\0' x").stdout_budget(1000);
+        let out = subprocess::run(&spec, &CancellationToken::new(), None)
+            .await
+            .unwrap();
+        assert!(out.success(), "{out:?}");
+        assert_eq!(out.stdout.text.len(), 1000);
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
 async fn non_utf8_stdout_is_a_typed_error() {
     timeout(BOUND, async {
         let spec = sh(r"printf 'ok \377\376'");

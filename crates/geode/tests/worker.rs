@@ -124,17 +124,17 @@ fn the_four_no_retry_reasons_do_not_retry() {
 
 #[test]
 fn empty_feedback_says_empty_and_shows_schema_and_braces() {
-    let p = build_schema_retry_prompt(&schema(), Some("  "), &[]);
+    let p = build_schema_retry_prompt(&schema(), Some("  "), &[], 0);
     assert!(p.starts_with("Your previous response was empty."));
     assert!(p.contains("start with `{`") && p.contains("end with `}`"));
     assert!(p.contains("\"candidate_id\""));
     assert!(p.contains("Required keys: ['candidate_id', 'score']."));
-    assert!(build_schema_retry_prompt(&schema(), None, &[]).contains("was empty"));
+    assert!(build_schema_retry_prompt(&schema(), None, &[], 0).contains("was empty"));
 }
 
 #[test]
 fn prose_feedback_says_did_not_parse_with_the_excerpt() {
-    let p = build_schema_retry_prompt(&schema(), Some("I pick c1."), &[]);
+    let p = build_schema_retry_prompt(&schema(), Some("I pick c1."), &[], 0);
     assert!(p.contains("did not parse"));
     assert!(p.contains("'I pick c1.'"));
 }
@@ -142,7 +142,7 @@ fn prose_feedback_says_did_not_parse_with_the_excerpt() {
 #[test]
 fn long_answers_are_cut_at_800_characters() {
     let long = "x".repeat(900);
-    let p = build_schema_retry_prompt(&schema(), Some(&long), &[]);
+    let p = build_schema_retry_prompt(&schema(), Some(&long), &[], 0);
     assert!(p.contains("…(truncated)"));
     assert!(!p.contains(&"x".repeat(801)));
 }
@@ -153,7 +153,7 @@ fn schemas_over_4096_characters_are_cut() {
         .map(|i| (format!("property_{i}"), json!({"type": "string"})))
         .collect();
     let big = ResponseSchema::from_value(json!({"type": "object", "properties": props})).unwrap();
-    let p = build_schema_retry_prompt(&big, Some(""), &[]);
+    let p = build_schema_retry_prompt(&big, Some(""), &[], 0);
     assert!(p.contains("schema truncated"));
 }
 
@@ -558,4 +558,156 @@ async fn a_choice_on_a_hosted_adapter_is_checked_locally_retried_and_named_as_a_
             .iter()
             .any(|x| x.contains("choice") && x.contains("checked locally"))
     );
+}
+
+// ---- property: every request and result survives a JSON round trip ----
+
+mod round_trip {
+    use geode::agent::worker::{WorkerRequest, WorkerResult, parse_request_line};
+    use geode::ledger::Require;
+    use geode::schema::validate::Validation;
+    use geode::schema::{ResponseSchema, TextConstraint};
+    use proptest::prelude::*;
+    use serde_json::{Map, Value};
+
+    /// Any finite float, biased towards the awkward ones (subnormals, huge, many digits).
+    fn float() -> impl Strategy<Value = f64> {
+        prop_oneof![
+            any::<f64>().prop_filter("finite", |f| f.is_finite()),
+            Just(2.2250738585072014e-308),
+            Just(5e-324),
+            Just(1.7976931348623157e308),
+            Just(0.1 + 0.2),
+            Just(-0.0),
+        ]
+    }
+
+    /// Any JSON value, floats and integers of every range included.
+    fn json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            float().prop_map(Value::from),
+            ".{0,12}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::vec((".{0,8}", inner), 0..6)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn object() -> impl Strategy<Value = Map<String, Value>> {
+        prop::collection::vec((".{0,8}", json()), 0..5).prop_map(|kv| kv.into_iter().collect())
+    }
+
+    fn constraint() -> impl Strategy<Value = Option<TextConstraint>> {
+        prop_oneof![
+            Just(None),
+            prop::collection::vec(".{0,6}", 0..4).prop_map(|c| Some(TextConstraint::Choice(c))),
+            ".{0,12}".prop_map(|r| Some(TextConstraint::Regex(r))),
+            ".{0,12}".prop_map(|g| Some(TextConstraint::Grammar(g))),
+        ]
+    }
+
+    prop_compose! {
+        fn request()(
+            ids in (".{0,12}", ".{0,12}", ".{0,40}", ".{0,12}", ".{0,12}"),
+            names in (".{0,12}", ".{0,12}", ".{0,12}", ".{0,12}", ".{0,12}", ".{0,12}"),
+            tools in (prop::collection::vec(".{0,8}", 0..3), prop::collection::vec(".{0,8}", 0..3)),
+            numbers in (any::<u32>(), float(), float(), any::<u32>(), any::<u32>()),
+            flags in (any::<bool>(), any::<bool>(), any::<bool>(), 0..3u8),
+            args in object(),
+            schema in prop::option::of(object()),
+            text_constraint in constraint(),
+        ) -> WorkerRequest {
+            let (task_id, task_type, description, model, provider) = ids;
+            let (effort, isolation, agent_name, agent_system_prompt, source, adapter) = names;
+            let (subagent_max_tokens, timeout_s, time_budget_s, thinking_budget, max_rounds) =
+                numbers;
+            let (emit_activity, resume, shallow, require) = flags;
+            WorkerRequest {
+                task_id,
+                task_type,
+                description,
+                args,
+                denied_tools: tools.0,
+                model,
+                provider,
+                subagent_max_tokens,
+                timeout_s,
+                time_budget_s,
+                thinking_budget,
+                effort,
+                isolation,
+                agent_name,
+                agent_system_prompt,
+                source,
+                agent_allowed_tools: tools.1,
+                response_schema: schema
+                    .map(|m| ResponseSchema::from_value(Value::Object(m)).unwrap()),
+                emit_activity,
+                resume,
+                validation: if shallow { Validation::RequiredKeys } else { Validation::Full },
+                require: [Require::BestEffort, Require::Wired, Require::Enforced]
+                    [usize::from(require)],
+                adapter,
+                text_constraint,
+                max_rounds,
+                ..WorkerRequest::default()
+            }
+        }
+    }
+
+    prop_compose! {
+        fn result()(
+            texts in (".{0,12}", ".{0,40}", ".{0,20}", prop::option::of(".{0,20}"), ".{0,12}"),
+            numbers in (any::<u64>(), any::<u64>(), any::<u64>(), float()),
+            success in any::<bool>(),
+            // The worker's answer is always an extracted object (`null` would read back as absent).
+            answer in prop::option::of(object().prop_map(Value::Object)),
+            ledger in (".{0,8}", ".{0,8}", prop::collection::vec(".{0,12}", 0..3)),
+        ) -> WorkerResult {
+            let (task_id, output, summary, error, termination_reason) = texts;
+            let (duration_ms, prompt_tokens, completion_tokens, usd_spent) = numbers;
+            let mut r = WorkerResult {
+                task_id,
+                success,
+                output,
+                summary,
+                error,
+                duration_ms,
+                prompt_tokens,
+                completion_tokens,
+                usd_spent,
+                answer,
+                termination_reason,
+                ..WorkerResult::default()
+            };
+            (r.ledger.adapter, r.ledger.model, r.ledger.residuals) = ledger;
+            r
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn a_worker_request_survives_a_json_round_trip(req in request()) {
+            let line = serde_json::to_string(&req).unwrap();
+            prop_assert!(!line.contains('\n'), "one line: {}", line);
+            prop_assert_eq!(parse_request_line(&line).unwrap(), req);
+        }
+
+        #[test]
+        fn a_worker_result_survives_a_json_round_trip(result in result()) {
+            let line = serde_json::to_string(&result).unwrap();
+            prop_assert!(!line.contains('\n'), "one line: {}", line);
+            prop_assert_eq!(serde_json::from_str::<WorkerResult>(&line).unwrap(), result);
+        }
+    }
 }

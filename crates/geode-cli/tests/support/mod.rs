@@ -7,6 +7,8 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod http_cases;
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -106,6 +108,11 @@ impl Sandbox {
 
     /// Runs `geode ARGS` with `stdin`, bounded by [`RUN_BOUND`].
     pub async fn geode(&self, args: &[&str], stdin: &str) -> Outcome {
+        self.geode_bytes(args, stdin.as_bytes()).await
+    }
+
+    /// Runs `geode ARGS` with raw bytes on stdin (binary, invalid UTF-8), bounded by [`RUN_BOUND`].
+    pub async fn geode_bytes(&self, args: &[&str], stdin: &[u8]) -> Outcome {
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_geode"));
         cmd.args(args)
             .env_clear()
@@ -124,7 +131,7 @@ impl Sandbox {
         let stdin = stdin.to_owned();
         let writer = tokio::spawn(async move {
             // A child that exits before reading all of stdin is not an error here.
-            let _ = input.write_all(stdin.as_bytes()).await;
+            let _ = input.write_all(&stdin).await;
             drop(input);
         });
         let out = tokio::time::timeout(RUN_BOUND, child.wait_with_output())

@@ -211,8 +211,13 @@ impl AgenticLoop {
         self.adapter.call(req, cx).await
     }
 
-    /// Runs rounds for one user turn until a final answer or a termination reason.
+    /// Runs rounds for one user turn until a final answer or a termination reason. Every string
+    /// of the result (answer, errors, tool records) has passed through [`crate::secret::scrub`].
     pub async fn arun(&mut self, user_input: &str, cx: &CallCx) -> AgenticResult {
+        crate::secret::scrub_serde(self.run_turn(user_input, cx).await)
+    }
+
+    async fn run_turn(&mut self, user_input: &str, cx: &CallCx) -> AgenticResult {
         let started = Instant::now();
         let budget_end = self.options.time_budget.map(|b| started + b);
         self.history.push(Message::user(user_input));
@@ -245,6 +250,7 @@ impl AgenticLoop {
                     (Some(a), Some(b)) => Some(a.min(b)),
                     (a, b) => a.or(b),
                 },
+                max_response_bytes: cx.max_response_bytes,
             };
             result.rounds += 1;
             round += 1;

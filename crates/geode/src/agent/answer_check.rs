@@ -8,7 +8,7 @@
 
 use crate::agent::agent_loop::AgenticResult;
 use crate::ledger::{CheckFailure, ValidationVerdict, WorkerCheck};
-use crate::schema::extract::extract_last_object;
+use crate::schema::extract::{NoObject, explain_no_object, extract_last_object};
 use crate::schema::validate::{
     CompiledSchema, Validation, ValidationIssue, missing_required_keys, render_issues,
 };
@@ -40,13 +40,21 @@ impl AnswerCheck {
             .unwrap_or(&[])
     }
 
+    /// Validation errors found beyond [`Self::issues`] and not listed.
+    pub fn more_errors(&self) -> u64 {
+        self.full.as_ref().map_or(0, |f| f.more_errors)
+    }
+
     /// A short trigger description for the ledger.
     pub fn trigger(&self) -> String {
         match &self.verdict {
             WorkerCheck::Fail { reason } => match reason {
                 CheckFailure::FailedRun { termination } => format!("failed run ({termination})"),
                 CheckFailure::Empty => "empty answer".to_owned(),
-                CheckFailure::NoObject => "no parseable JSON object".to_owned(),
+                CheckFailure::NoObject { detail: None } => "no parseable JSON object".to_owned(),
+                CheckFailure::NoObject {
+                    detail: Some(detail),
+                } => format!("no parseable JSON object ({detail})"),
                 CheckFailure::MissingKeys { keys } => {
                     format!("missing required keys: {}", keys.join(", "))
                 }
@@ -90,12 +98,17 @@ pub fn check_answer(
     };
     if let Some((schema, compiled)) = schema {
         let Some((_, object)) = extract_last_object(text) else {
-            return fail(CheckFailure::NoObject);
+            let detail = match explain_no_object(text) {
+                NoObject::Unparsable { message } => Some(message),
+                _ => None,
+            };
+            return fail(CheckFailure::NoObject { detail });
         };
-        let errors = compiled.validate(&object);
+        let report = compiled.validate(&object);
         check.full = Some(ValidationVerdict {
-            valid: errors.is_empty(),
-            errors,
+            valid: report.is_empty(),
+            more_errors: report.more_errors,
+            errors: report.issues,
         });
         let missing = missing_required_keys(schema, &object);
         check.object = Some(object);
@@ -106,7 +119,8 @@ pub fn check_answer(
             return check;
         }
         if validation == Validation::Full {
-            let count = check.issues().len();
+            let more = usize::try_from(check.more_errors()).unwrap_or(usize::MAX);
+            let count = check.issues().len().saturating_add(more);
             if count > 0 {
                 check.verdict = WorkerCheck::Fail {
                     reason: CheckFailure::Invalid { count },
@@ -136,7 +150,7 @@ pub fn constraint_met(constraint: &TextConstraint, text: &str) -> bool {
             let unquoted = t.trim_matches('"');
             options.iter().any(|o| o == t || o == unquoted)
         }
-        TextConstraint::Regex(pattern) => regex::Regex::new(&format!("^(?:{pattern})$"))
+        TextConstraint::Regex(pattern) => crate::schema::whole_match_regex(pattern)
             .map(|re| re.is_match(text.trim()))
             .unwrap_or(false),
         TextConstraint::Grammar(_) => true,
@@ -207,6 +221,7 @@ pub fn build_schema_retry_prompt(
     schema: &ResponseSchema,
     first_text: Option<&str>,
     issues: &[ValidationIssue],
+    more_errors: u64,
 ) -> String {
     let stripped = first_text.map(str::trim).unwrap_or_default();
     let mut out = String::new();
@@ -225,7 +240,7 @@ pub fn build_schema_retry_prompt(
     }
     if !issues.is_empty() {
         out.push_str("\n\nValidation errors:\n");
-        out.push_str(&render_issues(issues));
+        out.push_str(&render_issues(issues, more_errors));
     }
     let required: Vec<String> = schema.required_keys().iter().map(|k| py_repr(k)).collect();
     out.push_str(&format!(

@@ -16,3 +16,4 @@ pub mod subtask;
 pub mod termination;
 pub mod tools;
 pub mod worker;
+mod worker_input;

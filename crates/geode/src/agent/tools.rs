@@ -169,7 +169,7 @@ impl ToolRegistry {
             return Err(ToolError(format!(
                 "arguments for `{}` do not match its input_schema:\n{}",
                 call.name,
-                render_issues(&issues)
+                render_issues(&issues, issues.more_errors)
             )));
         }
         reg.tool.call(call.input.clone()).await

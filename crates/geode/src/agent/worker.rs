@@ -30,6 +30,10 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 pub use crate::agent::answer_check::excerpt;
+pub use crate::agent::worker_input::{
+    MAX_REQUEST_BYTES, UNKNOWN_TASK_ID, WorkerError, parse_request, parse_request_line,
+    request_task_id,
+};
 
 fn d_max_tokens() -> u32 {
     32768
@@ -197,43 +201,6 @@ impl Default for WorkerRequest {
     }
 }
 
-/// Why a request line could not be read.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum WorkerError {
-    /// Nothing on stdin.
-    #[error("empty request: expected one WorkerRequest JSON line on stdin")]
-    EmptyInput,
-    /// The line is not JSON.
-    #[error("request is not valid JSON: {0}")]
-    InvalidJson(String),
-    /// The JSON is not an object.
-    #[error("request must be a JSON object")]
-    NotAnObject,
-    /// `task_id` is missing.
-    #[error("request has no task_id")]
-    MissingTaskId,
-    /// A field has the wrong type or value.
-    #[error("bad request field: {0}")]
-    BadField(String),
-}
-
-/// Parses one request line, with a typed error for each way it can be wrong.
-pub fn parse_request_line(line: &str) -> Result<WorkerRequest, WorkerError> {
-    if line.trim().is_empty() {
-        return Err(WorkerError::EmptyInput);
-    }
-    let value: Value =
-        serde_json::from_str(line.trim()).map_err(|e| WorkerError::InvalidJson(e.to_string()))?;
-    let Some(obj) = value.as_object() else {
-        return Err(WorkerError::NotAnObject);
-    };
-    if !obj.contains_key("task_id") {
-        return Err(WorkerError::MissingTaskId);
-    }
-    serde_json::from_value(value).map_err(|e| WorkerError::BadField(e.to_string()))
-}
-
 /// The worker's answer. Field names are the reference's; `error` is omitted when absent.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct WorkerResult {
@@ -276,7 +243,7 @@ pub struct WorkerResult {
 impl WorkerResult {
     /// A failed result that carries only an error (bad input, routing failure, panic).
     pub fn failed(task_id: &str, error: impl Into<String>) -> Self {
-        let error = error.into();
+        let error = crate::secret::scrub(&error.into());
         Self {
             task_id: task_id.to_owned(),
             success: false,
@@ -301,6 +268,8 @@ pub struct WorkerEnv {
     pub cancel: CancellationToken,
     /// An optional guard on user turns (see [`crate::agent::agent_loop::InputGuard`]).
     pub input_guard: Option<crate::agent::agent_loop::InputGuard>,
+    /// The response budget of every call ([`CallCx::max_response_bytes`]).
+    pub max_response_bytes: u64,
 }
 
 impl WorkerEnv {
@@ -311,6 +280,7 @@ impl WorkerEnv {
             tools: Arc::new(ToolRegistry::new()),
             cancel: CancellationToken::new(),
             input_guard: None,
+            max_response_bytes: crate::llm::adapter::DEFAULT_MAX_RESPONSE_BYTES,
         }
     }
 }
@@ -346,17 +316,52 @@ fn skip_reason(r: &AgenticResult) -> Option<String> {
         _ => {}
     }
     match r.error_kind.as_deref() {
-        Some(k @ ("schema_rejected" | "auth" | "config" | "unsupported" | "bad_request")) => {
-            Some(format!("adapter error {k} cannot be fixed by a retry"))
-        }
+        Some(
+            k @ ("schema_rejected" | "auth" | "config" | "unsupported" | "bad_request"
+            | "response_too_large"),
+        ) => Some(format!("adapter error {k} cannot be fixed by a retry")),
         _ => None,
     }
 }
 
-/// Runs one request to completion. Never panics on bad input; a schema that cannot be compiled
-/// is a failed result naming the problem.
+/// Why the request cannot run on this adapter, found before any call: a failed
+/// [`WorkerRequest::check`], or a text constraint the adapter does not enforce while
+/// `require` asks for more than best effort.
+fn refusal(req: &WorkerRequest, adapter: &dyn Adapter) -> Option<String> {
+    if let Err(e) = req.check() {
+        return Some(e.to_string());
+    }
+    let c = req.text_constraint.as_ref()?;
+    let mode = TextConstraint::mode_on(adapter.wire_mode(Some(&ResponseSchema::default())));
+    (mode.level() < req.require).then(|| {
+        format!(
+            "require={}: {} does not enforce a {} constraint (its mode for it is {mode}, {}); \
+             only an adapter that constrains decoding (local) can",
+            req.require.as_str(),
+            adapter.name(),
+            c.kind(),
+            mode.level().as_str()
+        )
+    })
+}
+
+/// Runs one request to completion. Never panics on bad input; a request that cannot run (see
+/// [`WorkerRequest::check`]), a text constraint `require` does not allow on this adapter, or a
+/// schema that cannot be compiled is a failed result naming the problem, before any call.
+/// Every string of the result (answer, summary, error, ledger) has passed through
+/// [`crate::secret::scrub`].
 pub async fn run_worker(req: &WorkerRequest, env: &WorkerEnv) -> WorkerResult {
+    crate::secret::scrub_serde(run_worker_unscrubbed(req, env).await)
+}
+
+async fn run_worker_unscrubbed(req: &WorkerRequest, env: &WorkerEnv) -> WorkerResult {
     let started = Instant::now();
+    if let Some(why) = refusal(req, env.adapter.as_ref()) {
+        let mut refused = WorkerResult::failed(&req.task_id, why);
+        refused.ledger.adapter = env.adapter.name().to_owned();
+        refused.ledger.model = req.model.clone();
+        return refused;
+    }
     let schema = req.response_schema.clone();
     let compiled = match schema.as_ref().map(CompiledSchema::compile) {
         Some(Err(e)) => {
@@ -389,6 +394,7 @@ pub async fn run_worker(req: &WorkerRequest, env: &WorkerEnv) -> WorkerResult {
     let cx = CallCx {
         cancel: env.cancel.clone(),
         deadline: Some(started + timeout),
+        max_response_bytes: env.max_response_bytes,
     };
     let mut ledger = GuaranteeLedger {
         adapter: env.adapter.name().to_owned(),
@@ -427,7 +433,12 @@ pub async fn run_worker(req: &WorkerRequest, env: &WorkerEnv) -> WorkerResult {
             trigger: first_check.trigger(),
         };
         let feedback = match &schema {
-            Some(s) => build_schema_retry_prompt(s, Some(&first.text), first_check.issues()),
+            Some(s) => build_schema_retry_prompt(
+                s,
+                Some(&first.text),
+                first_check.issues(),
+                first_check.more_errors(),
+            ),
             None => constraint
                 .map(|c| build_constraint_retry_prompt(c, &first.text))
                 .unwrap_or_default(),
@@ -467,16 +478,18 @@ fn finish(
     if let Some(c) = &req.text_constraint
         && ledger.wire_mode != StructuredOutputMode::Constrained
     {
-        ledger.residuals.push(match c {
-            TextConstraint::Grammar(_) => format!(
-                "grammar: not enforced by {} and not checkable locally",
-                ledger.adapter
-            ),
-            other => format!(
+        ledger.residuals.push(if c.checkable_locally() {
+            format!(
                 "{}: not enforced by {}; checked locally after the answer",
-                other.kind(),
+                c.kind(),
                 ledger.adapter
-            ),
+            )
+        } else {
+            format!(
+                "{}: unchecked (not enforced by {}, and no local check exists)",
+                c.kind(),
+                ledger.adapter
+            )
         });
     }
     ledger.worker_check = check.verdict.clone();

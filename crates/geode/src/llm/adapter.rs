@@ -8,23 +8,55 @@
 use crate::ledger::StructuredOutputMode;
 use crate::llm::request::{AdapterCallRequest, AdapterResponse};
 use crate::schema::ResponseSchema;
+use crate::secret::scrub;
 use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-/// The context of one call: a cancellation token and an optional deadline.
-#[derive(Debug, Clone, Default)]
+/// The default [`CallCx::max_response_bytes`]: 16 MiB.
+pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 16 << 20;
+
+/// The context of one call: a cancellation token, an optional deadline and a response budget.
+#[derive(Debug, Clone)]
 pub struct CallCx {
     /// Cancelled when the caller gives up; adapters stop promptly and clean up.
     pub cancel: CancellationToken,
     /// The instant by which the call must end.
     pub deadline: Option<Instant>,
+    /// The most bytes the provider may send for this call: an HTTP body, a whole SSE stream,
+    /// a CLI's stdout, and the answer text folded from them. More is
+    /// [`AdapterError::ResponseTooLarge`], and reading stops there.
+    pub max_response_bytes: u64,
+}
+
+impl Default for CallCx {
+    fn default() -> Self {
+        Self {
+            cancel: CancellationToken::new(),
+            deadline: None,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+        }
+    }
 }
 
 impl CallCx {
-    /// A context with a fresh token and no deadline.
+    /// A context with a fresh token, no deadline and the default response budget.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The same context with another response budget (at least 1 byte).
+    pub fn with_max_response_bytes(mut self, bytes: u64) -> Self {
+        self.max_response_bytes = bytes.max(1);
+        self
+    }
+
+    /// The [`AdapterError::ResponseTooLarge`] error for `adapter` under this budget.
+    pub fn response_too_large(&self, adapter: &str) -> AdapterError {
+        AdapterError::ResponseTooLarge {
+            adapter: adapter.to_owned(),
+            limit: self.max_response_bytes,
+        }
     }
 
     /// The same token with a deadline `timeout` from now (or the earlier existing one).
@@ -36,6 +68,7 @@ impl CallCx {
                 Some(d) if d < candidate => d,
                 _ => candidate,
             }),
+            max_response_bytes: self.max_response_bytes,
         }
     }
 
@@ -75,12 +108,13 @@ pub enum RetryClass {
     Fatal,
 }
 
-/// A failed adapter call. `Display` is one line without secrets or bodies.
-#[derive(Debug, thiserror::Error)]
+/// A failed adapter call. `Display` and `Debug` are one line without secrets or bodies: every
+/// provider-given text passes through [`scrub`] whatever built the error.
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum AdapterError {
     /// The adapter is not configured: a missing key, credential file or binary.
-    #[error("{adapter}: not configured: {message}")]
+    #[error("{adapter}: not configured: {}", scrub(.message))]
     Config {
         /// The adapter name.
         adapter: String,
@@ -88,7 +122,7 @@ pub enum AdapterError {
         message: String,
     },
     /// The provider refused the credentials (401/403).
-    #[error("{adapter}: authentication failed (HTTP {status}): {message}")]
+    #[error("{adapter}: authentication failed (HTTP {status}): {}", scrub(.message))]
     Auth {
         /// The adapter name.
         adapter: String,
@@ -98,7 +132,7 @@ pub enum AdapterError {
         message: String,
     },
     /// The provider rate-limited the call (429).
-    #[error("{adapter}: rate limited (HTTP 429){}: {message}", retry_after.map(|d| format!(", retry after {}s", d.as_secs_f32())).unwrap_or_default())]
+    #[error("{adapter}: rate limited (HTTP 429){}: {}", retry_after.map(|d| format!(", retry after {}s", d.as_secs_f32())).unwrap_or_default(), scrub(.message))]
     RateLimited {
         /// The adapter name.
         adapter: String,
@@ -108,7 +142,7 @@ pub enum AdapterError {
         message: String,
     },
     /// The provider rejected the schema (a 400 naming the schema or `text.format`).
-    #[error("{adapter}: schema rejected by the provider (HTTP {status}, code {code}): {message}")]
+    #[error("{adapter}: schema rejected by the provider (HTTP {status}, code {}): {}", scrub(.code), scrub(.message))]
     SchemaRejected {
         /// The adapter name.
         adapter: String,
@@ -120,7 +154,7 @@ pub enum AdapterError {
         message: String,
     },
     /// Any other 4xx.
-    #[error("{adapter}: bad request (HTTP {status}): {message}")]
+    #[error("{adapter}: bad request (HTTP {status}): {}", scrub(.message))]
     BadRequest {
         /// The adapter name.
         adapter: String,
@@ -130,7 +164,7 @@ pub enum AdapterError {
         message: String,
     },
     /// The provider failed (5xx).
-    #[error("{adapter}: provider error (HTTP {status}): {message}")]
+    #[error("{adapter}: provider error (HTTP {status}): {}", scrub(.message))]
     Server {
         /// The adapter name.
         adapter: String,
@@ -140,7 +174,7 @@ pub enum AdapterError {
         message: String,
     },
     /// The connection failed or was reset.
-    #[error("{adapter}: transport failure: {message}")]
+    #[error("{adapter}: transport failure: {}", scrub(.message))]
     Transport {
         /// The adapter name.
         adapter: String,
@@ -148,7 +182,7 @@ pub enum AdapterError {
         message: String,
     },
     /// A stream or process ended before its terminal event.
-    #[error("{adapter}: response truncated: {message}")]
+    #[error("{adapter}: response truncated: {}", scrub(.message))]
     Truncated {
         /// The adapter name.
         adapter: String,
@@ -156,7 +190,7 @@ pub enum AdapterError {
         message: String,
     },
     /// The provider's answer could not be understood.
-    #[error("{adapter}: protocol error: {message}")]
+    #[error("{adapter}: protocol error: {}", scrub(.message))]
     Protocol {
         /// The adapter name.
         adapter: String,
@@ -165,7 +199,7 @@ pub enum AdapterError {
     },
     /// The provider or CLI reported a failure of the run itself (a CLI's `is_error`,
     /// `turn.failed`, retry exhaustion).
-    #[error("{adapter}: run failed ({kind}): {message}")]
+    #[error("{adapter}: run failed ({}): {}", scrub(.kind), scrub(.message))]
     RunFailed {
         /// The adapter name.
         adapter: String,
@@ -175,12 +209,24 @@ pub enum AdapterError {
         message: String,
     },
     /// The request cannot be served by this adapter (e.g. a schema over the dialect's limits).
-    #[error("{adapter}: unsupported request: {message}")]
+    #[error("{adapter}: unsupported request: {}", scrub(.message))]
     Unsupported {
         /// The adapter name.
         adapter: String,
         /// Why.
         message: String,
+    },
+    /// The provider sent more than the call's response budget ([`CallCx::max_response_bytes`]):
+    /// an HTTP body, an SSE stream, a CLI's stdout or the answer text folded from them. Reading
+    /// stopped at the limit; a retry would most likely do the same.
+    #[error(
+        "{adapter}: response too large: more than {limit} bytes (raise it with max_response_bytes in geode.toml or GEODE_MAX_RESPONSE_BYTES)"
+    )]
+    ResponseTooLarge {
+        /// The adapter name.
+        adapter: String,
+        /// The budget in bytes.
+        limit: u64,
     },
     /// The deadline passed.
     #[error("{adapter}: timed out")]
@@ -194,6 +240,15 @@ pub enum AdapterError {
         /// The adapter name.
         adapter: String,
     },
+}
+
+impl std::fmt::Debug for AdapterError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("AdapterError")
+            .field(&self.kind())
+            .field(&self.to_string())
+            .finish()
+    }
 }
 
 impl AdapterError {
@@ -222,6 +277,7 @@ impl AdapterError {
             Self::Protocol { .. } => "protocol",
             Self::RunFailed { .. } => "run_failed",
             Self::Unsupported { .. } => "unsupported",
+            Self::ResponseTooLarge { .. } => "response_too_large",
             Self::Timeout { .. } => "timeout",
             Self::Cancelled { .. } => "cancelled",
         }

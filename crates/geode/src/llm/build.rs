@@ -4,15 +4,16 @@
 //! the registry default. Credentials come from the environment or credential files only, never
 //! from the config file. Every variable (keys, tokens, `CODEX_HOME`, `CLAUDE_CONFIG_DIR`,
 //! `HOME`, the token service URL) is read through the given [`Environment`], so a caller (or a
-//! test) can build any adapter from a described machine. The `local` adapter lives in the
-//! `geode-local` crate; callers that link it (the CLI) build it themselves.
+//! test) can build any adapter from a described machine. The CLI adapters get the config file's
+//! `pass_env` names. The `local` adapter lives in the `geode-local` crate; callers that link it
+//! (the CLI) build it themselves.
 
 use crate::config::Config;
 use crate::llm::adapter::{Adapter, AdapterError};
 use crate::llm::adapters::anthropic_oauth::{self, AnthropicOauth};
 use crate::llm::adapters::anthropic_payg::{self, AnthropicPayg};
-use crate::llm::adapters::claude_cli::ClaudeCliAdapter;
-use crate::llm::adapters::codex_cli::CodexCliAdapter;
+use crate::llm::adapters::claude_cli::{ClaudeCliAdapter, ClaudeCliConfig};
+use crate::llm::adapters::codex_cli::{CodexCliAdapter, CodexCliConfig};
 use crate::llm::adapters::codex_oauth::{self, CodexOauth, CodexOauthSettings};
 use crate::llm::adapters::glm_coding_plan::{self, GlmCodingPlan};
 use crate::llm::adapters::glm_payg::{self, GlmPayg};
@@ -91,8 +92,16 @@ pub fn build(
             base()?,
             secret(glm_coding_plan::KEY_ENV)?,
         )?),
-        "claude-cli" => Arc::new(ClaudeCliAdapter::default()),
-        "codex-cli" => Arc::new(CodexCliAdapter::default()),
+        "claude-cli" => {
+            let mut config = ClaudeCliConfig::default();
+            config.cli.allow_env = cfg.pass_env(name).to_vec();
+            Arc::new(ClaudeCliAdapter::new(config))
+        }
+        "codex-cli" => {
+            let mut config = CodexCliConfig::default();
+            config.cli.allow_env = cfg.pass_env(name).to_vec();
+            Arc::new(CodexCliAdapter::new(config))
+        }
         other => {
             return Err(config_err(format!(
                 "adapter {other:?} is not built by the library (link its crate)"

@@ -1,4 +1,5 @@
-//! Credentials: the [`Secret`] newtype, environment look-ups and the codex `auth.json` file.
+//! Credentials: environment look-ups and the codex `auth.json` file ([`Secret`] lives in
+//! [`crate::secret`] and is re-exported here).
 //!
 //! Contract:
 //! - A [`Secret`] never shows its value through `Debug` or `Display` (both print `***`); the
@@ -27,38 +28,7 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// A credential value (API key, access or refresh token). `Debug` and `Display` print `***`.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    /// Wraps a credential value.
-    pub fn new(value: impl Into<String>) -> Self {
-        Self(value.into())
-    }
-
-    /// The raw value, for building a header or a refresh body. Never log it.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-
-    /// True when the value is empty.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(***)")
-    }
-}
-
-impl fmt::Display for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("***")
-    }
-}
+pub use crate::secret::Secret;
 
 /// Reads a required secret from env var `var`; missing or empty is a `Config` error naming `var`.
 pub fn env_secret(adapter: &str, var: &str) -> Result<Secret, AdapterError> {
@@ -515,9 +485,7 @@ pub async fn refresh_over_http(
     cx: &CallCx,
 ) -> Result<RefreshedTokens, AdapterError> {
     let body = refresh_body(&refresh_token);
-    let req = PostRequest::json(adapter, token_url, &body)?
-        .secret_in_body(refresh_token)
-        .header("originator", "codex_cli_rs");
+    let req = PostRequest::json(adapter, token_url, &body)?.header("originator", "codex_cli_rs");
     match http.post_json(&req, cx).await {
         Ok(reply) => parse_refresh_reply(adapter, &reply),
         Err(AdapterError::BadRequest {

@@ -6,6 +6,9 @@
 //! - [`HttpClient::post_json`] and [`HttpClient::post_sse`] run under the call's [`CallCx`]:
 //!   cancellation gives `Cancelled`, the deadline gives `Timeout`, at any point (connect, send,
 //!   body, backoff sleep). The client itself has a connect timeout and a read timeout.
+//! - Budget: a JSON reply, or a whole SSE stream, over the call's
+//!   [`CallCx::max_response_bytes`] is `ResponseTooLarge` (fatal, never retried); reading stops
+//!   at the limit, so memory stays bounded whatever the server sends.
 //! - Retries: on 429, 5xx and transport failures (connect refused, reset, read timeout), at
 //!   most [`RetryPolicy::max_retries`] times, with exponential backoff plus jitter, or the
 //!   provider's `retry-after-ms` / `retry-after` (seconds) when given. Every sleep is capped at
@@ -21,7 +24,7 @@
 //!
 //! ```no_run
 //! use geode::llm::adapter::CallCx;
-//! use geode::llm::credentials::Secret;
+//! use geode::secret::Secret;
 //! use geode::llm::http::{HttpClient, PostRequest};
 //! # async fn demo() -> Result<(), geode::llm::adapter::AdapterError> {
 //! let http = HttpClient::shared()?;
@@ -32,8 +35,8 @@
 //! ```
 
 use crate::llm::adapter::{AdapterError, CallCx};
-use crate::llm::credentials::Secret;
 use crate::llm::sse::{SseReader, error_chain};
+use crate::secret::Secret;
 use bytes::Bytes;
 use futures::Stream;
 use reqwest::header::{HeaderMap, HeaderValue};
@@ -52,10 +55,7 @@ pub type HttpSse = SseReader<BodyStream>;
 pub const MAX_ERROR_MESSAGE: usize = 300;
 
 /// The most bytes read from an error body.
-const MAX_ERROR_BODY: usize = 64 * 1024;
-
-/// The most bytes read from a JSON reply.
-const MAX_JSON_BODY: usize = 64 * 1024 * 1024;
+const MAX_ERROR_BODY: u64 = 64 * 1024;
 
 /// Client settings (the reference's httpx settings, `reference-behaviour.md` §2.0).
 #[derive(Debug, Clone, PartialEq)]
@@ -133,14 +133,14 @@ fn unit_random() -> f64 {
     (h.finish() >> 11) as f64 / (1u64 << 53) as f64
 }
 
-/// One POST: URL, headers and body, plus the secrets that must never appear in an error.
+/// One POST: URL, headers and body. Sensitive headers are marked; every [`Secret`] is known to
+/// the process-wide scrubber ([`crate::secret::scrub`]), which cleans every error built here.
 #[derive(Clone)]
 pub struct PostRequest {
     adapter: String,
     url: String,
     headers: Vec<(String, String, bool)>,
     body: Bytes,
-    secrets: Vec<Secret>,
 }
 
 impl std::fmt::Debug for PostRequest {
@@ -163,7 +163,6 @@ impl PostRequest {
             url: url.into(),
             headers: vec![("content-type".into(), "application/json".into(), false)],
             body,
-            secrets: Vec::new(),
         }
     }
 
@@ -182,27 +181,20 @@ impl PostRequest {
         self
     }
 
-    /// Adds `authorization: Bearer <secret>` (marked sensitive, scrubbed from errors).
+    /// Adds `authorization: Bearer <secret>` (marked sensitive; the secret is scrubbed from errors).
     pub fn bearer(self, secret: &Secret) -> Self {
         let value = format!("Bearer {}", secret.expose());
-        self.secret_header_value("authorization", value, secret)
+        self.secret_header_value("authorization", value)
     }
 
     /// Adds a header whose value is `secret` (e.g. `x-api-key`).
     pub fn secret_header(self, name: &str, secret: &Secret) -> Self {
         let value = secret.expose().to_owned();
-        self.secret_header_value(name, value, secret)
+        self.secret_header_value(name, value)
     }
 
-    fn secret_header_value(mut self, name: &str, value: String, secret: &Secret) -> Self {
+    fn secret_header_value(mut self, name: &str, value: String) -> Self {
         self.headers.push((name.to_owned(), value, true));
-        self.secrets.push(secret.clone());
-        self
-    }
-
-    /// Registers a secret carried in the body, so it is scrubbed from any error text.
-    pub fn secret_in_body(mut self, secret: Secret) -> Self {
-        self.secrets.push(secret);
         self
     }
 
@@ -276,7 +268,7 @@ impl HttpClient {
                 &req.adapter,
                 self.with_retries(req, cx, || async {
                     let resp = self.send_once(req, "application/json").await?;
-                    read_limited(req, resp, MAX_JSON_BODY).await
+                    read_limited(req, resp, cx.max_response_bytes).await
                 }),
             )
             .await?;
@@ -297,11 +289,10 @@ impl HttpClient {
             )
             .await?;
         let stream: BodyStream = Box::pin(resp.bytes_stream());
-        Ok(SseReader::new(
-            req.adapter.clone(),
-            stream,
-            self.config.sse_idle_timeout,
-        ))
+        Ok(
+            SseReader::new(req.adapter.clone(), stream, self.config.sse_idle_timeout)
+                .with_max_total_bytes(cx.max_response_bytes),
+        )
     }
 
     async fn with_retries<T, F, Fut>(
@@ -382,7 +373,6 @@ impl HttpClient {
             status.as_u16(),
             retry_after,
             &body,
-            &req.secrets,
         ))
     }
 }
@@ -398,23 +388,28 @@ fn transport(req: &PostRequest, e: reqwest::Error) -> AdapterError {
     };
     AdapterError::Transport {
         adapter: req.adapter.clone(),
-        message: scrub(&format!("{what}{}", error_chain(&e)), &req.secrets),
+        message: truncate(&format!("{what}{}", error_chain(&e))),
     }
 }
 
-/// Reads a body up to `limit` bytes; more is a `Protocol` error, a broken read `Transport`.
+/// Reads a body up to `limit` bytes; more (announced or read) is `ResponseTooLarge` and
+/// reading stops there; a broken read is `Transport`.
 async fn read_limited(
     req: &PostRequest,
     mut resp: reqwest::Response,
-    limit: usize,
+    limit: u64,
 ) -> Result<Bytes, AdapterError> {
+    let too_large = || AdapterError::ResponseTooLarge {
+        adapter: req.adapter.clone(),
+        limit,
+    };
+    if resp.content_length().is_some_and(|n| n > limit) {
+        return Err(too_large());
+    }
     let mut out = Vec::new();
     while let Some(chunk) = resp.chunk().await.map_err(|e| transport(req, e))? {
-        if out.len() + chunk.len() > limit {
-            return Err(AdapterError::Protocol {
-                adapter: req.adapter.clone(),
-                message: format!("reply body larger than {limit} bytes"),
-            });
+        if (out.len() + chunk.len()) as u64 > limit {
+            return Err(too_large());
         }
         out.extend_from_slice(&chunk);
     }
@@ -488,11 +483,10 @@ pub fn classify_status(
     status: u16,
     retry_after: Option<Duration>,
     body: &[u8],
-    secrets: &[Secret],
 ) -> AdapterError {
     let parsed = provider_error(body);
     let message = match &parsed {
-        Some(p) if !p.message.is_empty() => scrub(&truncate(&p.message), secrets),
+        Some(p) if !p.message.is_empty() => truncate(&p.message),
         Some(_) => format!("no message in the error body ({} bytes)", body.len()),
         None if body.is_empty() => "empty body".to_owned(),
         None => format!("non-JSON error body ({} bytes)", body.len()),
@@ -512,7 +506,7 @@ pub fn classify_status(
         400 | 422 if parsed.as_ref().is_some_and(points_at_schema) => {
             let code = parsed
                 .and_then(|p| p.code)
-                .map(|c| scrub(&truncate(&c), secrets))
+                .map(|c| truncate(&c))
                 .unwrap_or_else(|| "-".to_owned());
             AdapterError::SchemaRejected {
                 adapter,
@@ -558,27 +552,10 @@ fn points_at_schema(p: &ProviderError) -> bool {
         && !(tool(&param) || (tool(&msg) && !msg.contains("response_format")))
 }
 
-/// Cuts text at [`MAX_ERROR_MESSAGE`] characters (marked with `…`) and folds it to one line.
+/// Provider text as an error message: scrubbed, one line, at most [`MAX_ERROR_MESSAGE`]
+/// characters ([`crate::secret::clip`]).
 pub fn truncate(text: &str) -> String {
-    let one_line: String = text
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    match one_line.char_indices().nth(MAX_ERROR_MESSAGE) {
-        Some((i, _)) => format!("{}…", &one_line[..i]),
-        None => one_line,
-    }
-}
-
-/// Replaces every non-trivial secret value in `text` with `***`.
-pub fn scrub(text: &str, secrets: &[Secret]) -> String {
-    let mut out = text.to_owned();
-    for s in secrets {
-        if s.expose().len() >= 4 {
-            out = out.replace(s.expose(), "***");
-        }
-    }
-    out
+    crate::secret::clip(text, MAX_ERROR_MESSAGE)
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 fn classify(status: u16, body: Value) -> AdapterError {
-    classify_status("a", status, None, body.to_string().as_bytes(), &[])
+    classify_status("a", status, None, body.to_string().as_bytes())
 }
 
 #[test]
@@ -88,7 +88,7 @@ fn provider_messages_come_from_the_common_shapes() {
     assert_eq!(m(json!({"message": "plain"})), "plain");
     assert_eq!(m(json!({"error": "just a string"})), "just a string");
     assert!(provider_error(b"<html>oops</html>").is_none());
-    let e = classify_status("a", 502, None, b"<html>bad gateway</html>", &[]);
+    let e = classify_status("a", 502, None, b"<html>bad gateway</html>");
     assert_eq!(
         e.to_string(),
         "a: provider error (HTTP 502): non-JSON error body (24 bytes)"
@@ -100,13 +100,28 @@ fn messages_are_truncated_one_line_and_scrubbed_of_secrets() {
     let long = "x".repeat(1000);
     let e = classify(400, json!({"error": {"message": long}}));
     assert!(e.to_string().chars().count() < 400, "{e}");
-    let key = Secret::new("sk-live-abcdef123456");
+    let _key = Secret::new("sk-live-abcdef123456");
     let body = json!({"error": {"message": "Incorrect API key provided: sk-live-abcdef123456\nsecond line"}});
-    let e = classify_status("a", 401, None, body.to_string().as_bytes(), &[key]);
+    let e = classify_status("a", 401, None, body.to_string().as_bytes());
     let text = format!("{e} {e:?}");
     assert!(!text.contains("sk-live-abcdef123456"), "{text}");
     assert!(text.contains("provided: ***"), "{text}");
     assert!(!e.to_string().contains('\n'));
+}
+
+#[test]
+fn a_key_after_long_padding_is_scrubbed_before_the_cut() {
+    // Issue 9: the message was cut at 300 characters and then scrubbed, so the key's first 22
+    // characters survived.
+    let key = "sk-proj-Padding0Test1Key2Value3Abcdef456789";
+    let _key = Secret::new(key);
+    let message = format!("{} {key}", "p".repeat(278));
+    let e = classify(401, json!({"error": {"message": message}}));
+    let text = format!("{e} {e:?}");
+    for w in key.as_bytes().windows(8) {
+        let w = std::str::from_utf8(w).unwrap();
+        assert!(!text.contains(w), "{w} in {text}");
+    }
 }
 
 #[test]

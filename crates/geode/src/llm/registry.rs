@@ -168,7 +168,7 @@ pub const ADAPTERS: &[AdapterSpec] = &[
         name: "claude-cli",
         family: Family::Anthropic,
         billing: Billing::Cli,
-        wire: "`claude -p --output-format json` subprocess",
+        wire: "`claude -p --output-format stream-json` subprocess",
         schema_on_wire: "`--json-schema <inline JSON>`; `structured_output` read and re-validated",
         mode_rule: ModeRule::Fixed(StructuredOutputMode::CliValidated),
         framework_tools: false,

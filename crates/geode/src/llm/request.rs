@@ -237,7 +237,8 @@ pub struct ToolUse {
 
 impl ToolUse {
     /// Builds a tool call from arguments given as JSON text (OpenAI and GLM style):
-    /// empty text is `{}`, unparsable text is `{"_raw": text}`.
+    /// empty text is `{}`, text that is not a JSON object (unparsable, an array, a number, ...)
+    /// is `{"_raw": text}`.
     pub fn from_json_arguments(
         id: impl Into<String>,
         name: impl Into<String>,
@@ -247,8 +248,8 @@ impl ToolUse {
             Value::Object(Map::new())
         } else {
             match serde_json::from_str::<Value>(arguments) {
-                Ok(v) => v,
-                Err(_) => {
+                Ok(v @ Value::Object(_)) => v,
+                _ => {
                     let mut m = Map::new();
                     m.insert("_raw".to_owned(), Value::String(arguments.to_owned()));
                     Value::Object(m)

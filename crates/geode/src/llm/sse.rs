@@ -9,12 +9,14 @@
 //!   no `data` line is dropped, as the spec says. A single event larger than the size limit is
 //!   a `Protocol` error (a guard against unbounded buffering).
 //! - [`SseReader::next_event`] waits for the next event under the call's [`CallCx`] (cancel and
-//!   deadline) and an **idle timeout per event**. It never reports a clean end: the caller stops
+//!   deadline) and an **idle timeout per event**. The whole stream is capped
+//!   ([`SseReader::with_max_total_bytes`], default [`DEFAULT_MAX_RESPONSE_BYTES`]): a stream
+//!   that goes past it, e.g. one that never ends, is [`AdapterError::ResponseTooLarge`]. It never reports a clean end: the caller stops
 //!   reading once it has seen its own terminal event, so a stream that ends (EOF, connection
 //!   error, idle stall) before that is always [`AdapterError::Truncated`], never success.
 //! - The content type is not checked (the ChatGPT backend may omit it, `wire.md` §3.3).
 
-use crate::llm::adapter::{AdapterError, CallCx};
+use crate::llm::adapter::{AdapterError, CallCx, DEFAULT_MAX_RESPONSE_BYTES};
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use std::collections::VecDeque;
@@ -82,12 +84,6 @@ impl SseParser {
 
     /// Feeds bytes; complete events become available through [`SseParser::pop`].
     pub fn push(&mut self, mut bytes: &[u8]) -> Result<(), EventTooLarge> {
-        if !self.started && !bytes.is_empty() {
-            self.started = true;
-            if let Some(rest) = bytes.strip_prefix(b"\xEF\xBB\xBF") {
-                bytes = rest;
-            }
-        }
         while !bytes.is_empty() {
             if self.skip_lf {
                 self.skip_lf = false;
@@ -103,7 +99,13 @@ impl SseParser {
                     self.skip_lf = bytes[i] == b'\r';
                     bytes = &bytes[i + 1..];
                     let line = std::mem::take(&mut self.line);
-                    self.line_done(&line);
+                    // The stream's leading BOM is dropped from its first line, so it is found
+                    // whatever the chunking (it may arrive split over several pushes).
+                    match line.strip_prefix(b"\xEF\xBB\xBF") {
+                        Some(rest) if !self.started => self.line_done(rest),
+                        _ => self.line_done(&line),
+                    }
+                    self.started = true;
                     self.line = line;
                     self.line.clear();
                 }
@@ -184,6 +186,8 @@ pub struct SseReader<S> {
     parser: SseParser,
     idle: Duration,
     ended: bool,
+    read_bytes: u64,
+    max_total_bytes: u64,
 }
 
 impl<S> std::fmt::Debug for SseReader<S> {
@@ -208,7 +212,16 @@ where
             parser: SseParser::default(),
             idle,
             ended: false,
+            read_bytes: 0,
+            max_total_bytes: DEFAULT_MAX_RESPONSE_BYTES,
         }
+    }
+
+    /// Caps the whole stream at `bytes` (at least 1): reading past it is
+    /// [`AdapterError::ResponseTooLarge`].
+    pub fn with_max_total_bytes(mut self, bytes: u64) -> Self {
+        self.max_total_bytes = bytes.max(1);
+        self
     }
 
     /// The next event. The end of the stream, a connection error or an idle stall is
@@ -239,6 +252,14 @@ where
                     return Err(self.truncated(format!("stream failed: {}", error_chain(&e))));
                 }
                 Ok(Some(Ok(bytes))) => {
+                    self.read_bytes = self.read_bytes.saturating_add(bytes.len() as u64);
+                    if self.read_bytes > self.max_total_bytes {
+                        self.ended = true;
+                        return Err(AdapterError::ResponseTooLarge {
+                            adapter: self.adapter.clone(),
+                            limit: self.max_total_bytes,
+                        });
+                    }
                     self.parser
                         .push(&bytes)
                         .map_err(|e| AdapterError::Protocol {

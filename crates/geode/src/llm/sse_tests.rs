@@ -43,6 +43,21 @@ fn parser_joins_data_lines_skips_comments_and_defaults_the_event_name() {
     );
 }
 
+/// Found by the `sse` fuzz target: a leading BOM split over two pushes was kept, so the first
+/// line's field name became `\u{feff}data` and the event was lost.
+#[test]
+fn a_leading_bom_split_over_pushes_is_dropped_and_a_later_one_kept() {
+    let split = parse_all(&[b"\xEF", b"\xBB", b"\xBFdata: x\n\n"]);
+    assert_eq!(split, vec![ev("message", "x")]);
+    assert_eq!(
+        parse_all(&[b"\xEF\xBB\xBF\ndata: y\n\n"]),
+        vec![ev("message", "y")]
+    );
+    // Only the stream's first line may start with the BOM: later, it is part of the field name.
+    let later = parse_all(&[b"data: a\n\n\xEF\xBB\xBFdata: b\n\n"]);
+    assert_eq!(later, vec![ev("message", "a")]);
+}
+
 #[test]
 fn parser_handles_bare_cr_line_ends_and_drops_events_without_data() {
     let events = parse_all(&[b"event: nodata\r\rdata: x\r\r"]);
@@ -129,4 +144,47 @@ async fn reader_honours_the_deadline_and_cancellation() {
         r.next_event(&cx).await,
         Err(AdapterError::Cancelled { .. })
     ));
+}
+
+#[tokio::test]
+async fn a_stream_that_never_ends_stops_at_the_byte_budget() {
+    // 10 bytes per event, forever.
+    let endless =
+        futures::stream::repeat_with(|| Ok::<_, Infallible>(Bytes::from_static(b"data: xy\n\n")));
+    let mut r = SseReader::new("t", endless, Duration::from_secs(5)).with_max_total_bytes(1000);
+    let cx = CallCx::new();
+    let mut events = 0;
+    let err = loop {
+        match r.next_event(&cx).await {
+            Ok(_) => events += 1,
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(events, 100, "every byte within the budget is read");
+    assert!(
+        matches!(err, AdapterError::ResponseTooLarge { limit: 1000, .. }),
+        "{err:?}"
+    );
+    assert_eq!(err.kind(), "response_too_large");
+    assert_eq!(err.retry_class(), crate::llm::adapter::RetryClass::Fatal);
+}
+
+#[tokio::test]
+async fn the_default_stream_budget_is_sixteen_mib() {
+    // One keep-alive comment of exactly 1 MiB per chunk: 16 are read, the 17th is refused.
+    let mut comment = vec![b'x'; 1 << 20];
+    comment[0] = b':';
+    comment[(1 << 20) - 1] = b'\n';
+    let chunk = Bytes::from(comment);
+    let mut count = 0;
+    let endless = futures::stream::repeat_with(move || Ok::<_, Infallible>(chunk.clone()))
+        .inspect(|_| count += 1);
+    let mut r = SseReader::new("t", endless, Duration::from_secs(5));
+    let err = r.next_event(&CallCx::new()).await.unwrap_err();
+    drop(r);
+    assert_eq!(count, 17);
+    assert!(
+        matches!(err, AdapterError::ResponseTooLarge { limit, .. } if limit == 16 << 20),
+        "{err:?}"
+    );
 }

@@ -13,6 +13,7 @@
 //! | normal exit | the group is killed too, so background children left behind do not outlive the call |
 //! | drop | dropping the future kills the group (`killpg`) and the leader (`kill_on_drop`) |
 //! | output | stdout and stderr are read concurrently, each capped at the spec's limit; the **tail** is kept and the dropped byte count reported |
+//! | stdout budget | with [`ProcessSpec::stdout_budget`], stdout past that many bytes ends the run like a deadline: the group is killed, the ending is [`Ending::OutputTooLarge`] |
 //! | encoding | stdout must be UTF-8 ([`SubprocessError::NonUtf8`]); stderr is diagnostic and decoded lossily |
 //!
 //! The result ([`SubprocessOutput`]) carries how the process ended ([`Ending`]: exited, timed out or
@@ -142,6 +143,7 @@ pub struct ProcessSpec {
     cwd: Option<PathBuf>,
     stdin: Vec<u8>,
     capture_limit: usize,
+    stdout_budget: Option<u64>,
 }
 
 impl std::fmt::Debug for ProcessSpec {
@@ -157,6 +159,7 @@ impl std::fmt::Debug for ProcessSpec {
             .field("cwd", &self.cwd)
             .field("stdin_bytes", &self.stdin.len())
             .field("capture_limit", &self.capture_limit)
+            .field("stdout_budget", &self.stdout_budget)
             .finish()
     }
 }
@@ -173,6 +176,7 @@ impl ProcessSpec {
             cwd: None,
             stdin: Vec::new(),
             capture_limit: DEFAULT_CAPTURE_BYTES,
+            stdout_budget: None,
         }
     }
 
@@ -223,6 +227,13 @@ impl ProcessSpec {
         self
     }
 
+    /// Ends the run when stdout passes `bytes` in total: the group is killed and the ending is
+    /// [`Ending::OutputTooLarge`] (a runaway writer is stopped at once, not at the deadline).
+    pub fn stdout_budget(mut self, bytes: u64) -> Self {
+        self.stdout_budget = Some(bytes);
+        self
+    }
+
     /// The program as given.
     pub fn program(&self) -> &Path {
         &self.program
@@ -269,6 +280,11 @@ pub enum Ending {
     TimedOut,
     /// The token was cancelled; the group was killed.
     Cancelled,
+    /// Stdout passed the spec's [`ProcessSpec::stdout_budget`]; the group was killed.
+    OutputTooLarge {
+        /// The budget in bytes.
+        limit: u64,
+    },
 }
 
 /// One captured stream: the tail of what was written.
@@ -286,10 +302,11 @@ impl Captured {
         self.dropped_bytes > 0
     }
 
-    /// The last non-empty line, trimmed and cut to `max` characters (for one-line errors).
+    /// The last non-empty line, scrubbed of secrets ([`crate::secret::scrub`]), trimmed and cut
+    /// to `max` characters (for one-line errors). Scrubbing comes before the cut.
     pub fn last_line(&self, max: usize) -> String {
-        let line = self
-            .text
+        let text = crate::secret::scrub(&self.text);
+        let line = text
             .lines()
             .rev()
             .map(str::trim)
@@ -421,13 +438,29 @@ impl TailBuffer {
     }
 }
 
-async fn pump(reader: Option<impl AsyncRead + Unpin>, sink: &mut TailBuffer) {
+/// Reads `reader` into `sink` until EOF; with a `budget`, stops and cancels its token once more
+/// than that many bytes were read.
+async fn pump(
+    reader: Option<impl AsyncRead + Unpin>,
+    sink: &mut TailBuffer,
+    budget: Option<(u64, &CancellationToken)>,
+) {
     let Some(mut reader) = reader else { return };
     let mut chunk = vec![0u8; 64 * 1024];
+    let mut total: u64 = 0;
     loop {
         match reader.read(&mut chunk).await {
             Ok(0) | Err(_) => return,
-            Ok(n) => sink.push(&chunk[..n]),
+            Ok(n) => {
+                sink.push(&chunk[..n]);
+                total = total.saturating_add(n as u64);
+                if let Some((limit, overflow)) = budget
+                    && total > limit
+                {
+                    overflow.cancel();
+                    return;
+                }
+            }
         }
     }
 }
@@ -478,12 +511,13 @@ pub async fn run(
     let stderr = child.stderr().take();
     let mut out = TailBuffer::new(spec.capture_limit);
     let mut err = TailBuffer::new(spec.capture_limit);
+    let overflow = CancellationToken::new();
     let ending = {
         let io = async {
             tokio::join!(
                 feed(stdin, &spec.stdin),
-                pump(stdout, &mut out),
-                pump(stderr, &mut err)
+                pump(stdout, &mut out, spec.stdout_budget.map(|b| (b, &overflow))),
+                pump(stderr, &mut err, None)
             )
         };
         tokio::pin!(io);
@@ -500,6 +534,9 @@ pub async fn run(
                 biased;
                 _ = cancel.cancelled() => break Ending::Cancelled,
                 _ = &mut sleep => break Ending::TimedOut,
+                _ = overflow.cancelled() => break Ending::OutputTooLarge {
+                    limit: spec.stdout_budget.unwrap_or_default(),
+                },
                 _ = &mut io, if !io_done => io_done = true,
                 status = child.wait() => match status {
                     Ok(s) => break Ending::Exited(s),
@@ -507,8 +544,8 @@ pub async fn run(
                 },
             }
         };
-        // Kill the whole group in every case: on a deadline or cancel to stop it, on a normal
-        // exit so that background children left behind do not outlive the call.
+        // Kill the whole group in every case: on a deadline, cancel or runaway output to stop
+        // it, on a normal exit so that background children left behind do not outlive the call.
         let _ = killpg(guard.pgid, Signal::SIGKILL);
         if !matches!(ending, Ending::Exited(_)) {
             let _ = tokio::time::timeout(REAP_BOUND, child.wait()).await;
@@ -516,7 +553,13 @@ pub async fn run(
         if !io_done {
             let _ = tokio::time::timeout(DRAIN_AFTER_KILL, &mut io).await;
         }
-        ending
+        match (ending, spec.stdout_budget) {
+            // A child that wrote past the budget and exited before the reader noticed.
+            (Ending::Exited(_), Some(limit)) if overflow.is_cancelled() => {
+                Ending::OutputTooLarge { limit }
+            }
+            _ => ending,
+        }
     };
     guard.armed = false;
     let (out_bytes, out_dropped) = out.into_tail();
@@ -568,52 +611,5 @@ fn spawn(spec: &ProcessSpec, program: &Path) -> std::io::Result<Box<dyn ChildWra
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tail_buffer_keeps_the_last_bytes_and_counts_the_rest() {
-        let mut t = TailBuffer::new(4);
-        for chunk in [b"abc".as_slice(), b"defg", b"hij"] {
-            t.push(chunk);
-        }
-        let (tail, dropped) = t.into_tail();
-        assert_eq!(tail, b"ghij");
-        assert_eq!(dropped, 6);
-    }
-
-    #[test]
-    fn tail_cut_inside_a_character_drops_the_partial_character() {
-        let mut t = TailBuffer::new(5);
-        // x x [c3 a9] [e2 82 ac]: the last 5 bytes start on a character boundary.
-        t.push("xxé€".as_bytes());
-        let (tail, dropped) = t.into_tail();
-        assert_eq!(String::from_utf8(tail).unwrap(), "é€");
-        assert_eq!(dropped, 2);
-
-        // The last 4 bytes start with the continuation byte a9, which is dropped.
-        let mut t = TailBuffer::new(4);
-        t.push("xxé€".as_bytes());
-        let (tail, dropped) = t.into_tail();
-        assert_eq!(String::from_utf8(tail).unwrap(), "€");
-        assert_eq!(dropped, 4);
-    }
-
-    #[test]
-    fn spec_debug_never_shows_variable_values() {
-        let spec = ProcessSpec::new("x").env("API_KEY", "sk-secret-value");
-        let dbg = format!("{spec:?}");
-        assert!(dbg.contains("API_KEY"));
-        assert!(!dbg.contains("sk-secret-value"));
-    }
-
-    #[test]
-    fn last_line_skips_blank_lines_and_is_bounded() {
-        let c = Captured {
-            text: "first\nsecond line here\n\n  \n".into(),
-            dropped_bytes: 0,
-        };
-        assert_eq!(c.last_line(100), "second line here");
-        assert_eq!(c.last_line(6), "second");
-    }
-}
+#[path = "subprocess_tests.rs"]
+mod tests;

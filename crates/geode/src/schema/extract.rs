@@ -279,6 +279,56 @@ pub fn extract_last_object(text: &str) -> Option<(&str, Value)> {
     })
 }
 
+/// Why [`extract_last_object`] found no object in a text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NoObject {
+    /// The text holds no balanced top-level `{…}` span.
+    NoBalancedSpan,
+    /// Balanced spans exist but none parses; `message` is the parser's reason for the last one
+    /// (e.g. `number out of range at line 1 column 9` for `{"a": 1e400}`).
+    Unparsable {
+        /// serde_json's message, with line and column inside the span.
+        message: String,
+    },
+}
+
+impl std::fmt::Display for NoObject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NoBalancedSpan => f.write_str("no balanced JSON object in the text"),
+            Self::Unparsable { message } => {
+                write!(f, "the last balanced {{…}} is not valid JSON: {message}")
+            }
+        }
+    }
+}
+
+/// Says why `text` holds no object [`extract_last_object`] accepts (call it after that returned
+/// `None`): no balanced span at all, or the parser's reason for the last span.
+///
+/// ```
+/// use geode::schema::extract::{explain_no_object, NoObject};
+/// assert_eq!(explain_no_object("prose only"), NoObject::NoBalancedSpan);
+/// let why = explain_no_object(r#"{"a": 1e400}"#).to_string();
+/// assert!(why.contains("number out of range"), "{why}");
+/// ```
+pub fn explain_no_object(text: &str) -> NoObject {
+    let Some(last) = top_level_spans(text).pop() else {
+        return NoObject::NoBalancedSpan;
+    };
+    let span = text.get(last).unwrap_or_default();
+    match serde_json::from_str::<Value>(span) {
+        Err(e) => NoObject::Unparsable {
+            message: e.to_string(),
+        },
+        // Not reached after `extract_last_object` returned `None`; said plainly if it is.
+        Ok(_) => NoObject::Unparsable {
+            message: "it parses; call this only when extraction failed".to_owned(),
+        },
+    }
+}
+
 /// Like [`extract_last_object`] but checks JSON syntax only, without building a `Value`
 /// (several times faster on large answers).
 pub fn find_last_object(text: &str) -> Option<&str> {

@@ -333,6 +333,21 @@ fn out_of_range_numbers_pass_the_syntax_check_but_not_the_value_parse() {
 }
 
 #[test]
+fn explain_no_object_names_an_out_of_range_number_and_too_deep_nesting() {
+    assert_eq!(explain_no_object(""), NoObject::NoBalancedSpan);
+    assert_eq!(explain_no_object("} no {"), NoObject::NoBalancedSpan);
+    let why = explain_no_object(r#"Answer: {"a": 1e400}"#);
+    assert!(
+        matches!(&why, NoObject::Unparsable { message } if message.contains("number out of range")),
+        "{why:?}"
+    );
+    assert!(why.to_string().contains("not valid JSON"), "{why}");
+    let deep = format!("{}{}", "{\"a\":".repeat(200), "}".repeat(200));
+    let why = explain_no_object(&deep).to_string();
+    assert!(why.contains("recursion limit"), "{why}");
+}
+
+#[test]
 fn last_object_with_gives_each_span_once_last_first() {
     let mut seen = Vec::new();
     let got = last_object_with("{1} {2} {3}", |s| {
@@ -463,4 +478,38 @@ fn check_consistent(text: &str) -> Result<(), TestCaseError> {
         prop_assert!(find_last_object(text).is_some());
     }
     Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1024))]
+
+    /// Whatever the text, what the finders return parses: [`extract_last_object`]'s text as the
+    /// object it returns, [`find_last_object`]'s as JSON syntax. The parts include near-JSON that
+    /// does not parse (`NaN`, `1e400` for the value parse, trailing commas, bare words, cut
+    /// strings, nesting past serde_json's 128 levels) so that rejected spans sit between good ones.
+    #[test]
+    fn the_finders_never_return_text_that_does_not_parse(
+        parts in prop::collection::vec(
+            prop_oneof![
+                json_object().prop_map(|o| o.to_string()),
+                Just("{\"a\": NaN}".to_owned()),
+                Just("{\"n\": 1e400}".to_owned()),
+                Just("{\"a\": 1,}".to_owned()),
+                Just("{a: 1}".to_owned()),
+                Just("{\"s\": \"cut".to_owned()),
+                Just(format!("{}{}", "{\"d\":".repeat(130), "}".repeat(130))),
+                "[a-z {}\":,\\\\\\[\\]0-9.e+-]{0,24}",
+            ],
+            0..8,
+        ),
+    ) {
+        let text = parts.concat();
+        if let Some((s, v)) = extract_last_object(&text) {
+            prop_assert_eq!(serde_json::from_str::<Value>(s).ok(), Some(v.clone()));
+            prop_assert!(v.is_object());
+        }
+        if let Some(s) = find_last_object(&text) {
+            prop_assert!(serde_json::from_str::<IgnoredAny>(s).is_ok(), "{s:?} does not parse");
+        }
+    }
 }

@@ -10,6 +10,7 @@
 //! | [`strict`] | the OpenAI strict-compatibility check, with reasons |
 //! | [`extract`] | the balanced-JSON-object finder used on model text |
 //! | [`validate`] | the worker's shallow check and full JSON Schema validation |
+//! | [`cost`] | the static estimate that refuses schemas too expensive to validate |
 //! | [`dialect`] | per-provider projection, residual constraints and limit preflight |
 //!
 //! ```
@@ -20,6 +21,7 @@
 //! assert!(ResponseSchema::from_json_str("[1,2]").is_err());
 //! ```
 
+pub mod cost;
 pub mod dialect;
 pub mod extract;
 pub mod strict;
@@ -27,7 +29,7 @@ pub mod validate;
 
 mod constraint;
 
-pub use constraint::TextConstraint;
+pub use constraint::{ConstraintError, TextConstraint, whole_match_regex};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -78,6 +80,17 @@ pub enum SchemaError {
         /// The configured limit.
         limit: usize,
     },
+    /// Validating against the schema could take too much time and memory: some answer location
+    /// could be checked against `estimate` subschemas (see [`cost`]).
+    #[error(
+        "response_schema is too expensive to validate: up to {estimate} subschema checks per answer value; the limit is {budget} (are applicators like anyOf/allOf chained through $ref?)"
+    )]
+    TooExpensive {
+        /// The estimated subschema evaluations per answer location.
+        estimate: u64,
+        /// The limit.
+        budget: u64,
+    },
     /// The JSON Schema validator refused to compile the schema.
     #[error("response_schema cannot be compiled: {message} (at {pointer})")]
     Uncompilable {
@@ -102,6 +115,33 @@ impl std::fmt::Debug for ResponseSchema {
             .field("name", &self.name())
             .finish_non_exhaustive()
     }
+}
+
+/// The deepest nesting of `{`/`[` in JSON text, outside strings (one linear scan, no parse).
+/// A scalar at the top level is depth 0, `{}` is 1, `{"a":[1]}` is 2.
+fn text_nesting_depth(text: &str) -> usize {
+    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for &c in text.as_bytes() {
+        if in_string {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
 }
 
 /// Returns the JSON type name of a value, as used in error messages.
@@ -129,12 +169,23 @@ impl ResponseSchema {
         }
     }
 
-    /// Parses schema text. Invalid JSON and non-objects are typed errors.
+    /// Parses schema text. Invalid JSON and non-objects are typed errors; text that nests deeper
+    /// than [`validate::MAX_SCHEMA_DEPTH`] is [`SchemaError::TooDeep`] (not "invalid JSON").
     pub fn from_json_str(text: &str) -> Result<Self, SchemaError> {
-        let value: Value = serde_json::from_str(text).map_err(|e| SchemaError::InvalidJson {
-            message: e.to_string(),
-            line: e.line(),
-            column: e.column(),
+        let value: Value = serde_json::from_str(text).map_err(|e| {
+            let depth = text_nesting_depth(text);
+            if depth > validate::MAX_SCHEMA_DEPTH {
+                SchemaError::TooDeep {
+                    depth,
+                    limit: validate::MAX_SCHEMA_DEPTH,
+                }
+            } else {
+                SchemaError::InvalidJson {
+                    message: e.to_string(),
+                    line: e.line(),
+                    column: e.column(),
+                }
+            }
         })?;
         Self::from_value(value)
     }
@@ -215,6 +266,15 @@ impl ResponseSchema {
     }
 }
 
+impl Default for ResponseSchema {
+    /// `{}`: the schema every JSON value matches.
+    fn default() -> Self {
+        Self {
+            value: Arc::new(Value::Object(Map::new())),
+        }
+    }
+}
+
 impl TryFrom<Value> for ResponseSchema {
     type Error = SchemaError;
     fn try_from(value: Value) -> Result<Self, Self::Error> {
@@ -264,6 +324,31 @@ mod tests {
             Some(SchemaError::InvalidJson { line, .. }) => assert_eq!(line, 2),
             other => panic!("expected InvalidJson, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn ten_thousand_levels_are_too_deep_not_invalid_json() {
+        let deep = format!("{}{}", "{\"a\":".repeat(10_000), "}".repeat(10_000));
+        match ResponseSchema::from_json_str(&deep) {
+            Err(e @ SchemaError::TooDeep { depth, limit }) => {
+                assert_eq!((depth, limit), (10_000, validate::MAX_SCHEMA_DEPTH));
+                assert!(e.to_string().contains("10000 levels deep"), "{e}");
+            }
+            other => panic!("expected TooDeep, got {other:?}"),
+        }
+        // Truncated deep text is still "too deep": that is the first thing wrong with it.
+        let cut = "[".repeat(500);
+        assert!(matches!(
+            ResponseSchema::from_json_str(&cut),
+            Err(SchemaError::TooDeep { depth: 500, .. })
+        ));
+        // Shallow broken text stays "invalid JSON"; brackets inside strings do not count.
+        let strings = format!("{{\"a\": \"{}\", ", "[{".repeat(300));
+        assert!(matches!(
+            ResponseSchema::from_json_str(&strings),
+            Err(SchemaError::InvalidJson { .. })
+        ));
+        assert_eq!(text_nesting_depth(r#"{"a":[1,{"b":"]}\"{"}]}"#), 3);
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! |---|---|---|
 //! | [`shallow_check`] | the reference's worker check on text: last balanced object + top-level `required` keys | one scan + one syntax-only parse |
 //! | [`missing_required_keys`] | the same key check on an already parsed value | O(required) |
-//! | [`CompiledSchema::validate`] | full JSON Schema (2020-12 unless `$schema` says otherwise), formats included | one evaluation |
+//! | [`CompiledSchema::validate`] | full JSON Schema (2020-12 unless `$schema` says otherwise), formats included | one evaluation; the first [`MAX_REPORTED_ERRORS`] errors are kept, the rest counted |
 //!
 //! Hostile schemas are refused before compilation with a typed [`SchemaError`]:
 //!
@@ -15,13 +15,15 @@
 //! |---|---|
 //! | nests more than [`MAX_SCHEMA_DEPTH`] (128) JSON levels | [`SchemaError::TooDeep`] (checked iteratively, so 10,000 levels are fine to refuse) |
 //! | more than [`MAX_SCHEMA_NODES`] (1,000,000) JSON nodes | [`SchemaError::TooLarge`] (200,000 properties compile) |
+//! | more than [`MAX_SCHEMA_COST`] subschema evaluations per answer location ([`super::cost`]), e.g. `$defs` chaining `anyOf`/`allOf` of two `$ref`s 20 levels deep | [`SchemaError::TooExpensive`], before the validator is built |
 //! | a remote or file `$ref` | [`SchemaError::Uncompilable`]: nothing is ever fetched or read, whatever crate features are on |
 //! | a `$ref` cycle (`{"$ref":"#"}`, a→b→a) | compiles; the validator detects the cycle |
 //! | an invalid keyword value (`{"type": 5}`) | [`SchemaError::Uncompilable`] with the pointer of the bad value |
 //!
 //! `format` is validated (the 2020-12 default treats it as an annotation): providers enforce
 //! formats, and the Anthropic projection leaves some to this local check. Answers nested deeper
-//! than [`MAX_INSTANCE_DEPTH`] get one `depth` issue instead of being walked.
+//! than [`MAX_INSTANCE_DEPTH`] get one `depth` issue instead of being walked, and answers whose
+//! check could take too long one `budget` issue (see [`CompiledSchema::validate`]).
 
 use super::{ResponseSchema, SchemaError, extract};
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
@@ -35,6 +37,21 @@ pub const MAX_SCHEMA_DEPTH: usize = 128;
 pub const MAX_SCHEMA_NODES: usize = 1_000_000;
 /// Deepest answer [`CompiledSchema::validate`] walks (serde_json's own parse limit).
 pub const MAX_INSTANCE_DEPTH: usize = 128;
+/// Most subschema checks one answer location may need ([`super::cost::schema_cost`]); typical
+/// schemas need under 20.
+pub const MAX_SCHEMA_COST: u64 = 10_000;
+/// Most subschema checks one validation may need (schema cost × answer nodes), about a second
+/// of the validator's yes/no check.
+pub const MAX_VALIDATION_WORK: u64 = 40_000_000;
+/// Most subschema checks for which the errors of an invalid answer are listed (collecting
+/// errors costs about a hundred times the yes/no check).
+pub const MAX_LISTING_WORK: u64 = 400_000;
+/// Most errors [`CompiledSchema::validate`] lists; the rest are counted in
+/// [`ValidationReport::more_errors`].
+pub const MAX_REPORTED_ERRORS: usize = 100;
+/// Errors past the listed ones are counted up to this many (then counting stops, and
+/// [`ValidationReport::more_errors`] is a lower bound).
+pub const MAX_COUNTED_ERRORS: u64 = 100_000;
 /// Longest message kept in a [`ValidationIssue`], in characters.
 const MAX_MESSAGE_CHARS: usize = 300;
 /// Most issues [`render_issues`] lists before summarising the rest.
@@ -79,9 +96,37 @@ impl jsonschema::Retrieve for NoRetrieve {
     }
 }
 
+/// The result of [`CompiledSchema::validate`]: the first errors and how many more there were.
+///
+/// Derefs to the listed issues, so `report.is_empty()` means valid; [`Self::total`] counts
+/// every error found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ValidationReport {
+    /// The first [`MAX_REPORTED_ERRORS`] errors, in the validator's order.
+    pub issues: Vec<ValidationIssue>,
+    /// Errors found beyond `issues` (counting stops at [`MAX_COUNTED_ERRORS`]).
+    pub more_errors: u64,
+}
+
+impl ValidationReport {
+    /// Every error found: the listed ones plus [`Self::more_errors`].
+    pub fn total(&self) -> u64 {
+        (self.issues.len() as u64).saturating_add(self.more_errors)
+    }
+}
+
+impl std::ops::Deref for ValidationReport {
+    type Target = [ValidationIssue];
+    fn deref(&self) -> &[ValidationIssue] {
+        &self.issues
+    }
+}
+
 /// A schema compiled for full validation.
 pub struct CompiledSchema {
     validator: jsonschema::Validator,
+    /// [`super::cost::schema_cost`] of the schema.
+    cost: u64,
 }
 
 impl std::fmt::Debug for CompiledSchema {
@@ -91,48 +136,112 @@ impl std::fmt::Debug for CompiledSchema {
 }
 
 impl CompiledSchema {
-    /// Compiles a schema: [`check_depth_and_size`] first, then the `jsonschema` crate with
-    /// external resolution refused and format validation on.
+    /// Compiles a schema: [`check_depth_and_size`] and [`check_cost`] first, then the
+    /// `jsonschema` crate with external resolution refused and format validation on.
     ///
     /// ```
     /// use geode::schema::{ResponseSchema, validate::CompiledSchema};
     /// let s = ResponseSchema::from_json_str(r#"{"type":"object","required":["a"]}"#).unwrap();
     /// let c = CompiledSchema::compile(&s).unwrap();
     /// assert!(c.validate(&serde_json::json!({"a": 1})).is_empty());
-    /// assert_eq!(c.validate(&serde_json::json!({}))[0].keyword, "required");
+    /// assert_eq!(c.validate(&serde_json::json!({})).issues[0].keyword, "required");
     /// ```
     pub fn compile(schema: &ResponseSchema) -> Result<Self, SchemaError> {
         check_depth_and_size(schema.as_value())?;
+        let cost = check_cost(schema.as_value())?;
         jsonschema::options()
             .with_retriever(NoRetrieve)
             .should_validate_formats(true)
             .build(schema.as_value())
-            .map(|validator| Self { validator })
+            .map(|validator| Self { validator, cost })
             .map_err(|e| SchemaError::Uncompilable {
                 message: shorten(e.to_string()),
                 pointer: e.instance_path().to_string(),
             })
     }
 
-    /// True when the instance is valid (faster than [`Self::validate`] when it is).
+    /// True when the instance is valid (faster than [`Self::validate`] when it is). An answer
+    /// over the depth limit or [`MAX_VALIDATION_WORK`] is not valid.
     pub fn is_valid(&self, instance: &Value) -> bool {
-        depth_exceeds(instance, MAX_INSTANCE_DEPTH).is_none() && self.validator.is_valid(instance)
+        self.work(instance).is_ok() && self.validator.is_valid(instance)
     }
 
-    /// Validates an instance; empty when valid. Every error is listed, in the validator's order.
-    pub fn validate(&self, instance: &Value) -> Vec<ValidationIssue> {
-        if let Some(depth) = depth_exceeds(instance, MAX_INSTANCE_DEPTH) {
-            return vec![ValidationIssue {
-                instance_path: String::new(),
-                schema_path: String::new(),
-                keyword: "depth".to_owned(),
-                message: format!(
-                    "the answer nests {depth} levels deep; the limit is {MAX_INSTANCE_DEPTH}"
-                ),
-                allowed: None,
-            }];
+    /// Validates an instance; empty when valid. The validator's fast yes/no check runs first;
+    /// for an invalid answer the first [`MAX_REPORTED_ERRORS`] errors are listed in the
+    /// validator's order and the rest only counted (errors are produced lazily).
+    ///
+    /// Budgets, each reported as one issue instead of the errors: an answer nested deeper than
+    /// [`MAX_INSTANCE_DEPTH`] (`depth`), one whose check could take more than
+    /// [`MAX_VALIDATION_WORK`] subschema checks (`budget`, not checked), and an invalid one
+    /// whose errors could take more than [`MAX_LISTING_WORK`] checks to list (`budget`).
+    pub fn validate(&self, instance: &Value) -> ValidationReport {
+        let work = match self.work(instance) {
+            Ok(work) => work,
+            Err(issue) => return issue.into(),
+        };
+        if self.validator.is_valid(instance) {
+            return ValidationReport::default();
         }
-        self.validator.iter_errors(instance).map(issue).collect()
+        if work > MAX_LISTING_WORK {
+            return budget_issue(format!(
+                "the answer does not match the schema; its errors are not listed: that could take {work} subschema checks (schema cost {} × answer size), over the limit of {MAX_LISTING_WORK}",
+                self.cost
+            ))
+            .into();
+        }
+        let mut errors = self.validator.iter_errors(instance);
+        let issues = errors
+            .by_ref()
+            .take(MAX_REPORTED_ERRORS)
+            .map(issue)
+            .collect();
+        let more = errors.take(MAX_COUNTED_ERRORS as usize).count();
+        ValidationReport {
+            issues,
+            more_errors: more as u64,
+        }
+    }
+
+    /// The most subschema checks validating `instance` can take (schema cost × answer nodes),
+    /// or the issue when the answer is too deep or the work over [`MAX_VALIDATION_WORK`].
+    fn work(&self, instance: &Value) -> Result<u64, ValidationIssue> {
+        let nodes = count_nodes(instance, MAX_INSTANCE_DEPTH).map_err(|depth| ValidationIssue {
+            instance_path: String::new(),
+            schema_path: String::new(),
+            keyword: "depth".to_owned(),
+            message: format!(
+                "the answer nests {depth} levels deep; the limit is {MAX_INSTANCE_DEPTH}"
+            ),
+            allowed: None,
+        })?;
+        let work = self.cost.saturating_mul(nodes);
+        if work > MAX_VALIDATION_WORK {
+            return Err(budget_issue(format!(
+                "the answer was not checked: that could take {work} subschema checks (schema cost {} × {nodes} answer values), over the limit of {MAX_VALIDATION_WORK}",
+                self.cost
+            )));
+        }
+        Ok(work)
+    }
+}
+
+impl From<ValidationIssue> for ValidationReport {
+    fn from(issue: ValidationIssue) -> Self {
+        Self {
+            issues: vec![issue],
+            more_errors: 0,
+        }
+    }
+}
+
+/// One root-level issue with the keyword `budget`.
+fn budget_issue(message: String) -> ValidationIssue {
+    ValidationIssue {
+        instance_path: String::new(),
+        schema_path: String::new(),
+        keyword: "budget".to_owned(),
+        message,
+        allowed: None,
     }
 }
 
@@ -198,12 +307,28 @@ pub fn check_depth_and_size(schema: &Value) -> Result<(), SchemaError> {
     Ok(())
 }
 
-/// `Some(depth)` when `v` nests deeper than `limit` (the first depth found past it).
-fn depth_exceeds(v: &Value, limit: usize) -> Option<usize> {
+/// Refuses schemas whose [`super::cost::schema_cost`] is over [`MAX_SCHEMA_COST`] (validating
+/// them could take seconds and gigabytes for a one-key answer); returns the cost otherwise.
+pub fn check_cost(schema: &Value) -> Result<u64, SchemaError> {
+    let estimate = super::cost::schema_cost(schema);
+    if estimate > MAX_SCHEMA_COST {
+        return Err(SchemaError::TooExpensive {
+            estimate,
+            budget: MAX_SCHEMA_COST,
+        });
+    }
+    Ok(estimate)
+}
+
+/// The number of JSON values in `v`, or `Err(depth)` when it nests deeper than `limit` (the
+/// first depth found past it).
+fn count_nodes(v: &Value, limit: usize) -> Result<u64, usize> {
+    let mut nodes: u64 = 0;
     let mut stack: Vec<(&Value, usize)> = vec![(v, 1)];
     while let Some((v, depth)) = stack.pop() {
+        nodes += 1;
         if depth > limit {
-            return Some(depth);
+            return Err(depth);
         }
         match v {
             Value::Object(m) => stack.extend(m.values().map(|c| (c, depth + 1))),
@@ -211,7 +336,7 @@ fn depth_exceeds(v: &Value, limit: usize) -> Option<usize> {
             _ => {}
         }
     }
-    None
+    Ok(nodes)
 }
 
 /// The required keys of `schema` absent from the top-level object `answer` (all of them when
@@ -345,8 +470,9 @@ impl<'de> Visitor<'de> for KeyStr {
 }
 
 /// A short human list of issues, one line each: `/path: message (allowed: "a", "b")`. The root
-/// is shown as `/`. At most 20 lines, then `… and N more`. Used in retry feedback.
-pub fn render_issues(issues: &[ValidationIssue]) -> String {
+/// is shown as `/`. At most 20 lines, then `… and N more` (the unlisted issues plus
+/// `more_errors`, the errors not even collected). Used in retry feedback.
+pub fn render_issues(issues: &[ValidationIssue], more_errors: u64) -> String {
     let mut lines: Vec<String> = issues
         .iter()
         .take(MAX_RENDERED_ISSUES)
@@ -364,8 +490,9 @@ pub fn render_issues(issues: &[ValidationIssue]) -> String {
             line
         })
         .collect();
-    if issues.len() > MAX_RENDERED_ISSUES {
-        lines.push(format!("… and {} more", issues.len() - MAX_RENDERED_ISSUES));
+    let unlisted = issues.len().saturating_sub(MAX_RENDERED_ISSUES) as u64 + more_errors;
+    if unlisted > 0 {
+        lines.push(format!("… and {unlisted} more"));
     }
     lines.join("\n")
 }
@@ -373,3 +500,7 @@ pub fn render_issues(issues: &[ValidationIssue]) -> String {
 #[cfg(test)]
 #[path = "validate_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "validate_budget_tests.rs"]
+mod budget_tests;

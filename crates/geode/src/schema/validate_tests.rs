@@ -59,7 +59,7 @@ fn decision_answers_validate_and_enum_issues_carry_allowed_values() {
     assert!(c.is_valid(&json!({"decision":"accept","reason":"ok"})));
     let issues = c.validate(&json!({"decision":"maybe","reason":"ok"}));
     assert_eq!(
-        issues,
+        issues.issues,
         vec![ValidationIssue {
             instance_path: "/decision".into(),
             schema_path: "/properties/decision/enum".into(),
@@ -406,7 +406,7 @@ fn missing_required_keys_on_a_non_object_lists_every_key() {
 #[test]
 fn render_issues_gives_one_line_per_issue_with_allowed_values() {
     let c = CompiledSchema::compile(&decision()).unwrap();
-    let text = render_issues(&c.validate(&json!({"decision":"maybe"})));
+    let text = render_issues(&c.validate(&json!({"decision":"maybe"})), 0);
     let mut lines: Vec<&str> = text.lines().collect();
     lines.sort_unstable();
     assert_eq!(
@@ -416,7 +416,7 @@ fn render_issues_gives_one_line_per_issue_with_allowed_values() {
             r#"/decision: "maybe" is not one of "accept" or "reject" (allowed: "accept", "reject")"#,
         ]
     );
-    assert_eq!(render_issues(&[]), "");
+    assert_eq!(render_issues(&[], 0), "");
 }
 
 #[test]
@@ -428,7 +428,10 @@ fn render_issues_summarises_past_twenty() {
         message: "bad".into(),
         allowed: None,
     };
-    let text = render_issues(&vec![one; 25]);
+    let text = render_issues(&vec![one.clone(); 25], 0);
     assert_eq!(text.lines().count(), 21);
     assert_eq!(text.lines().last(), Some("… and 5 more"));
+    // Errors counted but not collected are added to the unlisted ones.
+    let text = render_issues(&vec![one; 25], 999_900);
+    assert_eq!(text.lines().last(), Some("… and 999905 more"));
 }

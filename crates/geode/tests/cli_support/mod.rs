@@ -8,6 +8,10 @@
 //! run's output unless the inner run passed exactly one test. The inner run first checks that
 //! its namespace really has no interface but `lo`.
 //!
+//! `netns_test!(name, env = [("K", "V")], body)` exports variables into the inner run, so the
+//! test process itself holds them as a user's shell would (the library sees them as its parent
+//! environment; nothing in a test can set variables of its own process).
+//!
 //! The CLIs must be installed (`scripts/install-clis.sh`, run by `make test`); a missing CLI
 //! fails the test with that instruction, it is never skipped.
 
@@ -28,6 +32,14 @@ pub const BODY_BOUND: Duration = Duration::from_secs(360);
 /// Declares a test whose body runs inside a loopback-only network namespace.
 #[macro_export]
 macro_rules! netns_test {
+    ($name:ident, env = [$(($k:expr, $v:expr)),* $(,)?], $body:expr) => {
+        #[test]
+        fn $name() {
+            if cli_support::enter_netns_with(stringify!($name), &[$(($k, $v)),*]) {
+                cli_support::block_on($body);
+            }
+        }
+    };
     ($name:ident, $body:expr) => {
         #[test]
         fn $name() {
@@ -55,6 +67,11 @@ pub fn block_on<F: std::future::Future<Output = ()>>(body: F) {
 /// True inside the namespace (run the body); outside, re-runs this test in a namespace, asserts
 /// that it passed, and returns false.
 pub fn enter_netns(test: &str) -> bool {
+    enter_netns_with(test, &[])
+}
+
+/// [`enter_netns`], with `env` exported into the inner run.
+pub fn enter_netns_with(test: &str, env: &[(&str, &str)]) -> bool {
     if std::env::var_os(INSIDE).is_some() {
         assert_only_loopback();
         return true;
@@ -70,6 +87,7 @@ pub fn enter_netns(test: &str) -> bool {
         .arg(&exe)
         .args([test, "--exact", "--nocapture", "--test-threads=1"])
         .env(INSIDE, "1")
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(log.try_clone().unwrap())
         .stderr(log)

@@ -74,7 +74,7 @@ pub fn render(results: &Results) -> String {
         out.push_str(&format!(" {p}/{t} |"));
     }
     out.push_str(
-        "\n\n¹ needs the response size budget; ² needs the process-wide secret scrubber. \
+        "\n\n¹ the response size budget; ² the process-wide secret scrubber. \
          The local column comes from `cargo test -p geode-local --test fault_matrix_local` \
          (target/fault-matrix-local.tsv); \"not run here\" means that test has not run.\n",
     );

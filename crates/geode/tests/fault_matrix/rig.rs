@@ -120,7 +120,7 @@ fn reply(fault: Fault, kind: Kind, secret: &str) -> Reply {
         Fault::TruncatedStream => Reply::StreamCut,
         Fault::HangBeforeHeaders => Reply::Hang,
         Fault::HangMidBody => Reply::HangMidBody,
-        Fault::EndlessStream => Reply::Endless,
+        Fault::EndlessStream => Reply::EndlessStream,
         Fault::OversizedBody => Reply::Text("x".repeat(17 << 20)),
         Fault::GarbageBody => Reply::Garbage,
         Fault::NonJsonBody => Reply::Html,
@@ -186,6 +186,7 @@ fn http_setup(adapter: &str, origin: &str, home: &Path) -> (Config, MapEnv) {
         AdapterConfig {
             model: None,
             base_url: Some(base),
+            ..AdapterConfig::default()
         },
     );
     let key_var = match adapter {

@@ -82,7 +82,7 @@ pub enum Fault {
     CancelMidGeneration,
 }
 
-/// The behaviour a row waits for from another branch (its cells fail until it lands).
+/// The budget a row relies on (marked ¹ and ² in the printout).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Awaits {
     /// The response size budget (`AdapterError::ResponseTooLarge`).
@@ -107,7 +107,7 @@ pub struct Row {
     pub id: &'static str,
     /// The misbehaviour.
     pub fault: Fault,
-    /// What the row waits for, if anything.
+    /// The budget the row relies on, if any.
     pub awaits: Option<Awaits>,
     /// Expected outcome per adapter.
     pub cells: [Option<Expect>; 9],
@@ -319,10 +319,11 @@ pub const ROWS: &[Row] = &[
         Fault::CliHangWithChild,
         cli(TIMEOUT, TIMEOUT),
     ),
-    row(
+    awaiting(
         "CLI giant output (64 MiB)",
         Fault::CliGiantOutput,
-        cli(TRUNC, TRUNC),
+        Awaits::SizeBudget,
+        cli(TOO_LARGE, TOO_LARGE),
     ),
     row("CLI non-JSON output", Fault::CliNonJson, cli(TRUNC, TRUNC)),
     row(

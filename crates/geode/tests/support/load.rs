@@ -102,6 +102,7 @@ pub async fn run(tasks: usize, seed: u64) -> LoadReport {
         AdapterConfig {
             model: None,
             base_url: Some(server.base_url()),
+            ..AdapterConfig::default()
         },
     );
     let env = MapEnv::new().set("OPENAI_API_KEY", "sk-load-test-key-0123456789");

@@ -104,7 +104,7 @@ impl MessagesClient {
             .post_sse(post, cx)
             .await
             .map_err(|e| messages::reclassify(e, &built))?;
-        let mut fold = StreamFold::new();
+        let mut fold = StreamFold::with_max_text_bytes(cx.max_response_bytes);
         loop {
             let event = sse.next_event(cx).await?;
             let flow = fold

@@ -2,10 +2,11 @@
 //! in print mode, authenticated by the CLI's own login or by the `ANTHROPIC_*` variables.
 //!
 //! argv (no shell; the transcript goes on stdin, see [`super::cli_common::transcript`]):
-//! `claude -p --output-format json --no-session-persistence [--model M] --max-turns N
-//! [--system-prompt S] [--json-schema <compact schema>] [--tools ""]`.
-//! `--output-format json` prints one result object, which holds everything read here; the
-//! stream format adds nothing this adapter needs.
+//! `claude -p --output-format stream-json --verbose --no-session-persistence [--model M]
+//! --max-turns N [--system-prompt S] [--json-schema <compact schema>] [--tools ""]`.
+//! The stream prints one JSON event per line and ends with the same result object as
+//! `--output-format json`; the `assistant` events before it carry every `StructuredOutput` tool
+//! input the model sent, which the result object alone does not when the CLI gives up.
 //!
 //! With `--json-schema` the CLI offers the model a `StructuredOutput` tool whose input schema is
 //! the caller's schema, validates the tool input itself and feeds errors back (up to 5 tries);
@@ -16,7 +17,8 @@
 //! | `is_error:false` and `structured_output` present | success: text = compact JSON of it, `structured` = it |
 //! | `is_error:false`, no schema asked | success: text = `result` |
 //! | `is_error:false`, schema asked, no `structured_output` | `RunFailed{kind:"no_structured_output"}` (the model never called the tool; `subtype` still says success) |
-//! | `subtype:"error_max_structured_output_retries"` | `RunFailed{kind:"max_structured_output_retries"}` |
+//! | `subtype:"error_max_structured_output_retries"`, a `StructuredOutput` input in the stream | an answer: text = compact JSON of the **last** rejected input, `structured` = none; the worker's validation then fails it (an invalid answer, not a provider failure) |
+//! | `subtype:"error_max_structured_output_retries"`, no input in the stream | `RunFailed{kind:"max_structured_output_retries"}` |
 //! | `subtype:"error_max_turns"` | `RunFailed{kind:"max_turns"}` |
 //! | `subtype:"error_max_budget_usd"` | `RunFailed{kind:"max_budget"}` |
 //! | `subtype:"error_during_execution"` | `RunFailed{kind:"during_execution"}` |
@@ -45,12 +47,17 @@ pub const BIN_ENV: &str = "GEODE_CLAUDE_BIN";
 /// The default time limit of one call (the reference's 1800 s).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
 
-/// Parent variables the CLI may see: its credentials and knobs.
+/// Parent variables the CLI may see: its credentials and knobs (`wire.md` §6.1). Anything else
+/// it needs is named in `geode.toml` (`[adapters.claude-cli] pass_env = [...]`).
 const PASS_ENV: &[&str] = &[
     "ANTHROPIC_API_KEY",
     "ANTHROPIC_AUTH_TOKEN",
     "ANTHROPIC_BASE_URL",
     "ANTHROPIC_CUSTOM_HEADERS",
+    "ANTHROPIC_BETAS",
+    "ANTHROPIC_MODEL",
+    "ANTHROPIC_DEFAULT_HAIKU_MODEL",
+    "ANTHROPIC_SMALL_FAST_MODEL",
     "CLAUDE_CODE_OAUTH_TOKEN",
     "CLAUDE_CONFIG_DIR",
     "API_TIMEOUT_MS",
@@ -64,6 +71,9 @@ const QUIET_ENV: &[(&str, &str)] = &[
     ("DISABLE_AUTOUPDATER", "1"),
     ("DISABLE_TELEMETRY", "1"),
 ];
+
+/// The tool the CLI offers the model for the structured answer.
+const STRUCTURED_OUTPUT_TOOL: &str = "StructuredOutput";
 
 /// Whether the CLI's own built-in tools (Bash, Read, Edit, ...) are offered to the model.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -125,7 +135,8 @@ impl ClaudeCliAdapter {
         let mut spec = ProcessSpec::new(bin).args([
             "-p",
             "--output-format",
-            "json",
+            "stream-json",
+            "--verbose",
             "--no-session-persistence",
         ]);
         if !req.model.is_empty() {
@@ -143,22 +154,10 @@ impl ClaudeCliAdapter {
             spec = spec.args(["--tools", ""]);
         }
         spec = spec.stdin(cli_common::transcript(req, !system_as_flag));
-        for name in PASS_ENV {
-            spec = spec.allow_env(*name);
-        }
-        for name in &c.cli.allow_env {
-            spec = spec.allow_env(name.clone());
-        }
         for (k, v) in QUIET_ENV {
             spec = spec.env(*k, v);
         }
-        for (k, v) in &c.cli.env {
-            spec = spec.env(k.clone(), v);
-        }
-        if let Some(dir) = &c.cli.cwd {
-            spec = spec.current_dir(dir);
-        }
-        spec.capture_limit(c.cli.capture_limit)
+        c.cli.apply(spec, PASS_ENV, &[])
     }
 }
 
@@ -173,7 +172,9 @@ impl Adapter for ClaudeCliAdapter {
         req: AdapterCallRequest,
         cx: &CallCx,
     ) -> Result<AdapterResponse, AdapterError> {
-        let spec = self.process_spec(self.resolve_bin()?, &req);
+        let spec = self
+            .process_spec(self.resolve_bin()?, &req)
+            .stdout_budget(cx.max_response_bytes);
         let deadline = cx.with_timeout(self.config.cli.timeout).deadline;
         let out = subprocess::run(&spec, &cx.cancel, deadline)
             .await
@@ -196,7 +197,10 @@ impl Adapter for ClaudeCliAdapter {
             });
         };
         let mode = self.wire_mode(req.response_schema.as_ref());
-        let mut resp = interpret(result, req.response_schema.is_some())?;
+        let mut resp = match rejected_answer(&result, &out.stdout.text) {
+            Some(resp) => resp,
+            None => interpret(result, req.response_schema.is_some())?,
+        };
         resp.wire = WireReport {
             mode,
             ..WireReport::default()
@@ -262,12 +266,67 @@ pub fn last_result(stdout: &str) -> Option<CliResult> {
     })
 }
 
+/// The input of the last `StructuredOutput` tool call of the main conversation in a
+/// `stream-json` stdout (`assistant` events; a subagent's events have a `parent_tool_use_id`).
+pub fn last_structured_output_input(stdout: &str) -> Option<Value> {
+    stdout.lines().rev().find_map(|line| {
+        let v: Value = serde_json::from_str(line.trim()).ok()?;
+        if v.get("type").and_then(Value::as_str) != Some("assistant")
+            || v.get("parent_tool_use_id").is_some_and(|p| !p.is_null())
+        {
+            return None;
+        }
+        v["message"]["content"]
+            .as_array()?
+            .iter()
+            .rev()
+            .find(|b| {
+                b.get("type").and_then(Value::as_str) == Some("tool_use")
+                    && b.get("name").and_then(Value::as_str) == Some(STRUCTURED_OUTPUT_TOOL)
+            })
+            .and_then(|b| b.get("input").cloned())
+    })
+}
+
+/// When the CLI gave up on the model's `StructuredOutput` inputs (retries exhausted), the last
+/// input as an answer: the provider worked and the model answered, so the caller's validation
+/// decides (it fails, with the errors of that answer). `None` otherwise.
+pub fn rejected_answer(r: &CliResult, stdout: &str) -> Option<AdapterResponse> {
+    if r.subtype != "error_max_structured_output_retries" {
+        return None;
+    }
+    let input = last_structured_output_input(stdout)?;
+    Some(AdapterResponse {
+        text: input.to_string(),
+        tool_uses: Vec::new(),
+        usage: usage_of(r),
+        stop_reason: StopReason::EndTurn,
+        structured: None,
+        wire: WireReport::default(),
+    })
+}
+
+fn usage_of(r: &CliResult) -> Usage {
+    r.usage
+        .as_ref()
+        .map(|u| Usage {
+            input_tokens: u.input_tokens,
+            output_tokens: u.output_tokens,
+            cached_input_tokens: u.cache_read_input_tokens,
+            cost_usd: r.total_cost_usd,
+        })
+        .unwrap_or(Usage {
+            cost_usd: r.total_cost_usd,
+            ..Usage::default()
+        })
+}
+
 /// Turns a result object into the answer or a typed failure (the module table).
 pub fn interpret(r: CliResult, schema_requested: bool) -> Result<AdapterResponse, AdapterError> {
     let run_failed = |kind: &str, message: String| AdapterError::RunFailed {
         adapter: NAME.into(),
         kind: kind.into(),
-        message: cli_common::clip(&message, 300),
+        message: crate::secret::clip(&message, 300),
     };
     let detail = || {
         let mut parts = r.errors.clone();
@@ -294,35 +353,23 @@ pub fn interpret(r: CliResult, schema_requested: bool) -> Result<AdapterResponse
             (_, Some(status @ (401 | 403))) => AdapterError::Auth {
                 adapter: NAME.into(),
                 status,
-                message: cli_common::clip(&detail(), 300),
+                message: crate::secret::clip(&detail(), 300),
             },
             (_, Some(429)) => AdapterError::RateLimited {
                 adapter: NAME.into(),
                 retry_after: None,
-                message: cli_common::clip(&detail(), 300),
+                message: crate::secret::clip(&detail(), 300),
             },
             (_, Some(status @ 500..=599)) => AdapterError::Server {
                 adapter: NAME.into(),
                 status,
-                message: cli_common::clip(&detail(), 300),
+                message: crate::secret::clip(&detail(), 300),
             },
             (_, Some(status)) => run_failed("api_error", format!("HTTP {status}: {}", detail())),
             (_, None) => run_failed("is_error", detail()),
         });
     }
-    let usage = r
-        .usage
-        .as_ref()
-        .map(|u| Usage {
-            input_tokens: u.input_tokens,
-            output_tokens: u.output_tokens,
-            cached_input_tokens: u.cache_read_input_tokens,
-            cost_usd: r.total_cost_usd,
-        })
-        .unwrap_or(Usage {
-            cost_usd: r.total_cost_usd,
-            ..Usage::default()
-        });
+    let usage = usage_of(&r);
     let stop_reason = match r.stop_reason.as_deref() {
         Some("max_tokens") => StopReason::MaxTokens,
         Some("refusal") => StopReason::Refusal,

@@ -99,6 +99,66 @@ fn the_last_result_line_wins_in_stream_json() {
     assert!(last_result("no json here\n").is_none());
 }
 
+/// A trimmed real `stream-json` run of claude 2.1.197 that gave up after 5 rejected inputs
+/// (the last two attempts shown, the second with a different input).
+fn retries_stream(last_input: &str) -> String {
+    let assistant = |input: &str, parent: &str| {
+        format!(
+            r#"{{"type":"assistant","message":{{"id":"msg_1","type":"message","role":"assistant","model":"claude-opus-4-8","content":[{{"type":"tool_use","id":"toolu_1","name":"StructuredOutput","input":{input}}}],"stop_reason":null}},"parent_tool_use_id":{parent},"session_id":"c3bb"}}"#
+        )
+    };
+    let rejected = r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","content":"Output does not match required schema: root: must have required property 'n', /answer: must be string","is_error":true,"tool_use_id":"toolu_1"}]},"parent_tool_use_id":null}"#;
+    [
+        r#"{"type":"system","subtype":"init","tools":["StructuredOutput"],"model":"claude-opus-4-8[1m]","apiKeySource":"ANTHROPIC_API_KEY"}"#.to_owned(),
+        assistant(r#"{"answer":5}"#, "null"),
+        rejected.to_owned(),
+        assistant(last_input, "null"),
+        // A subagent's call is not the main answer.
+        assistant(r#"{"answer":"from a subagent","n":9}"#, "\"toolu_0\""),
+        rejected.to_owned(),
+        RETRIES.to_owned(),
+    ]
+    .join("\n")
+}
+
+#[test]
+fn retry_exhaustion_hands_on_the_last_rejected_input_as_the_answer() {
+    let stream = retries_stream(r#"{"answer":6,"extra":true}"#);
+    let result = last_result(&stream).unwrap();
+    let r = rejected_answer(&result, &stream).unwrap();
+    assert_eq!(r.text, r#"{"answer":6,"extra":true}"#);
+    assert_eq!(
+        r.structured, None,
+        "the CLI rejected it: not a validated answer"
+    );
+    assert_eq!(r.usage.input_tokens, 48);
+    assert_eq!(r.usage.cost_usd, Some(0.00114));
+    assert_eq!(
+        last_structured_output_input(&stream),
+        Some(json!({"answer": 6, "extra": true}))
+    );
+}
+
+#[test]
+fn retry_exhaustion_without_any_input_stays_a_run_failure() {
+    let result = last_result(RETRIES).unwrap();
+    assert!(rejected_answer(&result, RETRIES).is_none());
+    assert_eq!(
+        kind(interpret(result, true).unwrap_err()),
+        "max_structured_output_retries"
+    );
+}
+
+#[test]
+fn other_endings_are_not_turned_into_answers() {
+    let stream = retries_stream(r#"{"answer":6}"#);
+    for text in [MAX_TURNS, HTTP400, OK] {
+        let with_inputs = stream.replace(RETRIES, text);
+        let result = last_result(&with_inputs).unwrap();
+        assert!(rejected_answer(&result, &with_inputs).is_none(), "{text}");
+    }
+}
+
 #[test]
 fn argv_has_the_schema_inline_and_compact_and_the_prompt_on_stdin() {
     let mut req = AdapterCallRequest::new("claude-x", vec![Message::user("Give the answer")]);
@@ -116,8 +176,14 @@ fn argv_has_the_schema_inline_and_compact_and_the_prompt_on_stdin() {
         args[i + 1].clone()
     };
     assert_eq!(
-        &args[..4],
-        ["-p", "--output-format", "json", "--no-session-persistence"]
+        &args[..5],
+        [
+            "-p",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--no-session-persistence"
+        ]
     );
     assert_eq!(after("--model"), "claude-x");
     assert_eq!(after("--max-turns"), "100");

@@ -6,6 +6,11 @@
 //! trimmed and ended with one newline. Tools are never forwarded; tool calls and results already
 //! in the conversation are rendered as text so the CLI sees the whole history.
 //!
+//! Environment: a CLI starts with a cleared environment plus [`crate::llm::subprocess::BASE_ENV_ALLOW`],
+//! its adapter's own list, the variables its own configuration names (codex: `env_key` and
+//! `env_http_headers` of `$CODEX_HOME/config.toml`), [`CliOptions::allow_env`] (`pass_env` of
+//! `geode.toml`) and [`CliOptions::env`]. Only names are ever shown, never values.
+//!
 //! | process outcome | error |
 //! |---|---|
 //! | binary missing | [`AdapterError::Config`] (names the `GEODE_*_BIN` variable) |
@@ -14,10 +19,13 @@
 //! | stdout not UTF-8 | [`AdapterError::Protocol`] |
 //! | deadline passed | [`AdapterError::Timeout`] (the group was killed) |
 //! | cancelled | [`AdapterError::Cancelled`] (the group was killed) |
+//! | stdout past the call's response budget | [`AdapterError::ResponseTooLarge`] (the group was killed) |
 
 use crate::llm::adapter::AdapterError;
 use crate::llm::request::{AdapterCallRequest, ContentBlock, Role};
-use crate::llm::subprocess::{DEFAULT_CAPTURE_BYTES, Ending, SubprocessError, SubprocessOutput};
+use crate::llm::subprocess::{
+    DEFAULT_CAPTURE_BYTES, Ending, ProcessSpec, SubprocessError, SubprocessOutput,
+};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -31,7 +39,8 @@ pub struct CliOptions {
     pub timeout: Duration,
     /// The working directory of the CLI (`None`: inherited).
     pub cwd: Option<PathBuf>,
-    /// Extra parent variables the CLI may see, beyond the adapter's own list.
+    /// Extra parent variables the CLI may see, beyond the adapter's own list (`pass_env` in
+    /// `geode.toml`). Names that are not variable names ([`is_env_name`]) are ignored.
     pub allow_env: Vec<String>,
     /// Variables set for the CLI (e.g. `HOME`, a base URL, a key for a gateway).
     pub env: Vec<(String, OsString)>,
@@ -73,6 +82,52 @@ impl CliOptions {
         self.env.push((name.into(), value.into()));
         self
     }
+
+    /// The value `name` will have in the CLI: an explicit [`CliOptions::env`] entry, else the
+    /// parent's variable (which reaches the CLI only when allowed). Empty counts as unset.
+    pub fn var(&self, name: &str) -> Option<OsString> {
+        self.env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .or_else(|| std::env::var_os(name))
+            .filter(|v| !v.is_empty())
+    }
+
+    /// Completes `spec` with these options: the adapter's own variables `own`, the names the
+    /// CLI's configuration gives (`named`), [`CliOptions::allow_env`], the explicit variables,
+    /// the working directory and the capture limit. Names that fail [`is_env_name`] are dropped.
+    pub fn apply(&self, mut spec: ProcessSpec, own: &[&str], named: &[String]) -> ProcessSpec {
+        // Variables the CLI's own configuration names hold its keys: the scrubber learns their
+        // values, whatever their names, so a CLI that prints one cannot leak it through geode.
+        for name in named.iter().filter(|n| is_env_name(n)) {
+            crate::secret::learn_env_var(name);
+        }
+        let names = named.iter().chain(&self.allow_env).map(String::as_str);
+        for name in own.iter().copied().chain(names) {
+            if is_env_name(name) {
+                spec = spec.allow_env(name);
+            }
+        }
+        for (k, v) in &self.env {
+            spec = spec.env(k.clone(), v);
+        }
+        if let Some(dir) = &self.cwd {
+            spec = spec.current_dir(dir);
+        }
+        spec.capture_limit(self.capture_limit)
+    }
+}
+
+/// Whether `name` is a portable environment variable name: an ASCII letter or `_`, then ASCII
+/// letters, digits or `_`. Anything else (`=`, NUL, spaces, a pasted value) is refused.
+pub fn is_env_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// The transcript written on the CLI's stdin. `include_system` puts the system prompt in a
@@ -136,12 +191,14 @@ pub fn spawn_error(adapter: &str, bin_env: &str, e: SubprocessError) -> AdapterE
     }
 }
 
-/// The error for a process killed at the deadline or on cancellation; `None` when it exited.
+/// The error for a process killed at the deadline, on cancellation or for runaway output;
+/// `None` when it exited.
 pub fn killed(adapter: &str, out: &SubprocessOutput) -> Option<AdapterError> {
     let adapter = adapter.to_owned();
     match out.ending {
         Ending::TimedOut => Some(AdapterError::Timeout { adapter }),
         Ending::Cancelled => Some(AdapterError::Cancelled { adapter }),
+        Ending::OutputTooLarge { limit } => Some(AdapterError::ResponseTooLarge { adapter, limit }),
         Ending::Exited(_) => None,
     }
 }
@@ -157,24 +214,13 @@ pub fn exit_summary(out: &SubprocessOutput) -> String {
         },
         Ending::TimedOut => "timed out".to_owned(),
         Ending::Cancelled => "cancelled".to_owned(),
+        Ending::OutputTooLarge { limit } => format!("stdout passed {limit} bytes"),
     };
     let line = out.stderr.last_line(200);
     if line.is_empty() {
         status
     } else {
         format!("{status}; stderr: {line}")
-    }
-}
-
-/// Cuts provider text for a one-line error message.
-pub fn clip(text: &str, max: usize) -> String {
-    let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if one_line.chars().count() <= max {
-        one_line
-    } else {
-        let mut s: String = one_line.chars().take(max).collect();
-        s.push('…');
-        s
     }
 }
 
@@ -234,9 +280,44 @@ mod tests {
     }
 
     #[test]
-    fn clip_makes_one_bounded_line() {
-        assert_eq!(clip("a\n b   c", 10), "a b c");
-        assert_eq!(clip("abcdefghij", 4), "abcd…");
+    fn env_names_are_portable_names_only() {
+        for ok in ["MY_KEY", "_X", "a1", "OPENAI_API_KEY"] {
+            assert!(is_env_name(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "1X",
+            "MY=KEY",
+            "MY KEY",
+            "A\0B",
+            "sk-ant-123",
+            "KEY\n",
+            "É",
+        ] {
+            assert!(!is_env_name(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn apply_allows_own_named_and_configured_names_and_drops_bad_ones() {
+        let mut o = CliOptions::with_timeout(Duration::from_secs(1)).env("HOME", "/h");
+        o.allow_env = vec!["FROM_GEODE_TOML".into(), "BAD=NAME".into()];
+        let named = ["FROM_CLI_CONFIG".to_owned(), "no pe".to_owned()];
+        let spec = o.apply(ProcessSpec::new("/bin/true"), &["OWN"], &named);
+        let d = format!("{spec:?}");
+        for name in ["OWN", "FROM_CLI_CONFIG", "FROM_GEODE_TOML", "HOME"] {
+            assert!(d.contains(name), "{name} missing: {d}");
+        }
+        assert!(!d.contains("BAD=NAME") && !d.contains("no pe"), "{d}");
+    }
+
+    #[test]
+    fn var_prefers_the_explicit_value_and_treats_empty_as_unset() {
+        let o = CliOptions::with_timeout(Duration::from_secs(1))
+            .env("GEODE_TEST_UNSET_VAR_X", "")
+            .env("PATH", "/explicit");
+        assert_eq!(o.var("PATH"), Some(OsString::from("/explicit")));
+        assert_eq!(o.var("GEODE_TEST_UNSET_VAR_X"), None);
     }
 
     #[test]

@@ -25,9 +25,14 @@
 //! | no terminal event | `Truncated` (exit 0) or `RunFailed{kind:"exit_status"}` |
 //!
 //! Item-level `error` items (e.g. unknown model metadata) are warnings, not failures.
+//!
+//! Environment: besides its own list, codex gets the variables its configuration names (the
+//! `env_key` and `env_http_headers` of its model providers, see [`super::codex_config`]), read
+//! at each call, and those of `pass_env` in `geode.toml`.
 //! geode's own tools are never forwarded ([`Adapter::supports_tools`] is false).
 
 use super::cli_common::{self, CliOptions};
+use super::codex_config;
 use crate::llm::adapter::{Adapter, AdapterError, CallCx};
 use crate::llm::request::{AdapterCallRequest, AdapterResponse, StopReason, Usage, WireReport};
 use crate::llm::subprocess::{self, ProcessSpec};
@@ -43,11 +48,14 @@ pub const BIN_ENV: &str = "GEODE_CODEX_BIN";
 /// The default time limit of one call (the reference's 600 s).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
-/// Parent variables the CLI may see: its home, credentials and CA settings.
+/// Parent variables the CLI may see: its home, credentials (with the built-in `openai`
+/// provider's organization and project headers) and CA settings.
 const PASS_ENV: &[&str] = &[
     "CODEX_HOME",
     "OPENAI_API_KEY",
     "OPENAI_BASE_URL",
+    "OPENAI_ORGANIZATION",
+    "OPENAI_PROJECT",
     "CODEX_CA_CERTIFICATE",
 ];
 
@@ -166,11 +174,24 @@ impl CodexCliAdapter {
     }
 
     /// The process to run `bin` for `req` with the schema at `schema_path`, without spawning it.
+    /// The variables of codex's own configuration are added by [`Adapter::call`], which reads
+    /// it (see [`codex_config`]).
     pub fn process_spec(
         &self,
         bin: PathBuf,
         req: &AdapterCallRequest,
         schema_path: Option<&Path>,
+    ) -> ProcessSpec {
+        self.process_spec_with(bin, req, schema_path, &[])
+    }
+
+    /// [`Self::process_spec`], also passing the parent variables `named` (by codex's config).
+    pub fn process_spec_with(
+        &self,
+        bin: PathBuf,
+        req: &AdapterCallRequest,
+        schema_path: Option<&Path>,
+        named: &[String],
     ) -> ProcessSpec {
         let c = &self.config;
         let mut spec = ProcessSpec::new(bin)
@@ -187,19 +208,7 @@ impl CodexCliAdapter {
             spec = spec.arg("--output-schema").arg(p);
         }
         spec = spec.arg("-").stdin(cli_common::transcript(req, true));
-        for name in PASS_ENV {
-            spec = spec.allow_env(*name);
-        }
-        for name in &c.cli.allow_env {
-            spec = spec.allow_env(name.clone());
-        }
-        for (k, v) in &c.cli.env {
-            spec = spec.env(k.clone(), v);
-        }
-        if let Some(dir) = &c.cli.cwd {
-            spec = spec.current_dir(dir);
-        }
-        spec.capture_limit(c.cli.capture_limit)
+        c.cli.apply(spec, PASS_ENV, named)
     }
 
     async fn write_schema(&self, schema: &ResponseSchema) -> Result<SchemaFile, AdapterError> {
@@ -237,7 +246,12 @@ impl Adapter for CodexCliAdapter {
             Some(s) => Some(self.write_schema(s).await?),
             None => None,
         };
-        let spec = self.process_spec(bin, &req, schema_file.as_ref().map(SchemaFile::path));
+        let named =
+            codex_config::read_env_names(&self.config.cli, &self.config.config_overrides).await;
+        let schema_path = schema_file.as_ref().map(SchemaFile::path);
+        let spec = self
+            .process_spec_with(bin, &req, schema_path, &named)
+            .stdout_budget(cx.max_response_bytes);
         let deadline = cx.with_timeout(self.config.cli.timeout).deadline;
         let out = subprocess::run(&spec, &cx.cancel, deadline)
             .await
@@ -343,7 +357,7 @@ pub fn interpret(stdout: &str) -> Outcome {
 /// The typed error for a failure codex reported with `message` (the module table).
 fn failure(kind: &str, message: &str) -> AdapterError {
     let adapter = NAME.to_owned();
-    let message = cli_common::clip(message, 300);
+    let message = crate::secret::clip(message, 300);
     let status = provider_status(&message).or_else(|| {
         // codex words a 500 from the provider this way, without the status.
         message.contains("experiencing high demand").then_some(500)

@@ -176,3 +176,18 @@ async fn a_missing_binary_is_a_config_error_and_leaves_no_schema_file() {
     assert!(err.to_string().contains(BIN_ENV), "{err}");
     assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
 }
+
+#[test]
+fn the_cli_may_see_its_own_list_its_config_names_and_pass_env() {
+    let mut config = CodexCliConfig::default();
+    config.cli.allow_env = vec!["FROM_PASS_ENV".into()];
+    let a = CodexCliAdapter::new(config);
+    let req = AdapterCallRequest::new("m", vec![Message::user("q")]);
+    let spec = a.process_spec_with("/bin/codex".into(), &req, None, &["MY_KEY".into()]);
+    let d = format!("{spec:?}");
+    for name in ["CODEX_HOME", "OPENAI_API_KEY", "MY_KEY", "FROM_PASS_ENV"] {
+        assert!(d.contains(&format!("\"{name}\"")), "{name}: {d}");
+    }
+    let plain = format!("{:?}", a.process_spec("/bin/codex".into(), &req, None));
+    assert!(!plain.contains("MY_KEY"), "{plain}");
+}

@@ -9,7 +9,7 @@
 //! | [`anthropic_oauth::AnthropicOauth`] (`anthropic-oauth`) | same | `CLAUDE_CODE_OAUTH_TOKEN` or `~/.claude/.credentials.json` bearer + `anthropic-beta: oauth-2025-04-20`, identity system block | same |
 //! | [`glm_payg::GlmPayg`] (`glm-payg`) | Chat Completions, `POST {base}/chat/completions`, JSON | `ZAI_API_KEY` bearer | `response_format: json_object` + schema in the system prompt (`json-mode`) |
 //! | [`glm_coding_plan::GlmCodingPlan`] (`glm-coding-plan`) | same, Coding Plan base | `ZAI_CODING_PLAN_KEY` bearer | same |
-//! | [`claude_cli::ClaudeCliAdapter`] (`claude-cli`) | `claude -p --output-format json` subprocess | the CLI's login | `--json-schema`; `structured_output` read (`cli-validated`) |
+//! | [`claude_cli::ClaudeCliAdapter`] (`claude-cli`) | `claude -p --output-format stream-json` subprocess | the CLI's login | `--json-schema`; `structured_output` read (`cli-validated`) |
 //! | [`codex_cli::CodexCliAdapter`] (`codex-cli`) | `codex exec --json` subprocess | the CLI's login | 0600 temp file + `--output-schema` (`cli-flag`) |
 
 pub mod anthropic;
@@ -18,6 +18,7 @@ pub mod anthropic_payg;
 pub mod claude_cli;
 pub mod cli_common;
 pub mod codex_cli;
+pub mod codex_config;
 pub mod codex_oauth;
 pub mod glm;
 pub mod glm_coding_plan;
@@ -69,7 +70,7 @@ pub(crate) async fn stream_responses(
 ) -> Result<AdapterResponse, AdapterError> {
     let adapter = req.adapter();
     let mut sse = http.post_sse(req, cx).await?;
-    let mut fold = Fold::default();
+    let mut fold = Fold::with_max_text_bytes(cx.max_response_bytes);
     loop {
         let frame = sse.next_event(cx).await?;
         let event = responses::classify(adapter, &frame)?;

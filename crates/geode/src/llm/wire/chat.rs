@@ -117,7 +117,7 @@ impl ParseError {
             },
             Self::Provider { kind, message } => AdapterError::RunFailed {
                 adapter,
-                kind,
+                kind: one_line(&kind),
                 message: one_line(&message),
             },
         }
@@ -151,6 +151,13 @@ mod tests {
             (code.kind(), code.retry_class()),
             ("run_failed", RetryClass::Fatal)
         );
+        // Found by fuzzing the wire families: a provider code with a line break stays one line.
+        let odd = ParseError::Provider {
+            kind: "12\n14".into(),
+            message: "bad".into(),
+        }
+        .into_adapter_error("glm-payg");
+        assert!(!odd.to_string().contains('\n'), "{odd}");
         let many = BuildError::TooManyTools {
             count: 129,
             limit: 128,

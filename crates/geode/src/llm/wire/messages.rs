@@ -94,6 +94,13 @@ pub enum ParseError {
         /// The event that never came.
         missing: &'static str,
     },
+    /// The streamed text and tool input passed the fold's budget
+    /// ([`StreamFold::with_max_text_bytes`]).
+    #[error("streamed answer larger than {limit} bytes")]
+    TooLarge {
+        /// The budget in bytes.
+        limit: u64,
+    },
     /// The provider reported an error (an `error` event or an error object).
     #[error("provider error {kind}: {message}")]
     Provider {
@@ -114,6 +121,7 @@ impl ParseError {
                 message: format!("stream ended before {missing}"),
             },
             Self::NotJson { message } => AdapterError::Protocol { adapter, message },
+            Self::TooLarge { limit } => AdapterError::ResponseTooLarge { adapter, limit },
             Self::Corrupt { what, message } => AdapterError::Protocol {
                 adapter,
                 message: format!("corrupt {what}: {message}"),
@@ -160,7 +168,7 @@ fn provider_error(adapter: String, kind: &str, message: String) -> AdapterError 
         _ => AdapterError::Server {
             adapter,
             status: 500,
-            message: format!("{kind}: {message}"),
+            message: format!("{}: {message}", one_line(kind)),
         },
     }
 }
@@ -226,6 +234,20 @@ mod tests {
         assert_eq!(err("invalid_request_error").kind(), "bad_request");
         assert_eq!(err("api_error").retry_class(), RetryClass::Retryable);
         assert!(!err("api_error").to_string().contains('\n'));
+    }
+
+    /// Found by the `messages` fuzz target: an unknown error type with a line break made the
+    /// error two lines (the type was put in the message as it came).
+    #[test]
+    fn an_unknown_error_type_stays_on_one_line() {
+        let e = ParseError::Provider {
+            kind: "odd_error\nsecond line".into(),
+            message: "m".into(),
+        }
+        .into_adapter_error("anthropic-payg");
+        assert_eq!(e.kind(), "server");
+        assert!(!e.to_string().contains(['\n', '\r']), "{e}");
+        assert!(e.to_string().contains("odd_error second line"), "{e}");
     }
 
     #[test]

@@ -94,7 +94,7 @@ pub fn stop_reason(raw: Option<&str>) -> StopReason {
         Some("stop") | None => StopReason::EndTurn,
         Some(other) => {
             tracing::debug!(
-                finish_reason = other,
+                finish_reason = %crate::secret::clip(other, 80),
                 "unknown finish reason read as end_turn"
             );
             StopReason::EndTurn

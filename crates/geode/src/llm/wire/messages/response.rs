@@ -138,7 +138,10 @@ pub fn stop_reason(raw: Option<&str>) -> StopReason {
         Some("stop_sequence") => StopReason::StopSequence,
         Some("end_turn" | "pause_turn") | None => StopReason::EndTurn,
         Some(other) => {
-            tracing::debug!(stop_reason = other, "unknown stop reason read as end_turn");
+            tracing::debug!(
+                stop_reason = %crate::secret::clip(other, 80),
+                "unknown stop reason read as end_turn"
+            );
             StopReason::EndTurn
         }
     }

@@ -18,6 +18,7 @@
 
 use super::ParseError;
 use super::response::{Collected, CollectedTool, ToolInput, UsageReport, WireError, corrupt};
+use crate::llm::adapter::DEFAULT_MAX_RESPONSE_BYTES;
 use crate::llm::request::AdapterResponse;
 use serde::Deserialize;
 use serde_json::Value;
@@ -218,18 +219,50 @@ enum Open {
     Other,
 }
 
-/// Folds classified events into an [`AdapterResponse`].
-#[derive(Debug, Default)]
+/// Folds classified events into an [`AdapterResponse`]. Text and tool-input deltas past the
+/// budget ([`StreamFold::with_max_text_bytes`], default [`DEFAULT_MAX_RESPONSE_BYTES`]) are
+/// [`ParseError::TooLarge`].
+#[derive(Debug)]
 pub struct StreamFold {
     collected: Collected,
     open: BTreeMap<u64, Open>,
     done: bool,
+    held_bytes: u64,
+    max_text_bytes: u64,
+}
+
+impl Default for StreamFold {
+    fn default() -> Self {
+        Self::with_max_text_bytes(DEFAULT_MAX_RESPONSE_BYTES)
+    }
 }
 
 impl StreamFold {
-    /// An empty fold.
+    /// An empty fold with the default budget.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty fold whose accumulated text and tool input may not pass `bytes`.
+    pub fn with_max_text_bytes(bytes: u64) -> Self {
+        Self {
+            collected: Collected::default(),
+            open: BTreeMap::new(),
+            done: false,
+            held_bytes: 0,
+            max_text_bytes: bytes,
+        }
+    }
+
+    /// Counts `more` bytes about to be kept; past the budget that is [`ParseError::TooLarge`].
+    fn hold(&mut self, more: usize) -> Result<(), ParseError> {
+        self.held_bytes = self.held_bytes.saturating_add(more as u64);
+        if self.held_bytes > self.max_text_bytes {
+            return Err(ParseError::TooLarge {
+                limit: self.max_text_bytes,
+            });
+        }
+        Ok(())
     }
 
     /// Classifies and applies one SSE frame.
@@ -247,6 +280,7 @@ impl StreamFold {
             Event::BlockStart { index, block } => {
                 let open = match block {
                     BlockStart::Text(text) => {
+                        self.hold(text.len())?;
                         self.collected.text.push_str(&text);
                         Open::Text
                     }
@@ -261,8 +295,16 @@ impl StreamFold {
                 self.open.insert(index, open);
             }
             Event::BlockDelta { index, delta } => match (self.open.get_mut(&index), delta) {
-                (Some(Open::Text), Delta::Text(t)) => self.collected.text.push_str(&t),
-                (Some(Open::Tool { json, .. }), Delta::InputJson(part)) => json.push_str(&part),
+                (Some(Open::Text), Delta::Text(t)) => {
+                    self.hold(t.len())?;
+                    self.collected.text.push_str(&t);
+                }
+                (Some(Open::Tool { .. }), Delta::InputJson(part)) => {
+                    self.hold(part.len())?;
+                    if let Some(Open::Tool { json, .. }) = self.open.get_mut(&index) {
+                        json.push_str(&part);
+                    }
+                }
                 (None, _) => {
                     return Err(corrupt(
                         "content_block_delta",
@@ -288,7 +330,10 @@ impl StreamFold {
             }
             Event::Ping => {}
             Event::Error { kind, message } => return Err(ParseError::Provider { kind, message }),
-            Event::Unknown(kind) => tracing::debug!(kind, "unknown Messages stream event skipped"),
+            Event::Unknown(kind) => tracing::debug!(
+                kind = %crate::secret::clip(&kind, 80),
+                "unknown Messages stream event skipped"
+            ),
         }
         Ok(Flow::Continue)
     }

@@ -297,3 +297,28 @@ fn frames_after_message_stop_are_ignored() {
     assert_eq!(f.push(Some("error"), "garbage"), Ok(Flow::Done));
     assert!(f.is_done());
 }
+
+#[test]
+fn text_and_tool_input_past_the_budget_are_too_large() {
+    let push_all = |f: &mut StreamFold, frames: &[(String, String)]| {
+        frames
+            .iter()
+            .try_for_each(|(e, d)| f.push(Some(e), d).map(|_| ()))
+    };
+    // 4 + 4 bytes of text fit a budget of 8; one more byte does not.
+    let mut f = StreamFold::with_max_text_bytes(8);
+    push_all(
+        &mut f,
+        &concat(vec![vec![start(1)], text_block(0, &["abcd", "efgh"])]),
+    )
+    .unwrap();
+    let err = push_all(&mut f, &text_block(1, &["i"])).unwrap_err();
+    assert_eq!(err, ParseError::TooLarge { limit: 8 });
+    assert_eq!(err.into_adapter_error("t").kind(), "response_too_large");
+
+    // Tool input counts too.
+    let mut f = StreamFold::with_max_text_bytes(8);
+    let tool = tool_block(0, "t1", "f", &["{\"a\":", "\"long\"}"], true);
+    let err = push_all(&mut f, &tool).unwrap_err();
+    assert_eq!(err, ParseError::TooLarge { limit: 8 });
+}

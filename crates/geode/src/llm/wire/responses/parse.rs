@@ -1,7 +1,7 @@
 //! Reading Responses replies: [`classify`] one SSE frame, [`Fold`] a stream, or
 //! [`parse_response`] a whole response object. Sans-IO (see the parent module's table).
 
-use crate::llm::adapter::AdapterError;
+use crate::llm::adapter::{AdapterError, DEFAULT_MAX_RESPONSE_BYTES};
 use crate::llm::http::{ProviderError, truncate};
 use crate::llm::request::{AdapterResponse, StopReason, ToolUse, Usage};
 use crate::llm::sse::SseEvent;
@@ -81,7 +81,7 @@ pub fn classify(adapter: &str, frame: &SseEvent) -> Result<Event, AdapterError> 
             | "error"
     );
     if !known {
-        tracing::debug!(adapter, kind = %kind, "unknown Responses event");
+        tracing::debug!(adapter, kind = %crate::secret::clip(&kind, 80), "unknown Responses event");
         return Ok(Event::Unknown(kind));
     }
     let Some(data) = data else {
@@ -122,15 +122,37 @@ fn error_fields(e: &Value) -> ProviderError {
 
 /// Folds stream events into an [`AdapterResponse`]. Feed events with [`Fold::push`] until it
 /// returns `Some` (the terminal event); a stream that ends before that is the transport's
-/// `Truncated` error, never a response.
-#[derive(Debug, Default)]
+/// `Truncated` error, never a response. Text and refusal deltas past the budget
+/// ([`Fold::with_max_text_bytes`], default [`DEFAULT_MAX_RESPONSE_BYTES`]) are
+/// `ResponseTooLarge`.
+#[derive(Debug)]
 pub struct Fold {
     items: Vec<Value>,
     text: String,
     refusal: String,
+    max_text_bytes: u64,
+}
+
+impl Default for Fold {
+    fn default() -> Self {
+        Self {
+            items: Vec::new(),
+            text: String::new(),
+            refusal: String::new(),
+            max_text_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+        }
+    }
 }
 
 impl Fold {
+    /// An empty fold whose accumulated text may not pass `bytes`.
+    pub fn with_max_text_bytes(bytes: u64) -> Self {
+        Self {
+            max_text_bytes: bytes,
+            ..Self::default()
+        }
+    }
+
     /// Takes one event; returns the response at the terminal event, or an error for
     /// `response.failed` / `error`.
     pub fn push(
@@ -138,6 +160,15 @@ impl Fold {
         adapter: &str,
         event: Event,
     ) -> Result<Option<AdapterResponse>, AdapterError> {
+        if let Event::TextDelta(d) | Event::RefusalDelta(d) = &event {
+            let held = self.text.len() + self.refusal.len() + d.len();
+            if held as u64 > self.max_text_bytes {
+                return Err(AdapterError::ResponseTooLarge {
+                    adapter: adapter.to_owned(),
+                    limit: self.max_text_bytes,
+                });
+            }
+        }
         match event {
             Event::TextDelta(d) => self.text.push_str(&d),
             Event::RefusalDelta(d) => self.refusal.push_str(&d),
@@ -187,7 +218,7 @@ fn run_error(adapter: &str, e: ProviderError, fallback_kind: &str) -> AdapterErr
     } else {
         &e.message
     });
-    let code = e.code.clone().unwrap_or_else(|| fallback_kind.to_owned());
+    let code = e.code.as_deref().unwrap_or(fallback_kind);
     let lower = format!("{code} {}", e.param.as_deref().unwrap_or("")).to_ascii_lowercase();
     if lower.contains("rate_limit") {
         AdapterError::RateLimited {
@@ -199,13 +230,13 @@ fn run_error(adapter: &str, e: ProviderError, fallback_kind: &str) -> AdapterErr
         AdapterError::SchemaRejected {
             adapter,
             status: 200,
-            code,
+            code: truncate(code),
             message,
         }
     } else {
         AdapterError::RunFailed {
             adapter,
-            kind: truncate(&code),
+            kind: truncate(code),
             message,
         }
     }

@@ -315,6 +315,23 @@ fn parse_reads_text_tool_calls_and_cached_usage() {
     );
 }
 
+/// Found by the `responses` fuzz target: arguments that parse as JSON but not as an object
+/// (`[1,2]`, `7`) became the tool input as they were; every tool input is an object.
+#[test]
+fn non_object_arguments_are_kept_raw() {
+    let resp = json!({"status": "completed", "output": [
+        {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "[1,2]"},
+        {"type": "function_call", "call_id": "c2", "name": "g", "arguments": "7"},
+        {"type": "function_call", "call_id": "c3", "name": "h", "arguments": " "}
+    ]});
+    let r = parse_response("t", &resp).unwrap();
+    let inputs: Vec<&Value> = r.tool_uses.iter().map(|t| &t.input).collect();
+    assert_eq!(
+        inputs,
+        [&json!({"_raw": "[1,2]"}), &json!({"_raw": "7"}), &json!({})]
+    );
+}
+
 #[test]
 fn refusal_and_truncation_are_not_collapsed() {
     let refusal = json!({"status": "completed", "output": [{"type": "message", "content": [
@@ -355,6 +372,20 @@ fn failed_and_unfinished_responses_are_errors() {
         parse_response("t", &pending),
         Err(AdapterError::Protocol { .. })
     ));
+}
+
+/// Found by the `responses` fuzz target: the provider's error code went into the error as it
+/// came, so a code holding `\r\n` (or 10 KB) made a multi-line (or huge) error.
+#[test]
+fn error_codes_are_cut_to_one_line() {
+    for code in ["invalid_json\r\nschema", "server\nerror"] {
+        let resp = json!({"status": "failed", "error": {"code": code, "message": "m"}});
+        let err = parse_response("t", &resp).unwrap_err();
+        assert!(!err.to_string().contains(['\n', '\r']), "{err}");
+    }
+    let long = "x".repeat(10_000);
+    let resp = json!({"status": "failed", "error": {"code": long, "message": "m"}});
+    assert!(parse_response("t", &resp).unwrap_err().to_string().len() < 1_000);
 }
 
 fn frame(event: &str, data: Value) -> SseEvent {
@@ -520,4 +551,28 @@ fn unknown_events_pass_and_corrupt_known_events_fail() {
         classify("t", &missing),
         Err(AdapterError::Protocol { .. })
     ));
+}
+
+#[test]
+fn fold_refuses_text_past_its_budget() {
+    let mut f = Fold::with_max_text_bytes(10);
+    assert!(
+        f.push("t", Event::TextDelta("12345".into()))
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        f.push("t", Event::RefusalDelta("12345".into()))
+            .unwrap()
+            .is_none()
+    );
+    let err = f.push("t", Event::TextDelta("x".into())).unwrap_err();
+    assert!(
+        matches!(err, AdapterError::ResponseTooLarge { limit: 10, .. }),
+        "{err:?}"
+    );
+    let mut f = Fold::default();
+    let big = "x".repeat((16 << 20) + 1);
+    let err = f.push("t", Event::TextDelta(big)).unwrap_err();
+    assert_eq!(err.kind(), "response_too_large");
 }

@@ -1,0 +1,214 @@
+//! The six HTTP adapters as the end-to-end tests see them: which fake serves each, where its
+//! base URL and credential go, and where it puts the schema on the wire.
+
+use super::{SECRET, Sandbox, bad_enum_answer, decision_schema, write_codex_auth};
+use geode_fakes::{FakeServer, Kind, Reply, Script};
+use serde_json::Value;
+
+/// Where an adapter puts the schema on the wire.
+#[derive(Clone, Copy, Debug)]
+pub enum Placement {
+    /// Responses `text.format` json_schema, strict.
+    ResponsesFormat,
+    /// Messages `output_config.format` json_schema.
+    MessagesFormat,
+    /// Chat `response_format: json_object` plus the schema in the system message.
+    ChatJsonObject,
+}
+
+/// How a missing credential shows up.
+#[derive(Clone, Copy, Debug)]
+pub enum Credential {
+    /// An environment variable holding a key.
+    Key(&'static str),
+    /// The codex `auth.json` under `CODEX_HOME`.
+    CodexHome,
+    /// `CLAUDE_CODE_OAUTH_TOKEN` (or the Claude credentials file).
+    ClaudeToken,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Case {
+    pub adapter: &'static str,
+    pub kind: Kind,
+    pub base_env: &'static str,
+    pub credential: Credential,
+    pub mode: &'static str,
+    pub placement: Placement,
+    /// Whether the bad first answer is prose (else JSON with a wrong enum value).
+    pub prose_first: bool,
+}
+
+pub const OPENAI_PAYG: Case = Case {
+    adapter: "openai-payg",
+    kind: Kind::Responses,
+    base_env: "GEODE_OPENAI_BASE_URL",
+    credential: Credential::Key("OPENAI_API_KEY"),
+    mode: "strict",
+    placement: Placement::ResponsesFormat,
+    prose_first: true,
+};
+pub const CODEX_OAUTH: Case = Case {
+    adapter: "codex-oauth",
+    kind: Kind::ChatGpt,
+    base_env: "GEODE_CODEX_BASE_URL",
+    credential: Credential::CodexHome,
+    mode: "strict",
+    placement: Placement::ResponsesFormat,
+    prose_first: false,
+};
+pub const ANTHROPIC_PAYG: Case = Case {
+    adapter: "anthropic-payg",
+    kind: Kind::Messages,
+    base_env: "GEODE_ANTHROPIC_BASE_URL",
+    credential: Credential::Key("ANTHROPIC_API_KEY"),
+    mode: "strict",
+    placement: Placement::MessagesFormat,
+    prose_first: true,
+};
+pub const ANTHROPIC_OAUTH: Case = Case {
+    adapter: "anthropic-oauth",
+    kind: Kind::Messages,
+    base_env: "GEODE_ANTHROPIC_BASE_URL",
+    credential: Credential::ClaudeToken,
+    mode: "strict",
+    placement: Placement::MessagesFormat,
+    prose_first: false,
+};
+pub const GLM_PAYG: Case = Case {
+    adapter: "glm-payg",
+    kind: Kind::Chat,
+    base_env: "GEODE_GLM_BASE_URL",
+    credential: Credential::Key("ZAI_API_KEY"),
+    mode: "json-mode",
+    placement: Placement::ChatJsonObject,
+    prose_first: true,
+};
+pub const GLM_CODING_PLAN: Case = Case {
+    adapter: "glm-coding-plan",
+    kind: Kind::Chat,
+    base_env: "GEODE_GLM_CODING_BASE_URL",
+    credential: Credential::Key("ZAI_CODING_PLAN_KEY"),
+    mode: "json-mode",
+    placement: Placement::ChatJsonObject,
+    prose_first: false,
+};
+
+impl Case {
+    /// The bad first answer.
+    pub fn bad(&self) -> Reply {
+        if self.prose_first {
+            Reply::text("I would accept this change, the tests look fine.")
+        } else {
+            Reply::Json(bad_enum_answer())
+        }
+    }
+
+    /// A sandbox pointed at `server`, with the adapter's credential set.
+    pub fn sandbox(&self, server: &FakeServer) -> Sandbox {
+        let mut sb = self.sandbox_without_credential(server);
+        match self.credential {
+            Credential::Key(var) => {
+                sb.var(var, SECRET);
+            }
+            Credential::CodexHome => {
+                let codex_home = sb.home().join("codex-home");
+                write_codex_auth(&codex_home);
+                sb.var("CODEX_HOME", codex_home.display().to_string());
+            }
+            Credential::ClaudeToken => {
+                sb.var("CLAUDE_CODE_OAUTH_TOKEN", SECRET);
+            }
+        }
+        sb
+    }
+
+    pub fn sandbox_without_credential(&self, server: &FakeServer) -> Sandbox {
+        let mut sb = Sandbox::new();
+        sb.var(self.base_env, server.base_url());
+        if matches!(self.credential, Credential::CodexHome) {
+            // A refresh, if any, goes to the fake as well.
+            sb.var("GEODE_CODEX_AUTH_URL", server.base_url());
+        }
+        sb
+    }
+
+    /// Asserts that a model call carried the credential in the adapter's header (masked by the
+    /// fake's recorder).
+    pub fn assert_credential_header(&self, call: &geode_fakes::RecordedRequest) {
+        match (self.kind, self.credential) {
+            (Kind::Messages, Credential::Key(_)) => {
+                assert_eq!(call.header("x-api-key"), Some("***"), "{call:?}");
+                assert!(call.header("authorization").is_none(), "{call:?}");
+            }
+            (Kind::Messages, _) => {
+                assert_eq!(call.header("authorization"), Some("Bearer ***"), "{call:?}");
+                assert!(
+                    call.header("anthropic-beta")
+                        .is_some_and(|b| b.contains("oauth-2025-04-20")),
+                    "{call:?}"
+                );
+            }
+            (Kind::ChatGpt, _) => {
+                assert_eq!(call.header("authorization"), Some("Bearer ***"), "{call:?}");
+                assert_eq!(
+                    call.header("chatgpt-account-id"),
+                    Some(geode_fakes::chatgpt::DEFAULT_ACCOUNT_ID),
+                    "{call:?}"
+                );
+            }
+            _ => assert_eq!(call.header("authorization"), Some("Bearer ***"), "{call:?}"),
+        }
+    }
+
+    /// Asserts that a recorded model-call body carries the Decision schema where it belongs.
+    pub fn assert_schema_on_wire(&self, body: &Value) {
+        let schema = decision_schema();
+        match self.placement {
+            Placement::ResponsesFormat => {
+                let format = &body["text"]["format"];
+                assert_eq!(format["type"], "json_schema", "{body}");
+                assert_eq!(format["strict"], true, "{body}");
+                assert_eq!(format["schema"], schema, "{body}");
+            }
+            Placement::MessagesFormat => {
+                let format = &body["output_config"]["format"];
+                assert_eq!(format["type"], "json_schema", "{body}");
+                assert_eq!(format["schema"], schema, "{body}");
+                assert!(body.get("tool_choice").is_none(), "no forced tool: {body}");
+            }
+            Placement::ChatJsonObject => {
+                assert_eq!(body["response_format"]["type"], "json_object", "{body}");
+                let messages = body["messages"].as_array().unwrap();
+                let system = messages
+                    .iter()
+                    .find(|m| m["role"] == "system")
+                    .unwrap_or_else(|| panic!("no system message: {body}"));
+                let text = system["content"].to_string();
+                for needle in [
+                    "decision",
+                    "reason",
+                    "accept",
+                    "reject",
+                    "additionalProperties",
+                ] {
+                    assert!(text.contains(needle), "schema text lacks {needle}: {text}");
+                }
+            }
+        }
+    }
+}
+
+pub async fn fake(case: &Case, script: Script) -> FakeServer {
+    FakeServer::start(case.kind, script).await.unwrap()
+}
+
+/// Every HTTP adapter.
+pub const ALL: [Case; 6] = [
+    OPENAI_PAYG,
+    CODEX_OAUTH,
+    ANTHROPIC_PAYG,
+    ANTHROPIC_OAUTH,
+    GLM_PAYG,
+    GLM_CODING_PLAN,
+];

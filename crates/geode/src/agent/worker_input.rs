@@ -1,0 +1,228 @@
+//! Reading and checking a [`WorkerRequest`] (part of [`super::worker`], in its own file for size).
+//!
+//! The worker's stdin may hold anything. [`parse_request`] turns bytes into a request or a typed
+//! [`WorkerError`] (empty, too large, not UTF-8, not JSON, more than one value, not an object, no
+//! `task_id`, a bad field); [`request_task_id`] recovers the task id for the failed result
+//! (`"unknown"` when none can be read, as the reference does). [`WorkerRequest::check`] refuses a
+//! request that cannot run (a non-positive or non-finite `timeout_s`, a constraint that does not
+//! compile) before anything is sent.
+
+use crate::agent::worker::WorkerRequest;
+use crate::schema::ConstraintError;
+use serde_json::Value;
+
+/// The largest request [`parse_request`] reads (64 MiB): a bound on memory for hostile stdin.
+pub const MAX_REQUEST_BYTES: usize = 64 << 20;
+
+/// The task id of a failed result when the request gave none that could be read.
+pub const UNKNOWN_TASK_ID: &str = "unknown";
+
+/// Why a request could not be read or cannot run.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WorkerError {
+    /// Nothing on stdin.
+    #[error("empty request: expected one WorkerRequest JSON line on stdin")]
+    EmptyInput,
+    /// More than [`MAX_REQUEST_BYTES`].
+    #[error("request is larger than {limit} bytes")]
+    TooLarge {
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// The bytes are not UTF-8.
+    #[error("request is not valid UTF-8 (invalid byte at offset {offset})")]
+    InvalidUtf8 {
+        /// The offset of the first invalid byte.
+        offset: usize,
+    },
+    /// The line is not JSON.
+    #[error("request is not valid JSON: {0}")]
+    InvalidJson(String),
+    /// Something follows the request (a second line, a second value).
+    #[error(
+        "expected exactly one WorkerRequest, but more input follows it at line {line}, column {column}"
+    )]
+    TrailingInput {
+        /// 1-based line where the extra input starts.
+        line: usize,
+        /// 1-based column where the extra input starts.
+        column: usize,
+    },
+    /// The JSON is not an object.
+    #[error("request must be a JSON object")]
+    NotAnObject,
+    /// `task_id` is missing.
+    #[error("request has no task_id")]
+    MissingTaskId,
+    /// A field has the wrong type or value.
+    #[error("bad request field: {0}")]
+    BadField(String),
+    /// `timeout_s` is not a positive, finite number of seconds.
+    #[error("timeout_s must be a positive, finite number of seconds, got {0}")]
+    InvalidTimeout(String),
+    /// The `text_constraint` does not compile.
+    #[error("unusable text_constraint: {0}")]
+    Constraint(#[from] ConstraintError),
+}
+
+impl WorkerRequest {
+    /// Refuses a request that cannot run, before anything is sent: a `timeout_s` that is not a
+    /// positive, finite number of seconds, or a `text_constraint` that does not compile.
+    pub fn check(&self) -> Result<(), WorkerError> {
+        if !(self.timeout_s.is_finite() && self.timeout_s > 0.0) {
+            return Err(WorkerError::InvalidTimeout(self.timeout_s.to_string()));
+        }
+        if let Some(c) = &self.text_constraint {
+            c.validate()?;
+        }
+        Ok(())
+    }
+}
+
+/// The first JSON value of `text` and the byte offset just after it (`None`: no value at all).
+fn first_value(text: &str) -> Option<Result<(Value, usize), serde_json::Error>> {
+    let mut values = serde_json::Deserializer::from_str(text).into_iter::<Value>();
+    let first = values.next()?;
+    Some(first.map(|v| (v, values.byte_offset())))
+}
+
+/// Parses the worker's whole input: exactly one JSON object (one line, or pretty-printed),
+/// surrounded by nothing but whitespace, then [`WorkerRequest::check`].
+///
+/// ```
+/// use geode::agent::worker::{parse_request, WorkerError};
+/// assert!(parse_request(b"{\"task_id\":\"t\"}\n").is_ok());
+/// assert_eq!(parse_request(b"  \n"), Err(WorkerError::EmptyInput));
+/// assert!(matches!(parse_request(b"\xff\xfe"), Err(WorkerError::InvalidUtf8 { offset: 0 })));
+/// assert!(matches!(
+///     parse_request(b"{\"task_id\":\"a\"}\n{\"task_id\":\"b\"}\n"),
+///     Err(WorkerError::TrailingInput { line: 2, .. })
+/// ));
+/// ```
+pub fn parse_request(input: &[u8]) -> Result<WorkerRequest, WorkerError> {
+    if input.len() > MAX_REQUEST_BYTES {
+        return Err(WorkerError::TooLarge {
+            limit: MAX_REQUEST_BYTES,
+        });
+    }
+    let text = std::str::from_utf8(input).map_err(|e| WorkerError::InvalidUtf8 {
+        offset: e.valid_up_to(),
+    })?;
+    let (value, end) = first_value(text)
+        .ok_or(WorkerError::EmptyInput)?
+        .map_err(|e| WorkerError::InvalidJson(e.to_string()))?;
+    let rest = &text[end..];
+    if let Some(skip) = rest.find(|c: char| !c.is_whitespace()) {
+        let at = &text[..end + skip];
+        let line = at.matches('\n').count() + 1;
+        let column = at.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        return Err(WorkerError::TrailingInput { line, column });
+    }
+    let Some(obj) = value.as_object() else {
+        return Err(WorkerError::NotAnObject);
+    };
+    if !obj.contains_key("task_id") {
+        return Err(WorkerError::MissingTaskId);
+    }
+    let req: WorkerRequest =
+        serde_json::from_value(value).map_err(|e| WorkerError::BadField(e.to_string()))?;
+    req.check()?;
+    Ok(req)
+}
+
+/// Parses one request line (see [`parse_request`]).
+pub fn parse_request_line(line: &str) -> Result<WorkerRequest, WorkerError> {
+    parse_request(line.as_bytes())
+}
+
+/// The `task_id` string of the first JSON value in `input`, for the result of a request that
+/// could not be parsed; [`UNKNOWN_TASK_ID`] when there is none.
+pub fn request_task_id(input: &[u8]) -> String {
+    std::str::from_utf8(input)
+        .ok()
+        .filter(|_| input.len() <= MAX_REQUEST_BYTES)
+        .and_then(|text| first_value(text)?.ok())
+        .and_then(|(v, _)| v.get("task_id")?.as_str().map(str::to_owned))
+        .unwrap_or_else(|| UNKNOWN_TASK_ID.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::TextConstraint;
+
+    /// An input and what its error must look like.
+    type Case = (&'static [u8], fn(&WorkerError) -> bool);
+
+    #[test]
+    fn every_kind_of_bad_input_is_a_typed_error() {
+        let cases: [Case; 8] = [
+            (b"", |e| *e == WorkerError::EmptyInput),
+            (b"\x00\x01\xff", |e| {
+                matches!(e, WorkerError::InvalidUtf8 { offset: 2 })
+            }),
+            (b"{\"task_id\":\"t\xc3\x28\"}", |e| {
+                matches!(e, WorkerError::InvalidUtf8 { offset: 13 })
+            }),
+            (b"[{\"task_id\":\"t\"}]", |e| *e == WorkerError::NotAnObject),
+            (b"{nope", |e| matches!(e, WorkerError::InvalidJson(_))),
+            (b"{\"task_id\":\"a\"} {\"task_id\":\"b\"}", |e| {
+                matches!(
+                    e,
+                    WorkerError::TrailingInput {
+                        line: 1,
+                        column: 17
+                    }
+                )
+            }),
+            (b"{\"task_id\":\"t\",\"timeout_s\":-5}", |e| {
+                *e == WorkerError::InvalidTimeout("-5".into())
+            }),
+            (
+                b"{\"task_id\":\"t\",\"text_constraint\":{\"kind\":\"regex\",\"value\":\"(\"}}",
+                |e| matches!(e, WorkerError::Constraint(_)),
+            ),
+        ];
+        for (input, ok) in cases {
+            let err = parse_request(input).unwrap_err();
+            assert!(ok(&err), "{:?}: {err:?}", String::from_utf8_lossy(input));
+        }
+        let pretty = b"{\n  \"task_id\": \"p\"\n}\n\n";
+        assert_eq!(parse_request(pretty).unwrap().task_id, "p");
+    }
+
+    #[test]
+    fn the_task_id_is_recovered_when_it_can_be_read() {
+        assert_eq!(
+            request_task_id(b"{\"task_id\":\"t-1\",\"timeout_s\":0}"),
+            "t-1"
+        );
+        assert_eq!(
+            request_task_id(b"{\"task_id\":\"a\"}\n{\"task_id\":\"b\"}"),
+            "a"
+        );
+        for input in [&b""[..], b"\xff", b"[1]", b"{\"task_id\":7}", b"{nope"] {
+            assert_eq!(request_task_id(input), UNKNOWN_TASK_ID);
+        }
+    }
+
+    #[test]
+    fn check_refuses_non_positive_and_non_finite_timeouts() {
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            let req = WorkerRequest {
+                timeout_s: bad,
+                ..WorkerRequest::new("t", "x")
+            };
+            assert!(
+                matches!(req.check(), Err(WorkerError::InvalidTimeout(_))),
+                "{bad}"
+            );
+        }
+        let mut req = WorkerRequest::new("t", "x");
+        req.timeout_s = 0.001;
+        assert_eq!(req.check(), Ok(()));
+        req.text_constraint = Some(TextConstraint::Grammar("start: ((".into()));
+        assert!(matches!(req.check(), Err(WorkerError::Constraint(_))));
+    }
+}

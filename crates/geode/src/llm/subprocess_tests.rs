@@ -1,0 +1,56 @@
+use super::*;
+
+#[test]
+fn tail_buffer_keeps_the_last_bytes_and_counts_the_rest() {
+    let mut t = TailBuffer::new(4);
+    for chunk in [b"abc".as_slice(), b"defg", b"hij"] {
+        t.push(chunk);
+    }
+    let (tail, dropped) = t.into_tail();
+    assert_eq!(tail, b"ghij");
+    assert_eq!(dropped, 6);
+}
+
+#[test]
+fn tail_cut_inside_a_character_drops_the_partial_character() {
+    let mut t = TailBuffer::new(5);
+    // x x [c3 a9] [e2 82 ac]: the last 5 bytes start on a character boundary.
+    t.push("xxé€".as_bytes());
+    let (tail, dropped) = t.into_tail();
+    assert_eq!(String::from_utf8(tail).unwrap(), "é€");
+    assert_eq!(dropped, 2);
+
+    // The last 4 bytes start with the continuation byte a9, which is dropped.
+    let mut t = TailBuffer::new(4);
+    t.push("xxé€".as_bytes());
+    let (tail, dropped) = t.into_tail();
+    assert_eq!(String::from_utf8(tail).unwrap(), "€");
+    assert_eq!(dropped, 4);
+}
+
+#[test]
+fn spec_debug_never_shows_variable_values() {
+    let spec = ProcessSpec::new("x").env("API_KEY", "sk-secret-value");
+    let dbg = format!("{spec:?}");
+    assert!(dbg.contains("API_KEY"));
+    assert!(!dbg.contains("sk-secret-value"));
+}
+
+#[test]
+fn last_line_skips_blank_lines_and_is_bounded() {
+    let c = Captured {
+        text: "first\nsecond line here\n\n  \n".into(),
+        dropped_bytes: 0,
+    };
+    assert_eq!(c.last_line(100), "second line here");
+    assert_eq!(c.last_line(6), "second");
+}
+
+#[tokio::test]
+async fn a_child_that_exits_right_after_passing_the_budget_is_still_over_it() {
+    let spec = ProcessSpec::new("sh")
+        .args(["-c", "head -c 5000 /dev/zero"])
+        .stdout_budget(4096);
+    let out = run(&spec, &CancellationToken::new(), None).await.unwrap();
+    assert_eq!(out.ending, Ending::OutputTooLarge { limit: 4096 });
+}

@@ -1,0 +1,237 @@
+//! The exact request every HTTP adapter puts on its wire (issue 10.5): body and headers, secrets
+//! masked by the fake's recorder, for a set of requests that covers each placement rule: a
+//! strict-compatible schema, a non-strict one, a `$ref`/`$defs` schema, a schema with framework
+//! tools, and a choice constraint without a schema. A change to any byte of a body or header
+//! fails here: refactors of the wire code must keep these snapshots unchanged
+//! (`tests/snapshots/`; review a deliberate change with `cargo insta review`).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use geode::llm::adapter::{Adapter, CallCx};
+use geode::llm::adapters::anthropic_oauth::AnthropicOauth;
+use geode::llm::adapters::anthropic_payg::AnthropicPayg;
+use geode::llm::adapters::codex_oauth::{CodexOauth, CodexOauthSettings};
+use geode::llm::adapters::glm_coding_plan::GlmCodingPlan;
+use geode::llm::adapters::glm_payg::GlmPayg;
+use geode::llm::adapters::openai_payg::{OpenAiPayg, OpenAiPaygSettings};
+use geode::llm::credentials::{CodexAuthFile, Secret};
+use geode::llm::http::{HttpClient, HttpConfig, RetryPolicy};
+use geode::llm::request::{AdapterCallRequest, Message, ToolSpec};
+use geode::schema::ResponseSchema;
+use geode::schema::TextConstraint;
+use geode_fakes::{FakeServer, Kind, Reply, Script};
+use serde_json::{Map, Value, json};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+const KEY: &str = "sk-snapshot-SECRET-0001";
+
+fn http() -> HttpClient {
+    HttpClient::new(HttpConfig {
+        retry: RetryPolicy {
+            max_retries: 0,
+            base_delay: Duration::from_millis(10),
+            max_delay: Duration::from_millis(10),
+        },
+        ..HttpConfig::default()
+    })
+    .unwrap()
+}
+
+fn schema(v: Value) -> ResponseSchema {
+    ResponseSchema::from_value(v).unwrap()
+}
+
+fn decision() -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/decision.schema.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn loose() -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/loose.schema.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn with_refs() -> Value {
+    json!({"title": "Tree", "type": "object",
+           "properties": {"root": {"$ref": "#/$defs/node"}},
+           "required": ["root"], "additionalProperties": false,
+           "$defs": {"node": {"type": "object",
+               "properties": {"name": {"type": "string"},
+                              "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+               "required": ["name", "children"], "additionalProperties": false}}})
+}
+
+/// The requests every adapter is snapshotted with.
+fn requests() -> Vec<(&'static str, AdapterCallRequest)> {
+    let base = || {
+        let mut r = AdapterCallRequest::new("", vec![Message::user("Decide about the change.")]);
+        r.system_prompt = "You review pull requests.".into();
+        r.max_tokens = 512;
+        r
+    };
+    let mut strict = base();
+    strict.response_schema = Some(schema(decision()));
+    let mut non_strict = base();
+    non_strict.response_schema = Some(schema(loose()));
+    let mut refs = base();
+    refs.response_schema = Some(schema(with_refs()));
+    let mut tools = base();
+    tools.response_schema = Some(schema(decision()));
+    tools.tools = vec![ToolSpec {
+        name: "read_file".into(),
+        description: "Reads a file of the pull request.".into(),
+        input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}},
+                             "required": ["path"], "additionalProperties": false}),
+    }];
+    let mut choice = base();
+    choice.text_constraint = Some(TextConstraint::Choice(vec![
+        "accept".into(),
+        "reject".into(),
+    ]));
+    vec![
+        ("strict", strict),
+        ("non_strict", non_strict),
+        ("refs", refs),
+        ("tools", tools),
+        ("choice", choice),
+    ]
+}
+
+/// Header values that change from run to run.
+const VOLATILE_HEADERS: [&str; 4] = ["session-id", "x-client-request-id", "user-agent", "host"];
+
+/// The recorded model call: method, path, sorted headers (volatile ones replaced) and body.
+fn snapshot_of(server: &FakeServer) -> Value {
+    let calls: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| {
+            r.method == "POST"
+                && ["/responses", "/v1/messages", "/chat/completions"]
+                    .iter()
+                    .any(|p| r.route().ends_with(p))
+        })
+        .collect();
+    assert_eq!(calls.len(), 1, "one model call: {calls:?}");
+    let call = &calls[0];
+    let mut headers: Vec<(String, String)> = call
+        .headers
+        .iter()
+        .map(|(k, v)| {
+            let v = if VOLATILE_HEADERS.contains(&k.as_str()) {
+                "<volatile>".to_owned()
+            } else {
+                v.clone()
+            };
+            (k.clone(), v)
+        })
+        .collect();
+    headers.sort();
+    let headers: Map<String, Value> = headers.into_iter().map(|(k, v)| (k, v.into())).collect();
+    let text = serde_json::to_string(&call.body).unwrap();
+    assert!(!text.contains(KEY), "the key is in the body");
+    json!({"method": call.method, "route": call.route(), "headers": headers, "body": call.body})
+}
+
+async fn snapshot_adapter(name: &str, kind: Kind, build: impl Fn(&FakeServer) -> Arc<dyn Adapter>) {
+    for (case, req) in requests() {
+        let server = FakeServer::start(kind, Script::always(Reply::Auto))
+            .await
+            .unwrap();
+        let adapter = build(&server);
+        let cx = CallCx::new().with_timeout(Duration::from_secs(20));
+        let call = adapter.call(req, &cx);
+        tokio::time::timeout(Duration::from_secs(30), call)
+            .await
+            .expect("the call ended within its bound")
+            .unwrap_or_else(|e| panic!("{name} {case}: {e}"));
+        insta::assert_json_snapshot!(format!("{name}__{case}"), snapshot_of(&server));
+    }
+}
+
+#[tokio::test]
+async fn openai_payg_wire() {
+    snapshot_adapter("openai-payg", Kind::Responses, |s| {
+        Arc::new(OpenAiPayg::with_http(
+            OpenAiPaygSettings {
+                base_url: s.base_url(),
+                api_key: Secret::new(KEY),
+            },
+            http(),
+        ))
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn codex_oauth_wire() {
+    let dir = tempfile::tempdir().unwrap();
+    let auth = dir.path().join("auth.json");
+    std::fs::write(
+        &auth,
+        geode_fakes::chatgpt::codex_auth_json(false).to_string(),
+    )
+    .unwrap();
+    snapshot_adapter("codex-oauth", Kind::ChatGpt, |s| {
+        Arc::new(CodexOauth::with_http(
+            CodexOauthSettings {
+                base_url: s.base_url(),
+                auth_url: s.base_url(),
+                auth_file: CodexAuthFile::at(&auth),
+            },
+            http(),
+        ))
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn anthropic_payg_wire() {
+    snapshot_adapter("anthropic-payg", Kind::Messages, |s| {
+        Arc::new(
+            AnthropicPayg::new(s.base_url(), Secret::new(KEY))
+                .unwrap()
+                .with_http(http()),
+        )
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn anthropic_oauth_wire() {
+    snapshot_adapter("anthropic-oauth", Kind::Messages, |s| {
+        Arc::new(
+            AnthropicOauth::new(s.base_url(), Secret::new(KEY))
+                .unwrap()
+                .with_http(http()),
+        )
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn glm_payg_wire() {
+    snapshot_adapter("glm-payg", Kind::Chat, |s| {
+        let base = format!("{}/api/paas/v4", s.base_url());
+        Arc::new(
+            GlmPayg::new(base, Secret::new(KEY))
+                .unwrap()
+                .with_http(http()),
+        )
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn glm_coding_plan_wire() {
+    snapshot_adapter("glm-coding-plan", Kind::Chat, |s| {
+        let base = format!("{}/api/coding/paas/v4", s.base_url());
+        Arc::new(
+            GlmCodingPlan::new(base, Secret::new(KEY))
+                .unwrap()
+                .with_http(http()),
+        )
+    })
+    .await;
+}

@@ -1,0 +1,127 @@
+//! The strict check (`geode::schema::strict`), the dialect projections and limit preflight
+//! (`geode::schema::dialect`) and the Messages schema placement
+//! (`geode::llm::wire::messages::place_schema`) on any JSON value.
+
+use geode::ledger::StructuredOutputMode;
+use geode::llm::request::{AdapterCallRequest, Message, ToolSpec};
+use geode::llm::wire::messages::{OUTPUT_TOOL_PREFIX, Placement, output_tool_name, place_schema};
+use geode::schema::ResponseSchema;
+use geode::schema::dialect::{Dialect, anthropic_native_fits, preflight, project};
+use geode::schema::strict::{check_strict, is_reference_strict};
+use serde_json::Value;
+
+const DIALECTS: [Dialect; 6] = [
+    Dialect::OpenAiStrict,
+    Dialect::Anthropic,
+    Dialect::Glm,
+    Dialect::ClaudeCli,
+    Dialect::CodexCli,
+    Dialect::Local,
+];
+
+/// Parses `data` as JSON; checks it for strict mode and, when it is an object, projects it for
+/// every dialect, preflights it and places it on Messages requests with and without thinking,
+/// an assistant prefill and a tool whose name takes the output tool's.
+///
+/// Invariants: every function is deterministic; `compatible` iff no reasons; reason pointers and
+/// residual pointers lead into the schema (a residual names the keyword and value found there);
+/// only the Anthropic projection changes anything; the placement follows the table in
+/// `placement.rs` and an output tool's name is unique, prefixed and at most 64 characters.
+pub fn run(data: &[u8]) {
+    let Ok(value) = serde_json::from_slice::<Value>(data) else {
+        return;
+    };
+    let verdict = check_strict(&value);
+    super::check::same(&verdict, &check_strict(&value), "check_strict");
+    assert_eq!(
+        verdict.compatible,
+        verdict.reasons.is_empty(),
+        "{verdict:?}"
+    );
+    for reason in &verdict.reasons {
+        assert!(
+            value.pointer(&reason.pointer).is_some(),
+            "reason {reason} points outside the schema"
+        );
+    }
+    let _ = is_reference_strict(&value);
+
+    let Ok(schema) = ResponseSchema::from_value(value) else {
+        return;
+    };
+    for dialect in DIALECTS {
+        let projection = project(&schema, dialect);
+        super::check::same(&projection, &project(&schema, dialect), "project");
+        if dialect != Dialect::Anthropic {
+            assert_eq!(
+                &projection.wire,
+                schema.as_value(),
+                "{dialect:?} changed the schema"
+            );
+            assert!(projection.residuals.is_empty() && projection.transforms.is_empty());
+        }
+        for r in &projection.residuals {
+            let found = schema
+                .as_value()
+                .pointer(&r.pointer)
+                .and_then(|n| n.get(&r.keyword));
+            assert_eq!(found, Some(&r.value), "residual {r} is not in the schema");
+        }
+        let limits = preflight(&schema, dialect);
+        super::check::same(&limits, &preflight(&schema, dialect), "preflight");
+    }
+    let fits = anthropic_native_fits(&schema);
+    for (thinking, prefill, clash) in [
+        (0, false, false),
+        (0, true, false),
+        (0, false, true),
+        (2048, false, false),
+        (2048, true, true),
+    ] {
+        place(&schema, fits.is_ok(), thinking, prefill, clash);
+    }
+}
+
+/// Places `schema` on one request and checks the decision.
+fn place(schema: &ResponseSchema, fits: bool, thinking: u32, prefill: bool, clash: bool) {
+    let mut messages = vec![Message::user("question")];
+    if prefill {
+        messages.push(Message::assistant("{"));
+    }
+    let mut req = AdapterCallRequest::new("model", messages);
+    req.response_schema = Some(schema.clone());
+    req.thinking_budget = thinking;
+    if clash {
+        req.tools.push(ToolSpec {
+            name: output_tool_name(schema, &[]),
+            description: String::new(),
+            input_schema: serde_json::json!({"type": "object"}),
+        });
+    }
+    let placed = place_schema(&req);
+    super::check::same(&placed, &place_schema(&req), "place_schema");
+    let native = fits && !prefill;
+    match &placed.placement {
+        Placement::Native { schema: wire } => {
+            assert!(native, "native placement of a schema that does not fit");
+            assert_eq!(placed.mode, StructuredOutputMode::Strict);
+            assert_eq!(wire, &project(schema, Dialect::Anthropic).wire);
+        }
+        Placement::OutputTool { name, input_schema } => {
+            assert!(
+                !native && thinking == 0,
+                "output tool where the table says otherwise"
+            );
+            assert_eq!(placed.mode, StructuredOutputMode::Tool);
+            assert!(name.starts_with(OUTPUT_TOOL_PREFIX), "{name}");
+            assert!(name.chars().count() <= 64, "{name}");
+            assert!(req.tools.iter().all(|t| &t.name != name), "{name} is taken");
+            assert_eq!(input_schema.get("type"), Some(&Value::from("object")));
+        }
+        Placement::Prompt => {
+            assert!(!native, "prompt placement of a schema that fits natively");
+            assert_eq!(placed.mode, StructuredOutputMode::Prompt);
+        }
+        Placement::None => panic!("no placement for a given schema"),
+    }
+}
