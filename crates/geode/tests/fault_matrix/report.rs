@@ -2,7 +2,7 @@
 //! adapter and in total.
 
 use crate::run::Verdict;
-use crate::table::{ADAPTERS, Awaits, ROWS};
+use crate::table::{ADAPTERS, Guard, ROWS};
 use std::collections::BTreeMap;
 
 /// Results by (row index, column).
@@ -59,9 +59,9 @@ pub fn render(results: &Results) -> String {
         }
         passed += row_pass;
         total += row_total;
-        let mark = match row.awaits {
-            Some(Awaits::SizeBudget) => " ¹",
-            Some(Awaits::Scrubber) => " ²",
+        let mark = match row.guard {
+            Some(Guard::SizeBudget) => " ¹",
+            Some(Guard::Scrubber) => " ²",
             None => "",
         };
         out.push_str(&format!(
