@@ -4,8 +4,9 @@
 //! the registry default. Credentials come from the environment or credential files only, never
 //! from the config file. Every variable (keys, tokens, `CODEX_HOME`, `CLAUDE_CONFIG_DIR`,
 //! `HOME`, the token service URL) is read through the given [`Environment`], so a caller (or a
-//! test) can build any adapter from a described machine. The `local` adapter lives in the
-//! `geode-local` crate; the CLI adapters get the config file's `pass_env` names; callers that link it (the CLI) build it themselves.
+//! test) can build any adapter from a described machine. The CLI adapters get the config file's
+//! `pass_env` names. The `local` adapter lives in the `geode-local` crate; callers that link it
+//! (the CLI) build it themselves.
 
 use crate::config::Config;
 use crate::llm::adapter::{Adapter, AdapterError};

@@ -2,7 +2,7 @@
 //! adapter and in total.
 
 use crate::run::Verdict;
-use crate::table::{ADAPTERS, Awaits, ROWS};
+use crate::table::{ADAPTERS, Guard, ROWS};
 use std::collections::BTreeMap;
 
 /// Results by (row index, column).
@@ -59,9 +59,9 @@ pub fn render(results: &Results) -> String {
         }
         passed += row_pass;
         total += row_total;
-        let mark = match row.awaits {
-            Some(Awaits::SizeBudget) => " ¹",
-            Some(Awaits::Scrubber) => " ²",
+        let mark = match row.guard {
+            Some(Guard::SizeBudget) => " ¹",
+            Some(Guard::Scrubber) => " ²",
             None => "",
         };
         out.push_str(&format!(
@@ -74,7 +74,7 @@ pub fn render(results: &Results) -> String {
         out.push_str(&format!(" {p}/{t} |"));
     }
     out.push_str(
-        "\n\n¹ needs the response size budget; ² needs the process-wide secret scrubber. \
+        "\n\n¹ the response size budget; ² the process-wide secret scrubber. \
          The local column comes from `cargo test -p geode-local --test fault_matrix_local` \
          (target/fault-matrix-local.tsv); \"not run here\" means that test has not run.\n",
     );

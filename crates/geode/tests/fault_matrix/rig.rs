@@ -206,13 +206,16 @@ fn http_setup(adapter: &str, origin: &str, home: &Path) -> (Config, MapEnv) {
 
 /// An HTTP cell's deadline. Transient failures get room for the transport's three retries
 /// (about 3.5 s of backoff) and the worker's one retry to finish well before it, so the
-/// outcome is the provider's error rather than a race with the deadline; the rest need only a
-/// short one.
+/// outcome is the provider's error rather than a race with the deadline; the big bodies get
+/// room to be read; the rest need only a short one.
 fn http_deadline(fault: Fault) -> Duration {
     match fault {
         Fault::Status(500..=599) | Fault::RateLimited(_) | Fault::ConnectionRefused => {
             Duration::from_secs(12)
         }
+        // Tens of megabytes through unoptimised test builds on a busy machine: the budget ends
+        // these as soon as 16 MiB have arrived; the deadline only has to stay out of its way.
+        Fault::EndlessStream | Fault::OversizedBody => Duration::from_secs(10),
         _ => Duration::from_secs(3),
     }
 }

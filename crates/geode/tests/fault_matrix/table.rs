@@ -82,9 +82,9 @@ pub enum Fault {
     CancelMidGeneration,
 }
 
-/// The behaviour a row waits for from another branch (its cells fail until it lands).
+/// The budget a row relies on (marked ¹ and ² in the printout).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Awaits {
+pub enum Guard {
     /// The response size budget (`AdapterError::ResponseTooLarge`).
     SizeBudget,
     /// The process-wide secret scrubber (`geode::secret::scrub`).
@@ -107,8 +107,8 @@ pub struct Row {
     pub id: &'static str,
     /// The misbehaviour.
     pub fault: Fault,
-    /// What the row waits for, if anything.
-    pub awaits: Option<Awaits>,
+    /// The budget the row relies on, if any.
+    pub guard: Option<Guard>,
     /// Expected outcome per adapter.
     pub cells: [Option<Expect>; 9],
 }
@@ -175,21 +175,16 @@ const fn row(id: &'static str, fault: Fault, cells: [Option<Expect>; 9]) -> Row 
     Row {
         id,
         fault,
-        awaits: None,
+        guard: None,
         cells,
     }
 }
 
-const fn awaiting(
-    id: &'static str,
-    fault: Fault,
-    awaits: Awaits,
-    cells: [Option<Expect>; 9],
-) -> Row {
+const fn guarded(id: &'static str, fault: Fault, guard: Guard, cells: [Option<Expect>; 9]) -> Row {
     Row {
         id,
         fault,
-        awaits: Some(awaits),
+        guard: Some(guard),
         cells,
     }
 }
@@ -254,16 +249,16 @@ pub const ROWS: &[Row] = &[
         http_cli(TIMEOUT, TIMEOUT, TIMEOUT),
     ),
     row("hang mid-body", Fault::HangMidBody, http(TIMEOUT)),
-    awaiting(
+    guarded(
         "endless stream",
         Fault::EndlessStream,
-        Awaits::SizeBudget,
+        Guard::SizeBudget,
         http(TOO_LARGE),
     ),
-    awaiting(
+    guarded(
         "oversized body (17 MiB)",
         Fault::OversizedBody,
-        Awaits::SizeBudget,
+        Guard::SizeBudget,
         http(TOO_LARGE),
     ),
     // Responses skips events of unknown type (forward compatibility), garbage included, so the
@@ -283,34 +278,34 @@ pub const ROWS: &[Row] = &[
         Fault::InBandError,
         family(RUN, SERVER, RUN),
     ),
-    awaiting(
+    guarded(
         "secret in an error body",
         Fault::SecretInErrorBody,
-        Awaits::Scrubber,
+        Guard::Scrubber,
         http_cli(AUTH, AUTH, AUTH),
     ),
-    awaiting(
+    guarded(
         "secret after 250 chars of padding",
         Fault::SecretAfterPadding,
-        Awaits::Scrubber,
+        Guard::Scrubber,
         http(AUTH),
     ),
-    awaiting(
+    guarded(
         "secret in an in-band error",
         Fault::SecretInBandError,
-        Awaits::Scrubber,
+        Guard::Scrubber,
         family(RUN, SERVER, RUN),
     ),
-    awaiting(
+    guarded(
         "secret quoted in the answer",
         Fault::SecretInAnswer,
-        Awaits::Scrubber,
+        Guard::Scrubber,
         http(OK),
     ),
-    awaiting(
+    guarded(
         "secret on the CLI's stderr",
         Fault::SecretOnStderr,
-        Awaits::Scrubber,
+        Guard::Scrubber,
         cli(RUN, RUN),
     ),
     row("CLI crash", Fault::CliCrash, cli(RUN, RUN)),
@@ -319,10 +314,11 @@ pub const ROWS: &[Row] = &[
         Fault::CliHangWithChild,
         cli(TIMEOUT, TIMEOUT),
     ),
-    row(
+    guarded(
         "CLI giant output (64 MiB)",
         Fault::CliGiantOutput,
-        cli(TRUNC, TRUNC),
+        Guard::SizeBudget,
+        cli(TOO_LARGE, TOO_LARGE),
     ),
     row("CLI non-JSON output", Fault::CliNonJson, cli(TRUNC, TRUNC)),
     row(
@@ -361,9 +357,9 @@ pub fn markdown() -> String {
     out.push_str(&"---|".repeat(ADAPTERS.len()));
     out.push('\n');
     for r in ROWS {
-        let mark = match r.awaits {
-            Some(Awaits::SizeBudget) => " ¹",
-            Some(Awaits::Scrubber) => " ²",
+        let mark = match r.guard {
+            Some(Guard::SizeBudget) => " ¹",
+            Some(Guard::Scrubber) => " ²",
             None => "",
         };
         out.push_str(&format!("| {}{mark} |", r.id));
