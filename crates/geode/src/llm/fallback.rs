@@ -48,6 +48,10 @@ impl Adapter for FallbackAdapter {
         self.chain.first().map(|a| a.name()).unwrap_or("fallback")
     }
 
+    fn spec(&self) -> Option<&'static crate::llm::registry::AdapterSpec> {
+        self.chain.first().and_then(|a| a.spec())
+    }
+
     fn wire_mode(&self, schema: Option<&ResponseSchema>) -> StructuredOutputMode {
         self.chain
             .first()

@@ -96,6 +96,11 @@ impl Adapter for ScriptedAdapter {
         &self.name
     }
 
+    /// The row of the adapter it is named after, if any.
+    fn spec(&self) -> Option<&'static crate::llm::registry::AdapterSpec> {
+        crate::llm::registry::spec(&self.name)
+    }
+
     fn wire_mode(&self, schema: Option<&ResponseSchema>) -> StructuredOutputMode {
         match schema {
             Some(_) => self.mode_with_schema,

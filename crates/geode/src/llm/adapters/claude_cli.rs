@@ -167,6 +167,10 @@ impl Adapter for ClaudeCliAdapter {
         NAME
     }
 
+    fn spec(&self) -> Option<&'static crate::llm::registry::AdapterSpec> {
+        crate::llm::registry::spec(NAME)
+    }
+
     async fn call(
         &self,
         req: AdapterCallRequest,

@@ -235,6 +235,10 @@ impl Adapter for CodexCliAdapter {
         NAME
     }
 
+    fn spec(&self) -> Option<&'static crate::llm::registry::AdapterSpec> {
+        crate::llm::registry::spec(NAME)
+    }
+
     async fn call(
         &self,
         req: AdapterCallRequest,

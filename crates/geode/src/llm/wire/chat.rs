@@ -26,9 +26,11 @@
 //! 128 tools is [`BuildError::TooManyTools`]. GLM models sometimes write tool calls as
 //! `<tool_call>` markup in the content; that text is returned as text, not parsed.
 
+mod family;
 mod request;
 mod response;
 
+pub use family::ChatWire;
 pub use request::{
     Built, ChatMessage, FunctionCall, FunctionDef, FunctionKind, MAX_TOOLS, Request,
     ResponseFormat, Tool, ToolCall, ToolChoice, build, mode_for,

@@ -43,19 +43,23 @@
 //! blocks are joined with no separator; thinking and server-tool blocks are dropped. A stream that
 //! ends without `message_stop` is [`ParseError::Truncated`], never success; an `error` event is
 //! [`ParseError::Provider`] and maps to the matching [`AdapterError`]. An HTTP 400 that names
-//! the output tool (`tools.<n>.input_schema…`) is a schema rejection ([`reclassify`]).
+//! the output tool (`tools.<n>.input_schema…`) is a schema rejection
+//! ([`MessagesWire`]'s `rejects_schema`).
 //!
 //! Not sent: `effort` and `metadata`. Thinking blocks are not replayed in later turns (the
 //! request type has no thinking block), so tool use with extended thinking may be refused by the
 //! provider on the second round.
 
+mod family;
 mod placement;
 mod request;
 mod response;
 mod stream;
 
+pub use family::{ANTHROPIC_VERSION, MessagesWire};
 pub use placement::{
-    OUTPUT_TOOL_PREFIX, Placed, Placement, mode_for, output_tool_name, place_schema,
+    OUTPUT_TOOL_PREFIX, Placed, Placement, mode_for, mode_for_thinking, output_tool_name,
+    place_schema,
 };
 pub use request::{
     Built, ContentBlock, Delivery, OutputConfig, OutputFormat, Request, System, SystemBlock,
@@ -173,28 +177,6 @@ fn provider_error(adapter: String, kind: &str, message: String) -> AdapterError 
     }
 }
 
-/// A 400 naming the forced output tool (`tools.<its index>.…`, e.g. its `input_schema`) is the
-/// provider rejecting the response schema: [`AdapterError::SchemaRejected`], not a plain bad
-/// request. Any other error is returned unchanged.
-pub fn reclassify(err: AdapterError, built: &Built) -> AdapterError {
-    let index = built.body.tools.len().saturating_sub(1);
-    match err {
-        AdapterError::BadRequest {
-            adapter,
-            status: 400,
-            message,
-        } if built.output_tool.is_some() && message.contains(&format!("tools.{index}.")) => {
-            AdapterError::SchemaRejected {
-                adapter,
-                status: 400,
-                code: "-".to_owned(),
-                message,
-            }
-        }
-        other => other,
-    }
-}
-
 /// A provider message made one line and cut to [`MESSAGE_LIMIT`] characters.
 pub(crate) fn one_line(message: &str) -> String {
     let flat: String = message
@@ -263,6 +245,8 @@ mod tests {
 
     #[test]
     fn a_400_naming_the_output_tool_is_a_schema_rejection() {
+        use crate::llm::http::ProviderError;
+        use crate::llm::wire::family::{BuildCx, Wire};
         let mut req = AdapterCallRequest::new("m", vec![Message::user("hi")]);
         req.tools = vec![ToolSpec {
             name: "t".into(),
@@ -275,28 +259,38 @@ mod tests {
             )
             .unwrap(),
         );
-        let built = build(&req, "d", Delivery::Stream);
-        let bad = |message: &str| AdapterError::BadRequest {
-            adapter: "a".into(),
-            status: 400,
-            message: message.into(),
+        let cx = BuildCx {
+            adapter: "a",
+            default_model: "d",
+            reasoning: false,
+            identity: None,
         };
-        let e = reclassify(
-            bad("tools.1.custom.input_schema: JSON schema is invalid"),
+        let built = MessagesWire.build(&req, &cx).unwrap();
+        let bad = |message: &str| ProviderError {
+            message: message.into(),
+            code: Some("invalid_request_error".into()),
+            param: None,
+        };
+        let judge = |b, m: &str| MessagesWire.rejects_schema(b, &bad(m));
+        assert!(judge(
             &built,
-        );
-        assert_eq!(e.kind(), "schema_rejected");
-        let e = reclassify(
-            bad("tools.0.custom.input_schema: JSON schema is invalid"),
-            &built,
-        );
-        assert_eq!(
-            e.kind(),
-            "bad_request",
+            "tools.1.custom.input_schema: JSON schema is invalid"
+        ));
+        assert!(
+            !judge(
+                &built,
+                "tools.0.custom.input_schema: JSON schema is invalid"
+            ),
             "a framework tool's schema is not the response schema"
         );
-        let plain = build(&AdapterCallRequest::new("m", vec![]), "d", Delivery::Stream);
-        assert_eq!(reclassify(bad("tools.0.x"), &plain).kind(), "bad_request");
+        assert!(judge(
+            &built,
+            "output_config.format.schema: recursive schemas are not supported"
+        ));
+        let plain = MessagesWire
+            .build(&AdapterCallRequest::new("m", vec![]), &cx)
+            .unwrap();
+        assert!(!judge(&plain, "tools.0.x"));
     }
 
     #[test]

@@ -31,8 +31,10 @@ use bytes::Bytes;
 use serde_json::Value;
 use std::borrow::Cow;
 
+mod family;
 mod parse;
 
+pub use family::ResponsesWire;
 pub use parse::{Event, Fold, classify, parse_response};
 
 /// Which Responses server the body is for.
