@@ -8,9 +8,10 @@
 
 use geode::ledger::StructuredOutputMode;
 use geode::llm::adapter::{Adapter, AdapterError, CallCx, RetryClass};
-use geode::llm::adapters::glm_coding_plan::GlmCodingPlan;
-use geode::llm::adapters::glm_payg::GlmPayg;
-use geode::llm::credentials::Secret;
+use geode::config::Config;
+use geode::llm::adapters::http_adapter::HttpAdapter;
+use geode::llm::registry::ProcessEnv;
+use support::env::MapEnv;
 use geode::llm::http::{HttpClient, HttpConfig, RetryPolicy};
 use geode::llm::request::{
     AdapterCallRequest, ContentBlock, Message, Role, StopReason, ToolChoice, ToolSpec,
@@ -42,13 +43,21 @@ async fn serve(script: Script) -> FakeServer {
     FakeServer::start(Kind::Chat, script).await.unwrap()
 }
 
-fn payg(server: &FakeServer, retries: u32) -> GlmPayg {
-    GlmPayg::new(
-        format!("{}/api/paas/v4", server.base_url()),
-        Secret::new(KEY),
-    )
-    .unwrap()
-    .with_http(http(retries))
+/// The adapter `name` as `geode` builds it on the machine `env`.
+fn built(name: &str, env: &MapEnv) -> Result<HttpAdapter, AdapterError> {
+    geode::llm::build::build_http(name, &Config::default(), env)
+}
+
+/// The adapter `name` built from this process's environment.
+fn from_env(name: &str) -> Result<HttpAdapter, AdapterError> {
+    geode::llm::build::build_http(name, &Config::default(), &ProcessEnv)
+}
+
+fn payg(server: &FakeServer, retries: u32) -> HttpAdapter {
+    let env = MapEnv::new()
+        .set("ZAI_API_KEY", KEY)
+        .set("GEODE_GLM_BASE_URL", format!("{}/api/paas/v4", server.base_url()));
+    built("glm-payg", &env).unwrap().with_http(http(retries))
 }
 
 fn request() -> AdapterCallRequest {
@@ -231,11 +240,12 @@ async fn tool_calls_come_back_parsed_and_replay_as_tool_messages() {
 async fn coding_plan_posts_to_its_own_base_with_its_own_key() {
     bounded(async {
         let server = serve(Script::always(Reply::text("ok"))).await;
-        let adapter = GlmCodingPlan::new(
+        let env = MapEnv::new().set("ZAI_CODING_PLAN_KEY", KEY).set(
+            "GEODE_GLM_CODING_BASE_URL",
             format!("{}/api/coding/paas/v4/", server.base_url()),
-            Secret::new(KEY),
-        )
-        .unwrap()
+        );
+        let adapter = built("glm-coding-plan", &env)
+            .unwrap()
         .with_http(http(0));
         assert_eq!(
             adapter
@@ -408,12 +418,12 @@ async fn child_from_env() {
     let mode = std::env::var("GEODE_TEST_CHILD").expect("run by the parent test only");
     match mode.as_str() {
         "missing" => {
-            let err = GlmPayg::from_env().unwrap_err();
+            let err = from_env("glm-payg").unwrap_err();
             assert!(
                 err.kind() == "config" && err.to_string().contains("ZAI_API_KEY"),
                 "{err}"
             );
-            let err = GlmCodingPlan::from_env().unwrap_err();
+            let err = from_env("glm-coding-plan").unwrap_err();
             let text = err.to_string();
             assert!(
                 err.kind() == "config" && text.contains("ZAI_CODING_PLAN_KEY"),
@@ -421,12 +431,12 @@ async fn child_from_env() {
             );
         }
         "configured" => {
-            let payg = GlmPayg::from_env().unwrap();
+            let payg = from_env("glm-payg").unwrap();
             assert_eq!(
                 payg.call(request(), &CallCx::new()).await.unwrap().text,
                 "from env"
             );
-            let plan = GlmCodingPlan::from_env().unwrap();
+            let plan = from_env("glm-coding-plan").unwrap();
             assert_eq!(
                 plan.call(request(), &CallCx::new()).await.unwrap().text,
                 "from env"
