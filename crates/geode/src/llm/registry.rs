@@ -1,11 +1,16 @@
-//! The capability registry: every adapter and what it can do, as data.
+//! The registry: every adapter as data. A row ([`AdapterSpec`]) is the whole description of an
+//! adapter, and the only one: its wire family ([`WireFamily`]), auth source ([`Auth`], with the
+//! directory variables `CODEX_HOME` / `CLAUDE_CONFIG_DIR`), endpoint ([`Endpoint`]: path,
+//! default base, `GEODE_*_BASE_URL`, the vendor SDK's variable), default model, model-name
+//! patterns for routing and for reasoning models ([`ModelPattern`]), and capabilities (how
+//! `response_schema` reaches the wire per schema ([`ModeRule`], [`AdapterSpec::mode_for`]),
+//! framework tools, tools with a schema, streaming, the schema dialect).
 //!
-//! [`ADAPTERS`] is the single source of the README's wiring table and of `geode adapters`
-//! (a test keeps the README equal to [`markdown_table`]). Each row says how `response_schema`
-//! reaches the wire ([`ModeRule`], judged per schema by [`AdapterSpec::mode_for`]), whether the
-//! framework's tools work, whether tools and a schema can share a request, streaming, the schema
-//! dialect, and which credentials the adapter needs. Provider names are matched only here and in
-//! `routing.rs`.
+//! The rows are in `registry/rows.rs` ([`ADAPTERS`]); a new HTTP provider on an existing wire
+//! family is one more row there. [`crate::llm::build`] builds adapters from rows; the README's
+//! wiring table and `geode adapters` are generated from them ([`markdown_table`]; a test keeps
+//! the README equal); `tests/capabilities.rs` checks every flag against what the adapter really
+//! sends to the fakes.
 
 use crate::ledger::StructuredOutputMode;
 use crate::schema::ResponseSchema;
@@ -465,5 +470,51 @@ mod tests {
         for n in ["claude-cli", "codex-cli", "local"] {
             assert!(!spec(n).unwrap().framework_tools, "{n}");
         }
+    }
+
+    #[test]
+    fn reasoning_models_are_recognised_from_the_rows() {
+        let s = spec("openai-payg").unwrap();
+        for m in ["gpt-5.5", "gpt-5-mini", "o3", "o4-mini", "O1", "codex-mini"] {
+            assert!(s.is_reasoning_model(m), "{m}");
+        }
+        for m in ["gpt-4.1", "gpt-4o", "omni-x", ""] {
+            assert!(!s.is_reasoning_model(m), "{m}");
+        }
+        assert!(!spec("anthropic-payg").unwrap().is_reasoning_model("claude-opus"));
+    }
+
+    #[test]
+    fn model_names_route_to_their_family_from_the_rows() {
+        for (m, f) in [
+            ("gpt-5.5", Some(Family::OpenAi)),
+            ("o1", Some(Family::OpenAi)),
+            ("o3-mini", Some(Family::OpenAi)),
+            ("gpt-5-codex", Some(Family::OpenAi)),
+            (" Claude-Sonnet-4-6 ", Some(Family::Anthropic)),
+            ("glm-5.2", Some(Family::Glm)),
+            ("o2", None),
+            ("llama-3", None),
+            ("", None),
+        ] {
+            assert_eq!(family_of_model(m), f, "{m}");
+        }
+    }
+
+    #[test]
+    fn every_http_row_has_an_endpoint_and_no_other_row_has_one() {
+        for a in ADAPTERS {
+            assert_eq!(a.endpoint.is_some(), a.wire_family.is_http(), "{}", a.name);
+        }
+    }
+
+    #[test]
+    fn the_anthropic_ladder_is_the_placement_rule() {
+        let array_root = ResponseSchema::from_value(json!({"type": "array", "items": {"$ref": "#"}})).unwrap();
+        let s = spec("anthropic-payg").unwrap();
+        assert_eq!(
+            s.mode_for(Some(&array_root), false),
+            crate::llm::wire::messages::mode_for(Some(&array_root))
+        );
     }
 }

@@ -258,6 +258,47 @@ mod tests {
     }
 
     #[test]
+    fn base_urls_follow_geode_then_the_sdk_variable_then_the_config_then_the_row() {
+        let key = ("OPENAI_API_KEY", "k");
+        let url = |vars: &[(&'static str, &str)]| build("openai-payg", vars).unwrap().url().to_owned();
+        assert_eq!(url(&[key]), "https://api.openai.com/v1/responses");
+        assert_eq!(
+            url(&[key, ("OPENAI_BASE_URL", "http://h/v1")]),
+            "http://h/v1/responses",
+            "the SDK variable ends in /v1"
+        );
+        assert_eq!(
+            url(&[key, ("OPENAI_BASE_URL", "http://h/v1"), ("GEODE_OPENAI_BASE_URL", "http://g")]),
+            "http://g/v1/responses"
+        );
+        let anthropic = |vars: &[(&'static str, &str)]| {
+            build("anthropic-oauth", vars).unwrap().url().to_owned()
+        };
+        let token = ("CLAUDE_CODE_OAUTH_TOKEN", "t");
+        assert_eq!(
+            anthropic(&[token, ("ANTHROPIC_BASE_URL", "http://a/")]),
+            "http://a/v1/messages"
+        );
+        let cfg = Config::parse(
+            "[adapters.openai-payg]\nbase_url = \"http://c\"\n",
+            "geode.toml",
+        )
+        .unwrap();
+        let env = Vars([key, ("OPENAI_BASE_URL", "http://s/v1")].iter().map(|(k, v)| (*k, (*v).to_owned())).collect());
+        let spec = spec("openai-payg").unwrap();
+        let with_sdk = HttpAdapter::from_spec(spec, &cfg, &env).unwrap();
+        assert_eq!(with_sdk.url(), "http://s/v1/responses", "the SDK variable beats the file");
+        let env = Vars([key].iter().map(|(k, v)| (*k, (*v).to_owned())).collect());
+        let from_file = HttpAdapter::from_spec(spec, &cfg, &env).unwrap();
+        assert_eq!(from_file.url(), "http://c/v1/responses");
+        assert_eq!(
+            cfg.endpoint_url("openai-payg", Some("http://flag"), &env).as_deref(),
+            Some("http://flag/v1/responses"),
+            "a flag beats everything"
+        );
+    }
+
+    #[test]
     fn cli_rows_are_not_http_adapters() {
         let err = build("claude-cli", &[]).unwrap_err();
         assert_eq!(err.kind(), "config");
