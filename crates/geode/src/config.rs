@@ -222,9 +222,7 @@ impl Config {
     ) -> Option<String> {
         let e = spec(adapter)?.endpoint?;
         let join = crate::llm::http::join_url;
-        let geode_base = flag
-            .map(str::to_owned)
-            .or_else(|| env.var(e.base_env));
+        let geode_base = flag.map(str::to_owned).or_else(|| env.var(e.base_env));
         if let Some(base) = geode_base {
             return Some(join(&base, e.path));
         }

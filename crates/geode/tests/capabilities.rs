@@ -122,7 +122,12 @@ async fn record(
             .with_http(http()),
     );
     assert_eq!(adapter.spec().map(|s| s.name), Some(spec.name));
-    assert_eq!(adapter.supports_tools(), spec.framework_tools, "{}", spec.name);
+    assert_eq!(
+        adapter.supports_tools(),
+        spec.framework_tools,
+        "{}",
+        spec.name
+    );
     let cx = CallCx::new().with_timeout(Duration::from_secs(20));
     let resp = tokio::time::timeout(Duration::from_secs(30), adapter.call(req, &cx))
         .await
@@ -169,7 +174,11 @@ async fn tool_flags_match_the_recorded_bodies() {
         );
         let (call, mode) = record(spec, request(Some(decision()), true)).await;
         let both = has_tool(&call.body) && mode != geode::ledger::StructuredOutputMode::None;
-        assert_eq!(both, spec.tools_with_schema, "{}: tools_with_schema", spec.name);
+        assert_eq!(
+            both, spec.tools_with_schema,
+            "{}: tools_with_schema",
+            spec.name
+        );
     }
 }
 
@@ -198,9 +207,27 @@ async fn modes_auth_and_endpoints_match_the_rows() {
 #[tokio::test]
 async fn sdk_base_url_variables_are_honoured() {
     for (name, kind, var, suffix, route) in [
-        ("openai-payg", Kind::Responses, "OPENAI_BASE_URL", "/v1", "/v1/responses"),
-        ("anthropic-payg", Kind::Messages, "ANTHROPIC_BASE_URL", "", "/v1/messages"),
-        ("anthropic-oauth", Kind::Messages, "ANTHROPIC_BASE_URL", "", "/v1/messages"),
+        (
+            "openai-payg",
+            Kind::Responses,
+            "OPENAI_BASE_URL",
+            "/v1",
+            "/v1/responses",
+        ),
+        (
+            "anthropic-payg",
+            Kind::Messages,
+            "ANTHROPIC_BASE_URL",
+            "",
+            "/v1/messages",
+        ),
+        (
+            "anthropic-oauth",
+            Kind::Messages,
+            "ANTHROPIC_BASE_URL",
+            "",
+            "/v1/messages",
+        ),
     ] {
         let server = FakeServer::start(kind, Script::always(Reply::Auto))
             .await
@@ -214,15 +241,22 @@ async fn sdk_base_url_variables_are_honoured() {
         .set(var, format!("{}{suffix}", server.base_url()));
         let adapter = geode::llm::build::build(name, &Config::default(), &env).unwrap();
         let cx = CallCx::new().with_timeout(Duration::from_secs(20));
-        tokio::time::timeout(Duration::from_secs(30), adapter.call(request(None, false), &cx))
-            .await
-            .expect("the call ended within its bound")
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        tokio::time::timeout(
+            Duration::from_secs(30),
+            adapter.call(request(None, false), &cx),
+        )
+        .await
+        .expect("the call ended within its bound")
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
         let routes: Vec<(String, String)> = server
             .requests()
             .iter()
             .map(|r| (r.method.clone(), r.route().to_owned()))
             .collect();
-        assert_eq!(routes, vec![("POST".to_owned(), route.to_owned())], "{name}");
+        assert_eq!(
+            routes,
+            vec![("POST".to_owned(), route.to_owned())],
+            "{name}"
+        );
     }
 }

@@ -6,13 +6,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may unwrap (HELPERS.md)
 
+use geode::config::Config;
 use geode::ledger::StructuredOutputMode;
 use geode::llm::adapter::{Adapter, AdapterError, CallCx, RetryClass};
-use geode::config::Config;
 use geode::llm::adapters::http_adapter::HttpAdapter;
-use geode::llm::registry::ProcessEnv;
-use support::env::MapEnv;
 use geode::llm::http::{HttpClient, HttpConfig, RetryPolicy};
+use geode::llm::registry::ProcessEnv;
 use geode::llm::request::{
     AdapterCallRequest, ContentBlock, Message, Role, StopReason, ToolChoice, ToolSpec,
 };
@@ -21,6 +20,7 @@ use geode_fakes::{FakeServer, Kind, RecordedRequest, Reply, Script};
 use serde_json::{Value, json};
 use std::time::Duration;
 use support::bounded;
+use support::env::MapEnv;
 
 mod support;
 
@@ -54,9 +54,10 @@ fn from_env(name: &str) -> Result<HttpAdapter, AdapterError> {
 }
 
 fn payg(server: &FakeServer, retries: u32) -> HttpAdapter {
-    let env = MapEnv::new()
-        .set("ZAI_API_KEY", KEY)
-        .set("GEODE_GLM_BASE_URL", format!("{}/api/paas/v4", server.base_url()));
+    let env = MapEnv::new().set("ZAI_API_KEY", KEY).set(
+        "GEODE_GLM_BASE_URL",
+        format!("{}/api/paas/v4", server.base_url()),
+    );
     built("glm-payg", &env).unwrap().with_http(http(retries))
 }
 
@@ -244,9 +245,7 @@ async fn coding_plan_posts_to_its_own_base_with_its_own_key() {
             "GEODE_GLM_CODING_BASE_URL",
             format!("{}/api/coding/paas/v4/", server.base_url()),
         );
-        let adapter = built("glm-coding-plan", &env)
-            .unwrap()
-        .with_http(http(0));
+        let adapter = built("glm-coding-plan", &env).unwrap().with_http(http(0));
         assert_eq!(
             adapter
                 .call(with_schema(), &CallCx::new())

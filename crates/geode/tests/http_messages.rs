@@ -14,8 +14,8 @@ use env::MapEnv;
 use geode::config::Config;
 use geode::llm::adapters::claude_login;
 use geode::llm::adapters::http_adapter::HttpAdapter;
-use geode::llm::registry::ProcessEnv;
 use geode::llm::http::{HttpClient, HttpConfig, RetryPolicy};
+use geode::llm::registry::ProcessEnv;
 use geode::llm::request::{AdapterCallRequest, Message, StopReason, ToolChoice, ToolSpec};
 use geode::llm::wire::schema_prompt::INSTRUCTION_HEADING;
 use geode::schema::ResponseSchema;
@@ -64,7 +64,9 @@ fn payg(server: &FakeServer, retries: u32) -> HttpAdapter {
     let env = MapEnv::new()
         .set("ANTHROPIC_API_KEY", KEY)
         .set("GEODE_ANTHROPIC_BASE_URL", server.base_url());
-    built("anthropic-payg", &env).unwrap().with_http(http(retries))
+    built("anthropic-payg", &env)
+        .unwrap()
+        .with_http(http(retries))
 }
 
 fn request() -> AdapterCallRequest {
@@ -207,9 +209,7 @@ async fn oauth_token_comes_from_the_claude_credentials_file() {
         let env = MapEnv::new()
             .set("CLAUDE_CONFIG_DIR", dir.path().display().to_string())
             .set("GEODE_ANTHROPIC_BASE_URL", server.base_url());
-        let adapter = built("anthropic-oauth", &env)
-            .unwrap()
-            .with_http(http(0));
+        let adapter = built("anthropic-oauth", &env).unwrap().with_http(http(0));
         assert_eq!(
             adapter.call(request(), &CallCx::new()).await.unwrap().text,
             "ok"

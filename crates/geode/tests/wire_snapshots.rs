@@ -212,9 +212,10 @@ async fn anthropic_oauth_wire() {
 #[tokio::test]
 async fn glm_payg_wire() {
     snapshot_adapter("glm-payg", Kind::Chat, |s| {
-        let env = MapEnv::new()
-            .set("ZAI_API_KEY", KEY)
-            .set("GEODE_GLM_BASE_URL", format!("{}/api/paas/v4", s.base_url()));
+        let env = MapEnv::new().set("ZAI_API_KEY", KEY).set(
+            "GEODE_GLM_BASE_URL",
+            format!("{}/api/paas/v4", s.base_url()),
+        );
         built("glm-payg", env)
     })
     .await;

@@ -298,7 +298,8 @@ async fn other_4xx_are_never_retried() {
         reply("200 OK", "", "{}"),
     ])
     .await;
-    let judge: SchemaJudge = Arc::new(|p: &ProviderError| p.param.as_deref() == Some("text.format"));
+    let judge: SchemaJudge =
+        Arc::new(|p: &ProviderError| p.param.as_deref() == Some("text.format"));
     let post = req(&url).schema_judge(judge);
     let err = bounded(client(3).post_json(&post, &CallCx::new()))
         .await

@@ -13,9 +13,9 @@
 //! sends to the fakes.
 
 use crate::ledger::StructuredOutputMode;
+use crate::llm::wire::responses::Backend;
 use crate::schema::ResponseSchema;
 use crate::schema::dialect::Dialect;
-use crate::llm::wire::responses::Backend;
 use crate::schema::strict::check_strict;
 use std::path::PathBuf;
 
@@ -481,7 +481,11 @@ mod tests {
         for m in ["gpt-4.1", "gpt-4o", "omni-x", ""] {
             assert!(!s.is_reasoning_model(m), "{m}");
         }
-        assert!(!spec("anthropic-payg").unwrap().is_reasoning_model("claude-opus"));
+        assert!(
+            !spec("anthropic-payg")
+                .unwrap()
+                .is_reasoning_model("claude-opus")
+        );
     }
 
     #[test]
@@ -510,7 +514,8 @@ mod tests {
 
     #[test]
     fn the_anthropic_ladder_is_the_placement_rule() {
-        let array_root = ResponseSchema::from_value(json!({"type": "array", "items": {"$ref": "#"}})).unwrap();
+        let array_root =
+            ResponseSchema::from_value(json!({"type": "array", "items": {"$ref": "#"}})).unwrap();
         let s = spec("anthropic-payg").unwrap();
         assert_eq!(
             s.mode_for(Some(&array_root), false),

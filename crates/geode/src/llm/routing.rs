@@ -13,8 +13,8 @@
 //! fails before any request, with one reason per candidate.
 
 use crate::ledger::{Require, StructuredOutputMode};
-use crate::llm::registry::{ADAPTERS, AdapterSpec, Billing, Environment, Family, spec};
 pub use crate::llm::registry::family_of_model;
+use crate::llm::registry::{ADAPTERS, AdapterSpec, Billing, Environment, Family, spec};
 use crate::schema::ResponseSchema;
 
 /// What the caller asked for.

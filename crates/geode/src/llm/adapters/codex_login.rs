@@ -49,7 +49,10 @@ impl CodexLogin {
             Err(AdapterError::Auth { status: 401, .. }) if tokens.refresh_token.is_some() => {
                 let refresh = |rt| refresh_over_http(http, &name, &url, rt, cx);
                 let stale = &tokens.access_token;
-                let tokens = self.auth_file.force_refresh(&name, cx, stale, refresh).await?;
+                let tokens = self
+                    .auth_file
+                    .force_refresh(&name, cx, stale, refresh)
+                    .await?;
                 send(self.sign(post.clone(), &tokens)?).await
             }
             other => other,

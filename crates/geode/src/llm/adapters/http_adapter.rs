@@ -86,7 +86,12 @@ impl HttpAdapter {
                 let auth_file = spec
                     .credential_file(env)
                     .map(CodexAuthFile::at)
-                    .ok_or_else(|| config_err("neither CODEX_HOME nor HOME is set; cannot find codex auth.json".to_owned()))?;
+                    .ok_or_else(|| {
+                        config_err(
+                            "neither CODEX_HOME nor HOME is set; cannot find codex auth.json"
+                                .to_owned(),
+                        )
+                    })?;
                 if !env.file_exists(auth_file.path()) {
                     return Err(config_err(format!(
                         "codex auth file {} not found (set CODEX_HOME or run `codex login`)",
@@ -186,7 +191,9 @@ impl Adapter for HttpAdapter {
         };
         match &self.signer {
             Signer::Key(key, KeyHeader::Bearer) => send(post.bearer(key)).await,
-            Signer::Key(key, KeyHeader::XApiKey) => send(post.secret_header("x-api-key", key)).await,
+            Signer::Key(key, KeyHeader::XApiKey) => {
+                send(post.secret_header("x-api-key", key)).await
+            }
             Signer::Claude(login) => send(login.sign(post, cx).await?).await,
             Signer::Codex(login) => login.call(&self.http, &post, cx, send).await,
         }
@@ -260,7 +267,8 @@ mod tests {
     #[test]
     fn base_urls_follow_geode_then_the_sdk_variable_then_the_config_then_the_row() {
         let key = ("OPENAI_API_KEY", "k");
-        let url = |vars: &[(&'static str, &str)]| build("openai-payg", vars).unwrap().url().to_owned();
+        let url =
+            |vars: &[(&'static str, &str)]| build("openai-payg", vars).unwrap().url().to_owned();
         assert_eq!(url(&[key]), "https://api.openai.com/v1/responses");
         assert_eq!(
             url(&[key, ("OPENAI_BASE_URL", "http://h/v1")]),
@@ -268,7 +276,11 @@ mod tests {
             "the SDK variable ends in /v1"
         );
         assert_eq!(
-            url(&[key, ("OPENAI_BASE_URL", "http://h/v1"), ("GEODE_OPENAI_BASE_URL", "http://g")]),
+            url(&[
+                key,
+                ("OPENAI_BASE_URL", "http://h/v1"),
+                ("GEODE_OPENAI_BASE_URL", "http://g")
+            ]),
             "http://g/v1/responses"
         );
         let anthropic = |vars: &[(&'static str, &str)]| {
@@ -284,15 +296,25 @@ mod tests {
             "geode.toml",
         )
         .unwrap();
-        let env = Vars([key, ("OPENAI_BASE_URL", "http://s/v1")].iter().map(|(k, v)| (*k, (*v).to_owned())).collect());
+        let env = Vars(
+            [key, ("OPENAI_BASE_URL", "http://s/v1")]
+                .iter()
+                .map(|(k, v)| (*k, (*v).to_owned()))
+                .collect(),
+        );
         let spec = spec("openai-payg").unwrap();
         let with_sdk = HttpAdapter::from_spec(spec, &cfg, &env).unwrap();
-        assert_eq!(with_sdk.url(), "http://s/v1/responses", "the SDK variable beats the file");
+        assert_eq!(
+            with_sdk.url(),
+            "http://s/v1/responses",
+            "the SDK variable beats the file"
+        );
         let env = Vars([key].iter().map(|(k, v)| (*k, (*v).to_owned())).collect());
         let from_file = HttpAdapter::from_spec(spec, &cfg, &env).unwrap();
         assert_eq!(from_file.url(), "http://c/v1/responses");
         assert_eq!(
-            cfg.endpoint_url("openai-payg", Some("http://flag"), &env).as_deref(),
+            cfg.endpoint_url("openai-payg", Some("http://flag"), &env)
+                .as_deref(),
             Some("http://flag/v1/responses"),
             "a flag beats everything"
         );

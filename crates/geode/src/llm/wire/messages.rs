@@ -68,75 +68,19 @@ pub use request::{
 pub use response::{parse_response, stop_reason};
 pub use stream::{Event, Flow, StreamFold, classify};
 
+pub use crate::llm::wire::parse_error::{ParseError, ProviderErrors, one_line};
+
 use crate::llm::adapter::AdapterError;
 use std::time::Duration;
 
-/// The most characters of a provider message kept in an error.
-const MESSAGE_LIMIT: usize = 300;
-
-/// A reply that could not become an answer.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ParseError {
-    /// The reply body is not the expected JSON.
-    #[error("reply is not a Messages response: {message}")]
-    NotJson {
-        /// The decoder's message.
-        message: String,
-    },
-    /// A known event or block failed to decode.
-    #[error("corrupt {what}: {message}")]
-    Corrupt {
-        /// The event or block kind.
-        what: String,
-        /// The decoder's message.
-        message: String,
-    },
-    /// The stream ended before its terminal event.
-    #[error("stream ended before {missing}")]
-    Truncated {
-        /// The event that never came.
-        missing: &'static str,
-    },
-    /// The streamed text and tool input passed the fold's budget
-    /// ([`StreamFold::with_max_text_bytes`]).
-    #[error("streamed answer larger than {limit} bytes")]
-    TooLarge {
-        /// The budget in bytes.
-        limit: u64,
-    },
-    /// The provider reported an error (an `error` event or an error object).
-    #[error("provider error {kind}: {message}")]
-    Provider {
-        /// The provider's error type, e.g. `overloaded_error`.
-        kind: String,
-        /// The provider's message.
-        message: String,
-    },
+/// The typed adapter error for a Messages reply that failed to parse.
+pub fn adapter_error(e: ParseError, adapter: &str) -> AdapterError {
+    e.into_adapter_error(adapter, provider_error)
 }
 
-impl ParseError {
-    /// The typed adapter error for this failure.
-    pub fn into_adapter_error(self, adapter: &str) -> AdapterError {
-        let adapter = adapter.to_owned();
-        match self {
-            Self::Truncated { missing } => AdapterError::Truncated {
-                adapter,
-                message: format!("stream ended before {missing}"),
-            },
-            Self::NotJson { message } => AdapterError::Protocol { adapter, message },
-            Self::TooLarge { limit } => AdapterError::ResponseTooLarge { adapter, limit },
-            Self::Corrupt { what, message } => AdapterError::Protocol {
-                adapter,
-                message: format!("corrupt {what}: {message}"),
-            },
-            Self::Provider { kind, message } => provider_error(adapter, &kind, one_line(&message)),
-        }
-    }
-}
-
-/// Maps an Anthropic error type to the adapter error with the status the HTTP API gives it.
-fn provider_error(adapter: String, kind: &str, message: String) -> AdapterError {
+/// Maps an Anthropic error type to the adapter error with the status the HTTP API gives it
+/// (the [`ProviderErrors`] of this family).
+pub fn provider_error(adapter: String, kind: &str, message: String) -> AdapterError {
     match kind {
         "rate_limit_error" => AdapterError::RateLimited {
             adapter,
@@ -177,16 +121,6 @@ fn provider_error(adapter: String, kind: &str, message: String) -> AdapterError 
     }
 }
 
-/// A provider message made one line and cut to [`MESSAGE_LIMIT`] characters.
-pub(crate) fn one_line(message: &str) -> String {
-    let flat: String = message
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .take(MESSAGE_LIMIT)
-        .collect();
-    flat.trim().to_owned()
-}
-
 /// An `f32` as the `f64` with the same shortest decimal form (`0.3f32` → `0.3`, not
 /// `0.30000001192092896`), so request bodies carry the number the caller wrote.
 pub(crate) fn decimal_f64(x: f32) -> f64 {
@@ -203,11 +137,13 @@ mod tests {
     #[test]
     fn provider_error_kinds_map_to_typed_errors() {
         let err = |kind: &str| {
-            ParseError::Provider {
-                kind: kind.into(),
-                message: "m\nn".into(),
-            }
-            .into_adapter_error("anthropic-payg")
+            adapter_error(
+                ParseError::Provider {
+                    kind: kind.into(),
+                    message: "m\nn".into(),
+                },
+                "anthropic-payg",
+            )
         };
         assert_eq!(err("overloaded_error").retry_class(), RetryClass::Retryable);
         assert_eq!(err("overloaded_error").kind(), "server");
@@ -222,11 +158,13 @@ mod tests {
     /// error two lines (the type was put in the message as it came).
     #[test]
     fn an_unknown_error_type_stays_on_one_line() {
-        let e = ParseError::Provider {
-            kind: "odd_error\nsecond line".into(),
-            message: "m".into(),
-        }
-        .into_adapter_error("anthropic-payg");
+        let e = adapter_error(
+            ParseError::Provider {
+                kind: "odd_error\nsecond line".into(),
+                message: "m".into(),
+            },
+            "anthropic-payg",
+        );
         assert_eq!(e.kind(), "server");
         assert!(!e.to_string().contains(['\n', '\r']), "{e}");
         assert!(e.to_string().contains("odd_error second line"), "{e}");
@@ -234,10 +172,12 @@ mod tests {
 
     #[test]
     fn truncation_is_retryable_and_names_the_adapter() {
-        let e = ParseError::Truncated {
-            missing: "message_stop",
-        }
-        .into_adapter_error("anthropic-oauth");
+        let e = adapter_error(
+            ParseError::Truncated {
+                missing: "message_stop",
+            },
+            "anthropic-oauth",
+        );
         assert_eq!(e.kind(), "truncated");
         assert_eq!(e.retry_class(), RetryClass::Retryable);
         assert!(e.to_string().starts_with("anthropic-oauth: "));
@@ -291,11 +231,5 @@ mod tests {
             .build(&AdapterCallRequest::new("m", vec![]), &cx)
             .unwrap();
         assert!(!judge(&plain, "tools.0.x"));
-    }
-
-    #[test]
-    fn one_line_flattens_and_cuts() {
-        assert_eq!(one_line("a\nb\tc"), "a b c");
-        assert_eq!(one_line(&"x".repeat(1000)).len(), MESSAGE_LIMIT);
     }
 }

@@ -7,6 +7,7 @@
 //! | [`responses`] | OpenAI Responses (`openai-payg`, `codex-oauth`): `text.format` json_schema |
 //! | [`messages`] | Anthropic Messages (both Anthropic adapters): `output_config.format`, else a forced output tool, else the prompt (`messages/placement.rs`) |
 //! | [`chat`] | Chat Completions (both GLM adapters): `json_object` + the schema in the system prompt |
+//! | [`parse_error`] | [`parse_error::ParseError`], the one parse-error type of every family |
 //! | [`schema_prompt`] | the schema rendered into a system prompt (Chat, Messages `prompt` mode) |
 //! | [`json`] | the hand JSON writer of Responses bodies (byte-equal to serde, faster) |
 //!
@@ -17,5 +18,6 @@ pub mod chat;
 pub mod family;
 pub mod json;
 pub mod messages;
+pub mod parse_error;
 pub mod responses;
 pub mod schema_prompt;

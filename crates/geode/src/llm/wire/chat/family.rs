@@ -53,6 +53,6 @@ impl WireFold for ChatFold {
     }
 
     fn body(self: Box<Self>, adapter: &str, body: Value) -> Result<AdapterResponse, AdapterError> {
-        parse_value(body).map_err(|e| e.into_adapter_error(adapter))
+        parse_value(body).map_err(|e| super::adapter_error(e, adapter))
     }
 }

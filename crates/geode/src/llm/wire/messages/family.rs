@@ -74,18 +74,18 @@ impl WireFold for MessagesFold {
         let flow = self
             .fold
             .push(Some(&frame.event), &frame.data)
-            .map_err(|e| e.into_adapter_error(adapter))?;
+            .map_err(|e| super::adapter_error(e, adapter))?;
         if flow != Flow::Done {
             return Ok(None);
         }
         let fold = std::mem::take(&mut self.fold);
         fold.finish(self.output_tool.as_deref())
             .map(Some)
-            .map_err(|e| e.into_adapter_error(adapter))
+            .map_err(|e| super::adapter_error(e, adapter))
     }
 
     fn body(self: Box<Self>, adapter: &str, body: Value) -> Result<AdapterResponse, AdapterError> {
         super::parse_response(&body.to_string(), self.output_tool.as_deref())
-            .map_err(|e| e.into_adapter_error(adapter))
+            .map_err(|e| super::adapter_error(e, adapter))
     }
 }

@@ -314,7 +314,10 @@ fn text_and_tool_input_past_the_budget_are_too_large() {
     .unwrap();
     let err = push_all(&mut f, &text_block(1, &["i"])).unwrap_err();
     assert_eq!(err, ParseError::TooLarge { limit: 8 });
-    assert_eq!(err.into_adapter_error("t").kind(), "response_too_large");
+    assert_eq!(
+        crate::llm::wire::messages::adapter_error(err, "t").kind(),
+        "response_too_large"
+    );
 
     // Tool input counts too.
     let mut f = StreamFold::with_max_text_bytes(8);
