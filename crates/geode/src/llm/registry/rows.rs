@@ -13,8 +13,6 @@ use crate::schema::dialect::Dialect;
 const OPENAI_LIMITS: &str =
     "strict: 5,000 properties, 10 levels, 1,000 enum values, 120,000 characters";
 const ANTHROPIC_LIMITS: &str = "no recursion; unsupported keywords checked locally";
-const GLM_LIMITS: &str = "JSON mode only; `tool_choice` auto only";
-const GLM_SCHEMA: &str = "`response_format: json_object` + the schema in the system prompt";
 
 /// OpenAI model names: `gpt-*`, `*-codex`, `*-codex-*`, `o1`, `o1-*`, `o3*`, `o4*`.
 const OPENAI_MODELS: &[ModelPattern] = &[
@@ -33,7 +31,6 @@ const OPENAI_REASONING: &[ModelPattern] = &[
     ModelPattern::Prefix("codex-"),
 ];
 const ANTHROPIC_MODELS: &[ModelPattern] = &[ModelPattern::Prefix("claude-")];
-const GLM_MODELS: &[ModelPattern] = &[ModelPattern::Prefix("glm-")];
 
 /// Both Anthropic adapters: `POST {base}/v1/messages`; `ANTHROPIC_BASE_URL` is the SDK's
 /// variable and means the same base.
@@ -46,6 +43,43 @@ const ANTHROPIC_ENDPOINT: Endpoint = Endpoint {
         path: "/v1/messages",
     }),
 };
+
+/// A GLM row: the two differ only in name, billing, key and base URL.
+const fn glm(
+    name: &'static str,
+    billing: Billing,
+    key_env: &'static str,
+    default_base: &'static str,
+    base_env: &'static str,
+) -> AdapterSpec {
+    AdapterSpec {
+        name,
+        family: Family::Glm,
+        billing,
+        wire_family: WireFamily::Chat,
+        wire: "Chat Completions `POST {base}/chat/completions`",
+        schema_on_wire: "`response_format: json_object` + the schema in the system prompt",
+        mode_rule: ModeRule::Fixed(StructuredOutputMode::JsonMode),
+        framework_tools: true,
+        tools_with_schema: true,
+        streaming: false,
+        dialect: Dialect::Glm,
+        limits: "JSON mode only; `tool_choice` auto only",
+        auth: Auth::ApiKey {
+            env: key_env,
+            header: KeyHeader::Bearer,
+        },
+        endpoint: Some(Endpoint {
+            path: "/chat/completions",
+            default_base,
+            base_env,
+            sdk_base: None,
+        }),
+        default_model: "glm-5.2",
+        models: &[ModelPattern::Prefix("glm-")],
+        reasoning_models: &[],
+    }
+}
 
 /// Every adapter, in the reference's registration order, plus `local`.
 pub const ADAPTERS: &[AdapterSpec] = &[
@@ -197,60 +231,20 @@ pub const ADAPTERS: &[AdapterSpec] = &[
         models: OPENAI_MODELS,
         reasoning_models: OPENAI_REASONING,
     },
-    AdapterSpec {
-        name: "glm-payg",
-        family: Family::Glm,
-        billing: Billing::Payg,
-        wire_family: WireFamily::Chat,
-        wire: "Chat Completions `POST {base}/chat/completions`",
-        schema_on_wire: GLM_SCHEMA,
-        mode_rule: ModeRule::Fixed(StructuredOutputMode::JsonMode),
-        framework_tools: true,
-        tools_with_schema: true,
-        streaming: false,
-        dialect: Dialect::Glm,
-        limits: GLM_LIMITS,
-        auth: Auth::ApiKey {
-            env: "ZAI_API_KEY",
-            header: KeyHeader::Bearer,
-        },
-        endpoint: Some(Endpoint {
-            path: "/chat/completions",
-            default_base: "https://api.z.ai/api/paas/v4",
-            base_env: "GEODE_GLM_BASE_URL",
-            sdk_base: None,
-        }),
-        default_model: "glm-5.2",
-        models: GLM_MODELS,
-        reasoning_models: &[],
-    },
-    AdapterSpec {
-        name: "glm-coding-plan",
-        family: Family::Glm,
-        billing: Billing::Subscription,
-        wire_family: WireFamily::Chat,
-        wire: "Chat Completions `POST {base}/chat/completions`",
-        schema_on_wire: GLM_SCHEMA,
-        mode_rule: ModeRule::Fixed(StructuredOutputMode::JsonMode),
-        framework_tools: true,
-        tools_with_schema: true,
-        streaming: false,
-        dialect: Dialect::Glm,
-        limits: GLM_LIMITS,
-        auth: Auth::ApiKey {
-            env: "ZAI_CODING_PLAN_KEY",
-            header: KeyHeader::Bearer,
-        },
-        endpoint: Some(Endpoint {
-            path: "/chat/completions",
-            default_base: "https://api.z.ai/api/coding/paas/v4",
-            base_env: "GEODE_GLM_CODING_BASE_URL",
-            sdk_base: None,
-        }),
-        default_model: "glm-5.2",
-        models: GLM_MODELS,
-        reasoning_models: &[],
-    },
+    glm(
+        "glm-payg",
+        Billing::Payg,
+        "ZAI_API_KEY",
+        "https://api.z.ai/api/paas/v4",
+        "GEODE_GLM_BASE_URL",
+    ),
+    glm(
+        "glm-coding-plan",
+        Billing::Subscription,
+        "ZAI_CODING_PLAN_KEY",
+        "https://api.z.ai/api/coding/paas/v4",
+        "GEODE_GLM_CODING_BASE_URL",
+    ),
     AdapterSpec {
         name: "local",
         family: Family::Local,

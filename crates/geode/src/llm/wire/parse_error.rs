@@ -74,6 +74,22 @@ impl ParseError {
     }
 }
 
+/// Decodes a whole JSON reply: a body cut short is [`ParseError::Truncated`], any other
+/// failure [`ParseError::NotJson`].
+pub fn from_json<T: serde::de::DeserializeOwned>(body: &str) -> Result<T, ParseError> {
+    serde_json::from_str(body).map_err(|e| {
+        if e.is_eof() {
+            ParseError::Truncated {
+                missing: "the end of the JSON body",
+            }
+        } else {
+            ParseError::NotJson {
+                message: e.to_string(),
+            }
+        }
+    })
+}
+
 /// A provider message made one line and cut to [`MESSAGE_LIMIT`] characters.
 pub fn one_line(message: &str) -> String {
     let flat: String = message

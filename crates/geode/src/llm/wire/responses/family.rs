@@ -56,7 +56,7 @@ impl WireFold for Fold {
         adapter: &str,
         frame: &SseEvent,
     ) -> Result<Option<AdapterResponse>, AdapterError> {
-        let event = classify(adapter, frame)?;
+        let event = classify(adapter, frame).map_err(|e| super::adapter_error(e, adapter))?;
         self.push(adapter, event)
     }
 
