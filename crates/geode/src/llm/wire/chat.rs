@@ -3,7 +3,8 @@
 //! In: an [`AdapterCallRequest`](crate::llm::request::AdapterCallRequest). Out: a request body
 //! ([`build`]) and, from the JSON reply, an
 //! [`AdapterResponse`](crate::llm::request::AdapterResponse) ([`parse_response`]). No IO, no
-//! endpoint, no credential: the adapters (`adapters/glm_*.rs`) add those.
+//! endpoint, no credential: the generic HTTP adapter (`adapters/http_adapter.rs`) adds those
+//! through [`ChatWire`], this family's [`crate::llm::wire::family::Wire`].
 //! API reference: <https://docs.z.ai/api-reference/llm/chat-completion>.
 //!
 //! # Where the schema goes

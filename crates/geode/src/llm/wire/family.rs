@@ -12,6 +12,8 @@ use crate::llm::adapter::{AdapterError, CallCx};
 use crate::llm::http::{HttpClient, PostRequest, ProviderError};
 use crate::llm::request::{AdapterCallRequest, AdapterResponse, WireReport};
 use crate::llm::sse::SseEvent;
+#[cfg(doc)]
+use crate::llm::wire::parse_error::ParseError;
 use bytes::Bytes;
 use serde_json::Value;
 
@@ -76,6 +78,11 @@ pub trait Wire: Send + Sync + std::fmt::Debug {
 }
 
 /// Folds one reply into an [`AdapterResponse`].
+///
+/// Each SSE frame is first classified by the family's `classify` (`responses::classify`,
+/// `messages::classify`) into one of three: a known event (folded), an unknown type (the
+/// family's `Event::Unknown`, skipped: providers add event types), or a known
+/// type whose data does not decode ([`ParseError::Corrupt`], a `Protocol` error).
 pub trait WireFold: Send {
     /// Takes one SSE event; `Some` at the terminal event. An event of a known type that does
     /// not decode is an error; an unknown type is skipped.

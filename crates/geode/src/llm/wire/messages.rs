@@ -3,7 +3,8 @@
 //! In: an [`AdapterCallRequest`](crate::llm::request::AdapterCallRequest). Out: a request body
 //! ([`build`]) and, from the reply, an [`AdapterResponse`](crate::llm::request::AdapterResponse)
 //! ([`parse_response`] for a JSON reply, [`StreamFold`] for SSE). Nothing here does IO, knows an
-//! endpoint or sees a credential; the adapters (`adapters/anthropic_*.rs`) add those.
+//! endpoint or sees a credential; the generic HTTP adapter (`adapters/http_adapter.rs`) adds those
+//! through [`MessagesWire`], this family's [`crate::llm::wire::family::Wire`].
 //! API reference: <https://docs.anthropic.com/en/api/messages>.
 //!
 //! # Where the schema goes
