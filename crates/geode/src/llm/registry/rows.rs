@@ -44,6 +44,62 @@ const ANTHROPIC_ENDPOINT: Endpoint = Endpoint {
     }),
 };
 
+/// `anthropic-payg`; `anthropic-oauth` is this row with another login.
+const ANTHROPIC_PAYG: AdapterSpec = AdapterSpec {
+    name: "anthropic-payg",
+    family: Family::Anthropic,
+    billing: Billing::Payg,
+    wire_family: WireFamily::Messages,
+    wire: "Messages API `POST {base}/v1/messages`",
+    schema_on_wire: "`output_config.format` json_schema when it fits; else a forced output tool; else the system prompt",
+    mode_rule: ModeRule::AnthropicLadder,
+    framework_tools: true,
+    tools_with_schema: true,
+    streaming: true,
+    dialect: Dialect::Anthropic,
+    limits: ANTHROPIC_LIMITS,
+    auth: Auth::ApiKey {
+        env: "ANTHROPIC_API_KEY",
+        header: KeyHeader::XApiKey,
+    },
+    endpoint: Some(ANTHROPIC_ENDPOINT),
+    default_model: "claude-sonnet-4-6",
+    models: ANTHROPIC_MODELS,
+    reasoning_models: &[],
+};
+
+/// `openai-payg`; `codex-oauth` is this row on the ChatGPT backend with the codex login.
+const OPENAI_PAYG: AdapterSpec = AdapterSpec {
+    name: "openai-payg",
+    family: Family::OpenAi,
+    billing: Billing::Payg,
+    wire_family: WireFamily::Responses(Backend::Platform),
+    wire: "Responses API `POST {base}/v1/responses`",
+    schema_on_wire: "`text.format` json_schema, `strict` from the strict check",
+    mode_rule: ModeRule::StrictOrHint,
+    framework_tools: true,
+    tools_with_schema: true,
+    streaming: true,
+    dialect: Dialect::OpenAiStrict,
+    limits: OPENAI_LIMITS,
+    auth: Auth::ApiKey {
+        env: "OPENAI_API_KEY",
+        header: KeyHeader::Bearer,
+    },
+    endpoint: Some(Endpoint {
+        path: "/v1/responses",
+        default_base: "https://api.openai.com",
+        base_env: "GEODE_OPENAI_BASE_URL",
+        sdk_base: Some(SdkBase {
+            env: "OPENAI_BASE_URL",
+            path: "/responses",
+        }),
+    }),
+    default_model: "gpt-5.5",
+    models: OPENAI_MODELS,
+    reasoning_models: OPENAI_REASONING,
+};
+
 /// A GLM row: the two differ only in name, billing, key and base URL.
 const fn glm(
     name: &'static str,
@@ -83,50 +139,18 @@ const fn glm(
 
 /// Every adapter, in the reference's registration order, plus `local`.
 pub const ADAPTERS: &[AdapterSpec] = &[
-    AdapterSpec {
-        name: "anthropic-payg",
-        family: Family::Anthropic,
-        billing: Billing::Payg,
-        wire_family: WireFamily::Messages,
-        wire: "Messages API `POST {base}/v1/messages`",
-        schema_on_wire: "`output_config.format` json_schema when it fits; else a forced output tool; else the system prompt",
-        mode_rule: ModeRule::AnthropicLadder,
-        framework_tools: true,
-        tools_with_schema: true,
-        streaming: true,
-        dialect: Dialect::Anthropic,
-        limits: ANTHROPIC_LIMITS,
-        auth: Auth::ApiKey {
-            env: "ANTHROPIC_API_KEY",
-            header: KeyHeader::XApiKey,
-        },
-        endpoint: Some(ANTHROPIC_ENDPOINT),
-        default_model: "claude-sonnet-4-6",
-        models: ANTHROPIC_MODELS,
-        reasoning_models: &[],
-    },
+    ANTHROPIC_PAYG,
     AdapterSpec {
         name: "anthropic-oauth",
-        family: Family::Anthropic,
         billing: Billing::Subscription,
-        wire_family: WireFamily::Messages,
         wire: "Messages API `POST {base}/v1/messages`, bearer + `anthropic-beta: oauth-2025-04-20`",
         schema_on_wire: "same as anthropic-payg",
-        mode_rule: ModeRule::AnthropicLadder,
-        framework_tools: true,
-        tools_with_schema: true,
-        streaming: true,
-        dialect: Dialect::Anthropic,
-        limits: ANTHROPIC_LIMITS,
         auth: Auth::ClaudeLogin {
             token_env: "CLAUDE_CODE_OAUTH_TOKEN",
             dir_env: "CLAUDE_CONFIG_DIR",
             path: ".claude/.credentials.json",
         },
-        endpoint: Some(ANTHROPIC_ENDPOINT),
-        default_model: "claude-sonnet-4-6",
-        models: ANTHROPIC_MODELS,
-        reasoning_models: &[],
+        ..ANTHROPIC_PAYG
     },
     AdapterSpec {
         name: "claude-cli",
@@ -150,49 +174,12 @@ pub const ADAPTERS: &[AdapterSpec] = &[
         models: ANTHROPIC_MODELS,
         reasoning_models: &[],
     },
-    AdapterSpec {
-        name: "openai-payg",
-        family: Family::OpenAi,
-        billing: Billing::Payg,
-        wire_family: WireFamily::Responses(Backend::Platform),
-        wire: "Responses API `POST {base}/v1/responses`",
-        schema_on_wire: "`text.format` json_schema, `strict` from the strict check",
-        mode_rule: ModeRule::StrictOrHint,
-        framework_tools: true,
-        tools_with_schema: true,
-        streaming: true,
-        dialect: Dialect::OpenAiStrict,
-        limits: OPENAI_LIMITS,
-        auth: Auth::ApiKey {
-            env: "OPENAI_API_KEY",
-            header: KeyHeader::Bearer,
-        },
-        endpoint: Some(Endpoint {
-            path: "/v1/responses",
-            default_base: "https://api.openai.com",
-            base_env: "GEODE_OPENAI_BASE_URL",
-            sdk_base: Some(SdkBase {
-                env: "OPENAI_BASE_URL",
-                path: "/responses",
-            }),
-        }),
-        default_model: "gpt-5.5",
-        models: OPENAI_MODELS,
-        reasoning_models: OPENAI_REASONING,
-    },
+    OPENAI_PAYG,
     AdapterSpec {
         name: "codex-oauth",
-        family: Family::OpenAi,
         billing: Billing::Subscription,
         wire_family: WireFamily::Responses(Backend::Codex),
         wire: "ChatGPT backend `{base}/backend-api/codex/responses`, SSE, `store:false`",
-        schema_on_wire: "`text.format` json_schema, `strict` from the strict check",
-        mode_rule: ModeRule::StrictOrHint,
-        framework_tools: true,
-        tools_with_schema: true,
-        streaming: true,
-        dialect: Dialect::OpenAiStrict,
-        limits: OPENAI_LIMITS,
         auth: Auth::CodexLogin {
             dir_env: "CODEX_HOME",
             path: ".codex/auth.json",
@@ -205,9 +192,7 @@ pub const ADAPTERS: &[AdapterSpec] = &[
             base_env: "GEODE_CODEX_BASE_URL",
             sdk_base: None,
         }),
-        default_model: "gpt-5.5",
-        models: OPENAI_MODELS,
-        reasoning_models: OPENAI_REASONING,
+        ..OPENAI_PAYG
     },
     AdapterSpec {
         name: "codex-cli",
