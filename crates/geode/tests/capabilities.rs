@@ -260,3 +260,25 @@ async fn sdk_base_url_variables_are_honoured() {
         );
     }
 }
+
+/// The CLI rows: the adapters `geode` builds for them answer with their own row, forward no
+/// framework tools and take no schema beside tools (their wire is checked by the CLI suites).
+#[test]
+fn cli_rows_are_what_their_adapters_report() {
+    for spec in ADAPTERS
+        .iter()
+        .filter(|a| matches!(a.wire_family, WireFamily::Cli(_)))
+    {
+        let adapter = geode::llm::build::build(spec.name, &Config::default(), &MapEnv::new())
+            .unwrap_or_else(|e| panic!("{}: {e}", spec.name));
+        assert_eq!(adapter.spec().map(|s| s.name), Some(spec.name));
+        assert_eq!(
+            adapter.supports_tools(),
+            spec.framework_tools,
+            "{}",
+            spec.name
+        );
+        assert!(!spec.framework_tools && !spec.tools_with_schema && !spec.streaming);
+        assert!(spec.endpoint.is_none(), "{}", spec.name);
+    }
+}
