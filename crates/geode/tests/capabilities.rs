@@ -106,6 +106,17 @@ fn request(schema: Option<ResponseSchema>, tools: bool) -> AdapterCallRequest {
     r
 }
 
+/// The adapter answers with its own row, and forwards tools as the row says.
+fn assert_reports_its_row(adapter: &dyn Adapter, spec: &AdapterSpec) {
+    assert_eq!(adapter.spec().map(|s| s.name), Some(spec.name));
+    assert_eq!(
+        adapter.supports_tools(),
+        spec.framework_tools,
+        "{}",
+        spec.name
+    );
+}
+
 /// One call of `spec`'s adapter with `req`: the recorded model call and the reported mode.
 async fn record(
     spec: &'static AdapterSpec,
@@ -121,13 +132,7 @@ async fn record(
             .unwrap()
             .with_http(http()),
     );
-    assert_eq!(adapter.spec().map(|s| s.name), Some(spec.name));
-    assert_eq!(
-        adapter.supports_tools(),
-        spec.framework_tools,
-        "{}",
-        spec.name
-    );
+    assert_reports_its_row(adapter.as_ref(), spec);
     let cx = CallCx::new().with_timeout(Duration::from_secs(20));
     let resp = tokio::time::timeout(Duration::from_secs(30), adapter.call(req, &cx))
         .await
@@ -271,13 +276,7 @@ fn cli_rows_are_what_their_adapters_report() {
     {
         let adapter = geode::llm::build::build(spec.name, &Config::default(), &MapEnv::new())
             .unwrap_or_else(|e| panic!("{}: {e}", spec.name));
-        assert_eq!(adapter.spec().map(|s| s.name), Some(spec.name));
-        assert_eq!(
-            adapter.supports_tools(),
-            spec.framework_tools,
-            "{}",
-            spec.name
-        );
+        assert_reports_its_row(adapter.as_ref(), spec);
         assert!(!spec.framework_tools && !spec.tools_with_schema && !spec.streaming);
         assert!(spec.endpoint.is_none(), "{}", spec.name);
     }
