@@ -24,7 +24,7 @@ pub fn run(data: &[u8]) {
     match parsed {
         Ok(resp) => check_response(&resp),
         Err(e) => {
-            one_line(&e.clone().into_adapter_error("fuzz"));
+            one_line(&geode::llm::wire::chat::adapter_error(e.clone(), "fuzz"));
             let _ = e.to_string();
         }
     }

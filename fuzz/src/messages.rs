@@ -31,7 +31,7 @@ pub fn run(data: &[u8]) {
     same(&outcome, &read(body), "the Messages reader");
     match outcome {
         Ok(resp) => check_response(&resp, output_tool),
-        Err(e) => one_line(&e.into_adapter_error("fuzz")),
+        Err(e) => one_line(&geode::llm::wire::messages::adapter_error(e, "fuzz")),
     }
 }
 

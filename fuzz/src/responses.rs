@@ -5,7 +5,7 @@ use super::check::{one_line, same};
 use geode::llm::adapter::AdapterError;
 use geode::llm::request::AdapterResponse;
 use geode::llm::sse::SseParser;
-use geode::llm::wire::responses::{Fold, classify, parse_response};
+use geode::llm::wire::responses::{Fold, adapter_error, classify, parse_response};
 use serde_json::Value;
 
 /// What a reply amounted to: `None` when a stream ended before its terminal event.
@@ -40,7 +40,9 @@ fn stream(body: &[u8]) -> Outcome {
     let pushed = parser.push(body);
     let mut fold = Fold::default();
     while let Some(frame) = parser.pop() {
-        let step = classify("fuzz", &frame).and_then(|event| fold.push("fuzz", event));
+        let step = classify("fuzz", &frame)
+            .map_err(|e| adapter_error(e, "fuzz"))
+            .and_then(|event| fold.push("fuzz", event));
         match step {
             Ok(None) => {}
             Ok(Some(resp)) => return Some(Ok(resp)),

@@ -98,6 +98,10 @@ impl Adapter for LocalAdapter {
         ADAPTER_NAME
     }
 
+    fn spec(&self) -> Option<&'static geode::llm::registry::AdapterSpec> {
+        geode::llm::registry::spec(ADAPTER_NAME)
+    }
+
     async fn call(
         &self,
         req: AdapterCallRequest,

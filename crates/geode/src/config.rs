@@ -209,18 +209,34 @@ impl Config {
         Ok(Self::default())
     }
 
-    /// The base URL for `adapter`: `flag` > its env variable > this file > the default.
-    pub fn base_url(
+    /// The model-call URL for `adapter` (an HTTP row): `{base}{path}` where the base is
+    /// `flag` > its `GEODE_*_BASE_URL` > this file's `base_url` > the registry default; the
+    /// vendor SDK's own variable (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`) comes after the
+    /// `GEODE_*` one and is read as the SDK reads it (`OPENAI_BASE_URL=http://h/v1` posts to
+    /// `http://h/v1/responses`).
+    pub fn endpoint_url(
         &self,
         adapter: &str,
         flag: Option<&str>,
         env: &dyn Environment,
     ) -> Option<String> {
-        let s = spec(adapter)?;
-        flag.map(str::to_owned)
-            .or_else(|| s.base_url_env.and_then(|v| env.var(v)))
-            .or_else(|| self.adapters.get(adapter).and_then(|a| a.base_url.clone()))
-            .or_else(|| s.default_base_url.map(str::to_owned))
+        let e = spec(adapter)?.endpoint?;
+        let join = crate::llm::http::join_url;
+        let geode_base = flag.map(str::to_owned).or_else(|| env.var(e.base_env));
+        if let Some(base) = geode_base {
+            return Some(join(&base, e.path));
+        }
+        if let Some(sdk) = e.sdk_base
+            && let Some(base) = env.var(sdk.env)
+        {
+            return Some(join(&base, sdk.path));
+        }
+        let base = self
+            .adapters
+            .get(adapter)
+            .and_then(|a| a.base_url.clone())
+            .unwrap_or_else(|| e.default_base.to_owned());
+        Some(join(&base, e.path))
     }
 
     /// The model for `adapter`: `flag` > this file > the registry default.

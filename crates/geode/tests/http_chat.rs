@@ -6,12 +6,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may unwrap (HELPERS.md)
 
+use geode::config::Config;
 use geode::ledger::StructuredOutputMode;
 use geode::llm::adapter::{Adapter, AdapterError, CallCx, RetryClass};
-use geode::llm::adapters::glm_coding_plan::GlmCodingPlan;
-use geode::llm::adapters::glm_payg::GlmPayg;
-use geode::llm::credentials::Secret;
+use geode::llm::adapters::http_adapter::HttpAdapter;
 use geode::llm::http::{HttpClient, HttpConfig, RetryPolicy};
+use geode::llm::registry::ProcessEnv;
 use geode::llm::request::{
     AdapterCallRequest, ContentBlock, Message, Role, StopReason, ToolChoice, ToolSpec,
 };
@@ -20,6 +20,7 @@ use geode_fakes::{FakeServer, Kind, RecordedRequest, Reply, Script};
 use serde_json::{Value, json};
 use std::time::Duration;
 use support::bounded;
+use support::env::MapEnv;
 
 mod support;
 
@@ -42,13 +43,22 @@ async fn serve(script: Script) -> FakeServer {
     FakeServer::start(Kind::Chat, script).await.unwrap()
 }
 
-fn payg(server: &FakeServer, retries: u32) -> GlmPayg {
-    GlmPayg::new(
+/// The adapter `name` as `geode` builds it on the machine `env`.
+fn built(name: &str, env: &MapEnv) -> Result<HttpAdapter, AdapterError> {
+    geode::llm::build::build_http(name, &Config::default(), env)
+}
+
+/// The adapter `name` built from this process's environment.
+fn from_env(name: &str) -> Result<HttpAdapter, AdapterError> {
+    geode::llm::build::build_http(name, &Config::default(), &ProcessEnv)
+}
+
+fn payg(server: &FakeServer, retries: u32) -> HttpAdapter {
+    let env = MapEnv::new().set("ZAI_API_KEY", KEY).set(
+        "GEODE_GLM_BASE_URL",
         format!("{}/api/paas/v4", server.base_url()),
-        Secret::new(KEY),
-    )
-    .unwrap()
-    .with_http(http(retries))
+    );
+    built("glm-payg", &env).unwrap().with_http(http(retries))
 }
 
 fn request() -> AdapterCallRequest {
@@ -231,12 +241,11 @@ async fn tool_calls_come_back_parsed_and_replay_as_tool_messages() {
 async fn coding_plan_posts_to_its_own_base_with_its_own_key() {
     bounded(async {
         let server = serve(Script::always(Reply::text("ok"))).await;
-        let adapter = GlmCodingPlan::new(
+        let env = MapEnv::new().set("ZAI_CODING_PLAN_KEY", KEY).set(
+            "GEODE_GLM_CODING_BASE_URL",
             format!("{}/api/coding/paas/v4/", server.base_url()),
-            Secret::new(KEY),
-        )
-        .unwrap()
-        .with_http(http(0));
+        );
+        let adapter = built("glm-coding-plan", &env).unwrap().with_http(http(0));
         assert_eq!(
             adapter
                 .call(with_schema(), &CallCx::new())
@@ -408,13 +417,13 @@ async fn child_from_env() {
     let mode = std::env::var("GEODE_TEST_CHILD").expect("run by the parent test only");
     match mode.as_str() {
         "missing" => {
-            let err = GlmPayg::from_env().unwrap_err();
+            let err = from_env("glm-payg").unwrap_err();
             assert!(
                 err.kind() == geode::vocab::ErrorKind::Config
                     && err.to_string().contains("ZAI_API_KEY"),
                 "{err}"
             );
-            let err = GlmCodingPlan::from_env().unwrap_err();
+            let err = from_env("glm-coding-plan").unwrap_err();
             let text = err.to_string();
             assert!(
                 err.kind() == geode::vocab::ErrorKind::Config
@@ -423,12 +432,12 @@ async fn child_from_env() {
             );
         }
         "configured" => {
-            let payg = GlmPayg::from_env().unwrap();
+            let payg = from_env("glm-payg").unwrap();
             assert_eq!(
                 payg.call(request(), &CallCx::new()).await.unwrap().text,
                 "from env"
             );
-            let plan = GlmCodingPlan::from_env().unwrap();
+            let plan = from_env("glm-coding-plan").unwrap();
             assert_eq!(
                 plan.call(request(), &CallCx::new()).await.unwrap().text,
                 "from env"

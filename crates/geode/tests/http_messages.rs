@@ -7,10 +7,15 @@
 
 use geode::ledger::StructuredOutputMode;
 use geode::llm::adapter::{Adapter, AdapterError, CallCx, RetryClass};
-use geode::llm::adapters::anthropic_oauth::{self, AnthropicOauth};
-use geode::llm::adapters::anthropic_payg::AnthropicPayg;
-use geode::llm::credentials::Secret;
+#[path = "support/env.rs"]
+mod env;
+
+use env::MapEnv;
+use geode::config::Config;
+use geode::llm::adapters::claude_login;
+use geode::llm::adapters::http_adapter::HttpAdapter;
 use geode::llm::http::{HttpClient, HttpConfig, RetryPolicy};
+use geode::llm::registry::ProcessEnv;
 use geode::llm::request::{AdapterCallRequest, Message, StopReason, ToolChoice, ToolSpec};
 use geode::llm::wire::schema_prompt::INSTRUCTION_HEADING;
 use geode::schema::ResponseSchema;
@@ -45,8 +50,21 @@ async fn serve(script: Script) -> FakeServer {
     FakeServer::start(Kind::Messages, script).await.unwrap()
 }
 
-fn payg(server: &FakeServer, retries: u32) -> AnthropicPayg {
-    AnthropicPayg::new(server.base_url(), Secret::new(KEY))
+/// The adapter `name` as `geode` builds it on the machine `env`.
+fn built(name: &str, env: &MapEnv) -> Result<HttpAdapter, AdapterError> {
+    geode::llm::build::build_http(name, &Config::default(), env)
+}
+
+/// The adapter `name` built from this process's environment.
+fn from_env(name: &str) -> Result<HttpAdapter, AdapterError> {
+    geode::llm::build::build_http(name, &Config::default(), &ProcessEnv)
+}
+
+fn payg(server: &FakeServer, retries: u32) -> HttpAdapter {
+    let env = MapEnv::new()
+        .set("ANTHROPIC_API_KEY", KEY)
+        .set("GEODE_ANTHROPIC_BASE_URL", server.base_url());
+    built("anthropic-payg", &env)
         .unwrap()
         .with_http(http(retries))
 }
@@ -157,7 +175,8 @@ async fn payg_sends_api_key_and_native_output_config_for_a_fitting_schema() {
 async fn oauth_sends_bearer_beta_and_identity_block_first() {
     bounded(async {
         let server = serve(Script::always(Reply::text("hi"))).await;
-        let adapter = AnthropicOauth::new(server.base_url(), Secret::new(TOKEN)).unwrap().with_http(http(0));
+        let env = MapEnv::new().set("CLAUDE_CODE_OAUTH_TOKEN", TOKEN).set("GEODE_ANTHROPIC_BASE_URL", server.base_url());
+        let adapter = built("anthropic-oauth", &env).unwrap().with_http(http(0));
         let mut req = request();
         req.system_prompt = "Be terse.".into();
         let resp = adapter.call(req, &CallCx::new()).await.unwrap();
@@ -170,7 +189,7 @@ async fn oauth_sends_bearer_beta_and_identity_block_first() {
         assert!(r.header("anthropic-beta").is_some_and(|b| b.split(',').any(|x| x.trim() == "oauth-2025-04-20")));
         assert_eq!(
             r.body["system"],
-            json!([{"type": "text", "text": anthropic_oauth::IDENTITY}, {"type": "text", "text": "Be terse."}])
+            json!([{"type": "text", "text": claude_login::IDENTITY}, {"type": "text", "text": "Be terse."}])
         );
     })
     .await
@@ -187,9 +206,10 @@ async fn oauth_token_comes_from_the_claude_credentials_file() {
         )
         .unwrap();
         let server = serve(Script::always(Reply::text("ok"))).await;
-        let adapter = AnthropicOauth::with_credentials_file(server.base_url(), &path)
-            .unwrap()
-            .with_http(http(0));
+        let env = MapEnv::new()
+            .set("CLAUDE_CONFIG_DIR", dir.path().display().to_string())
+            .set("GEODE_ANTHROPIC_BASE_URL", server.base_url());
+        let adapter = built("anthropic-oauth", &env).unwrap().with_http(http(0));
         assert_eq!(
             adapter.call(request(), &CallCx::new()).await.unwrap().text,
             "ok"
@@ -496,10 +516,10 @@ async fn child_from_env() {
     let mode = std::env::var("GEODE_TEST_CHILD").expect("run by the parent test only");
     match mode.as_str() {
         "missing" => {
-            let err = AnthropicPayg::from_env().unwrap_err();
+            let err = from_env("anthropic-payg").unwrap_err();
             assert_eq!(err.kind(), geode::vocab::ErrorKind::Config);
             assert!(err.to_string().contains("ANTHROPIC_API_KEY"), "{err}");
-            let err = AnthropicOauth::from_env().unwrap_err();
+            let err = from_env("anthropic-oauth").unwrap_err();
             assert_eq!(err.kind(), geode::vocab::ErrorKind::Config);
             let text = err.to_string();
             assert!(
@@ -508,12 +528,12 @@ async fn child_from_env() {
             );
         }
         "configured" => {
-            let payg = AnthropicPayg::from_env().unwrap();
+            let payg = from_env("anthropic-payg").unwrap();
             assert_eq!(
                 payg.call(request(), &CallCx::new()).await.unwrap().text,
                 "from env"
             );
-            let oauth = AnthropicOauth::from_env().unwrap();
+            let oauth = from_env("anthropic-oauth").unwrap();
             assert_eq!(
                 oauth.call(request(), &CallCx::new()).await.unwrap().text,
                 "from env"

@@ -4,10 +4,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use geode::ledger::StructuredOutputMode;
+#[path = "support/env.rs"]
+mod env;
+
+use env::MapEnv;
+use geode::config::Config;
 use geode::llm::adapter::{Adapter, AdapterError, CallCx};
-use geode::llm::adapters::codex_oauth::{CodexOauth, CodexOauthSettings};
-use geode::llm::adapters::openai_payg::{OpenAiPayg, OpenAiPaygSettings};
-use geode::llm::credentials::{CodexAuthFile, Secret};
+use geode::llm::adapters::http_adapter::HttpAdapter;
 use geode::llm::http::{HttpClient, HttpConfig, RetryPolicy};
 use geode::llm::request::{AdapterCallRequest, AdapterResponse, Message, StopReason, ToolSpec};
 use geode::schema::ResponseSchema;
@@ -38,14 +41,16 @@ fn http() -> HttpClient {
     .unwrap()
 }
 
-fn payg(server: &FakeServer) -> OpenAiPayg {
-    OpenAiPayg::with_http(
-        OpenAiPaygSettings {
-            base_url: server.base_url(),
-            api_key: Secret::new(API_KEY),
-        },
-        http(),
-    )
+/// The adapter `name` as `geode` builds it on the machine `env`, on [`http`].
+fn built(name: &str, env: &MapEnv) -> Result<HttpAdapter, AdapterError> {
+    geode::llm::build::build_http(name, &Config::default(), env).map(|a| a.with_http(http()))
+}
+
+fn payg(server: &FakeServer) -> HttpAdapter {
+    let env = MapEnv::new()
+        .set("OPENAI_API_KEY", API_KEY)
+        .set("GEODE_OPENAI_BASE_URL", server.base_url());
+    built("openai-payg", &env).unwrap()
 }
 
 /// A codex home with an `auth.json` (0600) whose access token expires in `ttl` seconds.
@@ -65,15 +70,12 @@ fn codex_home(ttl: i64) -> (tempfile::TempDir, PathBuf) {
     (dir, path)
 }
 
-fn codex(server: &FakeServer, auth: &Path) -> CodexOauth {
-    CodexOauth::with_http(
-        CodexOauthSettings {
-            base_url: server.base_url(),
-            auth_url: server.base_url(),
-            auth_file: CodexAuthFile::at(auth),
-        },
-        http(),
-    )
+fn codex(server: &FakeServer, auth: &Path) -> HttpAdapter {
+    let env = MapEnv::new()
+        .set("CODEX_HOME", auth.parent().unwrap().display().to_string())
+        .set("GEODE_CODEX_BASE_URL", server.base_url())
+        .set("GEODE_CODEX_AUTH_URL", server.base_url());
+    built("codex-oauth", &env).unwrap()
 }
 
 /// The schema codex sent in the captures (so the bodies can be compared verbatim).
@@ -461,21 +463,10 @@ async fn an_expired_codex_token_is_refreshed_and_auth_json_rewritten() {
 #[tokio::test]
 async fn from_env_errors_name_what_is_missing() {
     // Only checks error text shape; never reads real credentials because the var is unset here.
-    if std::env::var("OPENAI_API_KEY").is_err() {
-        let err = OpenAiPayg::from_env().unwrap_err();
-        assert!(err.to_string().contains("OPENAI_API_KEY"), "{err}");
-    }
-    let missing = CodexOauth::with_http(
-        CodexOauthSettings {
-            base_url: "http://127.0.0.1:9".into(),
-            auth_url: "http://127.0.0.1:9".into(),
-            auth_file: CodexAuthFile::at("/nonexistent/codex/auth.json"),
-        },
-        http(),
-    );
-    let err = bounded(missing.call(request(), &CallCx::new()))
-        .await
-        .unwrap_err();
+    let err = built("openai-payg", &MapEnv::new()).unwrap_err();
+    assert!(err.to_string().contains("OPENAI_API_KEY"), "{err}");
+    let env = MapEnv::new().set("CODEX_HOME", "/nonexistent/codex");
+    let err = built("codex-oauth", &env).unwrap_err();
     assert!(matches!(err, AdapterError::Config { .. }), "{err:?}");
     assert!(
         err.to_string().contains("/nonexistent/codex/auth.json"),

@@ -5,15 +5,15 @@
 //! stays bounded), and is not retried. Servers are `geode-fakes` on 127.0.0.1.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/env.rs"]
+mod env;
+
+use env::MapEnv;
+use geode::config::Config;
 use geode::llm::adapter::{Adapter, AdapterError, CallCx, RetryClass};
-use geode::llm::adapters::anthropic_payg::AnthropicPayg;
 use geode::llm::adapters::claude_cli::{ClaudeCliAdapter, ClaudeCliConfig};
 use geode::llm::adapters::cli_common::CliOptions;
 use geode::llm::adapters::codex_cli::{CodexCliAdapter, CodexCliConfig};
-use geode::llm::adapters::codex_oauth::{CodexOauth, CodexOauthSettings};
-use geode::llm::adapters::glm_payg::GlmPayg;
-use geode::llm::adapters::openai_payg::{OpenAiPayg, OpenAiPaygSettings};
-use geode::llm::credentials::{CodexAuthFile, Secret};
 use geode::llm::http::{HttpClient, HttpConfig, RetryPolicy};
 use geode::llm::request::{AdapterCallRequest, AdapterResponse, Message};
 use geode_fakes::{FakeServer, Kind, Reply, Script};
@@ -50,41 +50,43 @@ fn budget(bytes: u64) -> CallCx {
     CallCx::new().with_max_response_bytes(bytes)
 }
 
-/// The adapter for `kind` pointed at `server` (the codex auth file lives in `home`).
+/// The adapter for `kind` pointed at `server` (the codex auth file lives in `home`), built
+/// by `geode::llm::build` from a described machine.
 fn adapter(kind: Kind, server: &FakeServer, home: &Path) -> Arc<dyn Adapter> {
     let base = server.base_url();
-    match kind {
-        Kind::Responses => Arc::new(OpenAiPayg::with_http(
-            OpenAiPaygSettings {
-                base_url: base,
-                api_key: Secret::new("sk-budget-test"),
-            },
-            http(),
-        )),
+    let (name, env) = match kind {
+        Kind::Responses => (
+            "openai-payg",
+            MapEnv::new()
+                .set("OPENAI_API_KEY", "sk-budget-test")
+                .set("GEODE_OPENAI_BASE_URL", base),
+        ),
         Kind::ChatGpt => {
-            let auth = home.join("auth.json");
             let doc = geode_fakes::chatgpt::codex_auth_json(false);
-            std::fs::write(&auth, doc.to_string()).unwrap();
-            Arc::new(CodexOauth::with_http(
-                CodexOauthSettings {
-                    base_url: base.clone(),
-                    auth_url: base,
-                    auth_file: CodexAuthFile::at(&auth),
-                },
-                http(),
-            ))
+            std::fs::write(home.join("auth.json"), doc.to_string()).unwrap();
+            (
+                "codex-oauth",
+                MapEnv::new()
+                    .set("CODEX_HOME", home.display().to_string())
+                    .set("GEODE_CODEX_BASE_URL", base.clone())
+                    .set("GEODE_CODEX_AUTH_URL", base),
+            )
         }
-        Kind::Messages => Arc::new(
-            AnthropicPayg::new(base, Secret::new("sk-ant-budget"))
-                .unwrap()
-                .with_http(http()),
+        Kind::Messages => (
+            "anthropic-payg",
+            MapEnv::new()
+                .set("ANTHROPIC_API_KEY", "sk-ant-budget")
+                .set("GEODE_ANTHROPIC_BASE_URL", base),
         ),
-        Kind::Chat => Arc::new(
-            GlmPayg::new(format!("{base}/api/paas/v4"), Secret::new("zai-budget"))
-                .unwrap()
-                .with_http(http()),
+        Kind::Chat => (
+            "glm-payg",
+            MapEnv::new()
+                .set("ZAI_API_KEY", "zai-budget")
+                .set("GEODE_GLM_BASE_URL", format!("{base}/api/paas/v4")),
         ),
-    }
+    };
+    let built = geode::llm::build::build_http(name, &Config::default(), &env).unwrap();
+    Arc::new(built.with_http(http()))
 }
 
 async fn call(

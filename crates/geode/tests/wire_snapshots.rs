@@ -6,14 +6,12 @@
 //! (`tests/snapshots/`; review a deliberate change with `cargo insta review`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/env.rs"]
+mod env;
+
+use env::MapEnv;
+use geode::config::Config;
 use geode::llm::adapter::{Adapter, CallCx};
-use geode::llm::adapters::anthropic_oauth::AnthropicOauth;
-use geode::llm::adapters::anthropic_payg::AnthropicPayg;
-use geode::llm::adapters::codex_oauth::{CodexOauth, CodexOauthSettings};
-use geode::llm::adapters::glm_coding_plan::GlmCodingPlan;
-use geode::llm::adapters::glm_payg::GlmPayg;
-use geode::llm::adapters::openai_payg::{OpenAiPayg, OpenAiPaygSettings};
-use geode::llm::credentials::{CodexAuthFile, Secret};
 use geode::llm::http::{HttpClient, HttpConfig, RetryPolicy};
 use geode::llm::request::{AdapterCallRequest, Message, ToolSpec};
 use geode::schema::ResponseSchema;
@@ -36,6 +34,15 @@ fn http() -> HttpClient {
         ..HttpConfig::default()
     })
     .unwrap()
+}
+
+/// The adapter `name` as `geode` builds it on the machine `env`, without retries.
+fn built(name: &str, env: MapEnv) -> Arc<dyn Adapter> {
+    Arc::new(
+        geode::llm::build::build_http(name, &Config::default(), &env)
+            .unwrap()
+            .with_http(http()),
+    )
 }
 
 fn schema(v: Value) -> ResponseSchema {
@@ -153,13 +160,10 @@ async fn snapshot_adapter(name: &str, kind: Kind, build: impl Fn(&FakeServer) ->
 #[tokio::test]
 async fn openai_payg_wire() {
     snapshot_adapter("openai-payg", Kind::Responses, |s| {
-        Arc::new(OpenAiPayg::with_http(
-            OpenAiPaygSettings {
-                base_url: s.base_url(),
-                api_key: Secret::new(KEY),
-            },
-            http(),
-        ))
+        let env = MapEnv::new()
+            .set("OPENAI_API_KEY", KEY)
+            .set("GEODE_OPENAI_BASE_URL", s.base_url());
+        built("openai-payg", env)
     })
     .await;
 }
@@ -174,14 +178,11 @@ async fn codex_oauth_wire() {
     )
     .unwrap();
     snapshot_adapter("codex-oauth", Kind::ChatGpt, |s| {
-        Arc::new(CodexOauth::with_http(
-            CodexOauthSettings {
-                base_url: s.base_url(),
-                auth_url: s.base_url(),
-                auth_file: CodexAuthFile::at(&auth),
-            },
-            http(),
-        ))
+        let env = MapEnv::new()
+            .set("CODEX_HOME", dir.path().display().to_string())
+            .set("GEODE_CODEX_BASE_URL", s.base_url())
+            .set("GEODE_CODEX_AUTH_URL", s.base_url());
+        built("codex-oauth", env)
     })
     .await;
 }
@@ -189,11 +190,10 @@ async fn codex_oauth_wire() {
 #[tokio::test]
 async fn anthropic_payg_wire() {
     snapshot_adapter("anthropic-payg", Kind::Messages, |s| {
-        Arc::new(
-            AnthropicPayg::new(s.base_url(), Secret::new(KEY))
-                .unwrap()
-                .with_http(http()),
-        )
+        let env = MapEnv::new()
+            .set("ANTHROPIC_API_KEY", KEY)
+            .set("GEODE_ANTHROPIC_BASE_URL", s.base_url());
+        built("anthropic-payg", env)
     })
     .await;
 }
@@ -201,11 +201,10 @@ async fn anthropic_payg_wire() {
 #[tokio::test]
 async fn anthropic_oauth_wire() {
     snapshot_adapter("anthropic-oauth", Kind::Messages, |s| {
-        Arc::new(
-            AnthropicOauth::new(s.base_url(), Secret::new(KEY))
-                .unwrap()
-                .with_http(http()),
-        )
+        let env = MapEnv::new()
+            .set("CLAUDE_CODE_OAUTH_TOKEN", KEY)
+            .set("GEODE_ANTHROPIC_BASE_URL", s.base_url());
+        built("anthropic-oauth", env)
     })
     .await;
 }
@@ -213,12 +212,11 @@ async fn anthropic_oauth_wire() {
 #[tokio::test]
 async fn glm_payg_wire() {
     snapshot_adapter("glm-payg", Kind::Chat, |s| {
-        let base = format!("{}/api/paas/v4", s.base_url());
-        Arc::new(
-            GlmPayg::new(base, Secret::new(KEY))
-                .unwrap()
-                .with_http(http()),
-        )
+        let env = MapEnv::new().set("ZAI_API_KEY", KEY).set(
+            "GEODE_GLM_BASE_URL",
+            format!("{}/api/paas/v4", s.base_url()),
+        );
+        built("glm-payg", env)
     })
     .await;
 }
@@ -226,12 +224,11 @@ async fn glm_payg_wire() {
 #[tokio::test]
 async fn glm_coding_plan_wire() {
     snapshot_adapter("glm-coding-plan", Kind::Chat, |s| {
-        let base = format!("{}/api/coding/paas/v4", s.base_url());
-        Arc::new(
-            GlmCodingPlan::new(base, Secret::new(KEY))
-                .unwrap()
-                .with_http(http()),
-        )
+        let env = MapEnv::new().set("ZAI_CODING_PLAN_KEY", KEY).set(
+            "GEODE_GLM_CODING_BASE_URL",
+            format!("{}/api/coding/paas/v4", s.base_url()),
+        );
+        built("glm-coding-plan", env)
     })
     .await;
 }

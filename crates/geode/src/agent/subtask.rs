@@ -6,9 +6,9 @@
 //! task alone; the others finish normally. Results come back in input order.
 
 use crate::agent::worker::{WorkerEnv, WorkerRequest, WorkerResult, run_worker};
-use crate::ledger::Require;
 use crate::schema::validate::Validation;
 use crate::schema::{ResponseSchema, TextConstraint};
+use crate::vocab::Require;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::sync::Arc;

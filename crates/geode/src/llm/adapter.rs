@@ -5,6 +5,7 @@
 //! went on the wire. Failures are [`AdapterError`]s that name the adapter and classify the
 //! provider's answer, so retry code matches on [`AdapterError::retry_class`], never on text.
 
+use crate::llm::registry::AdapterSpec;
 use crate::llm::request::{AdapterCallRequest, AdapterResponse};
 use crate::schema::ResponseSchema;
 use crate::secret::scrub;
@@ -293,18 +294,24 @@ pub trait Adapter: Send + Sync {
     /// The adapter's registry name (`openai-payg`, `local`, `scripted`, ...).
     fn name(&self) -> &str;
 
-    /// The mode this adapter would use for `schema` (`None` means no schema). By default the
-    /// capability registry's rule for the adapter's name (`registry::AdapterSpec::mode_for`),
-    /// so the table and the adapter cannot disagree; adapters outside the registry override it.
+    /// The registry row this adapter serves (`None` for adapters outside the registry, e.g.
+    /// scripted test adapters).
+    fn spec(&self) -> Option<&'static AdapterSpec> {
+        None
+    }
+
+    /// The mode this adapter would use for `schema` (`None` means no schema). By default its
+    /// row's rule ([`AdapterSpec::mode_for`]), so the table and the adapter cannot disagree;
+    /// adapters outside the registry override it.
     fn wire_mode(&self, schema: Option<&ResponseSchema>) -> StructuredOutputMode {
-        crate::llm::registry::spec(self.name())
+        self.spec()
             .map_or(StructuredOutputMode::None, |s| s.mode_for(schema, false))
     }
 
-    /// Whether the framework's own tools are forwarded to the model. By default the registry's
-    /// `framework_tools` for the adapter's name (true for adapters outside the registry).
+    /// Whether the framework's own tools are forwarded to the model. By default its row's
+    /// `framework_tools` (true for adapters outside the registry).
     fn supports_tools(&self) -> bool {
-        crate::llm::registry::spec(self.name()).is_none_or(|s| s.framework_tools)
+        self.spec().is_none_or(|s| s.framework_tools)
     }
 
     /// Makes one call.

@@ -1,26 +1,21 @@
 //! Building an adapter by registry name, with settings from the config file and environment.
 //!
-//! Base URLs follow the precedence flags > environment (`GEODE_*_BASE_URL`) > config file >
-//! the registry default. Credentials come from the environment or credential files only, never
+//! Every HTTP row becomes an [`HttpAdapter`] (its row says everything: wire family, endpoint,
+//! auth, default model); the CLI rows become their subprocess adapters with the config file's
+//! `pass_env` names. Base URLs follow [`Config::endpoint_url`]: flags > `GEODE_*_BASE_URL` >
+//! the vendor SDK's variable (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`) > config file > the
+//! registry default. Credentials come from the environment or credential files only, never
 //! from the config file. Every variable (keys, tokens, `CODEX_HOME`, `CLAUDE_CONFIG_DIR`,
 //! `HOME`, the token service URL) is read through the given [`Environment`], so a caller (or a
-//! test) can build any adapter from a described machine. The CLI adapters get the config file's
-//! `pass_env` names. The `local` adapter lives in the `geode-local` crate; callers that link it
-//! (the CLI) build it themselves.
+//! test) can build any adapter from a described machine. The `local` adapter lives in the
+//! `geode-local` crate; callers that link it (the CLI) build it themselves.
 
 use crate::config::Config;
 use crate::llm::adapter::{Adapter, AdapterError};
-use crate::llm::adapters::anthropic_oauth::{self, AnthropicOauth};
-use crate::llm::adapters::anthropic_payg::{self, AnthropicPayg};
 use crate::llm::adapters::claude_cli::{ClaudeCliAdapter, ClaudeCliConfig};
 use crate::llm::adapters::codex_cli::{CodexCliAdapter, CodexCliConfig};
-use crate::llm::adapters::codex_oauth::{self, CodexOauth, CodexOauthSettings};
-use crate::llm::adapters::glm_coding_plan::{self, GlmCodingPlan};
-use crate::llm::adapters::glm_payg::{self, GlmPayg};
-use crate::llm::adapters::openai_payg::{self, OpenAiPayg, OpenAiPaygSettings};
-use crate::llm::credentials::{CodexAuthFile, Secret, var_in};
-use crate::llm::registry::{Environment, spec};
-use std::path::PathBuf;
+use crate::llm::adapters::http_adapter::HttpAdapter;
+use crate::llm::registry::{CliTool, Environment, WireFamily, spec};
 use std::sync::Arc;
 
 /// Builds the adapter `name` (any registry adapter but `local`).
@@ -33,79 +28,39 @@ pub fn build(
         adapter: name.to_owned(),
         message,
     };
-    if spec(name).is_none() {
-        return Err(config_err(format!("unknown adapter {name:?}")));
-    }
-    let base = || {
-        cfg.base_url(name, None, env)
-            .ok_or_else(|| config_err("no base URL".to_owned()))
-    };
-    let var = |key: &str| var_in(env, key);
-    let secret = |key: &str| {
-        var(key)
-            .map(Secret::new)
-            .ok_or_else(|| config_err(format!("environment variable {key} is not set")))
-    };
-    Ok(match name {
-        "openai-payg" => Arc::new(OpenAiPayg::new(OpenAiPaygSettings {
-            base_url: base()?,
-            api_key: secret(openai_payg::API_KEY_ENV)?,
-        })?),
-        "codex-oauth" => {
-            let auth_file = CodexAuthFile::locate(name, env)?;
-            if !env.file_exists(auth_file.path()) {
-                return Err(config_err(format!(
-                    "codex auth file {} not found (set CODEX_HOME or run `codex login`)",
-                    auth_file.path().display()
-                )));
-            }
-            Arc::new(CodexOauth::new(CodexOauthSettings {
-                base_url: base()?,
-                auth_url: var(codex_oauth::AUTH_URL_ENV)
-                    .unwrap_or_else(|| codex_oauth::DEFAULT_AUTH_URL.to_owned()),
-                auth_file,
-            })?)
+    let spec = spec(name).ok_or_else(|| config_err(format!("unknown adapter {name:?}")))?;
+    Ok(match spec.wire_family {
+        WireFamily::Responses(_) | WireFamily::Messages | WireFamily::Chat => {
+            Arc::new(HttpAdapter::from_spec(spec, cfg, env)?)
         }
-        "anthropic-payg" => Arc::new(AnthropicPayg::new(
-            base()?,
-            secret(anthropic_payg::KEY_ENV)?,
-        )?),
-        "anthropic-oauth" => {
-            if let Some(token) = var(anthropic_oauth::TOKEN_ENV) {
-                Arc::new(AnthropicOauth::new(base()?, Secret::new(token))?)
-            } else {
-                let path = var(anthropic_oauth::CONFIG_DIR_ENV)
-                    .map(PathBuf::from)
-                    .or_else(|| var("HOME").map(|h| PathBuf::from(h).join(".claude")))
-                    .map(|dir| dir.join(".credentials.json"))
-                    .ok_or_else(|| {
-                        config_err(format!(
-                            "{} is not set and HOME is unknown",
-                            anthropic_oauth::TOKEN_ENV
-                        ))
-                    })?;
-                Arc::new(AnthropicOauth::with_credentials_file(base()?, path)?)
-            }
-        }
-        "glm-payg" => Arc::new(GlmPayg::new(base()?, secret(glm_payg::KEY_ENV)?)?),
-        "glm-coding-plan" => Arc::new(GlmCodingPlan::new(
-            base()?,
-            secret(glm_coding_plan::KEY_ENV)?,
-        )?),
-        "claude-cli" => {
+        WireFamily::Cli(CliTool::Claude) => {
             let mut config = ClaudeCliConfig::default();
             config.cli.allow_env = cfg.pass_env(name).to_vec();
             Arc::new(ClaudeCliAdapter::new(config))
         }
-        "codex-cli" => {
+        WireFamily::Cli(CliTool::Codex) => {
             let mut config = CodexCliConfig::default();
             config.cli.allow_env = cfg.pass_env(name).to_vec();
             Arc::new(CodexCliAdapter::new(config))
         }
-        other => {
+        WireFamily::Local => {
             return Err(config_err(format!(
-                "adapter {other:?} is not built by the library (link its crate)"
+                "adapter {name:?} is not built by the library (link its crate)"
             )));
         }
     })
+}
+
+/// Builds the HTTP adapter `name` as its concrete type, so a caller can change its HTTP client
+/// ([`HttpAdapter::with_http`]) or default model before use.
+pub fn build_http(
+    name: &str,
+    cfg: &Config,
+    env: &dyn Environment,
+) -> Result<HttpAdapter, AdapterError> {
+    let spec = spec(name).ok_or_else(|| AdapterError::Config {
+        adapter: name.to_owned(),
+        message: format!("unknown adapter {name:?}"),
+    })?;
+    HttpAdapter::from_spec(spec, cfg, env)
 }

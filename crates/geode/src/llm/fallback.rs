@@ -8,10 +8,10 @@
 //! a fallback in another provider family cannot serve the primary's model name, so it gets
 //! the request with its own model instead.
 
-use crate::ledger::{AdapterTry, StructuredOutputMode};
 use crate::llm::adapter::{Adapter, AdapterError, CallCx, RetryClass};
 use crate::llm::request::{AdapterCallRequest, AdapterResponse};
 use crate::schema::ResponseSchema;
+use crate::vocab::{AdapterTry, StructuredOutputMode};
 use std::sync::Arc;
 
 /// A chain of adapters tried in order on retryable failures.
@@ -46,6 +46,10 @@ impl FallbackAdapter {
 impl Adapter for FallbackAdapter {
     fn name(&self) -> &str {
         self.chain.first().map(|a| a.name()).unwrap_or("fallback")
+    }
+
+    fn spec(&self) -> Option<&'static crate::llm::registry::AdapterSpec> {
+        self.chain.first().and_then(|a| a.spec())
     }
 
     fn wire_mode(&self, schema: Option<&ResponseSchema>) -> StructuredOutputMode {

@@ -16,9 +16,9 @@
 //!   error is returned instead. Other 4xx are never retried. A stream that has started is never
 //!   retried here (its failure is `Truncated`, for the caller to judge).
 //! - Error mapping ([`classify_status`]): 401/403 → `Auth`; 429 → `RateLimited` (with
-//!   `retry_after`); 400/422 whose message, param or code points at the response schema
-//!   (`text.format`, `response_format`, `output_config`, `json_schema`, ...) → `SchemaRejected`;
-//!   other 4xx → `BadRequest`; 5xx → `Server`. The message is the provider's own, taken from
+//!   `retry_after`); 400/422 that the request's schema judge ([`PostRequest::schema_judge`],
+//!   given by the wire family, which knows its field names) says points at the response
+//!   schema → `SchemaRejected`; other 4xx → `BadRequest`; 5xx → `Server`. The message is the provider's own, taken from
 //!   the JSON error body (`error.message`, `detail`, `message`), cut to 300 characters, with
 //!   every secret of the request scrubbed out. A non-JSON body is described by its size only.
 //!
@@ -141,7 +141,11 @@ pub struct PostRequest {
     url: String,
     headers: Vec<(String, String, bool)>,
     body: Bytes,
+    schema_judge: Option<SchemaJudge>,
 }
+
+/// Whether a 400/422 error body names the response schema (from the wire family).
+pub type SchemaJudge = std::sync::Arc<dyn Fn(&ProviderError) -> bool + Send + Sync>;
 
 impl std::fmt::Debug for PostRequest {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -163,7 +167,15 @@ impl PostRequest {
             url: url.into(),
             headers: vec![("content-type".into(), "application/json".into(), false)],
             body,
+            schema_judge: None,
         }
+    }
+
+    /// Sets the judge that tells a schema rejection from another bad request; without one a
+    /// 400/422 is `BadRequest`.
+    pub fn schema_judge(mut self, judge: SchemaJudge) -> Self {
+        self.schema_judge = Some(judge);
+        self
     }
 
     /// A POST of `body` serialised as JSON.
@@ -368,11 +380,13 @@ impl HttpClient {
         let body = read_limited(req, resp, MAX_ERROR_BODY)
             .await
             .unwrap_or_default();
+        let judge = |p: &ProviderError| req.schema_judge.as_ref().is_some_and(|j| j(p));
         Err(classify_status(
             &req.adapter,
             status.as_u16(),
             retry_after,
             &body,
+            &judge,
         ))
     }
 }
@@ -477,12 +491,14 @@ pub fn provider_error(body: &[u8]) -> Option<ProviderError> {
     })
 }
 
-/// Maps a non-2xx reply to an [`AdapterError`] (table in the module docs).
+/// Maps a non-2xx reply to an [`AdapterError`] (table in the module docs); `rejects_schema`
+/// judges a 400/422 (the wire family's [`crate::llm::wire::family::Wire::rejects_schema`]).
 pub fn classify_status(
     adapter: &str,
     status: u16,
     retry_after: Option<Duration>,
     body: &[u8],
+    rejects_schema: &dyn Fn(&ProviderError) -> bool,
 ) -> AdapterError {
     let parsed = provider_error(body);
     let message = match &parsed {
@@ -503,7 +519,7 @@ pub fn classify_status(
             retry_after,
             message,
         },
-        400 | 422 if parsed.as_ref().is_some_and(points_at_schema) => {
+        400 | 422 if parsed.as_ref().is_some_and(rejects_schema) => {
             let code = parsed
                 .and_then(|p| p.code)
                 .map(|c| truncate(&c))
@@ -528,28 +544,13 @@ pub fn classify_status(
     }
 }
 
-/// True when an error names the response schema rather than a tool's or the prompt.
-fn points_at_schema(p: &ProviderError) -> bool {
-    const FIELDS: [&str; 6] = [
-        "text.format",
-        "response_format",
-        "output_config",
-        "output_format",
-        "json_schema",
-        "invalid schema",
-    ];
-    let param = p.param.as_deref().unwrap_or("").to_ascii_lowercase();
-    let code = p.code.as_deref().unwrap_or("").to_ascii_lowercase();
-    let msg = p.message.to_ascii_lowercase();
-    if param.starts_with("text") || param.contains("format") {
-        return true;
-    }
-    let tool =
-        |s: &str| s.contains("tools") || s.contains("input_schema") || s.contains("function");
-    FIELDS
-        .iter()
-        .any(|f| msg.contains(f) || code.contains(f) || param.contains(f))
-        && !(tool(&param) || (tool(&msg) && !msg.contains("response_format")))
+/// Joins a base URL and a path with exactly one `/`.
+pub fn join_url(base: &str, path: &str) -> String {
+    format!(
+        "{}/{}",
+        base.trim_end_matches('/'),
+        path.trim_start_matches('/')
+    )
 }
 
 /// Provider text as an error message: scrubbed, one line, at most [`MAX_ERROR_MESSAGE`]

@@ -5,8 +5,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+fn no_schema(_: &ProviderError) -> bool {
+    false
+}
+
 fn classify(status: u16, body: Value) -> AdapterError {
-    classify_status("a", status, None, body.to_string().as_bytes())
+    classify_status("a", status, None, body.to_string().as_bytes(), &no_schema)
 }
 
 #[test]
@@ -43,11 +47,12 @@ fn statuses_map_to_error_kinds() {
 }
 
 #[test]
-fn a_400_naming_the_schema_is_schema_rejected_with_code() {
+fn a_400_the_judge_names_is_schema_rejected_with_code() {
     let openai = json!({"error": {
-        "message": "Invalid schema for response_format 'X': In context=(), 'additionalProperties' is required to be supplied and to be false.",
+        "message": "Invalid schema: 'additionalProperties' is required to be supplied and to be false.",
         "type": "invalid_request_error", "param": "text.format.schema", "code": "invalid_json_schema"}});
-    match classify(400, openai) {
+    let judge = |p: &ProviderError| p.param.as_deref() == Some("text.format.schema");
+    match classify_status("a", 400, None, openai.to_string().as_bytes(), &judge) {
         AdapterError::SchemaRejected {
             status,
             code,
@@ -60,16 +65,8 @@ fn a_400_naming_the_schema_is_schema_rejected_with_code() {
         }
         other => panic!("{other:?}"),
     }
-    let anthropic = json!({"type": "error", "error": {"type": "invalid_request_error",
-        "message": "output_config.format.schema: recursive schemas are not supported"}});
     assert!(matches!(
-        classify(400, anthropic),
-        AdapterError::SchemaRejected { .. }
-    ));
-    // A broken tool schema is not the response schema.
-    let tool = json!({"error": {"message": "Invalid schema for function 'f': bad", "param": "tools[0].parameters"}});
-    assert!(matches!(
-        classify(400, tool),
+        classify(400, openai),
         AdapterError::BadRequest { .. }
     ));
 }
@@ -88,7 +85,7 @@ fn provider_messages_come_from_the_common_shapes() {
     assert_eq!(m(json!({"message": "plain"})), "plain");
     assert_eq!(m(json!({"error": "just a string"})), "just a string");
     assert!(provider_error(b"<html>oops</html>").is_none());
-    let e = classify_status("a", 502, None, b"<html>bad gateway</html>");
+    let e = classify_status("a", 502, None, b"<html>bad gateway</html>", &no_schema);
     assert_eq!(
         e.to_string(),
         "a: provider error (HTTP 502): non-JSON error body (24 bytes)"
@@ -102,7 +99,7 @@ fn messages_are_truncated_one_line_and_scrubbed_of_secrets() {
     assert!(e.to_string().chars().count() < 400, "{e}");
     let _key = Secret::new("sk-live-abcdef123456");
     let body = json!({"error": {"message": "Incorrect API key provided: sk-live-abcdef123456\nsecond line"}});
-    let e = classify_status("a", 401, None, body.to_string().as_bytes());
+    let e = classify_status("a", 401, None, body.to_string().as_bytes(), &no_schema);
     let text = format!("{e} {e:?}");
     assert!(!text.contains("sk-live-abcdef123456"), "{text}");
     assert!(text.contains("provided: ***"), "{text}");
@@ -301,12 +298,15 @@ async fn other_4xx_are_never_retried() {
         reply("200 OK", "", "{}"),
     ])
     .await;
-    let err = bounded(client(3).post_json(&req(&url), &CallCx::new()))
+    let judge: SchemaJudge =
+        Arc::new(|p: &ProviderError| p.param.as_deref() == Some("text.format"));
+    let post = req(&url).schema_judge(judge);
+    let err = bounded(client(3).post_json(&post, &CallCx::new()))
         .await
         .unwrap_err();
     assert!(
         matches!(err, AdapterError::SchemaRejected { .. }),
-        "{err:?}"
+        "the request's judge decides: {err:?}"
     );
     assert_eq!(hits.load(Ordering::SeqCst), 1);
 }
@@ -387,4 +387,10 @@ async fn post_sse_returns_a_reader_and_a_cut_stream_is_truncated() {
     );
     let err = bounded(sse.next_event(&cx)).await.unwrap_err();
     assert!(matches!(err, AdapterError::Truncated { .. }), "{err:?}");
+}
+
+#[test]
+fn urls_join_with_one_slash() {
+    assert_eq!(join_url("http://h/", "/v1/x"), "http://h/v1/x");
+    assert_eq!(join_url("http://h", "v1/x"), "http://h/v1/x");
 }

@@ -1,19 +1,29 @@
 //! One LLM call: the request and response shapes, the adapter trait, the registry, routing,
 //! and the adapters.
 //!
+//! The shape: a registry row ([`registry::AdapterSpec`]) describes an adapter completely;
+//! [`build::build`] turns a row into an adapter (the generic
+//! [`adapters::http_adapter::HttpAdapter`] for every HTTP row, a subprocess adapter for the
+//! CLI rows); the HTTP adapter hands the JSON to the row's wire family ([`wire::family::Wire`])
+//! and the bytes to the transport ([`http`]).
+//!
 //! | file | job |
 //! |---|---|
 //! | [`request`] | `AdapterCallRequest`, `Message`, `ToolSpec`, `AdapterResponse`, `Usage`, `StopReason` |
-//! | [`adapter`] | the `Adapter` trait, `CallCx`, `AdapterError` |
-//! | [`registry`] | every adapter's capabilities as data (the README's wiring table) |
+//! | [`adapter`] | the `Adapter` trait (`spec()` gives an adapter's row), `CallCx`, `AdapterError` |
+//! | [`registry`] | every adapter as data: the rows are the adapters (and the README's wiring table) |
+//! | [`build`] | an adapter from its row, the config file and the environment |
 //! | [`routing`] | which adapter serves a call; the `require` policy |
-//! | [`subprocess`] | spawn with a deadline, kill the whole process group, bounded capture |
-//! | [`adapters`] | one file per adapter |
-
-//! | [`fallback`] | a configured chain of adapters taking over on retryable failures |
-//! | [`http`], [`sse`] | the shared HTTP client with retry and backoff; the SSE reader |
+//! | [`adapters`] | the generic HTTP adapter, the two subscription logins, the CLI adapters |
+//! | [`wire`] | the `Wire` trait and its three families: Responses, Messages, Chat |
+//! | [`http`], [`sse`] | the provider-neutral HTTP client with retry and backoff; the SSE reader |
 //! | [`credentials`] | keys and credential files, redacted everywhere |
-//! | [`wire`] | one module per wire family: Responses, Messages, Chat |
+//! | [`fallback`] | a configured chain of adapters taking over on retryable failures |
+//! | [`subprocess`] | spawn with a deadline, kill the whole process group, bounded capture |
+//!
+//! Where things go: a new HTTP provider on an existing wire → a row in `registry/rows.rs`; a
+//! new wire family → a module under [`wire`] implementing [`wire::family::Wire`]; where a
+//! schema goes on the Anthropic wire → [`wire::messages`] (`placement.rs`).
 
 pub mod adapter;
 pub mod adapters;

@@ -1,12 +1,18 @@
-//! The capability registry: every adapter and what it can do, as data.
+//! The registry: every adapter as data. A row ([`AdapterSpec`]) is the whole description of an
+//! adapter, and the only one: its wire family ([`WireFamily`]), auth source ([`Auth`], with the
+//! directory variables `CODEX_HOME` / `CLAUDE_CONFIG_DIR`), endpoint ([`Endpoint`]: path,
+//! default base, `GEODE_*_BASE_URL`, the vendor SDK's variable), default model, model-name
+//! patterns for routing and for reasoning models ([`ModelPattern`]), and capabilities (how
+//! `response_schema` reaches the wire per schema ([`ModeRule`], [`AdapterSpec::mode_for`]),
+//! framework tools, tools with a schema, streaming, the schema dialect).
 //!
-//! [`ADAPTERS`] is the single source of the README's wiring table and of `geode adapters`
-//! (a test keeps the README equal to [`markdown_table`]). Each row says how `response_schema`
-//! reaches the wire ([`ModeRule`], judged per schema by [`AdapterSpec::mode_for`]), whether the
-//! framework's tools work, whether tools and a schema can share a request, streaming, the schema
-//! dialect, and which credentials the adapter needs. Provider names are matched only here and in
-//! `routing.rs`.
+//! The rows are in `registry/rows.rs` ([`ADAPTERS`]); a new HTTP provider on an existing wire
+//! family is one more row there. [`crate::llm::build`] builds adapters from rows; the README's
+//! wiring table and `geode adapters` are generated from them ([`markdown_table`]; a test keeps
+//! the README equal); `tests/capabilities.rs` checks every flag against what the adapter really
+//! sends to the fakes.
 
+use crate::llm::wire::responses::Backend;
 use crate::schema::ResponseSchema;
 use crate::schema::dialect::Dialect;
 use crate::schema::strict::check_strict;
@@ -51,29 +57,80 @@ pub enum ModeRule {
     Fixed(StructuredOutputMode),
 }
 
-/// A credential an adapter needs.
+/// The wire an adapter speaks: which JSON family (and so which [`crate::llm::wire`] module)
+/// builds its body and reads its reply, or which non-HTTP path serves it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Credential {
-    /// An environment variable holding a key.
-    Env(&'static str),
-    /// Either of two sources: an environment variable, or a file under the home directory
-    /// (or under the directory named by `dir_env`, when set).
-    EnvOrFile {
+pub enum WireFamily {
+    /// The OpenAI Responses family ([`crate::llm::wire::responses`]) on this server.
+    Responses(Backend),
+    /// The Anthropic Messages family ([`crate::llm::wire::messages`]).
+    Messages,
+    /// The Chat Completions family ([`crate::llm::wire::chat`]).
+    Chat,
+    /// A vendor CLI run as a subprocess.
+    Cli(CliTool),
+    /// The in-process local model (the `geode-local` crate).
+    Local,
+}
+
+/// The vendor CLIs geode drives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CliTool {
+    /// `claude -p`.
+    Claude,
+    /// `codex exec`.
+    Codex,
+}
+
+impl WireFamily {
+    /// Whether the generic HTTP adapter serves it.
+    pub fn is_http(self) -> bool {
+        matches!(self, Self::Responses(_) | Self::Messages | Self::Chat)
+    }
+}
+
+/// How the API key travels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyHeader {
+    /// `authorization: Bearer <key>`.
+    Bearer,
+    /// `x-api-key: <key>`.
+    XApiKey,
+}
+
+/// Where an adapter's credentials come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Auth {
+    /// An API key in an environment variable.
+    ApiKey {
         /// The variable.
         env: &'static str,
-        /// A variable naming the directory of the file, if any.
-        dir_env: Option<&'static str>,
-        /// The path relative to that directory, or to `$HOME` with `~/` stripped.
+        /// The header that carries it.
+        header: KeyHeader,
+    },
+    /// The codex login: `$CODEX_HOME/auth.json` (default `~/.codex/auth.json`), refreshed at the
+    /// token service when expired ([`crate::llm::credentials::CodexAuthFile`]).
+    CodexLogin {
+        /// The variable naming the directory of the file.
+        dir_env: &'static str,
+        /// The path under `$HOME`.
+        path: &'static str,
+        /// The variable overriding the token service base URL.
+        token_url_env: &'static str,
+        /// The token service base URL (the refresh goes to `{it}/oauth/token`).
+        default_token_url: &'static str,
+    },
+    /// A Claude subscription token: the variable, else Claude Code's credentials file
+    /// `$CLAUDE_CONFIG_DIR/.credentials.json` (default `~/.claude/.credentials.json`).
+    ClaudeLogin {
+        /// The variable holding a token directly.
+        token_env: &'static str,
+        /// The variable naming Claude Code's config directory.
+        dir_env: &'static str,
+        /// The path under `$HOME`.
         path: &'static str,
     },
-    /// A file (under `dir_env` when set, else under `$HOME`).
-    File {
-        /// A variable naming the directory of the file, if any.
-        dir_env: Option<&'static str>,
-        /// The path relative to that directory, or to `$HOME` with `~/` stripped.
-        path: &'static str,
-    },
-    /// An executable: the variable's path, else the name on `PATH`.
+    /// An executable: the variable's path, else the name on `PATH` (its own login).
     Binary {
         /// The variable overriding the path.
         env: &'static str,
@@ -82,11 +139,70 @@ pub enum Credential {
     },
     /// A model file (the local adapter).
     ModelFile,
-    /// Nothing.
-    None,
 }
 
-/// One adapter's capabilities.
+/// Where an HTTP adapter's requests go: `{base}{path}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Endpoint {
+    /// The path after the base URL, e.g. `/v1/responses`.
+    pub path: &'static str,
+    /// The default base URL.
+    pub default_base: &'static str,
+    /// geode's variable overriding the base URL (same meaning as the config file's `base_url`).
+    pub base_env: &'static str,
+    /// The vendor SDK's own base-URL variable, honoured after `base_env`.
+    pub sdk_base: Option<SdkBase>,
+}
+
+/// A vendor SDK's base-URL variable. Its value may end earlier or later than geode's base
+/// (`OPENAI_BASE_URL` ends in `/v1`), so it has its own path: the request goes to
+/// `{value}{path}`, as the SDK would send it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SdkBase {
+    /// The variable, e.g. `OPENAI_BASE_URL`.
+    pub env: &'static str,
+    /// The path after its value, e.g. `/responses`.
+    pub path: &'static str,
+}
+
+/// A model-name pattern (matched on the lowercased, trimmed name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelPattern {
+    /// The name starts with this.
+    Prefix(&'static str),
+    /// The name starts with this and a digit follows (`o` → `o1`, `o3-mini`).
+    PrefixDigit(&'static str),
+    /// The name ends with this.
+    Suffix(&'static str),
+    /// The name contains this.
+    Contains(&'static str),
+    /// The name is exactly this.
+    Exact(&'static str),
+}
+
+impl ModelPattern {
+    /// Whether `model` (already lowercased and trimmed) matches.
+    pub fn matches(self, model: &str) -> bool {
+        match self {
+            Self::Prefix(p) => model.starts_with(p),
+            Self::PrefixDigit(p) => model
+                .strip_prefix(p)
+                .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit())),
+            Self::Suffix(s) => model.ends_with(s),
+            Self::Contains(s) => model.contains(s),
+            Self::Exact(s) => model == s,
+        }
+    }
+}
+
+/// Whether any of `patterns` matches `model` (case and surrounding space ignored).
+pub fn model_matches(patterns: &[ModelPattern], model: &str) -> bool {
+    let m = model.trim().to_ascii_lowercase();
+    !m.is_empty() && patterns.iter().any(|p| p.matches(&m))
+}
+
+/// One adapter: everything geode knows about it. The generic HTTP adapter
+/// ([`crate::llm::adapters::http_adapter`]) is built from this row alone.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AdapterSpec {
     /// The registry name.
@@ -95,9 +211,11 @@ pub struct AdapterSpec {
     pub family: Family,
     /// How it is paid for.
     pub billing: Billing,
-    /// The transport, in words.
+    /// The wire family (which body builder and reply reader).
+    pub wire_family: WireFamily,
+    /// The transport, in words (the README table).
     pub wire: &'static str,
-    /// Where `response_schema` goes on the wire.
+    /// Where `response_schema` goes on the wire, in words.
     pub schema_on_wire: &'static str,
     /// How the structured-output mode is decided.
     pub mode_rule: ModeRule,
@@ -105,194 +223,28 @@ pub struct AdapterSpec {
     pub framework_tools: bool,
     /// Whether tools and the schema can share one request.
     pub tools_with_schema: bool,
-    /// Whether responses are streamed.
+    /// Whether replies are streamed (SSE). Checked against the recorded requests by
+    /// `tests/capabilities.rs`.
     pub streaming: bool,
     /// The schema dialect (for projection and preflight).
     pub dialect: Dialect,
     /// Dialect limits, in words.
     pub limits: &'static str,
-    /// The credentials it needs.
-    pub credential: Credential,
-    /// The variable overriding the base URL.
-    pub base_url_env: Option<&'static str>,
-    /// The default base URL.
-    pub default_base_url: Option<&'static str>,
+    /// Where the credentials come from.
+    pub auth: Auth,
+    /// Where requests go (HTTP adapters only).
+    pub endpoint: Option<Endpoint>,
     /// The model used when none is named.
     pub default_model: &'static str,
+    /// Model names this adapter's family serves (model-name routing).
+    pub models: &'static [ModelPattern],
+    /// Model names that are reasoning models (`reasoning` sent, no temperature).
+    pub reasoning_models: &'static [ModelPattern],
 }
 
-const OPENAI_LIMITS: &str =
-    "strict: 5,000 properties, 10 levels, 1,000 enum values, 120,000 characters";
+mod rows;
 
-/// Every adapter, in the reference's registration order, plus `local`.
-pub const ADAPTERS: &[AdapterSpec] = &[
-    AdapterSpec {
-        name: "anthropic-payg",
-        family: Family::Anthropic,
-        billing: Billing::Payg,
-        wire: "Messages API `POST {base}/v1/messages`",
-        schema_on_wire: "`output_config.format` json_schema when it fits; else a forced output tool; else the system prompt",
-        mode_rule: ModeRule::AnthropicLadder,
-        framework_tools: true,
-        tools_with_schema: true,
-        streaming: false,
-        dialect: Dialect::Anthropic,
-        limits: "no recursion; unsupported keywords checked locally",
-        credential: Credential::Env("ANTHROPIC_API_KEY"),
-        base_url_env: Some("GEODE_ANTHROPIC_BASE_URL"),
-        default_base_url: Some("https://api.anthropic.com"),
-        default_model: "claude-sonnet-4-6",
-    },
-    AdapterSpec {
-        name: "anthropic-oauth",
-        family: Family::Anthropic,
-        billing: Billing::Subscription,
-        wire: "Messages API `POST {base}/v1/messages`, bearer + `anthropic-beta: oauth-2025-04-20`",
-        schema_on_wire: "same as anthropic-payg",
-        mode_rule: ModeRule::AnthropicLadder,
-        framework_tools: true,
-        tools_with_schema: true,
-        streaming: false,
-        dialect: Dialect::Anthropic,
-        limits: "no recursion; unsupported keywords checked locally",
-        credential: Credential::EnvOrFile {
-            env: "CLAUDE_CODE_OAUTH_TOKEN",
-            dir_env: None,
-            path: ".claude/.credentials.json",
-        },
-        base_url_env: Some("GEODE_ANTHROPIC_BASE_URL"),
-        default_base_url: Some("https://api.anthropic.com"),
-        default_model: "claude-sonnet-4-6",
-    },
-    AdapterSpec {
-        name: "claude-cli",
-        family: Family::Anthropic,
-        billing: Billing::Cli,
-        wire: "`claude -p --output-format stream-json` subprocess",
-        schema_on_wire: "`--json-schema <inline JSON>`; `structured_output` read and re-validated",
-        mode_rule: ModeRule::Fixed(StructuredOutputMode::CliValidated),
-        framework_tools: false,
-        tools_with_schema: false,
-        streaming: false,
-        dialect: Dialect::ClaudeCli,
-        limits: "argument ≤ 128 KiB",
-        credential: Credential::Binary {
-            env: "GEODE_CLAUDE_BIN",
-            name: "claude",
-        },
-        base_url_env: None,
-        default_base_url: None,
-        default_model: "",
-    },
-    AdapterSpec {
-        name: "openai-payg",
-        family: Family::OpenAi,
-        billing: Billing::Payg,
-        wire: "Responses API `POST {base}/v1/responses`",
-        schema_on_wire: "`text.format` json_schema, `strict` from the strict check",
-        mode_rule: ModeRule::StrictOrHint,
-        framework_tools: true,
-        tools_with_schema: true,
-        streaming: false,
-        dialect: Dialect::OpenAiStrict,
-        limits: OPENAI_LIMITS,
-        credential: Credential::Env("OPENAI_API_KEY"),
-        base_url_env: Some("GEODE_OPENAI_BASE_URL"),
-        default_base_url: Some("https://api.openai.com"),
-        default_model: "gpt-5.5",
-    },
-    AdapterSpec {
-        name: "codex-oauth",
-        family: Family::OpenAi,
-        billing: Billing::Subscription,
-        wire: "ChatGPT backend `{base}/backend-api/codex/responses`, SSE, `store:false`",
-        schema_on_wire: "`text.format` json_schema, `strict` from the strict check",
-        mode_rule: ModeRule::StrictOrHint,
-        framework_tools: true,
-        tools_with_schema: true,
-        streaming: true,
-        dialect: Dialect::OpenAiStrict,
-        limits: OPENAI_LIMITS,
-        credential: Credential::File {
-            dir_env: Some("CODEX_HOME"),
-            path: ".codex/auth.json",
-        },
-        base_url_env: Some("GEODE_CODEX_BASE_URL"),
-        default_base_url: Some("https://chatgpt.com"),
-        default_model: "gpt-5.5",
-    },
-    AdapterSpec {
-        name: "codex-cli",
-        family: Family::OpenAi,
-        billing: Billing::Cli,
-        wire: "`codex exec --json` subprocess",
-        schema_on_wire: "temp file (0600) + `--output-schema FILE`, removed on every path",
-        mode_rule: ModeRule::Fixed(StructuredOutputMode::CliFlag),
-        framework_tools: false,
-        tools_with_schema: false,
-        streaming: false,
-        dialect: Dialect::CodexCli,
-        limits: OPENAI_LIMITS,
-        credential: Credential::Binary {
-            env: "GEODE_CODEX_BIN",
-            name: "codex",
-        },
-        base_url_env: None,
-        default_base_url: None,
-        default_model: "",
-    },
-    AdapterSpec {
-        name: "glm-payg",
-        family: Family::Glm,
-        billing: Billing::Payg,
-        wire: "Chat Completions `POST {base}/chat/completions`",
-        schema_on_wire: "`response_format: json_object` + the schema in the system prompt",
-        mode_rule: ModeRule::Fixed(StructuredOutputMode::JsonMode),
-        framework_tools: true,
-        tools_with_schema: true,
-        streaming: false,
-        dialect: Dialect::Glm,
-        limits: "JSON mode only; `tool_choice` auto only",
-        credential: Credential::Env("ZAI_API_KEY"),
-        base_url_env: Some("GEODE_GLM_BASE_URL"),
-        default_base_url: Some("https://api.z.ai/api/paas/v4"),
-        default_model: "glm-5.2",
-    },
-    AdapterSpec {
-        name: "glm-coding-plan",
-        family: Family::Glm,
-        billing: Billing::Subscription,
-        wire: "Chat Completions `POST {base}/chat/completions`",
-        schema_on_wire: "`response_format: json_object` + the schema in the system prompt",
-        mode_rule: ModeRule::Fixed(StructuredOutputMode::JsonMode),
-        framework_tools: true,
-        tools_with_schema: true,
-        streaming: false,
-        dialect: Dialect::Glm,
-        limits: "JSON mode only; `tool_choice` auto only",
-        credential: Credential::Env("ZAI_CODING_PLAN_KEY"),
-        base_url_env: Some("GEODE_GLM_CODING_BASE_URL"),
-        default_base_url: Some("https://api.z.ai/api/coding/paas/v4"),
-        default_model: "glm-5.2",
-    },
-    AdapterSpec {
-        name: "local",
-        family: Family::Local,
-        billing: Billing::Local,
-        wire: "in-process llama.cpp on a GGUF file",
-        schema_on_wire: "llguidance constrained decoding (schema, choice, regex, grammar)",
-        mode_rule: ModeRule::Fixed(StructuredOutputMode::Constrained),
-        framework_tools: false,
-        tools_with_schema: false,
-        streaming: false,
-        dialect: Dialect::Local,
-        limits: "keywords llguidance cannot compile fail closed",
-        credential: Credential::ModelFile,
-        base_url_env: None,
-        default_base_url: None,
-        default_model: "SmolLM2-135M-Instruct",
-    },
-];
+pub use rows::ADAPTERS;
 
 /// The spec of the adapter named `name`.
 pub fn spec(name: &str) -> Option<&'static AdapterSpec> {
@@ -327,8 +279,9 @@ impl Environment for ProcessEnv {
     }
 }
 
-fn file_path(env: &dyn Environment, dir_env: Option<&str>, path: &str) -> Option<PathBuf> {
-    if let Some(dir) = dir_env.and_then(|d| env.var(d)) {
+/// `$dir_env/<file name of path>` when `dir_env` is set, else `$HOME/path`.
+fn file_path(env: &dyn Environment, dir_env: &str, path: &str) -> Option<PathBuf> {
+    if let Some(dir) = env.var(dir_env) {
         let file = std::path::Path::new(path)
             .file_name()
             .map(PathBuf::from)
@@ -371,13 +324,7 @@ impl AdapterSpec {
                 }
             }
             ModeRule::AnthropicLadder => {
-                if crate::schema::dialect::anthropic_native_fits(schema).is_ok() {
-                    StructuredOutputMode::Strict
-                } else if !thinking {
-                    StructuredOutputMode::Tool
-                } else {
-                    StructuredOutputMode::Prompt
-                }
+                crate::llm::wire::messages::mode_for_thinking(Some(schema), thinking)
             }
         }
     }
@@ -394,49 +341,65 @@ impl AdapterSpec {
     /// Whether this machine has what the adapter needs. Never reads a secret's value beyond
     /// checking that it is set.
     pub fn is_configured(&self, env: &dyn Environment) -> bool {
-        match self.credential {
-            Credential::Env(v) => env.var(v).is_some(),
-            Credential::EnvOrFile {
-                env: v,
-                dir_env,
-                path,
-            } => {
-                env.var(v).is_some()
-                    || file_path(env, dir_env, path).is_some_and(|p| env.file_exists(&p))
+        let file_exists = |p: Option<PathBuf>| p.is_some_and(|p| env.file_exists(&p));
+        match self.auth {
+            Auth::ApiKey { env: v, .. } => env.var(v).is_some(),
+            Auth::ClaudeLogin { token_env, .. } => {
+                env.var(token_env).is_some() || file_exists(self.credential_file(env))
             }
-            Credential::File { dir_env, path } => {
-                file_path(env, dir_env, path).is_some_and(|p| env.file_exists(&p))
-            }
-            Credential::Binary { env: v, name } => match env.var(v) {
+            Auth::CodexLogin { .. } => file_exists(self.credential_file(env)),
+            Auth::Binary { env: v, name } => match env.var(v) {
                 Some(p) => env.file_exists(std::path::Path::new(&p)),
                 None => env.on_path(name),
             },
-            Credential::ModelFile => local_model_path(env).is_some_and(|p| env.file_exists(&p)),
-            Credential::None => true,
+            Auth::ModelFile => file_exists(local_model_path(env)),
+        }
+    }
+
+    /// The credentials file this adapter reads on this machine (`$CODEX_HOME/auth.json`,
+    /// `$CLAUDE_CONFIG_DIR/.credentials.json`, or their defaults under `$HOME`); `None` when
+    /// it reads none or neither variable nor `HOME` is set.
+    pub fn credential_file(&self, env: &dyn Environment) -> Option<PathBuf> {
+        match self.auth {
+            Auth::CodexLogin { dir_env, path, .. } | Auth::ClaudeLogin { dir_env, path, .. } => {
+                file_path(env, dir_env, path)
+            }
+            _ => None,
         }
     }
 
     /// The credential, in words (no values).
     pub fn credential_text(&self) -> String {
-        match self.credential {
-            Credential::Env(v) => format!("`{v}`"),
-            Credential::EnvOrFile { env, path, .. } => format!("`{env}` or `~/{path}`"),
-            Credential::File {
-                dir_env: Some(d),
+        let file = |d: &str, path: &str| {
+            let name = path.rsplit('/').next().unwrap_or(path);
+            format!("`${d}/{name}` (default `~/{path}`)")
+        };
+        match self.auth {
+            Auth::ApiKey { env, .. } => format!("`{env}`"),
+            Auth::ClaudeLogin {
+                token_env,
+                dir_env,
                 path,
-            } => {
-                let file = path.rsplit('/').next().unwrap_or(path);
-                format!("`${d}/{file}` (default `~/{path}`)")
-            }
-            Credential::File {
-                dir_env: None,
-                path,
-            } => format!("`~/{path}`"),
-            Credential::Binary { env, name } => format!("`{name}` on PATH or `{env}`"),
-            Credential::ModelFile => "GGUF file (`GEODE_LOCAL_MODEL` or the cache)".to_owned(),
-            Credential::None => "none".to_owned(),
+            } => format!("`{token_env}` or {}", file(dir_env, path)),
+            Auth::CodexLogin { dir_env, path, .. } => file(dir_env, path),
+            Auth::Binary { env, name } => format!("`{name}` on PATH or `{env}`"),
+            Auth::ModelFile => "GGUF file (`GEODE_LOCAL_MODEL` or the cache)".to_owned(),
         }
     }
+
+    /// Whether `model` names a reasoning model of this adapter (`reasoning` is sent, no
+    /// temperature).
+    pub fn is_reasoning_model(&self, model: &str) -> bool {
+        model_matches(self.reasoning_models, model)
+    }
+}
+
+/// The provider family a model name belongs to, from the rows' [`AdapterSpec::models`].
+pub fn family_of_model(model: &str) -> Option<Family> {
+    ADAPTERS
+        .iter()
+        .find(|a| model_matches(a.models, model))
+        .map(|a| a.family)
 }
 
 fn yes_no(b: bool) -> &'static str {
@@ -507,5 +470,56 @@ mod tests {
         for n in ["claude-cli", "codex-cli", "local"] {
             assert!(!spec(n).unwrap().framework_tools, "{n}");
         }
+    }
+
+    #[test]
+    fn reasoning_models_are_recognised_from_the_rows() {
+        let s = spec("openai-payg").unwrap();
+        for m in ["gpt-5.5", "gpt-5-mini", "o3", "o4-mini", "O1", "codex-mini"] {
+            assert!(s.is_reasoning_model(m), "{m}");
+        }
+        for m in ["gpt-4.1", "gpt-4o", "omni-x", ""] {
+            assert!(!s.is_reasoning_model(m), "{m}");
+        }
+        assert!(
+            !spec("anthropic-payg")
+                .unwrap()
+                .is_reasoning_model("claude-opus")
+        );
+    }
+
+    #[test]
+    fn model_names_route_to_their_family_from_the_rows() {
+        for (m, f) in [
+            ("gpt-5.5", Some(Family::OpenAi)),
+            ("o1", Some(Family::OpenAi)),
+            ("o3-mini", Some(Family::OpenAi)),
+            ("gpt-5-codex", Some(Family::OpenAi)),
+            (" Claude-Sonnet-4-6 ", Some(Family::Anthropic)),
+            ("glm-5.2", Some(Family::Glm)),
+            ("o2", None),
+            ("llama-3", None),
+            ("", None),
+        ] {
+            assert_eq!(family_of_model(m), f, "{m}");
+        }
+    }
+
+    #[test]
+    fn every_http_row_has_an_endpoint_and_no_other_row_has_one() {
+        for a in ADAPTERS {
+            assert_eq!(a.endpoint.is_some(), a.wire_family.is_http(), "{}", a.name);
+        }
+    }
+
+    #[test]
+    fn the_anthropic_ladder_is_the_placement_rule() {
+        let array_root =
+            ResponseSchema::from_value(json!({"type": "array", "items": {"$ref": "#"}})).unwrap();
+        let s = spec("anthropic-payg").unwrap();
+        assert_eq!(
+            s.mode_for(Some(&array_root), false),
+            crate::llm::wire::messages::mode_for(Some(&array_root))
+        );
     }
 }

@@ -1,7 +1,8 @@
 //! Which adapter serves a call, and the fail-closed policy.
 //!
-//! Order (design.md §7): the explicit adapter name; else the model name's family (`gpt-*`,
-//! `o1`/`o3`/`o4*`, `*-codex` → OpenAI; `claude-*` → Anthropic; `glm-*` → GLM), choosing the
+//! Order (design.md §7): the explicit adapter name; else the model name's family (the rows'
+//! `models` patterns: `gpt-*`, `o1`/`o3`/`o4*`, `*-codex` → OpenAI; `claude-*` → Anthropic;
+//! `glm-*` → GLM), choosing the
 //! family's adapters that are configured here, pay-as-you-go first, then subscription, then CLI;
 //! else the configured default; else the first configured provider (pay-as-you-go before
 //! subscription; CLIs only when named); else `local`.
@@ -11,9 +12,10 @@
 //! `cli-validated` and `cli-flag`; `best-effort` keeps everything. When none is left the call
 //! fails before any request, with one reason per candidate.
 
-use crate::ledger::{Require, StructuredOutputMode};
+pub use crate::llm::registry::family_of_model;
 use crate::llm::registry::{ADAPTERS, AdapterSpec, Billing, Environment, Family, spec};
 use crate::schema::ResponseSchema;
+use crate::vocab::{Require, StructuredOutputMode};
 
 /// What the caller asked for.
 #[derive(Debug, Clone, Default)]
@@ -67,30 +69,6 @@ pub enum RoutingError {
         /// One reason per candidate.
         reasons: Vec<Rejection>,
     },
-}
-
-/// The provider family a model name belongs to, if the name says.
-pub fn family_of_model(model: &str) -> Option<Family> {
-    let m = model.trim().to_ascii_lowercase();
-    if m.is_empty() {
-        return None;
-    }
-    if m.starts_with("gpt-")
-        || m.ends_with("-codex")
-        || m.contains("-codex-")
-        || m == "o1"
-        || m.starts_with("o1-")
-        || m.starts_with("o3")
-        || m.starts_with("o4")
-    {
-        Some(Family::OpenAi)
-    } else if m.starts_with("claude-") {
-        Some(Family::Anthropic)
-    } else if m.starts_with("glm-") {
-        Some(Family::Glm)
-    } else {
-        None
-    }
 }
 
 fn judge(

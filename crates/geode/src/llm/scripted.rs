@@ -4,10 +4,10 @@
 //! the network. Each scripted step may wait before answering (to model provider latency); the
 //! wait honours the call's cancellation token and deadline.
 
-use crate::ledger::StructuredOutputMode;
 use crate::llm::adapter::{Adapter, AdapterError, CallCx};
 use crate::llm::request::{AdapterCallRequest, AdapterResponse, WireReport};
 use crate::schema::ResponseSchema;
+use crate::vocab::StructuredOutputMode;
 use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -94,6 +94,11 @@ impl ScriptedAdapter {
 impl Adapter for ScriptedAdapter {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The row of the adapter it is named after, if any.
+    fn spec(&self) -> Option<&'static crate::llm::registry::AdapterSpec> {
+        crate::llm::registry::spec(&self.name)
     }
 
     fn wire_mode(&self, schema: Option<&ResponseSchema>) -> StructuredOutputMode {

@@ -167,21 +167,18 @@ impl Adapter for ClaudeCliAdapter {
         NAME
     }
 
+    fn spec(&self) -> Option<&'static crate::llm::registry::AdapterSpec> {
+        crate::llm::registry::spec(NAME)
+    }
+
     async fn call(
         &self,
         req: AdapterCallRequest,
         cx: &CallCx,
     ) -> Result<AdapterResponse, AdapterError> {
-        let spec = self
-            .process_spec(self.resolve_bin()?, &req)
-            .stdout_budget(cx.max_response_bytes);
-        let deadline = cx.with_timeout(self.config.cli.timeout).deadline;
-        let out = subprocess::run(&spec, &cx.cancel, deadline)
-            .await
-            .map_err(|e| cli_common::spawn_error(NAME, BIN_ENV, e))?;
-        if let Some(e) = cli_common::killed(NAME, &out) {
-            return Err(e);
-        }
+        let spec = self.process_spec(self.resolve_bin()?, &req);
+        let timeout = self.config.cli.timeout;
+        let out = cli_common::run_process(NAME, BIN_ENV, spec, cx, timeout).await?;
         let Some(result) = last_result(&out.stdout.text) else {
             return Err(if out.success() {
                 AdapterError::Truncated {

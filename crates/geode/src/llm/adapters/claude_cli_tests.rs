@@ -1,8 +1,8 @@
 use super::*;
-use crate::ledger::StructuredOutputMode;
 use crate::llm::adapter::RetryClass;
 use crate::llm::request::Message;
 use crate::schema::ResponseSchema;
+use crate::vocab::StructuredOutputMode;
 use serde_json::json;
 
 // Trimmed copies of real claude 2.1.197 result objects (shared/spec/captures/claude-2.1.197-outputs.json).

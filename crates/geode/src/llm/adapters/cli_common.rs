@@ -168,6 +168,27 @@ fn render_block(b: &ContentBlock) -> String {
     }
 }
 
+/// Runs a CLI's process for one call: stdout capped at the call's response budget, ended at
+/// the earlier of the call's deadline and `timeout`, or on cancellation. A failed spawn, a
+/// kill (deadline, cancellation, budget) are the matching adapter errors; any exit is `Ok`.
+pub async fn run_process(
+    adapter: &str,
+    bin_env: &str,
+    spec: ProcessSpec,
+    cx: &crate::llm::adapter::CallCx,
+    timeout: Duration,
+) -> Result<SubprocessOutput, AdapterError> {
+    let spec = spec.stdout_budget(cx.max_response_bytes);
+    let deadline = cx.with_timeout(timeout).deadline;
+    let out = crate::llm::subprocess::run(&spec, &cx.cancel, deadline)
+        .await
+        .map_err(|e| spawn_error(adapter, bin_env, e))?;
+    match killed(adapter, &out) {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
+}
+
 /// Maps a failure to run the process at all.
 pub fn spawn_error(adapter: &str, bin_env: &str, e: SubprocessError) -> AdapterError {
     let adapter = adapter.to_owned();

@@ -235,6 +235,10 @@ impl Adapter for CodexCliAdapter {
         NAME
     }
 
+    fn spec(&self) -> Option<&'static crate::llm::registry::AdapterSpec> {
+        crate::llm::registry::spec(NAME)
+    }
+
     async fn call(
         &self,
         req: AdapterCallRequest,
@@ -249,17 +253,11 @@ impl Adapter for CodexCliAdapter {
         let named =
             codex_config::read_env_names(&self.config.cli, &self.config.config_overrides).await;
         let schema_path = schema_file.as_ref().map(SchemaFile::path);
-        let spec = self
-            .process_spec_with(bin, &req, schema_path, &named)
-            .stdout_budget(cx.max_response_bytes);
-        let deadline = cx.with_timeout(self.config.cli.timeout).deadline;
-        let out = subprocess::run(&spec, &cx.cancel, deadline)
-            .await
-            .map_err(|e| cli_common::spawn_error(NAME, BIN_ENV, e))?;
+        let spec = self.process_spec_with(bin, &req, schema_path, &named);
+        let timeout = self.config.cli.timeout;
+        let out = cli_common::run_process(NAME, BIN_ENV, spec, cx, timeout).await;
         drop(schema_file);
-        if let Some(e) = cli_common::killed(NAME, &out) {
-            return Err(e);
-        }
+        let out = out?;
         let mut resp = match interpret(&out.stdout.text) {
             Outcome::Answer(resp) => resp,
             Outcome::Failed(e) => return Err(e),

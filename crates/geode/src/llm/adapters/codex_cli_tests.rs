@@ -1,8 +1,8 @@
 use super::*;
-use crate::ledger::StructuredOutputMode;
 use crate::llm::request::Message;
 use crate::schema::ResponseSchema;
 use crate::vocab::ErrorKind;
+use crate::vocab::StructuredOutputMode;
 use serde_json::json;
 
 // Real codex 0.171.0 `exec --json` events (shared/spec/captures/codex-0.171.0-exec-json-events.json).

@@ -3,7 +3,8 @@
 //! In: an [`AdapterCallRequest`](crate::llm::request::AdapterCallRequest). Out: a request body
 //! ([`build`]) and, from the JSON reply, an
 //! [`AdapterResponse`](crate::llm::request::AdapterResponse) ([`parse_response`]). No IO, no
-//! endpoint, no credential: the adapters (`adapters/glm_*.rs`) add those.
+//! endpoint, no credential: the generic HTTP adapter (`adapters/http_adapter.rs`) adds those
+//! through [`ChatWire`], this family's [`crate::llm::wire::family::Wire`].
 //! API reference: <https://docs.z.ai/api-reference/llm/chat-completion>.
 //!
 //! # Where the schema goes
@@ -26,17 +27,21 @@
 //! 128 tools is [`BuildError::TooManyTools`]. GLM models sometimes write tool calls as
 //! `<tool_call>` markup in the content; that text is returned as text, not parsed.
 
+mod family;
 mod request;
 mod response;
 
+pub use family::ChatWire;
 pub use request::{
     Built, ChatMessage, FunctionCall, FunctionDef, FunctionKind, MAX_TOOLS, Request,
     ResponseFormat, Tool, ToolCall, ToolChoice, build, mode_for,
 };
 pub use response::{parse_response, parse_value, stop_reason};
 
+pub use crate::llm::wire::parse_error::{ParseError, ProviderErrors};
+
 use crate::llm::adapter::AdapterError;
-use crate::llm::wire::messages::one_line;
+use crate::llm::wire::parse_error::one_line;
 
 /// A request that cannot be put on this wire.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -62,66 +67,27 @@ impl BuildError {
     }
 }
 
-/// A reply that could not become an answer.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ParseError {
-    /// The body is not the expected JSON.
-    #[error("reply is not a chat completion: {message}")]
-    NotJson {
-        /// The decoder's message.
-        message: String,
-    },
-    /// The body ended mid-JSON.
-    #[error("reply ended before {missing}")]
-    Truncated {
-        /// What never came.
-        missing: &'static str,
-    },
-    /// The JSON lacks a required part.
-    #[error("corrupt {what}: {message}")]
-    Corrupt {
-        /// Which part.
-        what: String,
-        /// What is wrong.
-        message: String,
-    },
-    /// The provider reported an error in the body.
-    #[error("provider error {kind}: {message}")]
-    Provider {
-        /// The provider's code (e.g. `1214`) or `network_error`.
-        kind: String,
-        /// The provider's message.
-        message: String,
-    },
-}
-
-impl ParseError {
-    /// The typed adapter error: truncation and GLM's `network_error` are retryable.
-    pub fn into_adapter_error(self, adapter: &str) -> AdapterError {
-        let adapter = adapter.to_owned();
-        match self {
-            Self::Truncated { missing } => AdapterError::Truncated {
-                adapter,
-                message: format!("reply ended before {missing}"),
-            },
-            Self::NotJson { message } => AdapterError::Protocol { adapter, message },
-            Self::Corrupt { what, message } => AdapterError::Protocol {
-                adapter,
-                message: format!("corrupt {what}: {message}"),
-            },
-            Self::Provider { kind, message } if kind == "network_error" => AdapterError::Server {
-                adapter,
-                status: 500,
-                message: one_line(&message),
-            },
-            Self::Provider { kind, message } => AdapterError::RunFailed {
-                adapter,
-                kind: one_line(&kind),
-                message: one_line(&message),
-            },
+/// GLM's provider errors: `network_error` is a retryable `Server` error, any other code a
+/// fatal `RunFailed` (the [`ProviderErrors`] of this family).
+pub fn provider_error(adapter: String, kind: &str, message: String) -> AdapterError {
+    if kind == "network_error" {
+        AdapterError::Server {
+            adapter,
+            status: 500,
+            message,
+        }
+    } else {
+        AdapterError::RunFailed {
+            adapter,
+            kind: one_line(kind),
+            message,
         }
     }
+}
+
+/// The typed adapter error for a Chat reply that failed to parse.
+pub fn adapter_error(e: ParseError, adapter: &str) -> AdapterError {
+    e.into_adapter_error(adapter, provider_error)
 }
 
 #[cfg(test)]
@@ -132,32 +98,38 @@ mod tests {
 
     #[test]
     fn errors_map_to_typed_adapter_errors() {
-        let cut = ParseError::Truncated { missing: "x" }.into_adapter_error("glm-payg");
+        let cut = adapter_error(ParseError::Truncated { missing: "x" }, "glm-payg");
         assert_eq!(
             (cut.kind(), cut.retry_class()),
             (ErrorKind::Truncated, RetryClass::Retryable)
         );
-        let net = ParseError::Provider {
-            kind: "network_error".into(),
-            message: "m".into(),
-        }
-        .into_adapter_error("glm-payg");
+        let net = adapter_error(
+            ParseError::Provider {
+                kind: "network_error".into(),
+                message: "m".into(),
+            },
+            "glm-payg",
+        );
         assert_eq!(net.retry_class(), RetryClass::Retryable);
-        let code = ParseError::Provider {
-            kind: "1214".into(),
-            message: "bad".into(),
-        }
-        .into_adapter_error("glm-payg");
+        let code = adapter_error(
+            ParseError::Provider {
+                kind: "1214".into(),
+                message: "bad".into(),
+            },
+            "glm-payg",
+        );
         assert_eq!(
             (code.kind(), code.retry_class()),
             (ErrorKind::RunFailed, RetryClass::Fatal)
         );
         // Found by fuzzing the wire families: a provider code with a line break stays one line.
-        let odd = ParseError::Provider {
-            kind: "12\n14".into(),
-            message: "bad".into(),
-        }
-        .into_adapter_error("glm-payg");
+        let odd = adapter_error(
+            ParseError::Provider {
+                kind: "12\n14".into(),
+                message: "bad".into(),
+            },
+            "glm-payg",
+        );
         assert!(!odd.to_string().contains('\n'), "{odd}");
         let many = BuildError::TooManyTools {
             count: 129,

@@ -3,7 +3,8 @@
 //! In: an [`AdapterCallRequest`](crate::llm::request::AdapterCallRequest). Out: a request body
 //! ([`build`]) and, from the reply, an [`AdapterResponse`](crate::llm::request::AdapterResponse)
 //! ([`parse_response`] for a JSON reply, [`StreamFold`] for SSE). Nothing here does IO, knows an
-//! endpoint or sees a credential; the adapters (`adapters/anthropic_*.rs`) add those.
+//! endpoint or sees a credential; the generic HTTP adapter (`adapters/http_adapter.rs`) adds those
+//! through [`MessagesWire`], this family's [`crate::llm::wire::family::Wire`].
 //! API reference: <https://docs.anthropic.com/en/api/messages>.
 //!
 //! # Where the schema goes
@@ -43,19 +44,23 @@
 //! blocks are joined with no separator; thinking and server-tool blocks are dropped. A stream that
 //! ends without `message_stop` is [`ParseError::Truncated`], never success; an `error` event is
 //! [`ParseError::Provider`] and maps to the matching [`AdapterError`]. An HTTP 400 that names
-//! the output tool (`tools.<n>.input_schema…`) is a schema rejection ([`reclassify`]).
+//! the output tool (`tools.<n>.input_schema…`) is a schema rejection
+//! ([`MessagesWire`]'s `rejects_schema`).
 //!
 //! Not sent: `effort` and `metadata`. Thinking blocks are not replayed in later turns (the
 //! request type has no thinking block), so tool use with extended thinking may be refused by the
 //! provider on the second round.
 
+mod family;
 mod placement;
 mod request;
 mod response;
 mod stream;
 
+pub use family::{ANTHROPIC_VERSION, MessagesWire};
 pub use placement::{
-    OUTPUT_TOOL_PREFIX, Placed, Placement, mode_for, output_tool_name, place_schema,
+    OUTPUT_TOOL_PREFIX, Placed, Placement, mode_for, mode_for_thinking, output_tool_name,
+    place_schema,
 };
 pub use request::{
     Built, ContentBlock, Delivery, OutputConfig, OutputFormat, Request, System, SystemBlock,
@@ -64,75 +69,19 @@ pub use request::{
 pub use response::{parse_response, stop_reason};
 pub use stream::{Event, Flow, StreamFold, classify};
 
+pub use crate::llm::wire::parse_error::{ParseError, ProviderErrors, one_line};
+
 use crate::llm::adapter::AdapterError;
 use std::time::Duration;
 
-/// The most characters of a provider message kept in an error.
-const MESSAGE_LIMIT: usize = 300;
-
-/// A reply that could not become an answer.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ParseError {
-    /// The reply body is not the expected JSON.
-    #[error("reply is not a Messages response: {message}")]
-    NotJson {
-        /// The decoder's message.
-        message: String,
-    },
-    /// A known event or block failed to decode.
-    #[error("corrupt {what}: {message}")]
-    Corrupt {
-        /// The event or block kind.
-        what: String,
-        /// The decoder's message.
-        message: String,
-    },
-    /// The stream ended before its terminal event.
-    #[error("stream ended before {missing}")]
-    Truncated {
-        /// The event that never came.
-        missing: &'static str,
-    },
-    /// The streamed text and tool input passed the fold's budget
-    /// ([`StreamFold::with_max_text_bytes`]).
-    #[error("streamed answer larger than {limit} bytes")]
-    TooLarge {
-        /// The budget in bytes.
-        limit: u64,
-    },
-    /// The provider reported an error (an `error` event or an error object).
-    #[error("provider error {kind}: {message}")]
-    Provider {
-        /// The provider's error type, e.g. `overloaded_error`.
-        kind: String,
-        /// The provider's message.
-        message: String,
-    },
+/// The typed adapter error for a Messages reply that failed to parse.
+pub fn adapter_error(e: ParseError, adapter: &str) -> AdapterError {
+    e.into_adapter_error(adapter, provider_error)
 }
 
-impl ParseError {
-    /// The typed adapter error for this failure.
-    pub fn into_adapter_error(self, adapter: &str) -> AdapterError {
-        let adapter = adapter.to_owned();
-        match self {
-            Self::Truncated { missing } => AdapterError::Truncated {
-                adapter,
-                message: format!("stream ended before {missing}"),
-            },
-            Self::NotJson { message } => AdapterError::Protocol { adapter, message },
-            Self::TooLarge { limit } => AdapterError::ResponseTooLarge { adapter, limit },
-            Self::Corrupt { what, message } => AdapterError::Protocol {
-                adapter,
-                message: format!("corrupt {what}: {message}"),
-            },
-            Self::Provider { kind, message } => provider_error(adapter, &kind, one_line(&message)),
-        }
-    }
-}
-
-/// Maps an Anthropic error type to the adapter error with the status the HTTP API gives it.
-fn provider_error(adapter: String, kind: &str, message: String) -> AdapterError {
+/// Maps an Anthropic error type to the adapter error with the status the HTTP API gives it
+/// (the [`ProviderErrors`] of this family).
+pub fn provider_error(adapter: String, kind: &str, message: String) -> AdapterError {
     match kind {
         "rate_limit_error" => AdapterError::RateLimited {
             adapter,
@@ -173,38 +122,6 @@ fn provider_error(adapter: String, kind: &str, message: String) -> AdapterError 
     }
 }
 
-/// A 400 naming the forced output tool (`tools.<its index>.…`, e.g. its `input_schema`) is the
-/// provider rejecting the response schema: [`AdapterError::SchemaRejected`], not a plain bad
-/// request. Any other error is returned unchanged.
-pub fn reclassify(err: AdapterError, built: &Built) -> AdapterError {
-    let index = built.body.tools.len().saturating_sub(1);
-    match err {
-        AdapterError::BadRequest {
-            adapter,
-            status: 400,
-            message,
-        } if built.output_tool.is_some() && message.contains(&format!("tools.{index}.")) => {
-            AdapterError::SchemaRejected {
-                adapter,
-                status: 400,
-                code: "-".to_owned(),
-                message,
-            }
-        }
-        other => other,
-    }
-}
-
-/// A provider message made one line and cut to [`MESSAGE_LIMIT`] characters.
-pub(crate) fn one_line(message: &str) -> String {
-    let flat: String = message
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .take(MESSAGE_LIMIT)
-        .collect();
-    flat.trim().to_owned()
-}
-
 /// An `f32` as the `f64` with the same shortest decimal form (`0.3f32` → `0.3`, not
 /// `0.30000001192092896`), so request bodies carry the number the caller wrote.
 pub(crate) fn decimal_f64(x: f32) -> f64 {
@@ -222,11 +139,13 @@ mod tests {
     #[test]
     fn provider_error_kinds_map_to_typed_errors() {
         let err = |kind: &str| {
-            ParseError::Provider {
-                kind: kind.into(),
-                message: "m\nn".into(),
-            }
-            .into_adapter_error("anthropic-payg")
+            adapter_error(
+                ParseError::Provider {
+                    kind: kind.into(),
+                    message: "m\nn".into(),
+                },
+                "anthropic-payg",
+            )
         };
         assert_eq!(err("overloaded_error").retry_class(), RetryClass::Retryable);
         assert_eq!(err("overloaded_error").kind(), ErrorKind::Server);
@@ -241,11 +160,13 @@ mod tests {
     /// error two lines (the type was put in the message as it came).
     #[test]
     fn an_unknown_error_type_stays_on_one_line() {
-        let e = ParseError::Provider {
-            kind: "odd_error\nsecond line".into(),
-            message: "m".into(),
-        }
-        .into_adapter_error("anthropic-payg");
+        let e = adapter_error(
+            ParseError::Provider {
+                kind: "odd_error\nsecond line".into(),
+                message: "m".into(),
+            },
+            "anthropic-payg",
+        );
         assert_eq!(e.kind(), ErrorKind::Server);
         assert!(!e.to_string().contains(['\n', '\r']), "{e}");
         assert!(e.to_string().contains("odd_error second line"), "{e}");
@@ -253,10 +174,12 @@ mod tests {
 
     #[test]
     fn truncation_is_retryable_and_names_the_adapter() {
-        let e = ParseError::Truncated {
-            missing: "message_stop",
-        }
-        .into_adapter_error("anthropic-oauth");
+        let e = adapter_error(
+            ParseError::Truncated {
+                missing: "message_stop",
+            },
+            "anthropic-oauth",
+        );
         assert_eq!(e.kind(), ErrorKind::Truncated);
         assert_eq!(e.retry_class(), RetryClass::Retryable);
         assert!(e.to_string().starts_with("anthropic-oauth: "));
@@ -264,6 +187,8 @@ mod tests {
 
     #[test]
     fn a_400_naming_the_output_tool_is_a_schema_rejection() {
+        use crate::llm::http::ProviderError;
+        use crate::llm::wire::family::{BuildCx, Wire};
         let mut req = AdapterCallRequest::new("m", vec![Message::user("hi")]);
         req.tools = vec![ToolSpec {
             name: "t".into(),
@@ -276,36 +201,37 @@ mod tests {
             )
             .unwrap(),
         );
-        let built = build(&req, "d", Delivery::Stream);
-        let bad = |message: &str| AdapterError::BadRequest {
-            adapter: "a".into(),
-            status: 400,
-            message: message.into(),
+        let cx = BuildCx {
+            adapter: "a",
+            default_model: "d",
+            reasoning: false,
+            identity: None,
         };
-        let e = reclassify(
-            bad("tools.1.custom.input_schema: JSON schema is invalid"),
+        let built = MessagesWire.build(&req, &cx).unwrap();
+        let bad = |message: &str| ProviderError {
+            message: message.into(),
+            code: Some("invalid_request_error".into()),
+            param: None,
+        };
+        let judge = |b, m: &str| MessagesWire.rejects_schema(b, &bad(m));
+        assert!(judge(
             &built,
-        );
-        assert_eq!(e.kind(), ErrorKind::SchemaRejected);
-        let e = reclassify(
-            bad("tools.0.custom.input_schema: JSON schema is invalid"),
-            &built,
-        );
-        assert_eq!(
-            e.kind(),
-            ErrorKind::BadRequest,
+            "tools.1.custom.input_schema: JSON schema is invalid"
+        ));
+        assert!(
+            !judge(
+                &built,
+                "tools.0.custom.input_schema: JSON schema is invalid"
+            ),
             "a framework tool's schema is not the response schema"
         );
-        let plain = build(&AdapterCallRequest::new("m", vec![]), "d", Delivery::Stream);
-        assert_eq!(
-            reclassify(bad("tools.0.x"), &plain).kind(),
-            ErrorKind::BadRequest
-        );
-    }
-
-    #[test]
-    fn one_line_flattens_and_cuts() {
-        assert_eq!(one_line("a\nb\tc"), "a b c");
-        assert_eq!(one_line(&"x".repeat(1000)).len(), MESSAGE_LIMIT);
+        assert!(judge(
+            &built,
+            "output_config.format.schema: recursive schemas are not supported"
+        ));
+        let plain = MessagesWire
+            .build(&AdapterCallRequest::new("m", vec![]), &cx)
+            .unwrap();
+        assert!(!judge(&plain, "tools.0.x"));
     }
 }

@@ -2,6 +2,7 @@
 //! `/backend-api/codex/responses`), sans-IO: [`build`] turns an [`AdapterCallRequest`] into a
 //! request body; [`classify`] turns one SSE frame into an [`Event`]; [`Fold`] folds events into
 //! an [`AdapterResponse`]; [`parse_response`] reads a complete response object.
+//! [`ResponsesWire`] is this family's [`crate::llm::wire::family::Wire`].
 //!
 //! Request (`reference-behaviour.md` §2.A, `wire.md` §2):
 //!
@@ -22,18 +23,19 @@
 //! `max_output_tokens` → `MaxTokens`, `content_filter` → `ContentFilter`, a `refusal` part →
 //! `Refusal` (text = the refusal), tool calls → `ToolUse`, else `EndTurn`.
 
-use crate::ledger::StructuredOutputMode;
 use crate::llm::adapter::AdapterError;
-use crate::llm::request::{AdapterCallRequest, ContentBlock, Role, ToolChoice, WireReport};
-use crate::llm::wire::json::JsonOut;
+use crate::llm::request::{AdapterCallRequest, WireReport};
 use crate::schema::strict::check_strict;
+use crate::vocab::StructuredOutputMode;
 use bytes::Bytes;
-use serde_json::Value;
-use std::borrow::Cow;
 
+mod body;
+mod family;
 mod parse;
 
-pub use parse::{Event, Fold, classify, parse_response};
+pub use crate::llm::wire::parse_error::ParseError;
+pub use family::ResponsesWire;
+pub use parse::{Event, Fold, adapter_error, classify, parse_response};
 
 /// Which Responses server the body is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,8 +91,9 @@ pub struct Built {
 }
 
 /// Builds and serialises the body (see the module table). More than [`MAX_TOOLS`] tools is
-/// `Unsupported`. The body is written with [`JsonOut`] (same bytes as serde, faster; see
-/// `benches/wire.rs`), keys in the order of the table.
+/// `Unsupported`. The body is `Serialize` structs (`responses/body.rs`), keys in the order of
+/// the table, like the other families' bodies (`benches/wire.rs` showed the former hand
+/// writer saved nothing that shows in a whole call).
 pub fn build(
     adapter: &str,
     req: &AdapterCallRequest,
@@ -112,232 +115,51 @@ pub fn build(
         );
     }
     let reasoning = opts.reasoning == Reasoning::On;
-    let mut o = JsonOut::with_capacity(estimate_size(req));
-    o.begin_object();
-    o.key("model");
-    o.string(&req.model);
-    o.key("instructions");
-    o.string(if req.system_prompt.is_empty() {
-        DEFAULT_INSTRUCTIONS
-    } else {
-        &req.system_prompt
-    });
-    o.key("input");
-    input(&mut o, req);
-    if !req.tools.is_empty() {
-        o.key("tools");
-        o.begin_array();
-        for t in &req.tools {
-            o.item();
-            tool(&mut o, t);
-        }
-        o.end_array();
-        o.key("tool_choice");
-        tool_choice(&mut o, &req.tool_choice);
-        o.key("parallel_tool_calls");
-        o.bool(true);
-    }
-    o.key("store");
-    o.bool(false);
-    o.key("stream");
-    o.bool(opts.delivery == Delivery::Sse);
-    if reasoning {
-        o.key("include");
-        o.begin_array();
-        o.item();
-        o.string("reasoning.encrypted_content");
-        o.end_array();
-        o.key("reasoning");
-        o.begin_object();
-        o.key("effort");
-        o.string(clamp_effort(&req.effort));
-        o.key("summary");
-        o.string("auto");
-        o.end_object();
-    } else if let Some(t) = req.temperature {
-        o.key("temperature");
-        o.f32(t);
-    }
-    if opts.backend == Backend::Platform {
-        o.key("max_output_tokens");
-        o.u64(u64::from(req.max_tokens));
-    }
-    if let Some(key) = prompt_cache_key(&req.system_prompt) {
-        o.key("prompt_cache_key");
-        o.string(&key);
-    }
+    let tools = !req.tools.is_empty();
     let mut wire = WireReport::default();
-    if let Some(schema) = &req.response_schema {
+    let text = req.response_schema.as_ref().map(|schema| {
         let strict = check_strict(schema.as_value()).compatible;
         wire.mode = if strict {
             StructuredOutputMode::Strict
         } else {
             StructuredOutputMode::Hint
         };
-        o.key("text");
-        o.begin_object();
-        o.key("format");
-        o.begin_object();
-        o.key("type");
-        o.string("json_schema");
-        o.key("name");
-        o.string(&schema.openai_name());
-        o.key("strict");
-        o.bool(strict);
-        o.key("schema");
-        o.value(schema.as_value());
-        o.end_object();
-        o.end_object();
-    }
-    o.end_object();
+        body::Text {
+            format: body::Format {
+                kind: "json_schema",
+                name: schema.openai_name(),
+                strict,
+                schema: schema.as_value(),
+            },
+        }
+    });
+    let body = body::Body {
+        model: &req.model,
+        instructions: if req.system_prompt.is_empty() {
+            DEFAULT_INSTRUCTIONS
+        } else {
+            &req.system_prompt
+        },
+        input: body::input(req),
+        tools: req.tools.iter().map(body::tool).collect(),
+        tool_choice: tools.then(|| body::choice(&req.tool_choice)),
+        parallel_tool_calls: tools.then_some(true),
+        store: false,
+        stream: opts.delivery == Delivery::Sse,
+        include: reasoning.then_some(["reasoning.encrypted_content"]),
+        reasoning: reasoning.then(|| body::ReasoningConfig {
+            effort: clamp_effort(&req.effort),
+            summary: "auto",
+        }),
+        temperature: req.temperature.filter(|_| !reasoning).map(f64::from),
+        max_output_tokens: (opts.backend == Backend::Platform).then_some(u64::from(req.max_tokens)),
+        prompt_cache_key: prompt_cache_key(&req.system_prompt),
+        text,
+    };
     Ok(Built {
-        body: Bytes::from(o.into_bytes()),
+        body: crate::llm::wire::family::to_body(adapter, &body)?,
         wire,
     })
-}
-
-fn estimate_size(req: &AdapterCallRequest) -> usize {
-    let msgs: usize = req
-        .messages
-        .iter()
-        .flat_map(|m| &m.content)
-        .map(|b| match b {
-            ContentBlock::Text { text } => text.len() + 64,
-            ContentBlock::ToolResult { content, .. } => content.len() + 96,
-            ContentBlock::ToolUse { .. } => 256,
-        })
-        .sum();
-    1024 + req.system_prompt.len() + msgs + req.tools.len() * 512
-}
-
-/// Writes `{"type":"message","role":…,"content":[{"type":<part>,"text":…}…]}` for a run of
-/// text blocks.
-fn message(o: &mut JsonOut, role: Role, texts: &[&str]) {
-    let (role, part) = match role {
-        Role::User => ("user", "input_text"),
-        Role::Assistant => ("assistant", "output_text"),
-    };
-    o.item();
-    o.begin_object();
-    o.key("type");
-    o.string("message");
-    o.key("role");
-    o.string(role);
-    o.key("content");
-    o.begin_array();
-    for text in texts {
-        o.item();
-        o.begin_object();
-        o.key("type");
-        o.string(part);
-        o.key("text");
-        o.string(text);
-        o.end_object();
-    }
-    o.end_array();
-    o.end_object();
-}
-
-fn input(o: &mut JsonOut, req: &AdapterCallRequest) {
-    o.begin_array();
-    let mut texts: Vec<&str> = Vec::new();
-    for m in &req.messages {
-        for block in &m.content {
-            match block {
-                ContentBlock::Text { text } => texts.push(text),
-                ContentBlock::ToolUse { id, name, input } => {
-                    if !texts.is_empty() {
-                        message(o, m.role, &texts);
-                        texts.clear();
-                    }
-                    o.item();
-                    o.begin_object();
-                    o.key("type");
-                    o.string("function_call");
-                    o.key("call_id");
-                    o.string(id);
-                    o.key("name");
-                    o.string(name);
-                    o.key("arguments");
-                    o.string(&arguments(input));
-                    o.end_object();
-                }
-                ContentBlock::ToolResult {
-                    tool_use_id,
-                    content,
-                    ..
-                } => {
-                    if !texts.is_empty() {
-                        message(o, m.role, &texts);
-                        texts.clear();
-                    }
-                    o.item();
-                    o.begin_object();
-                    o.key("type");
-                    o.string("function_call_output");
-                    o.key("call_id");
-                    o.string(tool_use_id);
-                    o.key("output");
-                    o.string(content);
-                    o.end_object();
-                }
-            }
-        }
-        if !texts.is_empty() {
-            message(o, m.role, &texts);
-            texts.clear();
-        }
-    }
-    if req.messages.iter().all(|m| m.content.is_empty()) {
-        message(o, Role::User, &["hello"]);
-    }
-    o.end_array();
-}
-
-/// Tool arguments as the model sent them: JSON text, or the raw text kept by
-/// [`crate::llm::request::ToolUse::from_json_arguments`] for unparsable arguments.
-fn arguments(input: &Value) -> Cow<'_, str> {
-    if let Value::Object(m) = input
-        && m.len() == 1
-        && let Some(Value::String(raw)) = m.get("_raw")
-    {
-        return Cow::Borrowed(raw);
-    }
-    Cow::Owned(input.to_string())
-}
-
-fn tool(o: &mut JsonOut, spec: &crate::llm::request::ToolSpec) {
-    o.begin_object();
-    o.key("type");
-    o.string("function");
-    o.key("name");
-    o.string(&spec.name);
-    o.key("description");
-    o.string(&spec.description);
-    o.key("parameters");
-    match &spec.input_schema {
-        Value::Object(_) => o.value(&spec.input_schema),
-        _ => o.value(&serde_json::json!({"type": "object", "properties": {}})),
-    }
-    o.key("strict");
-    o.bool(false);
-    o.end_object();
-}
-
-fn tool_choice(o: &mut JsonOut, choice: &ToolChoice) {
-    match choice {
-        ToolChoice::Auto => o.string("auto"),
-        ToolChoice::Any => o.string("required"),
-        ToolChoice::None => o.string("none"),
-        ToolChoice::Tool(name) => {
-            o.begin_object();
-            o.key("type");
-            o.string("function");
-            o.key("name");
-            o.string(name);
-            o.end_object();
-        }
-    }
 }
 
 /// The effort label on the Responses ladder: known labels pass, `max` is `xhigh`, anything

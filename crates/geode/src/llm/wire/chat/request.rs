@@ -18,9 +18,9 @@
 //! [`Transform`] on `/tool_choice`. Not sent: `thinking`, `effort` and `metadata`.
 
 use super::BuildError;
-use crate::ledger::{StructuredOutputMode, Transform};
 use crate::llm::request::{self, AdapterCallRequest, ContentBlock, Role, WireReport};
 use crate::llm::wire::schema_prompt;
+use crate::vocab::{StructuredOutputMode, Transform};
 use serde::Serialize;
 use serde_json::{Value, json};
 

@@ -104,17 +104,7 @@ pub fn stop_reason(raw: Option<&str>) -> StopReason {
 
 /// Parses a Chat Completions reply body. `wire` is left default for the caller to fill.
 pub fn parse_response(body: &str) -> Result<AdapterResponse, ParseError> {
-    let value: serde_json::Value = serde_json::from_str(body).map_err(|e| {
-        if e.is_eof() {
-            ParseError::Truncated {
-                missing: "the end of the JSON body",
-            }
-        } else {
-            ParseError::NotJson {
-                message: e.to_string(),
-            }
-        }
-    })?;
+    let value: serde_json::Value = crate::llm::wire::parse_error::from_json(body)?;
     parse_value(value)
 }
 

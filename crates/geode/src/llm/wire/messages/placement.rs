@@ -11,11 +11,10 @@
 //! final text only), but not with an assistant prefill. A forced tool (`tool_choice` `any` or
 //! `tool`) is an error with extended thinking, hence the prompt fallback.
 
-// TODO(integrator): use crate::schema::dialect::{Dialect, anthropic_native_fits, project};
-use crate::ledger::{StructuredOutputMode, Transform};
 use crate::llm::request::{AdapterCallRequest, Role};
 use crate::schema::ResponseSchema;
 use crate::schema::dialect::{Dialect, anthropic_native_fits, project};
+use crate::vocab::{StructuredOutputMode, Transform};
 use serde_json::Value;
 
 /// Prefix of the forced output tool's name; the rest is the schema's sanitised name.
@@ -101,8 +100,15 @@ pub fn place_schema(req: &AdapterCallRequest) -> Placed {
 
 /// The mode [`place_schema`] picks for `schema` on a plain request (no thinking, no prefill).
 pub fn mode_for(schema: Option<&ResponseSchema>) -> StructuredOutputMode {
+    mode_for_thinking(schema, false)
+}
+
+/// The mode [`place_schema`] picks for `schema` on a request without prefill, with extended
+/// thinking on or off (the registry's `AnthropicLadder` rule is this function).
+pub fn mode_for_thinking(schema: Option<&ResponseSchema>, thinking: bool) -> StructuredOutputMode {
     let mut req = AdapterCallRequest::new("", Vec::new());
     req.response_schema = schema.cloned();
+    req.thinking_budget = u32::from(thinking);
     place_schema(&req).mode
 }
 

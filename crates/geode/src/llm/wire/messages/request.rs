@@ -15,9 +15,9 @@
 //! `effort` and `metadata` are not sent (`output_config.effort` is model-gated).
 
 use super::placement::{Placement, place_schema};
-use crate::ledger::Transform;
 use crate::llm::request::{self, AdapterCallRequest, Role, WireReport};
 use crate::llm::wire::schema_prompt;
+use crate::vocab::Transform;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 

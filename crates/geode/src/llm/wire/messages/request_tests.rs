@@ -1,8 +1,8 @@
 use super::*;
-use crate::ledger::StructuredOutputMode;
 use crate::llm::request::{ContentBlock as Block, Message, ToolChoice as Choice, ToolSpec};
 use crate::llm::wire::schema_prompt::INSTRUCTION_HEADING;
 use crate::schema::ResponseSchema;
+use crate::vocab::StructuredOutputMode;
 use serde_json::json;
 
 fn body(req: &AdapterCallRequest) -> Value {

@@ -175,17 +175,7 @@ pub fn parse_response(
     body: &str,
     output_tool: Option<&str>,
 ) -> Result<AdapterResponse, ParseError> {
-    let reply: WireResponse = serde_json::from_str(body).map_err(|e| {
-        if e.is_eof() {
-            ParseError::Truncated {
-                missing: "the end of the JSON body",
-            }
-        } else {
-            ParseError::NotJson {
-                message: e.to_string(),
-            }
-        }
-    })?;
+    let reply: WireResponse = crate::llm::wire::parse_error::from_json(body)?;
     if reply.kind.as_deref() == Some("error") {
         let err = reply.error.unwrap_or_default();
         return Err(ParseError::Provider {

@@ -316,7 +316,7 @@ fn text_and_tool_input_past_the_budget_are_too_large() {
     let err = push_all(&mut f, &text_block(1, &["i"])).unwrap_err();
     assert_eq!(err, ParseError::TooLarge { limit: 8 });
     assert_eq!(
-        err.into_adapter_error("t").kind(),
+        crate::llm::wire::messages::adapter_error(err, "t").kind(),
         ErrorKind::ResponseTooLarge
     );
 

@@ -5,6 +5,7 @@ use crate::llm::adapter::{AdapterError, DEFAULT_MAX_RESPONSE_BYTES};
 use crate::llm::http::{ProviderError, truncate};
 use crate::llm::request::{AdapterResponse, StopReason, ToolUse, Usage};
 use crate::llm::sse::SseEvent;
+use crate::llm::wire::parse_error::ParseError;
 use serde_json::{Value, json};
 
 /// One classified stream event.
@@ -53,9 +54,10 @@ const PROGRESS: &[&str] = &[
     "keepalive",
 ];
 
-/// Classifies one frame by its `type` (the data's, else the SSE event name). A known type
-/// whose data does not decode is a `Protocol` error; an unknown type is [`Event::Unknown`].
-pub fn classify(adapter: &str, frame: &SseEvent) -> Result<Event, AdapterError> {
+/// Classifies one frame by its `type` (the data's, else the SSE event name): a known event, an
+/// unknown type ([`Event::Unknown`]), or, for a known type whose data does not decode,
+/// [`ParseError::Corrupt`] (a `Protocol` error through [`adapter_error`]).
+pub fn classify(adapter: &str, frame: &SseEvent) -> Result<Event, ParseError> {
     let data: Option<Value> = serde_json::from_str(&frame.data).ok();
     let kind = data
         .as_ref()
@@ -66,9 +68,9 @@ pub fn classify(adapter: &str, frame: &SseEvent) -> Result<Event, AdapterError> 
     if PROGRESS.contains(&kind.as_str()) {
         return Ok(Event::Progress);
     }
-    let corrupt = |what: &str| AdapterError::Protocol {
-        adapter: adapter.to_owned(),
-        message: format!("event {kind}: {what}"),
+    let corrupt = |what: &str| ParseError::Corrupt {
+        what: format!("event {kind}"),
+        message: what.to_owned(),
     };
     let known = matches!(
         kind.as_str(),
@@ -207,6 +209,19 @@ impl Fold {
         }
         parse_response(adapter, &resp)
     }
+}
+
+/// The typed adapter error for a Responses frame that failed to parse; a provider error kind
+/// is read as a failed run's code ([`run_error`]).
+pub fn adapter_error(e: ParseError, adapter: &str) -> AdapterError {
+    e.into_adapter_error(adapter, |adapter, kind, message| {
+        let e = ProviderError {
+            message,
+            code: Some(kind.to_owned()),
+            param: None,
+        };
+        run_error(&adapter, e, kind)
+    })
 }
 
 /// Maps a failed run to an error: rate limits stay retryable, schema complaints are

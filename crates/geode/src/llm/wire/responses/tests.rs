@@ -1,8 +1,11 @@
 use super::*;
-use crate::llm::request::{AdapterResponse, Message, StopReason, ToolSpec, ToolUse, Usage};
+use crate::llm::request::{
+    AdapterResponse, ContentBlock, Message, Role, StopReason, ToolChoice, ToolSpec, ToolUse, Usage,
+};
 use crate::llm::sse::SseEvent;
 use crate::schema::ResponseSchema;
 use crate::vocab::ErrorKind;
+use serde_json::Value;
 use serde_json::json;
 
 const PLATFORM: Options = Options {
@@ -400,7 +403,8 @@ fn frame(event: &str, data: Value) -> SseEvent {
 fn fold_all(frames: &[SseEvent]) -> Result<Option<AdapterResponse>, AdapterError> {
     let mut f = Fold::default();
     for fr in frames {
-        if let Some(done) = f.push("t", classify("t", fr)?)? {
+        let event = classify("t", fr).map_err(|e| adapter_error(e, "t"))?;
+        if let Some(done) = f.push("t", event)? {
             return Ok(Some(done));
         }
     }
@@ -545,12 +549,14 @@ fn unknown_events_pass_and_corrupt_known_events_fail() {
     };
     assert!(matches!(
         classify("t", &bad),
-        Err(AdapterError::Protocol { .. })
+        Err(ParseError::Corrupt { .. })
     ));
+    let e = adapter_error(classify("t", &bad).unwrap_err(), "t");
+    assert!(matches!(e, AdapterError::Protocol { .. }), "{e:?}");
     let missing = frame("x", json!({"type": "response.output_text.delta"}));
     assert!(matches!(
         classify("t", &missing),
-        Err(AdapterError::Protocol { .. })
+        Err(ParseError::Corrupt { .. })
     ));
 }
 

@@ -1,0 +1,329 @@
+//! [`HttpAdapter`]: the one adapter behind every HTTP row of the registry (`openai-payg`,
+//! `codex-oauth`, `anthropic-payg`, `anthropic-oauth`, `glm-payg`, `glm-coding-plan`).
+//!
+//! Everything it does comes from its [`AdapterSpec`]: the wire family (which [`Wire`] builds
+//! the body and folds the reply), the endpoint (`{base}{path}`, resolved by
+//! [`Config::endpoint_url`]), the default model, the reasoning-model patterns, and the auth
+//! source. An API key is sent as its row says (bearer or `x-api-key`); the two subscription
+//! logins keep their own token code ([`super::codex_login`], [`super::claude_login`]).
+//! One call: fill in the default model, build, sign, then [`exchange`] (POST and fold).
+
+use super::claude_login::{self, ClaudeLogin};
+use super::codex_login::CodexLogin;
+use crate::config::Config;
+use crate::llm::adapter::{Adapter, AdapterError, CallCx};
+use crate::llm::credentials::{CodexAuthFile, var_in};
+use crate::llm::http::{HttpClient, PostRequest};
+use crate::llm::registry::{AdapterSpec, Auth, Environment, KeyHeader, WireFamily};
+use crate::llm::request::{AdapterCallRequest, AdapterResponse};
+use crate::llm::wire::chat::ChatWire;
+use crate::llm::wire::family::{BuildCx, Built, Wire, exchange};
+use crate::llm::wire::messages::MessagesWire;
+use crate::llm::wire::responses::ResponsesWire;
+use crate::secret::Secret;
+use std::sync::Arc;
+
+/// How requests are signed. `Debug` never shows a secret.
+#[derive(Debug, Clone)]
+enum Signer {
+    /// An API key in the row's header.
+    Key(Secret, KeyHeader),
+    /// The codex login.
+    Codex(CodexLogin),
+    /// The Claude subscription login.
+    Claude(ClaudeLogin),
+}
+
+/// An HTTP adapter built from its registry row. `Debug` never shows a secret.
+#[derive(Debug, Clone)]
+pub struct HttpAdapter {
+    spec: &'static AdapterSpec,
+    url: String,
+    default_model: String,
+    wire: Arc<dyn Wire>,
+    signer: Signer,
+    http: HttpClient,
+}
+
+/// The wire family's implementation for `family` (`None` for CLI and local rows).
+pub fn wire_for(family: WireFamily) -> Option<Arc<dyn Wire>> {
+    Some(match family {
+        WireFamily::Responses(backend) => Arc::new(ResponsesWire { backend }),
+        WireFamily::Messages => Arc::new(MessagesWire),
+        WireFamily::Chat => Arc::new(ChatWire),
+        WireFamily::Cli(_) | WireFamily::Local => return None,
+    })
+}
+
+impl HttpAdapter {
+    /// The adapter of `spec` with settings from `cfg` and credentials from `env`, on the
+    /// shared HTTP client. A missing key or credentials file is a `Config` error naming it.
+    pub fn from_spec(
+        spec: &'static AdapterSpec,
+        cfg: &Config,
+        env: &dyn Environment,
+    ) -> Result<Self, AdapterError> {
+        let name = spec.name;
+        let config_err = |message: String| AdapterError::Config {
+            adapter: name.to_owned(),
+            message,
+        };
+        let wire = wire_for(spec.wire_family)
+            .ok_or_else(|| config_err("not an HTTP adapter".to_owned()))?;
+        let url = cfg
+            .endpoint_url(name, None, env)
+            .ok_or_else(|| config_err("no base URL".to_owned()))?;
+        let signer = match spec.auth {
+            Auth::ApiKey { env: key, header } => match var_in(env, key) {
+                Some(v) => Signer::Key(Secret::new(v), header),
+                None => return Err(config_err(format!("environment variable {key} is not set"))),
+            },
+            Auth::CodexLogin {
+                token_url_env,
+                default_token_url,
+                ..
+            } => {
+                let auth_file = spec
+                    .credential_file(env)
+                    .map(CodexAuthFile::at)
+                    .ok_or_else(|| {
+                        config_err(
+                            "neither CODEX_HOME nor HOME is set; cannot find codex auth.json"
+                                .to_owned(),
+                        )
+                    })?;
+                if !env.file_exists(auth_file.path()) {
+                    return Err(config_err(format!(
+                        "codex auth file {} not found (set CODEX_HOME or run `codex login`)",
+                        auth_file.path().display()
+                    )));
+                }
+                let token_url =
+                    var_in(env, token_url_env).unwrap_or_else(|| default_token_url.to_owned());
+                Signer::Codex(CodexLogin {
+                    auth_file,
+                    token_url,
+                })
+            }
+            Auth::ClaudeLogin { token_env, .. } => match var_in(env, token_env) {
+                Some(t) => Signer::Claude(ClaudeLogin::Fixed(Secret::new(t))),
+                None => {
+                    let path = spec.credential_file(env).ok_or_else(|| {
+                        config_err(format!("{token_env} is not set and HOME is unknown"))
+                    })?;
+                    Signer::Claude(ClaudeLogin::from_file(name, token_env, path)?)
+                }
+            },
+            Auth::Binary { .. } | Auth::ModelFile => {
+                return Err(config_err("not an HTTP adapter".to_owned()));
+            }
+        };
+        Ok(Self {
+            spec,
+            url,
+            default_model: cfg.model(name, None),
+            wire,
+            signer,
+            http: HttpClient::shared()?,
+        })
+    }
+
+    /// The same adapter on another HTTP client (retry policy, timeouts).
+    pub fn with_http(mut self, http: HttpClient) -> Self {
+        self.http = http;
+        self
+    }
+
+    /// The same adapter with another default model.
+    pub fn with_default_model(mut self, model: impl Into<String>) -> Self {
+        self.default_model = model.into();
+        self
+    }
+
+    /// The model-call URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The POST of `built`: URL, family headers, and the family's schema-rejection judge.
+    fn post(&self, built: &Built) -> PostRequest {
+        let wire = Arc::clone(&self.wire);
+        let judged = built.clone();
+        let mut post = PostRequest::new(self.spec.name, self.url.clone(), built.body.clone())
+            .schema_judge(Arc::new(move |e| wire.rejects_schema(&judged, e)));
+        for (name, value) in self.wire.headers() {
+            post = post.header(name, *value);
+        }
+        post
+    }
+}
+
+#[async_trait::async_trait]
+impl Adapter for HttpAdapter {
+    fn name(&self) -> &str {
+        self.spec.name
+    }
+
+    fn spec(&self) -> Option<&'static AdapterSpec> {
+        Some(self.spec)
+    }
+
+    async fn call(
+        &self,
+        mut req: AdapterCallRequest,
+        cx: &CallCx,
+    ) -> Result<AdapterResponse, AdapterError> {
+        if req.model.is_empty() {
+            req.model = self.default_model.clone();
+        }
+        let identity = matches!(self.signer, Signer::Claude(_)).then_some(claude_login::IDENTITY);
+        let build_cx = BuildCx {
+            adapter: self.spec.name,
+            default_model: &self.default_model,
+            reasoning: self.spec.is_reasoning_model(&req.model),
+            identity,
+        };
+        let built = self.wire.build(&req, &build_cx)?;
+        let post = self.post(&built);
+        let send = |post: PostRequest| {
+            let built = &built;
+            async move { exchange(&self.http, self.wire.as_ref(), &post, built, cx).await }
+        };
+        match &self.signer {
+            Signer::Key(key, KeyHeader::Bearer) => send(post.bearer(key)).await,
+            Signer::Key(key, KeyHeader::XApiKey) => {
+                send(post.secret_header("x-api-key", key)).await
+            }
+            Signer::Claude(login) => send(login.sign(post, cx).await?).await,
+            Signer::Codex(login) => login.call(&self.http, &post, cx, send).await,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::registry::spec;
+    use crate::vocab::ErrorKind;
+    use std::collections::BTreeMap;
+    use std::path::Path;
+
+    struct Vars(BTreeMap<&'static str, String>);
+
+    impl Environment for Vars {
+        fn var(&self, name: &str) -> Option<String> {
+            self.0.get(name).cloned()
+        }
+        fn file_exists(&self, path: &Path) -> bool {
+            path.is_file()
+        }
+        fn on_path(&self, _: &str) -> bool {
+            false
+        }
+    }
+
+    fn build(name: &str, vars: &[(&'static str, &str)]) -> Result<HttpAdapter, AdapterError> {
+        let env = Vars(vars.iter().map(|(k, v)| (*k, (*v).to_owned())).collect());
+        HttpAdapter::from_spec(spec(name).unwrap(), &Config::default(), &env)
+    }
+
+    #[test]
+    fn debug_never_shows_the_key_and_the_url_follows_the_row() {
+        let a = build("openai-payg", &[("OPENAI_API_KEY", "sk-test-abcdef")]).unwrap();
+        let dbg = format!("{a:?}");
+        assert!(!dbg.contains("sk-test-abcdef"), "{dbg}");
+        assert_eq!(a.url(), "https://api.openai.com/v1/responses");
+        assert_eq!(a.name(), "openai-payg");
+        assert_eq!(a.spec().map(|s| s.name), Some("openai-payg"));
+    }
+
+    #[test]
+    fn a_missing_key_is_a_config_error_naming_the_variable() {
+        let err = build("glm-coding-plan", &[]).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Config);
+        assert!(err.to_string().contains("ZAI_CODING_PLAN_KEY"), "{err}");
+        let err = build("codex-oauth", &[("CODEX_HOME", "/nonexistent")]).unwrap_err();
+        assert!(err.to_string().contains("/nonexistent/auth.json"), "{err}");
+    }
+
+    #[test]
+    fn the_claude_login_honours_claude_config_dir() {
+        let dir = tempfile::tempdir().unwrap();
+        let shown = dir.path().display().to_string();
+        let err = build("anthropic-oauth", &[("CLAUDE_CONFIG_DIR", &shown)]).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains(&format!("{shown}/.credentials.json")),
+            "{err}"
+        );
+        std::fs::write(
+            dir.path().join(".credentials.json"),
+            r#"{"claudeAiOauth": {"accessToken": "sk-ant-oat01-dir"}}"#,
+        )
+        .unwrap();
+        let a = build("anthropic-oauth", &[("CLAUDE_CONFIG_DIR", &shown)]).unwrap();
+        assert!(!format!("{a:?}").contains("sk-ant-oat01-dir"));
+    }
+
+    #[test]
+    fn base_urls_follow_geode_then_the_sdk_variable_then_the_config_then_the_row() {
+        let key = ("OPENAI_API_KEY", "k");
+        let url =
+            |vars: &[(&'static str, &str)]| build("openai-payg", vars).unwrap().url().to_owned();
+        assert_eq!(url(&[key]), "https://api.openai.com/v1/responses");
+        assert_eq!(
+            url(&[key, ("OPENAI_BASE_URL", "http://h/v1")]),
+            "http://h/v1/responses",
+            "the SDK variable ends in /v1"
+        );
+        assert_eq!(
+            url(&[
+                key,
+                ("OPENAI_BASE_URL", "http://h/v1"),
+                ("GEODE_OPENAI_BASE_URL", "http://g")
+            ]),
+            "http://g/v1/responses"
+        );
+        let anthropic = |vars: &[(&'static str, &str)]| {
+            build("anthropic-oauth", vars).unwrap().url().to_owned()
+        };
+        let token = ("CLAUDE_CODE_OAUTH_TOKEN", "t");
+        assert_eq!(
+            anthropic(&[token, ("ANTHROPIC_BASE_URL", "http://a/")]),
+            "http://a/v1/messages"
+        );
+        let cfg = Config::parse(
+            "[adapters.openai-payg]\nbase_url = \"http://c\"\n",
+            "geode.toml",
+        )
+        .unwrap();
+        let env = Vars(
+            [key, ("OPENAI_BASE_URL", "http://s/v1")]
+                .iter()
+                .map(|(k, v)| (*k, (*v).to_owned()))
+                .collect(),
+        );
+        let spec = spec("openai-payg").unwrap();
+        let with_sdk = HttpAdapter::from_spec(spec, &cfg, &env).unwrap();
+        assert_eq!(
+            with_sdk.url(),
+            "http://s/v1/responses",
+            "the SDK variable beats the file"
+        );
+        let env = Vars([key].iter().map(|(k, v)| (*k, (*v).to_owned())).collect());
+        let from_file = HttpAdapter::from_spec(spec, &cfg, &env).unwrap();
+        assert_eq!(from_file.url(), "http://c/v1/responses");
+        assert_eq!(
+            cfg.endpoint_url("openai-payg", Some("http://flag"), &env)
+                .as_deref(),
+            Some("http://flag/v1/responses"),
+            "a flag beats everything"
+        );
+    }
+
+    #[test]
+    fn cli_rows_are_not_http_adapters() {
+        let err = build("claude-cli", &[]).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Config);
+    }
+}

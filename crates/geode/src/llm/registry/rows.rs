@@ -1,0 +1,252 @@
+//! The rows: one [`AdapterSpec`] per adapter, in the reference's registration order, plus
+//! `local`. A new HTTP provider on an existing wire family is one more row here (and, when it
+//! needs a new model family, a [`Family`] variant).
+
+use super::{
+    AdapterSpec, Auth, Billing, CliTool, Endpoint, Family, KeyHeader, ModeRule, ModelPattern,
+    SdkBase, WireFamily,
+};
+use crate::llm::wire::responses::Backend;
+use crate::schema::dialect::Dialect;
+use crate::vocab::StructuredOutputMode;
+
+const OPENAI_LIMITS: &str =
+    "strict: 5,000 properties, 10 levels, 1,000 enum values, 120,000 characters";
+const ANTHROPIC_LIMITS: &str = "no recursion; unsupported keywords checked locally";
+
+/// OpenAI model names: `gpt-*`, `*-codex`, `*-codex-*`, `o1`, `o1-*`, `o3*`, `o4*`.
+const OPENAI_MODELS: &[ModelPattern] = &[
+    ModelPattern::Prefix("gpt-"),
+    ModelPattern::Suffix("-codex"),
+    ModelPattern::Contains("-codex-"),
+    ModelPattern::Exact("o1"),
+    ModelPattern::Prefix("o1-"),
+    ModelPattern::Prefix("o3"),
+    ModelPattern::Prefix("o4"),
+];
+/// OpenAI reasoning models: the gpt-5 family, the o-series, `codex-*`.
+const OPENAI_REASONING: &[ModelPattern] = &[
+    ModelPattern::Prefix("gpt-5"),
+    ModelPattern::PrefixDigit("o"),
+    ModelPattern::Prefix("codex-"),
+];
+const ANTHROPIC_MODELS: &[ModelPattern] = &[ModelPattern::Prefix("claude-")];
+
+/// Both Anthropic adapters: `POST {base}/v1/messages`; `ANTHROPIC_BASE_URL` is the SDK's
+/// variable and means the same base.
+const ANTHROPIC_ENDPOINT: Endpoint = Endpoint {
+    path: "/v1/messages",
+    default_base: "https://api.anthropic.com",
+    base_env: "GEODE_ANTHROPIC_BASE_URL",
+    sdk_base: Some(SdkBase {
+        env: "ANTHROPIC_BASE_URL",
+        path: "/v1/messages",
+    }),
+};
+
+/// `anthropic-payg`; `anthropic-oauth` is this row with another login.
+const ANTHROPIC_PAYG: AdapterSpec = AdapterSpec {
+    name: "anthropic-payg",
+    family: Family::Anthropic,
+    billing: Billing::Payg,
+    wire_family: WireFamily::Messages,
+    wire: "Messages API `POST {base}/v1/messages`",
+    schema_on_wire: "`output_config.format` json_schema when it fits; else a forced output tool; else the system prompt",
+    mode_rule: ModeRule::AnthropicLadder,
+    framework_tools: true,
+    tools_with_schema: true,
+    streaming: true,
+    dialect: Dialect::Anthropic,
+    limits: ANTHROPIC_LIMITS,
+    auth: Auth::ApiKey {
+        env: "ANTHROPIC_API_KEY",
+        header: KeyHeader::XApiKey,
+    },
+    endpoint: Some(ANTHROPIC_ENDPOINT),
+    default_model: "claude-sonnet-4-6",
+    models: ANTHROPIC_MODELS,
+    reasoning_models: &[],
+};
+
+/// `openai-payg`; `codex-oauth` is this row on the ChatGPT backend with the codex login.
+const OPENAI_PAYG: AdapterSpec = AdapterSpec {
+    name: "openai-payg",
+    family: Family::OpenAi,
+    billing: Billing::Payg,
+    wire_family: WireFamily::Responses(Backend::Platform),
+    wire: "Responses API `POST {base}/v1/responses`",
+    schema_on_wire: "`text.format` json_schema, `strict` from the strict check",
+    mode_rule: ModeRule::StrictOrHint,
+    framework_tools: true,
+    tools_with_schema: true,
+    streaming: true,
+    dialect: Dialect::OpenAiStrict,
+    limits: OPENAI_LIMITS,
+    auth: Auth::ApiKey {
+        env: "OPENAI_API_KEY",
+        header: KeyHeader::Bearer,
+    },
+    endpoint: Some(Endpoint {
+        path: "/v1/responses",
+        default_base: "https://api.openai.com",
+        base_env: "GEODE_OPENAI_BASE_URL",
+        sdk_base: Some(SdkBase {
+            env: "OPENAI_BASE_URL",
+            path: "/responses",
+        }),
+    }),
+    default_model: "gpt-5.5",
+    models: OPENAI_MODELS,
+    reasoning_models: OPENAI_REASONING,
+};
+
+/// A GLM row: the two differ only in name, billing, key and base URL.
+const fn glm(
+    name: &'static str,
+    billing: Billing,
+    key_env: &'static str,
+    default_base: &'static str,
+    base_env: &'static str,
+) -> AdapterSpec {
+    AdapterSpec {
+        name,
+        family: Family::Glm,
+        billing,
+        wire_family: WireFamily::Chat,
+        wire: "Chat Completions `POST {base}/chat/completions`",
+        schema_on_wire: "`response_format: json_object` + the schema in the system prompt",
+        mode_rule: ModeRule::Fixed(StructuredOutputMode::JsonMode),
+        framework_tools: true,
+        tools_with_schema: true,
+        streaming: false,
+        dialect: Dialect::Glm,
+        limits: "JSON mode only; `tool_choice` auto only",
+        auth: Auth::ApiKey {
+            env: key_env,
+            header: KeyHeader::Bearer,
+        },
+        endpoint: Some(Endpoint {
+            path: "/chat/completions",
+            default_base,
+            base_env,
+            sdk_base: None,
+        }),
+        default_model: "glm-5.2",
+        models: &[ModelPattern::Prefix("glm-")],
+        reasoning_models: &[],
+    }
+}
+
+/// Every adapter, in the reference's registration order, plus `local`.
+pub const ADAPTERS: &[AdapterSpec] = &[
+    ANTHROPIC_PAYG,
+    AdapterSpec {
+        name: "anthropic-oauth",
+        billing: Billing::Subscription,
+        wire: "Messages API `POST {base}/v1/messages`, bearer + `anthropic-beta: oauth-2025-04-20`",
+        schema_on_wire: "same as anthropic-payg",
+        auth: Auth::ClaudeLogin {
+            token_env: "CLAUDE_CODE_OAUTH_TOKEN",
+            dir_env: "CLAUDE_CONFIG_DIR",
+            path: ".claude/.credentials.json",
+        },
+        ..ANTHROPIC_PAYG
+    },
+    AdapterSpec {
+        name: "claude-cli",
+        family: Family::Anthropic,
+        billing: Billing::Cli,
+        wire_family: WireFamily::Cli(CliTool::Claude),
+        wire: "`claude -p --output-format stream-json` subprocess",
+        schema_on_wire: "`--json-schema <inline JSON>`; `structured_output` read and re-validated",
+        mode_rule: ModeRule::Fixed(StructuredOutputMode::CliValidated),
+        framework_tools: false,
+        tools_with_schema: false,
+        streaming: false,
+        dialect: Dialect::ClaudeCli,
+        limits: "argument ≤ 128 KiB",
+        auth: Auth::Binary {
+            env: "GEODE_CLAUDE_BIN",
+            name: "claude",
+        },
+        endpoint: None,
+        default_model: "",
+        models: ANTHROPIC_MODELS,
+        reasoning_models: &[],
+    },
+    OPENAI_PAYG,
+    AdapterSpec {
+        name: "codex-oauth",
+        billing: Billing::Subscription,
+        wire_family: WireFamily::Responses(Backend::Codex),
+        wire: "ChatGPT backend `{base}/backend-api/codex/responses`, SSE, `store:false`",
+        auth: Auth::CodexLogin {
+            dir_env: "CODEX_HOME",
+            path: ".codex/auth.json",
+            token_url_env: "GEODE_CODEX_AUTH_URL",
+            default_token_url: "https://auth.openai.com",
+        },
+        endpoint: Some(Endpoint {
+            path: "/backend-api/codex/responses",
+            default_base: "https://chatgpt.com",
+            base_env: "GEODE_CODEX_BASE_URL",
+            sdk_base: None,
+        }),
+        ..OPENAI_PAYG
+    },
+    AdapterSpec {
+        name: "codex-cli",
+        family: Family::OpenAi,
+        billing: Billing::Cli,
+        wire_family: WireFamily::Cli(CliTool::Codex),
+        wire: "`codex exec --json` subprocess",
+        schema_on_wire: "temp file (0600) + `--output-schema FILE`, removed on every path",
+        mode_rule: ModeRule::Fixed(StructuredOutputMode::CliFlag),
+        framework_tools: false,
+        tools_with_schema: false,
+        streaming: false,
+        dialect: Dialect::CodexCli,
+        limits: OPENAI_LIMITS,
+        auth: Auth::Binary {
+            env: "GEODE_CODEX_BIN",
+            name: "codex",
+        },
+        endpoint: None,
+        default_model: "",
+        models: OPENAI_MODELS,
+        reasoning_models: OPENAI_REASONING,
+    },
+    glm(
+        "glm-payg",
+        Billing::Payg,
+        "ZAI_API_KEY",
+        "https://api.z.ai/api/paas/v4",
+        "GEODE_GLM_BASE_URL",
+    ),
+    glm(
+        "glm-coding-plan",
+        Billing::Subscription,
+        "ZAI_CODING_PLAN_KEY",
+        "https://api.z.ai/api/coding/paas/v4",
+        "GEODE_GLM_CODING_BASE_URL",
+    ),
+    AdapterSpec {
+        name: "local",
+        family: Family::Local,
+        billing: Billing::Local,
+        wire_family: WireFamily::Local,
+        wire: "in-process llama.cpp on a GGUF file",
+        schema_on_wire: "llguidance constrained decoding (schema, choice, regex, grammar)",
+        mode_rule: ModeRule::Fixed(StructuredOutputMode::Constrained),
+        framework_tools: false,
+        tools_with_schema: false,
+        streaming: false,
+        dialect: Dialect::Local,
+        limits: "keywords llguidance cannot compile fail closed",
+        auth: Auth::ModelFile,
+        endpoint: None,
+        default_model: "SmolLM2-135M-Instruct",
+        models: &[],
+        reasoning_models: &[],
+    },
+];
