@@ -7,48 +7,23 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may unwrap (HELPERS.md)
 
 use geode::ledger::StructuredOutputMode;
-use geode::llm::adapter::{Adapter, AdapterError, CallCx, RetryClass};
-use geode::llm::adapters::glm_coding_plan::GlmCodingPlan;
-use geode::llm::adapters::glm_payg::GlmPayg;
-use geode::llm::credentials::Secret;
-use geode::llm::http::{HttpClient, HttpConfig, RetryPolicy};
+use geode::llm::adapter::{AdapterError, CallCx, RetryClass};
 use geode::llm::request::{
     AdapterCallRequest, ContentBlock, Message, Role, StopReason, ToolChoice, ToolSpec,
 };
 use geode::llm::wire::schema_prompt::INSTRUCTION_HEADING;
-use geode_fakes::{FakeServer, Kind, RecordedRequest, Reply, Script};
+use geode_fakes::{RecordedRequest, Reply, Script};
 use serde_json::{Value, json};
 use std::time::Duration;
-use support::bounded;
+use support::http::{
+    Rig, base_url, build_from_process_env, run_child, short_deadline, test_secret,
+};
+use support::{assert_kind, bounded, expect_err};
 
 mod support;
 
-const KEY: &str = "zai-test-key-never-shown.abc123";
-
-fn http(max_retries: u32) -> HttpClient {
-    HttpClient::new(HttpConfig {
-        read_timeout: Duration::from_secs(5),
-        retry: RetryPolicy {
-            max_retries,
-            base_delay: Duration::from_millis(10),
-            max_delay: Duration::from_millis(200),
-        },
-        ..HttpConfig::default()
-    })
-    .unwrap()
-}
-
-async fn serve(script: Script) -> FakeServer {
-    FakeServer::start(Kind::Chat, script).await.unwrap()
-}
-
-fn payg(server: &FakeServer, retries: u32) -> GlmPayg {
-    GlmPayg::new(
-        format!("{}/api/paas/v4", server.base_url()),
-        Secret::new(KEY),
-    )
-    .unwrap()
-    .with_http(http(retries))
+async fn payg(script: Script) -> Rig {
+    Rig::start("glm-payg", script).await
 }
 
 fn request() -> AdapterCallRequest {
@@ -89,29 +64,28 @@ fn assert_invariants(seen: &[RecordedRequest], route: &str) {
         }
         assert_ne!(r.body["stream"], true);
         let dump = serde_json::to_string(r).unwrap();
-        assert!(!dump.contains(KEY), "the key reached the recording");
+        for adapter in ["glm-payg", "glm-coding-plan"] {
+            assert!(
+                !dump.contains(&test_secret(adapter)),
+                "the key reached the recording"
+            );
+        }
     }
 }
 
 const PAYG_ROUTE: &str = "/api/paas/v4/chat/completions";
 
-fn error_of<T>(r: Result<T, AdapterError>) -> AdapterError {
-    match r {
-        Ok(_) => panic!("expected an error"),
-        Err(e) => e,
-    }
-}
-
 #[tokio::test]
 async fn schema_sets_json_object_and_travels_in_the_system_prompt() {
     bounded(async {
         let answer = json!({"decision": "accept", "reason": "fine"});
-        let server = serve(Script::always(Reply::Json(answer.clone()))).await;
-        let resp = payg(&server, 0)
+        let rig = payg(Script::always(Reply::Json(answer.clone()))).await;
+        let resp = rig
+            .adapter
             .call(with_schema(), &CallCx::new())
             .await
             .unwrap();
-        let seen = server.requests();
+        let seen = rig.server.requests();
         assert_invariants(&seen, PAYG_ROUTE);
         let body = &seen[0].body;
         assert_eq!(body["model"], "glm-test");
@@ -138,12 +112,9 @@ async fn schema_sets_json_object_and_travels_in_the_system_prompt() {
 #[tokio::test]
 async fn no_schema_sends_no_response_format() {
     bounded(async {
-        let server = serve(Script::always(Reply::text("hi"))).await;
-        let resp = payg(&server, 0)
-            .call(request(), &CallCx::new())
-            .await
-            .unwrap();
-        let body = &server.requests()[0].body;
+        let rig = payg(Script::always(Reply::text("hi"))).await;
+        let resp = rig.adapter.call(request(), &CallCx::new()).await.unwrap();
+        let body = &rig.server.requests()[0].body;
         assert!(body.get("response_format").is_none());
         assert_eq!(resp.wire.mode, StructuredOutputMode::None);
         assert_eq!(resp.text, "hi");
@@ -154,15 +125,25 @@ async fn no_schema_sends_no_response_format() {
 #[tokio::test]
 async fn tool_choice_none_is_never_sent_to_glm() {
     bounded(async {
-        let server = serve(Script::always(Reply::text("ok"))).await;
-        let adapter = payg(&server, 0);
-        for choice in [ToolChoice::Auto, ToolChoice::Any, ToolChoice::None, ToolChoice::Tool("get_weather".into())] {
-            adapter.call(with_tools(choice), &CallCx::new()).await.unwrap();
+        let rig = payg(Script::always(Reply::text("ok"))).await;
+        for choice in [
+            ToolChoice::Auto,
+            ToolChoice::Any,
+            ToolChoice::None,
+            ToolChoice::Tool("get_weather".into()),
+        ] {
+            rig.adapter
+                .call(with_tools(choice), &CallCx::new())
+                .await
+                .unwrap();
         }
-        let seen = server.requests();
+        let seen = rig.server.requests();
         assert_invariants(&seen, PAYG_ROUTE);
         let choices: Vec<Option<&Value>> = seen.iter().map(|r| r.body.get("tool_choice")).collect();
-        assert_eq!(choices, [Some(&json!("auto")), Some(&json!("auto")), None, Some(&json!("auto"))]);
+        assert_eq!(
+            choices,
+            [Some(&json!("auto")), Some(&json!("auto")), None, Some(&json!("auto"))]
+        );
         assert!(seen[2].body.get("tools").is_none(), "none withholds the tools");
         assert_eq!(
             seen[0].body["tools"][0],
@@ -176,13 +157,13 @@ async fn tool_choice_none_is_never_sent_to_glm() {
 #[tokio::test]
 async fn tool_calls_come_back_parsed_and_replay_as_tool_messages() {
     bounded(async {
-        let server = serve(Script::new([
+        let rig = payg(Script::new([
             Reply::tool_call("get_weather", json!({"city": "Paris"})),
             Reply::text("18C"),
         ]))
         .await;
-        let adapter = payg(&server, 0);
-        let first = adapter
+        let first = rig
+            .adapter
             .call(with_tools(ToolChoice::Auto), &CallCx::new())
             .await
             .unwrap();
@@ -211,10 +192,10 @@ async fn tool_calls_come_back_parsed_and_replay_as_tool_messages() {
             }],
         });
         assert_eq!(
-            adapter.call(next, &CallCx::new()).await.unwrap().text,
+            rig.adapter.call(next, &CallCx::new()).await.unwrap().text,
             "18C"
         );
-        let body = &server.requests()[1].body;
+        let body = &rig.server.requests()[1].body;
         assert_eq!(
             body["messages"][1]["tool_calls"][0]["function"]["arguments"],
             "{\"city\":\"Paris\"}"
@@ -230,15 +211,9 @@ async fn tool_calls_come_back_parsed_and_replay_as_tool_messages() {
 #[tokio::test]
 async fn coding_plan_posts_to_its_own_base_with_its_own_key() {
     bounded(async {
-        let server = serve(Script::always(Reply::text("ok"))).await;
-        let adapter = GlmCodingPlan::new(
-            format!("{}/api/coding/paas/v4/", server.base_url()),
-            Secret::new(KEY),
-        )
-        .unwrap()
-        .with_http(http(0));
+        let rig = Rig::start("glm-coding-plan", Script::always(Reply::text("ok"))).await;
         assert_eq!(
-            adapter
+            rig.adapter
                 .call(with_schema(), &CallCx::new())
                 .await
                 .unwrap()
@@ -246,7 +221,10 @@ async fn coding_plan_posts_to_its_own_base_with_its_own_key() {
                 .mode,
             StructuredOutputMode::JsonMode
         );
-        assert_invariants(&server.requests(), "/api/coding/paas/v4/chat/completions");
+        assert_invariants(
+            &rig.server.requests(),
+            "/api/coding/paas/v4/chat/completions",
+        );
     })
     .await
 }
@@ -254,17 +232,17 @@ async fn coding_plan_posts_to_its_own_base_with_its_own_key() {
 #[tokio::test]
 async fn a_schema_rejection_is_typed_and_not_retried() {
     bounded(async {
-        let server = serve(Script::always(Reply::SchemaRejection(
+        let rig = payg(Script::always(Reply::SchemaRejection(
             "response_format type json_schema is not supported".into(),
         )))
         .await;
-        let err = error_of(payg(&server, 3).call(with_schema(), &CallCx::new()).await);
+        let err = expect_err(rig.adapter.call(with_schema(), &CallCx::new()).await);
         assert!(
             matches!(err, AdapterError::SchemaRejected { status: 400, .. }),
             "{err}"
         );
         assert_eq!(err.retry_class(), RetryClass::Fatal);
-        assert_eq!(server.requests().len(), 1);
+        assert_eq!(rig.server.requests().len(), 1);
     })
     .await
 }
@@ -272,14 +250,19 @@ async fn a_schema_rejection_is_typed_and_not_retried() {
 #[tokio::test]
 async fn rate_limits_server_errors_and_resets_are_retried() {
     bounded(async {
-        let server = serve(Script::always(Reply::rate_limited(4))).await;
-        match error_of(payg(&server, 0).call(request(), &CallCx::new()).await) {
+        let rig = payg(Script::always(Reply::rate_limited(4))).await;
+        match expect_err(rig.adapter.call(request(), &short_deadline()).await) {
             AdapterError::RateLimited { retry_after, .. } => {
                 assert_eq!(retry_after, Some(Duration::from_secs(4)))
             }
             other => panic!("expected RateLimited, got {other}"),
         }
-        let server = serve(Script::new([
+        assert_eq!(
+            rig.server.requests().len(),
+            1,
+            "a wait past the deadline is not taken"
+        );
+        let rig = payg(Script::new([
             Reply::rate_limited(1),
             Reply::status(500),
             Reply::ConnectionReset,
@@ -287,22 +270,22 @@ async fn rate_limits_server_errors_and_resets_are_retried() {
         ]))
         .await;
         assert_eq!(
-            payg(&server, 3)
+            rig.adapter
                 .call(request(), &CallCx::new())
                 .await
                 .unwrap()
                 .text,
             "ok"
         );
-        assert_eq!(server.requests().len(), 4);
-        assert_invariants(&server.requests(), PAYG_ROUTE);
-        let server = serve(Script::always(Reply::status(503))).await;
-        let err = error_of(payg(&server, 1).call(request(), &CallCx::new()).await);
+        assert_eq!(rig.server.requests().len(), 4);
+        assert_invariants(&rig.server.requests(), PAYG_ROUTE);
+        let rig = payg(Script::always(Reply::status(503))).await;
+        let err = expect_err(rig.adapter.call(request(), &CallCx::new()).await);
         assert!(
             matches!(err, AdapterError::Server { status: 503, .. }),
             "{err}"
         );
-        assert_eq!(server.requests().len(), 2);
+        assert_eq!(rig.server.requests().len(), 4, "one try and three retries");
     })
     .await
 }
@@ -310,12 +293,12 @@ async fn rate_limits_server_errors_and_resets_are_retried() {
 #[tokio::test]
 async fn a_body_cut_mid_json_is_a_retryable_failure() {
     bounded(async {
-        let server = serve(Script::always(Reply::StreamCut)).await;
-        let err = error_of(payg(&server, 1).call(request(), &CallCx::new()).await);
+        let rig = payg(Script::always(Reply::StreamCut)).await;
+        let err = expect_err(rig.adapter.call(request(), &CallCx::new()).await);
         assert_eq!(err.retry_class(), RetryClass::Retryable, "{err}");
-        let server = serve(Script::new([Reply::StreamCut, Reply::text("whole")])).await;
+        let rig = payg(Script::new([Reply::StreamCut, Reply::text("whole")])).await;
         assert_eq!(
-            payg(&server, 1)
+            rig.adapter
                 .call(request(), &CallCx::new())
                 .await
                 .unwrap()
@@ -329,18 +312,25 @@ async fn a_body_cut_mid_json_is_a_retryable_failure() {
 #[tokio::test]
 async fn refusal_and_length_keep_their_stop_reasons() {
     bounded(async {
-        let server = serve(Script::new([
+        let rig = payg(Script::new([
             Reply::Refusal("No.".into()),
             Reply::MaxTokens("{\"decision\":".into()),
         ]))
         .await;
-        let adapter = payg(&server, 0);
-        let refused = adapter.call(with_schema(), &CallCx::new()).await.unwrap();
+        let refused = rig
+            .adapter
+            .call(with_schema(), &CallCx::new())
+            .await
+            .unwrap();
         assert_eq!(
             (refused.stop_reason, refused.text.as_str()),
             (StopReason::Refusal, "No.")
         );
-        let cut = adapter.call(with_schema(), &CallCx::new()).await.unwrap();
+        let cut = rig
+            .adapter
+            .call(with_schema(), &CallCx::new())
+            .await
+            .unwrap();
         assert_eq!(
             (cut.stop_reason, cut.text.as_str()),
             (StopReason::MaxTokens, "{\"decision\":")
@@ -348,51 +338,24 @@ async fn refusal_and_length_keep_their_stop_reasons() {
     })
     .await
 }
-
-/// Runs this test binary's ignored [`child_from_env`] test in a child process with exactly `vars`
-/// as its environment; returns whether it passed.
-async fn run_child(vars: &[(&str, String)]) -> bool {
-    let mut cmd = tokio::process::Command::new(std::env::current_exe().unwrap());
-    cmd.args(["--ignored", "--exact", "child_from_env", "--test-threads=1"])
-        .env_clear()
-        .kill_on_drop(true)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    for (k, v) in vars {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().await.unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        text.contains("1 passed") || !out.status.success(),
-        "child did not run: {text}"
-    );
-    if !out.status.success() {
-        eprintln!("{text}\n{}", String::from_utf8_lossy(&out.stderr));
-    }
-    out.status.success()
-}
-
 #[tokio::test]
 async fn from_env_reads_keys_and_base_urls_and_names_what_is_missing() {
     bounded(async {
-        assert!(run_child(&[("GEODE_TEST_CHILD", "missing".into())]).await);
-        let server = serve(Script::always(Reply::text("from env"))).await;
+        assert!(run_child("child_from_env", &[("GEODE_TEST_CHILD", "missing".into())]).await);
+        let rig = payg(Script::always(Reply::text("from env"))).await;
+        let origin = rig.server.base_url();
         let vars = [
             ("GEODE_TEST_CHILD", "configured".to_owned()),
-            (
-                "GEODE_GLM_BASE_URL",
-                format!("{}/api/paas/v4", server.base_url()),
-            ),
+            ("GEODE_GLM_BASE_URL", base_url("glm-payg", &origin)),
             (
                 "GEODE_GLM_CODING_BASE_URL",
-                format!("{}/api/coding/paas/v4", server.base_url()),
+                base_url("glm-coding-plan", &origin),
             ),
-            ("ZAI_API_KEY", KEY.to_owned()),
-            ("ZAI_CODING_PLAN_KEY", KEY.to_owned()),
+            ("ZAI_API_KEY", test_secret("glm-payg")),
+            ("ZAI_CODING_PLAN_KEY", test_secret("glm-coding-plan")),
         ];
-        assert!(run_child(&vars).await);
-        let seen = server.requests();
+        assert!(run_child("child_from_env", &vars).await);
+        let seen = rig.server.requests();
         assert_eq!(seen.len(), 2);
         assert_invariants(&seen[..1], PAYG_ROUTE);
         assert_invariants(&seen[1..], "/api/coding/paas/v4/chat/completions");
@@ -408,29 +371,23 @@ async fn child_from_env() {
     let mode = std::env::var("GEODE_TEST_CHILD").expect("run by the parent test only");
     match mode.as_str() {
         "missing" => {
-            let err = GlmPayg::from_env().unwrap_err();
-            assert!(
-                err.kind() == "config" && err.to_string().contains("ZAI_API_KEY"),
-                "{err}"
-            );
-            let err = GlmCodingPlan::from_env().unwrap_err();
-            let text = err.to_string();
-            assert!(
-                err.kind() == "config" && text.contains("ZAI_CODING_PLAN_KEY"),
-                "{text}"
-            );
+            for (adapter, var) in [
+                ("glm-payg", "ZAI_API_KEY"),
+                ("glm-coding-plan", "ZAI_CODING_PLAN_KEY"),
+            ] {
+                let err = expect_err(build_from_process_env(adapter));
+                assert_kind(&err, "config");
+                assert!(err.to_string().contains(var), "{err}");
+            }
         }
         "configured" => {
-            let payg = GlmPayg::from_env().unwrap();
-            assert_eq!(
-                payg.call(request(), &CallCx::new()).await.unwrap().text,
-                "from env"
-            );
-            let plan = GlmCodingPlan::from_env().unwrap();
-            assert_eq!(
-                plan.call(request(), &CallCx::new()).await.unwrap().text,
-                "from env"
-            );
+            for adapter in ["glm-payg", "glm-coding-plan"] {
+                let built = build_from_process_env(adapter).unwrap();
+                assert_eq!(
+                    built.call(request(), &CallCx::new()).await.unwrap().text,
+                    "from env"
+                );
+            }
         }
         other => panic!("unknown child mode {other}"),
     }

@@ -6,49 +6,24 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may unwrap (HELPERS.md)
 
 use geode::ledger::StructuredOutputMode;
-use geode::llm::adapter::{Adapter, AdapterError, CallCx, RetryClass};
-use geode::llm::adapters::anthropic_oauth::{self, AnthropicOauth};
-use geode::llm::adapters::anthropic_payg::AnthropicPayg;
-use geode::llm::credentials::Secret;
-use geode::llm::http::{HttpClient, HttpConfig, RetryPolicy};
+use geode::llm::adapter::{AdapterError, CallCx, RetryClass};
 use geode::llm::request::{AdapterCallRequest, Message, StopReason, ToolChoice, ToolSpec};
 use geode::llm::wire::schema_prompt::INSTRUCTION_HEADING;
 use geode::schema::ResponseSchema;
 use geode_fakes::{FakeServer, Kind, RecordedRequest, Reply, Script};
 use serde_json::{Value, json};
 use std::time::Duration;
+use support::env::MapEnv;
+use support::http::{Rig, build, build_from_process_env, run_child, short_deadline, test_secret};
+use support::{assert_kind, bounded, expect_err};
 
-const KEY: &str = "sk-ant-api03-test-key-never-shown";
-const TOKEN: &str = "sk-ant-oat01-test-token-never-shown";
+mod support;
 
-async fn bounded<T>(fut: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(Duration::from_secs(20), fut)
-        .await
-        .expect("test exceeded its 20 s bound")
-}
+/// The identity block Anthropic requires first in an OAuth request's system (wire.md §4.3).
+const IDENTITY: &str = "You are Claude Code, Anthropic's official CLI for Claude.";
 
-fn http(max_retries: u32) -> HttpClient {
-    HttpClient::new(HttpConfig {
-        sse_idle_timeout: Duration::from_secs(3),
-        read_timeout: Duration::from_secs(5),
-        retry: RetryPolicy {
-            max_retries,
-            base_delay: Duration::from_millis(10),
-            max_delay: Duration::from_millis(200),
-        },
-        ..HttpConfig::default()
-    })
-    .unwrap()
-}
-
-async fn serve(script: Script) -> FakeServer {
-    FakeServer::start(Kind::Messages, script).await.unwrap()
-}
-
-fn payg(server: &FakeServer, retries: u32) -> AnthropicPayg {
-    AnthropicPayg::new(server.base_url(), Secret::new(KEY))
-        .unwrap()
-        .with_http(http(retries))
+async fn payg(script: Script) -> Rig {
+    Rig::start("anthropic-payg", script).await
 }
 
 fn request() -> AdapterCallRequest {
@@ -97,29 +72,25 @@ fn assert_invariants(seen: &[RecordedRequest]) {
             );
         }
         let dump = serde_json::to_string(r).unwrap();
-        assert!(
-            !dump.contains(KEY) && !dump.contains(TOKEN),
-            "a secret reached the recording"
-        );
-    }
-}
-
-fn kind_of<T>(r: Result<T, AdapterError>) -> AdapterError {
-    match r {
-        Ok(_) => panic!("expected an error"),
-        Err(e) => e,
+        for adapter in ["anthropic-payg", "anthropic-oauth"] {
+            assert!(
+                !dump.contains(&test_secret(adapter)),
+                "a secret reached the recording"
+            );
+        }
     }
 }
 
 #[tokio::test]
 async fn payg_sends_api_key_and_native_output_config_for_a_fitting_schema() {
     bounded(async {
-        let server = serve(Script::always(Reply::Auto)).await;
-        let resp = payg(&server, 0)
+        let rig = payg(Script::always(Reply::Auto)).await;
+        let resp = rig
+            .adapter
             .call(with_schema(fitting()), &CallCx::new())
             .await
             .unwrap();
-        let seen = server.requests();
+        let seen = rig.server.requests();
         assert_invariants(&seen);
         let r = &seen[0];
         assert_eq!(r.header("x-api-key"), Some("***"));
@@ -156,21 +127,23 @@ async fn payg_sends_api_key_and_native_output_config_for_a_fitting_schema() {
 #[tokio::test]
 async fn oauth_sends_bearer_beta_and_identity_block_first() {
     bounded(async {
-        let server = serve(Script::always(Reply::text("hi"))).await;
-        let adapter = AnthropicOauth::new(server.base_url(), Secret::new(TOKEN)).unwrap().with_http(http(0));
+        let rig = Rig::start("anthropic-oauth", Script::always(Reply::text("hi"))).await;
         let mut req = request();
         req.system_prompt = "Be terse.".into();
-        let resp = adapter.call(req, &CallCx::new()).await.unwrap();
+        let resp = rig.adapter.call(req, &CallCx::new()).await.unwrap();
         assert_eq!(resp.text, "hi");
-        let seen = server.requests();
+        let seen = rig.server.requests();
         assert_invariants(&seen);
         let r = &seen[0];
         assert_eq!(r.header("authorization"), Some("Bearer ***"));
         assert_eq!(r.header("x-api-key"), None);
-        assert!(r.header("anthropic-beta").is_some_and(|b| b.split(',').any(|x| x.trim() == "oauth-2025-04-20")));
+        assert!(
+            r.header("anthropic-beta")
+                .is_some_and(|b| b.split(',').any(|x| x.trim() == "oauth-2025-04-20"))
+        );
         assert_eq!(
             r.body["system"],
-            json!([{"type": "text", "text": anthropic_oauth::IDENTITY}, {"type": "text", "text": "Be terse."}])
+            json!([{"type": "text", "text": IDENTITY}, {"type": "text", "text": "Be terse."}])
         );
     })
     .await
@@ -181,23 +154,30 @@ async fn oauth_token_comes_from_the_claude_credentials_file() {
     bounded(async {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(".credentials.json");
+        let token = test_secret("anthropic-oauth");
         std::fs::write(
             &path,
-            json!({"claudeAiOauth": {"accessToken": TOKEN, "expiresAt": u64::MAX / 2}}).to_string(),
+            json!({"claudeAiOauth": {"accessToken": token, "expiresAt": u64::MAX / 2}}).to_string(),
         )
         .unwrap();
-        let server = serve(Script::always(Reply::text("ok"))).await;
-        let adapter = AnthropicOauth::with_credentials_file(server.base_url(), &path)
-            .unwrap()
-            .with_http(http(0));
+        let server = FakeServer::start(Kind::Messages, Script::always(Reply::text("ok")))
+            .await
+            .unwrap();
+        // No token variable: the token comes from `CLAUDE_CONFIG_DIR/.credentials.json`.
+        let env = MapEnv::new()
+            .set("GEODE_ANTHROPIC_BASE_URL", server.base_url())
+            .set("CLAUDE_CONFIG_DIR", dir.path().display().to_string());
+        let adapter = build("anthropic-oauth", &env).unwrap();
         assert_eq!(
             adapter.call(request(), &CallCx::new()).await.unwrap().text,
             "ok"
         );
-        assert_invariants(&server.requests());
+        let seen = server.requests();
+        assert_invariants(&seen);
+        assert_eq!(seen[0].header("authorization"), Some("Bearer ***"));
         std::fs::remove_file(&path).unwrap();
-        let err = kind_of(adapter.call(request(), &CallCx::new()).await);
-        assert_eq!(err.kind(), "config");
+        let err = expect_err(adapter.call(request(), &CallCx::new()).await);
+        assert_kind(&err, "config");
         assert_eq!(server.requests().len(), 1, "no request without a token");
     })
     .await
@@ -207,16 +187,17 @@ async fn oauth_token_comes_from_the_claude_credentials_file() {
 async fn unfitting_schema_travels_as_a_forced_output_tool_and_comes_back_structured() {
     bounded(async {
         let answer = json!({"name": "root", "kids": [{"name": "leaf"}]});
-        let server = serve(Script::always(Reply::tool_call(
+        let rig = payg(Script::always(Reply::tool_call(
             "emit_Tree",
             answer.clone(),
         )))
         .await;
-        let resp = payg(&server, 0)
+        let resp = rig
+            .adapter
             .call(with_schema(recursive()), &CallCx::new())
             .await
             .unwrap();
-        let seen = server.requests();
+        let seen = rig.server.requests();
         assert_invariants(&seen);
         let body = &seen[0].body;
         assert_eq!(
@@ -241,7 +222,7 @@ async fn unfitting_schema_travels_as_a_forced_output_tool_and_comes_back_structu
 #[tokio::test]
 async fn framework_tool_calls_beside_the_output_tool_go_back_to_the_loop() {
     bounded(async {
-        let server = serve(Script::always(Reply::tool_call(
+        let rig = payg(Script::always(Reply::tool_call(
             "get_weather",
             json!({"city": "Paris"}),
         )))
@@ -249,8 +230,8 @@ async fn framework_tool_calls_beside_the_output_tool_go_back_to_the_loop() {
         let mut req = with_schema(recursive());
         req.tools = vec![weather_tool()];
         req.tool_choice = ToolChoice::Auto;
-        let resp = payg(&server, 0).call(req, &CallCx::new()).await.unwrap();
-        let body = &server.requests()[0].body;
+        let resp = rig.adapter.call(req, &CallCx::new()).await.unwrap();
+        let body = &rig.server.requests()[0].body;
         assert_eq!(body["tool_choice"], json!({"type": "any"}));
         let names: Vec<&str> = body["tools"]
             .as_array()
@@ -270,11 +251,11 @@ async fn framework_tool_calls_beside_the_output_tool_go_back_to_the_loop() {
 #[tokio::test]
 async fn with_thinking_an_unfitting_schema_goes_into_the_system_prompt() {
     bounded(async {
-        let server = serve(Script::always(Reply::text("{\"name\":\"x\"}"))).await;
+        let rig = payg(Script::always(Reply::text("{\"name\":\"x\"}"))).await;
         let mut req = with_schema(recursive());
         req.thinking_budget = 1024;
-        let resp = payg(&server, 0).call(req, &CallCx::new()).await.unwrap();
-        let body = &server.requests()[0].body;
+        let resp = rig.adapter.call(req, &CallCx::new()).await.unwrap();
+        let body = &rig.server.requests()[0].body;
         assert!(
             body["system"]
                 .as_str()
@@ -294,9 +275,9 @@ async fn with_thinking_an_unfitting_schema_goes_into_the_system_prompt() {
 async fn schema_rejection_400_is_typed_and_not_retried() {
     bounded(async {
         let msg = "output_config.format.schema: Too many recursive definitions in schema";
-        let server = serve(Script::always(Reply::SchemaRejection(msg.into()))).await;
-        let err = kind_of(
-            payg(&server, 3)
+        let rig = payg(Script::always(Reply::SchemaRejection(msg.into()))).await;
+        let err = expect_err(
+            rig.adapter
                 .call(with_schema(fitting()), &CallCx::new())
                 .await,
         );
@@ -305,7 +286,7 @@ async fn schema_rejection_400_is_typed_and_not_retried() {
             "{err}"
         );
         assert_eq!(err.retry_class(), RetryClass::Fatal);
-        assert_eq!(server.requests().len(), 1);
+        assert_eq!(rig.server.requests().len(), 1);
     })
     .await
 }
@@ -315,14 +296,14 @@ async fn a_400_about_the_output_tool_schema_is_a_schema_rejection() {
     bounded(async {
         let body = json!({"type": "error", "error": {"type": "invalid_request_error",
             "message": "tools.0.custom.input_schema: JSON schema is invalid"}});
-        let server = serve(Script::always(Reply::Status {
+        let rig = payg(Script::always(Reply::Status {
             status: 400,
             body,
             retry_after: None,
         }))
         .await;
-        let err = kind_of(
-            payg(&server, 3)
+        let err = expect_err(
+            rig.adapter
                 .call(with_schema(recursive()), &CallCx::new())
                 .await,
         );
@@ -330,7 +311,7 @@ async fn a_400_about_the_output_tool_schema_is_a_schema_rejection() {
             matches!(err, AdapterError::SchemaRejected { status: 400, .. }),
             "{err}"
         );
-        assert_eq!(server.requests().len(), 1);
+        assert_eq!(rig.server.requests().len(), 1);
     })
     .await
 }
@@ -338,22 +319,24 @@ async fn a_400_about_the_output_tool_schema_is_a_schema_rejection() {
 #[tokio::test]
 async fn rate_limit_429_reports_retry_after_and_is_retried() {
     bounded(async {
-        let server = serve(Script::always(Reply::rate_limited(7))).await;
-        let err = kind_of(payg(&server, 0).call(request(), &CallCx::new()).await);
+        let rig = payg(Script::always(Reply::rate_limited(7))).await;
+        let err = expect_err(rig.adapter.call(request(), &short_deadline()).await);
         match err {
             AdapterError::RateLimited { retry_after, .. } => {
                 assert_eq!(retry_after, Some(Duration::from_secs(7)))
             }
             other => panic!("expected RateLimited, got {other}"),
         }
-        let server = serve(Script::new([Reply::rate_limited(1), Reply::text("after")])).await;
-        let resp = payg(&server, 2)
-            .call(request(), &CallCx::new())
-            .await
-            .unwrap();
+        assert_eq!(
+            rig.server.requests().len(),
+            1,
+            "a wait past the deadline is not taken"
+        );
+        let rig = payg(Script::new([Reply::rate_limited(1), Reply::text("after")])).await;
+        let resp = rig.adapter.call(request(), &CallCx::new()).await.unwrap();
         assert_eq!(resp.text, "after");
-        assert_eq!(server.requests().len(), 2);
-        assert_invariants(&server.requests());
+        assert_eq!(rig.server.requests().len(), 2);
+        assert_invariants(&rig.server.requests());
     })
     .await
 }
@@ -361,34 +344,32 @@ async fn rate_limit_429_reports_retry_after_and_is_retried() {
 #[tokio::test]
 async fn server_errors_and_resets_are_retried_then_reported() {
     bounded(async {
-        let server = serve(Script::new([
+        let rig = payg(Script::new([
             Reply::status(500),
             Reply::ConnectionReset,
             Reply::text("ok"),
         ]))
         .await;
         assert_eq!(
-            payg(&server, 3)
+            rig.adapter
                 .call(request(), &CallCx::new())
                 .await
                 .unwrap()
                 .text,
             "ok"
         );
-        assert_eq!(server.requests().len(), 3);
-        let server = serve(Script::always(Reply::status(529))).await;
-        let err = kind_of(payg(&server, 2).call(request(), &CallCx::new()).await);
+        assert_eq!(rig.server.requests().len(), 3);
+        let rig = payg(Script::always(Reply::status(529))).await;
+        let err = expect_err(rig.adapter.call(request(), &CallCx::new()).await);
         assert!(
             matches!(err, AdapterError::Server { status: 529, .. }),
             "{err}"
         );
-        assert_eq!(server.requests().len(), 3);
-        let server = serve(Script::always(Reply::ConnectionReset)).await;
-        let err = kind_of(payg(&server, 1).call(request(), &CallCx::new()).await);
-        assert_eq!(
-            (err.kind(), err.retry_class()),
-            ("transport", RetryClass::Retryable)
-        );
+        assert_eq!(rig.server.requests().len(), 4, "one try and three retries");
+        let rig = payg(Script::always(Reply::ConnectionReset)).await;
+        let err = expect_err(rig.adapter.call(request(), &CallCx::new()).await);
+        assert_kind(&err, "transport");
+        assert_eq!(err.retry_class(), RetryClass::Retryable);
     })
     .await
 }
@@ -396,12 +377,12 @@ async fn server_errors_and_resets_are_retried_then_reported() {
 #[tokio::test]
 async fn refusal_and_max_tokens_keep_their_stop_reasons() {
     bounded(async {
-        let server = serve(Script::new([
+        let rig = payg(Script::new([
             Reply::Refusal("I can't help.".into()),
             Reply::MaxTokens("{\"answer\":".into()),
         ]))
         .await;
-        let adapter = payg(&server, 0);
+        let adapter = &rig.adapter;
         let refused = adapter
             .call(with_schema(fitting()), &CallCx::new())
             .await
@@ -425,44 +406,17 @@ async fn refusal_and_max_tokens_keep_their_stop_reasons() {
 #[tokio::test]
 async fn cancel_stops_a_hanging_call() {
     bounded(async {
-        let server = serve(Script::always(Reply::Hang)).await;
-        let adapter = payg(&server, 0);
+        let rig = payg(Script::always(Reply::Hang)).await;
+        let adapter = &rig.adapter;
         let cx = CallCx::new();
         let cancel = cx.cancel.clone();
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(100)).await;
             cancel.cancel();
         });
-        assert_eq!(
-            kind_of(adapter.call(request(), &cx).await).kind(),
-            "cancelled"
-        );
+        assert_kind(&expect_err(adapter.call(request(), &cx).await), "cancelled");
     })
     .await
-}
-
-/// Runs this test binary's ignored [`child_from_env`] test in a child process with exactly `vars`
-/// as its environment; returns whether it passed.
-async fn run_child(vars: &[(&str, String)]) -> bool {
-    let mut cmd = tokio::process::Command::new(std::env::current_exe().unwrap());
-    cmd.args(["--ignored", "--exact", "child_from_env", "--test-threads=1"])
-        .env_clear()
-        .kill_on_drop(true)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    for (k, v) in vars {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().await.unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        text.contains("1 passed") || !out.status.success(),
-        "child did not run: {text}"
-    );
-    if !out.status.success() {
-        eprintln!("{text}\n{}", String::from_utf8_lossy(&out.stderr));
-    }
-    out.status.success()
 }
 
 #[tokio::test]
@@ -470,16 +424,17 @@ async fn from_env_reads_keys_and_base_url_and_names_what_is_missing() {
     bounded(async {
         let empty = tempfile::tempdir().unwrap();
         let home = empty.path().display().to_string();
-        assert!(run_child(&[("GEODE_TEST_CHILD", "missing".into()), ("HOME", home)]).await);
-        let server = serve(Script::always(Reply::text("from env"))).await;
+        let missing = [("GEODE_TEST_CHILD", "missing".into()), ("HOME", home)];
+        assert!(run_child("child_from_env", &missing).await);
+        let rig = payg(Script::always(Reply::text("from env"))).await;
         let vars = [
             ("GEODE_TEST_CHILD", "configured".to_owned()),
-            ("GEODE_ANTHROPIC_BASE_URL", server.base_url()),
-            ("ANTHROPIC_API_KEY", KEY.to_owned()),
-            ("CLAUDE_CODE_OAUTH_TOKEN", TOKEN.to_owned()),
+            ("GEODE_ANTHROPIC_BASE_URL", rig.server.base_url()),
+            ("ANTHROPIC_API_KEY", test_secret("anthropic-payg")),
+            ("CLAUDE_CODE_OAUTH_TOKEN", test_secret("anthropic-oauth")),
         ];
-        assert!(run_child(&vars).await);
-        let seen = server.requests();
+        assert!(run_child("child_from_env", &vars).await);
+        let seen = rig.server.requests();
         assert_eq!(seen.len(), 2);
         assert_invariants(&seen);
         assert_eq!(seen[0].header("x-api-key"), Some("***"));
@@ -496,11 +451,11 @@ async fn child_from_env() {
     let mode = std::env::var("GEODE_TEST_CHILD").expect("run by the parent test only");
     match mode.as_str() {
         "missing" => {
-            let err = AnthropicPayg::from_env().unwrap_err();
-            assert_eq!(err.kind(), "config");
+            let err = expect_err(build_from_process_env("anthropic-payg"));
+            assert_kind(&err, "config");
             assert!(err.to_string().contains("ANTHROPIC_API_KEY"), "{err}");
-            let err = AnthropicOauth::from_env().unwrap_err();
-            assert_eq!(err.kind(), "config");
+            let err = expect_err(build_from_process_env("anthropic-oauth"));
+            assert_kind(&err, "config");
             let text = err.to_string();
             assert!(
                 text.contains("CLAUDE_CODE_OAUTH_TOKEN") && text.contains(".credentials.json"),
@@ -508,16 +463,13 @@ async fn child_from_env() {
             );
         }
         "configured" => {
-            let payg = AnthropicPayg::from_env().unwrap();
-            assert_eq!(
-                payg.call(request(), &CallCx::new()).await.unwrap().text,
-                "from env"
-            );
-            let oauth = AnthropicOauth::from_env().unwrap();
-            assert_eq!(
-                oauth.call(request(), &CallCx::new()).await.unwrap().text,
-                "from env"
-            );
+            for adapter in ["anthropic-payg", "anthropic-oauth"] {
+                let built = build_from_process_env(adapter).unwrap();
+                assert_eq!(
+                    built.call(request(), &CallCx::new()).await.unwrap().text,
+                    "from env"
+                );
+            }
         }
         other => panic!("unknown child mode {other}"),
     }

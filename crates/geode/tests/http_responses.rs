@@ -4,77 +4,18 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use geode::ledger::StructuredOutputMode;
-use geode::llm::adapter::{Adapter, AdapterError, CallCx};
-use geode::llm::adapters::codex_oauth::{CodexOauth, CodexOauthSettings};
-use geode::llm::adapters::openai_payg::{OpenAiPayg, OpenAiPaygSettings};
-use geode::llm::credentials::{CodexAuthFile, Secret};
-use geode::llm::http::{HttpClient, HttpConfig, RetryPolicy};
+use geode::llm::adapter::{AdapterError, CallCx};
 use geode::llm::request::{AdapterCallRequest, AdapterResponse, Message, StopReason, ToolSpec};
 use geode::schema::ResponseSchema;
+use geode_fakes::chatgpt::DEFAULT_ACCOUNT_ID as ACCOUNT;
 use geode_fakes::{FakeServer, Kind, RecordedRequest, Reply, Script};
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::Path;
+use support::env::MapEnv;
+use support::http::{Rig, build};
+use support::{assert_kind, bounded, expect_err};
 
-const API_KEY: &str = "sk-test-payg-SECRET-4242";
-const ACCOUNT: &str = "acct_fake_123";
-
-async fn bounded<F: std::future::Future>(f: F) -> F::Output {
-    tokio::time::timeout(Duration::from_secs(30), f)
-        .await
-        .expect("the test step did not finish within its bound")
-}
-
-fn http() -> HttpClient {
-    HttpClient::new(HttpConfig {
-        sse_idle_timeout: Duration::from_secs(10),
-        retry: RetryPolicy {
-            max_retries: 3,
-            base_delay: Duration::from_millis(10),
-            max_delay: Duration::from_secs(2),
-        },
-        ..HttpConfig::default()
-    })
-    .unwrap()
-}
-
-fn payg(server: &FakeServer) -> OpenAiPayg {
-    OpenAiPayg::with_http(
-        OpenAiPaygSettings {
-            base_url: server.base_url(),
-            api_key: Secret::new(API_KEY),
-        },
-        http(),
-    )
-}
-
-/// A codex home with an `auth.json` (0600) whose access token expires in `ttl` seconds.
-fn codex_home(ttl: i64) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("auth.json");
-    let mut tokens = geode_fakes::chatgpt::fake_tokens(ACCOUNT, ttl);
-    tokens["account_id"] = json!(ACCOUNT);
-    let doc = json!({"auth_mode": "chatgpt", "OPENAI_API_KEY": null, "tokens": tokens,
-                     "last_refresh": "2026-01-01T00:00:00Z"});
-    std::fs::write(&path, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
-    }
-    (dir, path)
-}
-
-fn codex(server: &FakeServer, auth: &Path) -> CodexOauth {
-    CodexOauth::with_http(
-        CodexOauthSettings {
-            base_url: server.base_url(),
-            auth_url: server.base_url(),
-            auth_file: CodexAuthFile::at(auth),
-        },
-        http(),
-    )
-}
+mod support;
 
 /// The schema codex sent in the captures (so the bodies can be compared verbatim).
 fn schema() -> ResponseSchema {
@@ -97,6 +38,7 @@ fn request() -> AdapterCallRequest {
 }
 
 fn model_calls(server: &FakeServer) -> Vec<RecordedRequest> {
+    // Every model call of this family, checked against the invariants.
     let calls: Vec<RecordedRequest> = server
         .requests()
         .into_iter()
@@ -197,17 +139,16 @@ fn assert_answer_matches_schema(resp: &AdapterResponse) {
 
 #[tokio::test]
 async fn payg_sends_schema_strict_and_tools_in_one_request_and_matches_the_capture() {
-    let server = FakeServer::start(Kind::Responses, Script::always(Reply::Auto))
-        .await
-        .unwrap();
-    let resp = bounded(payg(&server).call(request(), &CallCx::new()))
+    let rig = Rig::start("openai-payg", Script::always(Reply::Auto)).await;
+    let server = &rig.server;
+    let resp = bounded(rig.adapter.call(request(), &CallCx::new()))
         .await
         .unwrap();
     assert_answer_matches_schema(&resp);
     assert_eq!(resp.wire.mode, StructuredOutputMode::Strict);
     assert_eq!(resp.stop_reason, StopReason::EndTurn);
     assert_eq!((resp.usage.input_tokens, resp.usage.output_tokens), (11, 7));
-    let calls = model_calls(&server);
+    let calls = model_calls(server);
     assert_eq!(calls.len(), 1);
     let body = &calls[0].body;
     assert_eq!(calls[0].route(), "/v1/responses");
@@ -221,21 +162,19 @@ async fn payg_sends_schema_strict_and_tools_in_one_request_and_matches_the_captu
     assert_eq!(body["max_output_tokens"], json!(8192));
     compare_with_capture(body, &capture("codex-0.171.0-apikey-request.json")["body"]);
     let all = format!("{:?}", server.requests());
-    assert!(!all.contains(API_KEY));
+    assert!(!all.contains(&rig.secret));
 }
 
 #[tokio::test]
 async fn codex_sends_the_backend_headers_and_body_and_matches_the_captures() {
-    let server = FakeServer::start(Kind::ChatGpt, Script::always(Reply::Auto))
-        .await
-        .unwrap();
-    let (_home, auth) = codex_home(3600);
-    let resp = bounded(codex(&server, &auth).call(request(), &CallCx::new()))
+    let rig = Rig::start("codex-oauth", Script::always(Reply::Auto)).await;
+    let server = &rig.server;
+    let resp = bounded(rig.adapter.call(request(), &CallCx::new()))
         .await
         .unwrap();
     assert_answer_matches_schema(&resp);
     assert_eq!(resp.wire.mode, StructuredOutputMode::Strict);
-    let calls = model_calls(&server);
+    let calls = model_calls(server);
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0].route(), "/backend-api/codex/responses");
     let body = &calls[0].body;
@@ -253,26 +192,22 @@ async fn codex_sends_the_backend_headers_and_body_and_matches_the_captures() {
 
 #[tokio::test]
 async fn a_loose_schema_is_sent_as_a_hint_with_strict_false() {
-    let server = FakeServer::start(Kind::Responses, Script::always(Reply::text("{}")))
-        .await
-        .unwrap();
+    let rig = Rig::start("openai-payg", Script::always(Reply::text("{}"))).await;
     let mut r = request();
     r.response_schema = Some(ResponseSchema::from_value(json!({"type": "object"})).unwrap());
-    let resp = bounded(payg(&server).call(r, &CallCx::new()))
-        .await
-        .unwrap();
+    let resp = bounded(rig.adapter.call(r, &CallCx::new())).await.unwrap();
     assert_eq!(resp.wire.mode, StructuredOutputMode::Hint);
     assert_eq!(
-        model_calls(&server)[0].body["text"]["format"]["strict"],
+        model_calls(&rig.server)[0].body["text"]["format"]["strict"],
         json!(false)
     );
     let mut none = request();
     none.response_schema = None;
-    let resp = bounded(payg(&server).call(none, &CallCx::new()))
+    let resp = bounded(rig.adapter.call(none, &CallCx::new()))
         .await
         .unwrap();
     assert_eq!(resp.wire.mode, StructuredOutputMode::None);
-    assert!(model_calls(&server)[1].body.get("text").is_none());
+    assert!(model_calls(&rig.server)[1].body.get("text").is_none());
 }
 
 /// Plays `script` on a fake of `kind` and makes one call with `cx`.
@@ -281,13 +216,13 @@ async fn play(
     script: Script,
     cx: CallCx,
 ) -> (Result<AdapterResponse, AdapterError>, FakeServer) {
-    let server = FakeServer::start(kind, script).await.unwrap();
-    let (_home, auth) = codex_home(3600);
-    let result = match kind {
-        Kind::ChatGpt => bounded(codex(&server, &auth).call(request(), &cx)).await,
-        _ => bounded(payg(&server).call(request(), &cx)).await,
+    let adapter = match kind {
+        Kind::ChatGpt => "codex-oauth",
+        _ => "openai-payg",
     };
-    (result, server)
+    let rig = Rig::start(adapter, script).await;
+    let result = bounded(rig.adapter.call(request(), &cx)).await;
+    (result, rig.server)
 }
 
 const BOTH: [Kind; 2] = [Kind::Responses, Kind::ChatGpt];
@@ -409,16 +344,19 @@ async fn refusal_max_tokens_and_tool_calls_keep_their_stop_reasons() {
 
 #[tokio::test]
 async fn an_expired_codex_token_is_refreshed_and_auth_json_rewritten() {
-    let server = FakeServer::start(Kind::ChatGpt, Script::always(Reply::text("{\"ok\":3}")))
-        .await
-        .unwrap();
-    let (_home, auth) = codex_home(-60);
+    let rig = Rig::start_with(
+        "codex-oauth",
+        Script::always(Reply::text("{\"ok\":3}")),
+        -60,
+    )
+    .await;
+    let auth = rig.home.path().join("auth.json");
     let before: Value = serde_json::from_str(&std::fs::read_to_string(&auth).unwrap()).unwrap();
-    let resp = bounded(codex(&server, &auth).call(request(), &CallCx::new()))
+    let resp = bounded(rig.adapter.call(request(), &CallCx::new()))
         .await
         .unwrap();
     assert_eq!(resp.text, "{\"ok\":3}");
-    let reqs = server.requests();
+    let reqs = rig.server.requests();
     let refresh: Vec<&RecordedRequest> = reqs
         .iter()
         .filter(|r| r.route() == "/oauth/token")
@@ -459,23 +397,21 @@ async fn an_expired_codex_token_is_refreshed_and_auth_json_rewritten() {
 }
 
 #[tokio::test]
-async fn from_env_errors_name_what_is_missing() {
-    // Only checks error text shape; never reads real credentials because the var is unset here.
-    if std::env::var("OPENAI_API_KEY").is_err() {
-        let err = OpenAiPayg::from_env().unwrap_err();
-        assert!(err.to_string().contains("OPENAI_API_KEY"), "{err}");
-    }
-    let missing = CodexOauth::with_http(
-        CodexOauthSettings {
-            base_url: "http://127.0.0.1:9".into(),
-            auth_url: "http://127.0.0.1:9".into(),
-            auth_file: CodexAuthFile::at("/nonexistent/codex/auth.json"),
-        },
-        http(),
-    );
-    let err = bounded(missing.call(request(), &CallCx::new()))
-        .await
-        .unwrap_err();
+async fn missing_credentials_are_config_errors_that_name_what_is_missing() {
+    // openai-payg without its key.
+    let env = MapEnv::new().set("GEODE_OPENAI_BASE_URL", "http://127.0.0.1:9");
+    let err = expect_err(build("openai-payg", &env));
+    assert_kind(&err, "config");
+    assert!(err.to_string().contains("OPENAI_API_KEY"), "{err}");
+    // codex-oauth without its auth file (nothing is sent: port 9 is closed anyway).
+    let env = MapEnv::new()
+        .set("GEODE_CODEX_BASE_URL", "http://127.0.0.1:9")
+        .set("GEODE_CODEX_AUTH_URL", "http://127.0.0.1:9")
+        .set("CODEX_HOME", "/nonexistent/codex");
+    let err = match build("codex-oauth", &env) {
+        Err(e) => e,
+        Ok(adapter) => expect_err(bounded(adapter.call(request(), &CallCx::new())).await),
+    };
     assert!(matches!(err, AdapterError::Config { .. }), "{err:?}");
     assert!(
         err.to_string().contains("/nonexistent/codex/auth.json"),

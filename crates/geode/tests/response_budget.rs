@@ -6,20 +6,17 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use geode::llm::adapter::{Adapter, AdapterError, CallCx, RetryClass};
-use geode::llm::adapters::anthropic_payg::AnthropicPayg;
 use geode::llm::adapters::claude_cli::{ClaudeCliAdapter, ClaudeCliConfig};
 use geode::llm::adapters::cli_common::CliOptions;
 use geode::llm::adapters::codex_cli::{CodexCliAdapter, CodexCliConfig};
-use geode::llm::adapters::codex_oauth::{CodexOauth, CodexOauthSettings};
-use geode::llm::adapters::glm_payg::GlmPayg;
-use geode::llm::adapters::openai_payg::{OpenAiPayg, OpenAiPaygSettings};
-use geode::llm::credentials::{CodexAuthFile, Secret};
-use geode::llm::http::{HttpClient, HttpConfig, RetryPolicy};
 use geode::llm::request::{AdapterCallRequest, AdapterResponse, Message};
 use geode_fakes::{FakeServer, Kind, Reply, Script};
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
+use support::assert_kind;
+use support::http::Rig;
+
+mod support;
 
 const MIB: u64 = 1 << 20;
 
@@ -30,18 +27,6 @@ async fn bounded<F: std::future::Future>(f: F) -> F::Output {
         .expect("the call did not end within its bound")
 }
 
-fn http() -> HttpClient {
-    HttpClient::new(HttpConfig {
-        retry: RetryPolicy {
-            max_retries: 3,
-            base_delay: Duration::from_millis(10),
-            max_delay: Duration::from_millis(100),
-        },
-        ..HttpConfig::default()
-    })
-    .unwrap()
-}
-
 fn request() -> AdapterCallRequest {
     AdapterCallRequest::new("m", vec![Message::user("write forever")])
 }
@@ -50,40 +35,13 @@ fn budget(bytes: u64) -> CallCx {
     CallCx::new().with_max_response_bytes(bytes)
 }
 
-/// The adapter for `kind` pointed at `server` (the codex auth file lives in `home`).
-fn adapter(kind: Kind, server: &FakeServer, home: &Path) -> Arc<dyn Adapter> {
-    let base = server.base_url();
+/// The HTTP adapter that talks to a fake of `kind`.
+fn adapter_for(kind: Kind) -> &'static str {
     match kind {
-        Kind::Responses => Arc::new(OpenAiPayg::with_http(
-            OpenAiPaygSettings {
-                base_url: base,
-                api_key: Secret::new("sk-budget-test"),
-            },
-            http(),
-        )),
-        Kind::ChatGpt => {
-            let auth = home.join("auth.json");
-            let doc = geode_fakes::chatgpt::codex_auth_json(false);
-            std::fs::write(&auth, doc.to_string()).unwrap();
-            Arc::new(CodexOauth::with_http(
-                CodexOauthSettings {
-                    base_url: base.clone(),
-                    auth_url: base,
-                    auth_file: CodexAuthFile::at(&auth),
-                },
-                http(),
-            ))
-        }
-        Kind::Messages => Arc::new(
-            AnthropicPayg::new(base, Secret::new("sk-ant-budget"))
-                .unwrap()
-                .with_http(http()),
-        ),
-        Kind::Chat => Arc::new(
-            GlmPayg::new(format!("{base}/api/paas/v4"), Secret::new("zai-budget"))
-                .unwrap()
-                .with_http(http()),
-        ),
+        Kind::Responses => "openai-payg",
+        Kind::ChatGpt => "codex-oauth",
+        Kind::Messages => "anthropic-payg",
+        Kind::Chat => "glm-payg",
     }
 }
 
@@ -92,18 +50,15 @@ async fn call(
     reply: Reply,
     cx: CallCx,
 ) -> (Result<AdapterResponse, AdapterError>, FakeServer) {
-    let server = FakeServer::start(kind, Script::always(reply))
-        .await
-        .unwrap();
-    let home = tempfile::tempdir().unwrap();
-    let result = bounded(adapter(kind, &server, home.path()).call(request(), &cx)).await;
-    (result, server)
+    let rig = Rig::start(adapter_for(kind), Script::always(reply)).await;
+    let result = bounded(rig.adapter.call(request(), &cx)).await;
+    (result, rig.server)
 }
 
 fn assert_too_large(result: Result<AdapterResponse, AdapterError>, limit: u64, what: &str) {
     match result {
         Err(e @ AdapterError::ResponseTooLarge { limit: l, .. }) if l == limit => {
-            assert_eq!(e.kind(), "response_too_large");
+            assert_kind(&e, "response_too_large");
             assert_eq!(e.retry_class(), RetryClass::Fatal);
             assert!(e.to_string().contains("max_response_bytes"), "{e}");
         }

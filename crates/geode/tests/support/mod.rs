@@ -1,14 +1,17 @@
-//! Shared support of the integration tests: bounded runs, the `Decision` fixture, a described
-//! machine ([`env::MapEnv`]) to build adapters from, leak probes ([`leaks`]) and fake vendor
-//! CLIs ([`fake_cli`]). Each test crate includes it with `mod support;` (or a `#[path]`).
+//! Shared support of the integration tests: bounded runs, the `Decision` fixture, error-kind
+//! checks ([`assert_kind`]), a described machine ([`env::MapEnv`]) to build adapters from, the
+//! HTTP adapters on fakes ([`http`]), leak probes ([`leaks`]) and fake vendor CLIs
+//! ([`fake_cli`]). Each test crate includes it with `mod support;` (or a `#[path]`).
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 pub mod env;
 pub mod fake_cli;
+pub mod http;
 pub mod leaks;
 pub mod load;
 
+use geode::llm::adapter::AdapterError;
 use geode::schema::ResponseSchema;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -39,4 +42,26 @@ pub fn decision_schema() -> ResponseSchema {
 /// An answer that satisfies [`decision`].
 pub fn decision_answer(reason: &str) -> Value {
     json!({"decision": "accept", "reason": reason})
+}
+
+/// The error of `result`, failing the test when it is `Ok`.
+#[track_caller]
+pub fn expect_err<T>(result: Result<T, AdapterError>) -> AdapterError {
+    match result {
+        Ok(_) => panic!("expected an error, got a {}", std::any::type_name::<T>()),
+        Err(e) => e,
+    }
+}
+
+/// The name of `err`'s kind (`"rate_limited"`, `"truncated"`, ...). The one place tests turn a
+/// kind into text, whatever type `AdapterError::kind` returns (anything with `Display`);
+/// `-` and `_` are read alike.
+pub fn kind_name(err: &AdapterError) -> String {
+    err.kind().to_string().replace('-', "_")
+}
+
+/// Fails the test unless `err` is of kind `kind` (spelled as in [`kind_name`]).
+#[track_caller]
+pub fn assert_kind(err: &AdapterError, kind: &str) {
+    assert_eq!(kind_name(err), kind.replace('-', "_"), "{err}");
 }
