@@ -1,21 +1,25 @@
-//! The two Messages adapters over HTTP against the `geode-fakes` Messages server on 127.0.0.1.
+//! The Messages wire of the two Anthropic adapters against the `geode-fakes` Messages server on
+//! 127.0.0.1: where a schema goes (native `output_config`, a forced output tool, the system
+//! prompt), the OAuth identity block and token file, and the 400s that are schema rejections.
+//! What every HTTP adapter does alike (retries, faults, stop reasons, configuration) is the
+//! table in `http_adapters.rs`.
 //!
 //! Every test is bounded by [`bounded`]; every recorded request is checked by
-//! [`assert_invariants`] (endpoint, version header, streaming, no secret in the recording).
+//! [`assert_wire_invariants`] (endpoint, version and credential headers, streaming, no secret
+//! in the recording).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may unwrap (HELPERS.md)
 
 use geode::ledger::StructuredOutputMode;
-use geode::llm::adapter::{AdapterError, CallCx, RetryClass};
-use geode::llm::request::{AdapterCallRequest, Message, StopReason, ToolChoice, ToolSpec};
+use geode::llm::adapter::{AdapterError, CallCx};
+use geode::llm::request::{AdapterCallRequest, Message, StopReason, ToolChoice};
 use geode::llm::wire::schema_prompt::INSTRUCTION_HEADING;
 use geode::schema::ResponseSchema;
-use geode_fakes::{FakeServer, Kind, RecordedRequest, Reply, Script};
+use geode_fakes::{FakeServer, Kind, Reply, Script};
 use serde_json::{Value, json};
-use std::time::Duration;
 use support::env::MapEnv;
-use support::http::{Rig, build, build_from_process_env, run_child, short_deadline, test_secret};
-use support::{assert_kind, bounded, expect_err};
+use support::http::{Rig, assert_wire_invariants, build, test_secret};
+use support::{assert_kind, bounded, expect_err, weather_tool};
 
 mod support;
 
@@ -48,39 +52,6 @@ fn recursive() -> Value {
            "required": ["name"]})
 }
 
-fn weather_tool() -> ToolSpec {
-    ToolSpec {
-        name: "get_weather".into(),
-        description: "Weather for a city".into(),
-        input_schema: json!({"type": "object", "properties": {"city": {"type": "string"}}}),
-    }
-}
-
-/// What every Messages request must look like, whichever adapter sent it.
-fn assert_invariants(seen: &[RecordedRequest]) {
-    assert!(!seen.is_empty(), "no request reached the fake");
-    for r in seen {
-        assert_eq!((r.method.as_str(), r.route()), ("POST", "/v1/messages"));
-        assert_eq!(r.header("anthropic-version"), Some("2023-06-01"));
-        assert_eq!(r.header("content-type"), Some("application/json"));
-        assert_eq!(r.body["stream"], true);
-        assert!(r.body["max_tokens"].as_u64().is_some_and(|n| n > 0));
-        if r.body.get("tool_choice").is_some() {
-            assert!(
-                r.body["tools"].as_array().is_some_and(|t| !t.is_empty()),
-                "tool_choice without tools"
-            );
-        }
-        let dump = serde_json::to_string(r).unwrap();
-        for adapter in ["anthropic-payg", "anthropic-oauth"] {
-            assert!(
-                !dump.contains(&test_secret(adapter)),
-                "a secret reached the recording"
-            );
-        }
-    }
-}
-
 #[tokio::test]
 async fn payg_sends_api_key_and_native_output_config_for_a_fitting_schema() {
     bounded(async {
@@ -91,11 +62,8 @@ async fn payg_sends_api_key_and_native_output_config_for_a_fitting_schema() {
             .await
             .unwrap();
         let seen = rig.server.requests();
-        assert_invariants(&seen);
+        assert_wire_invariants("anthropic-payg", &seen);
         let r = &seen[0];
-        assert_eq!(r.header("x-api-key"), Some("***"));
-        assert_eq!(r.header("authorization"), None);
-        assert_eq!(r.header("anthropic-beta"), None);
         assert_eq!(r.body["model"], "claude-test");
         let schema = &r.body["output_config"]["format"];
         assert_eq!(schema["type"], "json_schema");
@@ -133,14 +101,8 @@ async fn oauth_sends_bearer_beta_and_identity_block_first() {
         let resp = rig.adapter.call(req, &CallCx::new()).await.unwrap();
         assert_eq!(resp.text, "hi");
         let seen = rig.server.requests();
-        assert_invariants(&seen);
+        assert_wire_invariants("anthropic-oauth", &seen);
         let r = &seen[0];
-        assert_eq!(r.header("authorization"), Some("Bearer ***"));
-        assert_eq!(r.header("x-api-key"), None);
-        assert!(
-            r.header("anthropic-beta")
-                .is_some_and(|b| b.split(',').any(|x| x.trim() == "oauth-2025-04-20"))
-        );
         assert_eq!(
             r.body["system"],
             json!([{"type": "text", "text": IDENTITY}, {"type": "text", "text": "Be terse."}])
@@ -173,8 +135,7 @@ async fn oauth_token_comes_from_the_claude_credentials_file() {
             "ok"
         );
         let seen = server.requests();
-        assert_invariants(&seen);
-        assert_eq!(seen[0].header("authorization"), Some("Bearer ***"));
+        assert_wire_invariants("anthropic-oauth", &seen);
         std::fs::remove_file(&path).unwrap();
         let err = expect_err(adapter.call(request(), &CallCx::new()).await);
         assert_kind(&err, "config");
@@ -198,7 +159,7 @@ async fn unfitting_schema_travels_as_a_forced_output_tool_and_comes_back_structu
             .await
             .unwrap();
         let seen = rig.server.requests();
-        assert_invariants(&seen);
+        assert_wire_invariants("anthropic-payg", &seen);
         let body = &seen[0].body;
         assert_eq!(
             body["tools"],
@@ -272,26 +233,6 @@ async fn with_thinking_an_unfitting_schema_goes_into_the_system_prompt() {
 }
 
 #[tokio::test]
-async fn schema_rejection_400_is_typed_and_not_retried() {
-    bounded(async {
-        let msg = "output_config.format.schema: Too many recursive definitions in schema";
-        let rig = payg(Script::always(Reply::SchemaRejection(msg.into()))).await;
-        let err = expect_err(
-            rig.adapter
-                .call(with_schema(fitting()), &CallCx::new())
-                .await,
-        );
-        assert!(
-            matches!(err, AdapterError::SchemaRejected { status: 400, .. }),
-            "{err}"
-        );
-        assert_eq!(err.retry_class(), RetryClass::Fatal);
-        assert_eq!(rig.server.requests().len(), 1);
-    })
-    .await
-}
-
-#[tokio::test]
 async fn a_400_about_the_output_tool_schema_is_a_schema_rejection() {
     bounded(async {
         let body = json!({"type": "error", "error": {"type": "invalid_request_error",
@@ -314,163 +255,4 @@ async fn a_400_about_the_output_tool_schema_is_a_schema_rejection() {
         assert_eq!(rig.server.requests().len(), 1);
     })
     .await
-}
-
-#[tokio::test]
-async fn rate_limit_429_reports_retry_after_and_is_retried() {
-    bounded(async {
-        let rig = payg(Script::always(Reply::rate_limited(7))).await;
-        let err = expect_err(rig.adapter.call(request(), &short_deadline()).await);
-        match err {
-            AdapterError::RateLimited { retry_after, .. } => {
-                assert_eq!(retry_after, Some(Duration::from_secs(7)))
-            }
-            other => panic!("expected RateLimited, got {other}"),
-        }
-        assert_eq!(
-            rig.server.requests().len(),
-            1,
-            "a wait past the deadline is not taken"
-        );
-        let rig = payg(Script::new([Reply::rate_limited(1), Reply::text("after")])).await;
-        let resp = rig.adapter.call(request(), &CallCx::new()).await.unwrap();
-        assert_eq!(resp.text, "after");
-        assert_eq!(rig.server.requests().len(), 2);
-        assert_invariants(&rig.server.requests());
-    })
-    .await
-}
-
-#[tokio::test]
-async fn server_errors_and_resets_are_retried_then_reported() {
-    bounded(async {
-        let rig = payg(Script::new([
-            Reply::status(500),
-            Reply::ConnectionReset,
-            Reply::text("ok"),
-        ]))
-        .await;
-        assert_eq!(
-            rig.adapter
-                .call(request(), &CallCx::new())
-                .await
-                .unwrap()
-                .text,
-            "ok"
-        );
-        assert_eq!(rig.server.requests().len(), 3);
-        let rig = payg(Script::always(Reply::status(529))).await;
-        let err = expect_err(rig.adapter.call(request(), &CallCx::new()).await);
-        assert!(
-            matches!(err, AdapterError::Server { status: 529, .. }),
-            "{err}"
-        );
-        assert_eq!(rig.server.requests().len(), 4, "one try and three retries");
-        let rig = payg(Script::always(Reply::ConnectionReset)).await;
-        let err = expect_err(rig.adapter.call(request(), &CallCx::new()).await);
-        assert_kind(&err, "transport");
-        assert_eq!(err.retry_class(), RetryClass::Retryable);
-    })
-    .await
-}
-
-#[tokio::test]
-async fn refusal_and_max_tokens_keep_their_stop_reasons() {
-    bounded(async {
-        let rig = payg(Script::new([
-            Reply::Refusal("I can't help.".into()),
-            Reply::MaxTokens("{\"answer\":".into()),
-        ]))
-        .await;
-        let adapter = &rig.adapter;
-        let refused = adapter
-            .call(with_schema(fitting()), &CallCx::new())
-            .await
-            .unwrap();
-        assert_eq!(
-            (refused.stop_reason, refused.text.as_str()),
-            (StopReason::Refusal, "I can't help.")
-        );
-        let cut = adapter
-            .call(with_schema(fitting()), &CallCx::new())
-            .await
-            .unwrap();
-        assert_eq!(
-            (cut.stop_reason, cut.text.as_str()),
-            (StopReason::MaxTokens, "{\"answer\":")
-        );
-    })
-    .await
-}
-
-#[tokio::test]
-async fn cancel_stops_a_hanging_call() {
-    bounded(async {
-        let rig = payg(Script::always(Reply::Hang)).await;
-        let adapter = &rig.adapter;
-        let cx = CallCx::new();
-        let cancel = cx.cancel.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            cancel.cancel();
-        });
-        assert_kind(&expect_err(adapter.call(request(), &cx).await), "cancelled");
-    })
-    .await
-}
-
-#[tokio::test]
-async fn from_env_reads_keys_and_base_url_and_names_what_is_missing() {
-    bounded(async {
-        let empty = tempfile::tempdir().unwrap();
-        let home = empty.path().display().to_string();
-        let missing = [("GEODE_TEST_CHILD", "missing".into()), ("HOME", home)];
-        assert!(run_child("child_from_env", &missing).await);
-        let rig = payg(Script::always(Reply::text("from env"))).await;
-        let vars = [
-            ("GEODE_TEST_CHILD", "configured".to_owned()),
-            ("GEODE_ANTHROPIC_BASE_URL", rig.server.base_url()),
-            ("ANTHROPIC_API_KEY", test_secret("anthropic-payg")),
-            ("CLAUDE_CODE_OAUTH_TOKEN", test_secret("anthropic-oauth")),
-        ];
-        assert!(run_child("child_from_env", &vars).await);
-        let seen = rig.server.requests();
-        assert_eq!(seen.len(), 2);
-        assert_invariants(&seen);
-        assert_eq!(seen[0].header("x-api-key"), Some("***"));
-        assert_eq!(seen[1].header("authorization"), Some("Bearer ***"));
-    })
-    .await
-}
-
-/// Run only by [`from_env_reads_keys_and_base_url_and_names_what_is_missing`], which sets its
-/// environment (tests cannot set variables in-process: `set_var` is unsafe).
-#[tokio::test]
-#[ignore = "run by from_env_reads_keys_and_base_url_and_names_what_is_missing in a child process"]
-async fn child_from_env() {
-    let mode = std::env::var("GEODE_TEST_CHILD").expect("run by the parent test only");
-    match mode.as_str() {
-        "missing" => {
-            let err = expect_err(build_from_process_env("anthropic-payg"));
-            assert_kind(&err, "config");
-            assert!(err.to_string().contains("ANTHROPIC_API_KEY"), "{err}");
-            let err = expect_err(build_from_process_env("anthropic-oauth"));
-            assert_kind(&err, "config");
-            let text = err.to_string();
-            assert!(
-                text.contains("CLAUDE_CODE_OAUTH_TOKEN") && text.contains(".credentials.json"),
-                "{text}"
-            );
-        }
-        "configured" => {
-            for adapter in ["anthropic-payg", "anthropic-oauth"] {
-                let built = build_from_process_env(adapter).unwrap();
-                assert_eq!(
-                    built.call(request(), &CallCx::new()).await.unwrap().text,
-                    "from env"
-                );
-            }
-        }
-        other => panic!("unknown child mode {other}"),
-    }
 }

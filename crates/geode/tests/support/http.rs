@@ -12,7 +12,7 @@
 use super::env::MapEnv;
 use geode::config::Config;
 use geode::llm::adapter::{Adapter, AdapterError, CallCx};
-use geode_fakes::{FakeServer, Kind, Script};
+use geode_fakes::{FakeServer, Kind, RecordedRequest, Script};
 use serde_json::json;
 use std::path::Path;
 use std::sync::Arc;
@@ -166,7 +166,7 @@ impl Rig {
     }
 
     /// The requests the fake saw on the adapter's model route.
-    pub fn model_calls(&self) -> Vec<geode_fakes::RecordedRequest> {
+    pub fn model_calls(&self) -> Vec<RecordedRequest> {
         let route = model_route(self.adapter.name());
         self.server
             .requests()
@@ -214,4 +214,112 @@ pub async fn run_child(test: &str, vars: &[(&str, String)]) -> bool {
         eprintln!("{text}\n{}", String::from_utf8_lossy(&out.stderr));
     }
     out.status.success()
+}
+
+/// What every model call of `adapter` must look like, whichever test made it: `POST` on its
+/// route, its family's headers and body fields, its own kind of credential header (masked by
+/// the fake), and no test secret anywhere in the recording. At least one model call must be
+/// there, and no request elsewhere (but codex's token refresh).
+#[track_caller]
+pub fn assert_wire_invariants(adapter: &str, seen: &[RecordedRequest]) {
+    let route = model_route(adapter);
+    if adapter != "codex-oauth" {
+        let routes: Vec<&str> = seen.iter().map(|r| r.route()).collect();
+        assert!(
+            routes.iter().all(|r| *r == route),
+            "{adapter}: off route: {routes:?}"
+        );
+    }
+    let calls: Vec<&RecordedRequest> = seen.iter().filter(|r| r.route() == route).collect();
+    assert!(
+        !calls.is_empty(),
+        "{adapter}: no model call reached {route}"
+    );
+    for r in calls {
+        assert_eq!(r.method, "POST", "{adapter}");
+        let dump = serde_json::to_string(r).unwrap();
+        for a in HTTP_ADAPTERS {
+            assert!(
+                !dump.contains(&test_secret(a)),
+                "{adapter}: a secret reached the recording"
+            );
+        }
+        match kind_of(adapter) {
+            Kind::Chat => chat_invariants(r),
+            Kind::Messages => messages_invariants(adapter, r),
+            kind => responses_invariants(kind, r),
+        }
+    }
+}
+
+/// Chat Completions (GLM): bearer auth, no streaming, `tool_choice` only `auto` and only with
+/// tools.
+fn chat_invariants(r: &RecordedRequest) {
+    assert_eq!(r.header("authorization"), Some("Bearer ***"));
+    assert_eq!(r.header("x-api-key"), None);
+    if let Some(choice) = r.body.get("tool_choice") {
+        assert_eq!(choice, "auto", "GLM accepts only auto");
+        assert!(r.body["tools"].as_array().is_some_and(|t| !t.is_empty()));
+    }
+    assert_ne!(r.body["stream"], true);
+}
+
+/// Messages: the version header, JSON, SSE, a positive `max_tokens`, `tool_choice` only with
+/// tools; an API key for `anthropic-payg`, a bearer token and the OAuth beta for
+/// `anthropic-oauth`.
+fn messages_invariants(adapter: &str, r: &RecordedRequest) {
+    assert_eq!(r.header("anthropic-version"), Some("2023-06-01"));
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    assert_eq!(r.body["stream"], true);
+    assert!(r.body["max_tokens"].as_u64().is_some_and(|n| n > 0));
+    if r.body.get("tool_choice").is_some() {
+        assert!(
+            r.body["tools"].as_array().is_some_and(|t| !t.is_empty()),
+            "tool_choice without tools"
+        );
+    }
+    if adapter == "anthropic-oauth" {
+        assert_eq!(r.header("authorization"), Some("Bearer ***"));
+        assert_eq!(r.header("x-api-key"), None);
+        let beta = r.header("anthropic-beta").unwrap_or_default();
+        assert!(
+            beta.split(',').any(|b| b.trim() == "oauth-2025-04-20"),
+            "{beta}"
+        );
+    } else {
+        assert_eq!(r.header("x-api-key"), Some("***"));
+        assert_eq!(r.header("authorization"), None);
+        assert_eq!(r.header("anthropic-beta"), None);
+    }
+}
+
+/// Responses (both backends): `store: false`, SSE, input and instructions, bearer auth; the
+/// ChatGPT backend's account and session headers and no `max_output_tokens`; a schema format
+/// always complete.
+fn responses_invariants(kind: Kind, r: &RecordedRequest) {
+    let b = &r.body;
+    assert_eq!(b["store"], json!(false), "store");
+    assert_eq!(b["stream"], json!(true), "stream");
+    assert!(
+        b["input"].as_array().is_some_and(|i| !i.is_empty()),
+        "input"
+    );
+    assert!(b["instructions"].is_string(), "instructions");
+    assert_eq!(r.header("authorization"), Some("Bearer ***"));
+    assert_eq!(r.header("accept"), Some("text/event-stream"));
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    if kind == Kind::ChatGpt {
+        assert!(b.get("max_output_tokens").is_none());
+        assert_eq!(
+            r.header("chatgpt-account-id"),
+            Some(geode_fakes::chatgpt::DEFAULT_ACCOUNT_ID)
+        );
+        assert!(r.header("originator").is_some() && r.header("session-id").is_some());
+    } else {
+        assert!(b["max_output_tokens"].is_u64());
+    }
+    if let Some(f) = b.pointer("/text/format") {
+        assert_eq!(f["type"], json!("json_schema"));
+        assert!(f["strict"].is_boolean() && f["name"].is_string() && f["schema"].is_object());
+    }
 }

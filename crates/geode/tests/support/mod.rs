@@ -65,3 +65,12 @@ pub fn kind_name(err: &AdapterError) -> String {
 pub fn assert_kind(err: &AdapterError, kind: &str) {
     assert_eq!(kind_name(err), kind.replace('-', "_"), "{err}");
 }
+
+/// The `get_weather` tool the suites offer the model.
+pub fn weather_tool() -> geode::llm::request::ToolSpec {
+    geode::llm::request::ToolSpec {
+        name: "get_weather".into(),
+        description: "Weather for a city".into(),
+        input_schema: json!({"type": "object", "properties": {"city": {"type": "string"}}}),
+    }
+}
