@@ -21,9 +21,7 @@ mod support;
 
 use geode_fakes::{FakeServer, Kind, Reply, Script};
 use serde_json::json;
-use support::{
-    Sandbox, bad_enum_answer, decision_schema, decision_schema_path, good_answer, model_calls,
-};
+use support::{Sandbox, bad_enum_answer, decision_schema, good_answer, model_calls};
 
 /// A sandbox for `claude` against the Messages fake.
 fn claude_sandbox(server: &FakeServer) -> Sandbox {
@@ -71,19 +69,10 @@ fn codex_sandbox_with(server: &FakeServer, auth: &str) -> Sandbox {
 
 /// `geode run --adapter ADAPTER --timeout 120 --schema <Decision> [EXTRA...] <prompt>`.
 async fn run_decision(sb: &Sandbox, adapter: &str, extra: &[&str]) -> support::Outcome {
-    let schema = decision_schema_path();
-    let mut args = vec![
-        "run",
-        "--adapter",
-        adapter,
-        "--timeout",
-        "120",
-        "--schema",
-        &schema,
-    ];
+    let mut args = vec!["--timeout", "120"];
     args.extend_from_slice(extra);
-    args.push("Decide whether to accept the change.");
-    sb.geode(&args, "").await
+    sb.run_decision(adapter, &args, "Decide whether to accept the change.")
+        .await
 }
 
 /// No CLI process of this sandbox is left (its HOME marks them).
@@ -181,7 +170,7 @@ netns_test!(
             "response_schema": decision_schema(),
         })
         .to_string();
-        let out = sb.geode(&["worker"], &(line + "\n")).await;
+        let out = sb.worker(&line).await;
         assert_eq!(out.code, Some(0), "{}", out.dump());
         let result = out.json();
         assert_eq!(result["task_id"], "t-codex");

@@ -8,20 +8,15 @@
 
 mod support;
 
-use geode_fakes::{FakeServer, Kind, Reply, Script};
+use geode_fakes::{FakeServer, Reply, Script};
 use serde_json::{Value, json};
-use support::{Outcome, SECRET, Sandbox, decision_schema, decision_schema_path, model_calls};
+use support::http_cases::OPENAI_PAYG;
+use support::{Outcome, Sandbox, decision_schema, decision_schema_path, model_calls};
 
 /// An OpenAI Responses fake answering `reply` to every call, and a sandbox pointed at it with
 /// `openai-payg` configured.
 async fn openai(reply: Reply) -> (FakeServer, Sandbox) {
-    let server = FakeServer::start(Kind::Responses, Script::always(reply))
-        .await
-        .unwrap();
-    let mut sb = Sandbox::new();
-    sb.var("GEODE_OPENAI_BASE_URL", server.base_url())
-        .var("OPENAI_API_KEY", SECRET);
-    (server, sb)
+    OPENAI_PAYG.serve(Script::always(reply)).await
 }
 
 /// Runs `geode run --adapter openai-payg ARGS… Answer.`.
@@ -56,6 +51,20 @@ fn assert_one_failed_line(out: &Outcome, server: &FakeServer, task_id: &str, nee
     assert!(error.contains(needle), "wanted {needle:?} in {error:?}");
     assert!(!out.stderr.contains("panicked"), "{}", out.dump());
     assert!(server.requests().is_empty(), "{:#?}", server.requests());
+}
+
+/// Sends one WorkerRequest (`task_id` and the `extra` fields) and asserts the worker refuses it
+/// with one failed line saying `needle`, before any request.
+async fn assert_worker_refuses(
+    sb: &Sandbox,
+    server: &FakeServer,
+    task_id: &str,
+    extra: Value,
+    needle: &str,
+) -> Outcome {
+    let out = sb.worker(&worker_line(task_id, extra)).await;
+    assert_one_failed_line(&out, server, task_id, needle);
+    out
 }
 
 /// A WorkerRequest line for `openai-payg` with extra fields.
@@ -112,9 +121,9 @@ async fn worker_refuses_a_non_positive_timeout_s_with_one_failed_line() {
         ("t-zero", json!(0)),
         ("t-zf", json!(0.0)),
     ] {
-        let line = worker_line(task, json!({"timeout_s": timeout}));
-        let out = sb.geode(&["worker"], &line).await;
-        assert_one_failed_line(&out, &server, task, "timeout_s must be a positive");
+        let extra = json!({"timeout_s": timeout});
+        let needle = "timeout_s must be a positive";
+        let out = assert_worker_refuses(&sb, &server, task, extra, needle).await;
         assert!(!out.stdout.contains("timed out"), "{}", out.dump());
     }
 }
@@ -191,12 +200,14 @@ async fn an_invalid_regex_is_a_usage_error_and_nothing_is_sent() {
         out.dump()
     );
 
-    let line = worker_line(
+    assert_worker_refuses(
+        &sb,
+        &server,
         "t-regex",
         json!({"text_constraint": {"kind": "regex", "value": "(unclosed"}}),
-    );
-    let out = sb.geode(&["worker"], &line).await;
-    assert_one_failed_line(&out, &server, "t-regex", "does not compile");
+        "does not compile",
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -208,19 +219,23 @@ async fn a_grammar_that_is_not_lark_is_a_usage_error_and_nothing_is_sent() {
     assert_refused(&out, &server, "not valid Lark");
     assert!(!out.stderr.contains("worker_check=pass"), "{}", out.dump());
 
-    let line = worker_line(
+    assert_worker_refuses(
+        &sb,
+        &server,
         "t-lark",
         json!({"text_constraint": {"kind": "grammar", "value": "start: undefined_rule\n"}}),
-    );
-    let out = sb.geode(&["worker"], &line).await;
-    assert_one_failed_line(&out, &server, "t-lark", "not valid Lark");
+        "not valid Lark",
+    )
+    .await;
 
-    let line = worker_line(
+    assert_worker_refuses(
+        &sb,
+        &server,
         "t-choice",
         json!({"text_constraint": {"kind": "choice", "value": []}}),
-    );
-    let out = sb.geode(&["worker"], &line).await;
-    assert_one_failed_line(&out, &server, "t-choice", "no options");
+        "no options",
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -255,17 +270,14 @@ async fn a_text_constraint_a_hosted_adapter_cannot_enforce_is_refused_under_requ
             assert!(out.stderr.contains(constraint[0].trim_start_matches("--")));
         }
     }
-    let line = worker_line(
-        "t-wired",
-        json!({"require": "wired", "text_constraint": {"kind": "regex", "value": "yes|no"}}),
-    );
-    let out = sb.geode(&["worker"], &line).await;
-    assert_one_failed_line(
-        &out,
+    assert_worker_refuses(
+        &sb,
         &server,
         "t-wired",
+        json!({"require": "wired", "text_constraint": {"kind": "regex", "value": "yes|no"}}),
         "does not enforce a regex constraint",
-    );
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
