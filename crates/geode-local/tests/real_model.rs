@@ -87,18 +87,10 @@ fn user_prompt(i: usize, answer_format: &str) -> String {
 const JSON_FORMAT: &str = "Answer as JSON with keys \"decision\" (either \"accept\" or \"reject\") \
                            and \"reason\" (one short sentence). Output only the JSON object.";
 
+/// The Decision schema of `examples/decision.schema.json`.
 fn decision_schema() -> ResponseSchema {
-    ResponseSchema::from_value(json!({
-        "title": "Decision",
-        "type": "object",
-        "properties": {
-            "decision": {"type": "string", "enum": ["accept", "reject"]},
-            "reason": {"type": "string"}
-        },
-        "required": ["decision", "reason"],
-        "additionalProperties": false
-    }))
-    .unwrap()
+    let text = include_str!("../../../examples/decision.schema.json");
+    ResponseSchema::from_value(serde_json::from_str(text).unwrap()).unwrap()
 }
 
 /// The shared engine; a missing model fails the test with the fetch instructions.
