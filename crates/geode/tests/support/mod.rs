@@ -1,10 +1,12 @@
 //! Shared support of the integration tests: bounded runs, the `Decision` fixture, error-kind
 //! checks ([`assert_kind`]), a described machine ([`env::MapEnv`]) to build adapters from, the
-//! HTTP adapters on fakes ([`http`]), leak probes ([`leaks`]) and fake vendor CLIs
-//! ([`fake_cli`]). Each test crate includes it with `mod support;` (or a `#[path]`).
+//! HTTP adapters on fakes ([`http`]), real-CLI rigs ([`cli_rig`]), leak probes ([`leaks`]) and
+//! fake vendor CLIs ([`fake_cli`]). Each test crate includes it with `mod support;` (or a
+//! `#[path]`).
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod cli_rig;
 pub mod env;
 pub mod fake_cli;
 pub mod http;
