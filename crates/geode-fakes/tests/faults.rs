@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use geode_fakes::{FakeServer, Kind, Reply, Script};
+use geode_fakes::{Kind, Reply};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -13,12 +13,6 @@ use std::time::Duration;
 const SHORT: Duration = Duration::from_millis(100);
 /// A delay far longer than [`SHORT`] but short enough to keep the suite quick.
 const DELAY_MS: u64 = 400;
-
-async fn start(kind: Kind, replies: impl IntoIterator<Item = Reply>) -> FakeServer {
-    FakeServer::start(kind, Script::new(replies))
-        .await
-        .expect("start")
-}
 
 /// The error message in the provider's error body, wherever that provider puts it.
 fn error_message(kind: Kind, v: &Value) -> String {

@@ -20,6 +20,16 @@ pub async fn bounded<F: Future>(f: F) -> F::Output {
         .expect("the test step did not finish within its bound")
 }
 
+/// A fake of `kind` playing `replies` in order (then its default).
+pub async fn start(
+    kind: Kind,
+    replies: impl IntoIterator<Item = geode_fakes::Reply>,
+) -> FakeServer {
+    FakeServer::start(kind, geode_fakes::Script::new(replies))
+        .await
+        .expect("start")
+}
+
 /// A client that never uses a proxy and gives up after [`LIMIT`].
 pub fn client() -> reqwest::Client {
     reqwest::Client::builder()
