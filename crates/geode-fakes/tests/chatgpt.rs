@@ -82,18 +82,13 @@ async fn rejects_requests_the_real_backend_rejects_without_spending_a_step() {
 #[tokio::test]
 async fn answers_on_the_bare_responses_path_too() {
     let server = start(Kind::ChatGpt, [Reply::tool_call("f", json!({"a": 1}))]).await;
-    let response = bounded(
-        client()
-            .post(format!("{}/responses", server.base_url()))
-            .bearer_auth(SECRET)
-            .header("chatgpt-account-id", "acct_test")
-            .json(&body(Kind::ChatGpt, true))
-            .send(),
-    )
-    .await
-    .unwrap();
-    assert_eq!(response.status(), 200);
-    let events = parse_sse(&bounded(response.text()).await.unwrap());
+    let bare = client().post(format!("{}/responses", server.base_url()));
+    let (status, events) = send_sse(authorized(
+        Kind::ChatGpt,
+        bare.json(&body(Kind::ChatGpt, true)),
+    ))
+    .await;
+    assert_eq!(status, 200);
     let done = events.last().unwrap().json();
     assert_eq!(done["response"]["output"][0]["type"], "function_call");
     server.shutdown().await;

@@ -55,8 +55,12 @@ pub fn body(kind: Kind, stream: bool) -> Value {
 
 /// A POST of `body` to the kind's model URL with the kind's usual credential headers.
 pub fn model_call(server: &FakeServer, body: &Value) -> reqwest::RequestBuilder {
-    let request = client().post(server.model_url()).json(body);
-    match server.kind() {
+    authorized(server.kind(), client().post(server.model_url()).json(body))
+}
+
+/// `request` with `kind`'s usual credential headers.
+pub fn authorized(kind: Kind, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+    match kind {
         Kind::Messages => request
             .header("x-api-key", SECRET)
             .header("anthropic-version", "2023-06-01"),
@@ -117,6 +121,14 @@ pub fn parse_sse(text: &str) -> Vec<Event> {
         events.push(Event { name, data });
     }
     events
+}
+
+/// Sends `request`; returns the status and the SSE events of the answer.
+pub async fn send_sse(request: reqwest::RequestBuilder) -> (u16, Vec<Event>) {
+    let response = bounded(request.send()).await.expect("request failed");
+    let status = response.status().as_u16();
+    let text = bounded(response.text()).await.expect("body failed");
+    (status, parse_sse(&text))
 }
 
 /// Sends a streamed model call and parses its events; asserts a 200 SSE answer.
