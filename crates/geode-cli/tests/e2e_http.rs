@@ -126,43 +126,37 @@ async fn missing_credential_exits_2_naming_it(case: Case) {
     assert!(model_calls(&server).is_empty(), "{:#?}", server.requests());
 }
 
+/// One module per adapter, one test per behaviour above.
 macro_rules! adapter_tests {
     ($module:ident, $case:expr) => {
         mod $module {
             use super::*;
 
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn worker_retries_a_bad_first_answer_once_and_succeeds_with_the_schema_on_the_wire()
-             {
-                worker_retries_once($case).await;
-            }
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn run_prints_the_json_answer_and_names_the_wire_mode() {
-                run_prints_answer_and_ledger($case).await;
-            }
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn run_timeout_flag_becomes_timeout_s_of_the_retry_gate() {
-                run_timeout_reaches_the_retry_gate($case).await;
-            }
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn an_always_invalid_answer_exits_1_after_two_attempts() {
-                always_invalid_exits_1_after_two_attempts($case).await;
-            }
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn a_401_exits_3_naming_adapter_and_status_but_not_the_key() {
-                unauthorized_exits_3_without_the_key($case).await;
-            }
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn a_missing_credential_exits_2_naming_it_before_any_request() {
-                missing_credential_exits_2_naming_it($case).await;
-            }
+            behaviours!($case;
+                worker_retries_a_bad_first_answer_once_and_succeeds_with_the_schema_on_the_wire
+                    => worker_retries_once,
+                run_prints_the_json_answer_and_names_the_wire_mode => run_prints_answer_and_ledger,
+                run_timeout_flag_becomes_timeout_s_of_the_retry_gate
+                    => run_timeout_reaches_the_retry_gate,
+                an_always_invalid_answer_exits_1_after_two_attempts
+                    => always_invalid_exits_1_after_two_attempts,
+                a_401_exits_3_naming_adapter_and_status_but_not_the_key
+                    => unauthorized_exits_3_without_the_key,
+                a_missing_credential_exits_2_naming_it_before_any_request
+                    => missing_credential_exits_2_naming_it,
+            );
         }
     };
+}
+
+/// `#[tokio::test] async fn NAME() { BEHAVIOUR(CASE).await }` for each pair.
+macro_rules! behaviours {
+    ($case:expr; $($name:ident => $behaviour:ident),* $(,)?) => {$(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $name() {
+            $behaviour($case).await;
+        }
+    )*};
 }
 
 adapter_tests!(openai_payg, OPENAI_PAYG);

@@ -21,9 +21,9 @@ use serde_json::json;
 use std::time::Duration;
 use support::env::MapEnv;
 use support::http::{
-    HTTP_ADAPTERS, Rig, assert_wire_invariants, base_url, base_url_var, build,
-    build_from_process_env, kind_of, model_route, run_child, secret_var, short_deadline,
-    test_secret, write_codex_auth,
+    Rig, assert_wire_invariants, base_url, base_url_var, build, build_from_process_env,
+    http_adapters, kind_of, model_route, run_child, secret_var, short_deadline, test_secret,
+    write_codex_auth,
 };
 use support::{assert_kind, bounded, decision_schema, expect_err, kind_name, weather_tool};
 
@@ -107,7 +107,7 @@ fn tool_id_prefix(kind: Kind) -> &'static str {
 async fn run(name: &str, row: Row) {
     let mut set = tokio::task::JoinSet::new();
     let mut adapters = std::collections::HashMap::new();
-    for adapter in HTTP_ADAPTERS {
+    for adapter in http_adapters() {
         adapters.insert(set.spawn(run_one(adapter, row.clone())).id(), adapter);
     }
     let mut failures = Vec::new();
@@ -357,7 +357,7 @@ fn named_when_missing(adapter: &str) -> &'static str {
 async fn a_missing_credential_is_a_config_error_naming_it() {
     let home = tempfile::tempdir().unwrap();
     let home_str = home.path().display().to_string();
-    for adapter in HTTP_ADAPTERS {
+    for adapter in http_adapters() {
         // Closed port, empty home: nothing to read, nowhere to send.
         let env = MapEnv::new()
             .set(
@@ -412,7 +412,7 @@ async fn every_adapter_builds_from_the_process_environment() {
                 fakes[Kind::ChatGpt.name()].base_url(),
             ),
         ];
-        for adapter in HTTP_ADAPTERS {
+        for adapter in http_adapters() {
             let origin = fakes[kind_of(adapter).name()].base_url();
             vars.push((base_url_var(adapter), base_url(adapter, &origin)));
             if let Some(var) = secret_var(adapter) {
@@ -420,7 +420,7 @@ async fn every_adapter_builds_from_the_process_environment() {
             }
         }
         assert!(run_child("child_from_env", &vars).await);
-        for adapter in HTTP_ADAPTERS {
+        for adapter in http_adapters() {
             let seen = fakes[kind_of(adapter).name()].requests();
             // The Messages adapters differ by their credential header.
             let mine: Vec<_> = seen
@@ -445,7 +445,7 @@ async fn every_adapter_builds_from_the_process_environment() {
 #[ignore = "run by every_adapter_builds_from_the_process_environment in a child process"]
 async fn child_from_env() {
     let mode = std::env::var("GEODE_TEST_CHILD").expect("run by the parent test only");
-    for adapter in HTTP_ADAPTERS {
+    for adapter in http_adapters() {
         match mode.as_str() {
             "missing" => {
                 let err = expect_err(build_from_process_env(adapter));

@@ -231,13 +231,7 @@ async fn http_cell(fault: Fault, adapter: &str, expect: Expect) -> Verdict {
         Ok(a) => a,
         Err(e) => return Verdict::setup_failed(format!("build failed: {e}")),
     };
-    let outcome = run(
-        built,
-        request(Some(decision_schema()), deadline),
-        deadline,
-        None,
-    )
-    .await;
+    let outcome = run_decision(built, deadline).await;
     let mut verdict = judge(expect, &outcome, deadline, &secrets);
     if fault == Fault::RateLimited(Some(1)) {
         let calls = server.as_ref().map_or(0, model_calls);
@@ -273,6 +267,17 @@ async fn no_socket_left(mut verdict: Verdict, port: u16) -> Verdict {
             .push(format!("{open} sockets to the fake left open"));
     }
     verdict
+}
+
+/// One worker run of `adapter` on the `Decision` request, within `deadline`.
+async fn run_decision(adapter: Arc<dyn Adapter>, deadline: Duration) -> crate::run::Run {
+    run(
+        adapter,
+        request(Some(decision_schema()), deadline),
+        deadline,
+        None,
+    )
+    .await
 }
 
 /// Model calls the fake received (side endpoints such as the token refresh excluded).
@@ -412,13 +417,7 @@ async fn cli_cell(shared: &Shared, fault: Fault, adapter: &'static str, expect: 
             ..CodexCliConfig::default()
         }))
     };
-    let outcome = run(
-        built,
-        request(Some(decision_schema()), deadline),
-        deadline,
-        None,
-    )
-    .await;
+    let outcome = run_decision(built, deadline).await;
     let mut verdict = judge(expect, &outcome, deadline, &[secret]);
     let marker = format!("HOME={}", home.path().display());
     let left = leaks::settle(|| leaks::processes_with_env(&marker)).await;

@@ -18,15 +18,17 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The six HTTP adapters, by registry name.
-pub const HTTP_ADAPTERS: [&str; 6] = [
-    "openai-payg",
-    "codex-oauth",
-    "anthropic-payg",
-    "anthropic-oauth",
-    "glm-payg",
-    "glm-coding-plan",
-];
+/// The HTTP adapters, by registry name: every registry row but the CLI and local ones (a new
+/// HTTP adapter joins every table here, and fails loudly until [`kind_of`] knows its fake).
+pub fn http_adapters() -> Vec<&'static str> {
+    let http: Vec<&'static str> = geode::llm::registry::ADAPTERS
+        .iter()
+        .map(|spec| spec.name)
+        .filter(|name| !matches!(*name, "claude-cli" | "codex-cli" | "local"))
+        .collect();
+    assert!(http.len() >= 6, "the HTTP adapters: {http:?}");
+    http
+}
 
 /// The fake server kind `adapter` talks to.
 pub fn kind_of(adapter: &str) -> Kind {
@@ -238,7 +240,7 @@ pub fn assert_wire_invariants(adapter: &str, seen: &[RecordedRequest]) {
     for r in calls {
         assert_eq!(r.method, "POST", "{adapter}");
         let dump = serde_json::to_string(r).unwrap();
-        for a in HTTP_ADAPTERS {
+        for a in http_adapters() {
             assert!(
                 !dump.contains(&test_secret(a)),
                 "{adapter}: a secret reached the recording"
