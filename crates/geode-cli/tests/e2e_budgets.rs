@@ -10,7 +10,7 @@ mod support;
 use geode_fakes::{FakeServer, Kind, Reply, Script};
 use serde_json::{Map, Value, json};
 use support::http_cases::{GLM_PAYG, OPENAI_PAYG};
-use support::{DECIDE, SECRET, Sandbox, model_calls};
+use support::{DECIDE, SECRET, Sandbox, fake_of, model_calls};
 
 /// A sandbox for `openai-payg` pointed at `server`.
 fn payg(server: &FakeServer) -> Sandbox {
@@ -24,9 +24,7 @@ async fn run(sb: &Sandbox) -> support::Outcome {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_endless_stream_exits_3_at_the_configured_budget() {
-    let server = FakeServer::start(Kind::Responses, Script::always(Reply::Endless))
-        .await
-        .unwrap();
+    let server = fake_of(Kind::Responses, Script::always(Reply::Endless)).await;
 
     // The default: 16 MiB.
     let sb = payg(&server);
@@ -67,9 +65,7 @@ async fn an_endless_stream_exits_3_at_the_configured_budget() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bad_response_budget_is_a_usage_error() {
-    let server = FakeServer::start(Kind::Responses, Script::always(Reply::text("{}")))
-        .await
-        .unwrap();
+    let server = fake_of(Kind::Responses, Script::always(Reply::text("{}"))).await;
     let mut sb = payg(&server);
     sb.var("GEODE_MAX_RESPONSE_BYTES", "lots");
     let out = run(&sb).await;
@@ -101,9 +97,7 @@ fn hostile(keyword: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hostile_schema_is_refused_at_once_with_a_short_line() {
-    let server = FakeServer::start(Kind::Chat, Script::always(Reply::Json(json!({"x": 1}))))
-        .await
-        .unwrap();
+    let server = fake_of(Kind::Chat, Script::always(Reply::Json(json!({"x": 1})))).await;
     for keyword in ["anyOf", "allOf"] {
         let sb = GLM_PAYG.sandbox(&server);
         let line = json!({"task_id": "hostile", "description": "Return {\"x\":1}.",
@@ -148,9 +142,7 @@ fn integers(n: usize) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn errors_past_one_hundred_are_counted_in_the_worker_and_in_validate() {
-    let server = FakeServer::start(Kind::Chat, Script::always(Reply::Json(integers(250))))
-        .await
-        .unwrap();
+    let server = fake_of(Kind::Chat, Script::always(Reply::Json(integers(250)))).await;
     let sb = GLM_PAYG.sandbox(&server);
     let line = json!({"task_id": "many", "description": "Return numbers.",
                       "adapter": "glm-payg", "response_schema": strings_only()});

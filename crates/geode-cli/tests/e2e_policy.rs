@@ -10,7 +10,7 @@ mod support;
 use geode_fakes::{FakeServer, Kind, Reply, Script};
 use serde_json::{Value, json};
 use support::http_cases::{GLM_PAYG, OPENAI_PAYG};
-use support::{DECIDE, SECRET, Sandbox, decision_schema_path, good_answer, model_calls};
+use support::{DECIDE, SECRET, Sandbox, decision_schema_path, fake_of, good_answer, model_calls};
 
 async fn glm_fake() -> (FakeServer, Sandbox) {
     GLM_PAYG
@@ -61,12 +61,8 @@ async fn require_best_effort_runs_glm_and_reports_json_mode() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_configured_fallback_chain_takes_over_from_a_failing_openai() {
-    let openai = FakeServer::start(Kind::Responses, Script::always(Reply::status(500)))
-        .await
-        .unwrap();
-    let anthropic = FakeServer::start(Kind::Messages, Script::always(Reply::Json(good_answer())))
-        .await
-        .unwrap();
+    let openai = fake_of(Kind::Responses, Script::always(Reply::status(500))).await;
+    let anthropic = fake_of(Kind::Messages, Script::always(Reply::Json(good_answer()))).await;
     let mut sb = Sandbox::new();
     sb.var("GEODE_OPENAI_BASE_URL", openai.base_url())
         .var("OPENAI_API_KEY", SECRET)

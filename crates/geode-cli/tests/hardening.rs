@@ -29,7 +29,7 @@ async fn run(sb: &Sandbox, args: &[&str]) -> Outcome {
 
 /// Asserts a usage error (exit 2) that says `needle`, with no panic and no request sent.
 fn assert_refused(out: &Outcome, server: &FakeServer, needle: &str) {
-    assert_eq!(out.code, Some(2), "{}", out.dump());
+    out.assert_exit(2);
     assert!(!out.stderr.contains("panicked"), "{}", out.dump());
     assert!(
         out.stderr.contains(needle),
@@ -42,7 +42,7 @@ fn assert_refused(out: &Outcome, server: &FakeServer, needle: &str) {
 /// Asserts the worker contract for a refused request: exactly one WorkerResult line on stdout,
 /// `success` false, the task id, an error saying `needle`, exit 2, no request sent.
 fn assert_one_failed_line(out: &Outcome, server: &FakeServer, task_id: &str, needle: &str) {
-    assert_eq!(out.code, Some(2), "{}", out.dump());
+    out.assert_exit(2);
     assert_eq!(out.stdout.lines().count(), 1, "{}", out.dump());
     let result = out.json();
     assert_eq!(result["task_id"], task_id, "{result}");
@@ -99,7 +99,7 @@ async fn run_refuses_a_timeout_that_is_not_a_positive_number_of_seconds_before_a
     }
     // A positive timeout still runs.
     let out = run(&sb, &["--timeout", "30"]).await;
-    assert_eq!(out.code, Some(0), "{}", out.dump());
+    out.assert_exit(0);
     assert_eq!(model_calls(&server).len(), 1);
 }
 
@@ -182,7 +182,7 @@ async fn worker_prints_exactly_one_result_line_whatever_stdin_holds() {
     }))
     .unwrap();
     let out = sb.geode(&["worker"], &pretty).await;
-    assert_eq!(out.code, Some(0), "{}", out.dump());
+    out.assert_exit(0);
     assert_eq!(out.stdout.lines().count(), 1, "{}", out.dump());
     assert_eq!(out.json()["task_id"], "pretty");
 }
@@ -286,7 +286,7 @@ async fn the_ledger_line_names_what_a_hosted_adapter_left_unenforced() {
     let grammar = sb.cwd.path().join("yes-no.lark");
     std::fs::write(&grammar, "start: \"yes\" | \"no\"\n").unwrap();
     let out = run(&sb, &["--grammar", grammar.to_str().unwrap()]).await;
-    assert_eq!(out.code, Some(0), "{}", out.dump());
+    out.assert_exit(0);
     assert!(
         out.stderr
             .contains("residuals: grammar: unchecked (not enforced by openai-payg"),
@@ -295,7 +295,7 @@ async fn the_ledger_line_names_what_a_hosted_adapter_left_unenforced() {
     );
 
     let out = run(&sb, &["--regex", "yes|no"]).await;
-    assert_eq!(out.code, Some(0), "{}", out.dump());
+    out.assert_exit(0);
     assert!(
         out.stderr.contains(
             "residuals: regex: not enforced by openai-payg; checked locally after the answer"
@@ -340,11 +340,11 @@ async fn an_answer_with_1e400_says_the_number_is_out_of_range() {
     let out = sb
         .geode(&["validate", "--schema", &decision_schema_path()], answer)
         .await;
-    assert_eq!(out.code, Some(1), "{}", out.dump());
+    out.assert_exit(1);
     assert!(out.stderr.contains("number out of range"), "{}", out.dump());
 
     let out = run(&sb, &["--schema", &decision_schema_path()]).await;
-    assert_eq!(out.code, Some(1), "{}", out.dump());
+    out.assert_exit(1);
     assert!(
         out.stderr
             .contains("worker_check=fail(no JSON object: number out of range"),

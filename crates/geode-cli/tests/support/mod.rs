@@ -76,6 +76,14 @@ impl Outcome {
         self
     }
 
+    /// Fails (with both streams) unless the run succeeded and printed `answer` as its JSON.
+    #[track_caller]
+    pub fn assert_answer(&self, answer: &Value) -> &Outcome {
+        self.assert_exit(0);
+        assert_eq!(&self.json(), answer, "{}", self.dump());
+        self
+    }
+
     /// Fails (with both streams) unless stderr contains every one of `needles`.
     #[track_caller]
     pub fn assert_stderr_has(&self, needles: &[&str]) -> &Outcome {
@@ -236,6 +244,14 @@ pub fn write_codex_auth(codex_home: &Path) {
         serde_json::to_string_pretty(&auth).unwrap(),
     )
     .unwrap();
+}
+
+/// A `geode-fakes` server of `kind` playing `script` on 127.0.0.1.
+pub async fn fake_of(
+    kind: geode_fakes::Kind,
+    script: geode_fakes::Script,
+) -> geode_fakes::FakeServer {
+    geode_fakes::FakeServer::start(kind, script).await.unwrap()
 }
 
 /// The prompt of a Decision run.
