@@ -76,3 +76,19 @@ pub fn weather_tool() -> geode::llm::request::ToolSpec {
         input_schema: json!({"type": "object", "properties": {"city": {"type": "string"}}}),
     }
 }
+
+/// `n` subtasks `t0`, `t1`, ... with `description` and `schema`, the rest defaulted.
+pub fn subtasks(
+    n: usize,
+    description: &str,
+    schema: ResponseSchema,
+) -> Vec<geode::agent::subtask::SubTask> {
+    (0..n)
+        .map(|i| geode::agent::subtask::SubTask {
+            task_id: format!("t{i}"),
+            description: description.into(),
+            response_schema: Some(schema.clone()),
+            ..Default::default()
+        })
+        .collect()
+}
