@@ -10,7 +10,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may unwrap (HELPERS.md)
 
 use geode::ledger::StructuredOutputMode;
-use geode::llm::adapter::CallCx;
 use geode::llm::request::{
     AdapterCallRequest, ContentBlock, Message, Role, StopReason, ToolChoice,
 };
@@ -49,11 +48,7 @@ async fn schema_sets_json_object_and_travels_in_the_system_prompt() {
     bounded(async {
         let answer = json!({"decision": "accept", "reason": "fine"});
         let rig = payg(Script::always(Reply::Json(answer.clone()))).await;
-        let resp = rig
-            .adapter
-            .call(with_schema(), &CallCx::new())
-            .await
-            .unwrap();
+        let resp = rig.call(with_schema()).await.unwrap();
         let seen = rig.server.requests();
         assert_wire_invariants("glm-payg", &seen);
         let body = &seen[0].body;
@@ -82,7 +77,7 @@ async fn schema_sets_json_object_and_travels_in_the_system_prompt() {
 async fn no_schema_sends_no_response_format() {
     bounded(async {
         let rig = payg(Script::always(Reply::text("hi"))).await;
-        let resp = rig.adapter.call(request(), &CallCx::new()).await.unwrap();
+        let resp = rig.call(request()).await.unwrap();
         let body = &rig.server.requests()[0].body;
         assert!(body.get("response_format").is_none());
         assert_eq!(resp.wire.mode, StructuredOutputMode::None);
@@ -101,9 +96,7 @@ async fn tool_choice_none_is_never_sent_to_glm() {
             ToolChoice::None,
             ToolChoice::Tool("get_weather".into()),
         ] {
-            rig.adapter
-                .call(with_tools(choice), &CallCx::new())
-                .await
+            rig.call(with_tools(choice)).await
                 .unwrap();
         }
         let seen = rig.server.requests();
@@ -131,11 +124,7 @@ async fn tool_calls_come_back_parsed_and_replay_as_tool_messages() {
             Reply::text("18C"),
         ]))
         .await;
-        let first = rig
-            .adapter
-            .call(with_tools(ToolChoice::Auto), &CallCx::new())
-            .await
-            .unwrap();
+        let first = rig.call(with_tools(ToolChoice::Auto)).await.unwrap();
         assert_eq!(first.stop_reason, StopReason::ToolUse);
         assert_eq!(first.tool_uses.len(), 1);
         assert_eq!(
@@ -160,10 +149,7 @@ async fn tool_calls_come_back_parsed_and_replay_as_tool_messages() {
                 is_error: false,
             }],
         });
-        assert_eq!(
-            rig.adapter.call(next, &CallCx::new()).await.unwrap().text,
-            "18C"
-        );
+        assert_eq!(rig.call(next).await.unwrap().text, "18C");
         let body = &rig.server.requests()[1].body;
         assert_eq!(
             body["messages"][1]["tool_calls"][0]["function"]["arguments"],
@@ -182,12 +168,7 @@ async fn coding_plan_posts_to_its_own_base_with_its_own_key() {
     bounded(async {
         let rig = Rig::start("glm-coding-plan", Script::always(Reply::text("ok"))).await;
         assert_eq!(
-            rig.adapter
-                .call(with_schema(), &CallCx::new())
-                .await
-                .unwrap()
-                .wire
-                .mode,
+            rig.call(with_schema()).await.unwrap().wire.mode,
             StructuredOutputMode::JsonMode
         );
         assert_wire_invariants("glm-coding-plan", &rig.server.requests());

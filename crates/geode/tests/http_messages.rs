@@ -56,11 +56,7 @@ fn recursive() -> Value {
 async fn payg_sends_api_key_and_native_output_config_for_a_fitting_schema() {
     bounded(async {
         let rig = payg(Script::always(Reply::Auto)).await;
-        let resp = rig
-            .adapter
-            .call(with_schema(fitting()), &CallCx::new())
-            .await
-            .unwrap();
+        let resp = rig.call(with_schema(fitting())).await.unwrap();
         let seen = rig.server.requests();
         assert_wire_invariants("anthropic-payg", &seen);
         let r = &seen[0];
@@ -98,7 +94,7 @@ async fn oauth_sends_bearer_beta_and_identity_block_first() {
         let rig = Rig::start("anthropic-oauth", Script::always(Reply::text("hi"))).await;
         let mut req = request();
         req.system_prompt = "Be terse.".into();
-        let resp = rig.adapter.call(req, &CallCx::new()).await.unwrap();
+        let resp = rig.call(req).await.unwrap();
         assert_eq!(resp.text, "hi");
         let seen = rig.server.requests();
         assert_wire_invariants("anthropic-oauth", &seen);
@@ -153,11 +149,7 @@ async fn unfitting_schema_travels_as_a_forced_output_tool_and_comes_back_structu
             answer.clone(),
         )))
         .await;
-        let resp = rig
-            .adapter
-            .call(with_schema(recursive()), &CallCx::new())
-            .await
-            .unwrap();
+        let resp = rig.call(with_schema(recursive())).await.unwrap();
         let seen = rig.server.requests();
         assert_wire_invariants("anthropic-payg", &seen);
         let body = &seen[0].body;
@@ -191,7 +183,7 @@ async fn framework_tool_calls_beside_the_output_tool_go_back_to_the_loop() {
         let mut req = with_schema(recursive());
         req.tools = vec![weather_tool()];
         req.tool_choice = ToolChoice::Auto;
-        let resp = rig.adapter.call(req, &CallCx::new()).await.unwrap();
+        let resp = rig.call(req).await.unwrap();
         let body = &rig.server.requests()[0].body;
         assert_eq!(body["tool_choice"], json!({"type": "any"}));
         let names: Vec<&str> = body["tools"]
@@ -215,7 +207,7 @@ async fn with_thinking_an_unfitting_schema_goes_into_the_system_prompt() {
         let rig = payg(Script::always(Reply::text("{\"name\":\"x\"}"))).await;
         let mut req = with_schema(recursive());
         req.thinking_budget = 1024;
-        let resp = rig.adapter.call(req, &CallCx::new()).await.unwrap();
+        let resp = rig.call(req).await.unwrap();
         let body = &rig.server.requests()[0].body;
         assert!(
             body["system"]
@@ -243,11 +235,7 @@ async fn a_400_about_the_output_tool_schema_is_a_schema_rejection() {
             retry_after: None,
         }))
         .await;
-        let err = expect_err(
-            rig.adapter
-                .call(with_schema(recursive()), &CallCx::new())
-                .await,
-        );
+        let err = expect_err(rig.call(with_schema(recursive())).await);
         assert!(
             matches!(err, AdapterError::SchemaRejected { status: 400, .. }),
             "{err}"

@@ -6,14 +6,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use geode::ledger::StructuredOutputMode;
-use geode::llm::adapter::{AdapterError, CallCx};
+use geode::llm::adapter::AdapterError;
 use geode::llm::request::{AdapterCallRequest, AdapterResponse, Message, StopReason, ToolSpec};
 use geode::schema::ResponseSchema;
 use geode_fakes::chatgpt::DEFAULT_ACCOUNT_ID as ACCOUNT;
 use geode_fakes::{RecordedRequest, Reply, Script};
 use serde_json::{Value, json};
 use std::path::Path;
-use support::bounded;
 use support::http::{Rig, assert_wire_invariants};
 
 mod support;
@@ -107,9 +106,7 @@ fn assert_answer_matches_schema(resp: &AdapterResponse) {
 #[tokio::test]
 async fn payg_sends_schema_strict_and_tools_in_one_request_and_matches_the_capture() {
     let rig = Rig::start("openai-payg", Script::always(Reply::Auto)).await;
-    let resp = bounded(rig.adapter.call(request(), &CallCx::new()))
-        .await
-        .unwrap();
+    let resp = rig.call(request()).await.unwrap();
     assert_answer_matches_schema(&resp);
     assert_eq!(resp.wire.mode, StructuredOutputMode::Strict);
     assert_eq!(resp.stop_reason, StopReason::EndTurn);
@@ -134,9 +131,7 @@ async fn payg_sends_schema_strict_and_tools_in_one_request_and_matches_the_captu
 #[tokio::test]
 async fn codex_sends_the_backend_headers_and_body_and_matches_the_captures() {
     let rig = Rig::start("codex-oauth", Script::always(Reply::Auto)).await;
-    let resp = bounded(rig.adapter.call(request(), &CallCx::new()))
-        .await
-        .unwrap();
+    let resp = rig.call(request()).await.unwrap();
     assert_answer_matches_schema(&resp);
     assert_eq!(resp.wire.mode, StructuredOutputMode::Strict);
     let calls = model_calls(&rig);
@@ -160,7 +155,7 @@ async fn a_loose_schema_is_sent_as_a_hint_with_strict_false() {
     let rig = Rig::start("openai-payg", Script::always(Reply::text("{}"))).await;
     let mut r = request();
     r.response_schema = Some(ResponseSchema::from_value(json!({"type": "object"})).unwrap());
-    let resp = bounded(rig.adapter.call(r, &CallCx::new())).await.unwrap();
+    let resp = rig.call(r).await.unwrap();
     assert_eq!(resp.wire.mode, StructuredOutputMode::Hint);
     assert_eq!(
         model_calls(&rig)[0].body["text"]["format"]["strict"],
@@ -168,9 +163,7 @@ async fn a_loose_schema_is_sent_as_a_hint_with_strict_false() {
     );
     let mut none = request();
     none.response_schema = None;
-    let resp = bounded(rig.adapter.call(none, &CallCx::new()))
-        .await
-        .unwrap();
+    let resp = rig.call(none).await.unwrap();
     assert_eq!(resp.wire.mode, StructuredOutputMode::None);
     assert!(model_calls(&rig)[1].body.get("text").is_none());
 }
@@ -179,7 +172,7 @@ async fn a_loose_schema_is_sent_as_a_hint_with_strict_false() {
 async fn a_codex_401_refreshes_once_and_retries() {
     let script = Script::new([Reply::status(401), Reply::text("{\"ok\":true}")]);
     let rig = Rig::start("codex-oauth", script).await;
-    let r = bounded(rig.adapter.call(request(), &CallCx::new())).await;
+    let r = rig.call(request()).await;
     assert_eq!(r.unwrap().text, "{\"ok\":true}");
     let refreshes = rig
         .server
@@ -190,7 +183,7 @@ async fn a_codex_401_refreshes_once_and_retries() {
     assert_eq!((model_calls(&rig).len(), refreshes), (2, 1));
     // A second 401 after the refresh is the caller's Auth error.
     let rig = Rig::start("codex-oauth", Script::always(Reply::status(401))).await;
-    let r = bounded(rig.adapter.call(request(), &CallCx::new())).await;
+    let r = rig.call(request()).await;
     assert!(matches!(r, Err(AdapterError::Auth { .. })), "{r:?}");
 }
 
@@ -204,9 +197,7 @@ async fn an_expired_codex_token_is_refreshed_and_auth_json_rewritten() {
     .await;
     let auth = rig.home.path().join("auth.json");
     let before: Value = serde_json::from_str(&std::fs::read_to_string(&auth).unwrap()).unwrap();
-    let resp = bounded(rig.adapter.call(request(), &CallCx::new()))
-        .await
-        .unwrap();
+    let resp = rig.call(request()).await.unwrap();
     assert_eq!(resp.text, "{\"ok\":3}");
     let reqs = rig.server.requests();
     let refresh: Vec<&RecordedRequest> = reqs

@@ -167,6 +167,15 @@ impl Rig {
         }
     }
 
+    /// Calls the adapter with `req` under a fresh [`CallCx`], bounded by
+    /// [`super::TEST_BOUND`].
+    pub async fn call(
+        &self,
+        req: geode::llm::request::AdapterCallRequest,
+    ) -> Result<geode::llm::request::AdapterResponse, AdapterError> {
+        super::bounded(self.adapter.call(req, &CallCx::new())).await
+    }
+
     /// The requests the fake saw on the adapter's model route.
     pub fn model_calls(&self) -> Vec<RecordedRequest> {
         let route = model_route(self.adapter.name());
