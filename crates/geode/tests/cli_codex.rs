@@ -200,11 +200,7 @@ netns_test!(
                 "the schema file exists mid-call"
             );
         };
-        let result = rig.cancel_mid_call(request(), mid_call).await;
-        assert!(
-            matches!(result, Err(AdapterError::Cancelled { .. })),
-            "{result:?}"
-        );
+        rig.cancel_mid_call(request(), mid_call).await;
         rig.assert_clean().await;
     }
 );

@@ -107,12 +107,8 @@ impl<A: Adapter> CliRig<A> {
     }
 
     /// Calls the adapter with `req` and cancels once the fake has seen the model call (the fake
-    /// must hang); `mid_call` runs just before the cancel. Returns the call's result.
-    pub async fn cancel_mid_call(
-        &self,
-        req: AdapterCallRequest,
-        mid_call: impl FnOnce(),
-    ) -> Result<AdapterResponse, AdapterError> {
+    /// must hang); `mid_call` runs just before the cancel. The call must end `Cancelled`.
+    pub async fn cancel_mid_call(&self, req: AdapterCallRequest, mid_call: impl FnOnce()) {
         let cx = CallCx::new();
         let token = cx.cancel.clone();
         let seen = async {
@@ -121,7 +117,10 @@ impl<A: Adapter> CliRig<A> {
             token.cancel();
         };
         let (result, ()) = tokio::join!(self.adapter.call(req, &cx), seen);
-        result
+        assert!(
+            matches!(result, Err(AdapterError::Cancelled { .. })),
+            "{result:?}"
+        );
     }
 
     /// Drops a call once the fake has seen its model call (the fake must hang); exactly one
