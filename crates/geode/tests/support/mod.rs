@@ -1,4 +1,4 @@
-//! Shared support of the integration tests: bounded runs, the `Decision` fixture, error-kind
+//! Shared support of the integration tests: bounded runs, the fixtures ([`fixtures`]), error-kind
 //! checks ([`assert_kind`]), a described machine ([`env::MapEnv`]) to build adapters from, the
 //! HTTP adapters on fakes ([`http`]), real-CLI rigs ([`cli_rig`]), leak probes ([`leaks`]) and
 //! fake vendor CLIs ([`fake_cli`]). Each test crate includes it with `mod support;` (or a
@@ -9,13 +9,13 @@
 pub mod cli_rig;
 pub mod env;
 pub mod fake_cli;
+pub mod fixtures;
 pub mod http;
 pub mod leaks;
 pub mod load;
 
+pub use fixtures::*;
 use geode::llm::adapter::AdapterError;
-use geode::schema::ResponseSchema;
-use serde_json::{Value, json};
 use std::time::Duration;
 
 /// The bound on one test body: far above any healthy run, low enough that a hang fails.
@@ -26,24 +26,6 @@ pub async fn bounded<T>(fut: impl std::future::Future<Output = T>) -> T {
     tokio::time::timeout(TEST_BOUND, fut)
         .await
         .expect("test exceeded its 20 s bound")
-}
-
-/// The `Decision` schema every suite uses: a strict object with an enum and a string.
-pub fn decision() -> Value {
-    json!({"title": "Decision", "type": "object",
-           "properties": {"decision": {"type": "string", "enum": ["accept", "reject"]},
-                          "reason": {"type": "string", "minLength": 3}},
-           "required": ["decision", "reason"], "additionalProperties": false})
-}
-
-/// [`decision`] as a [`ResponseSchema`].
-pub fn decision_schema() -> ResponseSchema {
-    ResponseSchema::from_value(decision()).unwrap()
-}
-
-/// An answer that satisfies [`decision`].
-pub fn decision_answer(reason: &str) -> Value {
-    json!({"decision": "accept", "reason": reason})
 }
 
 /// The error of `result`, failing the test when it is `Ok`.
@@ -66,29 +48,4 @@ pub fn kind_name(err: &AdapterError) -> String {
 #[track_caller]
 pub fn assert_kind(err: &AdapterError, kind: &str) {
     assert_eq!(kind_name(err), kind.replace('-', "_"), "{err}");
-}
-
-/// The `get_weather` tool the suites offer the model.
-pub fn weather_tool() -> geode::llm::request::ToolSpec {
-    geode::llm::request::ToolSpec {
-        name: "get_weather".into(),
-        description: "Weather for a city".into(),
-        input_schema: json!({"type": "object", "properties": {"city": {"type": "string"}}}),
-    }
-}
-
-/// `n` subtasks `t0`, `t1`, ... with `description` and `schema`, the rest defaulted.
-pub fn subtasks(
-    n: usize,
-    description: &str,
-    schema: ResponseSchema,
-) -> Vec<geode::agent::subtask::SubTask> {
-    (0..n)
-        .map(|i| geode::agent::subtask::SubTask {
-            task_id: format!("t{i}"),
-            description: description.into(),
-            response_schema: Some(schema.clone()),
-            ..Default::default()
-        })
-        .collect()
 }
