@@ -16,7 +16,7 @@ use geode::llm::request::{
 use geode::llm::wire::schema_prompt::INSTRUCTION_HEADING;
 use geode_fakes::{Reply, Script};
 use serde_json::{Value, json};
-use support::http::{Rig, assert_wire_invariants};
+use support::http::{Rig, assert_ended_with_fake_usage, assert_wire_invariants};
 use support::{bounded, weather_tool};
 
 mod support;
@@ -67,8 +67,7 @@ async fn schema_sets_json_object_and_travels_in_the_system_prompt() {
         );
         assert_eq!(resp.wire.mode, StructuredOutputMode::JsonMode);
         assert_eq!(serde_json::from_str::<Value>(&resp.text).unwrap(), answer);
-        assert_eq!(resp.stop_reason, StopReason::EndTurn);
-        assert_eq!((resp.usage.input_tokens, resp.usage.output_tokens), (11, 7));
+        assert_ended_with_fake_usage(&resp);
     })
     .await
 }

@@ -18,7 +18,9 @@ use geode::schema::ResponseSchema;
 use geode_fakes::{FakeServer, Kind, Reply, Script};
 use serde_json::{Value, json};
 use support::env::MapEnv;
-use support::http::{Rig, assert_wire_invariants, build, test_secret};
+use support::http::{
+    Rig, assert_ended_with_fake_usage, assert_wire_invariants, build, test_secret, tool_names,
+};
 use support::{assert_kind, bounded, expect_err, weather_tool};
 
 mod support;
@@ -82,8 +84,7 @@ async fn payg_sends_api_key_and_native_output_config_for_a_fitting_schema() {
             answer["answer"].is_string() && answer["n"].is_i64(),
             "{answer}"
         );
-        assert_eq!(resp.stop_reason, StopReason::EndTurn);
-        assert_eq!((resp.usage.input_tokens, resp.usage.output_tokens), (11, 7));
+        assert_ended_with_fake_usage(&resp);
     })
     .await
 }
@@ -186,13 +187,7 @@ async fn framework_tool_calls_beside_the_output_tool_go_back_to_the_loop() {
         let resp = rig.call(req).await.unwrap();
         let body = &rig.server.requests()[0].body;
         assert_eq!(body["tool_choice"], json!({"type": "any"}));
-        let names: Vec<&str> = body["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|t| t["name"].as_str())
-            .collect();
-        assert_eq!(names, ["get_weather", "emit_Tree"]);
+        assert_eq!(tool_names(body), ["get_weather", "emit_Tree"]);
         assert_eq!(resp.stop_reason, StopReason::ToolUse);
         assert_eq!(resp.tool_uses.len(), 1);
         assert_eq!(resp.tool_uses[0].input, json!({"city": "Paris"}));

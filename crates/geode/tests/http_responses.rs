@@ -7,13 +7,13 @@
 
 use geode::ledger::StructuredOutputMode;
 use geode::llm::adapter::AdapterError;
-use geode::llm::request::{AdapterCallRequest, AdapterResponse, Message, StopReason, ToolSpec};
+use geode::llm::request::{AdapterCallRequest, AdapterResponse, Message, ToolSpec};
 use geode::schema::ResponseSchema;
 use geode_fakes::chatgpt::DEFAULT_ACCOUNT_ID as ACCOUNT;
 use geode_fakes::{RecordedRequest, Reply, Script};
 use serde_json::{Value, json};
 use std::path::Path;
-use support::http::{Rig, assert_wire_invariants};
+use support::http::{Rig, assert_ended_with_fake_usage, assert_wire_invariants};
 
 mod support;
 
@@ -109,8 +109,7 @@ async fn payg_sends_schema_strict_and_tools_in_one_request_and_matches_the_captu
     let resp = rig.call(request()).await.unwrap();
     assert_answer_matches_schema(&resp);
     assert_eq!(resp.wire.mode, StructuredOutputMode::Strict);
-    assert_eq!(resp.stop_reason, StopReason::EndTurn);
-    assert_eq!((resp.usage.input_tokens, resp.usage.output_tokens), (11, 7));
+    assert_ended_with_fake_usage(&resp);
     let calls = model_calls(&rig);
     assert_eq!(calls.len(), 1);
     let body = &calls[0].body;

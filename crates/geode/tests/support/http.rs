@@ -334,3 +334,18 @@ fn responses_invariants(kind: Kind, r: &RecordedRequest) {
         assert!(f["strict"].is_boolean() && f["name"].is_string() && f["schema"].is_object());
     }
 }
+
+/// Fails unless `resp` ended its turn normally with the fake's default usage (11 in, 7 out).
+#[track_caller]
+pub fn assert_ended_with_fake_usage(resp: &geode::llm::request::AdapterResponse) {
+    assert_eq!(resp.stop_reason, geode::llm::request::StopReason::EndTurn);
+    assert_eq!((resp.usage.input_tokens, resp.usage.output_tokens), (11, 7));
+}
+
+/// The `name` of every tool in a request `body` (Messages and Responses shape).
+pub fn tool_names(body: &serde_json::Value) -> Vec<&str> {
+    body["tools"]
+        .as_array()
+        .map(|tools| tools.iter().filter_map(|t| t["name"].as_str()).collect())
+        .unwrap_or_default()
+}
