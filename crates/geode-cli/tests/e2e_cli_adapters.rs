@@ -35,6 +35,22 @@ fn claude_sandbox(server: &FakeServer) -> Sandbox {
     sb
 }
 
+/// The Messages fake answering every call with a `StructuredOutput` call of `input`, and a
+/// sandbox for `claude` on it.
+async fn claude_answering(input: serde_json::Value) -> (FakeServer, Sandbox) {
+    let call = Reply::tool_call("StructuredOutput", input);
+    let server = fake_of(Kind::Messages, Script::always(call)).await;
+    let sb = claude_sandbox(&server);
+    (server, sb)
+}
+
+/// The Responses fake playing `script`, and a sandbox for `codex` on it.
+async fn codex_playing(script: Script) -> (FakeServer, Sandbox) {
+    let server = fake_of(Kind::Responses, script).await;
+    let sb = codex_sandbox(&server);
+    (server, sb)
+}
+
 /// A sandbox for `codex` against the Responses fake: CODEX_HOME holds a `config.toml` whose
 /// model provider is the fake (its key read from `OPENAI_API_KEY`, which the adapter passes).
 fn codex_sandbox(server: &FakeServer) -> Sandbox {
@@ -85,12 +101,7 @@ async fn assert_no_cli_left(sb: &Sandbox) {
 netns_test!(
     geode_run_with_claude_cli_prints_the_validated_answer,
     async {
-        let server = fake_of(
-            Kind::Messages,
-            Script::always(Reply::tool_call("StructuredOutput", good_answer())),
-        )
-        .await;
-        let sb = claude_sandbox(&server);
+        let (server, sb) = claude_answering(good_answer()).await;
         let out = run_decision(&sb, "claude-cli", &[]).await;
         out.assert_answer(&good_answer());
         assert!(
@@ -131,8 +142,7 @@ netns_test!(
 netns_test!(
     geode_run_with_codex_cli_prints_the_answer_in_cli_flag_mode,
     async {
-        let server = fake_of(Kind::Responses, Script::always(Reply::Json(good_answer()))).await;
-        let sb = codex_sandbox(&server);
+        let (server, sb) = codex_playing(Script::always(Reply::Json(good_answer()))).await;
         let out = run_decision(&sb, "codex-cli", &[]).await;
         out.assert_answer(&good_answer());
         assert!(out.stderr.contains("wire_mode=cli-flag"), "{}", out.dump());
@@ -150,12 +160,11 @@ netns_test!(
 netns_test!(
     geode_worker_with_codex_cli_retries_a_schema_breaking_answer,
     async {
-        let server = fake_of(
-            Kind::Responses,
-            Script::new([Reply::Json(bad_enum_answer()), Reply::Json(good_answer())]),
-        )
+        let (server, sb) = codex_playing(Script::new([
+            Reply::Json(bad_enum_answer()),
+            Reply::Json(good_answer()),
+        ]))
         .await;
-        let sb = codex_sandbox(&server);
         let line = json!({
             "task_id": "t-codex",
             "description": "Decide whether to accept the change. Answer with the Decision object.",
@@ -264,12 +273,7 @@ netns_test!(
         // schema until the CLI gives up (error_max_structured_output_retries). The provider
         // worked; the answer failed the contract: exit 1, not 3, and the ledger holds the
         // validation errors of the CLI's last answer.
-        let server = fake_of(
-            Kind::Messages,
-            Script::always(Reply::tool_call("StructuredOutput", bad_enum_answer())),
-        )
-        .await;
-        let sb = claude_sandbox(&server);
+        let (server, sb) = claude_answering(bad_enum_answer()).await;
         let out = run_decision(&sb, "claude-cli", &["--json"]).await;
         out.assert_exit(1);
         let result = out.json();
