@@ -71,6 +71,21 @@ pub fn authorized(kind: Kind, request: reqwest::RequestBuilder) -> reqwest::Requ
     }
 }
 
+/// A fake of `kind` playing `reply`, and the answer to one model call (`stream` as asked),
+/// whose headers must say 200; the body is left to read.
+pub async fn open_200(
+    kind: Kind,
+    stream: bool,
+    reply: geode_fakes::Reply,
+) -> (FakeServer, reqwest::Response) {
+    let server = start(kind, [reply]).await;
+    let response = bounded(model_call(&server, &body(kind, stream)).send())
+        .await
+        .expect("request failed");
+    assert_eq!(response.status(), 200, "{kind}");
+    (server, response)
+}
+
 /// Sends a model call and returns status, headers and body text.
 pub async fn call(server: &FakeServer, body: &Value) -> (u16, reqwest::header::HeaderMap, String) {
     let response = bounded(model_call(server, body).send())
