@@ -129,6 +129,7 @@ async fn run(name: &str, row: Row) {
     assert!(failures.is_empty(), "row {name}:\n{}", failures.join("\n"));
 }
 
+/// Runs `row` against `adapter` on its own fake; panics with what missed.
 async fn run_one(adapter: &'static str, row: Row) {
     let kind = kind_of(adapter);
     let rig = Rig::start(adapter, (row.script)(kind)).await;
@@ -146,6 +147,7 @@ async fn run_one(adapter: &'static str, row: Row) {
     check(kind, &row.expect, result, calls);
 }
 
+/// Fails unless `result` (after `calls` model calls on a fake of `kind`) is what `expect` says.
 fn check(kind: Kind, expect: &Expect, result: Result<AdapterResponse, AdapterError>, calls: usize) {
     match *expect {
         Expect::Answer {
