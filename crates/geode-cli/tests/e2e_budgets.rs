@@ -9,52 +9,28 @@ mod support;
 
 use geode_fakes::{FakeServer, Kind, Reply, Script};
 use serde_json::{Map, Value, json};
-use support::{SECRET, Sandbox, decision_schema_path, model_calls};
+use support::http_cases::{GLM_PAYG, OPENAI_PAYG};
+use support::{DECIDE, SECRET, Sandbox, fake_of, model_calls};
 
 /// A sandbox for `openai-payg` pointed at `server`.
 fn payg(server: &FakeServer) -> Sandbox {
-    let mut sb = Sandbox::new();
-    sb.var("GEODE_OPENAI_BASE_URL", server.base_url())
-        .var("OPENAI_API_KEY", SECRET);
-    sb
+    OPENAI_PAYG.sandbox(server)
 }
 
 /// `geode run --adapter openai-payg --schema decision "Decide."`.
 async fn run(sb: &Sandbox) -> support::Outcome {
-    let schema = decision_schema_path();
-    sb.geode(
-        &[
-            "run",
-            "--adapter",
-            "openai-payg",
-            "--schema",
-            &schema,
-            "Decide.",
-        ],
-        "",
-    )
-    .await
-}
-
-fn error_line(out: &support::Outcome) -> String {
-    out.stderr
-        .lines()
-        .find(|l| l.starts_with("error:"))
-        .unwrap_or_else(|| panic!("no error line: {}", out.dump()))
-        .to_owned()
+    sb.run_decision("openai-payg", &[], DECIDE).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_endless_stream_exits_3_at_the_configured_budget() {
-    let server = FakeServer::start(Kind::Responses, Script::always(Reply::Endless))
-        .await
-        .unwrap();
+    let server = fake_of(Kind::Responses, Script::always(Reply::Endless)).await;
 
     // The default: 16 MiB.
     let sb = payg(&server);
     let out = run(&sb).await;
-    assert_eq!(out.code, Some(3), "{}", out.dump());
-    let error = error_line(&out);
+    out.assert_exit(3);
+    let error = out.error_line();
     assert!(error.contains("response too large"), "{error}");
     assert!(error.contains("16777216"), "{error}");
 
@@ -62,40 +38,38 @@ async fn an_endless_stream_exits_3_at_the_configured_budget() {
     let sb = payg(&server);
     sb.config("[limits]\nmax_response_bytes = 2097152\n");
     let out = run(&sb).await;
-    assert_eq!(out.code, Some(3), "{}", out.dump());
-    assert!(error_line(&out).contains("2097152"), "{}", out.dump());
+    out.assert_exit(3);
+    assert!(out.error_line().contains("2097152"), "{}", out.dump());
 
     // The environment wins over the file.
     let mut sb = payg(&server);
     sb.config("[limits]\nmax_response_bytes = 2097152\n");
     sb.var("GEODE_MAX_RESPONSE_BYTES", "1048576");
     let out = run(&sb).await;
-    assert_eq!(out.code, Some(3), "{}", out.dump());
-    assert!(error_line(&out).contains("1048576"), "{}", out.dump());
+    out.assert_exit(3);
+    assert!(out.error_line().contains("1048576"), "{}", out.dump());
 
     // Through the worker: a typed error kind in the ledger, and no retry of the same stream.
     let before = model_calls(&server).len();
     let line = json!({"task_id": "endless", "description": "Decide.", "adapter": "openai-payg",
                       "response_schema": support::decision_schema()});
-    let out = sb.geode(&["worker"], &format!("{line}\n")).await;
-    assert_eq!(out.code, Some(3), "{}", out.dump());
+    let out = sb.worker(&line.to_string()).await;
+    out.assert_exit(3);
     let result = out.json();
     let attempts = result["ledger"]["attempts"].as_array().unwrap();
     assert_eq!(attempts.len(), 1, "{result}");
     assert_eq!(attempts[0]["error_kind"], "response_too_large", "{result}");
     assert_eq!(model_calls(&server).len(), before + 1);
-    assert!(!out.stdout.contains(SECRET) && !out.stderr.contains(SECRET));
+    out.assert_hides(SECRET);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bad_response_budget_is_a_usage_error() {
-    let server = FakeServer::start(Kind::Responses, Script::always(Reply::text("{}")))
-        .await
-        .unwrap();
+    let server = fake_of(Kind::Responses, Script::always(Reply::text("{}"))).await;
     let mut sb = payg(&server);
     sb.var("GEODE_MAX_RESPONSE_BYTES", "lots");
     let out = run(&sb).await;
-    assert_eq!(out.code, Some(2), "{}", out.dump());
+    out.assert_exit(2);
     assert!(
         out.stderr.contains("GEODE_MAX_RESPONSE_BYTES"),
         "{}",
@@ -105,7 +79,7 @@ async fn a_bad_response_budget_is_a_usage_error() {
     let sb = payg(&server);
     sb.config("[limits]\nmax_response_bytes = 0\n");
     let out = run(&sb).await;
-    assert_eq!(out.code, Some(2), "{}", out.dump());
+    out.assert_exit(2);
     assert!(out.stderr.contains("line 2"), "{}", out.dump());
     assert!(model_calls(&server).is_empty());
 }
@@ -123,16 +97,12 @@ fn hostile(keyword: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hostile_schema_is_refused_at_once_with_a_short_line() {
-    let server = FakeServer::start(Kind::Chat, Script::always(Reply::Json(json!({"x": 1}))))
-        .await
-        .unwrap();
+    let server = fake_of(Kind::Chat, Script::always(Reply::Json(json!({"x": 1})))).await;
     for keyword in ["anyOf", "allOf"] {
-        let mut sb = Sandbox::new();
-        sb.var("GEODE_GLM_BASE_URL", server.base_url())
-            .var("ZAI_API_KEY", SECRET);
+        let sb = GLM_PAYG.sandbox(&server);
         let line = json!({"task_id": "hostile", "description": "Return {\"x\":1}.",
                           "adapter": "glm-payg", "response_schema": hostile(keyword)});
-        let out = sb.geode(&["worker"], &format!("{line}\n")).await;
+        let out = sb.worker(&line.to_string()).await;
         assert_eq!(out.code, Some(2), "{keyword}: {}", out.dump());
         assert_eq!(out.stdout.lines().count(), 1, "{}", out.dump());
         assert!(
@@ -152,7 +122,7 @@ async fn a_hostile_schema_is_refused_at_once_with_a_short_line() {
                 "{\"x\":1}",
             )
             .await;
-        assert_eq!(out.code, Some(2), "{}", out.dump());
+        out.assert_exit(2);
         assert!(out.stderr.contains("too expensive"), "{}", out.dump());
     }
     assert!(
@@ -172,16 +142,12 @@ fn integers(n: usize) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn errors_past_one_hundred_are_counted_in_the_worker_and_in_validate() {
-    let server = FakeServer::start(Kind::Chat, Script::always(Reply::Json(integers(250))))
-        .await
-        .unwrap();
-    let mut sb = Sandbox::new();
-    sb.var("GEODE_GLM_BASE_URL", server.base_url())
-        .var("ZAI_API_KEY", SECRET);
+    let server = fake_of(Kind::Chat, Script::always(Reply::Json(integers(250)))).await;
+    let sb = GLM_PAYG.sandbox(&server);
     let line = json!({"task_id": "many", "description": "Return numbers.",
                       "adapter": "glm-payg", "response_schema": strings_only()});
-    let out = sb.geode(&["worker"], &format!("{line}\n")).await;
-    assert_eq!(out.code, Some(1), "{}", out.dump());
+    let out = sb.worker(&line.to_string()).await;
+    out.assert_exit(1);
     let result = out.json();
     let full = &result["ledger"]["full_validation"];
     assert_eq!(full["valid"], false, "{full}");
@@ -196,7 +162,7 @@ async fn errors_past_one_hundred_are_counted_in_the_worker_and_in_validate() {
             &integers(250).to_string(),
         )
         .await;
-    assert_eq!(out.code, Some(1), "{}", out.dump());
+    out.assert_exit(1);
     let report: Value = serde_json::from_str(out.stderr.trim()).unwrap();
     assert_eq!(report["errors"].as_array().unwrap().len(), 100, "{report}");
     assert_eq!(report["more_errors"], 150, "{report}");

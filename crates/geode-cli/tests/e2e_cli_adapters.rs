@@ -21,9 +21,7 @@ mod support;
 
 use geode_fakes::{FakeServer, Kind, Reply, Script};
 use serde_json::json;
-use support::{
-    Sandbox, bad_enum_answer, decision_schema, decision_schema_path, good_answer, model_calls,
-};
+use support::{Sandbox, bad_enum_answer, decision_schema, fake_of, good_answer, model_calls};
 
 /// A sandbox for `claude` against the Messages fake.
 fn claude_sandbox(server: &FakeServer) -> Sandbox {
@@ -35,6 +33,22 @@ fn claude_sandbox(server: &FakeServer) -> Sandbox {
     .var("ANTHROPIC_BASE_URL", server.base_url())
     .var("ANTHROPIC_API_KEY", "sk-ant-e2e-dummy");
     sb
+}
+
+/// The Messages fake answering every call with a `StructuredOutput` call of `input`, and a
+/// sandbox for `claude` on it.
+async fn claude_answering(input: serde_json::Value) -> (FakeServer, Sandbox) {
+    let call = Reply::tool_call("StructuredOutput", input);
+    let server = fake_of(Kind::Messages, Script::always(call)).await;
+    let sb = claude_sandbox(&server);
+    (server, sb)
+}
+
+/// The Responses fake playing `script`, and a sandbox for `codex` on it.
+async fn codex_playing(script: Script) -> (FakeServer, Sandbox) {
+    let server = fake_of(Kind::Responses, script).await;
+    let sb = codex_sandbox(&server);
+    (server, sb)
 }
 
 /// A sandbox for `codex` against the Responses fake: CODEX_HOME holds a `config.toml` whose
@@ -71,19 +85,10 @@ fn codex_sandbox_with(server: &FakeServer, auth: &str) -> Sandbox {
 
 /// `geode run --adapter ADAPTER --timeout 120 --schema <Decision> [EXTRA...] <prompt>`.
 async fn run_decision(sb: &Sandbox, adapter: &str, extra: &[&str]) -> support::Outcome {
-    let schema = decision_schema_path();
-    let mut args = vec![
-        "run",
-        "--adapter",
-        adapter,
-        "--timeout",
-        "120",
-        "--schema",
-        &schema,
-    ];
+    let mut args = vec!["--timeout", "120"];
     args.extend_from_slice(extra);
-    args.push("Decide whether to accept the change.");
-    sb.geode(&args, "").await
+    sb.run_decision(adapter, &args, "Decide whether to accept the change.")
+        .await
 }
 
 /// No CLI process of this sandbox is left (its HOME marks them).
@@ -96,16 +101,9 @@ async fn assert_no_cli_left(sb: &Sandbox) {
 netns_test!(
     geode_run_with_claude_cli_prints_the_validated_answer,
     async {
-        let server = FakeServer::start(
-            Kind::Messages,
-            Script::always(Reply::tool_call("StructuredOutput", good_answer())),
-        )
-        .await
-        .unwrap();
-        let sb = claude_sandbox(&server);
+        let (server, sb) = claude_answering(good_answer()).await;
         let out = run_decision(&sb, "claude-cli", &[]).await;
-        assert_eq!(out.code, Some(0), "{}", out.dump());
-        assert_eq!(out.json(), good_answer(), "{}", out.dump());
+        out.assert_answer(&good_answer());
         assert!(
             out.stderr.contains("wire_mode=cli-validated"),
             "{}",
@@ -130,7 +128,7 @@ netns_test!(
 
         // The same through `--json`: the ledger says cli-validated.
         let out = run_decision(&sb, "claude-cli", &["--json"]).await;
-        assert_eq!(out.code, Some(0), "{}", out.dump());
+        out.assert_exit(0);
         let result = out.json();
         assert_eq!(result["success"], true, "{result}");
         assert_eq!(result["answer"], good_answer());
@@ -144,13 +142,9 @@ netns_test!(
 netns_test!(
     geode_run_with_codex_cli_prints_the_answer_in_cli_flag_mode,
     async {
-        let server = FakeServer::start(Kind::Responses, Script::always(Reply::Json(good_answer())))
-            .await
-            .unwrap();
-        let sb = codex_sandbox(&server);
+        let (server, sb) = codex_playing(Script::always(Reply::Json(good_answer()))).await;
         let out = run_decision(&sb, "codex-cli", &[]).await;
-        assert_eq!(out.code, Some(0), "{}", out.dump());
-        assert_eq!(out.json(), good_answer(), "{}", out.dump());
+        out.assert_answer(&good_answer());
         assert!(out.stderr.contains("wire_mode=cli-flag"), "{}", out.dump());
 
         let calls = model_calls(&server);
@@ -166,13 +160,11 @@ netns_test!(
 netns_test!(
     geode_worker_with_codex_cli_retries_a_schema_breaking_answer,
     async {
-        let server = FakeServer::start(
-            Kind::Responses,
-            Script::new([Reply::Json(bad_enum_answer()), Reply::Json(good_answer())]),
-        )
-        .await
-        .unwrap();
-        let sb = codex_sandbox(&server);
+        let (server, sb) = codex_playing(Script::new([
+            Reply::Json(bad_enum_answer()),
+            Reply::Json(good_answer()),
+        ]))
+        .await;
         let line = json!({
             "task_id": "t-codex",
             "description": "Decide whether to accept the change. Answer with the Decision object.",
@@ -181,8 +173,8 @@ netns_test!(
             "response_schema": decision_schema(),
         })
         .to_string();
-        let out = sb.geode(&["worker"], &(line + "\n")).await;
-        assert_eq!(out.code, Some(0), "{}", out.dump());
+        let out = sb.worker(&line).await;
+        out.assert_exit(0);
         let result = out.json();
         assert_eq!(result["task_id"], "t-codex");
         assert_eq!(result["success"], true, "{result}");
@@ -215,9 +207,7 @@ netns_test!(
         // Issue 9 point 7: a provider configured the way codex users do it, its key and a header
         // read from variables exported to geode. Before, codex failed with
         // "Missing environment variable: `MY_KEY`" (exit 3).
-        let server = FakeServer::start(Kind::Responses, Script::always(Reply::Json(good_answer())))
-            .await
-            .unwrap();
+        let server = fake_of(Kind::Responses, Script::always(Reply::Json(good_answer()))).await;
         let mut sb = codex_sandbox_with(
             &server,
             "env_key = \"MY_KEY\"\nenv_http_headers = { \"x-tenant\" = \"MY_TENANT\" }\n",
@@ -225,8 +215,7 @@ netns_test!(
         sb.var("MY_KEY", "sk-my-key-e2e-91b2")
             .var("MY_TENANT", "tenant-e2e");
         let out = run_decision(&sb, "codex-cli", &[]).await;
-        assert_eq!(out.code, Some(0), "{}", out.dump());
-        assert_eq!(out.json(), good_answer(), "{}", out.dump());
+        out.assert_answer(&good_answer());
         assert!(
             !out.stderr.contains("Missing environment variable"),
             "{}",
@@ -246,16 +235,14 @@ netns_test!(
         // A provider whose token comes from a command reading a variable codex's config does not
         // name: only `pass_env` in geode.toml lets it through. The command fails without it, and
         // codex then sends no authorization header at all.
-        let server = FakeServer::start(Kind::Responses, Script::always(Reply::Json(good_answer())))
-            .await
-            .unwrap();
+        let server = fake_of(Kind::Responses, Script::always(Reply::Json(good_answer()))).await;
         let auth = "[model_providers.fake.auth]\ncommand = \"sh\"\n\
                     args = [\"-c\", \"test -n \\\"$MY_TOKEN\\\" && printf %s \\\"$MY_TOKEN\\\"\"]\n";
         let mut sb = codex_sandbox_with(&server, auth);
         sb.var("MY_TOKEN", "tok-e2e-pass-env-5e0f");
 
         let out = run_decision(&sb, "codex-cli", &[]).await;
-        assert_eq!(out.code, Some(0), "{}", out.dump());
+        out.assert_exit(0);
         let calls = model_calls(&server);
         assert_eq!(calls.len(), 1, "{calls:#?}");
         assert_eq!(
@@ -266,8 +253,7 @@ netns_test!(
 
         sb.config("[adapters.codex-cli]\npass_env = [\"MY_TOKEN\"]\n");
         let out = run_decision(&sb, "codex-cli", &[]).await;
-        assert_eq!(out.code, Some(0), "{}", out.dump());
-        assert_eq!(out.json(), good_answer(), "{}", out.dump());
+        out.assert_answer(&good_answer());
         let calls = model_calls(&server);
         assert_eq!(calls.len(), 2, "{calls:#?}");
         assert_eq!(calls[1].header("authorization"), Some("Bearer ***"));
@@ -287,15 +273,9 @@ netns_test!(
         // schema until the CLI gives up (error_max_structured_output_retries). The provider
         // worked; the answer failed the contract: exit 1, not 3, and the ledger holds the
         // validation errors of the CLI's last answer.
-        let server = FakeServer::start(
-            Kind::Messages,
-            Script::always(Reply::tool_call("StructuredOutput", bad_enum_answer())),
-        )
-        .await
-        .unwrap();
-        let sb = claude_sandbox(&server);
+        let (server, sb) = claude_answering(bad_enum_answer()).await;
         let out = run_decision(&sb, "claude-cli", &["--json"]).await;
-        assert_eq!(out.code, Some(1), "{}", out.dump());
+        out.assert_exit(1);
         let result = out.json();
         assert_eq!(result["success"], false, "{result}");
         let last: serde_json::Value =

@@ -9,40 +9,23 @@ mod support;
 
 use geode_fakes::{FakeServer, Kind, Reply, Script};
 use serde_json::{Value, json};
-use support::{SECRET, Sandbox, decision_schema_path, good_answer, model_calls};
+use support::http_cases::{GLM_PAYG, OPENAI_PAYG};
+use support::{DECIDE, SECRET, Sandbox, decision_schema_path, fake_of, good_answer, model_calls};
 
 async fn glm_fake() -> (FakeServer, Sandbox) {
-    let server = FakeServer::start(Kind::Chat, Script::always(Reply::Json(good_answer())))
+    GLM_PAYG
+        .serve(Script::always(Reply::Json(good_answer())))
         .await
-        .unwrap();
-    let mut sb = Sandbox::new();
-    sb.var("GEODE_GLM_BASE_URL", server.base_url())
-        .var("ZAI_API_KEY", SECRET);
-    (server, sb)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn require_enforced_refuses_glm_json_mode_before_any_request() {
     let (server, sb) = glm_fake().await;
-    let schema = decision_schema_path();
     let out = sb
-        .geode(
-            &[
-                "run",
-                "--adapter",
-                "glm-payg",
-                "--require",
-                "enforced",
-                "--schema",
-                &schema,
-                "Decide.",
-            ],
-            "",
-        )
+        .run_decision("glm-payg", &["--require", "enforced"], DECIDE)
         .await;
-    assert_eq!(out.code, Some(2), "{}", out.dump());
-    assert!(out.stderr.contains("json-mode"), "{}", out.dump());
-    assert!(out.stderr.contains("glm-payg"), "{}", out.dump());
+    out.assert_exit(2)
+        .assert_stderr_has(&["json-mode", "glm-payg"]);
     assert!(out.stdout.trim().is_empty(), "{}", out.dump());
     assert!(server.requests().is_empty(), "{:#?}", server.requests());
 
@@ -53,8 +36,8 @@ async fn require_enforced_refuses_glm_json_mode_before_any_request() {
         "response_schema": support::decision_schema(),
     })
     .to_string();
-    let out = sb.geode(&["worker"], &(line + "\n")).await;
-    assert_eq!(out.code, Some(2), "{}", out.dump());
+    let out = sb.worker(&line).await;
+    out.assert_exit(2);
     let result = out.json();
     assert_eq!(result["success"], false);
     assert!(
@@ -67,36 +50,19 @@ async fn require_enforced_refuses_glm_json_mode_before_any_request() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn require_best_effort_runs_glm_and_reports_json_mode() {
     let (server, sb) = glm_fake().await;
-    let schema = decision_schema_path();
     let out = sb
-        .geode(
-            &[
-                "run",
-                "--adapter",
-                "glm-payg",
-                "--require",
-                "best-effort",
-                "--schema",
-                &schema,
-                "Decide.",
-            ],
-            "",
-        )
+        .run_decision("glm-payg", &["--require", "best-effort"], DECIDE)
         .await;
-    assert_eq!(out.code, Some(0), "{}", out.dump());
+    out.assert_exit(0)
+        .assert_stderr_has(&["wire_mode=json-mode"]);
     assert_eq!(out.json(), good_answer());
-    assert!(out.stderr.contains("wire_mode=json-mode"), "{}", out.dump());
     assert_eq!(model_calls(&server).len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_configured_fallback_chain_takes_over_from_a_failing_openai() {
-    let openai = FakeServer::start(Kind::Responses, Script::always(Reply::status(500)))
-        .await
-        .unwrap();
-    let anthropic = FakeServer::start(Kind::Messages, Script::always(Reply::Json(good_answer())))
-        .await
-        .unwrap();
+    let openai = fake_of(Kind::Responses, Script::always(Reply::status(500))).await;
+    let anthropic = fake_of(Kind::Messages, Script::always(Reply::Json(good_answer()))).await;
     let mut sb = Sandbox::new();
     sb.var("GEODE_OPENAI_BASE_URL", openai.base_url())
         .var("OPENAI_API_KEY", SECRET)
@@ -115,7 +81,7 @@ async fn the_configured_fallback_chain_takes_over_from_a_failing_openai() {
             "",
         )
         .await;
-    assert_eq!(out.code, Some(0), "{}", out.dump());
+    out.assert_exit(0).assert_hides(SECRET);
     let result = out.json();
     assert_eq!(result["success"], true, "{result}");
     assert_eq!(result["answer"], good_answer(), "{result}");
@@ -132,7 +98,6 @@ async fn the_configured_fallback_chain_takes_over_from_a_failing_openai() {
     assert!(first.contains("500"), "the 500 is named: {first}");
     assert_eq!(tried[1]["adapter"], "anthropic-payg", "{ledger}");
     assert_eq!(tried[1]["outcome"], "ok", "{ledger}");
-    assert!(!out.stdout.contains(SECRET) && !out.stderr.contains(SECRET));
 
     assert!(!model_calls(&openai).is_empty(), "openai was tried first");
     let calls = model_calls(&anthropic);
@@ -193,12 +158,7 @@ async fn preflight_refuses_schemas_past_the_openai_strict_limits_before_any_requ
             many_enum_values(1000),
         ),
     ] {
-        let server = FakeServer::start(Kind::Responses, Script::always(Reply::Auto))
-            .await
-            .unwrap();
-        let mut sb = Sandbox::new();
-        sb.var("GEODE_OPENAI_BASE_URL", server.base_url())
-            .var("OPENAI_API_KEY", SECRET);
+        let (server, sb) = OPENAI_PAYG.serve(Script::always(Reply::Auto)).await;
         let path = sb.cwd.path().join(file);
         std::fs::write(&path, schema.to_string()).unwrap();
         let path = path.display().to_string();
@@ -208,9 +168,7 @@ async fn preflight_refuses_schemas_past_the_openai_strict_limits_before_any_requ
                 "",
             )
             .await;
-        assert_eq!(out.code, Some(2), "{file}: {}", out.dump());
-        assert!(out.stderr.contains(limit), "{file}: {}", out.dump());
-        assert!(out.stderr.contains("refused"), "{file}: {}", out.dump());
+        out.assert_exit(2).assert_stderr_has(&[limit, "refused"]);
         assert!(
             server.requests().is_empty(),
             "{file}: {:#?}",
@@ -234,7 +192,7 @@ async fn preflight_refuses_schemas_past_the_openai_strict_limits_before_any_requ
                 "",
             )
             .await;
-        assert_eq!(out.code, Some(0), "ok-{file}: {}", out.dump());
+        out.assert_exit(0);
         assert_eq!(model_calls(&server).len(), 1, "ok-{file}");
     }
 }
@@ -245,31 +203,14 @@ async fn a_config_file_with_a_syntax_error_exits_2_naming_the_line() {
     sb.config(
         "default_adapter = \"openai-payg\"\n\nfallback = [\"openai-payg\" \"anthropic-payg\"]\n",
     );
-    let schema = decision_schema_path();
-    let out = sb
-        .geode(
-            &[
-                "run",
-                "--adapter",
-                "openai-payg",
-                "--schema",
-                &schema,
-                "Go.",
-            ],
-            "",
-        )
-        .await;
-    assert_eq!(out.code, Some(2), "{}", out.dump());
-    assert!(out.stderr.contains("line 3"), "{}", out.dump());
-    assert!(out.stderr.contains("geode.toml"), "{}", out.dump());
+    let out = sb.run_decision("openai-payg", &[], "Go.").await;
+    out.assert_exit(2)
+        .assert_stderr_has(&["line 3", "geode.toml"]);
 
     let out = sb
-        .geode(
-            &["worker"],
-            &(support::worker_line("t-cfg", "openai-payg") + "\n"),
-        )
+        .worker(&support::worker_line("t-cfg", "openai-payg"))
         .await;
-    assert_eq!(out.code, Some(2), "{}", out.dump());
+    out.assert_exit(2);
     let result = out.json();
     assert!(
         result["error"].as_str().unwrap().contains("line 3"),

@@ -13,7 +13,7 @@ mod support;
 use geode_fakes::{Kind, Reply, Script};
 use serde_json::{Value, json};
 use support::http_cases::{ALL, Case, Credential, fake};
-use support::{Outcome, SECRET, Sandbox, decision_schema_path};
+use support::{DECIDE, Outcome, SECRET, Sandbox};
 
 /// The secrets a case's sandbox holds: its key, or the codex `auth.json` tokens.
 fn secrets_of(case: &Case, sb: &Sandbox) -> Vec<String> {
@@ -68,21 +68,10 @@ async fn run_both(
             std::fs::write(sb.home().join("codex-home/auth.json"), auth).unwrap();
         }
     };
-    let schema = decision_schema_path();
-    let args = [
-        "run",
-        "--adapter",
-        case.adapter,
-        "--schema",
-        &schema,
-        "Decide.",
-    ];
     reset();
-    let plain = sb.geode(&args, "").await;
-    let mut with_json = args.to_vec();
-    with_json.insert(1, "--json");
+    let plain = sb.run_decision(case.adapter, &[], DECIDE).await;
     reset();
-    let json = sb.geode(&with_json, "").await;
+    let json = sb.run_decision(case.adapter, &["--json"], DECIDE).await;
     reset();
     (secrets_of(case, &sb), plain, json)
 }
@@ -190,13 +179,8 @@ async fn a_cli_printing_the_key_on_stderr_does_not_leak_it() {
         let mut sb = Sandbox::new();
         let bin = leaky_cli(sb.home(), key_var);
         sb.var(bin_var, bin).var(key_var, SECRET);
-        let schema = decision_schema_path();
-        for json in [false, true] {
-            let mut args = vec!["run", "--adapter", adapter, "--schema", &schema, "Decide."];
-            if json {
-                args.insert(1, "--json");
-            }
-            let out = sb.geode(&args, "").await;
+        for extra in [&[][..], &["--json"]] {
+            let out = sb.run_decision(adapter, extra, DECIDE).await;
             assert_eq!(out.code, Some(3), "{adapter}: {}", out.dump());
             assert_no_secret(&out, &[SECRET.to_owned()]);
             assert!(

@@ -8,20 +8,15 @@
 
 mod support;
 
-use geode_fakes::{FakeServer, Kind, Reply, Script};
+use geode_fakes::{FakeServer, Reply, Script};
 use serde_json::{Value, json};
-use support::{Outcome, SECRET, Sandbox, decision_schema, decision_schema_path, model_calls};
+use support::http_cases::OPENAI_PAYG;
+use support::{Outcome, Sandbox, decision_schema, decision_schema_path, model_calls};
 
 /// An OpenAI Responses fake answering `reply` to every call, and a sandbox pointed at it with
 /// `openai-payg` configured.
 async fn openai(reply: Reply) -> (FakeServer, Sandbox) {
-    let server = FakeServer::start(Kind::Responses, Script::always(reply))
-        .await
-        .unwrap();
-    let mut sb = Sandbox::new();
-    sb.var("GEODE_OPENAI_BASE_URL", server.base_url())
-        .var("OPENAI_API_KEY", SECRET);
-    (server, sb)
+    OPENAI_PAYG.serve(Script::always(reply)).await
 }
 
 /// Runs `geode run --adapter openai-payg ARGS… Answer.`.
@@ -34,7 +29,7 @@ async fn run(sb: &Sandbox, args: &[&str]) -> Outcome {
 
 /// Asserts a usage error (exit 2) that says `needle`, with no panic and no request sent.
 fn assert_refused(out: &Outcome, server: &FakeServer, needle: &str) {
-    assert_eq!(out.code, Some(2), "{}", out.dump());
+    out.assert_exit(2);
     assert!(!out.stderr.contains("panicked"), "{}", out.dump());
     assert!(
         out.stderr.contains(needle),
@@ -47,7 +42,7 @@ fn assert_refused(out: &Outcome, server: &FakeServer, needle: &str) {
 /// Asserts the worker contract for a refused request: exactly one WorkerResult line on stdout,
 /// `success` false, the task id, an error saying `needle`, exit 2, no request sent.
 fn assert_one_failed_line(out: &Outcome, server: &FakeServer, task_id: &str, needle: &str) {
-    assert_eq!(out.code, Some(2), "{}", out.dump());
+    out.assert_exit(2);
     assert_eq!(out.stdout.lines().count(), 1, "{}", out.dump());
     let result = out.json();
     assert_eq!(result["task_id"], task_id, "{result}");
@@ -56,6 +51,20 @@ fn assert_one_failed_line(out: &Outcome, server: &FakeServer, task_id: &str, nee
     assert!(error.contains(needle), "wanted {needle:?} in {error:?}");
     assert!(!out.stderr.contains("panicked"), "{}", out.dump());
     assert!(server.requests().is_empty(), "{:#?}", server.requests());
+}
+
+/// Sends one WorkerRequest (`task_id` and the `extra` fields) and asserts the worker refuses it
+/// with one failed line saying `needle`, before any request.
+async fn assert_worker_refuses(
+    sb: &Sandbox,
+    server: &FakeServer,
+    task_id: &str,
+    extra: Value,
+    needle: &str,
+) -> Outcome {
+    let out = sb.worker(&worker_line(task_id, extra)).await;
+    assert_one_failed_line(&out, server, task_id, needle);
+    out
 }
 
 /// A WorkerRequest line for `openai-payg` with extra fields.
@@ -90,7 +99,7 @@ async fn run_refuses_a_timeout_that_is_not_a_positive_number_of_seconds_before_a
     }
     // A positive timeout still runs.
     let out = run(&sb, &["--timeout", "30"]).await;
-    assert_eq!(out.code, Some(0), "{}", out.dump());
+    out.assert_exit(0);
     assert_eq!(model_calls(&server).len(), 1);
 }
 
@@ -112,9 +121,9 @@ async fn worker_refuses_a_non_positive_timeout_s_with_one_failed_line() {
         ("t-zero", json!(0)),
         ("t-zf", json!(0.0)),
     ] {
-        let line = worker_line(task, json!({"timeout_s": timeout}));
-        let out = sb.geode(&["worker"], &line).await;
-        assert_one_failed_line(&out, &server, task, "timeout_s must be a positive");
+        let extra = json!({"timeout_s": timeout});
+        let needle = "timeout_s must be a positive";
+        let out = assert_worker_refuses(&sb, &server, task, extra, needle).await;
         assert!(!out.stdout.contains("timed out"), "{}", out.dump());
     }
 }
@@ -173,7 +182,7 @@ async fn worker_prints_exactly_one_result_line_whatever_stdin_holds() {
     }))
     .unwrap();
     let out = sb.geode(&["worker"], &pretty).await;
-    assert_eq!(out.code, Some(0), "{}", out.dump());
+    out.assert_exit(0);
     assert_eq!(out.stdout.lines().count(), 1, "{}", out.dump());
     assert_eq!(out.json()["task_id"], "pretty");
 }
@@ -191,12 +200,14 @@ async fn an_invalid_regex_is_a_usage_error_and_nothing_is_sent() {
         out.dump()
     );
 
-    let line = worker_line(
+    assert_worker_refuses(
+        &sb,
+        &server,
         "t-regex",
         json!({"text_constraint": {"kind": "regex", "value": "(unclosed"}}),
-    );
-    let out = sb.geode(&["worker"], &line).await;
-    assert_one_failed_line(&out, &server, "t-regex", "does not compile");
+        "does not compile",
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -208,19 +219,23 @@ async fn a_grammar_that_is_not_lark_is_a_usage_error_and_nothing_is_sent() {
     assert_refused(&out, &server, "not valid Lark");
     assert!(!out.stderr.contains("worker_check=pass"), "{}", out.dump());
 
-    let line = worker_line(
+    assert_worker_refuses(
+        &sb,
+        &server,
         "t-lark",
         json!({"text_constraint": {"kind": "grammar", "value": "start: undefined_rule\n"}}),
-    );
-    let out = sb.geode(&["worker"], &line).await;
-    assert_one_failed_line(&out, &server, "t-lark", "not valid Lark");
+        "not valid Lark",
+    )
+    .await;
 
-    let line = worker_line(
+    assert_worker_refuses(
+        &sb,
+        &server,
         "t-choice",
         json!({"text_constraint": {"kind": "choice", "value": []}}),
-    );
-    let out = sb.geode(&["worker"], &line).await;
-    assert_one_failed_line(&out, &server, "t-choice", "no options");
+        "no options",
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -255,17 +270,14 @@ async fn a_text_constraint_a_hosted_adapter_cannot_enforce_is_refused_under_requ
             assert!(out.stderr.contains(constraint[0].trim_start_matches("--")));
         }
     }
-    let line = worker_line(
-        "t-wired",
-        json!({"require": "wired", "text_constraint": {"kind": "regex", "value": "yes|no"}}),
-    );
-    let out = sb.geode(&["worker"], &line).await;
-    assert_one_failed_line(
-        &out,
+    assert_worker_refuses(
+        &sb,
         &server,
         "t-wired",
+        json!({"require": "wired", "text_constraint": {"kind": "regex", "value": "yes|no"}}),
         "does not enforce a regex constraint",
-    );
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -274,7 +286,7 @@ async fn the_ledger_line_names_what_a_hosted_adapter_left_unenforced() {
     let grammar = sb.cwd.path().join("yes-no.lark");
     std::fs::write(&grammar, "start: \"yes\" | \"no\"\n").unwrap();
     let out = run(&sb, &["--grammar", grammar.to_str().unwrap()]).await;
-    assert_eq!(out.code, Some(0), "{}", out.dump());
+    out.assert_exit(0);
     assert!(
         out.stderr
             .contains("residuals: grammar: unchecked (not enforced by openai-payg"),
@@ -283,7 +295,7 @@ async fn the_ledger_line_names_what_a_hosted_adapter_left_unenforced() {
     );
 
     let out = run(&sb, &["--regex", "yes|no"]).await;
-    assert_eq!(out.code, Some(0), "{}", out.dump());
+    out.assert_exit(0);
     assert!(
         out.stderr.contains(
             "residuals: regex: not enforced by openai-payg; checked locally after the answer"
@@ -328,11 +340,11 @@ async fn an_answer_with_1e400_says_the_number_is_out_of_range() {
     let out = sb
         .geode(&["validate", "--schema", &decision_schema_path()], answer)
         .await;
-    assert_eq!(out.code, Some(1), "{}", out.dump());
+    out.assert_exit(1);
     assert!(out.stderr.contains("number out of range"), "{}", out.dump());
 
     let out = run(&sb, &["--schema", &decision_schema_path()]).await;
-    assert_eq!(out.code, Some(1), "{}", out.dump());
+    out.assert_exit(1);
     assert!(
         out.stderr
             .contains("worker_check=fail(no JSON object: number out of range"),

@@ -4,18 +4,12 @@
 mod common;
 
 use common::*;
-use geode_fakes::{FakeServer, Kind, Reply, Script};
+use geode_fakes::{Kind, Reply};
 use serde_json::{Value, json};
-
-async fn start(replies: impl IntoIterator<Item = Reply>) -> FakeServer {
-    FakeServer::start(Kind::Chat, Script::new(replies))
-        .await
-        .expect("start")
-}
 
 #[tokio::test]
 async fn text_answer_has_content_finish_reason_and_usage() {
-    let server = start([Reply::Json(json!({"k": [1, 2]}))]).await;
+    let server = start(Kind::Chat, [Reply::Json(json!({"k": [1, 2]}))]).await;
     let (status, v) = call_json(&server, &body(Kind::Chat, false)).await;
     assert_eq!(status, 200);
     assert_eq!(v["object"], "chat.completion");
@@ -33,7 +27,7 @@ async fn text_answer_has_content_finish_reason_and_usage() {
 #[tokio::test]
 async fn tool_call_arguments_are_a_string_and_finish_reason_is_tool_calls() {
     let args = json!({"q": "x"});
-    let server = start([Reply::tool_call("search", args.clone())]).await;
+    let server = start(Kind::Chat, [Reply::tool_call("search", args.clone())]).await;
     let (_, v) = call_json(&server, &body(Kind::Chat, false)).await;
     let choice = &v["choices"][0];
     assert_eq!(choice["finish_reason"], "tool_calls");
@@ -49,10 +43,13 @@ async fn tool_call_arguments_are_a_string_and_finish_reason_is_tool_calls() {
 
 #[tokio::test]
 async fn refusal_and_max_tokens() {
-    let server = start([
-        Reply::Refusal("No.".into()),
-        Reply::MaxTokens("{\"a\":".into()),
-    ])
+    let server = start(
+        Kind::Chat,
+        [
+            Reply::Refusal("No.".into()),
+            Reply::MaxTokens("{\"a\":".into()),
+        ],
+    )
     .await;
     let (_, refusal) = call_json(&server, &body(Kind::Chat, false)).await;
     assert_eq!(refusal["choices"][0]["message"]["refusal"], "No.");
@@ -65,7 +62,7 @@ async fn refusal_and_max_tokens() {
 
 #[tokio::test]
 async fn any_prefix_is_accepted() {
-    let server = start([Reply::text("hi")]).await;
+    let server = start(Kind::Chat, [Reply::text("hi")]).await;
     for prefix in ["/api/paas/v4", "/api/coding/paas/v4", "", "/v1"] {
         let response = bounded(
             client()
@@ -83,7 +80,11 @@ async fn any_prefix_is_accepted() {
 
 #[tokio::test]
 async fn streamed_chunks_end_with_usage_and_done() {
-    let server = start([Reply::text("hello"), Reply::tool_call("f", json!({"a": 1}))]).await;
+    let server = start(
+        Kind::Chat,
+        [Reply::text("hello"), Reply::tool_call("f", json!({"a": 1}))],
+    )
+    .await;
     let events = call_sse(&server, &body(Kind::Chat, true)).await;
     assert!(
         events.iter().all(|e| e.name.is_none()),
@@ -126,7 +127,7 @@ async fn streamed_chunks_end_with_usage_and_done() {
 
 #[tokio::test]
 async fn auto_follows_response_format_json_schema() {
-    let server = start([]).await;
+    let server = start(Kind::Chat, []).await;
     let mut request = body(Kind::Chat, false);
     request["response_format"] = json!({"type": "json_schema", "json_schema": {"name": "x",
         "schema": {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}}});

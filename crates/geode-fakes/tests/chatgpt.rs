@@ -7,14 +7,8 @@ mod common;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use common::*;
-use geode_fakes::{FakeServer, Kind, Reply, Script};
+use geode_fakes::{FakeServer, Kind, Reply};
 use serde_json::{Value, json};
-
-async fn start(replies: impl IntoIterator<Item = Reply>) -> FakeServer {
-    FakeServer::start(Kind::ChatGpt, Script::new(replies))
-        .await
-        .expect("start")
-}
 
 async fn post(server: &FakeServer, body: &Value, account: bool) -> (u16, Value) {
     let mut request = client()
@@ -35,7 +29,7 @@ async fn post(server: &FakeServer, body: &Value, account: bool) -> (u16, Value) 
 
 #[tokio::test]
 async fn rejects_requests_the_real_backend_rejects_without_spending_a_step() {
-    let server = start([Reply::text("first step")]).await;
+    let server = start(Kind::ChatGpt, [Reply::text("first step")]).await;
     let valid = body(Kind::ChatGpt, true);
     let mut no_stream = valid.clone();
     no_stream["stream"] = json!(false);
@@ -87,19 +81,14 @@ async fn rejects_requests_the_real_backend_rejects_without_spending_a_step() {
 
 #[tokio::test]
 async fn answers_on_the_bare_responses_path_too() {
-    let server = start([Reply::tool_call("f", json!({"a": 1}))]).await;
-    let response = bounded(
-        client()
-            .post(format!("{}/responses", server.base_url()))
-            .bearer_auth(SECRET)
-            .header("chatgpt-account-id", "acct_test")
-            .json(&body(Kind::ChatGpt, true))
-            .send(),
-    )
-    .await
-    .unwrap();
-    assert_eq!(response.status(), 200);
-    let events = parse_sse(&bounded(response.text()).await.unwrap());
+    let server = start(Kind::ChatGpt, [Reply::tool_call("f", json!({"a": 1}))]).await;
+    let bare = client().post(format!("{}/responses", server.base_url()));
+    let (status, events) = send_sse(authorized(
+        Kind::ChatGpt,
+        bare.json(&body(Kind::ChatGpt, true)),
+    ))
+    .await;
+    assert_eq!(status, 200);
     let done = events.last().unwrap().json();
     assert_eq!(done["response"]["output"][0]["type"], "function_call");
     server.shutdown().await;
@@ -107,7 +96,7 @@ async fn answers_on_the_bare_responses_path_too() {
 
 #[tokio::test]
 async fn zstd_request_bodies_are_decoded_and_recorded() {
-    let server = start([Reply::Auto]).await;
+    let server = start(Kind::ChatGpt, [Reply::Auto]).await;
     let mut request = body(Kind::ChatGpt, true);
     request["text"] = json!({"verbosity": "low", "format": {"type": "json_schema",
         "name": "codex_output_schema", "strict": true,
@@ -152,7 +141,7 @@ fn jwt_claims(token: &str) -> Value {
 
 #[tokio::test]
 async fn oauth_refresh_returns_rotated_tokens_and_is_recorded_masked() {
-    let server = start([]).await;
+    let server = start(Kind::ChatGpt, []).await;
     let grant = json!({"client_id": "app_EMoamEEZ73f0CkXaXp7hrann", "grant_type": "refresh_token",
                        "refresh_reason": "proactive_expiry", "refresh_token": SECRET});
     let response = bounded(
@@ -206,7 +195,7 @@ async fn oauth_refresh_returns_rotated_tokens_and_is_recorded_masked() {
 
 #[tokio::test]
 async fn routing_discovery_points_back_at_this_server() {
-    let server = start([]).await;
+    let server = start(Kind::ChatGpt, []).await;
     let get = |path: &str| {
         client()
             .get(format!("{}{path}", server.base_url()))

@@ -4,6 +4,7 @@
 mod common;
 
 use common::*;
+use geode_fakes::Kind;
 use serde_json::{Value, json};
 use std::process::Stdio;
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -35,26 +36,11 @@ async fn serve_prints_the_base_url_and_logs_masked_requests() {
 
     let url = format!("{base}/api/paas/v4/chat/completions");
     let request = json!({"model": "glm-test", "messages": [{"role": "user", "content": "hi"}]});
-    let first = bounded(
-        client()
-            .post(&url)
-            .bearer_auth(SECRET)
-            .json(&request)
-            .send(),
-    )
-    .await
-    .unwrap();
+    let post = || bounded(authorized(Kind::Chat, client().post(&url).json(&request)).send());
+    let first = post().await.unwrap();
     let v: Value = bounded(first.json()).await.unwrap();
     assert_eq!(v["choices"][0]["message"]["content"], "from the script");
-    let second = bounded(
-        client()
-            .post(&url)
-            .bearer_auth(SECRET)
-            .json(&request)
-            .send(),
-    )
-    .await
-    .unwrap();
+    let second = post().await.unwrap();
     assert_eq!(second.status(), 429);
     assert_eq!(second.headers().get("retry-after").unwrap(), "2");
 

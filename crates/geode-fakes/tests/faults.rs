@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use geode_fakes::{FakeServer, Kind, Reply, Script};
+use geode_fakes::{Kind, Reply};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -13,12 +13,6 @@ use std::time::Duration;
 const SHORT: Duration = Duration::from_millis(100);
 /// A delay far longer than [`SHORT`] but short enough to keep the suite quick.
 const DELAY_MS: u64 = 400;
-
-async fn start(kind: Kind, replies: impl IntoIterator<Item = Reply>) -> FakeServer {
-    FakeServer::start(kind, Script::new(replies))
-        .await
-        .expect("start")
-}
 
 /// The error message in the provider's error body, wherever that provider puts it.
 fn error_message(kind: Kind, v: &Value) -> String {
@@ -155,11 +149,7 @@ async fn stream_cut_ends_mid_event_without_the_terminal_event() {
 #[tokio::test]
 async fn stream_cut_of_a_json_answer_is_a_body_error() {
     for kind in [Kind::Responses, Kind::Messages, Kind::Chat] {
-        let server = start(kind, [Reply::StreamCut]).await;
-        let response = bounded(model_call(&server, &body(kind, false)).send())
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 200);
+        let (server, response) = open_200(kind, false, Reply::StreamCut).await;
         let body = bounded(response.bytes()).await;
         assert!(body.is_err(), "{kind}: a cut JSON body must fail to read");
         server.shutdown().await;
@@ -185,11 +175,8 @@ async fn slow_json_answer_arrives_only_after_its_delay() {
 #[tokio::test]
 async fn slow_stream_sends_headers_then_stalls_before_the_first_event() {
     for kind in Kind::ALL {
-        let server = start(kind, [Reply::slow(DELAY_MS, Reply::text("late"))]).await;
-        let mut response = bounded(model_call(&server, &body(kind, true)).send())
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 200, "{kind}: headers come at once");
+        let (server, mut response) =
+            open_200(kind, true, Reply::slow(DELAY_MS, Reply::text("late"))).await;
         {
             let mut first = Box::pin(response.chunk());
             assert!(
@@ -255,11 +242,7 @@ async fn hang_mid_body_sends_headers_and_part_then_goes_silent() {
         (Kind::Messages, true),
         (Kind::Chat, false),
     ] {
-        let server = start(kind, [Reply::HangMidBody]).await;
-        let mut response = bounded(model_call(&server, &body(kind, stream)).send())
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 200, "{kind}");
+        let (server, mut response) = open_200(kind, stream, Reply::HangMidBody).await;
         let first = bounded(response.chunk())
             .await
             .unwrap()
@@ -280,11 +263,7 @@ async fn hang_mid_body_sends_headers_and_part_then_goes_silent() {
 #[tokio::test]
 async fn reset_mid_body_sends_part_then_fails_the_read() {
     for kind in [Kind::Responses, Kind::Messages, Kind::Chat] {
-        let server = start(kind, [Reply::ResetMidBody]).await;
-        let response = bounded(model_call(&server, &body(kind, true)).send())
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 200, "{kind}");
+        let (server, response) = open_200(kind, true, Reply::ResetMidBody).await;
         assert!(
             bounded(response.bytes()).await.is_err(),
             "{kind}: the read must fail"
@@ -300,11 +279,7 @@ async fn endless_body_keeps_coming() {
         (Kind::Messages, true),
         (Kind::Chat, false),
     ] {
-        let server = start(kind, [Reply::Endless]).await;
-        let mut response = bounded(model_call(&server, &body(kind, stream)).send())
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 200, "{kind}");
+        let (server, mut response) = open_200(kind, stream, Reply::Endless).await;
         let mut seen = 0usize;
         while seen < 2 << 20 {
             let chunk = bounded(response.chunk()).await.unwrap().expect("more body");

@@ -5,18 +5,12 @@
 mod common;
 
 use common::*;
-use geode_fakes::{FakeServer, Kind, Reply, Script};
+use geode_fakes::{Kind, Reply};
 use serde_json::{Value, json};
-
-async fn start(replies: impl IntoIterator<Item = Reply>) -> FakeServer {
-    FakeServer::start(Kind::Messages, Script::new(replies))
-        .await
-        .expect("start")
-}
 
 #[tokio::test]
 async fn text_answer_is_a_message_with_end_turn_and_usage() {
-    let server = start([Reply::text("hello")]).await;
+    let server = start(Kind::Messages, [Reply::text("hello")]).await;
     let (status, headers, text) = call(&server, &body(Kind::Messages, false)).await;
     assert_eq!(status, 200);
     assert!(headers.get("request-id").is_some());
@@ -34,7 +28,11 @@ async fn text_answer_is_a_message_with_end_turn_and_usage() {
 
 #[tokio::test]
 async fn streamed_text_has_the_full_event_sequence() {
-    let server = start([Reply::Json(json!({"answer": "fake", "n": 1}))]).await;
+    let server = start(
+        Kind::Messages,
+        [Reply::Json(json!({"answer": "fake", "n": 1}))],
+    )
+    .await;
     let events = call_sse(&server, &body(Kind::Messages, true)).await;
     assert_eq!(
         names(&events),
@@ -77,7 +75,11 @@ async fn streamed_text_has_the_full_event_sequence() {
 #[tokio::test]
 async fn tool_call_is_a_tool_use_block_streamed_as_input_json_deltas() {
     let input = json!({"city": "Paris", "days": 2});
-    let server = start([Reply::tool_call("get_weather", input.clone())]).await;
+    let server = start(
+        Kind::Messages,
+        [Reply::tool_call("get_weather", input.clone())],
+    )
+    .await;
     let (_, v) = call_json(&server, &body(Kind::Messages, false)).await;
     assert_eq!(v["stop_reason"], "tool_use");
     assert_eq!(v["content"][0]["type"], "tool_use");
@@ -113,10 +115,13 @@ async fn tool_call_is_a_tool_use_block_streamed_as_input_json_deltas() {
 
 #[tokio::test]
 async fn refusal_and_max_tokens_set_their_stop_reasons() {
-    let server = start([
-        Reply::Refusal("No.".into()),
-        Reply::MaxTokens("{\"a\":".into()),
-    ])
+    let server = start(
+        Kind::Messages,
+        [
+            Reply::Refusal("No.".into()),
+            Reply::MaxTokens("{\"a\":".into()),
+        ],
+    )
     .await;
     let (_, refusal) = call_json(&server, &body(Kind::Messages, false)).await;
     assert_eq!(refusal["stop_reason"], "refusal");
@@ -133,7 +138,7 @@ async fn refusal_and_max_tokens_set_their_stop_reasons() {
 
 #[tokio::test]
 async fn auto_calls_the_structured_output_tool_like_the_python_fake() {
-    let server = start([]).await;
+    let server = start(Kind::Messages, []).await;
     let schema = json!({"type": "object", "properties": {"answer": {"type": "string"},
                         "n": {"type": "integer"}}, "required": ["answer", "n"],
                         "additionalProperties": false});
@@ -164,7 +169,7 @@ async fn auto_calls_the_structured_output_tool_like_the_python_fake() {
 
 #[tokio::test]
 async fn claude_cli_probes_are_answered() {
-    let server = start([Reply::text("ok")]).await;
+    let server = start(Kind::Messages, [Reply::text("ok")]).await;
     let head = bounded(client().head(format!("{}/", server.base_url())).send())
         .await
         .unwrap();

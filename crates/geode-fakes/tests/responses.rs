@@ -7,15 +7,9 @@ use common::*;
 use geode_fakes::{FakeServer, Kind, Reply, Script};
 use serde_json::{Value, json};
 
-async fn start(replies: impl IntoIterator<Item = Reply>) -> FakeServer {
-    FakeServer::start(Kind::Responses, Script::new(replies))
-        .await
-        .expect("start")
-}
-
 #[tokio::test]
 async fn text_answer_is_a_completed_response_with_usage() {
-    let server = start([Reply::text("hello there")]).await;
+    let server = start(Kind::Responses, [Reply::text("hello there")]).await;
     let (status, v) = call_json(&server, &body(Kind::Responses, false)).await;
     assert_eq!(status, 200);
     assert_eq!(v["object"], "response");
@@ -33,7 +27,11 @@ async fn text_answer_is_a_completed_response_with_usage() {
 
 #[tokio::test]
 async fn streamed_text_follows_the_event_order_codex_accepts() {
-    let server = start([Reply::Json(json!({"answer": "é", "n": 1}))]).await;
+    let server = start(
+        Kind::Responses,
+        [Reply::Json(json!({"answer": "é", "n": 1}))],
+    )
+    .await;
     let events = call_sse(&server, &body(Kind::Responses, true)).await;
     assert_eq!(
         names(&events),
@@ -77,7 +75,11 @@ async fn streamed_text_follows_the_event_order_codex_accepts() {
 #[tokio::test]
 async fn tool_call_is_a_function_call_item_with_string_arguments() {
     let args = json!({"cmd": "echo hi"});
-    let server = start([Reply::tool_call("exec_command", args.clone())]).await;
+    let server = start(
+        Kind::Responses,
+        [Reply::tool_call("exec_command", args.clone())],
+    )
+    .await;
     let (_, v) = call_json(&server, &body(Kind::Responses, false)).await;
     let item = &v["output"][0];
     assert_eq!(item["type"], "function_call");
@@ -100,7 +102,11 @@ async fn tool_call_is_a_function_call_item_with_string_arguments() {
 
 #[tokio::test]
 async fn refusal_is_a_refusal_content_part() {
-    let server = start([Reply::Refusal("I can't help with that.".into())]).await;
+    let server = start(
+        Kind::Responses,
+        [Reply::Refusal("I can't help with that.".into())],
+    )
+    .await;
     let (_, v) = call_json(&server, &body(Kind::Responses, false)).await;
     assert_eq!(v["status"], "completed");
     assert_eq!(v["output"][0]["content"][0]["type"], "refusal");
@@ -115,7 +121,11 @@ async fn refusal_is_a_refusal_content_part() {
 
 #[tokio::test]
 async fn max_tokens_is_incomplete_with_reason() {
-    let server = start([Reply::MaxTokens("{\"answer\":\"trunc".into())]).await;
+    let server = start(
+        Kind::Responses,
+        [Reply::MaxTokens("{\"answer\":\"trunc".into())],
+    )
+    .await;
     let (_, v) = call_json(&server, &body(Kind::Responses, false)).await;
     assert_eq!(v["status"], "incomplete");
     assert_eq!(v["incomplete_details"]["reason"], "max_output_tokens");
@@ -148,7 +158,7 @@ async fn auto_answers_with_an_instance_of_the_requested_schema() {
 
 #[tokio::test]
 async fn bare_responses_path_and_models_list_are_served() {
-    let server = start([Reply::text("ok")]).await;
+    let server = start(Kind::Responses, [Reply::text("ok")]).await;
     let response = bounded(
         client()
             .post(format!("{}/responses", server.base_url()))

@@ -44,17 +44,12 @@ async fn https_fake_is_trusted_through_its_generated_ca() {
         check["accounts"][0]["workspace_backend_origin"],
         server.base_url()
     );
-    let response = bounded(
-        trusted
-            .post(server.model_url())
-            .bearer_auth(SECRET)
-            .header("chatgpt-account-id", "acct_test")
-            .json(&body(Kind::ChatGpt, true))
-            .send(),
-    )
-    .await
-    .unwrap();
-    let events = parse_sse(&bounded(response.text()).await.unwrap());
+    let request = trusted.post(server.model_url());
+    let (_, events) = send_sse(authorized(
+        Kind::ChatGpt,
+        request.json(&body(Kind::ChatGpt, true)),
+    ))
+    .await;
     let done = events.last().unwrap().json();
     assert_eq!(
         done["response"]["output"][0]["content"][0]["text"],

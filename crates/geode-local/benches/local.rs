@@ -11,7 +11,6 @@ use geode::schema::ResponseSchema;
 use geode_local::{
     ChatRole, ChatTurn, Constraint, EngineConfig, GenerateOptions, Generation, LocalEngine,
 };
-use serde_json::json;
 use std::time::{Duration, Instant};
 
 const SYSTEM: &str = "You are a careful senior software engineer reviewing pull requests.";
@@ -71,16 +70,10 @@ fn turns(i: usize) -> Vec<ChatTurn> {
     ]
 }
 
+/// The Decision schema of `examples/decision.schema.json`.
 fn decision() -> Constraint {
-    let schema = json!({
-        "type": "object",
-        "properties": {
-            "decision": {"type": "string", "enum": ["accept", "reject"]},
-            "reason": {"type": "string"}
-        },
-        "required": ["decision", "reason"],
-        "additionalProperties": false
-    });
+    let text = include_str!("../../../examples/decision.schema.json");
+    let schema = serde_json::from_str(text).unwrap_or_else(|e| panic!("decision schema: {e}"));
     match ResponseSchema::from_value(schema) {
         Ok(s) => Constraint::JsonSchema(s),
         Err(e) => panic!("schema: {e}"),

@@ -7,6 +7,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
 // Shared with the main matrix, which uses the parts this column does not.
+#[path = "../../geode/tests/support/fixtures.rs"]
+mod fixtures;
 #[allow(dead_code)]
 #[path = "../../geode/tests/fault_matrix/run.rs"]
 mod run;
@@ -27,11 +29,7 @@ const LOCAL: usize = 8;
 
 /// The `Decision` schema (the matrix's fixture).
 fn decision() -> ResponseSchema {
-    ResponseSchema::from_value(json!({"title": "Decision", "type": "object",
-        "properties": {"decision": {"type": "string", "enum": ["accept", "reject"]},
-                       "reason": {"type": "string", "minLength": 3}},
-        "required": ["decision", "reason"], "additionalProperties": false}))
-    .unwrap()
+    fixtures::decision_schema()
 }
 
 async fn local_cell(fault: Fault, expect: Expect) -> Verdict {

@@ -87,18 +87,10 @@ fn user_prompt(i: usize, answer_format: &str) -> String {
 const JSON_FORMAT: &str = "Answer as JSON with keys \"decision\" (either \"accept\" or \"reject\") \
                            and \"reason\" (one short sentence). Output only the JSON object.";
 
+/// The Decision schema of `examples/decision.schema.json`.
 fn decision_schema() -> ResponseSchema {
-    ResponseSchema::from_value(json!({
-        "title": "Decision",
-        "type": "object",
-        "properties": {
-            "decision": {"type": "string", "enum": ["accept", "reject"]},
-            "reason": {"type": "string"}
-        },
-        "required": ["decision", "reason"],
-        "additionalProperties": false
-    }))
-    .unwrap()
+    let text = include_str!("../../../examples/decision.schema.json");
+    ResponseSchema::from_value(serde_json::from_str(text).unwrap()).unwrap()
 }
 
 /// The shared engine; a missing model fails the test with the fetch instructions.
@@ -161,61 +153,60 @@ async fn decision_schema_output_always_validates() {
     }
 }
 
-#[tokio::test]
-async fn choice_output_is_always_one_of_the_options() {
+/// Runs every PR with the answer format `prompt` under `constraint` (at most `max_tokens`),
+/// checks the constrained plumbing, and hands each answer to `check`.
+async fn each_pr_under(
+    label: &str,
+    prompt: &str,
+    max_tokens: u32,
+    constraint: TextConstraint,
+    check: impl Fn(&str),
+) {
     let _serial = serial().await;
     let adapter = LocalAdapter::new(engine());
-    let options = vec!["accept".to_owned(), "reject".to_owned()];
     for i in 0..PRS.len() {
-        let mut req = request(i, "Answer with one word: accept or reject.", 16);
-        req.text_constraint = Some(TextConstraint::Choice(options.clone()));
+        let mut req = request(i, prompt, max_tokens);
+        req.text_constraint = Some(constraint.clone());
         let resp = call(&adapter, req).await;
-        println!("choice[{i}]: {}", resp.text);
+        println!("{label}[{i}]: {}", resp.text);
         assert_constrained_plumbing(&resp);
-        assert!(options.contains(&resp.text), "{:?}", resp.text);
+        check(&resp.text);
     }
+}
+
+#[tokio::test]
+async fn choice_output_is_always_one_of_the_options() {
+    let options = vec!["accept".to_owned(), "reject".to_owned()];
+    let prompt = "Answer with one word: accept or reject.";
+    let choice = TextConstraint::Choice(options.clone());
+    each_pr_under("choice", prompt, 16, choice, |text| {
+        assert!(options.iter().any(|o| o == text), "{text:?}");
+    })
+    .await;
 }
 
 #[tokio::test]
 async fn regex_output_always_matches_the_whole_pattern() {
-    let _serial = serial().await;
-    let adapter = LocalAdapter::new(engine());
     let pattern = r"(accept|reject): [a-z][a-z ]{0,39}\.";
     let full = regex::Regex::new(&format!("^(?:{pattern})$")).unwrap();
-    for i in 0..PRS.len() {
-        let mut req = request(
-            i,
-            "Answer as 'accept: <reason>.' or 'reject: <reason>.' in lower case.",
-            64,
-        );
-        req.text_constraint = Some(TextConstraint::Regex(pattern.to_owned()));
-        let resp = call(&adapter, req).await;
-        println!("regex[{i}]: {}", resp.text);
-        assert_constrained_plumbing(&resp);
-        assert!(full.is_match(&resp.text), "{:?}", resp.text);
-    }
+    let prompt = "Answer as 'accept: <reason>.' or 'reject: <reason>.' in lower case.";
+    let regex = TextConstraint::Regex(pattern.to_owned());
+    each_pr_under("regex", prompt, 64, regex, |text| {
+        assert!(full.is_match(text), "{text:?}");
+    })
+    .await;
 }
 
 #[tokio::test]
 async fn lark_grammar_output_always_has_the_structure() {
-    let _serial = serial().await;
-    let adapter = LocalAdapter::new(engine());
     let grammar = r#"
 start: VERDICT " because " REASON "."
 VERDICT: "ACCEPT" | "REJECT"
 REASON: /[a-z][a-z ]{0,39}/
 "#;
-    for i in 0..PRS.len() {
-        let mut req = request(
-            i,
-            "Answer as 'ACCEPT because <reason>.' or 'REJECT because <reason>.'",
-            64,
-        );
-        req.text_constraint = Some(TextConstraint::Grammar(grammar.to_owned()));
-        let resp = call(&adapter, req).await;
-        println!("grammar[{i}]: {}", resp.text);
-        assert_constrained_plumbing(&resp);
-        let text = resp.text.as_str();
+    let prompt = "Answer as 'ACCEPT because <reason>.' or 'REJECT because <reason>.'";
+    let lark = TextConstraint::Grammar(grammar.to_owned());
+    each_pr_under("grammar", prompt, 64, lark, |text| {
         let rest = text
             .strip_prefix("ACCEPT because ")
             .or_else(|| text.strip_prefix("REJECT because "))
@@ -232,7 +223,8 @@ REASON: /[a-z][a-z ]{0,39}/
             reason.chars().all(|c| c.is_ascii_lowercase() || c == ' '),
             "{text:?}"
         );
-    }
+    })
+    .await;
 }
 
 #[tokio::test]

@@ -59,30 +59,23 @@ fn many_small_objects(size: usize) -> String {
     s
 }
 
+/// The contract's Decision with a required array of `items`.
 fn answer_schema() -> ResponseSchema {
-    ResponseSchema::from_value(json!({
-        "title": "Decision",
+    let mut schema = contract_decision();
+    schema["properties"]["items"] = json!({"type": "array", "items": {
         "type": "object",
         "properties": {
-            "decision": {"type": "string", "enum": ["accept", "reject"]},
-            "reason": {"type": "string"},
-            "items": {"type": "array", "items": {
-                "type": "object",
-                "properties": {
-                    "id": {"type": "integer", "minimum": 0},
-                    "name": {"type": "string"},
-                    "score": {"type": "number"},
-                    "ok": {"type": "boolean"},
-                    "tags": {"type": "array", "items": {"type": "string"}}
-                },
-                "required": ["id", "name", "score", "ok", "tags"],
-                "additionalProperties": false
-            }}
+            "id": {"type": "integer", "minimum": 0},
+            "name": {"type": "string"},
+            "score": {"type": "number"},
+            "ok": {"type": "boolean"},
+            "tags": {"type": "array", "items": {"type": "string"}}
         },
-        "required": ["decision", "reason", "items"],
+        "required": ["id", "name", "score", "ok", "tags"],
         "additionalProperties": false
-    }))
-    .unwrap_or_else(|e| panic!("{e}"))
+    }});
+    schema["required"] = json!(["decision", "reason", "items"]);
+    ResponseSchema::from_value(schema).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn quick<'a>(
@@ -182,18 +175,10 @@ fn nested(levels: usize) -> Value {
     v
 }
 
-/// The contract's `DECISION_SCHEMA`.
+/// The contract's `DECISION_SCHEMA` (`examples/decision.schema.json`).
 fn contract_decision() -> Value {
-    json!({
-        "title": "Decision",
-        "type": "object",
-        "properties": {
-            "decision": {"type": "string", "enum": ["accept", "reject"]},
-            "reason": {"type": "string"}
-        },
-        "required": ["decision", "reason"],
-        "additionalProperties": false
-    })
+    serde_json::from_str(include_str!("../../../examples/decision.schema.json"))
+        .unwrap_or_else(|e| panic!("examples/decision.schema.json: {e}"))
 }
 
 fn strict(c: &mut Criterion) {

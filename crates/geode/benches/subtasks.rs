@@ -8,7 +8,6 @@ use geode::agent::worker::WorkerEnv;
 use geode::llm::request::AdapterResponse;
 use geode::llm::scripted::ScriptedAdapter;
 use geode::schema::ResponseSchema;
-use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -31,12 +30,8 @@ fn main() {
         println!("benchmark: run with `make bench` (cargo bench)");
         return;
     }
-    let schema = ResponseSchema::from_value(json!({
-        "title": "Decision", "type": "object",
-        "properties": {"decision": {"type": "string", "enum": ["accept", "reject"]}, "reason": {"type": "string"}},
-        "required": ["decision", "reason"], "additionalProperties": false
-    }))
-    .unwrap();
+    let text = include_str!("../../../examples/decision.schema.json");
+    let schema = ResponseSchema::from_value(serde_json::from_str(text).unwrap()).unwrap();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -2,6 +2,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use geode::agent::agent_loop::{AgenticLoop, LoopOptions, SchemaOverride};
 use geode::agent::termination::TerminationReason;
 use geode::agent::tools::{FnTool, ToolRegistry};
@@ -16,12 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 fn decision() -> ResponseSchema {
-    ResponseSchema::from_value(json!({
-        "title": "Decision", "type": "object",
-        "properties": {"decision": {"type": "string", "enum": ["accept", "reject"]}, "reason": {"type": "string"}},
-        "required": ["decision", "reason"], "additionalProperties": false
-    }))
-    .unwrap()
+    support::example_decision_schema()
 }
 
 fn tools() -> Arc<ToolRegistry> {

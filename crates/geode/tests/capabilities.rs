@@ -9,6 +9,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "support/env.rs"]
+#[allow(dead_code)]
 mod env;
 
 use env::MapEnv;

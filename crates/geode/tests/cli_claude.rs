@@ -9,89 +9,53 @@ mod cli_support;
 mod support;
 
 use geode::ledger::StructuredOutputMode;
-use geode::llm::adapter::{Adapter, AdapterError, CallCx};
+use geode::llm::adapter::AdapterError;
 use geode::llm::adapters::claude_cli::{ClaudeCliAdapter, ClaudeCliConfig};
-use geode::llm::adapters::cli_common::CliOptions;
 use geode::llm::request::{AdapterCallRequest, AdapterResponse, Message};
-use geode::schema::ResponseSchema;
-use geode_fakes::{FakeServer, Kind, Reply, Script};
+use geode_fakes::{Kind, Reply, Script};
 use serde_json::{Value, json};
 use std::time::Duration;
-
-fn schema() -> ResponseSchema {
-    ResponseSchema::from_value(json!({
-        "type": "object",
-        "properties": {"answer": {"type": "string"}, "n": {"type": "integer"}},
-        "required": ["answer", "n"],
-        "additionalProperties": false
-    }))
-    .unwrap()
-}
+use support::cli_rig::{CliRig, answer_schema, assert_version};
 
 /// A fake Messages server, a temp HOME and work dir, and an adapter pointed at both.
-struct Rig {
-    server: FakeServer,
-    adapter: ClaudeCliAdapter,
-    home: tempfile::TempDir,
+type Rig = CliRig<ClaudeCliAdapter>;
+
+fn schema() -> geode::schema::ResponseSchema {
+    answer_schema("n", "integer")
 }
 
-impl Rig {
-    async fn new(script: Script, timeout: Duration) -> Rig {
-        Rig::with_max_turns(script, timeout, 10).await
-    }
+async fn rig(script: Script, timeout: Duration) -> Rig {
+    rig_with_max_turns(script, timeout, 10).await
+}
 
-    async fn with_max_turns(script: Script, timeout: Duration, max_turns: u32) -> Rig {
-        let server = FakeServer::start(Kind::Messages, script).await.unwrap();
-        let home = tempfile::tempdir().unwrap();
-        let work = home.path().join("work");
-        std::fs::create_dir(&work).unwrap();
-        let mut cli = CliOptions::with_timeout(timeout)
-            .env("HOME", home.path())
-            .env("ANTHROPIC_BASE_URL", server.base_url())
+async fn rig_with_max_turns(script: Script, timeout: Duration, max_turns: u32) -> Rig {
+    Rig::start(Kind::Messages, script, |at| {
+        let options = at
+            .options(cli_support::claude_bin(), timeout)
+            .env("ANTHROPIC_BASE_URL", at.server.base_url())
             .env("ANTHROPIC_API_KEY", "sk-ant-test-dummy")
             .env("ANTHROPIC_AUTH_TOKEN", "")
             .env("CLAUDE_CODE_OAUTH_TOKEN", "");
-        cli.bin = Some(cli_support::claude_bin());
-        cli.cwd = Some(work);
-        let adapter = ClaudeCliAdapter::new(ClaudeCliConfig {
-            cli,
+        ClaudeCliAdapter::new(ClaudeCliConfig {
+            cli: options,
             max_turns,
             ..ClaudeCliConfig::default()
-        });
-        Rig {
-            server,
-            adapter,
-            home,
-        }
-    }
+        })
+    })
+    .await
+}
 
-    fn home_marker(&self) -> String {
-        format!("HOME={}", self.home.path().display())
-    }
+fn request() -> AdapterCallRequest {
+    let mut req =
+        AdapterCallRequest::new("claude-test-model", vec![Message::user("Give the answer")]);
+    req.system_prompt = "You answer in JSON.".into();
+    req.response_schema = Some(schema());
+    req
+}
 
+impl Rig {
     async fn call(&self) -> Result<AdapterResponse, AdapterError> {
-        let mut req =
-            AdapterCallRequest::new("claude-test-model", vec![Message::user("Give the answer")]);
-        req.system_prompt = "You answer in JSON.".into();
-        req.response_schema = Some(schema());
-        self.adapter.call(req, &CallCx::new()).await
-    }
-
-    /// The model calls the fake received.
-    fn model_calls(&self) -> Vec<Value> {
-        self.server
-            .requests()
-            .into_iter()
-            .filter(|r| r.method == "POST" && r.path.starts_with("/v1/messages"))
-            .map(|r| r.body)
-            .collect()
-    }
-
-    async fn assert_no_process_left(&self) {
-        let left =
-            support::leaks::settle(|| support::leaks::processes_with_env(&self.home_marker()))
-                .await;
-        assert_eq!(left, Vec::<u32>::new(), "CLI processes left behind");
+        self.call_with(request()).await
     }
 }
 
@@ -108,20 +72,11 @@ fn structured_call(input: Value) -> Reply {
 
 #[test]
 fn claude_cli_is_the_pinned_version() {
-    let out = std::process::Command::new(cli_support::claude_bin())
-        .arg("--version")
-        .env("DISABLE_AUTOUPDATER", "1")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        text.starts_with("2.1.197"),
-        "unexpected claude version: {text}"
-    );
+    assert_version(&cli_support::claude_bin(), "2.1.197");
 }
 
 netns_test!(claude_valid_answer_is_the_structured_output, async {
-    let rig = Rig::new(
+    let rig = rig(
         Script::always(structured_call(json!({"answer": "fake", "n": 1}))),
         Duration::from_secs(60),
     )
@@ -155,7 +110,7 @@ netns_test!(claude_valid_answer_is_the_structured_output, async {
 });
 
 netns_test!(claude_bad_tool_input_then_good_succeeds, async {
-    let rig = Rig::new(
+    let rig = rig(
         Script::new([
             structured_call(json!({"answer": 5})),
             structured_call(json!({"answer": "second", "n": 2})),
@@ -179,7 +134,7 @@ netns_test!(claude_bad_tool_input_then_good_succeeds, async {
 netns_test!(
     claude_model_that_never_calls_the_tool_is_not_success,
     async {
-        let rig = Rig::new(
+        let rig = rig(
             Script::always(Reply::text("{\"answer\":\"plain\",\"n\":2}")),
             Duration::from_secs(60),
         )
@@ -203,7 +158,7 @@ netns_test!(
         // The model keeps breaking the schema until the CLI gives up (5 attempts); its last input
         // differs from the earlier ones so the test can tell which one is handed on.
         let last = json!({"answer": "last", "n": "not a number"});
-        let rig = Rig::new(
+        let rig = rig(
             Script::new((0..4).map(|_| structured_call(json!({"answer": 5}))))
                 .then_default(structured_call(last.clone())),
             Duration::from_secs(90),
@@ -226,7 +181,7 @@ netns_test!(
 
 netns_test!(claude_max_turns_is_its_own_failure, async {
     // With --max-turns 1 a rejected StructuredOutput call cannot be retried.
-    let rig = Rig::with_max_turns(
+    let rig = rig_with_max_turns(
         Script::always(structured_call(json!({"answer": 5}))),
         Duration::from_secs(60),
         1,
@@ -235,4 +190,19 @@ netns_test!(claude_max_turns_is_its_own_failure, async {
     let err = rig.call().await.unwrap_err();
     assert_eq!(run_failed_kind(&err), "max_turns");
     assert!(err.to_string().contains("maximum number of turns"), "{err}");
+});
+
+netns_test!(
+    claude_cancellation_kills_the_cli_and_leaves_nothing,
+    async {
+        let rig = rig(Script::always(Reply::Hang), Duration::from_secs(60)).await;
+        rig.cancel_mid_call(request(), || {}).await;
+        rig.assert_no_process_left().await;
+    }
+);
+
+netns_test!(claude_dropped_call_leaves_nothing_behind, async {
+    let rig = rig(Script::always(Reply::Hang), Duration::from_secs(60)).await;
+    rig.drop_mid_call(request()).await;
+    rig.assert_no_process_left().await;
 });

@@ -1,72 +1,35 @@
-//! The two Messages adapters over HTTP against the `geode-fakes` Messages server on 127.0.0.1.
+//! The Messages wire of the two Anthropic adapters against the `geode-fakes` Messages server on
+//! 127.0.0.1: where a schema goes (native `output_config`, a forced output tool, the system
+//! prompt), the OAuth identity block and token file, and the 400s that are schema rejections.
+//! What every HTTP adapter does alike (retries, faults, stop reasons, configuration) is the
+//! table in `http_adapters.rs`.
 //!
 //! Every test is bounded by [`bounded`]; every recorded request is checked by
-//! [`assert_invariants`] (endpoint, version header, streaming, no secret in the recording).
+//! [`assert_wire_invariants`] (endpoint, version and credential headers, streaming, no secret
+//! in the recording).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may unwrap (HELPERS.md)
 
 use geode::ledger::StructuredOutputMode;
-use geode::llm::adapter::{Adapter, AdapterError, CallCx, RetryClass};
-#[path = "support/env.rs"]
-mod env;
-
-use env::MapEnv;
-use geode::config::Config;
-use geode::llm::adapters::claude_login;
-use geode::llm::adapters::http_adapter::HttpAdapter;
-use geode::llm::http::{HttpClient, HttpConfig, RetryPolicy};
-use geode::llm::registry::ProcessEnv;
-use geode::llm::request::{AdapterCallRequest, Message, StopReason, ToolChoice, ToolSpec};
+use geode::llm::adapter::{AdapterError, CallCx};
+use geode::llm::request::{AdapterCallRequest, Message, StopReason, ToolChoice};
 use geode::llm::wire::schema_prompt::INSTRUCTION_HEADING;
 use geode::schema::ResponseSchema;
-use geode_fakes::{FakeServer, Kind, RecordedRequest, Reply, Script};
+use geode_fakes::{FakeServer, Kind, Reply, Script};
 use serde_json::{Value, json};
-use std::time::Duration;
+use support::env::MapEnv;
+use support::http::{
+    Rig, assert_ended_with_fake_usage, assert_wire_invariants, build, test_secret, tool_names,
+};
+use support::{assert_kind, bounded, expect_err, weather_tool};
 
-const KEY: &str = "sk-ant-api03-test-key-never-shown";
-const TOKEN: &str = "sk-ant-oat01-test-token-never-shown";
+mod support;
 
-async fn bounded<T>(fut: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(Duration::from_secs(20), fut)
-        .await
-        .expect("test exceeded its 20 s bound")
-}
+/// The identity block Anthropic requires first in an OAuth request's system (wire.md §4.3).
+const IDENTITY: &str = "You are Claude Code, Anthropic's official CLI for Claude.";
 
-fn http(max_retries: u32) -> HttpClient {
-    HttpClient::new(HttpConfig {
-        sse_idle_timeout: Duration::from_secs(3),
-        read_timeout: Duration::from_secs(5),
-        retry: RetryPolicy {
-            max_retries,
-            base_delay: Duration::from_millis(10),
-            max_delay: Duration::from_millis(200),
-        },
-        ..HttpConfig::default()
-    })
-    .unwrap()
-}
-
-async fn serve(script: Script) -> FakeServer {
-    FakeServer::start(Kind::Messages, script).await.unwrap()
-}
-
-/// The adapter `name` as `geode` builds it on the machine `env`.
-fn built(name: &str, env: &MapEnv) -> Result<HttpAdapter, AdapterError> {
-    geode::llm::build::build_http(name, &Config::default(), env)
-}
-
-/// The adapter `name` built from this process's environment.
-fn from_env(name: &str) -> Result<HttpAdapter, AdapterError> {
-    geode::llm::build::build_http(name, &Config::default(), &ProcessEnv)
-}
-
-fn payg(server: &FakeServer, retries: u32) -> HttpAdapter {
-    let env = MapEnv::new()
-        .set("ANTHROPIC_API_KEY", KEY)
-        .set("GEODE_ANTHROPIC_BASE_URL", server.base_url());
-    built("anthropic-payg", &env)
-        .unwrap()
-        .with_http(http(retries))
+async fn payg(script: Script) -> Rig {
+    Rig::start("anthropic-payg", script).await
 }
 
 fn request() -> AdapterCallRequest {
@@ -91,58 +54,14 @@ fn recursive() -> Value {
            "required": ["name"]})
 }
 
-fn weather_tool() -> ToolSpec {
-    ToolSpec {
-        name: "get_weather".into(),
-        description: "Weather for a city".into(),
-        input_schema: json!({"type": "object", "properties": {"city": {"type": "string"}}}),
-    }
-}
-
-/// What every Messages request must look like, whichever adapter sent it.
-fn assert_invariants(seen: &[RecordedRequest]) {
-    assert!(!seen.is_empty(), "no request reached the fake");
-    for r in seen {
-        assert_eq!((r.method.as_str(), r.route()), ("POST", "/v1/messages"));
-        assert_eq!(r.header("anthropic-version"), Some("2023-06-01"));
-        assert_eq!(r.header("content-type"), Some("application/json"));
-        assert_eq!(r.body["stream"], true);
-        assert!(r.body["max_tokens"].as_u64().is_some_and(|n| n > 0));
-        if r.body.get("tool_choice").is_some() {
-            assert!(
-                r.body["tools"].as_array().is_some_and(|t| !t.is_empty()),
-                "tool_choice without tools"
-            );
-        }
-        let dump = serde_json::to_string(r).unwrap();
-        assert!(
-            !dump.contains(KEY) && !dump.contains(TOKEN),
-            "a secret reached the recording"
-        );
-    }
-}
-
-fn kind_of<T>(r: Result<T, AdapterError>) -> AdapterError {
-    match r {
-        Ok(_) => panic!("expected an error"),
-        Err(e) => e,
-    }
-}
-
 #[tokio::test]
 async fn payg_sends_api_key_and_native_output_config_for_a_fitting_schema() {
     bounded(async {
-        let server = serve(Script::always(Reply::Auto)).await;
-        let resp = payg(&server, 0)
-            .call(with_schema(fitting()), &CallCx::new())
-            .await
-            .unwrap();
-        let seen = server.requests();
-        assert_invariants(&seen);
+        let rig = payg(Script::always(Reply::Auto)).await;
+        let resp = rig.call(with_schema(fitting())).await.unwrap();
+        let seen = rig.server.requests();
+        assert_wire_invariants("anthropic-payg", &seen);
         let r = &seen[0];
-        assert_eq!(r.header("x-api-key"), Some("***"));
-        assert_eq!(r.header("authorization"), None);
-        assert_eq!(r.header("anthropic-beta"), None);
         assert_eq!(r.body["model"], "claude-test");
         let schema = &r.body["output_config"]["format"];
         assert_eq!(schema["type"], "json_schema");
@@ -165,8 +84,7 @@ async fn payg_sends_api_key_and_native_output_config_for_a_fitting_schema() {
             answer["answer"].is_string() && answer["n"].is_i64(),
             "{answer}"
         );
-        assert_eq!(resp.stop_reason, StopReason::EndTurn);
-        assert_eq!((resp.usage.input_tokens, resp.usage.output_tokens), (11, 7));
+        assert_ended_with_fake_usage(&resp);
     })
     .await
 }
@@ -174,22 +92,17 @@ async fn payg_sends_api_key_and_native_output_config_for_a_fitting_schema() {
 #[tokio::test]
 async fn oauth_sends_bearer_beta_and_identity_block_first() {
     bounded(async {
-        let server = serve(Script::always(Reply::text("hi"))).await;
-        let env = MapEnv::new().set("CLAUDE_CODE_OAUTH_TOKEN", TOKEN).set("GEODE_ANTHROPIC_BASE_URL", server.base_url());
-        let adapter = built("anthropic-oauth", &env).unwrap().with_http(http(0));
+        let rig = Rig::start("anthropic-oauth", Script::always(Reply::text("hi"))).await;
         let mut req = request();
         req.system_prompt = "Be terse.".into();
-        let resp = adapter.call(req, &CallCx::new()).await.unwrap();
+        let resp = rig.call(req).await.unwrap();
         assert_eq!(resp.text, "hi");
-        let seen = server.requests();
-        assert_invariants(&seen);
+        let seen = rig.server.requests();
+        assert_wire_invariants("anthropic-oauth", &seen);
         let r = &seen[0];
-        assert_eq!(r.header("authorization"), Some("Bearer ***"));
-        assert_eq!(r.header("x-api-key"), None);
-        assert!(r.header("anthropic-beta").is_some_and(|b| b.split(',').any(|x| x.trim() == "oauth-2025-04-20")));
         assert_eq!(
             r.body["system"],
-            json!([{"type": "text", "text": claude_login::IDENTITY}, {"type": "text", "text": "Be terse."}])
+            json!([{"type": "text", "text": IDENTITY}, {"type": "text", "text": "Be terse."}])
         );
     })
     .await
@@ -200,24 +113,29 @@ async fn oauth_token_comes_from_the_claude_credentials_file() {
     bounded(async {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(".credentials.json");
+        let token = test_secret("anthropic-oauth");
         std::fs::write(
             &path,
-            json!({"claudeAiOauth": {"accessToken": TOKEN, "expiresAt": u64::MAX / 2}}).to_string(),
+            json!({"claudeAiOauth": {"accessToken": token, "expiresAt": u64::MAX / 2}}).to_string(),
         )
         .unwrap();
-        let server = serve(Script::always(Reply::text("ok"))).await;
+        let server = FakeServer::start(Kind::Messages, Script::always(Reply::text("ok")))
+            .await
+            .unwrap();
+        // No token variable: the token comes from `CLAUDE_CONFIG_DIR/.credentials.json`.
         let env = MapEnv::new()
-            .set("CLAUDE_CONFIG_DIR", dir.path().display().to_string())
-            .set("GEODE_ANTHROPIC_BASE_URL", server.base_url());
-        let adapter = built("anthropic-oauth", &env).unwrap().with_http(http(0));
+            .set("GEODE_ANTHROPIC_BASE_URL", server.base_url())
+            .set("CLAUDE_CONFIG_DIR", dir.path().display().to_string());
+        let adapter = build("anthropic-oauth", &env).unwrap();
         assert_eq!(
             adapter.call(request(), &CallCx::new()).await.unwrap().text,
             "ok"
         );
-        assert_invariants(&server.requests());
+        let seen = server.requests();
+        assert_wire_invariants("anthropic-oauth", &seen);
         std::fs::remove_file(&path).unwrap();
-        let err = kind_of(adapter.call(request(), &CallCx::new()).await);
-        assert_eq!(err.kind(), geode::vocab::ErrorKind::Config);
+        let err = expect_err(adapter.call(request(), &CallCx::new()).await);
+        assert_kind(&err, "config");
         assert_eq!(server.requests().len(), 1, "no request without a token");
     })
     .await
@@ -227,17 +145,14 @@ async fn oauth_token_comes_from_the_claude_credentials_file() {
 async fn unfitting_schema_travels_as_a_forced_output_tool_and_comes_back_structured() {
     bounded(async {
         let answer = json!({"name": "root", "kids": [{"name": "leaf"}]});
-        let server = serve(Script::always(Reply::tool_call(
+        let rig = payg(Script::always(Reply::tool_call(
             "emit_Tree",
             answer.clone(),
         )))
         .await;
-        let resp = payg(&server, 0)
-            .call(with_schema(recursive()), &CallCx::new())
-            .await
-            .unwrap();
-        let seen = server.requests();
-        assert_invariants(&seen);
+        let resp = rig.call(with_schema(recursive())).await.unwrap();
+        let seen = rig.server.requests();
+        assert_wire_invariants("anthropic-payg", &seen);
         let body = &seen[0].body;
         assert_eq!(
             body["tools"],
@@ -261,7 +176,7 @@ async fn unfitting_schema_travels_as_a_forced_output_tool_and_comes_back_structu
 #[tokio::test]
 async fn framework_tool_calls_beside_the_output_tool_go_back_to_the_loop() {
     bounded(async {
-        let server = serve(Script::always(Reply::tool_call(
+        let rig = payg(Script::always(Reply::tool_call(
             "get_weather",
             json!({"city": "Paris"}),
         )))
@@ -269,16 +184,10 @@ async fn framework_tool_calls_beside_the_output_tool_go_back_to_the_loop() {
         let mut req = with_schema(recursive());
         req.tools = vec![weather_tool()];
         req.tool_choice = ToolChoice::Auto;
-        let resp = payg(&server, 0).call(req, &CallCx::new()).await.unwrap();
-        let body = &server.requests()[0].body;
+        let resp = rig.call(req).await.unwrap();
+        let body = &rig.server.requests()[0].body;
         assert_eq!(body["tool_choice"], json!({"type": "any"}));
-        let names: Vec<&str> = body["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|t| t["name"].as_str())
-            .collect();
-        assert_eq!(names, ["get_weather", "emit_Tree"]);
+        assert_eq!(tool_names(body), ["get_weather", "emit_Tree"]);
         assert_eq!(resp.stop_reason, StopReason::ToolUse);
         assert_eq!(resp.tool_uses.len(), 1);
         assert_eq!(resp.tool_uses[0].input, json!({"city": "Paris"}));
@@ -290,11 +199,11 @@ async fn framework_tool_calls_beside_the_output_tool_go_back_to_the_loop() {
 #[tokio::test]
 async fn with_thinking_an_unfitting_schema_goes_into_the_system_prompt() {
     bounded(async {
-        let server = serve(Script::always(Reply::text("{\"name\":\"x\"}"))).await;
+        let rig = payg(Script::always(Reply::text("{\"name\":\"x\"}"))).await;
         let mut req = with_schema(recursive());
         req.thinking_budget = 1024;
-        let resp = payg(&server, 0).call(req, &CallCx::new()).await.unwrap();
-        let body = &server.requests()[0].body;
+        let resp = rig.call(req).await.unwrap();
+        let body = &rig.server.requests()[0].body;
         assert!(
             body["system"]
                 .as_str()
@@ -311,234 +220,22 @@ async fn with_thinking_an_unfitting_schema_goes_into_the_system_prompt() {
 }
 
 #[tokio::test]
-async fn schema_rejection_400_is_typed_and_not_retried() {
-    bounded(async {
-        let msg = "output_config.format.schema: Too many recursive definitions in schema";
-        let server = serve(Script::always(Reply::SchemaRejection(msg.into()))).await;
-        let err = kind_of(
-            payg(&server, 3)
-                .call(with_schema(fitting()), &CallCx::new())
-                .await,
-        );
-        assert!(
-            matches!(err, AdapterError::SchemaRejected { status: 400, .. }),
-            "{err}"
-        );
-        assert_eq!(err.retry_class(), RetryClass::Fatal);
-        assert_eq!(server.requests().len(), 1);
-    })
-    .await
-}
-
-#[tokio::test]
 async fn a_400_about_the_output_tool_schema_is_a_schema_rejection() {
     bounded(async {
         let body = json!({"type": "error", "error": {"type": "invalid_request_error",
             "message": "tools.0.custom.input_schema: JSON schema is invalid"}});
-        let server = serve(Script::always(Reply::Status {
+        let rig = payg(Script::always(Reply::Status {
             status: 400,
             body,
             retry_after: None,
         }))
         .await;
-        let err = kind_of(
-            payg(&server, 3)
-                .call(with_schema(recursive()), &CallCx::new())
-                .await,
-        );
+        let err = expect_err(rig.call(with_schema(recursive())).await);
         assert!(
             matches!(err, AdapterError::SchemaRejected { status: 400, .. }),
             "{err}"
         );
-        assert_eq!(server.requests().len(), 1);
+        assert_eq!(rig.server.requests().len(), 1);
     })
     .await
-}
-
-#[tokio::test]
-async fn rate_limit_429_reports_retry_after_and_is_retried() {
-    bounded(async {
-        let server = serve(Script::always(Reply::rate_limited(7))).await;
-        let err = kind_of(payg(&server, 0).call(request(), &CallCx::new()).await);
-        match err {
-            AdapterError::RateLimited { retry_after, .. } => {
-                assert_eq!(retry_after, Some(Duration::from_secs(7)))
-            }
-            other => panic!("expected RateLimited, got {other}"),
-        }
-        let server = serve(Script::new([Reply::rate_limited(1), Reply::text("after")])).await;
-        let resp = payg(&server, 2)
-            .call(request(), &CallCx::new())
-            .await
-            .unwrap();
-        assert_eq!(resp.text, "after");
-        assert_eq!(server.requests().len(), 2);
-        assert_invariants(&server.requests());
-    })
-    .await
-}
-
-#[tokio::test]
-async fn server_errors_and_resets_are_retried_then_reported() {
-    bounded(async {
-        let server = serve(Script::new([
-            Reply::status(500),
-            Reply::ConnectionReset,
-            Reply::text("ok"),
-        ]))
-        .await;
-        assert_eq!(
-            payg(&server, 3)
-                .call(request(), &CallCx::new())
-                .await
-                .unwrap()
-                .text,
-            "ok"
-        );
-        assert_eq!(server.requests().len(), 3);
-        let server = serve(Script::always(Reply::status(529))).await;
-        let err = kind_of(payg(&server, 2).call(request(), &CallCx::new()).await);
-        assert!(
-            matches!(err, AdapterError::Server { status: 529, .. }),
-            "{err}"
-        );
-        assert_eq!(server.requests().len(), 3);
-        let server = serve(Script::always(Reply::ConnectionReset)).await;
-        let err = kind_of(payg(&server, 1).call(request(), &CallCx::new()).await);
-        assert_eq!(
-            (err.kind(), err.retry_class()),
-            (geode::vocab::ErrorKind::Transport, RetryClass::Retryable)
-        );
-    })
-    .await
-}
-
-#[tokio::test]
-async fn refusal_and_max_tokens_keep_their_stop_reasons() {
-    bounded(async {
-        let server = serve(Script::new([
-            Reply::Refusal("I can't help.".into()),
-            Reply::MaxTokens("{\"answer\":".into()),
-        ]))
-        .await;
-        let adapter = payg(&server, 0);
-        let refused = adapter
-            .call(with_schema(fitting()), &CallCx::new())
-            .await
-            .unwrap();
-        assert_eq!(
-            (refused.stop_reason, refused.text.as_str()),
-            (StopReason::Refusal, "I can't help.")
-        );
-        let cut = adapter
-            .call(with_schema(fitting()), &CallCx::new())
-            .await
-            .unwrap();
-        assert_eq!(
-            (cut.stop_reason, cut.text.as_str()),
-            (StopReason::MaxTokens, "{\"answer\":")
-        );
-    })
-    .await
-}
-
-#[tokio::test]
-async fn cancel_stops_a_hanging_call() {
-    bounded(async {
-        let server = serve(Script::always(Reply::Hang)).await;
-        let adapter = payg(&server, 0);
-        let cx = CallCx::new();
-        let cancel = cx.cancel.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            cancel.cancel();
-        });
-        assert_eq!(
-            kind_of(adapter.call(request(), &cx).await).kind(),
-            geode::vocab::ErrorKind::Cancelled
-        );
-    })
-    .await
-}
-
-/// Runs this test binary's ignored [`child_from_env`] test in a child process with exactly `vars`
-/// as its environment; returns whether it passed.
-async fn run_child(vars: &[(&str, String)]) -> bool {
-    let mut cmd = tokio::process::Command::new(std::env::current_exe().unwrap());
-    cmd.args(["--ignored", "--exact", "child_from_env", "--test-threads=1"])
-        .env_clear()
-        .kill_on_drop(true)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    for (k, v) in vars {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().await.unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        text.contains("1 passed") || !out.status.success(),
-        "child did not run: {text}"
-    );
-    if !out.status.success() {
-        eprintln!("{text}\n{}", String::from_utf8_lossy(&out.stderr));
-    }
-    out.status.success()
-}
-
-#[tokio::test]
-async fn from_env_reads_keys_and_base_url_and_names_what_is_missing() {
-    bounded(async {
-        let empty = tempfile::tempdir().unwrap();
-        let home = empty.path().display().to_string();
-        assert!(run_child(&[("GEODE_TEST_CHILD", "missing".into()), ("HOME", home)]).await);
-        let server = serve(Script::always(Reply::text("from env"))).await;
-        let vars = [
-            ("GEODE_TEST_CHILD", "configured".to_owned()),
-            ("GEODE_ANTHROPIC_BASE_URL", server.base_url()),
-            ("ANTHROPIC_API_KEY", KEY.to_owned()),
-            ("CLAUDE_CODE_OAUTH_TOKEN", TOKEN.to_owned()),
-        ];
-        assert!(run_child(&vars).await);
-        let seen = server.requests();
-        assert_eq!(seen.len(), 2);
-        assert_invariants(&seen);
-        assert_eq!(seen[0].header("x-api-key"), Some("***"));
-        assert_eq!(seen[1].header("authorization"), Some("Bearer ***"));
-    })
-    .await
-}
-
-/// Run only by [`from_env_reads_keys_and_base_url_and_names_what_is_missing`], which sets its
-/// environment (tests cannot set variables in-process: `set_var` is unsafe).
-#[tokio::test]
-#[ignore = "run by from_env_reads_keys_and_base_url_and_names_what_is_missing in a child process"]
-async fn child_from_env() {
-    let mode = std::env::var("GEODE_TEST_CHILD").expect("run by the parent test only");
-    match mode.as_str() {
-        "missing" => {
-            let err = from_env("anthropic-payg").unwrap_err();
-            assert_eq!(err.kind(), geode::vocab::ErrorKind::Config);
-            assert!(err.to_string().contains("ANTHROPIC_API_KEY"), "{err}");
-            let err = from_env("anthropic-oauth").unwrap_err();
-            assert_eq!(err.kind(), geode::vocab::ErrorKind::Config);
-            let text = err.to_string();
-            assert!(
-                text.contains("CLAUDE_CODE_OAUTH_TOKEN") && text.contains(".credentials.json"),
-                "{text}"
-            );
-        }
-        "configured" => {
-            let payg = from_env("anthropic-payg").unwrap();
-            assert_eq!(
-                payg.call(request(), &CallCx::new()).await.unwrap().text,
-                "from env"
-            );
-            let oauth = from_env("anthropic-oauth").unwrap();
-            assert_eq!(
-                oauth.call(request(), &CallCx::new()).await.unwrap().text,
-                "from env"
-            );
-        }
-        other => panic!("unknown child mode {other}"),
-    }
 }

@@ -1,82 +1,21 @@
 //! The Responses transport over the wire: `openai-payg` and `codex-oauth` against the
 //! `geode-fakes` servers on 127.0.0.1. Every recorded model call is checked against the wire
-//! invariants, and the bodies are compared field by field with the real codex captures.
+//! invariants ([`assert_wire_invariants`]), and the bodies are compared field by field with the
+//! real codex captures; codex's token refresh is here too. What every HTTP adapter does alike
+//! (retries, faults, stop reasons, configuration) is the table in `http_adapters.rs`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use geode::ledger::StructuredOutputMode;
-#[path = "support/env.rs"]
-mod env;
-
-use env::MapEnv;
-use geode::config::Config;
-use geode::llm::adapter::{Adapter, AdapterError, CallCx};
-use geode::llm::adapters::http_adapter::HttpAdapter;
-use geode::llm::http::{HttpClient, HttpConfig, RetryPolicy};
-use geode::llm::request::{AdapterCallRequest, AdapterResponse, Message, StopReason, ToolSpec};
+use geode::llm::adapter::AdapterError;
+use geode::llm::request::{AdapterCallRequest, AdapterResponse, Message, ToolSpec};
 use geode::schema::ResponseSchema;
-use geode_fakes::{FakeServer, Kind, RecordedRequest, Reply, Script};
+use geode_fakes::chatgpt::DEFAULT_ACCOUNT_ID as ACCOUNT;
+use geode_fakes::{RecordedRequest, Reply, Script};
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::Path;
+use support::http::{Rig, assert_ended_with_fake_usage, assert_wire_invariants};
 
-const API_KEY: &str = "sk-test-payg-SECRET-4242";
-const ACCOUNT: &str = "acct_fake_123";
-
-async fn bounded<F: std::future::Future>(f: F) -> F::Output {
-    tokio::time::timeout(Duration::from_secs(30), f)
-        .await
-        .expect("the test step did not finish within its bound")
-}
-
-fn http() -> HttpClient {
-    HttpClient::new(HttpConfig {
-        sse_idle_timeout: Duration::from_secs(10),
-        retry: RetryPolicy {
-            max_retries: 3,
-            base_delay: Duration::from_millis(10),
-            max_delay: Duration::from_secs(2),
-        },
-        ..HttpConfig::default()
-    })
-    .unwrap()
-}
-
-/// The adapter `name` as `geode` builds it on the machine `env`, on [`http`].
-fn built(name: &str, env: &MapEnv) -> Result<HttpAdapter, AdapterError> {
-    geode::llm::build::build_http(name, &Config::default(), env).map(|a| a.with_http(http()))
-}
-
-fn payg(server: &FakeServer) -> HttpAdapter {
-    let env = MapEnv::new()
-        .set("OPENAI_API_KEY", API_KEY)
-        .set("GEODE_OPENAI_BASE_URL", server.base_url());
-    built("openai-payg", &env).unwrap()
-}
-
-/// A codex home with an `auth.json` (0600) whose access token expires in `ttl` seconds.
-fn codex_home(ttl: i64) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("auth.json");
-    let mut tokens = geode_fakes::chatgpt::fake_tokens(ACCOUNT, ttl);
-    tokens["account_id"] = json!(ACCOUNT);
-    let doc = json!({"auth_mode": "chatgpt", "OPENAI_API_KEY": null, "tokens": tokens,
-                     "last_refresh": "2026-01-01T00:00:00Z"});
-    std::fs::write(&path, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
-    }
-    (dir, path)
-}
-
-fn codex(server: &FakeServer, auth: &Path) -> HttpAdapter {
-    let env = MapEnv::new()
-        .set("CODEX_HOME", auth.parent().unwrap().display().to_string())
-        .set("GEODE_CODEX_BASE_URL", server.base_url())
-        .set("GEODE_CODEX_AUTH_URL", server.base_url());
-    built("codex-oauth", &env).unwrap()
-}
+mod support;
 
 /// The schema codex sent in the captures (so the bodies can be compared verbatim).
 fn schema() -> ResponseSchema {
@@ -98,43 +37,10 @@ fn request() -> AdapterCallRequest {
     r
 }
 
-fn model_calls(server: &FakeServer) -> Vec<RecordedRequest> {
-    let calls: Vec<RecordedRequest> = server
-        .requests()
-        .into_iter()
-        .filter(|r| r.method == "POST" && r.route().ends_with("/responses"))
-        .collect();
-    for c in &calls {
-        check_invariants(server.kind(), c);
-    }
-    calls
-}
-
-/// What every model call of this family must satisfy.
-fn check_invariants(kind: Kind, r: &RecordedRequest) {
-    let b = &r.body;
-    assert_eq!(b["store"], json!(false), "store");
-    assert_eq!(b["stream"], json!(true), "stream");
-    assert!(
-        b["input"].as_array().is_some_and(|i| !i.is_empty()),
-        "input"
-    );
-    assert!(b["instructions"].is_string(), "instructions");
-    assert_eq!(r.header("authorization"), Some("Bearer ***"));
-    assert_eq!(r.header("accept"), Some("text/event-stream"));
-    assert_eq!(r.header("content-type"), Some("application/json"));
-    match kind {
-        Kind::ChatGpt => {
-            assert!(b.get("max_output_tokens").is_none());
-            assert_eq!(r.header("chatgpt-account-id"), Some(ACCOUNT));
-            assert!(r.header("originator").is_some() && r.header("session-id").is_some());
-        }
-        _ => assert!(b["max_output_tokens"].is_u64()),
-    }
-    if let Some(f) = b.pointer("/text/format") {
-        assert_eq!(f["type"], json!("json_schema"));
-        assert!(f["strict"].is_boolean() && f["name"].is_string() && f["schema"].is_object());
-    }
+/// The rig's model calls, each checked against the wire invariants.
+fn model_calls(rig: &Rig) -> Vec<RecordedRequest> {
+    assert_wire_invariants(rig.adapter.name(), &rig.server.requests());
+    rig.model_calls()
 }
 
 fn capture(name: &str) -> Value {
@@ -199,17 +105,12 @@ fn assert_answer_matches_schema(resp: &AdapterResponse) {
 
 #[tokio::test]
 async fn payg_sends_schema_strict_and_tools_in_one_request_and_matches_the_capture() {
-    let server = FakeServer::start(Kind::Responses, Script::always(Reply::Auto))
-        .await
-        .unwrap();
-    let resp = bounded(payg(&server).call(request(), &CallCx::new()))
-        .await
-        .unwrap();
+    let rig = Rig::start("openai-payg", Script::always(Reply::Auto)).await;
+    let resp = rig.call(request()).await.unwrap();
     assert_answer_matches_schema(&resp);
     assert_eq!(resp.wire.mode, StructuredOutputMode::Strict);
-    assert_eq!(resp.stop_reason, StopReason::EndTurn);
-    assert_eq!((resp.usage.input_tokens, resp.usage.output_tokens), (11, 7));
-    let calls = model_calls(&server);
+    assert_ended_with_fake_usage(&resp);
+    let calls = model_calls(&rig);
     assert_eq!(calls.len(), 1);
     let body = &calls[0].body;
     assert_eq!(calls[0].route(), "/v1/responses");
@@ -222,22 +123,17 @@ async fn payg_sends_schema_strict_and_tools_in_one_request_and_matches_the_captu
     assert_eq!(body["tools"][0]["name"], json!("exec_command"));
     assert_eq!(body["max_output_tokens"], json!(8192));
     compare_with_capture(body, &capture("codex-0.171.0-apikey-request.json")["body"]);
-    let all = format!("{:?}", server.requests());
-    assert!(!all.contains(API_KEY));
+    let all = format!("{:?}", rig.server.requests());
+    assert!(!all.contains(&rig.secret));
 }
 
 #[tokio::test]
 async fn codex_sends_the_backend_headers_and_body_and_matches_the_captures() {
-    let server = FakeServer::start(Kind::ChatGpt, Script::always(Reply::Auto))
-        .await
-        .unwrap();
-    let (_home, auth) = codex_home(3600);
-    let resp = bounded(codex(&server, &auth).call(request(), &CallCx::new()))
-        .await
-        .unwrap();
+    let rig = Rig::start("codex-oauth", Script::always(Reply::Auto)).await;
+    let resp = rig.call(request()).await.unwrap();
     assert_answer_matches_schema(&resp);
     assert_eq!(resp.wire.mode, StructuredOutputMode::Strict);
-    let calls = model_calls(&server);
+    let calls = model_calls(&rig);
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0].route(), "/backend-api/codex/responses");
     let body = &calls[0].body;
@@ -246,7 +142,7 @@ async fn codex_sends_the_backend_headers_and_body_and_matches_the_captures() {
     compare_with_capture(body, &chatgpt["responses_post_body"]);
     // No refresh for a valid token.
     assert!(
-        server
+        rig.server
             .requests()
             .iter()
             .all(|r| !r.route().ends_with("/oauth/token"))
@@ -255,172 +151,54 @@ async fn codex_sends_the_backend_headers_and_body_and_matches_the_captures() {
 
 #[tokio::test]
 async fn a_loose_schema_is_sent_as_a_hint_with_strict_false() {
-    let server = FakeServer::start(Kind::Responses, Script::always(Reply::text("{}")))
-        .await
-        .unwrap();
+    let rig = Rig::start("openai-payg", Script::always(Reply::text("{}"))).await;
     let mut r = request();
     r.response_schema = Some(ResponseSchema::from_value(json!({"type": "object"})).unwrap());
-    let resp = bounded(payg(&server).call(r, &CallCx::new()))
-        .await
-        .unwrap();
+    let resp = rig.call(r).await.unwrap();
     assert_eq!(resp.wire.mode, StructuredOutputMode::Hint);
     assert_eq!(
-        model_calls(&server)[0].body["text"]["format"]["strict"],
+        model_calls(&rig)[0].body["text"]["format"]["strict"],
         json!(false)
     );
     let mut none = request();
     none.response_schema = None;
-    let resp = bounded(payg(&server).call(none, &CallCx::new()))
-        .await
-        .unwrap();
+    let resp = rig.call(none).await.unwrap();
     assert_eq!(resp.wire.mode, StructuredOutputMode::None);
-    assert!(model_calls(&server)[1].body.get("text").is_none());
-}
-
-/// Plays `script` on a fake of `kind` and makes one call with `cx`.
-async fn play(
-    kind: Kind,
-    script: Script,
-    cx: CallCx,
-) -> (Result<AdapterResponse, AdapterError>, FakeServer) {
-    let server = FakeServer::start(kind, script).await.unwrap();
-    let (_home, auth) = codex_home(3600);
-    let result = match kind {
-        Kind::ChatGpt => bounded(codex(&server, &auth).call(request(), &cx)).await,
-        _ => bounded(payg(&server).call(request(), &cx)).await,
-    };
-    (result, server)
-}
-
-const BOTH: [Kind; 2] = [Kind::Responses, Kind::ChatGpt];
-
-#[tokio::test]
-async fn a_schema_rejection_is_schema_rejected_and_not_retried() {
-    for kind in BOTH {
-        let script = Script::always(Reply::SchemaRejection(
-            "Invalid schema for response_format 'answer'".into(),
-        ));
-        let (r, server) = play(kind, script, CallCx::new()).await;
-        match r {
-            Err(AdapterError::SchemaRejected {
-                status: 400, code, ..
-            }) => assert_eq!(code, "invalid_json_schema"),
-            other => panic!("{kind}: {other:?}"),
-        }
-        assert_eq!(model_calls(&server).len(), 1, "{kind}");
-    }
+    assert!(model_calls(&rig)[1].body.get("text").is_none());
 }
 
 #[tokio::test]
 async fn a_codex_401_refreshes_once_and_retries() {
     let script = Script::new([Reply::status(401), Reply::text("{\"ok\":true}")]);
-    let (r, server) = play(Kind::ChatGpt, script, CallCx::new()).await;
+    let rig = Rig::start("codex-oauth", script).await;
+    let r = rig.call(request()).await;
     assert_eq!(r.unwrap().text, "{\"ok\":true}");
-    let refreshes = server
+    let refreshes = rig
+        .server
         .requests()
         .iter()
         .filter(|r| r.route().ends_with("/oauth/token"))
         .count();
-    assert_eq!((model_calls(&server).len(), refreshes), (2, 1));
+    assert_eq!((model_calls(&rig).len(), refreshes), (2, 1));
     // A second 401 after the refresh is the caller's Auth error.
-    let (r, _) = play(
-        Kind::ChatGpt,
-        Script::always(Reply::status(401)),
-        CallCx::new(),
-    )
-    .await;
+    let rig = Rig::start("codex-oauth", Script::always(Reply::status(401))).await;
+    let r = rig.call(request()).await;
     assert!(matches!(r, Err(AdapterError::Auth { .. })), "{r:?}");
 }
 
 #[tokio::test]
-async fn a_429_with_retry_after_is_retried_then_succeeds() {
-    for kind in BOTH {
-        let script = Script::new([Reply::rate_limited(1), Reply::text("{\"ok\":1}")]);
-        let (r, server) = play(kind, script, CallCx::new()).await;
-        assert_eq!(r.unwrap().text, "{\"ok\":1}", "{kind}");
-        assert_eq!(model_calls(&server).len(), 2, "{kind}");
-    }
-}
-
-#[tokio::test]
-async fn a_500_and_a_reset_are_retried() {
-    for kind in BOTH {
-        let script = Script::new([
-            Reply::status(500),
-            Reply::ConnectionReset,
-            Reply::text("{\"ok\":2}"),
-        ]);
-        let (r, server) = play(kind, script, CallCx::new()).await;
-        assert_eq!(r.unwrap().text, "{\"ok\":2}", "{kind}");
-        assert_eq!(model_calls(&server).len(), 3, "{kind}");
-    }
-}
-
-#[tokio::test]
-async fn resets_past_the_retry_budget_are_transport() {
-    let (r, server) = play(
-        Kind::Responses,
-        Script::always(Reply::ConnectionReset),
-        CallCx::new(),
+async fn an_expired_codex_token_is_refreshed_and_auth_json_rewritten() {
+    let rig = Rig::start_with(
+        "codex-oauth",
+        Script::always(Reply::text("{\"ok\":3}")),
+        -60,
     )
     .await;
-    assert!(matches!(r, Err(AdapterError::Transport { .. })), "{r:?}");
-    assert_eq!(model_calls(&server).len(), 4, "one try and three retries");
-}
-
-#[tokio::test]
-async fn refusal_max_tokens_and_tool_calls_keep_their_stop_reasons() {
-    for kind in BOTH {
-        let (r, _) = play(
-            kind,
-            Script::always(Reply::Refusal("I can't.".into())),
-            CallCx::new(),
-        )
-        .await;
-        let r = r.unwrap();
-        assert_eq!(
-            (r.stop_reason, r.text.as_str()),
-            (StopReason::Refusal, "I can't."),
-            "{kind}"
-        );
-        let (r, _) = play(
-            kind,
-            Script::always(Reply::MaxTokens("{\"answer\":".into())),
-            CallCx::new(),
-        )
-        .await;
-        let r = r.unwrap();
-        assert_eq!(
-            (r.stop_reason, r.text.as_str()),
-            (StopReason::MaxTokens, "{\"answer\":"),
-            "{kind}"
-        );
-        let call = Reply::tool_call("exec_command", json!({"cmd": "echo hi"}));
-        let (r, _) = play(kind, Script::always(call), CallCx::new()).await;
-        let r = r.unwrap();
-        assert_eq!(r.stop_reason, StopReason::ToolUse, "{kind}");
-        assert_eq!(r.tool_uses[0].name, "exec_command");
-        assert_eq!(r.tool_uses[0].input, json!({"cmd": "echo hi"}));
-        assert!(
-            r.tool_uses[0].id.starts_with("call"),
-            "{:?}",
-            r.tool_uses[0]
-        );
-    }
-}
-
-#[tokio::test]
-async fn an_expired_codex_token_is_refreshed_and_auth_json_rewritten() {
-    let server = FakeServer::start(Kind::ChatGpt, Script::always(Reply::text("{\"ok\":3}")))
-        .await
-        .unwrap();
-    let (_home, auth) = codex_home(-60);
+    let auth = rig.home.path().join("auth.json");
     let before: Value = serde_json::from_str(&std::fs::read_to_string(&auth).unwrap()).unwrap();
-    let resp = bounded(codex(&server, &auth).call(request(), &CallCx::new()))
-        .await
-        .unwrap();
+    let resp = rig.call(request()).await.unwrap();
     assert_eq!(resp.text, "{\"ok\":3}");
-    let reqs = server.requests();
+    let reqs = rig.server.requests();
     let refresh: Vec<&RecordedRequest> = reqs
         .iter()
         .filter(|r| r.route() == "/oauth/token")
@@ -458,18 +236,4 @@ async fn an_expired_codex_token_is_refreshed_and_auth_json_rewritten() {
         let mode = std::fs::metadata(&auth).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
     }
-}
-
-#[tokio::test]
-async fn from_env_errors_name_what_is_missing() {
-    // Only checks error text shape; never reads real credentials because the var is unset here.
-    let err = built("openai-payg", &MapEnv::new()).unwrap_err();
-    assert!(err.to_string().contains("OPENAI_API_KEY"), "{err}");
-    let env = MapEnv::new().set("CODEX_HOME", "/nonexistent/codex");
-    let err = built("codex-oauth", &env).unwrap_err();
-    assert!(matches!(err, AdapterError::Config { .. }), "{err:?}");
-    assert!(
-        err.to_string().contains("/nonexistent/codex/auth.json"),
-        "{err}"
-    );
 }

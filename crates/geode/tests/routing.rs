@@ -4,48 +4,18 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use geode::ledger::{Require, StructuredOutputMode};
-use geode::llm::registry::Environment;
 use geode::llm::routing::{RouteRequest, RoutingError, family_of_model, route};
 use geode::schema::ResponseSchema;
 use serde_json::json;
-use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use support::env::MapEnv;
 
-#[derive(Default)]
-struct FakeMachine {
-    vars: HashMap<String, String>,
-    files: HashSet<PathBuf>,
-    bins: HashSet<String>,
-}
-
-impl FakeMachine {
-    fn with(vars: &[&str]) -> Self {
-        let mut m = Self::default();
-        m.vars.insert("HOME".into(), "/home/u".into());
-        for v in vars {
-            m.vars.insert((*v).into(), "set".into());
-        }
-        m
-    }
-}
-
-impl Environment for FakeMachine {
-    fn var(&self, name: &str) -> Option<String> {
-        self.vars.get(name).cloned()
-    }
-    fn file_exists(&self, path: &Path) -> bool {
-        self.files.contains(path)
-    }
-    fn on_path(&self, name: &str) -> bool {
-        self.bins.contains(name)
-    }
-}
+mod support;
 
 fn strict_schema() -> ResponseSchema {
     ResponseSchema::from_value(json!({"type":"object","properties":{"a":{"type":"string"}},"required":["a"],"additionalProperties":false})).unwrap()
 }
 
-fn pick(model: &str, m: &FakeMachine) -> Result<&'static str, RoutingError> {
+fn pick(model: &str, m: &MapEnv) -> Result<&'static str, RoutingError> {
     route(
         &RouteRequest {
             model,
@@ -79,16 +49,16 @@ fn model_names_route_to_their_family() {
 
 #[test]
 fn within_a_family_payg_comes_before_subscription_before_cli() {
-    let mut m = FakeMachine::with(&["OPENAI_API_KEY"]);
-    m.files.insert("/home/u/.codex/auth.json".into());
-    m.bins.insert("codex".into());
+    let mut m = MapEnv::described(&["OPENAI_API_KEY"]);
+    m.add_file("/home/u/.codex/auth.json");
+    m.add_bin("codex");
     assert_eq!(pick("gpt-5.5", &m).unwrap(), "openai-payg");
-    m.vars.remove("OPENAI_API_KEY");
+    m.unset("OPENAI_API_KEY");
     assert_eq!(pick("gpt-5.5", &m).unwrap(), "codex-oauth");
-    m.files.clear();
+    m.clear_files();
     assert_eq!(pick("gpt-5.5", &m).unwrap(), "codex-cli");
-    m.vars.insert("CODEX_HOME".into(), "/ch".into());
-    m.files.insert("/ch/auth.json".into());
+    m.set_var("CODEX_HOME", "/ch");
+    m.add_file("/ch/auth.json");
     assert_eq!(
         pick("gpt-5.5", &m).unwrap(),
         "codex-oauth",
@@ -98,22 +68,22 @@ fn within_a_family_payg_comes_before_subscription_before_cli() {
 
 #[test]
 fn anthropic_and_glm_credentials() {
-    let m = FakeMachine::with(&["CLAUDE_CODE_OAUTH_TOKEN"]);
+    let m = MapEnv::described(&["CLAUDE_CODE_OAUTH_TOKEN"]);
     assert_eq!(pick("claude-sonnet-4-6", &m).unwrap(), "anthropic-oauth");
-    let m = FakeMachine::with(&["ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"]);
+    let m = MapEnv::described(&["ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"]);
     assert_eq!(pick("claude-sonnet-4-6", &m).unwrap(), "anthropic-payg");
-    let mut m = FakeMachine::with(&[]);
-    m.files.insert("/home/u/.claude/.credentials.json".into());
+    let mut m = MapEnv::described(&[]);
+    m.add_file("/home/u/.claude/.credentials.json");
     assert_eq!(pick("claude-sonnet-4-6", &m).unwrap(), "anthropic-oauth");
-    let m = FakeMachine::with(&["ZAI_CODING_PLAN_KEY"]);
+    let m = MapEnv::described(&["ZAI_CODING_PLAN_KEY"]);
     assert_eq!(pick("glm-5.2", &m).unwrap(), "glm-coding-plan");
-    let m = FakeMachine::with(&["ZAI_API_KEY", "ZAI_CODING_PLAN_KEY"]);
+    let m = MapEnv::described(&["ZAI_API_KEY", "ZAI_CODING_PLAN_KEY"]);
     assert_eq!(pick("glm-5.2", &m).unwrap(), "glm-payg");
 }
 
 #[test]
 fn a_family_without_credentials_fails_naming_each_adapter() {
-    let err = pick("claude-opus-4-8", &FakeMachine::with(&[])).unwrap_err();
+    let err = pick("claude-opus-4-8", &MapEnv::described(&[])).unwrap_err();
     let text = err.to_string();
     for a in ["anthropic-payg", "anthropic-oauth", "claude-cli"] {
         assert!(text.contains(a), "{text}");
@@ -123,7 +93,7 @@ fn a_family_without_credentials_fails_naming_each_adapter() {
 
 #[test]
 fn nothing_named_or_configured_means_local_and_defaults_win_over_that() {
-    let m = FakeMachine::with(&[]);
+    let m = MapEnv::described(&[]);
     assert_eq!(pick("", &m).unwrap(), "local");
     assert_eq!(pick("some-unknown-model", &m).unwrap(), "local");
     let r = route(
@@ -135,7 +105,7 @@ fn nothing_named_or_configured_means_local_and_defaults_win_over_that() {
     )
     .unwrap();
     assert_eq!(r.spec.name, "glm-payg");
-    let m = FakeMachine::with(&["ZAI_API_KEY"]);
+    let m = MapEnv::described(&["ZAI_API_KEY"]);
     assert_eq!(
         pick("", &m).unwrap(),
         "glm-payg",
@@ -145,7 +115,7 @@ fn nothing_named_or_configured_means_local_and_defaults_win_over_that() {
 
 #[test]
 fn explicit_adapter_wins_and_unknown_names_are_errors() {
-    let m = FakeMachine::with(&["OPENAI_API_KEY"]);
+    let m = MapEnv::described(&["OPENAI_API_KEY"]);
     let r = route(
         &RouteRequest {
             adapter: Some("glm-payg"),
@@ -171,7 +141,7 @@ fn explicit_adapter_wins_and_unknown_names_are_errors() {
 #[test]
 fn require_enforced_refuses_glm_naming_json_mode() {
     let s = strict_schema();
-    let m = FakeMachine::with(&["ZAI_API_KEY"]);
+    let m = MapEnv::described(&["ZAI_API_KEY"]);
     let req = RouteRequest {
         adapter: Some("glm-payg"),
         require: Require::Enforced,
@@ -195,7 +165,7 @@ fn require_enforced_refuses_glm_naming_json_mode() {
 fn require_is_judged_per_schema() {
     let strict = strict_schema();
     let loose = ResponseSchema::from_value(json!({"type":"object"})).unwrap();
-    let m = FakeMachine::with(&["OPENAI_API_KEY"]);
+    let m = MapEnv::described(&["OPENAI_API_KEY"]);
     let req = |s| RouteRequest {
         model: "gpt-5.5",
         require: Require::Enforced,
@@ -226,8 +196,8 @@ fn require_is_judged_per_schema() {
 #[test]
 fn require_skips_weak_candidates_within_a_family() {
     let loose = ResponseSchema::from_value(json!({"type":"object"})).unwrap();
-    let mut m = FakeMachine::with(&["OPENAI_API_KEY"]);
-    m.bins.insert("codex".into());
+    let mut m = MapEnv::described(&["OPENAI_API_KEY"]);
+    m.add_bin("codex");
     let r = route(
         &RouteRequest {
             model: "gpt-5.5",

@@ -5,10 +5,13 @@
 // Test helpers outside `#[test]` fns may unwrap too (tests are allowed to panic).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use geode::llm::subprocess::{
     self, BASE_ENV_ALLOW, Ending, MAX_ARG_BYTES, ProcessSpec, Stream, SubprocessError,
 };
 use std::time::Duration;
+use support::leaks;
 use tokio::time::{Instant, timeout};
 use tokio_util::sync::CancellationToken;
 
@@ -18,58 +21,9 @@ fn sh(script: &str) -> ProcessSpec {
     ProcessSpec::new("sh").args(["-c", script])
 }
 
-/// `(pid, state)` of every process in group `pgid`, from /proc.
-fn group_members(pgid: u32) -> Vec<(u32, char)> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // pid (comm) state ppid pgrp ...; comm may contain spaces, so split after ')'.
-        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
-            continue;
-        };
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        if fields.get(2).and_then(|g| g.parse::<u32>().ok()) == Some(pgid) {
-            out.push((pid, fields[0].chars().next().unwrap_or('?')));
-        }
-    }
-    out
-}
-
-/// Live (non-zombie) members of the group. This machine's init does not reap orphans, so a
-/// killed grandchild may stay a zombie: dead, holding no resources.
-fn live_members(pgid: u32) -> Vec<(u32, char)> {
-    group_members(pgid)
-        .into_iter()
-        .filter(|(_, state)| *state != 'Z' && *state != 'X')
-        .collect()
-}
-
-/// Waits (bounded) until no live process is left in the group; returns what is left.
-async fn group_gone(pgid: u32) -> Vec<(u32, char)> {
-    let until = Instant::now() + Duration::from_secs(5);
-    loop {
-        let live = live_members(pgid);
-        if live.is_empty() || Instant::now() > until {
-            return live;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-fn pid_alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| {
-            let state = s
-                .rsplit_once(')')
-                .map(|(_, r)| r.trim_start().chars().next());
-            !matches!(state, Some(Some('Z' | 'X')))
-        })
-        .unwrap_or(false)
+/// Waits (bounded) until no live process is left in group `pgid`; returns what is left.
+async fn group_gone(pgid: u32) -> Vec<u32> {
+    leaks::settle(|| leaks::group_members(pgid)).await
 }
 
 #[tokio::test]
@@ -88,11 +42,11 @@ async fn deadline_kills_the_whole_group_including_grandchildren() {
         assert!(grandchild != out.pgid);
         assert_eq!(
             group_gone(out.pgid).await,
-            vec![],
+            Vec::<u32>::new(),
             "group {} left alive",
             out.pgid
         );
-        assert!(!pid_alive(grandchild));
+        assert!(!leaks::alive(grandchild));
     })
     .await
     .unwrap();
@@ -112,7 +66,7 @@ async fn cancellation_kills_the_group_and_keeps_partial_output() {
         assert_eq!(out.ending, Ending::Cancelled);
         assert!(!out.timed_out());
         assert_eq!(out.stdout.text, "started\n");
-        assert_eq!(group_gone(out.pgid).await, vec![]);
+        assert_eq!(group_gone(out.pgid).await, Vec::<u32>::new());
     })
     .await
     .unwrap();
@@ -140,7 +94,7 @@ async fn dropping_the_future_kills_the_group() {
             .trim()
             .parse()
             .unwrap();
-        assert_eq!(group_gone(pgid).await, vec![]);
+        assert_eq!(group_gone(pgid).await, Vec::<u32>::new());
     })
     .await
     .unwrap();
@@ -157,8 +111,8 @@ async fn normal_exit_does_not_wait_for_or_leak_background_children() {
         assert!(out.success());
         assert_eq!(out.exit_code(), Some(0));
         let bg: u32 = out.stdout.text.trim().parse().unwrap();
-        assert_eq!(group_gone(out.pgid).await, vec![]);
-        assert!(!pid_alive(bg));
+        assert_eq!(group_gone(out.pgid).await, Vec::<u32>::new());
+        assert!(!leaks::alive(bg));
     })
     .await
     .unwrap();
@@ -200,7 +154,7 @@ async fn endless_stdout_past_its_budget_kills_the_group_at_once() {
             .unwrap();
         assert_eq!(out.ending, Ending::OutputTooLarge { limit: 1 << 20 });
         assert!(!out.success() && !out.timed_out());
-        assert_eq!(group_gone(out.pgid).await, vec![]);
+        assert_eq!(group_gone(out.pgid).await, Vec::<u32>::new());
         // Reading stopped right after the budget (one read of at most 64 KiB past it).
         let read = out.stdout.text.len() as u64 + out.stdout.dropped_bytes;
         assert!((1 << 20) < read && read <= (1 << 20) + (64 << 10), "{read}");

@@ -2,6 +2,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use geode::agent::subtask::{EnvResolver, SubTask, SubTaskDefaults, run_subtasks};
 use geode::agent::worker::WorkerEnv;
 use geode::llm::request::AdapterResponse;
@@ -54,14 +56,7 @@ fn subtask_maps_to_worker_request_with_schema_and_overrides() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_failing_and_one_panicking_task_do_not_take_the_others_down() {
-    let tasks: Vec<SubTask> = (0..20)
-        .map(|i| SubTask {
-            task_id: format!("t{i}"),
-            description: "go".into(),
-            response_schema: Some(schema()),
-            ..SubTask::default()
-        })
-        .collect();
+    let tasks = support::subtasks(20, "go", schema());
     let resolve: EnvResolver = Arc::new(|req| match req.task_id.as_str() {
         "t3" => Err("no adapter for t3".to_owned()),
         "t7" => panic!("resolver exploded"),

@@ -167,6 +167,14 @@ fn request(schema: Option<ResponseSchema>) -> WorkerRequest {
     }
 }
 
+/// Plain-text answers, in order.
+fn texts(answers: &[&str]) -> Vec<Result<AdapterResponse, AdapterError>> {
+    answers
+        .iter()
+        .map(|a| Ok(AdapterResponse::text(*a)))
+        .collect()
+}
+
 async fn run(
     req: &WorkerRequest,
     outcomes: Vec<Result<AdapterResponse, AdapterError>>,
@@ -178,14 +186,7 @@ async fn run(
 
 #[tokio::test]
 async fn retries_once_when_the_first_answer_is_empty_and_succeeds() {
-    let (r, a) = run(
-        &request(Some(schema())),
-        vec![
-            Ok(AdapterResponse::text("")),
-            Ok(AdapterResponse::text(GOOD)),
-        ],
-    )
-    .await;
+    let (r, a) = run(&request(Some(schema())), texts(&["", GOOD])).await;
     assert!(r.success, "{r:?}");
     assert_eq!(a.requests().len(), 2);
     assert!(matches!(r.ledger.retry, RetryDecision::Ran { .. }));
@@ -217,15 +218,7 @@ async fn no_retry_without_a_schema() {
 
 #[tokio::test]
 async fn retry_is_capped_at_one_and_two_empty_answers_fail() {
-    let (r, a) = run(
-        &request(Some(schema())),
-        vec![
-            Ok(AdapterResponse::text("")),
-            Ok(AdapterResponse::text("")),
-            Ok(AdapterResponse::text(GOOD)),
-        ],
-    )
-    .await;
+    let (r, a) = run(&request(Some(schema())), texts(&["", "", GOOD])).await;
     assert!(!r.success);
     assert_eq!(a.requests().len(), 2);
     assert_eq!(a.remaining(), 1);
@@ -253,18 +246,23 @@ async fn no_retry_for_intended_endings_blocked_and_cancelled() {
     assert!(adapter.requests().is_empty());
 }
 
-#[tokio::test(start_paused = true)]
-async fn retry_is_skipped_when_the_first_run_took_80_percent_of_the_timeout() {
-    let adapter = Arc::new(ScriptedAdapter::with_steps(vec![
+/// An adapter answering prose after `delay`, then [`GOOD`] at once.
+fn prose_after(delay: Duration) -> Arc<ScriptedAdapter> {
+    Arc::new(ScriptedAdapter::with_steps(vec![
         Step {
             outcome: Ok(AdapterResponse::text("prose")),
-            delay: Duration::from_secs(80),
+            delay,
         },
         Step {
             outcome: Ok(AdapterResponse::text(GOOD)),
             delay: Duration::ZERO,
         },
-    ]));
+    ]))
+}
+
+#[tokio::test(start_paused = true)]
+async fn retry_is_skipped_when_the_first_run_took_80_percent_of_the_timeout() {
+    let adapter = prose_after(Duration::from_secs(80));
     let r = run_worker(&request(Some(schema())), &WorkerEnv::new(adapter.clone())).await;
     assert_eq!(adapter.requests().len(), 1);
     assert!(!r.success, "geode reports the unchecked prose as a failure");
@@ -276,16 +274,7 @@ async fn retry_is_skipped_when_the_first_run_took_80_percent_of_the_timeout() {
 
 #[tokio::test(start_paused = true)]
 async fn retry_runs_when_the_first_run_took_under_half_the_timeout() {
-    let adapter = Arc::new(ScriptedAdapter::with_steps(vec![
-        Step {
-            outcome: Ok(AdapterResponse::text("prose")),
-            delay: Duration::from_secs(49),
-        },
-        Step {
-            outcome: Ok(AdapterResponse::text(GOOD)),
-            delay: Duration::ZERO,
-        },
-    ]));
+    let adapter = prose_after(Duration::from_secs(49));
     let r = run_worker(&request(Some(schema())), &WorkerEnv::new(adapter.clone())).await;
     assert_eq!(adapter.requests().len(), 2);
     assert!(r.success);
@@ -293,14 +282,7 @@ async fn retry_runs_when_the_first_run_took_under_half_the_timeout() {
 
 #[tokio::test]
 async fn the_retry_prompt_carries_the_feedback_and_the_first_prompt_the_task() {
-    let (_, a) = run(
-        &request(Some(schema())),
-        vec![
-            Ok(AdapterResponse::text("")),
-            Ok(AdapterResponse::text(GOOD)),
-        ],
-    )
-    .await;
+    let (_, a) = run(&request(Some(schema())), texts(&["", GOOD])).await;
     let reqs = a.requests();
     let first_user = reqs[0].messages[0].text();
     assert!(first_user.contains("Pick the best candidate."));
@@ -332,14 +314,10 @@ async fn full_validation_retries_with_the_concrete_errors_and_validates_the_retr
     .unwrap();
     let (r, a) = run(
         &request(Some(decision.clone())),
-        vec![
-            Ok(AdapterResponse::text(
-                r#"{"decision":"Accept","reason":"fine"}"#,
-            )),
-            Ok(AdapterResponse::text(
-                r#"{"decision":"maybe","reason":"fine"}"#,
-            )),
-        ],
+        texts(&[
+            r#"{"decision":"Accept","reason":"fine"}"#,
+            r#"{"decision":"maybe","reason":"fine"}"#,
+        ]),
     )
     .await;
     assert!(!r.success, "the retried answer is validated too");
@@ -534,14 +512,7 @@ async fn a_choice_on_a_hosted_adapter_is_checked_locally_retried_and_named_as_a_
         timeout_s: 100.0,
         ..WorkerRequest::new("t1", "Decide.")
     };
-    let (r, a) = run(
-        &req,
-        vec![
-            Ok(AdapterResponse::text("I would accept it.")),
-            Ok(AdapterResponse::text("accept")),
-        ],
-    )
-    .await;
+    let (r, a) = run(&req, texts(&["I would accept it.", "accept"])).await;
     assert!(r.success, "{r:?}");
     assert_eq!(a.requests().len(), 2);
     assert!(

@@ -203,6 +203,15 @@ pub async fn fake(case: &Case, script: Script) -> FakeServer {
     FakeServer::start(case.kind, script).await.unwrap()
 }
 
+impl Case {
+    /// A fake playing `script`, and a sandbox pointed at it with the credential set.
+    pub async fn serve(&self, script: Script) -> (FakeServer, Sandbox) {
+        let server = fake(self, script).await;
+        let sb = self.sandbox(&server);
+        (server, sb)
+    }
+}
+
 /// Every HTTP adapter.
 pub const ALL: [Case; 6] = [
     OPENAI_PAYG,

@@ -68,6 +68,55 @@ impl Outcome {
             self.code, self.stdout, self.stderr
         )
     }
+
+    /// Fails (with both streams) unless the exit code is `code`.
+    #[track_caller]
+    pub fn assert_exit(&self, code: i32) -> &Outcome {
+        assert_eq!(self.code, Some(code), "{}", self.dump());
+        self
+    }
+
+    /// Fails (with both streams) unless the run succeeded and printed `answer` as its JSON.
+    #[track_caller]
+    pub fn assert_answer(&self, answer: &Value) -> &Outcome {
+        self.assert_exit(0);
+        assert_eq!(&self.json(), answer, "{}", self.dump());
+        self
+    }
+
+    /// Fails (with both streams) unless stderr contains every one of `needles`.
+    #[track_caller]
+    pub fn assert_stderr_has(&self, needles: &[&str]) -> &Outcome {
+        for needle in needles {
+            assert!(
+                self.stderr.contains(needle),
+                "wanted {needle:?}: {}",
+                self.dump()
+            );
+        }
+        self
+    }
+
+    /// Fails when `secret` shows in either stream.
+    #[track_caller]
+    pub fn assert_hides(&self, secret: &str) -> &Outcome {
+        assert!(
+            !self.stdout.contains(secret) && !self.stderr.contains(secret),
+            "a secret was shown: {}",
+            self.dump()
+        );
+        self
+    }
+
+    /// The first `error:` line of stderr (fails when there is none).
+    #[track_caller]
+    pub fn error_line(&self) -> String {
+        self.stderr
+            .lines()
+            .find(|l| l.starts_with("error:"))
+            .unwrap_or_else(|| panic!("no error line: {}", self.dump()))
+            .to_owned()
+    }
 }
 
 /// A sandbox for one invocation: a temporary HOME and a temporary working directory.
@@ -104,6 +153,24 @@ impl Sandbox {
     /// The HOME path.
     pub fn home(&self) -> &Path {
         self.home.path()
+    }
+
+    /// Runs `geode run --adapter ADAPTER --schema <Decision> [EXTRA...] PROMPT`.
+    pub async fn run_decision(&self, adapter: &str, extra: &[&str], prompt: &str) -> Outcome {
+        let schema = decision_schema_path();
+        let mut args = vec!["run", "--adapter", adapter, "--schema", &schema];
+        args.extend_from_slice(extra);
+        args.push(prompt);
+        self.geode(&args, "").await
+    }
+
+    /// Runs `geode worker` with `line` (one WorkerRequest; a newline is added when missing).
+    pub async fn worker(&self, line: &str) -> Outcome {
+        let mut stdin = line.to_owned();
+        if !stdin.ends_with('\n') {
+            stdin.push('\n');
+        }
+        self.geode(&["worker"], &stdin).await
     }
 
     /// Runs `geode ARGS` with `stdin`, bounded by [`RUN_BOUND`].
@@ -178,6 +245,17 @@ pub fn write_codex_auth(codex_home: &Path) {
     )
     .unwrap();
 }
+
+/// A `geode-fakes` server of `kind` playing `script` on 127.0.0.1.
+pub async fn fake_of(
+    kind: geode_fakes::Kind,
+    script: geode_fakes::Script,
+) -> geode_fakes::FakeServer {
+    geode_fakes::FakeServer::start(kind, script).await.unwrap()
+}
+
+/// The prompt of a Decision run.
+pub const DECIDE: &str = "Decide.";
 
 /// The model calls a fake recorded (side endpoints left out).
 pub fn model_calls(server: &geode_fakes::FakeServer) -> Vec<geode_fakes::RecordedRequest> {

@@ -20,6 +20,16 @@ pub async fn bounded<F: Future>(f: F) -> F::Output {
         .expect("the test step did not finish within its bound")
 }
 
+/// A fake of `kind` playing `replies` in order (then its default).
+pub async fn start(
+    kind: Kind,
+    replies: impl IntoIterator<Item = geode_fakes::Reply>,
+) -> FakeServer {
+    FakeServer::start(kind, geode_fakes::Script::new(replies))
+        .await
+        .expect("start")
+}
+
 /// A client that never uses a proxy and gives up after [`LIMIT`].
 pub fn client() -> reqwest::Client {
     reqwest::Client::builder()
@@ -45,8 +55,12 @@ pub fn body(kind: Kind, stream: bool) -> Value {
 
 /// A POST of `body` to the kind's model URL with the kind's usual credential headers.
 pub fn model_call(server: &FakeServer, body: &Value) -> reqwest::RequestBuilder {
-    let request = client().post(server.model_url()).json(body);
-    match server.kind() {
+    authorized(server.kind(), client().post(server.model_url()).json(body))
+}
+
+/// `request` with `kind`'s usual credential headers.
+pub fn authorized(kind: Kind, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+    match kind {
         Kind::Messages => request
             .header("x-api-key", SECRET)
             .header("anthropic-version", "2023-06-01"),
@@ -55,6 +69,21 @@ pub fn model_call(server: &FakeServer, body: &Value) -> reqwest::RequestBuilder 
             .header("chatgpt-account-id", "acct_test"),
         Kind::Responses | Kind::Chat => request.bearer_auth(SECRET),
     }
+}
+
+/// A fake of `kind` playing `reply`, and the answer to one model call (`stream` as asked),
+/// whose headers must say 200; the body is left to read.
+pub async fn open_200(
+    kind: Kind,
+    stream: bool,
+    reply: geode_fakes::Reply,
+) -> (FakeServer, reqwest::Response) {
+    let server = start(kind, [reply]).await;
+    let response = bounded(model_call(&server, &body(kind, stream)).send())
+        .await
+        .expect("request failed");
+    assert_eq!(response.status(), 200, "{kind}");
+    (server, response)
 }
 
 /// Sends a model call and returns status, headers and body text.
@@ -107,6 +136,14 @@ pub fn parse_sse(text: &str) -> Vec<Event> {
         events.push(Event { name, data });
     }
     events
+}
+
+/// Sends `request`; returns the status and the SSE events of the answer.
+pub async fn send_sse(request: reqwest::RequestBuilder) -> (u16, Vec<Event>) {
+    let response = bounded(request.send()).await.expect("request failed");
+    let status = response.status().as_u16();
+    let text = bounded(response.text()).await.expect("body failed");
+    (status, parse_sse(&text))
 }
 
 /// Sends a streamed model call and parses its events; asserts a 200 SSE answer.

@@ -12,7 +12,7 @@
 use crate::run::{Verdict, judge, request, run};
 use crate::support::env::MapEnv;
 use crate::support::fake_cli::{self, Behaviour, Cli};
-use crate::support::{decision_answer, decision_schema, leaks};
+use crate::support::{cli_rig, decision_answer, decision_schema, http, leaks};
 use crate::table::{ADAPTERS, Expect, Fault};
 use geode::config::{AdapterConfig, Config};
 use geode::llm::adapter::Adapter;
@@ -82,16 +82,6 @@ impl Shared {
             }
         }
         Shared { _dir: dir, fakes }
-    }
-}
-
-/// The fake server kind an HTTP adapter talks to.
-fn http_kind(adapter: &str) -> Kind {
-    match adapter {
-        "openai-payg" => Kind::Responses,
-        "codex-oauth" => Kind::ChatGpt,
-        "anthropic-payg" | "anthropic-oauth" => Kind::Messages,
-        _ => Kind::Chat,
     }
 }
 
@@ -173,34 +163,27 @@ fn write_codex_auth(dir: &Path, stale: bool, refresh_token: Option<&str>) -> Vec
         .collect()
 }
 
-/// The described machine and config for HTTP adapter `adapter` against `origin`.
+/// The described machine and config for HTTP adapter `adapter` against `origin`: the base URL
+/// comes from the config file here (the other suites set the variable), the key from the
+/// adapter's variable.
 fn http_setup(adapter: &str, origin: &str, home: &Path) -> (Config, MapEnv) {
-    let base = match adapter {
-        "glm-payg" => format!("{origin}/api/paas/v4"),
-        "glm-coding-plan" => format!("{origin}/api/coding/paas/v4"),
-        _ => origin.to_owned(),
-    };
     let mut cfg = Config::default();
     cfg.adapters.insert(
         adapter.to_owned(),
         AdapterConfig {
-            base_url: Some(base),
+            base_url: Some(http::base_url(adapter, origin)),
             ..AdapterConfig::default()
         },
     );
-    let key_var = match adapter {
-        "openai-payg" => "OPENAI_API_KEY",
-        "anthropic-payg" => "ANTHROPIC_API_KEY",
-        "anthropic-oauth" => "CLAUDE_CODE_OAUTH_TOKEN",
-        "glm-payg" => "ZAI_API_KEY",
-        "glm-coding-plan" => "ZAI_CODING_PLAN_KEY",
-        _ => "GEODE_UNUSED_KEY",
-    };
+    let home = home.display().to_string();
     let env = MapEnv::new()
-        .set("HOME", home.display().to_string())
-        .set("CODEX_HOME", home.display().to_string())
-        .set("GEODE_CODEX_AUTH_URL", origin)
-        .set(key_var, key(adapter));
+        .set("HOME", home.clone())
+        .set("CODEX_HOME", home)
+        .set("GEODE_CODEX_AUTH_URL", origin);
+    let env = match http::secret_var(adapter) {
+        Some(var) => env.set(var, key(adapter)),
+        None => env,
+    };
     (cfg, env)
 }
 
@@ -227,7 +210,7 @@ fn http_deadline(fault: Fault) -> Duration {
 async fn http_cell(fault: Fault, adapter: &str, expect: Expect) -> Verdict {
     let deadline = http_deadline(fault);
     let home = tempfile::tempdir().unwrap();
-    let kind = http_kind(adapter);
+    let kind = http::kind_of(adapter);
     let secrets = if adapter == "codex-oauth" {
         let revoked = format!(
             "{}-Zq81Lm4Xv0Pw",
@@ -252,13 +235,7 @@ async fn http_cell(fault: Fault, adapter: &str, expect: Expect) -> Verdict {
         Ok(a) => a,
         Err(e) => return Verdict::setup_failed(format!("build failed: {e}")),
     };
-    let outcome = run(
-        built,
-        request(Some(decision_schema()), deadline),
-        deadline,
-        None,
-    )
-    .await;
+    let outcome = run_decision(built, deadline).await;
     let mut verdict = judge(expect, &outcome, deadline, &secrets);
     if fault == Fault::RateLimited(Some(1)) {
         let calls = server.as_ref().map_or(0, model_calls);
@@ -282,6 +259,11 @@ async fn http_cell(fault: Fault, adapter: &str, expect: Expect) -> Verdict {
     if let Some(server) = server {
         server.shutdown().await;
     }
+    no_socket_left(verdict, port).await
+}
+
+/// `verdict`, with a problem added when sockets to `port` are still open (after settling).
+async fn no_socket_left(mut verdict: Verdict, port: u16) -> Verdict {
     let open = leaks::settle(|| leaks::sockets_on_port(port)).await;
     if open > 0 {
         verdict
@@ -289,6 +271,17 @@ async fn http_cell(fault: Fault, adapter: &str, expect: Expect) -> Verdict {
             .push(format!("{open} sockets to the fake left open"));
     }
     verdict
+}
+
+/// One worker run of `adapter` on the `Decision` request, within `deadline`.
+async fn run_decision(adapter: Arc<dyn Adapter>, deadline: Duration) -> crate::run::Run {
+    run(
+        adapter,
+        request(Some(decision_schema()), deadline),
+        deadline,
+        None,
+    )
+    .await
 }
 
 /// Model calls the fake received (side endpoints such as the token refresh excluded).
@@ -345,13 +338,7 @@ async fn refresh_race(expect: Expect) -> Verdict {
     let port = server.addr().port();
     drop(adapter);
     server.shutdown().await;
-    let open = leaks::settle(|| leaks::sockets_on_port(port)).await;
-    if open > 0 {
-        verdict
-            .problems
-            .push(format!("{open} sockets to the fake left open"));
-    }
-    verdict
+    no_socket_left(verdict, port).await
 }
 
 /// True for the faults a real CLI meets through its provider (the fake server).
@@ -427,29 +414,14 @@ async fn cli_cell(shared: &Shared, fault: Fault, adapter: &'static str, expect: 
             .env("OPENAI_API_KEY", "")
             .env("GEODE_FAKE_KEY", &secret);
         let base = base.unwrap_or_else(|| "http://127.0.0.1:9".to_owned());
-        let provider = |k: &str, v: &str| (format!("model_providers.fake.{k}"), v.to_owned());
         Arc::new(CodexCliAdapter::new(CodexCliConfig {
             cli,
-            config_overrides: vec![
-                ("model_provider".into(), "\"fake\"".into()),
-                provider("name", "\"Fake\""),
-                provider("base_url", &format!("\"{base}/v1\"")),
-                provider("wire_api", "\"responses\""),
-                provider("env_key", "\"GEODE_FAKE_KEY\""),
-                provider("request_max_retries", "0"),
-                provider("stream_max_retries", "0"),
-            ],
+            config_overrides: cli_rig::codex_fake_provider(&base, "GEODE_FAKE_KEY"),
             temp_root: Some(temp_root.clone()),
             ..CodexCliConfig::default()
         }))
     };
-    let outcome = run(
-        built,
-        request(Some(decision_schema()), deadline),
-        deadline,
-        None,
-    )
-    .await;
+    let outcome = run_decision(built, deadline).await;
     let mut verdict = judge(expect, &outcome, deadline, &[secret]);
     let marker = format!("HOME={}", home.path().display());
     let left = leaks::settle(|| leaks::processes_with_env(&marker)).await;

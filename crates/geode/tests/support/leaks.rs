@@ -1,5 +1,6 @@
-//! Leak probes read from `/proc`: processes (by an environment marker, or children of this
-//! process), open descriptors, and sockets connected to one port.
+//! Leak probes read from `/proc`: processes (by an environment marker, children of this
+//! process, or members of a process group), open descriptors, and sockets connected to one
+//! port.
 
 use std::time::Duration;
 
@@ -14,18 +15,30 @@ fn pids() -> impl Iterator<Item = u32> {
         .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
 }
 
-/// `(state, ppid)` of a process, from `/proc/PID/stat`.
-fn stat(pid: u32) -> Option<(char, u32)> {
+/// `(state, ppid, pgrp)` of a process, from `/proc/PID/stat` (the command name may hold
+/// spaces, so fields are read after its closing `)`).
+fn stat(pid: u32) -> Option<(char, u32, u32)> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let rest = text.rsplit_once(')')?.1;
     let mut fields = rest.split_whitespace();
     let state = fields.next()?.chars().next()?;
     let ppid = fields.next()?.parse().ok()?;
-    Some((state, ppid))
+    let pgrp = fields.next()?.parse().ok()?;
+    Some((state, ppid, pgrp))
 }
 
-fn alive(pid: u32) -> bool {
-    stat(pid).is_some_and(|(state, _)| !matches!(state, 'Z' | 'X'))
+/// Whether `pid` is a live process: a zombie is dead (this machine's init may not reap
+/// orphans, so a killed grandchild can stay one, holding no resources).
+pub fn alive(pid: u32) -> bool {
+    stat(pid).is_some_and(|(state, _, _)| !matches!(state, 'Z' | 'X'))
+}
+
+/// Live processes of process group `pgid`.
+pub fn group_members(pgid: u32) -> Vec<u32> {
+    pids()
+        .filter(|pid| stat(*pid).is_some_and(|(_, _, group)| group == pgid))
+        .filter(|pid| alive(*pid))
+        .collect()
 }
 
 /// Live processes (not this one) whose environment holds `marker` (e.g. `HOME=/tmp/x`).
@@ -45,7 +58,8 @@ pub fn processes_with_env(marker: &str) -> Vec<u32> {
 pub fn live_children() -> Vec<u32> {
     let me = std::process::id();
     pids()
-        .filter(|pid| stat(*pid).is_some_and(|(s, ppid)| ppid == me && !matches!(s, 'Z' | 'X')))
+        .filter(|pid| stat(*pid).is_some_and(|(_, ppid, _)| ppid == me))
+        .filter(|pid| alive(*pid))
         .collect()
 }
 

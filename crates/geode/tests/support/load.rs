@@ -5,7 +5,7 @@
 
 use super::env::MapEnv;
 use super::{decision_schema, leaks};
-use geode::agent::subtask::{EnvResolver, SubTask, SubTaskDefaults, run_subtasks};
+use geode::agent::subtask::{EnvResolver, SubTaskDefaults, run_subtasks};
 use geode::agent::worker::{WorkerEnv, WorkerResult};
 use geode::config::{AdapterConfig, Config};
 use geode_fakes::{FakeServer, Kind, Reply, Script};
@@ -110,14 +110,11 @@ pub async fn run(tasks: usize, seed: u64) -> LoadReport {
     let env = MapEnv::new().set("OPENAI_API_KEY", "sk-load-test-key-0123456789");
     let adapter = geode::llm::build::build("openai-payg", &cfg, &env).unwrap();
     let resolve: EnvResolver = Arc::new(move |_| Ok(WorkerEnv::new(adapter.clone())));
-    let list: Vec<SubTask> = (0..tasks)
-        .map(|i| SubTask {
-            task_id: format!("t{i}"),
-            description: "Decide whether to accept the change.".into(),
-            response_schema: Some(decision_schema()),
-            ..SubTask::default()
-        })
-        .collect();
+    let list = super::subtasks(
+        tasks,
+        "Decide whether to accept the change.",
+        decision_schema(),
+    );
     let defaults = SubTaskDefaults {
         timeout_s: TASK_DEADLINE.as_secs_f64(),
         subagent_max_tokens: 256,

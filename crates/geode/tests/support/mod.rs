@@ -1,16 +1,21 @@
-//! Shared support of the integration tests: bounded runs, the `Decision` fixture, a described
-//! machine ([`env::MapEnv`]) to build adapters from, leak probes ([`leaks`]) and fake vendor
-//! CLIs ([`fake_cli`]). Each test crate includes it with `mod support;` (or a `#[path]`).
+//! Shared support of the integration tests: bounded runs, the fixtures ([`fixtures`]), error-kind
+//! checks ([`assert_kind`]), a described machine ([`env::MapEnv`]) to build adapters from, the
+//! HTTP adapters on fakes ([`http`]), real-CLI rigs ([`cli_rig`]), leak probes ([`leaks`]) and
+//! fake vendor CLIs ([`fake_cli`]). Each test crate includes it with `mod support;` (or a
+//! `#[path]`).
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod cli_rig;
 pub mod env;
 pub mod fake_cli;
+pub mod fixtures;
+pub mod http;
 pub mod leaks;
 pub mod load;
 
-use geode::schema::ResponseSchema;
-use serde_json::{Value, json};
+pub use fixtures::*;
+use geode::llm::adapter::AdapterError;
 use std::time::Duration;
 
 /// The bound on one test body: far above any healthy run, low enough that a hang fails.
@@ -23,20 +28,24 @@ pub async fn bounded<T>(fut: impl std::future::Future<Output = T>) -> T {
         .expect("test exceeded its 20 s bound")
 }
 
-/// The `Decision` schema every suite uses: a strict object with an enum and a string.
-pub fn decision() -> Value {
-    json!({"title": "Decision", "type": "object",
-           "properties": {"decision": {"type": "string", "enum": ["accept", "reject"]},
-                          "reason": {"type": "string", "minLength": 3}},
-           "required": ["decision", "reason"], "additionalProperties": false})
+/// The error of `result`, failing the test when it is `Ok`.
+#[track_caller]
+pub fn expect_err<T>(result: Result<T, AdapterError>) -> AdapterError {
+    match result {
+        Ok(_) => panic!("expected an error, got a {}", std::any::type_name::<T>()),
+        Err(e) => e,
+    }
 }
 
-/// [`decision`] as a [`ResponseSchema`].
-pub fn decision_schema() -> ResponseSchema {
-    ResponseSchema::from_value(decision()).unwrap()
+/// The name of `err`'s kind (`"rate_limited"`, `"truncated"`, ...). The one place tests turn a
+/// kind into text, whatever type `AdapterError::kind` returns (anything with `Display`);
+/// `-` and `_` are read alike.
+pub fn kind_name(err: &AdapterError) -> String {
+    err.kind().to_string().replace('-', "_")
 }
 
-/// An answer that satisfies [`decision`].
-pub fn decision_answer(reason: &str) -> Value {
-    json!({"decision": "accept", "reason": reason})
+/// Fails the test unless `err` is of kind `kind` (spelled as in [`kind_name`]).
+#[track_caller]
+pub fn assert_kind(err: &AdapterError, kind: &str) {
+    assert_eq!(kind_name(err), kind.replace('-', "_"), "{err}");
 }
