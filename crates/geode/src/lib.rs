@@ -12,6 +12,7 @@
 //! | [`agent`] | many calls: the loop, tools, the worker and its retry, subtasks |
 //! | [`batch`] | many tasks from JSONL: resume, whole-line results, pacing, the summary |
 //! | [`ledger`] | the guarantee ledger |
+//! | [`vocab`] | value types every layer shares: modes, transforms, usage, stop reasons, error kinds |
 //! | [`secret`] | the `Secret` type and the one scrubber every outgoing string passes through |
 
 pub mod agent;
@@ -21,3 +22,4 @@ pub mod ledger;
 pub mod llm;
 pub mod schema;
 pub mod secret;
+pub mod vocab;
