@@ -173,7 +173,11 @@ async fn watch(summary: Arc<Mutex<Summary>>, every: Duration) {
         loop {
             tokio::time::sleep(every).await;
             let s = snapshot();
-            eprintln!("geode batch: {} · {}", s.line(), rate(&s, started.elapsed()));
+            eprintln!(
+                "geode batch: {} · {}",
+                s.line(),
+                rate(&s, started.elapsed())
+            );
         }
     }
 }

@@ -100,25 +100,25 @@ impl TaskArgs {
             req.response_schema = Some(ResponseSchema::from_file(path)?);
         }
         req.text_constraint = text_constraint(args)?;
-    req.adapter = args.adapter.clone().unwrap_or_default();
-    req.model = args.model.clone().unwrap_or_default();
-    req.timeout_s = args
-        .timeout
-        .or(cfg.timeouts.request_s)
-        .unwrap_or(req.timeout_s);
-    req.agent_system_prompt = args.system.clone().unwrap_or_default();
-    if let Some(m) = args.max_tokens {
-        req.subagent_max_tokens = m;
-    }
-    req.require = match args.require {
-        RequireArg::BestEffort => Require::BestEffort,
-        RequireArg::Wired => Require::Wired,
-        RequireArg::Enforced => Require::Enforced,
-    };
-    req.validation = match args.validation {
-        ValidationArg::Full => Validation::Full,
-        ValidationArg::RequiredKeys => Validation::RequiredKeys,
-    };
+        req.adapter = args.adapter.clone().unwrap_or_default();
+        req.model = args.model.clone().unwrap_or_default();
+        req.timeout_s = args
+            .timeout
+            .or(cfg.timeouts.request_s)
+            .unwrap_or(req.timeout_s);
+        req.agent_system_prompt = args.system.clone().unwrap_or_default();
+        if let Some(m) = args.max_tokens {
+            req.subagent_max_tokens = m;
+        }
+        req.require = match args.require {
+            RequireArg::BestEffort => Require::BestEffort,
+            RequireArg::Wired => Require::Wired,
+            RequireArg::Enforced => Require::Enforced,
+        };
+        req.validation = match args.validation {
+            ValidationArg::Full => Validation::Full,
+            ValidationArg::RequiredKeys => Validation::RequiredKeys,
+        };
         req.check()?;
         Ok(req)
     }

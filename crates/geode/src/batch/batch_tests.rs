@@ -67,7 +67,13 @@ async fn every_task_gets_one_result_line_and_the_summary_counts_them() {
         AdapterResponse::text(r#"{"ok": true}"#),
         Duration::from_millis(5),
     ));
-    let s = run(lines(20), &path, prepare_with(adapter.clone()), BatchOptions::default()).await;
+    let s = run(
+        lines(20),
+        &path,
+        prepare_with(adapter.clone()),
+        BatchOptions::default(),
+    )
+    .await;
     assert_eq!((s.valid, s.queued, s.skipped), (20, 20, 0));
     assert_eq!(s.exit_code(), 0);
     let results = written(&path);
@@ -91,7 +97,13 @@ async fn a_rerun_skips_what_is_done_and_runs_only_the_rest() {
     };
     run(lines(5), &path, prepare_with(ok()), BatchOptions::default()).await;
     let second = ok();
-    let s = run(lines(8), &path, prepare_with(second.clone()), BatchOptions::default()).await;
+    let s = run(
+        lines(8),
+        &path,
+        prepare_with(second.clone()),
+        BatchOptions::default(),
+    )
+    .await;
     assert_eq!((s.skipped, s.valid), (5, 3));
     assert_eq!(second.requests().len(), 3);
     assert_eq!(written(&path).len(), 8);
@@ -119,7 +131,10 @@ async fn bad_lines_and_refusals_are_reported_and_the_others_still_run() {
     assert_eq!(s.bad_lines[0].line, 2);
     assert_eq!((s.valid, s.refused), (2, 1));
     assert_eq!(s.exit_code(), crate::agent::exit::USAGE);
-    let refused = written(&path).into_iter().find(|r| r.task_id == "t2").unwrap();
+    let refused = written(&path)
+        .into_iter()
+        .find(|r| r.task_id == "t2")
+        .unwrap();
     assert!(refused.error.unwrap().contains("no route"));
 }
 
@@ -131,7 +146,13 @@ async fn invalid_answers_and_provider_failures_set_the_exit_code() {
         AdapterResponse::text("no json here"),
         Duration::ZERO,
     ));
-    let s = run(lines(2), &path, prepare_with(invalid), BatchOptions::default()).await;
+    let s = run(
+        lines(2),
+        &path,
+        prepare_with(invalid),
+        BatchOptions::default(),
+    )
+    .await;
     assert_eq!((s.invalid, s.retried), (2, 2));
     assert_eq!(s.exit_code(), crate::agent::exit::INVALID);
     let failing = Arc::new(ScriptedAdapter::new(vec![Err(
@@ -142,7 +163,13 @@ async fn invalid_answers_and_provider_failures_set_the_exit_code() {
         },
     )]));
     let path2 = dir.path().join("out2.jsonl");
-    let s = run(lines(1), &path2, prepare_with(failing), BatchOptions::default()).await;
+    let s = run(
+        lines(1),
+        &path2,
+        prepare_with(failing),
+        BatchOptions::default(),
+    )
+    .await;
     assert_eq!(s.failed, 1);
     assert_eq!(s.exit_code(), crate::agent::exit::PROVIDER);
 }
@@ -189,10 +216,11 @@ async fn concurrency_bounds_the_tasks_in_flight() {
     let peak_w = peak.clone();
     let watcher = tokio::spawn(async move {
         loop {
-            let r = watch.lock().unwrap().running;
-            let mut p = peak_w.lock().unwrap();
-            *p = (*p).max(r);
-            drop(p);
+            {
+                let r = watch.lock().unwrap().running;
+                let mut p = peak_w.lock().unwrap();
+                *p = (*p).max(r);
+            }
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     });

@@ -30,7 +30,7 @@ pub enum InputLine {
 }
 
 /// A line that could not be read as a task.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, thiserror::Error)]
 #[error("line {line}: {message}")]
 pub struct BadLine {
     /// The 1-based line number.
@@ -214,10 +214,7 @@ mod tests {
     fn duplicate_ids_are_named_with_their_lines() {
         let input = "{\"task_id\":\"a\",\"prompt\":\"1\"}\n{\"task_id\":\"b\",\"prompt\":\"2\"}\n\n{\"task_id\":\"a\",\"prompt\":\"3\"}\n";
         let err = scan_ids(input.as_bytes()).unwrap_err();
-        assert!(
-            err.to_string().contains(r#""a" on lines 1, 4"#),
-            "{err}"
-        );
+        assert!(err.to_string().contains(r#""a" on lines 1, 4"#), "{err}");
         assert_eq!(scan_ids("{\"task_id\":\"a\"}\n".as_bytes()).unwrap(), 1);
     }
 }

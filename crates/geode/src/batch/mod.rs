@@ -33,7 +33,8 @@ use tokio_util::sync::CancellationToken;
 /// Turns a task's request into what runs it: the request as routed (model filled in, say) and
 /// its environment; an `Err` is a refusal (routing, preflight, configuration) recorded as the
 /// task's failed result.
-pub type Prepare = dyn Fn(WorkerRequest) -> Result<(WorkerRequest, WorkerEnv), String> + Send + Sync;
+pub type Prepare =
+    dyn Fn(WorkerRequest) -> Result<(WorkerRequest, WorkerEnv), String> + Send + Sync;
 
 /// How a batch runs.
 #[derive(Debug, Clone)]
@@ -132,14 +133,14 @@ pub async fn run_batch(
 }
 
 /// Whether a result ended because the batch was stopped (so it must not be recorded).
+/// (A cancelled run ends `user_cancelled`, which the worker counts as an intended ending.)
 fn cut_short(result: &WorkerResult) -> bool {
-    !result.success
-        && (result.termination_reason == TerminationReason::UserCancelled.as_str()
-            || result
-                .ledger
-                .attempts
-                .last()
-                .is_some_and(|a| a.error_kind == Some(crate::vocab::ErrorKind::Cancelled)))
+    result.termination_reason == TerminationReason::UserCancelled.as_str()
+        || result
+            .ledger
+            .attempts
+            .last()
+            .is_some_and(|a| a.error_kind == Some(crate::vocab::ErrorKind::Cancelled))
 }
 
 fn flatten(

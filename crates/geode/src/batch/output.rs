@@ -143,7 +143,9 @@ fn task_id_of(line: &[u8]) -> Option<String> {
     struct IdOnly {
         task_id: String,
     }
-    serde_json::from_slice::<IdOnly>(line).ok().map(|i| i.task_id)
+    serde_json::from_slice::<IdOnly>(line)
+        .ok()
+        .map(|i| i.task_id)
 }
 
 #[cfg(test)]
@@ -184,7 +186,7 @@ mod tests {
         let whole = serde_json::to_string(&result("a")).unwrap();
         std::fs::write(&path, format!("{whole}\n{{\"task_id\":\"b\",\"succ")).unwrap();
         let mut log = ResultLog::open(&path).unwrap();
-        assert_eq!(log.torn_bytes(), 23);
+        assert_eq!(log.torn_bytes(), 20);
         assert!(log.contains("a") && !log.contains("b"));
         log.append(&result("b")).unwrap();
         drop(log);
@@ -208,6 +210,9 @@ mod tests {
     #[test]
     fn an_unwritable_path_is_a_typed_error_naming_it() {
         let err = ResultLog::open(Path::new("/nonexistent-dir/out.jsonl")).unwrap_err();
-        assert!(err.to_string().contains("/nonexistent-dir/out.jsonl"), "{err}");
+        assert!(
+            err.to_string().contains("/nonexistent-dir/out.jsonl"),
+            "{err}"
+        );
     }
 }

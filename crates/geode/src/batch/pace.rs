@@ -58,7 +58,9 @@ const MAX_BACKOFF: Duration = Duration::from_secs(60);
 impl Pacer {
     /// A pacer with these limits, full at the start.
     pub fn new(limits: Limits) -> Self {
-        let rate = limits.rpm.map_or(f64::INFINITY, |r| f64::from(r.max(1)) / 60.0);
+        let rate = limits
+            .rpm
+            .map_or(f64::INFINITY, |r| f64::from(r.max(1)) / 60.0);
         Self {
             limits,
             state: Arc::new(Mutex::new(State {
@@ -170,12 +172,8 @@ impl Pacer {
 
 /// The tokens a request is charged before it runs: its text at 4 characters a token.
 pub fn estimate_tokens(req: &AdapterCallRequest) -> u64 {
-    let chars: usize = req.system_prompt.len()
-        + req
-            .messages
-            .iter()
-            .map(|m| m.text().len())
-            .sum::<usize>();
+    let chars: usize =
+        req.system_prompt.len() + req.messages.iter().map(|m| m.text().len()).sum::<usize>();
     (chars / 4) as u64 + 1
 }
 
