@@ -5,6 +5,9 @@
 //! wrapped in its adapter's shared [`Pacer`]), Ctrl-C, and what people watch: a progress bar on
 //! a terminal, a plain line every few seconds when stderr is piped, and the summary.
 //!
+//! With `--queue`, the tasks go to a Redis stream and `geode serve` workers run them; this
+//! process enqueues and collects ([`geode::batch::queue`]).
+//!
 //! Exit: 0 every task valid, 1 some invalid, 2 bad input (duplicate ids, bad lines, refused
 //! tasks), 3 some failed at the provider, 130 stopped by Ctrl-C (finished results are kept).
 
@@ -16,6 +19,7 @@ use geode::agent::worker::WorkerRequest;
 use geode::batch::input::{BadLine, InputLine, read_line, scan_ids};
 use geode::batch::output::ResultLog;
 use geode::batch::pace::{Limits, PacedAdapter, Pacer};
+use geode::batch::queue::{CollectOptions, QueueUrl, collect};
 use geode::batch::{BatchOptions, Prepare, Summary, run_batch};
 use geode::config::Config;
 use geode::llm::registry::ProcessEnv;
@@ -47,6 +51,10 @@ pub(crate) struct BatchArgs {
     /// Also write the summary as JSON to this file.
     #[arg(long)]
     summary_json: Option<PathBuf>,
+    /// Run the tasks on `geode serve` workers through this queue (redis://HOST:PORT/NAME)
+    /// instead of here: enqueue them and collect their results.
+    #[arg(long)]
+    queue: Option<String>,
     /// Seconds between progress lines when stderr is not a terminal.
     #[arg(long, default_value_t = 5.0)]
     progress_every: f64,
@@ -59,6 +67,10 @@ pub(crate) fn run(args: BatchArgs) -> anyhow::Result<u8> {
     };
     let cfg = match Config::load(&std::env::current_dir()?, &ProcessEnv) {
         Ok(c) => c,
+        Err(e) => return usage(&e),
+    };
+    let queue = match args.queue.as_deref().map(QueueUrl::parse).transpose() {
+        Ok(q) => q,
         Err(e) => return usage(&e),
     };
     let template = match args.task.request(&cfg, "", "") {
@@ -123,7 +135,19 @@ pub(crate) fn run(args: BatchArgs) -> anyhow::Result<u8> {
             }
         });
         let watcher = tokio::spawn(watch(summary.clone(), every));
-        let result = run_batch(lines, log, prepare, options, summary).await;
+        let result = match &queue {
+            Some(url) => {
+                let options = CollectOptions {
+                    stop: options.cancel.clone(),
+                };
+                collect(url, lines, log, summary, options)
+                    .await
+                    .map_err(anyhow::Error::from)
+            }
+            None => run_batch(lines, log, prepare, options, summary)
+                .await
+                .map_err(anyhow::Error::from),
+        };
         watcher.abort();
         result
     })?;
@@ -141,7 +165,7 @@ pub(crate) fn run(args: BatchArgs) -> anyhow::Result<u8> {
 
 /// Resolves each task as `geode run` does, with every adapter's calls going through that
 /// adapter's one shared pacer.
-fn paced_prepare(cfg: Config, limits: Limits) -> Arc<Prepare> {
+pub(crate) fn paced_prepare(cfg: Config, limits: Limits) -> Arc<Prepare> {
     let pacers: Mutex<HashMap<String, Pacer>> = Mutex::default();
     Arc::new(move |mut req: WorkerRequest| {
         let mut env = resolve(&mut req, &cfg).map_err(|e| e.to_string())?;

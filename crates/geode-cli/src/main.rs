@@ -7,6 +7,7 @@ mod cmd_adapters;
 mod cmd_batch;
 mod cmd_run;
 mod cmd_schema;
+mod cmd_serve;
 mod cmd_validate;
 mod cmd_worker;
 mod resolve;
@@ -50,6 +51,8 @@ enum Command {
     Run(cmd_run::RunArgs),
     /// Run many tasks from a JSONL file, one result line each; resumes where it stopped.
     Batch(cmd_batch::BatchArgs),
+    /// Serve tasks from a Redis queue (for `geode batch --queue` on any machine).
+    Serve(cmd_serve::ServeArgs),
     /// The adapters, their structured-output modes, and which are configured here.
     Adapters(cmd_adapters::AdaptersArgs),
 }
@@ -63,6 +66,7 @@ fn main() -> ExitCode {
         Command::Adapters(args) => cmd_adapters::run(args),
         Command::Run(args) => cmd_run::run(args),
         Command::Batch(args) => cmd_batch::run(args),
+        Command::Serve(args) => cmd_serve::run(args),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),

@@ -17,6 +17,8 @@
 pub mod input;
 pub mod output;
 pub mod pace;
+#[cfg(feature = "queue")]
+pub mod queue;
 mod summary;
 
 pub use summary::{AdapterTotals, Outcome, Summary};
