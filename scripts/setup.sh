@@ -10,6 +10,9 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # The pinned claude and codex CLIs driven by crates/geode/tests/cli_{claude,codex}.rs.
 "$here/install-clis.sh"
 
+# redis-server (Debian's package, pinned) for the queue tests of `geode serve` / `geode batch --queue`.
+"$here/install-redis.sh"
+
 # cargo-fuzz for `make fuzz` (fuzz/ is run with the nightly toolchain), pinned, installed only when
 # missing or another version.
 CARGO_FUZZ_VERSION=0.13.2

@@ -4,11 +4,14 @@
 //! configuration error, 3 provider or transport failure.
 
 mod cmd_adapters;
+mod cmd_batch;
 mod cmd_run;
 mod cmd_schema;
+mod cmd_serve;
 mod cmd_validate;
 mod cmd_worker;
 mod resolve;
+mod task_args;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -46,6 +49,10 @@ enum Command {
     Worker(cmd_worker::WorkerArgs),
     /// Run one prompt through the worker: JSON answer on stdout, ledger on stderr.
     Run(cmd_run::RunArgs),
+    /// Run many tasks from a JSONL file, one result line each; resumes where it stopped.
+    Batch(cmd_batch::BatchArgs),
+    /// Serve tasks from a Redis queue (for `geode batch --queue` on any machine).
+    Serve(cmd_serve::ServeArgs),
     /// The adapters, their structured-output modes, and which are configured here.
     Adapters(cmd_adapters::AdaptersArgs),
 }
@@ -58,6 +65,8 @@ fn main() -> ExitCode {
         Command::Worker(args) => cmd_worker::run(args),
         Command::Adapters(args) => cmd_adapters::run(args),
         Command::Run(args) => cmd_run::run(args),
+        Command::Batch(args) => cmd_batch::run(args),
+        Command::Serve(args) => cmd_serve::run(args),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),

@@ -10,11 +10,13 @@
 //! | [`schema`] | the contract: the schema type, strict check, extraction, validation, dialects |
 //! | [`llm`] | one call: request/response, the adapter trait, wires, adapters, registry, routing |
 //! | [`agent`] | many calls: the loop, tools, the worker and its retry, subtasks |
+//! | [`batch`] | many tasks from JSONL: resume, whole-line results, pacing, the summary |
 //! | [`ledger`] | the guarantee ledger |
 //! | [`vocab`] | value types every layer shares: modes, transforms, usage, stop reasons, error kinds |
 //! | [`secret`] | the `Secret` type and the one scrubber every outgoing string passes through |
 
 pub mod agent;
+pub mod batch;
 pub mod config;
 pub mod ledger;
 pub mod llm;

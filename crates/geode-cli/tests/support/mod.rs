@@ -8,6 +8,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 pub mod http_cases;
+pub mod redis;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};

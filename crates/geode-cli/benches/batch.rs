@@ -1,0 +1,322 @@
+//! `geode batch` and `geode serve` over a data set (issue 12.5, 12.8): tasks/s and peak RSS per
+//! process against a fake provider answering after 200 ms, with 1, 2 and 4 `geode serve`
+//! workers on one Redis, Redis commands and bytes per task, one `geode batch` without Redis for
+//! comparison, what 100 machines would ask of one Redis, and `geode batch` on the local model
+//! against one `geode run` per task. Prints tables. Run with `make bench` (release build);
+//! `GEODE_BENCH_TASKS` (default 10000) and `GEODE_BENCH_LOCAL_TASKS` (default 10) size it.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use geode_fakes::{FakeServer, Kind, Reply, Script};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const LATENCY_MS: u64 = 200;
+const CONCURRENCY: &str = "100";
+
+fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_geode"))
+}
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn schema() -> String {
+    format!(
+        "{}/../../examples/decision.schema.json",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+fn write_input(dir: &Path, n: usize) {
+    let text: String = (0..n)
+        .map(|i| format!("{{\"task_id\":\"t{i}\",\"prompt\":\"Decide.\"}}\n"))
+        .collect();
+    std::fs::write(dir.join("in.jsonl"), text).unwrap();
+}
+
+fn geode(dir: &Path, base: &str, args: &[&str]) -> Child {
+    Command::new(bin())
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", dir)
+        .env("GEODE_GLM_BASE_URL", base)
+        .env("ZAI_API_KEY", "bench-key-not-secret")
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// The peak RSS (VmHWM) of a live process in MiB.
+fn peak_rss(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+/// Waits for `child`, sampling its peak RSS; returns (wall, peak MiB).
+fn wait_sampling(mut child: Child, started: Instant) -> (Duration, f64) {
+    let mut peak = 0.0f64;
+    loop {
+        peak = peak.max(peak_rss(child.id()));
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(status.code().is_some(), "killed: {status}");
+            return (started.elapsed(), peak);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+struct Redis {
+    port: u16,
+    child: Child,
+}
+
+impl Redis {
+    fn start() -> Redis {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("redis-server (scripts/setup.sh installs it)");
+        let r = Redis { port, child };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while r.cli(&["PING"]).trim() != "PONG" {
+            assert!(Instant::now() < deadline, "redis-server did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        r
+    }
+
+    fn cli(&self, args: &[&str]) -> String {
+        let out = Command::new("redis-cli")
+            .args(["-p", &self.port.to_string()])
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// (commands processed, bytes in + out) so far.
+    fn stats(&self) -> (u64, u64) {
+        let info = self.cli(&["INFO", "stats"]);
+        let get = |k: &str| {
+            info.lines()
+                .find_map(|l| l.strip_prefix(&format!("{k}:")))
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        (
+            get("total_commands_processed"),
+            get("total_net_input_bytes") + get("total_net_output_bytes"),
+        )
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn batch_args<'a>(schema: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "batch",
+        "--adapter",
+        "glm-payg",
+        "--schema",
+        schema,
+        "--input",
+        "in.jsonl",
+        "--output",
+        "out.jsonl",
+        "--concurrency",
+        CONCURRENCY,
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
+fn main() {
+    if !std::env::args().any(|a| a == "--bench") {
+        println!("benchmark: run with `make bench` (cargo bench)");
+        return;
+    }
+    let tasks = env_usize("GEODE_BENCH_TASKS", 10_000);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let reply = Reply::slow(
+        LATENCY_MS,
+        Reply::Json(serde_json::json!({"decision": "accept", "reason": "ok"})),
+    );
+    let fake = rt
+        .block_on(FakeServer::start(Kind::Chat, Script::always(reply)))
+        .unwrap();
+    let base = fake.base_url();
+    let schema = schema();
+    println!(
+        "\n## geode batch / serve: {tasks} tasks, provider latency {LATENCY_MS} ms, concurrency {CONCURRENCY} per process\n"
+    );
+    println!(
+        "| setup | wall | tasks/s | peak RSS per process | Redis commands / task | Redis bytes / task |"
+    );
+    println!("|---|---|---|---|---|---|");
+
+    // One process, no Redis.
+    let dir = tempfile::tempdir().unwrap();
+    write_input(dir.path(), tasks);
+    let started = Instant::now();
+    let child = geode(dir.path(), &base, &batch_args(&schema, &[]));
+    let (wall, rss) = wait_sampling(child, started);
+    println!(
+        "| geode batch (no Redis) | {:.1} s | {:.0} | {rss:.1} MiB | - | - |",
+        wall.as_secs_f64(),
+        tasks as f64 / wall.as_secs_f64()
+    );
+
+    let mut per_task = (0.0, 0.0, 0.0);
+    for workers in [1usize, 2, 4] {
+        let redis = Redis::start();
+        let queue = format!("redis://127.0.0.1:{}/bench", redis.port);
+        let dir = tempfile::tempdir().unwrap();
+        write_input(dir.path(), tasks);
+        let before = redis.stats();
+        let started = Instant::now();
+        let serving: Vec<Child> = (0..workers)
+            .map(|_| {
+                geode(
+                    dir.path(),
+                    &base,
+                    &["serve", "--queue", &queue, "--concurrency", CONCURRENCY],
+                )
+            })
+            .collect();
+        let collector = geode(
+            dir.path(),
+            &base,
+            &batch_args(&schema, &["--queue", &queue]),
+        );
+        let (wall, _) = wait_sampling(collector, started);
+        let rss: f64 = serving.iter().map(|c| peak_rss(c.id())).fold(0.0, f64::max);
+        let after = redis.stats();
+        for mut c in serving {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let commands = (after.0 - before.0) as f64 / tasks as f64;
+        let bytes = (after.1 - before.1) as f64 / tasks as f64;
+        let rate = tasks as f64 / wall.as_secs_f64();
+        per_task = (commands, bytes, rate / workers as f64);
+        println!(
+            "| {workers} × geode serve + collector | {:.1} s | {rate:.0} | {rss:.1} MiB (worst worker) | {commands:.1} | {bytes:.0} |",
+            wall.as_secs_f64()
+        );
+    }
+    let (commands, bytes, per_worker) = per_task;
+    let machines = 100.0;
+    println!(
+        "\n100 machines at this per-worker rate ({per_worker:.0} tasks/s each) would ask one Redis for about {:.0} commands/s and {:.1} MB/s.\n",
+        machines * per_worker * commands,
+        machines * per_worker * bytes / 1e6
+    );
+    local(&rt);
+}
+
+/// `geode batch --adapter local` against one `geode run --adapter local` per task.
+fn local(_rt: &tokio::runtime::Runtime) {
+    let n = env_usize("GEODE_BENCH_LOCAL_TASKS", 10);
+    let dir = tempfile::tempdir().unwrap();
+    let schema = schema();
+    let home = std::env::var("HOME").unwrap_or_default();
+    let run = |args: &[&str]| {
+        let status = Command::new(bin())
+            .args(args)
+            .env("HOME", &home)
+            .current_dir(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        status.code()
+    };
+    let started = Instant::now();
+    for _ in 0..n {
+        run(&[
+            "run",
+            "--adapter",
+            "local",
+            "--schema",
+            &schema,
+            "--max-tokens",
+            "64",
+            "Decide.",
+        ]);
+    }
+    let runs = started.elapsed();
+    write_input(dir.path(), n);
+    let started = Instant::now();
+    run(&[
+        "batch",
+        "--adapter",
+        "local",
+        "--schema",
+        &schema,
+        "--max-tokens",
+        "64",
+        "--input",
+        "in.jsonl",
+        "--output",
+        "out.jsonl",
+        "--concurrency",
+        "1",
+    ]);
+    let batch = started.elapsed();
+    println!("## local model: {n} tasks\n");
+    println!("| how | wall | tasks/s |");
+    println!("|---|---|---|");
+    println!(
+        "| {n} × geode run | {:.1} s | {:.2} |",
+        runs.as_secs_f64(),
+        n as f64 / runs.as_secs_f64()
+    );
+    println!(
+        "| geode batch | {:.1} s | {:.2} |",
+        batch.as_secs_f64(),
+        n as f64 / batch.as_secs_f64()
+    );
+    println!(
+        "\ngeode batch is {:.1}x the tasks/s of one geode run per task.",
+        runs.as_secs_f64() / batch.as_secs_f64()
+    );
+}

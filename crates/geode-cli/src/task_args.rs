@@ -1,0 +1,125 @@
+//! The flags a task shares between `geode run` and `geode batch`: the adapter, model, constraint,
+//! policy and limits, turned into a template [`WorkerRequest`].
+
+use clap::Args;
+use geode::agent::worker::WorkerRequest;
+use geode::config::Config;
+use geode::ledger::Require;
+use geode::schema::validate::Validation;
+use geode::schema::{ResponseSchema, TextConstraint};
+use std::path::PathBuf;
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum RequireArg {
+    BestEffort,
+    Wired,
+    Enforced,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ValidationArg {
+    Full,
+    RequiredKeys,
+}
+
+/// The task flags of `geode run` and `geode batch`.
+#[derive(Args)]
+pub(crate) struct TaskArgs {
+    /// The adapter (see `geode adapters`); default: routed from the model, the config, or `local`.
+    #[arg(long)]
+    adapter: Option<String>,
+    /// The model.
+    #[arg(long)]
+    model: Option<String>,
+    /// The worker's hard limit in seconds (WorkerRequest.timeout_s; the retry gate is at 50%).
+    #[arg(long, value_parser = positive_seconds)]
+    timeout: Option<f64>,
+    /// A JSON Schema file the answer must match.
+    #[arg(long, group = "constraint")]
+    schema: Option<PathBuf>,
+    /// The answer must be one of these comma-separated strings.
+    #[arg(long, group = "constraint", value_delimiter = ',')]
+    choice: Option<Vec<String>>,
+    /// The answer must match this regular expression.
+    #[arg(long, group = "constraint")]
+    regex: Option<String>,
+    /// The answer must follow this Lark grammar file.
+    #[arg(long, group = "constraint")]
+    grammar: Option<PathBuf>,
+    /// The guarantee required of the adapter; refused before any request when unmet.
+    #[arg(long, value_enum, default_value = "best-effort")]
+    require: RequireArg,
+    /// Which check decides the retry and success.
+    #[arg(long, value_enum, default_value = "full")]
+    validation: ValidationArg,
+    /// A system prompt.
+    #[arg(long)]
+    system: Option<String>,
+    /// Maximum output tokens per call.
+    #[arg(long)]
+    max_tokens: Option<u32>,
+}
+
+/// A positive, finite number of seconds (`NaN`, `inf`, `0` and negatives are usage errors).
+fn positive_seconds(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(s) if s.is_finite() && s > 0.0 => Ok(s),
+        Ok(_) => Err("must be a positive, finite number of seconds".to_owned()),
+        Err(e) => Err(format!("not a number of seconds: {e}")),
+    }
+}
+
+/// The `--choice`/`--regex`/`--grammar` constraint, with the grammar file read (its path named
+/// when it cannot be).
+fn text_constraint(args: &TaskArgs) -> anyhow::Result<Option<TextConstraint>> {
+    Ok(if let Some(c) = &args.choice {
+        Some(TextConstraint::Choice(c.clone()))
+    } else if let Some(r) = &args.regex {
+        Some(TextConstraint::Regex(r.clone()))
+    } else if let Some(g) = &args.grammar {
+        let lark = std::fs::read_to_string(g)
+            .map_err(|e| anyhow::anyhow!("cannot read grammar file {}: {e}", g.display()))?;
+        Some(TextConstraint::Grammar(lark))
+    } else {
+        None
+    })
+}
+
+impl TaskArgs {
+    /// The request these flags describe, for `task_id` and `prompt`, checked (a bad timeout or
+    /// a constraint that does not compile is refused here, before any adapter exists).
+    pub(crate) fn request(
+        &self,
+        cfg: &Config,
+        task_id: &str,
+        prompt: &str,
+    ) -> anyhow::Result<WorkerRequest> {
+        let args = self;
+        let mut req = WorkerRequest::new(task_id, prompt);
+        if let Some(path) = &args.schema {
+            req.response_schema = Some(ResponseSchema::from_file(path)?);
+        }
+        req.text_constraint = text_constraint(args)?;
+        req.adapter = args.adapter.clone().unwrap_or_default();
+        req.model = args.model.clone().unwrap_or_default();
+        req.timeout_s = args
+            .timeout
+            .or(cfg.timeouts.request_s)
+            .unwrap_or(req.timeout_s);
+        req.agent_system_prompt = args.system.clone().unwrap_or_default();
+        if let Some(m) = args.max_tokens {
+            req.subagent_max_tokens = m;
+        }
+        req.require = match args.require {
+            RequireArg::BestEffort => Require::BestEffort,
+            RequireArg::Wired => Require::Wired,
+            RequireArg::Enforced => Require::Enforced,
+        };
+        req.validation = match args.validation {
+            ValidationArg::Full => Validation::Full,
+            ValidationArg::RequiredKeys => Validation::RequiredKeys,
+        };
+        req.check()?;
+        Ok(req)
+    }
+}

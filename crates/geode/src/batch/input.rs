@@ -1,0 +1,220 @@
+//! Reading a batch's input: one task per JSONL line.
+//!
+//! | line | becomes |
+//! |---|---|
+//! | blank (only whitespace) | skipped |
+//! | `{"task_id": "...", "prompt": "..."}` (a `prompt` and no `description`) | the batch's template request with that id and the prompt as its description |
+//! | any other JSON object with a `task_id` | a full [`WorkerRequest`] with the reference's fields and defaults; the template's `adapter` fills an empty one |
+//! | anything else (not JSON, not an object, no `task_id`, a bad field) | a [`BadLine`] with its 1-based line number; the other lines still run |
+//!
+//! Task ids must be unique: [`scan_ids`] reads the whole input once before anything runs and
+//! names every id that repeats, with the lines it stands on.
+
+use crate::agent::worker::{WorkerRequest, parse_request_line};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::io::BufRead;
+
+/// One line of the input, read.
+#[derive(Debug, Clone, PartialEq)]
+pub enum InputLine {
+    /// A task to run.
+    Task {
+        /// The 1-based line number.
+        line: usize,
+        /// The request.
+        request: Box<WorkerRequest>,
+    },
+    /// A line that is not a task.
+    Bad(BadLine),
+}
+
+/// A line that could not be read as a task.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, thiserror::Error)]
+#[error("line {line}: {message}")]
+pub struct BadLine {
+    /// The 1-based line number.
+    pub line: usize,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+/// Why a batch's input cannot run at all.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum InputError {
+    /// The input could not be read.
+    #[error("cannot read the input: {0}")]
+    Io(#[from] std::io::Error),
+    /// Some task ids stand on more than one line.
+    #[error("duplicate task ids in the input: {}", describe_duplicates(.0))]
+    DuplicateIds(Vec<(String, Vec<usize>)>),
+}
+
+fn describe_duplicates(dups: &[(String, Vec<usize>)]) -> String {
+    let shown: Vec<String> = dups
+        .iter()
+        .take(10)
+        .map(|(id, lines)| {
+            let lines: Vec<String> = lines.iter().map(ToString::to_string).collect();
+            format!("{id:?} on lines {}", lines.join(", "))
+        })
+        .collect();
+    let more = dups.len().saturating_sub(shown.len());
+    let tail = if more > 0 {
+        format!(" (and {more} more)")
+    } else {
+        String::new()
+    };
+    format!("{}{tail}", shown.join("; "))
+}
+
+/// Reads one line (1-based `line`) against the batch's `template`; `None` for a blank line.
+pub fn read_line(text: &str, line: usize, template: &WorkerRequest) -> Option<InputLine> {
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    let bad = |message: String| Some(InputLine::Bad(BadLine { line, message }));
+    let value: Value = match serde_json::from_str(text) {
+        Ok(v) => v,
+        Err(e) => return bad(format!("not JSON: {e}")),
+    };
+    let Some(obj) = value.as_object() else {
+        return bad("not a JSON object".to_owned());
+    };
+    let request = if obj.contains_key("prompt") && !obj.contains_key("description") {
+        let (Some(id), Some(prompt)) = (
+            obj.get("task_id").and_then(Value::as_str),
+            obj.get("prompt").and_then(Value::as_str),
+        ) else {
+            return bad("a shorthand line needs string task_id and prompt".to_owned());
+        };
+        let mut req = template.clone();
+        req.task_id = id.to_owned();
+        req.description = prompt.to_owned();
+        req
+    } else {
+        match parse_request_line(text) {
+            Ok(mut req) => {
+                if req.adapter.is_empty() {
+                    req.adapter.clone_from(&template.adapter);
+                }
+                req
+            }
+            Err(e) => return bad(e.to_string()),
+        }
+    };
+    if request.task_id.is_empty() {
+        return bad("empty task_id".to_owned());
+    }
+    Some(InputLine::Task {
+        line,
+        request: Box::new(request),
+    })
+}
+
+/// The task id of a line, without reading the rest of it (`None` when it has none).
+fn line_task_id(text: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct IdOnly {
+        task_id: String,
+    }
+    serde_json::from_str::<IdOnly>(text.trim())
+        .ok()
+        .map(|i| i.task_id)
+}
+
+/// Reads every task id once and refuses the input when any repeats.
+pub fn scan_ids(input: impl BufRead) -> Result<usize, InputError> {
+    let mut seen: HashMap<String, Vec<usize>> = HashMap::new();
+    let mut lines = 0;
+    for (i, text) in input.lines().enumerate() {
+        let text = text?;
+        lines = i + 1;
+        if let Some(id) = line_task_id(&text) {
+            seen.entry(id).or_default().push(i + 1);
+        }
+    }
+    let mut dups: Vec<(String, Vec<usize>)> =
+        seen.into_iter().filter(|(_, l)| l.len() > 1).collect();
+    if dups.is_empty() {
+        return Ok(lines);
+    }
+    dups.sort_by_key(|(_, l)| l[0]);
+    Err(InputError::DuplicateIds(dups))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn template() -> WorkerRequest {
+        let mut t = WorkerRequest::new("", "");
+        t.adapter = "glm-payg".into();
+        t.model = "m".into();
+        t
+    }
+
+    #[test]
+    fn a_shorthand_line_fills_the_template() {
+        let Some(InputLine::Task { line, request }) =
+            read_line(r#"{"task_id":"a","prompt":"hi"}"#, 3, &template())
+        else {
+            panic!("not a task")
+        };
+        assert_eq!(line, 3);
+        assert_eq!(
+            (request.task_id.as_str(), request.description.as_str()),
+            ("a", "hi")
+        );
+        assert_eq!(
+            (request.adapter.as_str(), request.model.as_str()),
+            ("glm-payg", "m")
+        );
+    }
+
+    #[test]
+    fn a_full_request_keeps_its_fields_and_takes_the_adapter_when_it_names_none() {
+        let line = r#"{"task_id":"b","description":"d","model":"x","subagent_max_tokens":7}"#;
+        let Some(InputLine::Task { request, .. }) = read_line(line, 1, &template()) else {
+            panic!("not a task")
+        };
+        assert_eq!(request.model, "x");
+        assert_eq!(request.subagent_max_tokens, 7);
+        assert_eq!(request.adapter, "glm-payg");
+        let named = r#"{"task_id":"c","description":"d","adapter":"local"}"#;
+        let Some(InputLine::Task { request, .. }) = read_line(named, 1, &template()) else {
+            panic!("not a task")
+        };
+        assert_eq!(request.adapter, "local");
+    }
+
+    #[test]
+    fn blank_lines_are_skipped_and_bad_lines_name_their_number() {
+        assert_eq!(read_line("   ", 1, &template()), None);
+        for (text, needle) in [
+            ("{not json", "not JSON"),
+            ("[1,2]", "not a JSON object"),
+            (r#"{"prompt":"no id"}"#, "task_id"),
+            (r#"{"task_id":"", "prompt":"p"}"#, "empty task_id"),
+            (r#"{"task_id":"x","description":3}"#, "bad request field"),
+        ] {
+            match read_line(text, 9, &template()) {
+                Some(InputLine::Bad(b)) => {
+                    assert_eq!(b.line, 9);
+                    assert!(b.message.contains(needle), "{text}: {}", b.message);
+                }
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn duplicate_ids_are_named_with_their_lines() {
+        let input = "{\"task_id\":\"a\",\"prompt\":\"1\"}\n{\"task_id\":\"b\",\"prompt\":\"2\"}\n\n{\"task_id\":\"a\",\"prompt\":\"3\"}\n";
+        let err = scan_ids(input.as_bytes()).unwrap_err();
+        assert!(err.to_string().contains(r#""a" on lines 1, 4"#), "{err}");
+        assert_eq!(scan_ids("{\"task_id\":\"a\"}\n".as_bytes()).unwrap(), 1);
+    }
+}

@@ -1,0 +1,157 @@
+use super::*;
+use crate::llm::request::{Message, Usage};
+use crate::llm::scripted::ScriptedAdapter;
+
+fn rate_limited(after: Option<Duration>) -> AdapterError {
+    AdapterError::RateLimited {
+        adapter: "scripted".into(),
+        retry_after: after,
+        message: "slow down".into(),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn requests_per_minute_space_the_calls_evenly() {
+    let pacer = Pacer::new(Limits {
+        rpm: Some(60),
+        tpm: None,
+    });
+    let start = Instant::now();
+    for _ in 0..5 {
+        pacer.acquire(1).await;
+    }
+    let took = start.elapsed();
+    assert!(
+        took >= Duration::from_secs(4) && took < Duration::from_millis(4100),
+        "{took:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn tokens_per_minute_charge_the_estimate_then_the_real_use() {
+    let pacer = Pacer::new(Limits {
+        rpm: None,
+        tpm: Some(600),
+    });
+    let start = Instant::now();
+    pacer.acquire(300).await;
+    pacer.acquire(300).await;
+    assert!(start.elapsed() < Duration::from_millis(10));
+    // The second call really used 900 tokens: 600 more than charged.
+    pacer.settle(300, 900);
+    // The budget is now -600; at 10 tokens/s it takes about 60 s to reach 1 again.
+    pacer.acquire(1).await;
+    let took = start.elapsed();
+    assert!(
+        took >= Duration::from_secs(60) && took < Duration::from_secs(62),
+        "{took:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_rate_limit_pauses_every_caller_and_halves_the_rate() {
+    let pacer = Pacer::new(Limits {
+        rpm: Some(60),
+        tpm: None,
+    });
+    pacer.acquire(1).await;
+    pacer.rate_limited(Some(Duration::from_secs(3)));
+    let start = Instant::now();
+    let (a, b) = tokio::join!(
+        {
+            let p = pacer.clone();
+            async move {
+                p.acquire(1).await;
+                Instant::now()
+            }
+        },
+        {
+            let p = pacer.clone();
+            async move {
+                p.acquire(1).await;
+                Instant::now()
+            }
+        }
+    );
+    for t in [a, b] {
+        assert!(t - start >= Duration::from_secs(3), "{:?}", t - start);
+    }
+    // 60 rpm halved is one request every 2 s: the second caller waits for it.
+    let gap = if a > b { a - b } else { b - a };
+    assert!(
+        gap >= Duration::from_millis(1990) && gap < Duration::from_millis(2100),
+        "{gap:?}"
+    );
+    assert_eq!(pacer.rate_limited_count(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_retry_after_the_pause_doubles() {
+    let pacer = Pacer::new(Limits::default());
+    let start = Instant::now();
+    pacer.rate_limited(None);
+    pacer.acquire(1).await;
+    assert_eq!(start.elapsed().as_secs(), 1);
+    pacer.rate_limited(None);
+    pacer.acquire(1).await;
+    assert_eq!(start.elapsed().as_secs(), 3);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_paced_adapter_waits_out_a_rate_limit_and_retries_the_call() {
+    let ok = AdapterResponse {
+        usage: Usage {
+            input_tokens: 10,
+            output_tokens: 5,
+            ..Usage::default()
+        },
+        ..AdapterResponse::text("{}")
+    };
+    let inner = Arc::new(ScriptedAdapter::new(vec![
+        Err(rate_limited(Some(Duration::from_secs(2)))),
+        Ok(ok),
+    ]));
+    let pacer = Pacer::new(Limits::default());
+    let paced = PacedAdapter::new(inner.clone(), pacer.clone());
+    let start = Instant::now();
+    let req = AdapterCallRequest::new("m", vec![Message::user("hello")]);
+    let resp = paced.call(req, &CallCx::new()).await.unwrap();
+    assert_eq!(resp.text, "{}");
+    assert_eq!(inner.requests().len(), 2);
+    assert!(start.elapsed() >= Duration::from_secs(2));
+    assert_eq!(pacer.rate_limited_count(), 1);
+    assert_eq!(paced.name(), "scripted");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_paced_adapter_gives_up_after_its_retries_with_the_providers_error() {
+    let script = (0..=MAX_RATE_RETRIES)
+        .map(|_| Err(rate_limited(Some(Duration::from_millis(100)))))
+        .collect();
+    let inner = Arc::new(ScriptedAdapter::new(script));
+    let paced = PacedAdapter::new(inner.clone(), Pacer::new(Limits::default()));
+    let req = AdapterCallRequest::new("m", vec![Message::user("x")]);
+    let err = paced.call(req, &CallCx::new()).await.unwrap_err();
+    assert!(matches!(err, AdapterError::RateLimited { .. }), "{err}");
+    assert_eq!(inner.requests().len(), MAX_RATE_RETRIES as usize + 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn waiting_for_the_pace_respects_the_call_deadline() {
+    let pacer = Pacer::new(Limits::default());
+    pacer.rate_limited(Some(Duration::from_secs(30)));
+    let inner = Arc::new(ScriptedAdapter::new(vec![Ok(AdapterResponse::text("{}"))]));
+    let paced = PacedAdapter::new(inner.clone(), pacer);
+    let cx = CallCx::new().with_timeout(Duration::from_secs(1));
+    let req = AdapterCallRequest::new("m", vec![Message::user("x")]);
+    let err = paced.call(req, &cx).await.unwrap_err();
+    assert!(matches!(err, AdapterError::Timeout { .. }), "{err}");
+    assert!(inner.requests().is_empty());
+}
+
+#[test]
+fn the_estimate_counts_the_prompt_text() {
+    let mut req = AdapterCallRequest::new("m", vec![Message::user("x".repeat(400))]);
+    req.system_prompt = "y".repeat(40);
+    assert_eq!(estimate_tokens(&req), 111);
+}

@@ -1,0 +1,175 @@
+//! `geode batch --queue`: enqueue the input's tasks and collect their results (see [`super`]).
+
+use super::{Backoff, QueueError, QueueUrl, connect, ensure_group, field};
+use crate::agent::worker::WorkerResult;
+use crate::batch::Summary;
+use crate::batch::input::InputLine;
+use crate::batch::output::ResultLog;
+use redis::aio::ConnectionManager;
+use redis::streams::StreamReadReply;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use tokio_util::sync::CancellationToken;
+
+fn lock(s: &Mutex<Summary>) -> std::sync::MutexGuard<'_, Summary> {
+    s.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// How the collector runs.
+#[derive(Debug, Clone, Default)]
+pub struct CollectOptions {
+    /// Stops collecting (what was collected is kept; the tasks stay queued).
+    pub stop: CancellationToken,
+}
+
+/// Enqueues every task of `lines` not already in `log`, then appends each task's first result
+/// (or its dead-letter entry, as a failed result) to `log` until every task has one.
+pub async fn collect(
+    url: &QueueUrl,
+    lines: impl IntoIterator<Item = InputLine>,
+    mut log: ResultLog,
+    summary: Arc<Mutex<Summary>>,
+    options: CollectOptions,
+) -> Result<Summary, QueueError> {
+    let started = tokio::time::Instant::now();
+    let mut pending: HashMap<String, String> = HashMap::new();
+    for line in lines {
+        match line {
+            InputLine::Bad(b) => lock(&summary).bad_lines.push(b),
+            InputLine::Task { request, .. } if log.contains(&request.task_id) => {
+                lock(&summary).skipped += 1;
+            }
+            InputLine::Task { request, .. } => {
+                let json = serde_json::to_string(&request)
+                    .map_err(|e| QueueError::Redis(format!("cannot serialise a task: {e}")))?;
+                pending.insert(request.task_id.clone(), json);
+            }
+        }
+    }
+    lock(&summary).queued = pending.len() as u64;
+    let stop = options.stop;
+    let mut conn = connect(url, &stop).await?;
+    let epoch = format!("{}-{}", std::process::id(), started.elapsed().as_nanos());
+    let mut cursors = ("0".to_owned(), "0".to_owned());
+    let mut backoff = Backoff::new();
+    let mut enqueued = false;
+    while !pending.is_empty() && !stop.is_cancelled() {
+        let round = async {
+            let current: Option<String> = redis::cmd("GET")
+                .arg(url.key("epoch"))
+                .query_async(&mut conn)
+                .await?;
+            if !enqueued || current.is_none() {
+                if enqueued {
+                    tracing::warn!("the queue lost its data (a Redis restart?): enqueueing again");
+                }
+                enqueue(&mut conn, url, &pending, &epoch).await?;
+                enqueued = true;
+            }
+            read(&mut conn, url, &cursors).await
+        };
+        let read = tokio::select! {
+            _ = stop.cancelled() => break,
+            r = round => r,
+        };
+        match read {
+            Err(e) => {
+                tracing::warn!("redis: {e}; retrying");
+                if !backoff.sleep(&stop).await {
+                    break;
+                }
+            }
+            Ok(reply) => {
+                backoff.reset();
+                for stream in reply.keys {
+                    let dead = stream.key == url.key("dead");
+                    for entry in stream.ids {
+                        if dead {
+                            cursors.1.clone_from(&entry.id);
+                        } else {
+                            cursors.0.clone_from(&entry.id);
+                        }
+                        let Some(result) = entry_result(&entry.map, dead) else {
+                            continue;
+                        };
+                        if pending.remove(&result.task_id).is_some() && log.append(&result)? {
+                            if dead {
+                                lock(&summary).failed += 1;
+                            } else {
+                                lock(&summary).record(&result);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let mut s = lock(&summary);
+    s.wall_ms = started.elapsed().as_millis().try_into().unwrap_or(u64::MAX);
+    Ok(s.clone())
+}
+
+/// Adds every pending task to the stream and marks the epoch.
+async fn enqueue(
+    conn: &mut ConnectionManager,
+    url: &QueueUrl,
+    pending: &HashMap<String, String>,
+    epoch: &str,
+) -> redis::RedisResult<()> {
+    ensure_group(conn, url).await?;
+    let tasks: Vec<(&String, &String)> = pending.iter().collect();
+    for chunk in tasks.chunks(500) {
+        let mut pipe = redis::pipe();
+        for (id, request) in chunk {
+            pipe.cmd("XADD")
+                .arg(url.key("tasks"))
+                .arg("*")
+                .arg("task_id")
+                .arg(id)
+                .arg("request")
+                .arg(request)
+                .ignore();
+        }
+        pipe.query_async::<()>(conn).await?;
+    }
+    redis::cmd("SET")
+        .arg(url.key("epoch"))
+        .arg(epoch)
+        .query_async::<()>(conn)
+        .await
+}
+
+/// Reads new results and dead letters after the cursors, waiting at most a second.
+async fn read(
+    conn: &mut ConnectionManager,
+    url: &QueueUrl,
+    cursors: &(String, String),
+) -> redis::RedisResult<StreamReadReply> {
+    let reply: Option<StreamReadReply> = redis::cmd("XREAD")
+        .arg("COUNT")
+        .arg(1000)
+        .arg("BLOCK")
+        .arg(1000)
+        .arg("STREAMS")
+        .arg(url.key("results"))
+        .arg(url.key("dead"))
+        .arg(&cursors.0)
+        .arg(&cursors.1)
+        .query_async(conn)
+        .await?;
+    Ok(reply.unwrap_or_default())
+}
+
+/// The result an entry carries: a result, or a dead letter as a failed result.
+fn entry_result(map: &HashMap<String, redis::Value>, dead: bool) -> Option<WorkerResult> {
+    if dead {
+        let task_id = field(map, "task_id")?;
+        let error = field(map, "error").unwrap_or_default();
+        Some(WorkerResult::failed(
+            &task_id,
+            format!("dead-lettered: {error}"),
+        ))
+    } else {
+        serde_json::from_str(&field(map, "result")?).ok()
+    }
+}

@@ -1,0 +1,308 @@
+//! `geode serve`: one worker on a queue (see the table in [`super`]).
+
+use super::{Backoff, GROUP, QueueError, QueueOptions, QueueUrl, connect, ensure_group, field};
+use crate::agent::worker::{WorkerRequest, WorkerResult, parse_request_line, run_worker};
+use crate::batch::Prepare;
+use redis::aio::ConnectionManager;
+use redis::streams::{StreamAutoClaimReply, StreamId, StreamPendingCountReply, StreamReadReply};
+use std::sync::Arc;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+/// Serves tasks from `url` until `options.stop` fires, then finishes what it holds. Returns
+/// how many results this worker wrote.
+pub async fn serve(
+    url: &QueueUrl,
+    options: QueueOptions,
+    prepare: Arc<Prepare>,
+) -> Result<u64, QueueError> {
+    let stop = options.stop.clone();
+    let mut conn = connect(url, &stop).await?;
+    let me = format!(
+        "{}-{}",
+        std::env::var("HOSTNAME").unwrap_or_else(|_| "worker".to_owned()),
+        std::process::id()
+    );
+    let permits = Arc::new(Semaphore::new(options.concurrency.max(1)));
+    let mut running: JoinSet<bool> = JoinSet::new();
+    let mut written = 0;
+    let mut backoff = Backoff::new();
+    let mut last_reclaim = tokio::time::Instant::now() - options.lease;
+    while !stop.is_cancelled() {
+        while let Some(done) = running.try_join_next() {
+            written += u64::from(done.unwrap_or(false));
+        }
+        let free = permits.available_permits();
+        if free == 0 {
+            tokio::select! {
+                _ = stop.cancelled() => break,
+                Some(done) = running.join_next() => written += u64::from(done.unwrap_or(false)),
+            }
+            continue;
+        }
+        let round = async {
+            ensure_group(&mut conn, url).await?;
+            let mut entries = Vec::new();
+            if last_reclaim.elapsed() >= options.lease / 2 {
+                last_reclaim = tokio::time::Instant::now();
+                dead_letter(&mut conn, url, &options).await?;
+                entries.extend(reclaim(&mut conn, url, &me, &options, free).await?);
+            }
+            if entries.is_empty() {
+                entries.extend(read_new(&mut conn, url, &me, free).await?);
+            }
+            Ok::<_, redis::RedisError>(entries)
+        };
+        let entries = tokio::select! {
+            _ = stop.cancelled() => break,
+            r = round => r,
+        };
+        match entries {
+            Ok(entries) => {
+                backoff.reset();
+                for entry in entries {
+                    let Ok(permit) = permits.clone().try_acquire_owned() else {
+                        break;
+                    };
+                    let (conn, url, prepare, lease) =
+                        (conn.clone(), url.clone(), prepare.clone(), options.lease);
+                    running.spawn(async move {
+                        let _permit = permit;
+                        run_entry(conn, &url, entry, prepare, lease).await
+                    });
+                }
+            }
+            Err(e) => {
+                tracing::warn!("redis: {e}; retrying");
+                if !backoff.sleep(&stop).await {
+                    break;
+                }
+            }
+        }
+    }
+    while let Some(done) = running.join_next().await {
+        written += u64::from(done.unwrap_or(false));
+    }
+    Ok(written)
+}
+
+/// Reads up to `count` new tasks for this consumer, waiting at most a second.
+async fn read_new(
+    conn: &mut ConnectionManager,
+    url: &QueueUrl,
+    me: &str,
+    count: usize,
+) -> redis::RedisResult<Vec<StreamId>> {
+    let reply: Option<StreamReadReply> = redis::cmd("XREADGROUP")
+        .arg("GROUP")
+        .arg(GROUP)
+        .arg(me)
+        .arg("COUNT")
+        .arg(count)
+        .arg("BLOCK")
+        .arg(1000)
+        .arg("STREAMS")
+        .arg(url.key("tasks"))
+        .arg(">")
+        .query_async(conn)
+        .await?;
+    Ok(reply
+        .map(|r| r.keys.into_iter().flat_map(|k| k.ids).collect())
+        .unwrap_or_default())
+}
+
+/// Takes over tasks idle past the lease (their worker died).
+async fn reclaim(
+    conn: &mut ConnectionManager,
+    url: &QueueUrl,
+    me: &str,
+    options: &QueueOptions,
+    count: usize,
+) -> redis::RedisResult<Vec<StreamId>> {
+    let reply: StreamAutoClaimReply = redis::cmd("XAUTOCLAIM")
+        .arg(url.key("tasks"))
+        .arg(GROUP)
+        .arg(me)
+        .arg(options.lease.as_millis() as u64)
+        .arg("0-0")
+        .arg("COUNT")
+        .arg(count)
+        .query_async(conn)
+        .await?;
+    if !reply.claimed.is_empty() {
+        tracing::info!(
+            count = reply.claimed.len(),
+            "reclaimed tasks past their lease"
+        );
+    }
+    Ok(reply.claimed)
+}
+
+/// Moves tasks delivered `max_deliveries` times (and idle past the lease again) to the
+/// dead-letter stream.
+async fn dead_letter(
+    conn: &mut ConnectionManager,
+    url: &QueueUrl,
+    options: &QueueOptions,
+) -> redis::RedisResult<()> {
+    let pending: StreamPendingCountReply = redis::cmd("XPENDING")
+        .arg(url.key("tasks"))
+        .arg(GROUP)
+        .arg("IDLE")
+        .arg(options.lease.as_millis() as u64)
+        .arg("-")
+        .arg("+")
+        .arg(100)
+        .query_async(conn)
+        .await?;
+    for p in pending
+        .ids
+        .into_iter()
+        .filter(|p| p.times_delivered as u64 >= options.max_deliveries)
+    {
+        let entries: redis::streams::StreamRangeReply = redis::cmd("XRANGE")
+            .arg(url.key("tasks"))
+            .arg(&p.id)
+            .arg(&p.id)
+            .query_async(conn)
+            .await?;
+        let entry = entries.ids.into_iter().next();
+        let task_id = entry
+            .as_ref()
+            .and_then(|e| field(&e.map, "task_id"))
+            .unwrap_or_default();
+        let request = entry
+            .as_ref()
+            .and_then(|e| field(&e.map, "request"))
+            .unwrap_or_default();
+        let error = format!(
+            "delivered {} times without a result (its workers were lost; the last was {})",
+            p.times_delivered, p.consumer
+        );
+        tracing::warn!(task = %task_id, "dead-lettered: {error}");
+        redis::pipe()
+            .atomic()
+            .cmd("XADD")
+            .arg(url.key("dead"))
+            .arg("*")
+            .arg("task_id")
+            .arg(&task_id)
+            .arg("request")
+            .arg(&request)
+            .arg("error")
+            .arg(&error)
+            .ignore()
+            .cmd("XACK")
+            .arg(url.key("tasks"))
+            .arg(GROUP)
+            .arg(&p.id)
+            .ignore()
+            .query_async::<()>(conn)
+            .await?;
+    }
+    Ok(())
+}
+
+/// Runs one task entry and writes its result with the acknowledgement; renews the lease while
+/// it runs. Returns whether a result was written.
+async fn run_entry(
+    mut conn: ConnectionManager,
+    url: &QueueUrl,
+    entry: StreamId,
+    prepare: Arc<Prepare>,
+    lease: std::time::Duration,
+) -> bool {
+    let task_id = field(&entry.map, "task_id").unwrap_or_default();
+    let request = field(&entry.map, "request").unwrap_or_default();
+    let renew = {
+        let (mut conn, url, id, me_key) = (conn.clone(), url.clone(), entry.id.clone(), GROUP);
+        #[allow(clippy::infinite_loop)]
+        async move {
+            loop {
+                tokio::time::sleep(lease / 3).await;
+                // Re-claiming an entry one holds resets its idle time: the lease is renewed.
+                let consumer: redis::RedisResult<StreamPendingCountReply> = redis::cmd("XPENDING")
+                    .arg(url.key("tasks"))
+                    .arg(me_key)
+                    .arg(&id)
+                    .arg(&id)
+                    .arg(1)
+                    .query_async(&mut conn)
+                    .await;
+                if let Ok(p) = consumer
+                    && let Some(p) = p.ids.first()
+                {
+                    let _: redis::RedisResult<redis::Value> = redis::cmd("XCLAIM")
+                        .arg(url.key("tasks"))
+                        .arg(me_key)
+                        .arg(&p.consumer)
+                        .arg(0)
+                        .arg(&id)
+                        .arg("JUSTID")
+                        .query_async(&mut conn)
+                        .await;
+                }
+            }
+        }
+    };
+    let work = async {
+        match parse_request_line(&request) {
+            Ok(req) => run_one(req, &prepare).await,
+            Err(e) => WorkerResult::failed(&task_id, format!("bad task in the queue: {e}")),
+        }
+    };
+    let renewer = tokio::spawn(renew);
+    let result = work.await;
+    renewer.abort();
+    write_result(&mut conn, url, &entry.id, &result).await
+}
+
+async fn run_one(req: WorkerRequest, prepare: &Arc<Prepare>) -> WorkerResult {
+    let task_id = req.task_id.clone();
+    match prepare(req) {
+        Ok((req, env)) => run_worker(&req, &env).await,
+        Err(why) => WorkerResult::failed(&task_id, why),
+    }
+}
+
+/// `XADD results` and `XACK tasks` in one transaction, retried with backoff (at most about a
+/// minute) while Redis is away.
+async fn write_result(
+    conn: &mut ConnectionManager,
+    url: &QueueUrl,
+    entry_id: &str,
+    result: &WorkerResult,
+) -> bool {
+    let Ok(json) = serde_json::to_string(result) else {
+        return false;
+    };
+    let mut backoff = Backoff::new();
+    let give_up = tokio_util::sync::CancellationToken::new();
+    for _ in 0..20 {
+        let r: redis::RedisResult<()> = redis::pipe()
+            .atomic()
+            .cmd("XADD")
+            .arg(url.key("results"))
+            .arg("*")
+            .arg("task_id")
+            .arg(&result.task_id)
+            .arg("result")
+            .arg(&json)
+            .ignore()
+            .cmd("XACK")
+            .arg(url.key("tasks"))
+            .arg(GROUP)
+            .arg(entry_id)
+            .ignore()
+            .query_async(conn)
+            .await;
+        match r {
+            Ok(()) => return true,
+            Err(e) => {
+                tracing::warn!(task = %result.task_id, "cannot write the result yet: {e}");
+                backoff.sleep(&give_up).await;
+            }
+        }
+    }
+    false
+}
