@@ -20,6 +20,7 @@ use crate::agent::answer_check::{
 use crate::agent::tools::ToolRegistry;
 use crate::ledger::{AttemptRecord, GuaranteeLedger, Require, RetryDecision, StructuredOutputMode};
 use crate::llm::adapter::{Adapter, CallCx};
+use crate::schema::formats::FormatMode;
 use crate::schema::validate::{CompiledSchema, Validation};
 use crate::schema::{ResponseSchema, TextConstraint};
 use serde::{Deserialize, Serialize};
@@ -49,7 +50,7 @@ fn is_default<T: Default + PartialEq>(v: &T) -> bool {
 }
 
 /// One task for a worker. Field names and defaults are the reference's; geode's additions
-/// (`validation`, `require`, `adapter`, `text_constraint`, `max_rounds`) are omitted from JSON
+/// (`validation`, `require`, `adapter`, `text_constraint`, `max_rounds`, `formats`) are omitted from JSON
 /// when they hold their defaults.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorkerRequest {
@@ -136,6 +137,9 @@ pub struct WorkerRequest {
     /// geode: maximum LLM rounds per attempt (0 = unlimited).
     #[serde(default, skip_serializing_if = "is_default")]
     pub max_rounds: u32,
+    /// geode: how full validation treats `format`: `assert` (default) or `annotate`.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub formats: FormatMode,
     /// Fields geode does not know; ignored, and named in the ledger.
     #[serde(flatten, skip_serializing)]
     pub unknown: Map<String, Value>,
@@ -196,6 +200,7 @@ impl Default for WorkerRequest {
             adapter: String::new(),
             text_constraint: None,
             max_rounds: 0,
+            formats: FormatMode::Assert,
             unknown: Map::new(),
         }
     }
@@ -363,7 +368,10 @@ async fn run_worker_unscrubbed(req: &WorkerRequest, env: &WorkerEnv) -> WorkerRe
         return refused;
     }
     let schema = req.response_schema.clone();
-    let compiled = match schema.as_ref().map(CompiledSchema::compile) {
+    let compiled = match schema
+        .as_ref()
+        .map(|s| CompiledSchema::compile_with(s, req.formats))
+    {
         Some(Err(e)) => {
             return WorkerResult::failed(&req.task_id, format!("unusable response_schema: {e}"));
         }
@@ -400,6 +408,11 @@ async fn run_worker_unscrubbed(req: &WorkerRequest, env: &WorkerEnv) -> WorkerRe
         adapter: env.adapter.name().to_owned(),
         model: req.model.clone(),
         unknown_request_fields: req.unknown.keys().cloned().collect(),
+        formats: compiled.as_ref().map(CompiledSchema::formats),
+        unchecked_formats: compiled
+            .as_ref()
+            .map(|c| c.unchecked_formats().to_vec())
+            .unwrap_or_default(),
         ..GuaranteeLedger::default()
     };
 

@@ -189,7 +189,7 @@ const MAPS: &[&str] = &[
 ];
 
 /// The subschemas directly under one schema object: (reference tokens, value).
-fn subschemas(m: &Map<String, Value>) -> Vec<([String; 2], &Value, bool)> {
+pub(crate) fn subschemas(m: &Map<String, Value>) -> Vec<([String; 2], &Value, bool)> {
     let mut out = Vec::new();
     for &k in SINGLE {
         if let Some(v @ (Value::Object(_) | Value::Bool(_))) = m.get(k) {

@@ -8,7 +8,9 @@
 //! | submodule | job |
 //! |---|---|
 //! | [`strict`] | the OpenAI strict-compatibility check, with reasons |
-//! | [`extract`] | the balanced-JSON-object finder used on model text |
+//! | [`extract`] | finding the answer in model text: the balanced-object rule, and the any-root rule |
+//! | [`root`] | which JSON types the schema admits at the answer's root; the wrap/unwrap rewrite |
+//! | [`formats`] | `format` asserted or annotation-only, and the names left unchecked |
 //! | [`validate`] | the worker's shallow check and full JSON Schema validation |
 //! | [`cost`] | the static estimate that refuses schemas too expensive to validate |
 //! | [`dialect`] | per-provider projection, residual constraints and limit preflight |
@@ -24,6 +26,8 @@
 pub mod cost;
 pub mod dialect;
 pub mod extract;
+pub mod formats;
+pub mod root;
 pub mod strict;
 pub mod validate;
 

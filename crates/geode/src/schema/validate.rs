@@ -20,11 +20,16 @@
 //! | a `$ref` cycle (`{"$ref":"#"}`, a→b→a) | compiles; the validator detects the cycle |
 //! | an invalid keyword value (`{"type": 5}`) | [`SchemaError::Uncompilable`] with the pointer of the bad value |
 //!
-//! `format` is validated (the 2020-12 default treats it as an annotation): providers enforce
-//! formats, and the Anthropic projection leaves some to this local check. Answers nested deeper
+//! `format` is asserted by default (the 2020-12 default treats it as an annotation): providers
+//! enforce formats, and the Anthropic projection leaves some to this local check; see
+//! [`super::formats`] for annotation-only mode and unknown names. `pattern` follows ECMA-262
+//! with a backtracking bound ([`MAX_REGEX_BACKTRACK`]). Each draft validates by its own rules
+//! (`$schema`; 2020-12 without one). Answers nested deeper
 //! than [`MAX_INSTANCE_DEPTH`] get one `depth` issue instead of being walked, and answers whose
 //! check could take too long one `budget` issue (see [`CompiledSchema::validate`]).
 
+use super::formats::FormatMode;
+use super::root::AnswerRoot;
 use super::{ResponseSchema, SchemaError, extract};
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
@@ -127,7 +132,16 @@ pub struct CompiledSchema {
     validator: jsonschema::Validator,
     /// [`super::cost::schema_cost`] of the schema.
     cost: u64,
+    /// How `format` is treated.
+    formats: FormatMode,
+    /// Format names in the schema that are not checked (see [`super::formats`]).
+    unchecked_formats: Vec<String>,
 }
+
+/// Most backtracking steps one `pattern` match may take (the `fancy-regex` engine's limit; only
+/// patterns with lookaround or backreferences backtrack). Past it the match is an error, so the
+/// answer is reported invalid with a `pattern` issue instead of hanging.
+pub const MAX_REGEX_BACKTRACK: usize = 100_000;
 
 impl std::fmt::Debug for CompiledSchema {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -147,17 +161,46 @@ impl CompiledSchema {
     /// assert_eq!(c.validate(&serde_json::json!({})).issues[0].keyword, "required");
     /// ```
     pub fn compile(schema: &ResponseSchema) -> Result<Self, SchemaError> {
+        Self::compile_with(schema, FormatMode::Assert)
+    }
+
+    /// [`Self::compile`] with a choice of [`FormatMode`]. Patterns (`pattern`,
+    /// `patternProperties`) follow ECMA-262, as JSON Schema says (nested classes such as
+    /// `[[a-z]]`, `\d` inside a class, lookaround); a match that backtracks past
+    /// [`MAX_REGEX_BACKTRACK`] steps fails instead of hanging.
+    pub fn compile_with(schema: &ResponseSchema, formats: FormatMode) -> Result<Self, SchemaError> {
         check_depth_and_size(schema.as_value())?;
         let cost = check_cost(schema.as_value())?;
-        jsonschema::options()
+        let options = jsonschema::options()
             .with_retriever(NoRetrieve)
-            .should_validate_formats(true)
+            .with_pattern_options(
+                jsonschema::PatternOptions::fancy_regex().backtrack_limit(MAX_REGEX_BACKTRACK),
+            );
+        let (options, unchecked_formats) =
+            super::formats::apply(options, schema.as_value(), formats);
+        options
             .build(schema.as_value())
-            .map(|validator| Self { validator, cost })
+            .map(|validator| Self {
+                validator,
+                cost,
+                formats,
+                unchecked_formats,
+            })
             .map_err(|e| SchemaError::Uncompilable {
                 message: shorten(e.to_string()),
                 pointer: e.instance_path().to_string(),
             })
+    }
+
+    /// How `format` is treated.
+    pub fn formats(&self) -> FormatMode {
+        self.formats
+    }
+
+    /// The `format` names of the schema that are not checked: unknown names, and every name
+    /// under [`FormatMode::Annotate`]. Sorted, each once.
+    pub fn unchecked_formats(&self) -> &[String] {
+        &self.unchecked_formats
     }
 
     /// True when the instance is valid (faster than [`Self::validate`] when it is). An answer
@@ -339,14 +382,17 @@ fn count_nodes(v: &Value, limit: usize) -> Result<u64, usize> {
     Ok(nodes)
 }
 
-/// The required keys of `schema` absent from the top-level object `answer` (all of them when
-/// `answer` is not an object). Only presence counts; `null` values are present.
+/// The required keys of `schema` absent from the top-level object `answer`. `required` applies
+/// to objects only: an answer of another type (the root of an array schema) misses none. Only
+/// presence counts; `null` values are present.
 pub fn missing_required_keys(schema: &ResponseSchema, answer: &Value) -> Vec<String> {
-    let obj = answer.as_object();
+    let Some(obj) = answer.as_object() else {
+        return Vec::new();
+    };
     schema
         .required_keys()
         .into_iter()
-        .filter(|k| obj.is_none_or(|o| !o.contains_key(*k)))
+        .filter(|k| !obj.contains_key(*k))
         .map(str::to_owned)
         .collect()
 }
@@ -354,12 +400,13 @@ pub fn missing_required_keys(schema: &ResponseSchema, answer: &Value) -> Vec<Str
 /// The outcome of [`shallow_check`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ShallowCheck<'a> {
-    /// The last balanced object parsed and has every required key.
+    /// The answer (the last balanced object, for an object root) parsed and, when it is an
+    /// object, has every required key.
     Pass {
-        /// The object's exact text.
+        /// The answer's exact text (an object's, an array's, ...).
         object: &'a str,
     },
-    /// No balanced JSON object parsed.
+    /// No answer of the root's type parsed (no balanced JSON object, for an object root).
     NoObject,
     /// The last balanced object lacks these required keys (in `required` order).
     MissingKeys {
@@ -371,7 +418,10 @@ pub enum ShallowCheck<'a> {
 }
 
 /// The reference's worker check on answer text (§4.2 steps 6–8): the last top-level object that
-/// parses must have every top-level `required` key. Values are not built, only syntax-checked
+/// parses must have every top-level `required` key. For a schema whose root is not an object
+/// ([`AnswerRoot::Values`]) the answer is found by [`extract::find_answer`]'s rule and must parse
+/// as a value of the root's type; `required` applies only when that value is an object.
+/// Values are not built, only syntax-checked
 /// (several times faster than parsing into a `Value`). Like
 /// [`extract::find_last_object`], it accepts numbers that do not fit an `f64` (`1e400`), as
 /// Python's `json.loads` does; [`extract::extract_last_object`] does not.
@@ -384,7 +434,12 @@ pub enum ShallowCheck<'a> {
 /// ```
 pub fn shallow_check<'a>(schema: &ResponseSchema, text: &'a str) -> ShallowCheck<'a> {
     let required = schema.required_keys();
-    let found = extract::last_object_with(text, |s| {
+    let parse = |s: &'a str| {
+        if !s.starts_with('{') {
+            return serde_json::from_str::<IgnoredAny>(s)
+                .ok()
+                .map(|_| vec![true; required.len()]);
+        }
         let mut de = serde_json::Deserializer::from_str(s);
         let seen = KeysSeed {
             required: &required,
@@ -393,7 +448,11 @@ pub fn shallow_check<'a>(schema: &ResponseSchema, text: &'a str) -> ShallowCheck
         .ok()?;
         de.end().ok()?;
         Some(seen)
-    });
+    };
+    let found = match AnswerRoot::of(schema) {
+        AnswerRoot::Object => extract::last_object_with(text, parse),
+        AnswerRoot::Values(types) => extract::last_value_with(text, types, parse),
+    };
     match found {
         None => ShallowCheck::NoObject,
         Some((object, seen)) => {
@@ -504,3 +563,7 @@ mod tests;
 #[cfg(test)]
 #[path = "validate_budget_tests.rs"]
 mod budget_tests;
+
+#[cfg(test)]
+#[path = "validate_dialect_tests.rs"]
+mod dialect_tests;
