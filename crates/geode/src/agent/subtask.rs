@@ -158,3 +158,7 @@ pub async fn run_subtasks(
     }
     out
 }
+
+#[cfg(test)]
+#[path = "subtask_tests.rs"]
+mod tests;

@@ -193,6 +193,23 @@ mod tests {
     }
 
     #[test]
+    fn formats_defaults_to_assert_and_takes_annotate() {
+        use crate::schema::formats::FormatMode;
+        assert_eq!(
+            parse_request(b"{\"task_id\":\"t\"}").unwrap().formats,
+            FormatMode::Assert
+        );
+        let req = parse_request(b"{\"task_id\":\"t\",\"formats\":\"annotate\"}").unwrap();
+        assert_eq!(req.formats, FormatMode::Annotate);
+        assert!(matches!(
+            parse_request(b"{\"task_id\":\"t\",\"formats\":\"strict\"}"),
+            Err(WorkerError::BadField(_))
+        ));
+        let line = serde_json::to_string(&WorkerRequest::new("t", "x")).unwrap();
+        assert!(!line.contains("formats"), "the default is omitted: {line}");
+    }
+
+    #[test]
     fn the_task_id_is_recovered_when_it_can_be_read() {
         assert_eq!(
             request_task_id(b"{\"task_id\":\"t-1\",\"timeout_s\":0}"),
