@@ -102,11 +102,11 @@ pub fn formats_in(schema: &Value) -> BTreeSet<String> {
 ///
 /// In [`FormatMode::Assert`], a format of [`KNOWN_FORMATS`] that the schema's draft predates is
 /// registered as a custom check that applies the 2020-12 rule.
-pub(crate) fn apply(
-    options: ValidationOptions<'static>,
+pub(crate) fn apply<'i>(
+    options: ValidationOptions<'i>,
     schema: &Value,
     mode: FormatMode,
-) -> (ValidationOptions<'static>, Vec<String>) {
+) -> (ValidationOptions<'i>, Vec<String>) {
     let used = formats_in(schema);
     if mode == FormatMode::Annotate {
         return (
