@@ -214,7 +214,7 @@ pub(crate) fn subschemas(m: &Map<String, Value>) -> Vec<([String; 2], &Value, bo
 }
 
 /// Builds the pointer of a subschema from its tokens.
-fn sub_pointer(ptr: &str, tokens: &[String; 2], two: bool) -> String {
+pub(crate) fn sub_pointer(ptr: &str, tokens: &[String; 2], two: bool) -> String {
     if two {
         child(ptr, &[&tokens[0], &tokens[1]])
     } else {

@@ -190,7 +190,7 @@ impl CompiledSchema {
         let (options, unchecked_formats) =
             super::formats::apply(options, schema.as_value(), formats);
         options
-            .build(schema.as_value())
+            .build(&compile_copy::compile_copy(schema.as_value()))
             .map(|validator| Self {
                 validator,
                 cost,
@@ -435,6 +435,9 @@ pub fn render_issues(issues: &[ValidationIssue], more_errors: u64) -> String {
     }
     lines.join("\n")
 }
+
+#[path = "compile_copy.rs"]
+mod compile_copy;
 
 #[path = "validate_shallow.rs"]
 mod shallow;

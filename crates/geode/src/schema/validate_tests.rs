@@ -1,6 +1,7 @@
 //! Tests for validation: issues, hostile schemas, the shallow check and rendering.
 
 use super::*;
+use crate::schema::extract;
 use serde_json::{Map, json};
 
 fn schema(v: Value) -> ResponseSchema {
