@@ -170,6 +170,29 @@ fn shallow(c: &mut Criterion) {
     for (label, size) in SIZES {
         let text = plain_json(size);
         g.throughput(Throughput::Bytes(text.len() as u64));
+        // The syntax check alone: geode's scanner against serde_json's IgnoredAny parse.
+        g.bench_with_input(
+            BenchmarkId::new("syntax/json_scan", label),
+            &text,
+            |b, t| b.iter(|| geode::schema::json_scan::scan_keys(black_box(t), &["decision"])),
+        );
+        g.bench_with_input(
+            BenchmarkId::new("syntax/serde_ignored", label),
+            &text,
+            |b, t| b.iter(|| serde_json::from_str::<serde::de::IgnoredAny>(black_box(t)).is_ok()),
+        );
+        for (kind, t) in [
+            ("prose_fence", prose_and_fence(size)),
+            ("small_objects", many_small_objects(size)),
+        ] {
+            g.throughput(Throughput::Bytes(t.len() as u64));
+            g.bench_with_input(
+                BenchmarkId::new(format!("keys_only/{kind}"), label),
+                &t,
+                |b, t| b.iter(|| shallow_check(&schema, black_box(t))),
+            );
+        }
+        g.throughput(Throughput::Bytes(text.len() as u64));
         g.bench_with_input(BenchmarkId::new("keys_only", label), &text, |b, t| {
             b.iter(|| shallow_check(&schema, black_box(t)))
         });

@@ -3,7 +3,7 @@
 //!
 //! [`extract_answer`] (and [`find_answer`], syntax only) picks the rule from the schema's
 //! [`AnswerRoot`](super::root::AnswerRoot). The rule, one row per step, first match wins (each
-//! row has a test named after it in `extract_tests.rs`, `row_*`):
+//! row has a test named after it in `extract_value_tests.rs`, `row_*`):
 //!
 //! | root | step | candidate | accepted when |
 //! |---|---|---|---|
@@ -37,7 +37,6 @@
 //! that [`extract_last_object`] refuses because they do not fit an `f64`.
 
 use memchr::memchr;
-use serde::de::IgnoredAny;
 use serde_json::Value;
 use std::ops::Range;
 
@@ -347,7 +346,7 @@ pub fn explain_no_object(text: &str) -> NoObject {
 /// Like [`extract_last_object`] but checks JSON syntax only, without building a `Value`
 /// (several times faster on large answers).
 pub fn find_last_object(text: &str) -> Option<&str> {
-    last_object_with(text, |s| serde_json::from_str::<IgnoredAny>(s).ok()).map(|(s, _)| s)
+    last_object_with(text, |s| super::json_scan::scan_keys(s, &[])).map(|(s, _)| s)
 }
 
 #[path = "extract_value.rs"]

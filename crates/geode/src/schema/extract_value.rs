@@ -4,7 +4,6 @@
 use super::{extract_last_object, find_last_object, last_object_with};
 use crate::schema::root::{AnswerRoot, TypeSet};
 use memchr::memmem;
-use serde::de::IgnoredAny;
 use serde_json::Value;
 use std::ops::Range;
 
@@ -36,7 +35,7 @@ pub fn find_answer(text: &str, root: AnswerRoot) -> Option<&str> {
     match root {
         AnswerRoot::Object => find_last_object(text),
         AnswerRoot::Values(types) => {
-            last_value_with(text, types, |s| serde_json::from_str::<IgnoredAny>(s).ok())
+            last_value_with(text, types, |s| crate::schema::json_scan::scan_keys(s, &[]))
                 .map(|(s, _)| s)
         }
     }

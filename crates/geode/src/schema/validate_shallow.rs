@@ -1,9 +1,7 @@
 //! The reference's shallow check on answer text (part of [`super`], in its own file for size).
 
 use crate::schema::root::AnswerRoot;
-use crate::schema::{ResponseSchema, extract};
-use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
-use std::borrow::Cow;
+use crate::schema::{ResponseSchema, extract, json_scan};
 
 /// The outcome of [`shallow_check`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,7 +27,7 @@ pub enum ShallowCheck<'a> {
 /// parses must have every top-level `required` key. For a schema whose root is not an object
 /// ([`AnswerRoot::Values`]) the answer is found by [`extract::find_answer`]'s rule and must parse
 /// as a value of the root's type; `required` applies only when that value is an object.
-/// Values are not built, only syntax-checked
+/// Values are not built, only syntax-checked ([`json_scan::scan_keys`])
 /// (several times faster than parsing into a `Value`). Like
 /// [`extract::find_last_object`], it accepts numbers that do not fit an `f64` (`1e400`), as
 /// Python's `json.loads` does; [`extract::extract_last_object`] does not.
@@ -42,21 +40,7 @@ pub enum ShallowCheck<'a> {
 /// ```
 pub fn shallow_check<'a>(schema: &ResponseSchema, text: &'a str) -> ShallowCheck<'a> {
     let required = schema.required_keys();
-    let parse = |s: &'a str| {
-        if !s.starts_with('{') {
-            return serde_json::from_str::<IgnoredAny>(s)
-                .ok()
-                .map(|_| vec![true; required.len()]);
-        }
-        let mut de = serde_json::Deserializer::from_str(s);
-        let seen = KeysSeed {
-            required: &required,
-        }
-        .deserialize(&mut de)
-        .ok()?;
-        de.end().ok()?;
-        Some(seen)
-    };
+    let parse = |s: &'a str| json_scan::scan_keys(s, &required);
     let found = match AnswerRoot::of(schema) {
         AnswerRoot::Object => extract::last_object_with(text, parse),
         AnswerRoot::Values(types) => extract::last_value_with(text, types, parse),
@@ -76,62 +60,5 @@ pub fn shallow_check<'a>(schema: &ResponseSchema, text: &'a str) -> ShallowCheck
                 ShallowCheck::MissingKeys { object, keys }
             }
         }
-    }
-}
-
-/// Deserialises a JSON object, ignoring values, into "which of `required` appear as keys".
-struct KeysSeed<'r> {
-    required: &'r [&'r str],
-}
-
-impl<'de> DeserializeSeed<'de> for KeysSeed<'_> {
-    type Value = Vec<bool>;
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Vec<bool>, D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for KeysSeed<'_> {
-    type Value = Vec<bool>;
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a JSON object")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Vec<bool>, A::Error> {
-        let mut seen = vec![false; self.required.len()];
-        while let Some(key) = map.next_key_seed(KeyStr)? {
-            for (i, r) in self.required.iter().enumerate() {
-                if *r == key {
-                    seen[i] = true;
-                }
-            }
-            map.next_value::<IgnoredAny>()?;
-        }
-        Ok(seen)
-    }
-}
-
-/// A map key, borrowed from the input when it has no escapes.
-struct KeyStr;
-
-impl<'de> DeserializeSeed<'de> for KeyStr {
-    type Value = Cow<'de, str>;
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Cow<'de, str>, D::Error> {
-        d.deserialize_str(self)
-    }
-}
-
-impl<'de> Visitor<'de> for KeyStr {
-    type Value = Cow<'de, str>;
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a string key")
-    }
-    fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-        Ok(Cow::Borrowed(v))
-    }
-    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(Cow::Owned(v.to_owned()))
-    }
-    fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Self::Value, E> {
-        Ok(Cow::Owned(v))
     }
 }
