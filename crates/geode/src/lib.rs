@@ -11,6 +11,7 @@
 //! | [`llm`] | one call: request/response, the adapter trait, wires, adapters, registry, routing |
 //! | [`agent`] | many calls: the loop, tools, the worker and its retry, subtasks |
 //! | [`ledger`] | the guarantee ledger |
+//! | [`vocab`] | value types every layer shares: modes, transforms, usage, stop reasons, error kinds |
 //! | [`secret`] | the `Secret` type and the one scrubber every outgoing string passes through |
 
 pub mod agent;
@@ -19,3 +20,4 @@ pub mod ledger;
 pub mod llm;
 pub mod schema;
 pub mod secret;
+pub mod vocab;
