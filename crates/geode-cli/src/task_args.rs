@@ -52,6 +52,9 @@ pub(crate) struct TaskArgs {
     /// Which check decides the retry and success.
     #[arg(long, value_enum, default_value = "full")]
     validation: ValidationArg,
+    /// How full validation checks `format`: asserted (default) or annotation-only.
+    #[arg(long, value_enum, default_value = "assert")]
+    formats: crate::cmd_validate::FormatsArg,
     /// A system prompt.
     #[arg(long)]
     system: Option<String>,
@@ -115,6 +118,7 @@ impl TaskArgs {
             RequireArg::Wired => Require::Wired,
             RequireArg::Enforced => Require::Enforced,
         };
+        req.formats = args.formats.into();
         req.validation = match args.validation {
             ValidationArg::Full => Validation::Full,
             ValidationArg::RequiredKeys => Validation::RequiredKeys,

@@ -6,7 +6,11 @@
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use geode::schema::ResponseSchema;
-use geode::schema::extract::{extract_last_object, find_last_object, top_level_spans};
+use geode::schema::dialect::{Dialect, preflight};
+use geode::schema::extract::{
+    extract_answer, extract_last_object, find_answer, find_last_object, top_level_spans,
+};
+use geode::schema::root::AnswerRoot;
 use geode::schema::strict::check_strict;
 use geode::schema::validate::{CompiledSchema, missing_required_keys, shallow_check};
 use serde_json::{Map, Value, json};
@@ -57,6 +61,18 @@ fn many_small_objects(size: usize) -> String {
     }
     s.push_str(r#"{"decision":"accept","reason":"done","items":[]}"#);
     s
+}
+
+/// A non-object answer of about `size` bytes: the items array of [`plain_json`] as the root.
+fn array_json(size: usize) -> String {
+    let v: Value = serde_json::from_str(&plain_json(size)).unwrap_or_default();
+    v["items"].to_string()
+}
+
+/// The array-root twin of [`answer_schema`]: its `items` schema as the root.
+fn array_schema() -> ResponseSchema {
+    let items = answer_schema().as_value()["properties"]["items"].clone();
+    ResponseSchema::from_value(items).unwrap_or_default()
 }
 
 /// The contract's Decision with a required array of `items`.
@@ -117,6 +133,26 @@ fn extraction(c: &mut Criterion) {
             text,
             |b, t| b.iter(|| extract_last_object(black_box(t))),
         );
+        let root = AnswerRoot::of(&array_schema());
+        for (kind, text) in [
+            ("array_root", array_json(size)),
+            (
+                "array_root_fenced",
+                format!("Here:\n```json\n{}\n```\nDone.", array_json(size)),
+            ),
+        ] {
+            g.throughput(Throughput::Bytes(text.len() as u64));
+            g.bench_with_input(
+                BenchmarkId::new(format!("find/{kind}"), label),
+                &text,
+                |b, t| b.iter(|| find_answer(black_box(t), root)),
+            );
+            g.bench_with_input(
+                BenchmarkId::new(format!("extract_value/{kind}"), label),
+                &text,
+                |b, t| b.iter(|| extract_answer(black_box(t), root)),
+            );
+        }
     }
     g.finish();
 }
@@ -127,6 +163,29 @@ fn shallow(c: &mut Criterion) {
     for (label, size) in SIZES {
         let text = plain_json(size);
         g.throughput(Throughput::Bytes(text.len() as u64));
+        // The syntax check alone: geode's scanner against serde_json's IgnoredAny parse.
+        g.bench_with_input(
+            BenchmarkId::new("syntax/json_scan", label),
+            &text,
+            |b, t| b.iter(|| geode::schema::json_scan::scan_keys(black_box(t), &["decision"])),
+        );
+        g.bench_with_input(
+            BenchmarkId::new("syntax/serde_ignored", label),
+            &text,
+            |b, t| b.iter(|| serde_json::from_str::<serde::de::IgnoredAny>(black_box(t)).is_ok()),
+        );
+        for (kind, t) in [
+            ("prose_fence", prose_and_fence(size)),
+            ("small_objects", many_small_objects(size)),
+        ] {
+            g.throughput(Throughput::Bytes(t.len() as u64));
+            g.bench_with_input(
+                BenchmarkId::new(format!("keys_only/{kind}"), label),
+                &t,
+                |b, t| b.iter(|| shallow_check(&schema, black_box(t))),
+            );
+        }
+        g.throughput(Throughput::Bytes(text.len() as u64));
         g.bench_with_input(BenchmarkId::new("keys_only", label), &text, |b, t| {
             b.iter(|| shallow_check(&schema, black_box(t)))
         });
@@ -134,6 +193,12 @@ fn shallow(c: &mut Criterion) {
             b.iter(|| {
                 extract_last_object(black_box(t)).map(|(_, v)| missing_required_keys(&schema, &v))
             })
+        });
+        let array = array_schema();
+        let text = array_json(size);
+        g.throughput(Throughput::Bytes(text.len() as u64));
+        g.bench_with_input(BenchmarkId::new("array_root", label), &text, |b, t| {
+            b.iter(|| shallow_check(&array, black_box(t)))
         });
     }
     g.finish();
@@ -152,6 +217,21 @@ fn full(c: &mut Criterion) {
             |b, t| {
                 b.iter(|| {
                     extract_last_object(black_box(t)).map(|(_, v)| compiled.validate(&v).len())
+                })
+            },
+        );
+        let array = array_schema();
+        let array_compiled = CompiledSchema::compile(&array).unwrap_or_else(|e| panic!("{e}"));
+        let root = AnswerRoot::of(&array);
+        let text = array_json(size);
+        g.throughput(Throughput::Bytes(text.len() as u64));
+        g.bench_with_input(
+            BenchmarkId::new("array_root_extract_parse_validate", label),
+            &text,
+            |b, t| {
+                b.iter(|| {
+                    extract_answer(black_box(t), root)
+                        .map(|(_, v)| array_compiled.validate(&v).len())
                 })
             },
         );
@@ -203,5 +283,51 @@ fn strict(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, extraction, shallow, full, strict);
+/// What `geode schema check FILE` does after reading the file, split in its steps: the text is
+/// parsed (load), checked for OpenAI strict compatibility, compiled for validation, and
+/// preflighted against every dialect's limits.
+fn schema_check(c: &mut Criterion) {
+    let props = |n: usize| -> Map<String, Value> {
+        (0..n)
+            .map(|i| (format!("field_{i}"), json!({"type": "string"})))
+            .collect()
+    };
+    let cases = [
+        ("decision", contract_decision()),
+        ("200_properties", strict_object(props(200))),
+        ("10_levels", nested(10)),
+        ("5000_properties", strict_object(props(5000))),
+    ];
+    let mut g = quick(c, "schema_check");
+    for (name, schema) in &cases {
+        let text = schema.to_string();
+        g.bench_with_input(BenchmarkId::new("load_strict", name), &text, |b, t| {
+            b.iter(|| {
+                ResponseSchema::from_json_str(black_box(t))
+                    .map(|s| check_strict(s.as_value()).compatible)
+            })
+        });
+        g.bench_with_input(BenchmarkId::new("load_compile", name), &text, |b, t| {
+            b.iter(|| {
+                ResponseSchema::from_json_str(black_box(t))
+                    .map(|s| CompiledSchema::compile(&s).is_ok())
+            })
+        });
+        g.bench_with_input(BenchmarkId::new("whole_command", name), &text, |b, t| {
+            b.iter(|| {
+                let s = ResponseSchema::from_json_str(black_box(t)).ok()?;
+                CompiledSchema::compile(&s).ok()?;
+                let strict = check_strict(s.as_value()).compatible;
+                let limits = [Dialect::OpenAiStrict, Dialect::CodexCli, Dialect::Anthropic]
+                    .iter()
+                    .filter(|d| preflight(&s, **d).is_ok())
+                    .count();
+                Some((strict, limits))
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, extraction, shallow, full, strict, schema_check);
 criterion_main!(benches);

@@ -50,6 +50,11 @@ pub enum CheckFailure {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         detail: Option<String>,
     },
+    /// The schema's root is not an object and no value of its type parsed.
+    NoValue {
+        /// What was expected, e.g. `JSON array`.
+        expected: String,
+    },
     /// These required keys were missing.
     MissingKeys {
         /// The keys.
@@ -154,6 +159,13 @@ pub struct GuaranteeLedger {
     /// Full validation of the final answer against the original schema.
     #[serde(default)]
     pub full_validation: Option<ValidationVerdict>,
+    /// How full validation treated `format` (`assert` or `annotate`), when a schema was checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub formats: Option<crate::schema::formats::FormatMode>,
+    /// `format` names of the schema that full validation did not check: names the validator
+    /// does not know, and every name under `annotate`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unchecked_formats: Vec<String>,
     /// Each attempt.
     #[serde(default)]
     pub attempts: Vec<AttemptRecord>,
@@ -207,6 +219,15 @@ impl GuaranteeLedger {
         if !self.residuals.is_empty() {
             out.push_str(&format!("\nresiduals: {}", self.residuals.join(" | ")));
         }
+        if let Some(mode) = self.formats {
+            out.push_str(&format!("\nformats={mode}"));
+            if !self.unchecked_formats.is_empty() {
+                out.push_str(&format!(
+                    " unchecked: {}",
+                    self.unchecked_formats.join(", ")
+                ));
+            }
+        }
         out
     }
 }
@@ -219,6 +240,7 @@ fn failure_label(f: &CheckFailure) -> String {
         CheckFailure::NoObject {
             detail: Some(detail),
         } => format!("no JSON object: {detail}"),
+        CheckFailure::NoValue { expected } => format!("no {expected}"),
         CheckFailure::MissingKeys { keys } => format!("missing keys {}", keys.join(",")),
         CheckFailure::Invalid { count } => format!("{count} validation errors"),
         CheckFailure::ConstraintUnmet { constraint } => format!("{constraint} not met"),

@@ -1,14 +1,16 @@
 //! Checking a loop's answer, deciding on the one retry, and writing the feedback turn.
 //!
 //! [`check_answer`] applies, in the reference's order: a failed run, empty text, no balanced JSON
-//! object, missing top-level `required` keys; then, with [`Validation::Full`] (geode's default),
+//! object (for a schema whose root is not an object: no value of the root's type, see
+//! [`crate::schema::extract`]), missing top-level `required` keys (object answers only); then, with [`Validation::Full`] (geode's default),
 //! full JSON Schema validation against the caller's original schema; then a choice/regex
 //! constraint when one is set. [`build_schema_retry_prompt`] renders the reference's feedback turn
 //! plus the concrete validation errors.
 
 use crate::agent::agent_loop::AgenticResult;
 use crate::ledger::{CheckFailure, ValidationVerdict, WorkerCheck};
-use crate::schema::extract::{NoObject, explain_no_object, extract_last_object};
+use crate::schema::extract::{NoObject, explain_no_object, extract_answer};
+use crate::schema::root::AnswerRoot;
 use crate::schema::validate::{
     CompiledSchema, Validation, ValidationIssue, missing_required_keys, render_issues,
 };
@@ -20,7 +22,7 @@ use serde_json::Value;
 pub struct AnswerCheck {
     /// The verdict.
     pub verdict: WorkerCheck,
-    /// The extracted JSON object, when one parsed.
+    /// The extracted JSON answer (an object, or any value of a non-object root), when one parsed.
     pub object: Option<Value>,
     /// Full validation of that object, when a schema and an object were there.
     pub full: Option<ValidationVerdict>,
@@ -55,6 +57,7 @@ impl AnswerCheck {
                 CheckFailure::NoObject {
                     detail: Some(detail),
                 } => format!("no parseable JSON object ({detail})"),
+                CheckFailure::NoValue { expected } => format!("no parseable {expected}"),
                 CheckFailure::MissingKeys { keys } => {
                     format!("missing required keys: {}", keys.join(", "))
                 }
@@ -97,7 +100,13 @@ pub fn check_answer(
         ..AnswerCheck::default()
     };
     if let Some((schema, compiled)) = schema {
-        let Some((_, object)) = extract_last_object(text) else {
+        let root = AnswerRoot::of(schema);
+        let Some((_, object)) = extract_answer(text, root) else {
+            if !root.is_object() {
+                return fail(CheckFailure::NoValue {
+                    expected: root.describe(),
+                });
+            }
             let detail = match explain_no_object(text) {
                 NoObject::Unparsable { message } => Some(message),
                 _ => None,
@@ -189,14 +198,15 @@ pub fn build_schema_retry_prompt(
     more_errors: u64,
 ) -> String {
     let stripped = first_text.map(str::trim).unwrap_or_default();
+    let root = AnswerRoot::of(schema);
     let mut out = String::new();
     if stripped.is_empty() {
         out.push_str("Your previous response was empty.");
     } else {
         let diagnosis = if issues.is_empty() {
-            "did not parse as the required JSON object"
+            format!("did not parse as the required {}", root.describe())
         } else {
-            "did not satisfy the required JSON schema"
+            "did not satisfy the required JSON schema".to_owned()
         };
         out.push_str(&format!(
             "Your previous response {diagnosis}. Excerpt: {}",
@@ -207,11 +217,18 @@ pub fn build_schema_retry_prompt(
         out.push_str("\n\nValidation errors:\n");
         out.push_str(&render_issues(issues, more_errors));
     }
-    let required: Vec<String> = schema.required_keys().iter().map(|k| py_repr(k)).collect();
-    out.push_str(&format!(
-        "\n\nYou MUST emit ONLY the JSON object matching this schema as your final message. No prose, no explanation, no markdown fences — start with `{{` and end with `}}`. Required keys: [{}].",
-        required.join(", ")
-    ));
+    if root.is_object() {
+        let required: Vec<String> = schema.required_keys().iter().map(|k| py_repr(k)).collect();
+        out.push_str(&format!(
+            "\n\nYou MUST emit ONLY the JSON object matching this schema as your final message. No prose, no explanation, no markdown fences — start with `{{` and end with `}}`. Required keys: [{}].",
+            required.join(", ")
+        ));
+    } else {
+        out.push_str(&format!(
+            "\n\nYou MUST emit ONLY the {} matching this schema as your final message, as JSON text. No prose, no explanation, no markdown fences.",
+            root.describe()
+        ));
+    }
     let pretty = schema.to_pretty_json();
     out.push_str("\n\nSchema:\n");
     match pretty.char_indices().nth(SCHEMA_CUT) {
@@ -243,3 +260,8 @@ pub fn build_constraint_retry_prompt(constraint: &TextConstraint, first_text: &s
         py_repr(&excerpt(first_text.trim(), EXCERPT_CUT))
     )
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+#[path = "answer_check_tests.rs"]
+mod tests;

@@ -53,6 +53,9 @@ pub struct SubTask {
     /// geode: which check decides the retry.
     #[serde(default)]
     pub validation: Validation,
+    /// geode: how full validation treats `format` (`assert` by default, or `annotate`).
+    #[serde(default)]
+    pub formats: crate::schema::formats::FormatMode,
 }
 
 /// Settings of the manager that turns SubTasks into WorkerRequests.
@@ -114,6 +117,7 @@ impl SubTask {
             text_constraint: self.text_constraint.clone(),
             require: self.require,
             validation: self.validation,
+            formats: self.formats,
             ..WorkerRequest::default()
         }
     }
@@ -154,3 +158,7 @@ pub async fn run_subtasks(
     }
     out
 }
+
+#[cfg(test)]
+#[path = "subtask_tests.rs"]
+mod tests;

@@ -200,7 +200,10 @@ async fn run_worker_unscrubbed(req: &WorkerRequest, env: &WorkerEnv) -> WorkerRe
         return refused;
     }
     let schema = req.response_schema.clone();
-    let compiled = match schema.as_ref().map(CompiledSchema::compile) {
+    let compiled = match schema
+        .as_ref()
+        .map(|s| CompiledSchema::compile_with(s, req.formats))
+    {
         Some(Err(e)) => {
             return WorkerResult::failed(&req.task_id, format!("unusable response_schema: {e}"));
         }
@@ -237,6 +240,11 @@ async fn run_worker_unscrubbed(req: &WorkerRequest, env: &WorkerEnv) -> WorkerRe
         adapter: env.adapter.name().to_owned(),
         model: req.model.clone(),
         unknown_request_fields: req.unknown.keys().cloned().collect(),
+        formats: compiled.as_ref().map(CompiledSchema::formats),
+        unchecked_formats: compiled
+            .as_ref()
+            .map(|c| c.unchecked_formats().to_vec())
+            .unwrap_or_default(),
         ..GuaranteeLedger::default()
     };
 

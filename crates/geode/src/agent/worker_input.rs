@@ -8,6 +8,7 @@
 //! request that cannot run (a non-positive or non-finite `timeout_s`, a constraint that does not
 //! compile) before anything is sent.
 
+use crate::schema::formats::FormatMode;
 use crate::schema::validate::Validation;
 use crate::schema::{ConstraintError, ResponseSchema, TextConstraint};
 use crate::vocab::Require;
@@ -28,7 +29,7 @@ fn is_default<T: Default + PartialEq>(v: &T) -> bool {
 }
 
 /// One task for a worker. Field names and defaults are the reference's; geode's additions
-/// (`validation`, `require`, `adapter`, `text_constraint`, `max_rounds`) are omitted from JSON
+/// (`validation`, `require`, `adapter`, `text_constraint`, `max_rounds`, `formats`) are omitted from JSON
 /// when they hold their defaults.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorkerRequest {
@@ -115,6 +116,9 @@ pub struct WorkerRequest {
     /// geode: maximum LLM rounds per attempt (0 = unlimited).
     #[serde(default, skip_serializing_if = "is_default")]
     pub max_rounds: u32,
+    /// geode: how full validation treats `format`: `assert` (default) or `annotate`.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub formats: FormatMode,
     /// Fields geode does not know; ignored, and named in the ledger.
     #[serde(flatten, skip_serializing)]
     pub unknown: Map<String, Value>,
@@ -175,6 +179,7 @@ impl Default for WorkerRequest {
             adapter: String::new(),
             text_constraint: None,
             max_rounds: 0,
+            formats: FormatMode::Assert,
             unknown: Map::new(),
         }
     }
@@ -359,6 +364,22 @@ mod tests {
         }
         let pretty = b"{\n  \"task_id\": \"p\"\n}\n\n";
         assert_eq!(parse_request(pretty).unwrap().task_id, "p");
+    }
+
+    #[test]
+    fn formats_defaults_to_assert_and_takes_annotate() {
+        assert_eq!(
+            parse_request(b"{\"task_id\":\"t\"}").unwrap().formats,
+            FormatMode::Assert
+        );
+        let req = parse_request(b"{\"task_id\":\"t\",\"formats\":\"annotate\"}").unwrap();
+        assert_eq!(req.formats, FormatMode::Annotate);
+        assert!(matches!(
+            parse_request(b"{\"task_id\":\"t\",\"formats\":\"strict\"}"),
+            Err(WorkerError::BadField(_))
+        ));
+        let line = serde_json::to_string(&WorkerRequest::new("t", "x")).unwrap();
+        assert!(!line.contains("formats"), "the default is omitted: {line}");
     }
 
     #[test]

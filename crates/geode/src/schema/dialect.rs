@@ -189,7 +189,7 @@ const MAPS: &[&str] = &[
 ];
 
 /// The subschemas directly under one schema object: (reference tokens, value).
-fn subschemas(m: &Map<String, Value>) -> Vec<([String; 2], &Value, bool)> {
+pub(crate) fn subschemas(m: &Map<String, Value>) -> Vec<([String; 2], &Value, bool)> {
     let mut out = Vec::new();
     for &k in SINGLE {
         if let Some(v @ (Value::Object(_) | Value::Bool(_))) = m.get(k) {
@@ -214,7 +214,7 @@ fn subschemas(m: &Map<String, Value>) -> Vec<([String; 2], &Value, bool)> {
 }
 
 /// Builds the pointer of a subschema from its tokens.
-fn sub_pointer(ptr: &str, tokens: &[String; 2], two: bool) -> String {
+pub(crate) fn sub_pointer(ptr: &str, tokens: &[String; 2], two: bool) -> String {
     if two {
         child(ptr, &[&tokens[0], &tokens[1]])
     } else {

@@ -1,5 +1,20 @@
-//! The balanced-JSON-object finder used on model text.
+//! Finding the answer in model text: the reference's balanced-object rule for object roots, and
+//! the any-root rule for the others.
 //!
+//! [`extract_answer`] (and [`find_answer`], syntax only) picks the rule from the schema's
+//! [`AnswerRoot`](super::root::AnswerRoot). The rule, one row per step, first match wins (each
+//! row has a test named after it in `extract_value_tests.rs`, `row_*`):
+//!
+//! | root | step | candidate | accepted when |
+//! |---|---|---|---|
+//! | object (or untyped) | 1 | the last top-level `{…}` span, then earlier ones (reference §4.1, below) | it parses as an object |
+//! | any other | 1 | the whole answer, trimmed of JSON whitespace | it parses as a value of an allowed type |
+//! | any other | 2 | each fenced code block tagged `json` or untagged, last to first | its trimmed content parses as a value of an allowed type |
+//! | any other, admitting arrays | 3 | each top-level balanced `[…]` or `{…}` span (both kinds count as one depth), last to first | it parses as a value of an allowed type |
+//! | any other, admitting objects but not arrays | 3 | the object rule above | it parses as an object |
+//! | any other, admitting only scalars | – | nothing else: a bare `42` or `true` inside prose is not told from prose | – |
+//!
+//! The object rule (the reference's, `reference-behaviour.md` §4.1):
 //! In: any text (a model's final answer). Out: the **last top-level `{…}` span that parses as JSON**,
 //! as the exact substring, or `None`. Guarantees: one linear scan (memchr between objects, 64-byte
 //! branch-free SWAR blocks inside them), no recursion, every candidate span parsed at most once
@@ -22,7 +37,6 @@
 //! that [`extract_last_object`] refuses because they do not fit an `f64`.
 
 use memchr::memchr;
-use serde::de::IgnoredAny;
 use serde_json::Value;
 use std::ops::Range;
 
@@ -332,9 +346,17 @@ pub fn explain_no_object(text: &str) -> NoObject {
 /// Like [`extract_last_object`] but checks JSON syntax only, without building a `Value`
 /// (several times faster on large answers).
 pub fn find_last_object(text: &str) -> Option<&str> {
-    last_object_with(text, |s| serde_json::from_str::<IgnoredAny>(s).ok()).map(|(s, _)| s)
+    last_object_with(text, |s| super::json_scan::scan_keys(s, &[])).map(|(s, _)| s)
 }
+
+#[path = "extract_value.rs"]
+mod any_root;
+pub use any_root::{bracket_spans, extract_answer, fenced_blocks, find_answer, last_value_with};
 
 #[cfg(test)]
 #[path = "extract_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "extract_value_tests.rs"]
+mod any_root_tests;

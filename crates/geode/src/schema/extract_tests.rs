@@ -3,6 +3,7 @@
 
 use super::*;
 use proptest::prelude::*;
+use serde::de::IgnoredAny;
 use serde_json::json;
 
 /// The reference's scan (§4.1 step 2), byte by byte: quotes toggle string state everywhere,

@@ -8,7 +8,11 @@
 //! | submodule | job |
 //! |---|---|
 //! | [`strict`] | the OpenAI strict-compatibility check, with reasons |
-//! | [`extract`] | the balanced-JSON-object finder used on model text |
+//! | [`extract`] | finding the answer in model text: the balanced-object rule, and the any-root rule |
+//! | [`root`] | which JSON types the schema admits at the answer's root; the wrap/unwrap rewrite |
+//! | [`formats`] | `format` asserted or annotation-only, and the names left unchecked |
+//! | [`json_scan`] | a JSON syntax check with the top-level keys, building nothing (the shallow check's parser) |
+//! | [`resources`] | documents `$ref`s may name by URI, given up front (nothing is fetched) |
 //! | [`validate`] | the worker's shallow check and full JSON Schema validation |
 //! | [`cost`] | the static estimate that refuses schemas too expensive to validate |
 //! | [`dialect`] | per-provider projection, residual constraints and limit preflight |
@@ -24,6 +28,10 @@
 pub mod cost;
 pub mod dialect;
 pub mod extract;
+pub mod formats;
+pub mod json_scan;
+pub mod resources;
+pub mod root;
 pub mod strict;
 pub mod validate;
 

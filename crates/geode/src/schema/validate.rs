@@ -20,16 +20,19 @@
 //! | a `$ref` cycle (`{"$ref":"#"}`, a→b→a) | compiles; the validator detects the cycle |
 //! | an invalid keyword value (`{"type": 5}`) | [`SchemaError::Uncompilable`] with the pointer of the bad value |
 //!
-//! `format` is validated (the 2020-12 default treats it as an annotation): providers enforce
-//! formats, and the Anthropic projection leaves some to this local check. Answers nested deeper
+//! `format` is asserted by default (the 2020-12 default treats it as an annotation): providers
+//! enforce formats, and the Anthropic projection leaves some to this local check; see
+//! [`super::formats`] for annotation-only mode and unknown names. `pattern` follows ECMA-262
+//! with a backtracking bound ([`MAX_REGEX_BACKTRACK`]). Each draft validates by its own rules
+//! (`$schema`; 2020-12 without one). Answers nested deeper
 //! than [`MAX_INSTANCE_DEPTH`] get one `depth` issue instead of being walked, and answers whose
 //! check could take too long one `budget` issue (see [`CompiledSchema::validate`]).
 
-use super::{ResponseSchema, SchemaError, extract};
-use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+use super::formats::FormatMode;
+use super::resources::SchemaResources;
+use super::{ResponseSchema, SchemaError};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::borrow::Cow;
 
 /// Deepest JSON nesting of a schema that [`CompiledSchema::compile`] accepts.
 pub const MAX_SCHEMA_DEPTH: usize = 128;
@@ -85,7 +88,7 @@ pub struct ValidationIssue {
 }
 
 /// Refuses every external resource: remote and file `$ref`s become compile errors, never IO.
-struct NoRetrieve;
+pub(crate) struct NoRetrieve;
 
 impl jsonschema::Retrieve for NoRetrieve {
     fn retrieve(
@@ -127,7 +130,16 @@ pub struct CompiledSchema {
     validator: jsonschema::Validator,
     /// [`super::cost::schema_cost`] of the schema.
     cost: u64,
+    /// How `format` is treated.
+    formats: FormatMode,
+    /// Format names in the schema that are not checked (see [`super::formats`]).
+    unchecked_formats: Vec<String>,
 }
+
+/// Most backtracking steps one `pattern` match may take (the `fancy-regex` engine's limit; only
+/// patterns with lookaround or backreferences backtrack). Past it the match is an error, so the
+/// answer is reported invalid with a `pattern` issue instead of hanging.
+pub const MAX_REGEX_BACKTRACK: usize = 100_000;
 
 impl std::fmt::Debug for CompiledSchema {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -147,17 +159,59 @@ impl CompiledSchema {
     /// assert_eq!(c.validate(&serde_json::json!({})).issues[0].keyword, "required");
     /// ```
     pub fn compile(schema: &ResponseSchema) -> Result<Self, SchemaError> {
+        Self::compile_with(schema, FormatMode::Assert)
+    }
+
+    /// [`Self::compile`] with a choice of [`FormatMode`]. Patterns (`pattern`,
+    /// `patternProperties`) follow ECMA-262, as JSON Schema says (nested classes such as
+    /// `[[a-z]]`, `\d` inside a class, lookaround); a match that backtracks past
+    /// [`MAX_REGEX_BACKTRACK`] steps fails instead of hanging.
+    pub fn compile_with(schema: &ResponseSchema, formats: FormatMode) -> Result<Self, SchemaError> {
+        Self::compile_in(schema, formats, None)
+    }
+
+    /// [`Self::compile_with`], with documents that `$ref`s may name by URI given up front
+    /// ([`SchemaResources`]; still nothing is fetched).
+    pub fn compile_in(
+        schema: &ResponseSchema,
+        formats: FormatMode,
+        resources: Option<&SchemaResources>,
+    ) -> Result<Self, SchemaError> {
         check_depth_and_size(schema.as_value())?;
         let cost = check_cost(schema.as_value())?;
-        jsonschema::options()
+        let mut options = jsonschema::options()
             .with_retriever(NoRetrieve)
-            .should_validate_formats(true)
-            .build(schema.as_value())
-            .map(|validator| Self { validator, cost })
+            .with_pattern_options(
+                jsonschema::PatternOptions::fancy_regex().backtrack_limit(MAX_REGEX_BACKTRACK),
+            );
+        if let Some(r) = resources {
+            options = options.with_registry(r.registry());
+        }
+        let (options, unchecked_formats) =
+            super::formats::apply(options, schema.as_value(), formats);
+        options
+            .build(&compile_copy::compile_copy(schema.as_value()))
+            .map(|validator| Self {
+                validator,
+                cost,
+                formats,
+                unchecked_formats,
+            })
             .map_err(|e| SchemaError::Uncompilable {
                 message: shorten(e.to_string()),
                 pointer: e.instance_path().to_string(),
             })
+    }
+
+    /// How `format` is treated.
+    pub fn formats(&self) -> FormatMode {
+        self.formats
+    }
+
+    /// The `format` names of the schema that are not checked: unknown names, and every name
+    /// under [`FormatMode::Annotate`]. Sorted, each once.
+    pub fn unchecked_formats(&self) -> &[String] {
+        &self.unchecked_formats
     }
 
     /// True when the instance is valid (faster than [`Self::validate`] when it is). An answer
@@ -339,134 +393,19 @@ fn count_nodes(v: &Value, limit: usize) -> Result<u64, usize> {
     Ok(nodes)
 }
 
-/// The required keys of `schema` absent from the top-level object `answer` (all of them when
-/// `answer` is not an object). Only presence counts; `null` values are present.
+/// The required keys of `schema` absent from the top-level object `answer`. `required` applies
+/// to objects only: an answer of another type (the root of an array schema) misses none. Only
+/// presence counts; `null` values are present.
 pub fn missing_required_keys(schema: &ResponseSchema, answer: &Value) -> Vec<String> {
-    let obj = answer.as_object();
+    let Some(obj) = answer.as_object() else {
+        return Vec::new();
+    };
     schema
         .required_keys()
         .into_iter()
-        .filter(|k| obj.is_none_or(|o| !o.contains_key(*k)))
+        .filter(|k| !obj.contains_key(*k))
         .map(str::to_owned)
         .collect()
-}
-
-/// The outcome of [`shallow_check`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ShallowCheck<'a> {
-    /// The last balanced object parsed and has every required key.
-    Pass {
-        /// The object's exact text.
-        object: &'a str,
-    },
-    /// No balanced JSON object parsed.
-    NoObject,
-    /// The last balanced object lacks these required keys (in `required` order).
-    MissingKeys {
-        /// The object's exact text.
-        object: &'a str,
-        /// The missing keys.
-        keys: Vec<String>,
-    },
-}
-
-/// The reference's worker check on answer text (§4.2 steps 6–8): the last top-level object that
-/// parses must have every top-level `required` key. Values are not built, only syntax-checked
-/// (several times faster than parsing into a `Value`). Like
-/// [`extract::find_last_object`], it accepts numbers that do not fit an `f64` (`1e400`), as
-/// Python's `json.loads` does; [`extract::extract_last_object`] does not.
-///
-/// ```
-/// use geode::schema::{ResponseSchema, validate::{shallow_check, ShallowCheck}};
-/// let s = ResponseSchema::from_json_str(r#"{"required":["a","b"]}"#).unwrap();
-/// assert_eq!(shallow_check(&s, r#"ok {"a":1}"#),
-///            ShallowCheck::MissingKeys { object: r#"{"a":1}"#, keys: vec!["b".into()] });
-/// ```
-pub fn shallow_check<'a>(schema: &ResponseSchema, text: &'a str) -> ShallowCheck<'a> {
-    let required = schema.required_keys();
-    let found = extract::last_object_with(text, |s| {
-        let mut de = serde_json::Deserializer::from_str(s);
-        let seen = KeysSeed {
-            required: &required,
-        }
-        .deserialize(&mut de)
-        .ok()?;
-        de.end().ok()?;
-        Some(seen)
-    });
-    match found {
-        None => ShallowCheck::NoObject,
-        Some((object, seen)) => {
-            let keys: Vec<String> = required
-                .iter()
-                .zip(seen)
-                .filter(|(_, present)| !present)
-                .map(|(k, _)| (*k).to_owned())
-                .collect();
-            if keys.is_empty() {
-                ShallowCheck::Pass { object }
-            } else {
-                ShallowCheck::MissingKeys { object, keys }
-            }
-        }
-    }
-}
-
-/// Deserialises a JSON object, ignoring values, into "which of `required` appear as keys".
-struct KeysSeed<'r> {
-    required: &'r [&'r str],
-}
-
-impl<'de> DeserializeSeed<'de> for KeysSeed<'_> {
-    type Value = Vec<bool>;
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Vec<bool>, D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for KeysSeed<'_> {
-    type Value = Vec<bool>;
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a JSON object")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Vec<bool>, A::Error> {
-        let mut seen = vec![false; self.required.len()];
-        while let Some(key) = map.next_key_seed(KeyStr)? {
-            for (i, r) in self.required.iter().enumerate() {
-                if *r == key {
-                    seen[i] = true;
-                }
-            }
-            map.next_value::<IgnoredAny>()?;
-        }
-        Ok(seen)
-    }
-}
-
-/// A map key, borrowed from the input when it has no escapes.
-struct KeyStr;
-
-impl<'de> DeserializeSeed<'de> for KeyStr {
-    type Value = Cow<'de, str>;
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Cow<'de, str>, D::Error> {
-        d.deserialize_str(self)
-    }
-}
-
-impl<'de> Visitor<'de> for KeyStr {
-    type Value = Cow<'de, str>;
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a string key")
-    }
-    fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-        Ok(Cow::Borrowed(v))
-    }
-    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(Cow::Owned(v.to_owned()))
-    }
-    fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Self::Value, E> {
-        Ok(Cow::Owned(v))
-    }
 }
 
 /// A short human list of issues, one line each: `/path: message (allowed: "a", "b")`. The root
@@ -497,6 +436,13 @@ pub fn render_issues(issues: &[ValidationIssue], more_errors: u64) -> String {
     lines.join("\n")
 }
 
+#[path = "compile_copy.rs"]
+mod compile_copy;
+
+#[path = "validate_shallow.rs"]
+mod shallow;
+pub use shallow::{ShallowCheck, shallow_check};
+
 #[cfg(test)]
 #[path = "validate_tests.rs"]
 mod tests;
@@ -504,3 +450,7 @@ mod tests;
 #[cfg(test)]
 #[path = "validate_budget_tests.rs"]
 mod budget_tests;
+
+#[cfg(test)]
+#[path = "validate_dialect_tests.rs"]
+mod dialect_tests;

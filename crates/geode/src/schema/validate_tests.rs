@@ -1,6 +1,7 @@
 //! Tests for validation: issues, hostile schemas, the shallow check and rendering.
 
 use super::*;
+use crate::schema::extract;
 use serde_json::{Map, json};
 
 fn schema(v: Value) -> ResponseSchema {
@@ -389,12 +390,9 @@ fn shallow_check_agrees_with_extract_and_missing_required_keys() {
 }
 
 #[test]
-fn missing_required_keys_on_a_non_object_lists_every_key() {
+fn required_applies_to_objects_only() {
     let s = decision();
-    assert_eq!(
-        missing_required_keys(&s, &json!([1])),
-        vec!["decision", "reason"]
-    );
+    assert!(missing_required_keys(&s, &json!([1])).is_empty());
     assert_eq!(
         missing_required_keys(&s, &json!({"reason": null})),
         vec!["decision"]
@@ -434,4 +432,39 @@ fn render_issues_summarises_past_twenty() {
     // Errors counted but not collected are added to the unlisted ones.
     let text = render_issues(&vec![one; 25], 999_900);
     assert_eq!(text.lines().last(), Some("… and 999905 more"));
+}
+
+#[test]
+fn shallow_check_on_non_object_roots_wants_a_value_of_the_type() {
+    let ints = schema(json!({"type": "array", "items": {"type": "integer"}, "required": ["x"]}));
+    assert_eq!(
+        shallow_check(&ints, "[1,2,3]"),
+        ShallowCheck::Pass { object: "[1,2,3]" }
+    );
+    assert_eq!(
+        shallow_check(&ints, "Here: [1] ok"),
+        ShallowCheck::Pass { object: "[1]" }
+    );
+    assert_eq!(shallow_check(&ints, r#"{"x":1}"#), ShallowCheck::NoObject);
+    assert_eq!(shallow_check(&ints, "no array"), ShallowCheck::NoObject);
+    let either = schema(json!({"type": ["object", "string"], "required": ["a"]}));
+    assert_eq!(
+        shallow_check(&either, r#""text""#),
+        ShallowCheck::Pass {
+            object: r#""text""#
+        }
+    );
+    assert_eq!(
+        shallow_check(&either, r#"{"b":1}"#),
+        ShallowCheck::MissingKeys {
+            object: r#"{"b":1}"#,
+            keys: vec!["a".to_owned()]
+        }
+    );
+    let int = schema(json!({"type": "integer"}));
+    assert_eq!(
+        shallow_check(&int, " 7 "),
+        ShallowCheck::Pass { object: "7" }
+    );
+    assert_eq!(shallow_check(&int, "7.5"), ShallowCheck::NoObject);
 }

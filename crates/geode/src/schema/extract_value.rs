@@ -1,0 +1,192 @@
+//! Extraction for any root (part of [`super`], in its own file for size): the rule for
+//! [`AnswerRoot::Values`] roots, and [`extract_answer`] / [`find_answer`] that pick the rule.
+
+use super::{extract_last_object, find_last_object, last_object_with};
+use crate::schema::root::{AnswerRoot, TypeSet};
+use memchr::memmem;
+use serde_json::Value;
+use std::ops::Range;
+
+/// The answer of `text` for a schema root: for [`AnswerRoot::Object`] the reference's last
+/// balanced object ([`extract_last_object`]); otherwise the rule of the module table, returning
+/// the exact substring and the parsed value.
+///
+/// ```
+/// use geode::schema::extract::extract_answer;
+/// use geode::schema::root::{AnswerRoot, TypeSet};
+/// let ints = AnswerRoot::Values(TypeSet::ARRAY);
+/// let (s, v) = extract_answer("Sure: [1, 2, 3] as asked.", ints).unwrap();
+/// assert_eq!((s, v), ("[1, 2, 3]", serde_json::json!([1, 2, 3])));
+/// assert!(extract_answer("Sure: 42", ints).is_none());
+/// ```
+pub fn extract_answer(text: &str, root: AnswerRoot) -> Option<(&str, Value)> {
+    match root {
+        AnswerRoot::Object => extract_last_object(text),
+        AnswerRoot::Values(types) => last_value_with(text, types, |s| {
+            serde_json::from_str::<Value>(s)
+                .ok()
+                .filter(|v| types.admits(v))
+        }),
+    }
+}
+
+/// Like [`extract_answer`] but checks syntax and type only, without building a `Value`.
+pub fn find_answer(text: &str, root: AnswerRoot) -> Option<&str> {
+    match root {
+        AnswerRoot::Object => find_last_object(text),
+        AnswerRoot::Values(types) => {
+            last_value_with(text, types, |s| crate::schema::json_scan::scan_keys(s, &[]))
+                .map(|(s, _)| s)
+        }
+    }
+}
+
+/// The rule for a non-object root, with `parse` deciding whether a candidate is accepted (it is
+/// only called on candidates whose first byte already fits `types`). Candidates, in order: the
+/// whole trimmed text, the fenced blocks last to first, the balanced spans last to first.
+pub fn last_value_with<'a, T>(
+    text: &'a str,
+    types: TypeSet,
+    mut parse: impl FnMut(&'a str) -> Option<T>,
+) -> Option<(&'a str, T)> {
+    let mut try_one = |s: &'a str| -> Option<(&'a str, T)> {
+        if !first_byte_fits(s, types) {
+            return None;
+        }
+        let t = parse(s)?;
+        // A number's first byte cannot tell an integer from a fraction: look at its value.
+        if matches!(s.as_bytes().first(), Some(b'-' | b'0'..=b'9'))
+            && !serde_json::from_str::<Value>(s).is_ok_and(|v| types.admits(&v))
+        {
+            return None;
+        }
+        Some((s, t))
+    };
+    let whole = text.trim_matches(is_json_space);
+    if let Some(found) = try_one(whole) {
+        return Some(found);
+    }
+    for r in fenced_blocks(text).into_iter().rev() {
+        let block = text.get(r)?.trim_matches(is_json_space);
+        if let Some(found) = try_one(block) {
+            return Some(found);
+        }
+    }
+    let containers = types.intersect(TypeSet::OBJECT.union(TypeSet::ARRAY));
+    if containers == TypeSet::EMPTY {
+        return None;
+    }
+    if containers == TypeSet::OBJECT {
+        return last_object_with(text, |s| try_one(s).map(|(_, t)| t));
+    }
+    bracket_spans(text)
+        .into_iter()
+        .rev()
+        .find_map(|r| try_one(text.get(r)?))
+}
+
+/// JSON's whitespace (and nothing else: a non-breaking space is not JSON).
+fn is_json_space(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\r' | '\n')
+}
+
+/// True when the first byte of `s` can start a value of one of `types`.
+fn first_byte_fits(s: &str, types: TypeSet) -> bool {
+    let kind = match s.as_bytes().first() {
+        Some(b'{') => TypeSet::OBJECT,
+        Some(b'[') => TypeSet::ARRAY,
+        Some(b'"') => TypeSet::STRING,
+        Some(b't' | b'f') => TypeSet::BOOLEAN,
+        Some(b'n') => TypeSet::NULL,
+        Some(b'-' | b'0'..=b'9') => TypeSet::INTEGER.union(TypeSet::FRACTION),
+        _ => return false,
+    };
+    types.intersect(kind) != TypeSet::EMPTY
+}
+
+/// The content ranges of the fenced code blocks of `text` whose info string is `json` (any
+/// case) or empty, in order. A fence is three or more backticks at the start of a line (after
+/// up to three spaces); it closes at the next such line with nothing after the backticks. An
+/// unclosed block is not a block.
+pub fn fenced_blocks(text: &str) -> Vec<Range<usize>> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut open: Option<(usize, bool)> = None;
+    let mut skip_to = 0;
+    for pos in memmem::find_iter(b, b"```") {
+        if pos < skip_to || !at_line_start(b, pos) {
+            continue;
+        }
+        let ticks_end = pos + b[pos..].iter().take_while(|&&c| c == b'`').count();
+        let line_end = memchr::memchr(b'\n', &b[ticks_end..]).map_or(b.len(), |k| ticks_end + k);
+        let info = text[ticks_end..line_end].trim();
+        skip_to = ticks_end;
+        match open {
+            None => {
+                let json = info.is_empty() || info.eq_ignore_ascii_case("json");
+                open = Some(((line_end + 1).min(b.len()), json));
+            }
+            Some((start, json)) if info.is_empty() => {
+                if json && start <= pos {
+                    out.push(start..pos);
+                }
+                open = None;
+            }
+            Some(_) => {}
+        }
+    }
+    out
+}
+
+/// True when only up to three spaces separate `pos` from the start of its line.
+fn at_line_start(b: &[u8], pos: usize) -> bool {
+    let mut k = pos;
+    while k > 0 && b[k - 1] == b' ' && pos - k < 3 {
+        k -= 1;
+    }
+    k == 0 || b[k - 1] == b'\n'
+}
+
+/// The top-level balanced `[…]` and `{…}` spans of `text`, in order. `[`/`{` and `]`/`}` count
+/// as one depth; quotes open strings only inside a span; a span that never closes ends the scan.
+pub fn bracket_spans(text: &str) -> Vec<Range<usize>> {
+    let b = text.as_bytes();
+    let mut spans = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let Some(k) = memchr::memchr2(b'[', b'{', &b[i..]) else {
+            break;
+        };
+        let start = i + k;
+        let (mut depth, mut in_string, mut escape) = (0usize, false, false);
+        let mut end = None;
+        for (j, &c) in b.iter().enumerate().skip(start) {
+            if escape {
+                escape = false;
+            } else if in_string {
+                match c {
+                    b'\\' => escape = true,
+                    b'"' => in_string = false,
+                    _ => {}
+                }
+            } else {
+                match c {
+                    b'"' => in_string = true,
+                    b'[' | b'{' => depth += 1,
+                    b']' | b'}' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            end = Some(j + 1);
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let Some(end) = end else { break };
+        spans.push(start..end);
+        i = end;
+    }
+    spans
+}

@@ -1,0 +1,138 @@
+//! The scanner against serde_json: the same verdict on valid, broken and mutated JSON.
+
+use super::*;
+use proptest::prelude::*;
+use serde::de::IgnoredAny;
+use serde_json::{Value, json};
+
+fn serde_ok(s: &str) -> bool {
+    serde_json::from_str::<IgnoredAny>(s).is_ok()
+}
+
+#[test]
+fn the_grammar_edges_agree_with_serde_json() {
+    let cases = [
+        "{}",
+        "[]",
+        " {} ",
+        "{\"a\":1}",
+        "[1,2]",
+        "\"s\"",
+        "0",
+        "-0",
+        "1.5e-3",
+        "1E+2",
+        "true",
+        "false",
+        "null",
+        "{\"a\":{\"b\":[1,{\"c\":null}]}}",
+        "\"\\u00e9\\n\\\"\"",
+        "\"é\"",
+        "01",
+        "1.",
+        ".5",
+        "-",
+        "1e",
+        "+1",
+        "{,}",
+        "[1,]",
+        "{\"a\":1,}",
+        "{\"a\"}",
+        "{\"a\" 1}",
+        "[1 2]",
+        "{}{}",
+        "tru",
+        "nul",
+        "True",
+        "NaN",
+        "\"\\x\"",
+        "\"\\u12\"",
+        "\"\\u12G4\"",
+        "\"a\u{1}b\"",
+        "\"unterminated",
+        "[",
+        "]",
+        "{\"a\":1]",
+        "[1}",
+        "",
+        " ",
+        "1 2",
+        "{\"a\":[1,2,{\"b\":\"}\"}]}",
+        "[[[[[]]]]]",
+        "\"\\/\\b\\f\\r\\t\"",
+        "-12.34e+56",
+        "{\"k\\\"\":1}",
+        "[\"a\\\\\"]",
+        "\"12345678\\\"9012345\"",
+    ];
+    for c in cases {
+        assert_eq!(scan_keys(c, &[]).is_some(), serde_ok(c), "{c:?}");
+    }
+    let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+    assert_eq!(scan_keys(&deep, &[]).is_some(), serde_ok(&deep));
+}
+
+#[test]
+fn top_level_keys_are_found_escaped_or_not() {
+    let text = r#"{"a": {"b": 1}, "c\u0064": [ {"e": 2} ], "f": "\"g\": 1"}"#;
+    assert_eq!(
+        scan_keys(text, &["a", "b", "cd", "e", "f", "g"]),
+        Some(vec![true, false, true, false, true, false])
+    );
+    assert_eq!(
+        scan_keys("[1]", &["a"]),
+        Some(vec![true]),
+        "not an object: nothing to require"
+    );
+    assert_eq!(scan_keys("{\"a\":}", &["a"]), None);
+}
+
+fn json_value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(|n| json!(n)),
+        (-1e6f64..1e6).prop_map(|f| json!(f)),
+        "[a-z\\\\\"\u{0}-\u{1f}é€😀 ]{0,12}".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(5, 64, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+            prop::collection::btree_map("[a-z\"\\\\]{0,4}", inner, 0..6)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn serialised_values_pass_with_their_keys(v in json_value(), pretty in any::<bool>()) {
+        let text = if pretty { serde_json::to_string_pretty(&v).unwrap() } else { v.to_string() };
+        let keys: Vec<String> = v.as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default();
+        let mut required: Vec<&str> = keys.iter().map(String::as_str).collect();
+        required.push("not-a-key-\u{1}");
+        let seen = scan_keys(&text, &required);
+        prop_assert!(seen.is_some(), "{}", text);
+        let seen = seen.unwrap();
+        let last = seen.len() - 1;
+        prop_assert!(seen[..last].iter().all(|s| *s));
+        prop_assert_eq!(seen[last], !v.is_object());
+    }
+
+    #[test]
+    fn mutated_text_gets_serde_json_s_verdict(v in json_value(), at in any::<prop::sample::Index>(), op in 0u8..3, byte in prop::sample::select(vec![b'"', b'\\', b'{', b'}', b'[', b']', b',', b':', b'1', b'e', b'-', b'.', b' ', b'u', b'n', 0x01])) {
+        let mut bytes = v.to_string().into_bytes();
+        let i = at.index(bytes.len() + 1);
+        match op {
+            0 if i < bytes.len() => { bytes.remove(i); }
+            1 => bytes.insert(i, byte),
+            _ if i < bytes.len() => bytes[i] = byte,
+            _ => {}
+        }
+        if let Ok(text) = String::from_utf8(bytes) {
+            prop_assert_eq!(scan_keys(&text, &[]).is_some(), serde_ok(&text), "{:?}", text);
+        }
+    }
+}
