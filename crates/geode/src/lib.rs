@@ -12,10 +12,14 @@
 //! | [`agent`] | many calls: the loop, tools, the worker and its retry, subtasks |
 //! | [`ledger`] | the guarantee ledger |
 //! | [`secret`] | the `Secret` type and the one scrubber every outgoing string passes through |
+//! | [`client`] | the Rust API: [`Client`], typed outputs, streaming partial values |
 
 pub mod agent;
+pub mod client;
 pub mod config;
 pub mod ledger;
 pub mod llm;
 pub mod schema;
 pub mod secret;
+
+pub use client::{Client, Error, Extracted, StreamEvent};
