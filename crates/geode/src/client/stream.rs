@@ -335,3 +335,7 @@ impl<T, E: DeserializeOwned> State<T, E> {
         }));
     }
 }
+
+#[cfg(test)]
+#[path = "stream_tests.rs"]
+mod tests;
