@@ -219,6 +219,7 @@ mod tests {
     use super::*;
     use geode::llm::request::Message;
     use geode::schema::ResponseSchema;
+    use geode::vocab::ErrorKind;
     use serde_json::json;
     use std::path::PathBuf;
 
@@ -248,7 +249,7 @@ mod tests {
             path: PathBuf::from("/nowhere/m.gguf"),
         });
         let text = e.to_string();
-        assert_eq!(e.kind(), "config");
+        assert_eq!(e.kind(), ErrorKind::Config);
         assert!(text.contains("/nowhere/m.gguf"), "{text}");
         assert!(text.contains("scripts/fetch-model.sh"), "{text}");
     }
@@ -264,7 +265,7 @@ mod tests {
             let req = AdapterCallRequest::new("", vec![Message::user("hi")]);
             let e = adapter.call(req, &CallCx::new()).await.err();
             let e = e.expect("a missing model cannot answer");
-            assert_eq!(e.kind(), "config");
+            assert_eq!(e.kind(), ErrorKind::Config);
             assert!(e.to_string().contains("/nowhere/geode-missing.gguf"), "{e}");
         }
     }
@@ -275,7 +276,7 @@ mod tests {
             kind: "json_schema",
             reason: "oneOf constraints are not supported".to_owned(),
         });
-        assert_eq!(e.kind(), "unsupported");
+        assert_eq!(e.kind(), ErrorKind::Unsupported);
         assert!(e.to_string().contains("oneOf"));
     }
 }

@@ -12,114 +12,10 @@
 //! | full validation against the caller's original schema | `full_validation` |
 //! | attempts and the retry | `attempts`, `retry` |
 
-use crate::llm::request::{StopReason, Usage};
 use crate::schema::validate::ValidationIssue;
+pub use crate::vocab::{AdapterTry, Require, StructuredOutputMode, Transform};
+use crate::vocab::{ErrorKind, StopReason, Usage};
 use serde::{Deserialize, Serialize};
-
-/// How a schema reaches the model, strongest first. Names as in `design.md` §3.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum StructuredOutputMode {
-    /// The engine masks tokens so the output cannot leave the constraint (local llguidance).
-    Constrained,
-    /// The provider enforces the schema (OpenAI strict, Anthropic native `output_config.format`).
-    Strict,
-    /// The schema reaches the provider, which is asked but not bound to follow it.
-    Hint,
-    /// A forced output tool whose `input_schema` is the schema.
-    Tool,
-    /// A CLI validates the answer against the schema and reports the structured result.
-    CliValidated,
-    /// The schema is passed as a CLI flag; the CLI's enforcement is not verified.
-    CliFlag,
-    /// The provider guarantees JSON syntax only; the schema travels in the prompt.
-    JsonMode,
-    /// The schema travels only in the prompt.
-    Prompt,
-    /// Nothing reaches the wire.
-    #[default]
-    None,
-}
-
-impl StructuredOutputMode {
-    /// All modes, strongest first.
-    pub const ALL: [StructuredOutputMode; 9] = [
-        Self::Constrained,
-        Self::Strict,
-        Self::Hint,
-        Self::Tool,
-        Self::CliValidated,
-        Self::CliFlag,
-        Self::JsonMode,
-        Self::Prompt,
-        Self::None,
-    ];
-
-    /// The kebab-case name used on the CLI, in the README and in JSON.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Constrained => "constrained",
-            Self::Strict => "strict",
-            Self::Hint => "hint",
-            Self::Tool => "tool",
-            Self::CliValidated => "cli-validated",
-            Self::CliFlag => "cli-flag",
-            Self::JsonMode => "json-mode",
-            Self::Prompt => "prompt",
-            Self::None => "none",
-        }
-    }
-
-    /// The guarantee level this mode reaches (see [`Require`]).
-    pub fn level(self) -> Require {
-        match self {
-            Self::Constrained | Self::Strict => Require::Enforced,
-            Self::Hint | Self::Tool | Self::CliValidated | Self::CliFlag => Require::Wired,
-            Self::JsonMode | Self::Prompt | Self::None => Require::BestEffort,
-        }
-    }
-}
-
-impl std::fmt::Display for StructuredOutputMode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// What a caller requires of the structured-output path. Ordered: `BestEffort < Wired < Enforced`.
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum Require {
-    /// Anything, including JSON mode and prompt-only.
-    #[default]
-    BestEffort,
-    /// The schema itself reaches the provider in a form it acts on.
-    Wired,
-    /// The provider or engine constrains decoding to this schema.
-    Enforced,
-}
-
-impl Require {
-    /// The kebab-case name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::BestEffort => "best-effort",
-            Self::Wired => "wired",
-            Self::Enforced => "enforced",
-        }
-    }
-}
-
-/// One rewrite of the caller's schema (or request) on the way to a provider.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Transform {
-    /// JSON Pointer into the caller's schema.
-    pub pointer: String,
-    /// What was done, e.g. `removed keyword minLength (checked locally)`.
-    pub action: String,
-}
 
 /// The worker's shallow check, as the reference does it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -211,7 +107,7 @@ pub struct AttemptRecord {
     pub error: Option<String>,
     /// The adapter error's kind (`auth`, `server`, `config`, ...), if an adapter call failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error_kind: Option<String>,
+    pub error_kind: Option<ErrorKind>,
 }
 
 /// Whether the one retry ran, and why.
@@ -233,18 +129,6 @@ pub enum RetryDecision {
         /// Why it was skipped.
         why: String,
     },
-}
-
-/// One adapter tried for a call (more than one when a fallback chain took over).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AdapterTry {
-    /// The adapter name.
-    pub adapter: String,
-    /// `ok`, or the error that made the chain move on.
-    pub outcome: String,
-    /// The model this link was asked for, when it differs from the caller's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
 }
 
 /// The whole account of one worker result.

@@ -11,6 +11,7 @@
 //! | [`llm`] | one call: request/response, the adapter trait, wires, adapters, registry, routing |
 //! | [`agent`] | many calls: the loop, tools, the worker and its retry, subtasks |
 //! | [`ledger`] | the guarantee ledger |
+//! | [`vocab`] | value types every layer shares: modes, transforms, usage, stop reasons, error kinds |
 //! | [`secret`] | the `Secret` type and the one scrubber every outgoing string passes through |
 //! | [`client`] | the Rust API: [`Client`], typed outputs, streaming partial values |
 //!
@@ -102,6 +103,7 @@ pub mod ledger;
 pub mod llm;
 pub mod schema;
 pub mod secret;
+pub mod vocab;
 
 pub use client::{Client, Error, Extracted, StreamEvent};
 /// The schemars version geode derives schemas with (`#[derive(geode::schemars::JsonSchema)]`).

@@ -410,13 +410,15 @@ async fn child_from_env() {
         "missing" => {
             let err = GlmPayg::from_env().unwrap_err();
             assert!(
-                err.kind() == "config" && err.to_string().contains("ZAI_API_KEY"),
+                err.kind() == geode::vocab::ErrorKind::Config
+                    && err.to_string().contains("ZAI_API_KEY"),
                 "{err}"
             );
             let err = GlmCodingPlan::from_env().unwrap_err();
             let text = err.to_string();
             assert!(
-                err.kind() == "config" && text.contains("ZAI_CODING_PLAN_KEY"),
+                err.kind() == geode::vocab::ErrorKind::Config
+                    && text.contains("ZAI_CODING_PLAN_KEY"),
                 "{text}"
             );
         }

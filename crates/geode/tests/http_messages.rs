@@ -197,7 +197,7 @@ async fn oauth_token_comes_from_the_claude_credentials_file() {
         assert_invariants(&server.requests());
         std::fs::remove_file(&path).unwrap();
         let err = kind_of(adapter.call(request(), &CallCx::new()).await);
-        assert_eq!(err.kind(), "config");
+        assert_eq!(err.kind(), geode::vocab::ErrorKind::Config);
         assert_eq!(server.requests().len(), 1, "no request without a token");
     })
     .await
@@ -387,7 +387,7 @@ async fn server_errors_and_resets_are_retried_then_reported() {
         let err = kind_of(payg(&server, 1).call(request(), &CallCx::new()).await);
         assert_eq!(
             (err.kind(), err.retry_class()),
-            ("transport", RetryClass::Retryable)
+            (geode::vocab::ErrorKind::Transport, RetryClass::Retryable)
         );
     })
     .await
@@ -435,7 +435,7 @@ async fn cancel_stops_a_hanging_call() {
         });
         assert_eq!(
             kind_of(adapter.call(request(), &cx).await).kind(),
-            "cancelled"
+            geode::vocab::ErrorKind::Cancelled
         );
     })
     .await
@@ -497,10 +497,10 @@ async fn child_from_env() {
     match mode.as_str() {
         "missing" => {
             let err = AnthropicPayg::from_env().unwrap_err();
-            assert_eq!(err.kind(), "config");
+            assert_eq!(err.kind(), geode::vocab::ErrorKind::Config);
             assert!(err.to_string().contains("ANTHROPIC_API_KEY"), "{err}");
             let err = AnthropicOauth::from_env().unwrap_err();
-            assert_eq!(err.kind(), "config");
+            assert_eq!(err.kind(), geode::vocab::ErrorKind::Config);
             let text = err.to_string();
             assert!(
                 text.contains("CLAUDE_CODE_OAUTH_TOKEN") && text.contains(".credentials.json"),

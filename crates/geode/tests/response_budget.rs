@@ -103,7 +103,7 @@ async fn call(
 fn assert_too_large(result: Result<AdapterResponse, AdapterError>, limit: u64, what: &str) {
     match result {
         Err(e @ AdapterError::ResponseTooLarge { limit: l, .. }) if l == limit => {
-            assert_eq!(e.kind(), "response_too_large");
+            assert_eq!(e.kind(), geode::vocab::ErrorKind::ResponseTooLarge);
             assert_eq!(e.retry_class(), RetryClass::Fatal);
             assert!(e.to_string().contains("max_response_bytes"), "{e}");
         }

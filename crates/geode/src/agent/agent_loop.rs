@@ -20,12 +20,13 @@
 
 use crate::agent::termination::TerminationReason;
 use crate::agent::tools::{ToolCallRecord, ToolRegistry};
-use crate::llm::adapter::{Adapter, AdapterError, CallCx, RetryClass};
+use crate::llm::adapter::{Adapter, AdapterError, CallCx};
 use crate::llm::request::{
     AdapterCallRequest, AdapterResponse, ContentBlock, Message, Role, StopReason, ToolChoice,
     Usage, WireReport,
 };
 use crate::schema::{ResponseSchema, TextConstraint};
+use crate::vocab::{ErrorKind, RetryClass};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::sync::Arc;
@@ -98,7 +99,7 @@ pub struct AgenticResult {
     /// The error, when the run failed.
     pub error: Option<String>,
     /// The adapter error's kind (`auth`, `schema_rejected`, ...) when an adapter call failed.
-    pub error_kind: Option<String>,
+    pub error_kind: Option<ErrorKind>,
     /// Whether that adapter error was retryable.
     pub error_retryable: bool,
     /// How the run ended.
@@ -326,7 +327,7 @@ impl AgenticLoop {
         e: AdapterError,
         budget_end: Option<Instant>,
     ) -> AgenticResult {
-        result.error_kind = Some(e.kind().to_owned());
+        result.error_kind = Some(e.kind());
         result.error_retryable = e.retry_class() == RetryClass::Retryable;
         match e {
             AdapterError::Cancelled { .. } => {

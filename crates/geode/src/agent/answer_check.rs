@@ -175,45 +175,10 @@ pub fn needs_schema_retry(result: Option<&AgenticResult>, schema: &ResponseSchem
     .passed()
 }
 
+pub use crate::agent::excerpt::{excerpt, py_repr};
+
 const SCHEMA_CUT: usize = 4096;
 const EXCERPT_CUT: usize = 800;
-
-/// The first `max` characters of `text`, with `…(truncated)` appended when cut.
-pub fn excerpt(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…(truncated)", &text[..i]),
-        None => text.to_owned(),
-    }
-}
-
-/// A Python-style `repr` of a string (the reference quotes excerpts this way).
-pub fn py_repr(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
-}
 
 /// The feedback user turn for the one retry (`reference-behaviour.md` §4.3), plus the concrete
 /// validation errors when there are any.

@@ -10,6 +10,7 @@
 //! | any other adapter error (auth, rate limit, server, transport, timeout, ...) | [`PROVIDER`] 3 |
 
 use crate::agent::worker::WorkerResult;
+use crate::vocab::ErrorKind;
 
 /// A valid answer.
 pub const VALID: u8 = 0;
@@ -22,10 +23,10 @@ pub const PROVIDER: u8 = 3;
 
 /// The exit code for an adapter error kind (`AdapterError::kind`); `None` means the run ended
 /// without an adapter error (the answer itself failed).
-pub fn for_error_kind(kind: Option<&str>) -> u8 {
+pub fn for_error_kind(kind: Option<ErrorKind>) -> u8 {
     match kind {
-        Some("config" | "unsupported") => USAGE,
-        Some("cancelled") | None => INVALID,
+        Some(ErrorKind::Config | ErrorKind::Unsupported) => USAGE,
+        Some(ErrorKind::Cancelled) | None => INVALID,
         Some(_) => PROVIDER,
     }
 }
@@ -37,7 +38,7 @@ pub fn for_result(result: &WorkerResult) -> u8 {
     }
     match result.ledger.attempts.last() {
         None => USAGE,
-        Some(attempt) => for_error_kind(attempt.error_kind.as_deref()),
+        Some(attempt) => for_error_kind(attempt.error_kind),
     }
 }
 
@@ -53,19 +54,15 @@ mod tests {
         };
         assert_eq!(for_result(&ok), VALID);
         assert_eq!(for_result(&WorkerResult::failed("t", "bad line")), USAGE);
-        assert_eq!(for_error_kind(Some("config")), USAGE);
-        assert_eq!(for_error_kind(Some("unsupported")), USAGE);
-        assert_eq!(for_error_kind(Some("cancelled")), INVALID);
-        assert_eq!(for_error_kind(None), INVALID);
-        for kind in [
-            "auth",
-            "rate_limited",
-            "server",
-            "transport",
-            "timeout",
-            "protocol",
-        ] {
-            assert_eq!(for_error_kind(Some(kind)), PROVIDER, "{kind}");
+        for kind in ErrorKind::ALL {
+            let want = match kind {
+                ErrorKind::Config | ErrorKind::Unsupported => USAGE,
+                ErrorKind::Cancelled => INVALID,
+                _ => PROVIDER,
+            };
+            assert_eq!(for_error_kind(Some(kind)), want, "{kind}");
         }
+        assert_eq!(for_error_kind(None), INVALID);
+        assert_eq!(for_error_kind(Some(ErrorKind::Auth)), PROVIDER);
     }
 }

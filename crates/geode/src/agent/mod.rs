@@ -7,10 +7,12 @@
 //! | [`worker`] | `WorkerRequest` / `WorkerResult`, validation and the one retry |
 //! | [`subtask`] | `SubTask`, its mapping to a `WorkerRequest`, running many at once |
 //! | [`termination`] | `TerminationReason` |
+//! | [`excerpt`] | how answers are quoted in messages |
 //! | [`exit`] | the process exit code of a finished request |
 
 pub mod agent_loop;
 pub mod answer_check;
+pub mod excerpt;
 pub mod exit;
 pub mod subtask;
 pub mod termination;

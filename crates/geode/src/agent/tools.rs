@@ -161,7 +161,7 @@ impl ToolRegistry {
             return Err(ToolError(format!(
                 "arguments for `{}` are not valid JSON: {}",
                 call.name,
-                crate::agent::worker::excerpt(raw.as_str().unwrap_or_default(), 200)
+                crate::agent::excerpt::excerpt(raw.as_str().unwrap_or_default(), 200)
             )));
         }
         let issues = reg.validator.validate(&call.input);

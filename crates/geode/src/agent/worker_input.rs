@@ -1,4 +1,5 @@
-//! Reading and checking a [`WorkerRequest`] (part of [`super::worker`], in its own file for size).
+//! The worker's input: the [`WorkerRequest`] with the reference's fields and defaults, and how
+//! it is read and checked ([`super::worker`] re-exports all of it).
 //!
 //! The worker's stdin may hold anything. [`parse_request`] turns bytes into a request or a typed
 //! [`WorkerError`] (empty, too large, not UTF-8, not JSON, more than one value, not an object, no
@@ -7,9 +8,177 @@
 //! request that cannot run (a non-positive or non-finite `timeout_s`, a constraint that does not
 //! compile) before anything is sent.
 
-use crate::agent::worker::WorkerRequest;
-use crate::schema::ConstraintError;
-use serde_json::Value;
+use crate::schema::validate::Validation;
+use crate::schema::{ConstraintError, ResponseSchema, TextConstraint};
+use crate::vocab::Require;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+fn d_max_tokens() -> u32 {
+    32768
+}
+fn d_timeout() -> f64 {
+    600.0
+}
+fn d_effort() -> String {
+    "high".to_owned()
+}
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
+}
+
+/// One task for a worker. Field names and defaults are the reference's; geode's additions
+/// (`validation`, `require`, `adapter`, `text_constraint`, `max_rounds`) are omitted from JSON
+/// when they hold their defaults.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkerRequest {
+    /// The task id (required).
+    pub task_id: String,
+    /// The task type, e.g. `analyze`.
+    #[serde(default)]
+    pub task_type: String,
+    /// The prompt text.
+    #[serde(default)]
+    pub description: String,
+    /// Parameters appended to the prompt as JSON.
+    #[serde(default)]
+    pub args: Map<String, Value>,
+    /// Tools the task may not use.
+    #[serde(default)]
+    pub denied_tools: Vec<String>,
+    /// The model ("" inherits the default).
+    #[serde(default)]
+    pub model: String,
+    /// The provider ("" infers it from the model).
+    #[serde(default)]
+    pub provider: String,
+    /// Output token limit per call.
+    #[serde(default = "d_max_tokens")]
+    pub subagent_max_tokens: u32,
+    /// The hard wall-clock limit in seconds; the retry gate is at 50% of it.
+    #[serde(default = "d_timeout")]
+    pub timeout_s: f64,
+    /// The loop's time budget in seconds (0 = none).
+    #[serde(default)]
+    pub time_budget_s: f64,
+    /// Extended-thinking budget.
+    #[serde(default)]
+    pub thinking_budget: u32,
+    /// Reasoning effort.
+    #[serde(default = "d_effort")]
+    pub effort: String,
+    /// Isolation mode (carried, unused).
+    #[serde(default)]
+    pub isolation: String,
+    /// Agent name (carried).
+    #[serde(default)]
+    pub agent_name: String,
+    /// The agent's system prompt.
+    #[serde(default)]
+    pub agent_system_prompt: String,
+    /// Toolkit name (carried).
+    #[serde(default)]
+    pub toolkit: String,
+    /// Parent session key (carried).
+    #[serde(default)]
+    pub parent_session_key: String,
+    /// Parent session id (carried).
+    #[serde(default)]
+    pub parent_session_id: String,
+    /// Adapter source: `payg`, `subscription`, `adapter`, or an adapter name ("" = infer).
+    #[serde(default)]
+    pub source: String,
+    /// Tools the task may use (empty = all).
+    #[serde(default)]
+    pub agent_allowed_tools: Vec<String>,
+    /// The schema of the final answer.
+    #[serde(default)]
+    pub response_schema: Option<ResponseSchema>,
+    /// Emit activity events (carried).
+    #[serde(default)]
+    pub emit_activity: bool,
+    /// Resume a session (carried).
+    #[serde(default)]
+    pub resume: bool,
+    /// geode: which check decides the retry and success.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub validation: Validation,
+    /// geode: the guarantee the caller requires of the adapter.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub require: Require,
+    /// geode: an explicit adapter name ("" = route).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub adapter: String,
+    /// geode: a choice/regex/grammar constraint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text_constraint: Option<TextConstraint>,
+    /// geode: maximum LLM rounds per attempt (0 = unlimited).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub max_rounds: u32,
+    /// Fields geode does not know; ignored, and named in the ledger.
+    #[serde(flatten, skip_serializing)]
+    pub unknown: Map<String, Value>,
+}
+
+impl WorkerRequest {
+    /// A request with the reference defaults.
+    pub fn new(task_id: impl Into<String>, description: impl Into<String>) -> Self {
+        Self {
+            task_id: task_id.into(),
+            description: description.into(),
+            ..Self::default()
+        }
+    }
+
+    /// The prompt: the description plus `Parameters: <args JSON>` when args are given.
+    pub fn prompt(&self) -> String {
+        if self.args.is_empty() {
+            self.description.clone()
+        } else {
+            format!(
+                "{}\n\nParameters: {}",
+                self.description,
+                Value::Object(self.args.clone())
+            )
+        }
+    }
+}
+
+impl Default for WorkerRequest {
+    fn default() -> Self {
+        Self {
+            task_id: String::new(),
+            task_type: String::new(),
+            description: String::new(),
+            args: Map::new(),
+            denied_tools: Vec::new(),
+            model: String::new(),
+            provider: String::new(),
+            subagent_max_tokens: d_max_tokens(),
+            timeout_s: d_timeout(),
+            time_budget_s: 0.0,
+            thinking_budget: 0,
+            effort: d_effort(),
+            isolation: String::new(),
+            agent_name: String::new(),
+            agent_system_prompt: String::new(),
+            toolkit: String::new(),
+            parent_session_key: String::new(),
+            parent_session_id: String::new(),
+            source: String::new(),
+            agent_allowed_tools: Vec::new(),
+            response_schema: None,
+            emit_activity: false,
+            resume: false,
+            validation: Validation::Full,
+            require: Require::BestEffort,
+            adapter: String::new(),
+            text_constraint: None,
+            max_rounds: 0,
+            unknown: Map::new(),
+        }
+    }
+}
 
 /// The largest request [`parse_request`] reads (64 MiB): a bound on memory for hostile stdin.
 pub const MAX_REQUEST_BYTES: usize = 64 << 20;

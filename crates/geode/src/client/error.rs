@@ -5,6 +5,7 @@ use crate::agent::exit;
 use crate::agent::worker::WorkerResult;
 use crate::ledger::{CheckFailure, GuaranteeLedger, WorkerCheck};
 use crate::schema::validate::ValidationIssue;
+use crate::vocab::ErrorKind;
 
 /// A failed client call. `Display` is one line; provider text has passed through
 /// [`crate::secret::scrub`] (the worker scrubs every string of its result).
@@ -22,10 +23,10 @@ pub enum Error {
         ledger: Box<GuaranteeLedger>,
     },
     /// The provider or transport failed (auth, rate limit, server, timeout, ...; exit code 3).
-    #[error("provider failure ({kind}): {message}")]
+    #[error("provider failure ({}): {message}", kind.as_str())]
     Provider {
         /// The adapter error's kind (`AdapterError::kind`).
-        kind: String,
+        kind: ErrorKind,
         /// The error.
         message: String,
         /// What happened.
@@ -120,13 +121,13 @@ impl Error {
         let Some(last) = result.ledger.attempts.last() else {
             return Some(Self::Config { message, ledger });
         };
-        Some(match last.error_kind.as_deref() {
+        Some(match last.error_kind {
             Some(k) if exit::for_error_kind(Some(k)) == exit::USAGE => {
                 Self::Config { message, ledger }
             }
-            Some("cancelled") => Self::Ended { message, ledger },
-            Some(k) => Self::Provider {
-                kind: k.to_owned(),
+            Some(ErrorKind::Cancelled) => Self::Ended { message, ledger },
+            Some(kind) => Self::Provider {
+                kind,
                 message,
                 ledger,
             },

@@ -242,7 +242,7 @@ fn provider_failures_and_unmet_require_are_typed() {
         .build()
         .unwrap();
     let err = rt().block_on(c.extract::<Review>("go")).unwrap_err();
-    assert!(matches!(&err, Error::Provider { kind, .. } if kind == "auth"), "{err:?}");
+    assert!(matches!(&err, Error::Provider { kind, .. } if *kind == crate::vocab::ErrorKind::Auth), "{err:?}");
     assert_eq!(err.ledger().attempts.len(), 1);
 
     let adapter = Arc::new(ScriptedAdapter::new(vec![]));

@@ -5,10 +5,11 @@
 //! went on the wire. Failures are [`AdapterError`]s that name the adapter and classify the
 //! provider's answer, so retry code matches on [`AdapterError::retry_class`], never on text.
 
-use crate::ledger::StructuredOutputMode;
 use crate::llm::request::{AdapterCallRequest, AdapterResponse};
 use crate::schema::ResponseSchema;
 use crate::secret::scrub;
+use crate::vocab::StructuredOutputMode;
+pub use crate::vocab::{ErrorKind, RetryClass};
 use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -134,15 +135,6 @@ impl CallCx {
             r = fut => r,
         }
     }
-}
-
-/// Whether an error is worth another try (same adapter after backoff, or a fallback adapter).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RetryClass {
-    /// A transient fault: rate limit, 5xx, connection reset, truncated stream.
-    Retryable,
-    /// Retrying the same request cannot help: auth, bad request, schema rejection, config.
-    Fatal,
 }
 
 /// A failed adapter call. `Display` and `Debug` are one line without secrets or bodies: every
@@ -282,41 +274,35 @@ pub enum AdapterError {
 impl std::fmt::Debug for AdapterError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_tuple("AdapterError")
-            .field(&self.kind())
+            .field(&self.kind().as_str())
             .field(&self.to_string())
             .finish()
     }
 }
 
 impl AdapterError {
-    /// Whether another try could succeed.
+    /// Whether another try could succeed (see [`ErrorKind::retry_class`]).
     pub fn retry_class(&self) -> RetryClass {
-        match self {
-            Self::RateLimited { .. }
-            | Self::Server { .. }
-            | Self::Transport { .. }
-            | Self::Truncated { .. } => RetryClass::Retryable,
-            _ => RetryClass::Fatal,
-        }
+        self.kind().retry_class()
     }
 
-    /// A short snake_case kind for ledgers and exit-code mapping.
-    pub fn kind(&self) -> &'static str {
+    /// What kind of failure this is, for the retry rules, the ledger and the exit code.
+    pub fn kind(&self) -> ErrorKind {
         match self {
-            Self::Config { .. } => "config",
-            Self::Auth { .. } => "auth",
-            Self::RateLimited { .. } => "rate_limited",
-            Self::SchemaRejected { .. } => "schema_rejected",
-            Self::BadRequest { .. } => "bad_request",
-            Self::Server { .. } => "server",
-            Self::Transport { .. } => "transport",
-            Self::Truncated { .. } => "truncated",
-            Self::Protocol { .. } => "protocol",
-            Self::RunFailed { .. } => "run_failed",
-            Self::Unsupported { .. } => "unsupported",
-            Self::ResponseTooLarge { .. } => "response_too_large",
-            Self::Timeout { .. } => "timeout",
-            Self::Cancelled { .. } => "cancelled",
+            Self::Config { .. } => ErrorKind::Config,
+            Self::Auth { .. } => ErrorKind::Auth,
+            Self::RateLimited { .. } => ErrorKind::RateLimited,
+            Self::SchemaRejected { .. } => ErrorKind::SchemaRejected,
+            Self::BadRequest { .. } => ErrorKind::BadRequest,
+            Self::Server { .. } => ErrorKind::Server,
+            Self::Transport { .. } => ErrorKind::Transport,
+            Self::Truncated { .. } => ErrorKind::Truncated,
+            Self::Protocol { .. } => ErrorKind::Protocol,
+            Self::RunFailed { .. } => ErrorKind::RunFailed,
+            Self::Unsupported { .. } => ErrorKind::Unsupported,
+            Self::ResponseTooLarge { .. } => ErrorKind::ResponseTooLarge,
+            Self::Timeout { .. } => ErrorKind::Timeout,
+            Self::Cancelled { .. } => ErrorKind::Cancelled,
         }
     }
 }

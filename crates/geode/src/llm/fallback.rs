@@ -107,6 +107,7 @@ mod tests {
     use super::*;
     use crate::llm::request::Message;
     use crate::llm::scripted::ScriptedAdapter;
+    use crate::vocab::ErrorKind;
 
     fn server_error(name: &str) -> AdapterError {
         AdapterError::Server {
@@ -156,7 +157,7 @@ mod tests {
             .call(AdapterCallRequest::new("m", vec![]), &CallCx::new())
             .await
             .unwrap_err();
-        assert_eq!(err.kind(), "auth");
+        assert_eq!(err.kind(), ErrorKind::Auth);
         assert!(b.requests().is_empty());
     }
 

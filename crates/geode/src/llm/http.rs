@@ -324,7 +324,7 @@ impl HttpClient {
             if cx.remaining().is_some_and(|left| delay >= left) {
                 return Err(err);
             }
-            tracing::debug!(adapter = %req.adapter, attempt, kind = err.kind(), delay_ms = delay.as_millis() as u64, "retrying");
+            tracing::debug!(adapter = %req.adapter, attempt, kind = %err.kind(), delay_ms = delay.as_millis() as u64, "retrying");
             tokio::time::sleep(delay).await;
             attempt += 1;
         }

@@ -7,10 +7,10 @@
 //! dialect, and which credentials the adapter needs. Provider names are matched only here and in
 //! `routing.rs`.
 
-use crate::ledger::StructuredOutputMode;
 use crate::schema::ResponseSchema;
 use crate::schema::dialect::Dialect;
 use crate::schema::strict::check_strict;
+use crate::vocab::StructuredOutputMode;
 use std::path::PathBuf;
 
 /// The provider family, used by model-name routing.

@@ -3,8 +3,9 @@
 //! These are the provider-neutral shapes. The wire families (`wire/`) turn them into each
 //! provider's JSON; adapters never see provider JSON in these types.
 
-use crate::ledger::{AdapterTry, StructuredOutputMode, Transform};
 use crate::schema::{ResponseSchema, TextConstraint};
+use crate::vocab::{AdapterTry, StructuredOutputMode, Transform};
+pub use crate::vocab::{StopReason, Usage};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -175,53 +176,6 @@ impl AdapterCallRequest {
             text_constraint: None,
         }
     }
-}
-
-/// Token usage of one call.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct Usage {
-    /// Prompt tokens.
-    pub input_tokens: u64,
-    /// Completion tokens (reasoning included where the provider counts it so).
-    pub output_tokens: u64,
-    /// Prompt tokens served from a cache.
-    pub cached_input_tokens: u64,
-    /// Cost in USD when the provider reports it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cost_usd: Option<f64>,
-}
-
-impl Usage {
-    /// Adds another call's usage to this one.
-    pub fn add(&mut self, other: &Usage) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
-        self.cached_input_tokens += other.cached_input_tokens;
-        self.cost_usd = match (self.cost_usd, other.cost_usd) {
-            (None, None) => None,
-            (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
-        };
-    }
-}
-
-/// Why the model stopped. Unlike the reference, refusals and truncation are not collapsed.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum StopReason {
-    /// A natural end of the answer.
-    #[default]
-    EndTurn,
-    /// The model asked for tool calls.
-    ToolUse,
-    /// The output token limit cut the answer.
-    MaxTokens,
-    /// The model refused.
-    Refusal,
-    /// A stop sequence ended the answer.
-    StopSequence,
-    /// A provider safety filter ended the answer.
-    ContentFilter,
 }
 
 /// A tool call in a response.

@@ -1,4 +1,5 @@
 use super::*;
+use crate::vocab::ErrorKind;
 use std::convert::Infallible;
 
 fn parse_all(chunks: &[&[u8]]) -> Vec<SseEvent> {
@@ -165,7 +166,7 @@ async fn a_stream_that_never_ends_stops_at_the_byte_budget() {
         matches!(err, AdapterError::ResponseTooLarge { limit: 1000, .. }),
         "{err:?}"
     );
-    assert_eq!(err.kind(), "response_too_large");
+    assert_eq!(err.kind(), ErrorKind::ResponseTooLarge);
     assert_eq!(err.retry_class(), crate::llm::adapter::RetryClass::Fatal);
 }
 

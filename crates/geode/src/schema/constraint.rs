@@ -10,7 +10,7 @@
 //! compiled by llguidance (the local engine's own compiler) against a byte-level tokenizer, so
 //! the check needs no model.
 
-use crate::ledger::StructuredOutputMode;
+use crate::vocab::StructuredOutputMode;
 use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
 

@@ -28,7 +28,7 @@
 
 use super::ResponseSchema;
 use super::strict::{RefTarget, child, resolve_local_ref};
-use crate::ledger::Transform;
+use crate::vocab::Transform;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::HashMap;

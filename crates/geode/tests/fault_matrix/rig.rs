@@ -210,9 +210,13 @@ fn http_setup(adapter: &str, origin: &str, home: &Path) -> (Config, MapEnv) {
 /// room to be read; the rest need only a short one.
 fn http_deadline(fault: Fault) -> Duration {
     match fault {
-        Fault::Status(500..=599) | Fault::RateLimited(_) | Fault::ConnectionRefused => {
-            Duration::from_secs(12)
-        }
+        // A cut or reset body is a transport failure on the Chat wire (one JSON reply), so it
+        // is retried like the others.
+        Fault::Status(500..=599)
+        | Fault::RateLimited(_)
+        | Fault::ConnectionRefused
+        | Fault::TruncatedStream
+        | Fault::ResetMidStream => Duration::from_secs(12),
         // Tens of megabytes through unoptimised test builds on a busy machine: the budget ends
         // these as soon as 16 MiB have arrived; the deadline only has to stay out of its way.
         Fault::EndlessStream | Fault::OversizedBody => Duration::from_secs(10),

@@ -72,7 +72,7 @@ impl Adapter for Recorder {
             result
                 .as_ref()
                 .err()
-                .map(|e| (e.kind().to_owned(), e.to_string(), format!("{e:?}"))),
+                .map(|e| (e.kind().to_string(), e.to_string(), format!("{e:?}"))),
         );
         drop(calls);
         result
@@ -171,7 +171,7 @@ pub fn judge(expect: Expect, run: &Run, deadline: Duration, secrets: &[String]) 
         .ledger
         .attempts
         .last()
-        .and_then(|a| a.error_kind.clone());
+        .and_then(|a| a.error_kind.map(|k| k.to_string()));
     if last_error.is_some() && ledger_kind.as_deref() != Some(got.as_str()) {
         problems.push(format!(
             "ledger says {ledger_kind:?}, the adapter returned {got}"

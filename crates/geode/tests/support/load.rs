@@ -84,7 +84,10 @@ fn outcome(r: &WorkerResult) -> Option<String> {
         return Some("ok".into());
     }
     let last = r.ledger.attempts.last()?;
-    Some(last.error_kind.clone().unwrap_or_else(|| "invalid".into()))
+    Some(
+        last.error_kind
+            .map_or_else(|| "invalid".into(), |k| k.to_string()),
+    )
 }
 
 /// Runs `tasks` subtasks at once against one fake `openai-payg` provider playing a seeded

@@ -192,6 +192,7 @@ impl Adapter for AnthropicOauth {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::vocab::ErrorKind;
 
     #[test]
     fn credentials_file_token_is_read_and_expiry_checked() {
@@ -219,7 +220,7 @@ mod tests {
         let missing = dir.path().join(".credentials.json");
         let err =
             AnthropicOauth::with_credentials_file("http://127.0.0.1:9", &missing).unwrap_err();
-        assert_eq!(err.kind(), "config");
+        assert_eq!(err.kind(), ErrorKind::Config);
         assert!(err.to_string().contains(".credentials.json"), "{err}");
         std::fs::write(
             &missing,

@@ -2,6 +2,7 @@ use super::*;
 use crate::ledger::StructuredOutputMode;
 use crate::llm::request::Message;
 use crate::schema::ResponseSchema;
+use crate::vocab::ErrorKind;
 use serde_json::json;
 
 // Real codex 0.171.0 `exec --json` events (shared/spec/captures/codex-0.171.0-exec-json-events.json).
@@ -62,25 +63,25 @@ fn provider_statuses_in_failures_are_typed() {
     let cases = [
         (
             "unexpected status 401 Unauthorized: Incorrect API key provided., url: http://127.0.0.1:1/v1/responses",
-            "auth",
+            ErrorKind::Auth,
         ),
         (
             "exceeded retry limit, last status: 429 Too Many Requests",
-            "rate_limited",
+            ErrorKind::RateLimited,
         ),
         (
             "We’re currently experiencing high demand, which may cause temporary errors.",
-            "server",
+            ErrorKind::Server,
         ),
         (
             "unexpected status 503 Service Unavailable: The engine is currently overloaded.",
-            "server",
+            ErrorKind::Server,
         ),
         (
             "unexpected status 400 Bad Request: Bad request.",
-            "run_failed",
+            ErrorKind::RunFailed,
         ),
-        ("status 4000 is not a status", "run_failed"),
+        ("status 4000 is not a status", ErrorKind::RunFailed),
     ];
     for (message, kind) in cases {
         let events = format!(

@@ -128,13 +128,14 @@ impl ParseError {
 mod tests {
     use super::*;
     use crate::llm::adapter::RetryClass;
+    use crate::vocab::ErrorKind;
 
     #[test]
     fn errors_map_to_typed_adapter_errors() {
         let cut = ParseError::Truncated { missing: "x" }.into_adapter_error("glm-payg");
         assert_eq!(
             (cut.kind(), cut.retry_class()),
-            ("truncated", RetryClass::Retryable)
+            (ErrorKind::Truncated, RetryClass::Retryable)
         );
         let net = ParseError::Provider {
             kind: "network_error".into(),
@@ -149,7 +150,7 @@ mod tests {
         .into_adapter_error("glm-payg");
         assert_eq!(
             (code.kind(), code.retry_class()),
-            ("run_failed", RetryClass::Fatal)
+            (ErrorKind::RunFailed, RetryClass::Fatal)
         );
         // Found by fuzzing the wire families: a provider code with a line break stays one line.
         let odd = ParseError::Provider {
@@ -163,7 +164,7 @@ mod tests {
             limit: 128,
         }
         .into_adapter_error("glm-coding-plan");
-        assert_eq!(many.kind(), "unsupported");
+        assert_eq!(many.kind(), ErrorKind::Unsupported);
         assert!(many.to_string().contains("129"));
     }
 }

@@ -217,6 +217,7 @@ mod tests {
     use crate::llm::adapter::RetryClass;
     use crate::llm::request::{AdapterCallRequest, Message, ToolSpec};
     use crate::schema::ResponseSchema;
+    use crate::vocab::ErrorKind;
 
     #[test]
     fn provider_error_kinds_map_to_typed_errors() {
@@ -228,10 +229,10 @@ mod tests {
             .into_adapter_error("anthropic-payg")
         };
         assert_eq!(err("overloaded_error").retry_class(), RetryClass::Retryable);
-        assert_eq!(err("overloaded_error").kind(), "server");
-        assert_eq!(err("rate_limit_error").kind(), "rate_limited");
-        assert_eq!(err("authentication_error").kind(), "auth");
-        assert_eq!(err("invalid_request_error").kind(), "bad_request");
+        assert_eq!(err("overloaded_error").kind(), ErrorKind::Server);
+        assert_eq!(err("rate_limit_error").kind(), ErrorKind::RateLimited);
+        assert_eq!(err("authentication_error").kind(), ErrorKind::Auth);
+        assert_eq!(err("invalid_request_error").kind(), ErrorKind::BadRequest);
         assert_eq!(err("api_error").retry_class(), RetryClass::Retryable);
         assert!(!err("api_error").to_string().contains('\n'));
     }
@@ -245,7 +246,7 @@ mod tests {
             message: "m".into(),
         }
         .into_adapter_error("anthropic-payg");
-        assert_eq!(e.kind(), "server");
+        assert_eq!(e.kind(), ErrorKind::Server);
         assert!(!e.to_string().contains(['\n', '\r']), "{e}");
         assert!(e.to_string().contains("odd_error second line"), "{e}");
     }
@@ -256,7 +257,7 @@ mod tests {
             missing: "message_stop",
         }
         .into_adapter_error("anthropic-oauth");
-        assert_eq!(e.kind(), "truncated");
+        assert_eq!(e.kind(), ErrorKind::Truncated);
         assert_eq!(e.retry_class(), RetryClass::Retryable);
         assert!(e.to_string().starts_with("anthropic-oauth: "));
     }
@@ -285,18 +286,21 @@ mod tests {
             bad("tools.1.custom.input_schema: JSON schema is invalid"),
             &built,
         );
-        assert_eq!(e.kind(), "schema_rejected");
+        assert_eq!(e.kind(), ErrorKind::SchemaRejected);
         let e = reclassify(
             bad("tools.0.custom.input_schema: JSON schema is invalid"),
             &built,
         );
         assert_eq!(
             e.kind(),
-            "bad_request",
+            ErrorKind::BadRequest,
             "a framework tool's schema is not the response schema"
         );
         let plain = build(&AdapterCallRequest::new("m", vec![]), "d", Delivery::Stream);
-        assert_eq!(reclassify(bad("tools.0.x"), &plain).kind(), "bad_request");
+        assert_eq!(
+            reclassify(bad("tools.0.x"), &plain).kind(),
+            ErrorKind::BadRequest
+        );
     }
 
     #[test]

@@ -1,5 +1,6 @@
 use super::*;
 use crate::llm::request::StopReason;
+use crate::vocab::ErrorKind;
 use serde_json::json;
 
 fn start(input_tokens: u64) -> (String, String) {
@@ -314,7 +315,10 @@ fn text_and_tool_input_past_the_budget_are_too_large() {
     .unwrap();
     let err = push_all(&mut f, &text_block(1, &["i"])).unwrap_err();
     assert_eq!(err, ParseError::TooLarge { limit: 8 });
-    assert_eq!(err.into_adapter_error("t").kind(), "response_too_large");
+    assert_eq!(
+        err.into_adapter_error("t").kind(),
+        ErrorKind::ResponseTooLarge
+    );
 
     // Tool input counts too.
     let mut f = StreamFold::with_max_text_bytes(8);

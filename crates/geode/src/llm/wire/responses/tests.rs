@@ -2,6 +2,7 @@ use super::*;
 use crate::llm::request::{AdapterResponse, Message, StopReason, ToolSpec, ToolUse, Usage};
 use crate::llm::sse::SseEvent;
 use crate::schema::ResponseSchema;
+use crate::vocab::ErrorKind;
 use serde_json::json;
 
 const PLATFORM: Options = Options {
@@ -574,5 +575,5 @@ fn fold_refuses_text_past_its_budget() {
     let mut f = Fold::default();
     let big = "x".repeat((16 << 20) + 1);
     let err = f.push("t", Event::TextDelta(big)).unwrap_err();
-    assert_eq!(err.kind(), "response_too_large");
+    assert_eq!(err.kind(), ErrorKind::ResponseTooLarge);
 }
