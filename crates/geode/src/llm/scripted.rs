@@ -147,6 +147,8 @@ impl Adapter for ScriptedAdapter {
             if let (Some(size), Ok(resp)) = (chunk, &step.outcome) {
                 for piece in char_chunks(&resp.text, size) {
                     cx.text_delta(piece);
+                    // As between two frames of a real stream, the listener may run.
+                    tokio::task::yield_now().await;
                 }
             }
             step.outcome.map(|mut resp| {
