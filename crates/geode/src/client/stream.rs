@@ -6,11 +6,11 @@
 //! gives no partials, only the [`StreamEvent::Final`]. After a [`StreamEvent::Retry`] the
 //! partials and items start over for the new answer.
 
-use super::extract::{typed_schema, typed_value};
+use super::extract::{annotate_error, typed_schema, typed_value};
 use super::partial_json::PartialJson;
 use super::typed_schema::TypedSchema;
 use super::{Client, Error, Extracted};
-use crate::agent::worker::run_worker;
+use crate::agent::worker::{WorkerEnv, WorkerRequest, WorkerResult, run_worker};
 use crate::ledger::Require;
 use crate::llm::adapter::TextSink;
 use crate::schema::ResponseSchema;
@@ -104,11 +104,17 @@ struct State<T, E> {
     done: bool,
 }
 
+/// Turns a finished worker run into the final value.
+type Finisher<T> = fn(&TypedSchema, Result<WorkerResult, Error>) -> Result<Extracted<T>, Error>;
+
 impl Client {
     /// Streams a `T`: [`StreamEvent::Partial`]s as text arrives, [`StreamEvent::Item`]s for
     /// the elements of the root list (or of the root's one array field), a
     /// [`StreamEvent::Retry`] when the retry starts, then [`StreamEvent::Final`] or an error.
-    pub fn stream<T>(&self, prompt: impl Into<String>) -> BoxStream<'static, Result<StreamEvent<T>, Error>>
+    pub fn stream<T>(
+        &self,
+        prompt: impl Into<String>,
+    ) -> BoxStream<'static, Result<StreamEvent<T>, Error>>
     where
         T: schemars::JsonSchema + DeserializeOwned + Send + 'static,
     {
@@ -125,58 +131,109 @@ impl Client {
         T: schemars::JsonSchema + DeserializeOwned + Send + 'static,
         E: DeserializeOwned + Send + 'static,
     {
-        match self.start::<T, E>(prompt.into(), &items) {
-            Ok(state) => Box::pin(futures::stream::unfold(state, next)),
-            Err(e) => Box::pin(futures::stream::once(async move { Err(e) })),
+        let mut req = self.request(prompt.into());
+        let typed = match typed_schema::<T>(&req) {
+            Ok(t) => t,
+            Err(e) => return failed(e),
+        };
+        req.response_schema = Some(typed.schema.clone());
+        match self.worker_env(&mut req) {
+            Ok(env) => drive(req, env, typed, &items, typed_value::<T>),
+            Err(e) => failed(annotate_error(e, &typed)),
         }
     }
 
-    fn start<T, E>(&self, prompt: String, items: &ItemSource) -> Result<State<T, E>, Error>
-    where
-        T: schemars::JsonSchema + DeserializeOwned + Send + 'static,
-    {
-        let mut req = self.request(prompt);
-        let typed = typed_schema::<T>(&req)?;
-        req.response_schema = Some(typed.schema.clone());
-        let mut env = self
-            .worker_env(&mut req)
-            .map_err(|e| super::extract::annotate_error(e, &typed))?;
-        let level = env.adapter.wire_mode(Some(&typed.schema)).level();
-        let (tx, rx) = mpsc::unbounded_channel();
-        let text_tx = tx.clone();
-        env.on_text = Some(TextSink::new(move |t| {
-            let _ = text_tx.send(Msg::Text(t.to_owned()));
-        }));
-        env.on_retry = Some(TextSink::new(move |r| {
-            let _ = tx.send(Msg::Retry(r.to_owned()));
-        }));
-        let worker_typed = typed.clone();
-        let worker: Finish<T> = Box::pin(async move {
-            let result = run_worker(&req, &env).await;
-            let result = match Error::from_failed(&result) {
-                Some(e) => Err(e),
-                None => Ok(result),
-            };
-            typed_value(&worker_typed, result)
-        });
-        Ok(State {
-            worker: Some(worker),
-            result: None,
-            rx,
-            parser: PartialJson::new(),
-            seen: 0,
-            items: item_list(&typed, items),
-            typed,
-            guarantee: if level == Require::Enforced {
-                Guarantee::Enforced
-            } else {
-                Guarantee::Unchecked
-            },
-            pending: VecDeque::new(),
-            held: None,
-            done: false,
-        })
+    /// Streams a JSON value matching `schema` (a JSON object), as [`Self::stream`] does.
+    pub fn stream_json(
+        &self,
+        schema: &Value,
+        prompt: impl Into<String>,
+    ) -> BoxStream<'static, Result<StreamEvent<Value>, Error>> {
+        let mut req = self.request(prompt.into());
+        match ResponseSchema::from_value(schema.clone()) {
+            Ok(s) => req.response_schema = Some(s),
+            Err(e) => return failed(Error::config(e.to_string(), &req.adapter, &req.model)),
+        }
+        match self.worker_env(&mut req) {
+            Ok(env) => stream_request(req, env, ItemSource::Auto),
+            Err(e) => failed(e),
+        }
     }
+}
+
+/// Streams a prepared request on a prepared environment (what `geode run --stream` does):
+/// partials and items against its `response_schema` as given (no rewrites), and a final value
+/// that is the checked answer, or the answer text as a JSON string when no JSON was asked for.
+pub fn stream_request(
+    req: WorkerRequest,
+    env: WorkerEnv,
+    items: ItemSource,
+) -> BoxStream<'static, Result<StreamEvent<Value>, Error>> {
+    let schema = req.response_schema.clone().unwrap_or_default();
+    let typed = Arc::new(TypedSchema::raw(schema));
+    drive(req, env, typed, &items, raw_value)
+}
+
+fn raw_value(_: &TypedSchema, result: Result<WorkerResult, Error>) -> Result<Extracted<Value>, Error> {
+    let result = result?;
+    Ok(Extracted {
+        value: result.answer.unwrap_or(Value::String(result.output)),
+        ledger: result.ledger,
+    })
+}
+
+fn failed<T: Send + 'static>(e: Error) -> BoxStream<'static, Result<T, Error>> {
+    Box::pin(futures::stream::once(async move { Err(e) }))
+}
+
+/// Runs the worker with text and retry observers, as a stream of events.
+fn drive<T, E>(
+    req: WorkerRequest,
+    mut env: WorkerEnv,
+    typed: Arc<TypedSchema>,
+    items: &ItemSource,
+    finish: Finisher<T>,
+) -> BoxStream<'static, Result<StreamEvent<T, E>, Error>>
+where
+    T: Send + 'static,
+    E: DeserializeOwned + Send + 'static,
+{
+    let level = env.adapter.wire_mode(req.response_schema.as_ref()).level();
+    let (tx, rx) = mpsc::unbounded_channel();
+    let text_tx = tx.clone();
+    env.on_text = Some(TextSink::new(move |t| {
+        let _ = text_tx.send(Msg::Text(t.to_owned()));
+    }));
+    env.on_retry = Some(TextSink::new(move |r| {
+        let _ = tx.send(Msg::Retry(r.to_owned()));
+    }));
+    let worker_typed = typed.clone();
+    let worker: Finish<T> = Box::pin(async move {
+        let result = run_worker(&req, &env).await;
+        let result = match Error::from_failed(&result) {
+            Some(e) => Err(e),
+            None => Ok(result),
+        };
+        finish(&worker_typed, result)
+    });
+    let state = State {
+        worker: Some(worker),
+        result: None,
+        rx,
+        parser: PartialJson::new(),
+        seen: 0,
+        items: item_list(&typed, items),
+        typed,
+        guarantee: if level == Require::Enforced {
+            Guarantee::Enforced
+        } else {
+            Guarantee::Unchecked
+        },
+        pending: VecDeque::new(),
+        held: None,
+        done: false,
+    };
+    Box::pin(futures::stream::unfold(state, next))
 }
 
 /// The list items come from, and its item schema (with the root's `$defs`), compiled.

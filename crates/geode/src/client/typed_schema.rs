@@ -57,6 +57,18 @@ impl TypedSchema {
         Ok(built)
     }
 
+    /// A caller's schema taken as it is: no rewrites, no wrapping.
+    pub fn raw(schema: ResponseSchema) -> Self {
+        Self {
+            inner: schema.as_value().clone(),
+            strict: check_strict(schema.as_value()).compatible,
+            schema,
+            wrapped: false,
+            transforms: Vec::new(),
+            residuals: Vec::new(),
+        }
+    }
+
     /// The rewrites of this module applied to a generated schema.
     pub fn from_generated(mut root: Value) -> Result<Self, crate::schema::SchemaError> {
         let mut transforms = Vec::new();

@@ -36,6 +36,13 @@ impl TextSink {
     }
 }
 
+/// Two sinks are equal when they are the same closure (one `Arc`).
+impl PartialEq for TextSink {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
 impl std::fmt::Debug for TextSink {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("TextSink(..)")
