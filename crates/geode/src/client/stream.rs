@@ -18,7 +18,7 @@ use crate::schema::validate::CompiledSchema;
 use futures::stream::BoxStream;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
@@ -63,6 +63,32 @@ pub enum StreamEvent<T, E = Value> {
     },
     /// The validated value (`required` enforced here) with its ledger.
     Final(Extracted<T>),
+}
+
+impl<T: Serialize, E: Serialize> StreamEvent<T, E> {
+    /// The event as one JSON line object, as `geode run --stream` prints it:
+    /// `{"event":"partial","value":…,"complete":[…],"guarantee":"enforced"}`,
+    /// `{"event":"item","index":0,"value":…}`, `{"event":"retry","reason":…}`,
+    /// `{"event":"final","value":…,"ledger":{…}}`.
+    pub fn to_json(&self) -> Value {
+        match self {
+            Self::Partial {
+                value,
+                complete,
+                guarantee,
+            } => json!({"event": "partial", "value": value, "complete": complete, "guarantee": guarantee}),
+            Self::Item { index, value } => json!({"event": "item", "index": index, "value": value}),
+            Self::Retry { reason } => json!({"event": "retry", "reason": reason}),
+            Self::Final(x) => json!({"event": "final", "value": x.value, "ledger": x.ledger}),
+        }
+    }
+}
+
+impl Error {
+    /// The error as one JSON line object: `{"event":"error","error":…,"exit_code":n,"ledger":{…}}`.
+    pub fn to_json(&self) -> Value {
+        json!({"event": "error", "error": self.to_string(), "exit_code": self.exit_code(), "ledger": self.ledger()})
+    }
 }
 
 /// Which list [`StreamEvent::Item`]s come from.

@@ -110,6 +110,15 @@ impl CallCx {
         }
     }
 
+    /// Hands what `text` (the answer folded so far) gained since `sent` bytes to
+    /// [`Self::on_text`], and moves `sent` on: the one line a stream loop calls after each event.
+    pub fn forward_text(&self, sent: &mut usize, text: &str) {
+        if self.on_text.is_some() && text.len() > *sent && text.is_char_boundary(*sent) {
+            self.text_delta(&text[*sent..]);
+        }
+        *sent = (*sent).max(text.len());
+    }
+
     /// Hands a delta of answer text to [`Self::on_text`], when someone listens.
     pub fn text_delta(&self, delta: &str) {
         if let Some(sink) = &self.on_text {

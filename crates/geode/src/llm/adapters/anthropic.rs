@@ -105,11 +105,13 @@ impl MessagesClient {
             .await
             .map_err(|e| messages::reclassify(e, &built))?;
         let mut fold = StreamFold::with_max_text_bytes(cx.max_response_bytes);
+        let mut sent = 0;
         loop {
             let event = sse.next_event(cx).await?;
             let flow = fold
                 .push(Some(&event.event), &event.data)
                 .map_err(|e| e.into_adapter_error(self.name))?;
+            cx.forward_text(&mut sent, fold.text_so_far());
             if flow == Flow::Done {
                 break;
             }

@@ -71,10 +71,13 @@ pub(crate) async fn stream_responses(
     let adapter = req.adapter();
     let mut sse = http.post_sse(req, cx).await?;
     let mut fold = Fold::with_max_text_bytes(cx.max_response_bytes);
+    let mut sent = 0;
     loop {
         let frame = sse.next_event(cx).await?;
         let event = responses::classify(adapter, &frame)?;
-        if let Some(resp) = fold.push(adapter, event)? {
+        let done = fold.push(adapter, event)?;
+        cx.forward_text(&mut sent, fold.text_so_far());
+        if let Some(resp) = done {
             return Ok(resp);
         }
     }
