@@ -25,7 +25,15 @@ async fn stream(case: Case, script: Script) -> (support::Outcome, Vec<Value>) {
     let schema = decision_schema_path();
     let out = sb
         .geode(
-            &["run", "--adapter", case.adapter, "--schema", &schema, "--stream", "Decide."],
+            &[
+                "run",
+                "--adapter",
+                case.adapter,
+                "--schema",
+                &schema,
+                "--stream",
+                "Decide.",
+            ],
             "",
         )
         .await;
@@ -44,11 +52,19 @@ async fn streams_to_a_final_value(case: Case) {
     assert_eq!(last["ledger"]["wire_mode"], case.mode);
     for e in &evs[..evs.len() - 1] {
         assert_eq!(e["event"], "partial", "{e}");
-        let guarantee = if case.mode == "strict" { "enforced" } else { "unchecked" };
+        let guarantee = if case.mode == "strict" {
+            "enforced"
+        } else {
+            "unchecked"
+        };
         assert_eq!(e["guarantee"], guarantee, "{e}");
         for p in e["complete"].as_array().unwrap() {
             let p = p.as_str().unwrap();
-            assert_eq!(e["value"].pointer(p), good_answer().pointer(p), "{p} in {e}");
+            assert_eq!(
+                e["value"].pointer(p),
+                good_answer().pointer(p),
+                "{p} in {e}"
+            );
         }
     }
 }

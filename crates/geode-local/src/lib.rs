@@ -51,6 +51,7 @@ pub use prompt::{ChatRole, ChatTurn};
 /// routing picks it when no provider is configured).
 pub fn client_builder() -> geode::client::ClientBuilder {
     geode::Client::builder().adapter_factory("local", || {
-        std::sync::Arc::new(LocalAdapter::shared()) as std::sync::Arc<dyn geode::llm::adapter::Adapter>
+        std::sync::Arc::new(LocalAdapter::shared())
+            as std::sync::Arc<dyn geode::llm::adapter::Adapter>
     })
 }

@@ -57,7 +57,12 @@ async fn the_local_model_streams_a_typed_answer_token_by_token() {
     }});
     let mut partials: Vec<Value> = Vec::new();
     for e in &events[..events.len() - 1] {
-        let Ok(StreamEvent::Partial { value, complete, guarantee }) = e else {
+        let Ok(StreamEvent::Partial {
+            value,
+            complete,
+            guarantee,
+        }) = e
+        else {
             panic!("{e:?}");
         };
         assert_eq!(*guarantee, Guarantee::Enforced);

@@ -83,7 +83,10 @@ fn machine(adapter: &str, origin: &str, home: &Path) -> MapEnv {
             .set("GEODE_GLM_BASE_URL", format!("{origin}/api/paas/v4"))
             .set("ZAI_API_KEY", "zai-client-test"),
         _ => env
-            .set("GEODE_GLM_CODING_BASE_URL", format!("{origin}/api/coding/paas/v4"))
+            .set(
+                "GEODE_GLM_CODING_BASE_URL",
+                format!("{origin}/api/coding/paas/v4"),
+            )
             .set("ZAI_CODING_PLAN_KEY", "zai-coding-client-test"),
     }
 }
@@ -113,9 +116,16 @@ async fn extract_gets_the_type_back_over_every_http_adapter() {
         assert_eq!(got.value.lines, [3, 14], "{adapter}");
         assert_eq!(got.ledger.adapter, adapter);
         assert_eq!(got.ledger.retry, RetryDecision::FirstPassed, "{adapter}");
-        assert_ne!(got.ledger.wire_mode, StructuredOutputMode::None, "{adapter}");
+        assert_ne!(
+            got.ledger.wire_mode,
+            StructuredOutputMode::None,
+            "{adapter}"
+        );
         assert!(
-            got.ledger.transforms.iter().any(|t| t.pointer == "/properties/follow_up"),
+            got.ledger
+                .transforms
+                .iter()
+                .any(|t| t.pointer == "/properties/follow_up"),
             "{adapter}: {:?}",
             got.ledger.transforms
         );
@@ -131,7 +141,10 @@ async fn extract_gets_the_type_back_over_every_http_adapter() {
             .collect();
         assert_eq!(calls.len(), 1, "{adapter}");
         let body = calls[0].body.to_string();
-        assert!(body.contains("follow_up") && body.contains("additionalProperties"), "{adapter}");
+        assert!(
+            body.contains("follow_up") && body.contains("additionalProperties"),
+            "{adapter}"
+        );
         server.shutdown().await;
     }
 }
@@ -146,7 +159,10 @@ async fn the_retry_runs_over_the_wire_and_a_second_failure_is_invalid_with_its_l
         let got = support::bounded(client(adapter, &server, home.path()).extract::<Review>("go"))
             .await
             .unwrap();
-        assert!(matches!(got.ledger.retry, RetryDecision::Ran { .. }), "{adapter}");
+        assert!(
+            matches!(got.ledger.retry, RetryDecision::Ran { .. }),
+            "{adapter}"
+        );
         assert_eq!(got.ledger.attempts.len(), 2);
         server.shutdown().await;
 
@@ -159,7 +175,10 @@ async fn the_retry_runs_over_the_wire_and_a_second_failure_is_invalid_with_its_l
         let Error::Invalid { errors, ledger } = &err else {
             panic!("{adapter}: {err:?}");
         };
-        assert!(errors.iter().any(|e| e.instance_path == "/decision"), "{errors:?}");
+        assert!(
+            errors.iter().any(|e| e.instance_path == "/decision"),
+            "{errors:?}"
+        );
         assert_eq!(ledger.attempts.len(), 2);
         assert_eq!(ledger.adapter, adapter);
         server.shutdown().await;
@@ -179,7 +198,9 @@ async fn require_enforced_refuses_a_wire_that_cannot_enforce_before_any_request(
         .require(Require::Enforced)
         .build()
         .unwrap();
-    let err = support::bounded(c.extract::<Review>("go")).await.unwrap_err();
+    let err = support::bounded(c.extract::<Review>("go"))
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::Config { .. }), "{err:?}");
     assert!(server.requests().is_empty());
     server.shutdown().await;
@@ -202,8 +223,17 @@ async fn stream_ends_in_the_validated_value_over_every_http_adapter() {
         let last = serde_json::from_str::<serde_json::Value>(GOOD).unwrap();
         let mut partials = Vec::new();
         for e in &events {
-            if let Ok(StreamEvent::Partial { guarantee, value, complete }) = e {
-                let expected = if strict { Guarantee::Enforced } else { Guarantee::Unchecked };
+            if let Ok(StreamEvent::Partial {
+                guarantee,
+                value,
+                complete,
+            }) = e
+            {
+                let expected = if strict {
+                    Guarantee::Enforced
+                } else {
+                    Guarantee::Unchecked
+                };
                 assert_eq!(*guarantee, expected, "{adapter}");
                 for p in complete {
                     assert_eq!(value.pointer(p), last.pointer(p), "{adapter} {p}");

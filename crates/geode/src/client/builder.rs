@@ -124,9 +124,11 @@ impl ClientBuilder {
         let cfg = match self.config {
             Some(c) => c,
             None => {
-                let cwd = std::env::current_dir()
-                    .map_err(|e| Error::config(format!("no current directory: {e}"), &name, &model))?;
-                Config::load(&cwd, env.as_ref()).map_err(|e| Error::config(e.to_string(), &name, &model))?
+                let cwd = std::env::current_dir().map_err(|e| {
+                    Error::config(format!("no current directory: {e}"), &name, &model)
+                })?;
+                Config::load(&cwd, env.as_ref())
+                    .map_err(|e| Error::config(e.to_string(), &name, &model))?
             }
         };
         let max_response_bytes = cfg

@@ -158,10 +158,16 @@ fn issues(ledger: &GuaranteeLedger, message: &str) -> Vec<ValidationIssue> {
     let (keyword, detail) = match &ledger.worker_check {
         WorkerCheck::Fail {
             reason: CheckFailure::MissingKeys { keys },
-        } => ("required", format!("missing required keys: {}", keys.join(", "))),
+        } => (
+            "required",
+            format!("missing required keys: {}", keys.join(", ")),
+        ),
         WorkerCheck::Fail {
             reason: CheckFailure::ConstraintUnmet { constraint },
-        } => ("constraint", format!("the answer does not meet the {constraint}")),
+        } => (
+            "constraint",
+            format!("the answer does not meet the {constraint}"),
+        ),
         _ => ("answer", message.to_owned()),
     };
     vec![ValidationIssue {

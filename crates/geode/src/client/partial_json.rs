@@ -191,7 +191,9 @@ impl PartialJson {
                 }
                 Lex::Literal { word, matched } => {
                     if word.get(matched) != Some(&b) {
-                        return Err(self.err(i, format!("expected {:?}", String::from_utf8_lossy(word))));
+                        return Err(
+                            self.err(i, format!("expected {:?}", String::from_utf8_lossy(word)))
+                        );
                     }
                     if matched + 1 == word.len() {
                         let v = match word {
@@ -256,7 +258,11 @@ impl PartialJson {
                     key: String::new(),
                     len: 0,
                 });
-                self.lex = if object { Lex::KeyOrEnd } else { Lex::ValueOrEnd };
+                self.lex = if object {
+                    Lex::KeyOrEnd
+                } else {
+                    Lex::ValueOrEnd
+                };
             }
             b']' if self.lex == Lex::ValueOrEnd => self.close(),
             b'"' => {
@@ -283,7 +289,12 @@ impl PartialJson {
     }
 
     /// Reads string bytes from `i`; returns the index of the next byte to look at.
-    fn string_bytes(&mut self, bytes: &[u8], mut i: usize, key: bool) -> Result<usize, PartialError> {
+    fn string_bytes(
+        &mut self,
+        bytes: &[u8],
+        mut i: usize,
+        key: bool,
+    ) -> Result<usize, PartialError> {
         while i < bytes.len() {
             match self.esc {
                 Esc::None => {}
@@ -432,7 +443,13 @@ impl PartialJson {
     /// The pointer of the innermost container, plus `slot` when given.
     fn pointer(&self, slot: Option<&Seg>) -> String {
         let mut p = String::new();
-        for seg in self.stack.iter().skip(1).filter_map(|f| f.at.as_ref()).chain(slot) {
+        for seg in self
+            .stack
+            .iter()
+            .skip(1)
+            .filter_map(|f| f.at.as_ref())
+            .chain(slot)
+        {
             p.push('/');
             match seg {
                 Seg::Key(k) => p.push_str(&k.replace('~', "~0").replace('/', "~1")),

@@ -12,7 +12,9 @@ fn parse_all(text: &str) -> PartialJson {
 
 #[test]
 fn reads_a_whole_answer_after_prose_and_ignores_what_follows() {
-    let p = parse_all("Here you go:\n```json\n{\"a\": [1, 2.5, \"x\"], \"b\": {\"c\": null, \"d\": true}}\n``` done {\"z\":1}");
+    let p = parse_all(
+        "Here you go:\n```json\n{\"a\": [1, 2.5, \"x\"], \"b\": {\"c\": null, \"d\": true}}\n``` done {\"z\":1}",
+    );
     assert_eq!(
         p.value().unwrap(),
         &json!({"a": [1, 2.5, "x"], "b": {"c": null, "d": true}})
@@ -31,7 +33,11 @@ fn a_cut_mid_value_never_reports_that_value_complete() {
         (r#"{"a": "x"#, &[], json!({"a": "x"})),
         (r#"{"a": tru"#, &[], json!({})),
         (r#"{"a": [1, 2"#, &["/a/0"], json!({"a": [1]})),
-        (r#"{"a": {"b": 1}, "c": [ "#, &["/a/b", "/a"], json!({"a": {"b": 1}, "c": []})),
+        (
+            r#"{"a": {"b": 1}, "c": [ "#,
+            &["/a/b", "/a"],
+            json!({"a": {"b": 1}, "c": []}),
+        ),
         (r#"{"a": "x\u00"#, &[], json!({"a": "x"})),
     ];
     for (text, complete, shown) in cases {
@@ -64,7 +70,14 @@ fn syntax_errors_stop_the_parser_and_keep_what_was_read() {
     p.feed(r#"{"a": 1, "b": ]"#).unwrap_err();
     assert_eq!(p.value().unwrap(), &json!({"a": 1}));
     assert!(matches!(p.feed("}"), Err(PartialError::Syntax { .. })));
-    for bad in [r#"{"a": 01}"#, r#"{"a" 1}"#, r#"{"a": [1,]}"#, "{\"a\": \"\u{1}\"}", r#"{"a": "\ud800x"}"#, r#"{"a": nul!}"#] {
+    for bad in [
+        r#"{"a": 01}"#,
+        r#"{"a" 1}"#,
+        r#"{"a": [1,]}"#,
+        "{\"a\": \"\u{1}\"}",
+        r#"{"a": "\ud800x"}"#,
+        r#"{"a": nul!}"#,
+    ] {
         assert!(PartialJson::new().feed(bad).is_err(), "{bad}");
         assert!(serde_json::from_str::<Value>(bad).is_err(), "{bad}");
     }
@@ -134,7 +147,9 @@ fn chunks(text: &str, cuts: &[usize]) -> Vec<String> {
     cuts.push(text.len());
     cuts.sort_unstable();
     cuts.dedup();
-    cuts.windows(2).map(|w| text[w[0]..w[1]].to_owned()).collect()
+    cuts.windows(2)
+        .map(|w| text[w[0]..w[1]].to_owned())
+        .collect()
 }
 
 proptest! {

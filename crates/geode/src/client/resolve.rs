@@ -32,7 +32,8 @@ pub enum ResolveError {
 }
 
 /// Builds one adapter by registry name.
-pub type AdapterBuilder<'a> = dyn Fn(&str) -> Result<Arc<dyn Adapter>, AdapterError> + Send + Sync + 'a;
+pub type AdapterBuilder<'a> =
+    dyn Fn(&str) -> Result<Arc<dyn Adapter>, AdapterError> + Send + Sync + 'a;
 
 /// What a resolution reads: the config, the environment, how adapters are built, and an
 /// optional fallback list that replaces the config's.

@@ -76,7 +76,9 @@ impl<T: Serialize, E: Serialize> StreamEvent<T, E> {
                 value,
                 complete,
                 guarantee,
-            } => json!({"event": "partial", "value": value, "complete": complete, "guarantee": guarantee}),
+            } => {
+                json!({"event": "partial", "value": value, "complete": complete, "guarantee": guarantee})
+            }
             Self::Item { index, value } => json!({"event": "item", "index": index, "value": value}),
             Self::Retry { reason } => json!({"event": "retry", "reason": reason}),
             Self::Final(x) => json!({"event": "final", "value": x.value, "ledger": x.ledger}),
@@ -200,7 +202,10 @@ pub fn stream_request(
     drive(req, env, typed, &items, raw_value)
 }
 
-fn raw_value(_: &TypedSchema, result: Result<WorkerResult, Error>) -> Result<Extracted<Value>, Error> {
+fn raw_value(
+    _: &TypedSchema,
+    result: Result<WorkerResult, Error>,
+) -> Result<Extracted<Value>, Error> {
     let result = result?;
     Ok(Extracted {
         value: result.answer.unwrap_or(Value::String(result.output)),
@@ -272,9 +277,9 @@ fn item_list(typed: &TypedSchema, source: &ItemSource) -> Option<Items> {
         ItemSource::Auto if root_is_list => None,
         ItemSource::Auto => {
             let props = inner.get("properties")?.as_object()?;
-            let mut lists = props
-                .iter()
-                .filter(|(_, s)| resolve(inner, s).get("type").and_then(Value::as_str) == Some("array"));
+            let mut lists = props.iter().filter(|(_, s)| {
+                resolve(inner, s).get("type").and_then(Value::as_str) == Some("array")
+            });
             let (name, _) = lists.next()?;
             if lists.next().is_some() {
                 return None;

@@ -40,7 +40,9 @@ fn scripted(answers: &[&str], chunk: Option<usize>, mode: StructuredOutputMode) 
         .unwrap()
 }
 
-fn collect<T, E>(s: BoxStream<'static, Result<StreamEvent<T, E>, Error>>) -> Vec<Result<StreamEvent<T, E>, Error>> {
+fn collect<T, E>(
+    s: BoxStream<'static, Result<StreamEvent<T, E>, Error>>,
+) -> Vec<Result<StreamEvent<T, E>, Error>> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -60,7 +62,11 @@ fn partials_agree_with_the_final_value_and_items_arrive_validated() {
     let mut last_partial = None;
     for e in &events[..events.len() - 1] {
         match e.as_ref().unwrap() {
-            StreamEvent::Partial { value, complete, guarantee } => {
+            StreamEvent::Partial {
+                value,
+                complete,
+                guarantee,
+            } => {
                 partials += 1;
                 assert_eq!(*guarantee, Guarantee::Unchecked);
                 for p in complete {
@@ -74,7 +80,13 @@ fn partials_agree_with_the_final_value_and_items_arrive_validated() {
     }
     assert!(partials > 10, "{partials}");
     assert_eq!(last_partial.unwrap(), last);
-    assert_eq!(items, vec![(0, last["findings"][0].clone()), (1, last["findings"][1].clone())]);
+    assert_eq!(
+        items,
+        vec![
+            (0, last["findings"][0].clone()),
+            (1, last["findings"][1].clone())
+        ]
+    );
     let Ok(StreamEvent::Final(done)) = events.last().unwrap() else {
         panic!("no final");
     };
@@ -96,13 +108,17 @@ fn a_list_root_streams_typed_items_and_an_element_failing_its_schema_is_never_yi
             StreamEvent::Partial { guarantee, .. } => assert_eq!(*guarantee, Guarantee::Enforced),
         }
     }
-    assert_eq!(seen, ["item 0 1", "item 2 3", "retry true", "item 0 4", "final 1"]);
+    assert_eq!(
+        seen,
+        ["item 0 1", "item 2 3", "retry true", "item 0 4", "final 1"]
+    );
 }
 
 #[test]
 fn the_one_named_array_field_is_the_item_source() {
     let c = scripted(&[REPORT], Some(7), StructuredOutputMode::Hint);
-    let events = collect(c.stream_items::<Report, Finding>("go", ItemSource::Field("findings".into())));
+    let events =
+        collect(c.stream_items::<Report, Finding>("go", ItemSource::Field("findings".into())));
     let items: Vec<u32> = events
         .iter()
         .filter_map(|e| match e {
@@ -113,7 +129,11 @@ fn the_one_named_array_field_is_the_item_source() {
     assert_eq!(items, [3, 9]);
     let c = scripted(&[REPORT], Some(7), StructuredOutputMode::Hint);
     let none = collect(c.stream_items::<Report, Finding>("go", ItemSource::None));
-    assert!(!none.iter().any(|e| matches!(e, Ok(StreamEvent::Item { .. }))));
+    assert!(
+        !none
+            .iter()
+            .any(|e| matches!(e, Ok(StreamEvent::Item { .. })))
+    );
 }
 
 #[test]
@@ -127,7 +147,11 @@ fn a_wire_that_does_not_stream_gives_one_final() {
 #[test]
 fn required_is_enforced_at_the_end_even_if_partials_never_showed_the_field() {
     let partial_only = r#"{"title": "x"}"#;
-    let c = scripted(&[partial_only, partial_only], Some(3), StructuredOutputMode::Hint);
+    let c = scripted(
+        &[partial_only, partial_only],
+        Some(3),
+        StructuredOutputMode::Hint,
+    );
     let events = collect(c.stream::<Report>("go"));
     let last = events.last().unwrap();
     let Err(Error::Invalid { errors, ledger }) = last else {
@@ -135,8 +159,14 @@ fn required_is_enforced_at_the_end_even_if_partials_never_showed_the_field() {
     };
     assert!(!errors.is_empty());
     assert_eq!(ledger.attempts.len(), 2);
-    assert!(events.iter().any(|e| matches!(e, Ok(StreamEvent::Retry { .. }))));
-    assert!(events.iter().any(|e| matches!(e, Ok(StreamEvent::Partial { value, .. }) if *value == json!({"title": "x"}))));
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Ok(StreamEvent::Retry { .. })))
+    );
+    assert!(events.iter().any(
+        |e| matches!(e, Ok(StreamEvent::Partial { value, .. }) if *value == json!({"title": "x"}))
+    ));
 }
 
 #[test]

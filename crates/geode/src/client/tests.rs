@@ -96,7 +96,10 @@ fn a_struct_schema_keeps_docs_and_renames_and_is_made_strict() {
     assert!(!t.wrapped);
     assert!(t.strict, "{s:#}\n{:?}", t.residuals);
     assert_eq!(s["description"], "A decision on a pull request.");
-    assert_eq!(s["properties"]["verdict"]["description"], "Whether to merge.");
+    assert_eq!(
+        s["properties"]["verdict"]["description"],
+        "Whether to merge."
+    );
     assert_eq!(s["additionalProperties"], false);
     let required: Vec<&str> = s["required"]
         .as_array()
@@ -105,19 +108,22 @@ fn a_struct_schema_keeps_docs_and_renames_and_is_made_strict() {
         .map(|v| v.as_str().unwrap())
         .collect();
     assert!(required.contains(&"follow_up"), "{required:?}");
-    assert!(t.transforms.iter().any(|x| x.pointer == "/properties/follow_up"
-        && x.action.contains("required and nullable")));
-    assert!(t.transforms.iter().any(|x| x.pointer.is_empty()
-        && x.action.contains("additionalProperties:false")));
+    assert!(t.transforms.iter().any(
+        |x| x.pointer == "/properties/follow_up" && x.action.contains("required and nullable")
+    ));
+    assert!(
+        t.transforms
+            .iter()
+            .any(|x| x.pointer.is_empty() && x.action.contains("additionalProperties:false"))
+    );
     // Generated once per type: the same Arc comes back.
     assert!(Arc::ptr_eq(&t, &TypedSchema::of::<Review>().unwrap()));
 }
 
 #[test]
 fn extract_returns_the_type_and_the_ledger_names_the_schema_rewrites() {
-    let (c, adapter) = client(&[
-        r#"{"verdict": true, "reason": "small", "follow_up": null, "severity": "low"}"#,
-    ]);
+    let (c, adapter) =
+        client(&[r#"{"verdict": true, "reason": "small", "follow_up": null, "severity": "low"}"#]);
     let got = rt().block_on(c.extract::<Review>("review")).unwrap();
     assert_eq!(
         got.value,
@@ -129,12 +135,19 @@ fn extract_returns_the_type_and_the_ledger_names_the_schema_rewrites() {
         }
     );
     assert_eq!(got.ledger.retry, RetryDecision::FirstPassed);
-    assert!(got.ledger.transforms.iter().any(|t| t.action.contains("nullable")));
+    assert!(
+        got.ledger
+            .transforms
+            .iter()
+            .any(|t| t.action.contains("nullable"))
+    );
     let sent = adapter.requests()[0].response_schema.clone().unwrap();
     assert_eq!(sent.as_value()["properties"]["verdict"]["type"], "boolean");
 }
 
-fn extract_one<T: JsonSchema + serde::de::DeserializeOwned + 'static>(answer: &str) -> Extracted<T> {
+fn extract_one<T: JsonSchema + serde::de::DeserializeOwned + 'static>(
+    answer: &str,
+) -> Extracted<T> {
     let (c, _) = client(&[answer]);
     rt().block_on(c.extract::<T>("go")).unwrap()
 }
@@ -143,10 +156,18 @@ fn extract_one<T: JsonSchema + serde::de::DeserializeOwned + 'static>(answer: &s
 fn non_object_roots_are_wrapped_and_unwrapped() {
     let sev = extract_one::<Severity>(r#"{"value": "high"}"#);
     assert_eq!(sev.value, Severity::High);
-    assert!(sev.ledger.transforms.iter().any(|t| t.action.contains("wrapped")));
+    assert!(
+        sev.ledger
+            .transforms
+            .iter()
+            .any(|t| t.action.contains("wrapped"))
+    );
     let list = extract_one::<Vec<Severity>>(r#"{"value": ["low", "high"]}"#);
     assert_eq!(list.value, vec![Severity::Low, Severity::High]);
-    assert_eq!(extract_one::<Meters>(r#"{"value": 2.5}"#).value, Meters(2.5));
+    assert_eq!(
+        extract_one::<Meters>(r#"{"value": 2.5}"#).value,
+        Meters(2.5)
+    );
     let opt = extract_one::<Option<Severity>>(r#"{"value": null}"#);
     assert_eq!(opt.value, None);
     assert!(TypedSchema::of::<Vec<Severity>>().unwrap().strict);
@@ -181,7 +202,10 @@ fn recursive_types_validate_at_every_depth() {
     let Err(Error::Invalid { errors, ledger }) = rt().block_on(c.extract::<Tree>("go")) else {
         panic!("expected Invalid");
     };
-    assert!(errors.iter().any(|e| e.instance_path == "/children/0"), "{errors:?}");
+    assert!(
+        errors.iter().any(|e| e.instance_path == "/children/0"),
+        "{errors:?}"
+    );
     assert_eq!(ledger.attempts.len(), 2);
 }
 
@@ -213,7 +237,12 @@ fn invalid_after_the_retry_is_an_error_carrying_errors_and_ledger() {
     assert!(matches!(ledger.retry, RetryDecision::Ran { .. }));
     assert_eq!(adapter.requests().len(), 2);
     assert_eq!(err.exit_code(), crate::agent::exit::INVALID);
-    assert!(err.ledger().transforms.iter().any(|t| t.action.contains("nullable")));
+    assert!(
+        err.ledger()
+            .transforms
+            .iter()
+            .any(|t| t.action.contains("nullable"))
+    );
 }
 
 #[test]
@@ -242,7 +271,10 @@ fn provider_failures_and_unmet_require_are_typed() {
         .build()
         .unwrap();
     let err = rt().block_on(c.extract::<Review>("go")).unwrap_err();
-    assert!(matches!(&err, Error::Provider { kind, .. } if *kind == crate::vocab::ErrorKind::Auth), "{err:?}");
+    assert!(
+        matches!(&err, Error::Provider { kind, .. } if *kind == crate::vocab::ErrorKind::Auth),
+        "{err:?}"
+    );
     assert_eq!(err.ledger().attempts.len(), 1);
 
     let adapter = Arc::new(ScriptedAdapter::new(vec![]));
@@ -260,21 +292,36 @@ fn provider_failures_and_unmet_require_are_typed() {
 
 #[test]
 fn other_shapes_from_the_same_client() {
-    let (c, adapter) = client(&[
-        r#"{"n": 3}"#,
-        "reject",
-        "AB-12",
-        "yes",
-        r#"{"ok": true}"#,
-    ]);
+    let (c, adapter) = client(&[r#"{"n": 3}"#, "reject", "AB-12", "yes", r#"{"ok": true}"#]);
     let rt = rt();
-    let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
-    assert_eq!(rt.block_on(c.extract_json(&schema, "n?")).unwrap().value, json!({"n": 3}));
-    assert_eq!(rt.block_on(c.choose(&["accept", "reject"], "?")).unwrap().value, "reject");
-    assert_eq!(rt.block_on(c.matches("[A-Z]{2}-[0-9]+", "?")).unwrap().value, "AB-12");
-    let g = rt.block_on(c.grammar("start: \"yes\" | \"no\"\n", "?")).unwrap();
+    let schema =
+        json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
+    assert_eq!(
+        rt.block_on(c.extract_json(&schema, "n?")).unwrap().value,
+        json!({"n": 3})
+    );
+    assert_eq!(
+        rt.block_on(c.choose(&["accept", "reject"], "?"))
+            .unwrap()
+            .value,
+        "reject"
+    );
+    assert_eq!(
+        rt.block_on(c.matches("[A-Z]{2}-[0-9]+", "?"))
+            .unwrap()
+            .value,
+        "AB-12"
+    );
+    let g = rt
+        .block_on(c.grammar("start: \"yes\" | \"no\"\n", "?"))
+        .unwrap();
     assert_eq!(g.value, "yes");
-    assert!(g.ledger.residuals.iter().any(|r| r.contains("grammar: unchecked")));
+    assert!(
+        g.ledger
+            .residuals
+            .iter()
+            .any(|r| r.contains("grammar: unchecked"))
+    );
     let result = rt.block_on(c.run(crate::agent::worker::WorkerRequest::new("t1", "hi")));
     assert!(result.success);
     assert_eq!(result.output, r#"{"ok": true}"#);
@@ -282,8 +329,14 @@ fn other_shapes_from_the_same_client() {
     assert_eq!(sent.len(), 5);
     assert!(sent[0].response_schema.is_some());
     // Refused before any call: a constraint that cannot be compiled, a non-object schema.
-    assert!(matches!(rt.block_on(c.matches("[", "?")), Err(Error::Config { .. })));
-    assert!(matches!(rt.block_on(c.extract_json(&json!([1]), "?")), Err(Error::Config { .. })));
+    assert!(matches!(
+        rt.block_on(c.matches("[", "?")),
+        Err(Error::Config { .. })
+    ));
+    assert!(matches!(
+        rt.block_on(c.extract_json(&json!([1]), "?")),
+        Err(Error::Config { .. })
+    ));
     assert_eq!(adapter.requests().len(), 5);
 }
 

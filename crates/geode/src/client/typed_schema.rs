@@ -43,10 +43,15 @@ pub struct TypedSchema {
 
 impl TypedSchema {
     /// The schema of `T`, generated on first use and cached by type.
-    pub fn of<T: schemars::JsonSchema + 'static>() -> Result<Arc<Self>, crate::schema::SchemaError> {
+    pub fn of<T: schemars::JsonSchema + 'static>() -> Result<Arc<Self>, crate::schema::SchemaError>
+    {
         static CACHE: OnceLock<Mutex<HashMap<TypeId, Arc<TypedSchema>>>> = OnceLock::new();
         let cache = CACHE.get_or_init(Default::default);
-        if let Some(hit) = cache.lock().ok().and_then(|c| c.get(&TypeId::of::<T>()).cloned()) {
+        if let Some(hit) = cache
+            .lock()
+            .ok()
+            .and_then(|c| c.get(&TypeId::of::<T>()).cloned())
+        {
             return Ok(hit);
         }
         let generated: Value = schemars::schema_for!(T).into();
@@ -136,7 +141,10 @@ fn repoint_root_refs(node: &mut Value) {
     match node {
         Value::Object(m) => {
             if let Some(Value::String(r)) = m.get_mut("$ref")
-                && (r == "#" || (r.starts_with("#/") && !r.starts_with("#/$defs/") && !r.starts_with("#/definitions/")))
+                && (r == "#"
+                    || (r.starts_with("#/")
+                        && !r.starts_with("#/$defs/")
+                        && !r.starts_with("#/definitions/")))
             {
                 *r = format!("#/properties/{WRAP_KEY}{}", &r[1..]);
             }
@@ -182,14 +190,22 @@ fn is_object_schema(m: &Map<String, Value>) -> bool {
 }
 
 /// The strict rewrites on one subschema and everything below it.
-fn tighten(node: &mut Value, at: &str, transforms: &mut Vec<Transform>, residuals: &mut Vec<String>) {
+fn tighten(
+    node: &mut Value,
+    at: &str,
+    transforms: &mut Vec<Transform>,
+    residuals: &mut Vec<String>,
+) {
     let Value::Object(m) = node else { return };
     if let Some(Value::String(f)) = m.get("format")
         && NUMERIC_FORMATS.contains(&f.as_str())
     {
         let action = format!("removed format {f} (no provider knows it; the range stays)");
         m.remove("format");
-        transforms.push(Transform { pointer: at.to_owned(), action });
+        transforms.push(Transform {
+            pointer: at.to_owned(),
+            action,
+        });
     }
     if is_object_schema(m) {
         tighten_object(m, at, transforms, residuals);
@@ -200,7 +216,12 @@ fn tighten(node: &mut Value, at: &str, transforms: &mut Vec<Transform>, residual
             "properties" | "$defs" | "definitions" | "patternProperties" => {
                 if let Value::Object(children) = value {
                     for (name, child) in children.iter_mut() {
-                        tighten(child, &format!("{here}/{}", escape(name)), transforms, residuals);
+                        tighten(
+                            child,
+                            &format!("{here}/{}", escape(name)),
+                            transforms,
+                            residuals,
+                        );
                     }
                 }
             }
@@ -225,7 +246,9 @@ fn tighten_object(
     transforms: &mut Vec<Transform>,
     residuals: &mut Vec<String>,
 ) {
-    let combined = ["$ref", "allOf", "anyOf", "oneOf"].iter().any(|k| m.contains_key(*k));
+    let combined = ["$ref", "allOf", "anyOf", "oneOf"]
+        .iter()
+        .any(|k| m.contains_key(*k));
     match m.get("additionalProperties") {
         None | Some(Value::Bool(true)) if combined => residuals.push(format!(
             "{at}: object combined with $ref/allOf/anyOf/oneOf left open (additionalProperties:false would refuse the combined properties); the schema is not strict"
@@ -248,7 +271,11 @@ fn tighten_object(
     let required: Vec<String> = m
         .get("required")
         .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(|k| k.as_str().map(str::to_owned)).collect())
+        .map(|r| {
+            r.iter()
+                .filter_map(|k| k.as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default();
     let mut added = Vec::new();
     for (name, schema) in props {
