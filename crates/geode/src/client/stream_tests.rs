@@ -182,3 +182,38 @@ fn a_refused_request_is_one_error_event() {
     assert!(matches!(events.as_slice(), [Err(Error::Config { .. })]));
     assert!(adapter.requests().is_empty());
 }
+
+#[test]
+fn a_raw_schema_streams_too_and_events_print_as_json_lines() {
+    let c = scripted(&[REPORT], Some(6), StructuredOutputMode::Hint);
+    let schema = json!({"type": "object",
+        "properties": {"title": {"type": "string"},
+                       "findings": {"type": "array", "items": {"type": "object", "required": ["line"]}}},
+        "required": ["title", "findings"]});
+    let events = collect(c.stream_json(&schema, "go"));
+    let lines: Vec<Value> = events
+        .iter()
+        .map(|e| e.as_ref().unwrap().to_json())
+        .collect();
+    let last = lines.last().unwrap();
+    assert_eq!(last["event"], "final");
+    assert_eq!(
+        last["value"],
+        serde_json::from_str::<Value>(REPORT).unwrap()
+    );
+    assert_eq!(last["ledger"]["adapter"], "scripted");
+    let items: Vec<&Value> = lines.iter().filter(|l| l["event"] == "item").collect();
+    assert_eq!(items.len(), 2);
+    assert_eq!(items[1]["index"], 1);
+    assert_eq!(items[1]["value"]["line"], 9);
+    let partial = lines.iter().find(|l| l["event"] == "partial").unwrap();
+    assert_eq!(partial["guarantee"], "unchecked");
+    assert!(partial["complete"].is_array());
+    // A schema that is not an object is refused before any call, as one error event.
+    let errors = collect(c.stream_json(&json!(true), "go"));
+    let [Err(e)] = errors.as_slice() else {
+        panic!("{errors:?}");
+    };
+    assert_eq!(e.to_json()["event"], "error");
+    assert_eq!(e.to_json()["exit_code"], 2);
+}
