@@ -344,13 +344,16 @@ where
                 st.seen = 0;
                 st.pending.push_back(Ok(StreamEvent::Retry { reason }));
             }
-            None if st.worker.is_none() => {
-                st.done = true;
-                if let Some(r) = st.result.take() {
-                    st.pending.push_back(r.map(StreamEvent::Final));
+            None => match st.worker.take() {
+                // Every sender is gone while the worker runs: nothing more can arrive.
+                Some(worker) => st.result = Some(worker.await),
+                None => {
+                    st.done = true;
+                    if let Some(r) = st.result.take() {
+                        st.pending.push_back(r.map(StreamEvent::Final));
+                    }
                 }
-            }
-            None => {}
+            },
         }
     }
 }
