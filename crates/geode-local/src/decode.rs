@@ -350,4 +350,33 @@ mod tests {
         assert_eq!(last_index_in_chunk(513, 512), 0);
         assert_eq!(last_index_in_chunk(700, 512), 187);
     }
+
+    #[test]
+    fn streamed_text_is_whole_characters_and_holds_back_a_possible_stop_sequence() {
+        let got = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let sink_got = got.clone();
+        let options = GenerateOptions {
+            stop_sequences: vec!["END".to_owned()],
+            on_text: Some(TextSink::new(move |t| {
+                sink_got.lock().unwrap().push(t.to_owned());
+            })),
+            ..GenerateOptions::default()
+        };
+        let mut streamed = Streamed::new(&options);
+        let text = "{\"a\": \"é€\"}".as_bytes();
+        let mut out = Vec::new();
+        // Byte by byte, as tokens may split a character.
+        for b in text {
+            out.push(*b);
+            streamed.send(&out, false);
+        }
+        streamed.send(&out, true);
+        let pieces = got.lock().unwrap().clone();
+        assert_eq!(pieces.concat(), "{\"a\": \"é€\"}");
+        assert!(pieces.len() > 3, "{pieces:?}");
+        // Before the end, the last 3 bytes (a possible "END") were held back: the end sends
+        // them, with the character they cut.
+        let last = pieces.last().unwrap();
+        assert_eq!(last, "€\"}", "{pieces:?}");
+    }
 }

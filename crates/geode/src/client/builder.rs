@@ -1,7 +1,7 @@
 //! [`ClientBuilder`]: a [`Client`] from the configuration and environment (as the CLI builds its
 //! adapters), from explicit settings, or around an adapter the caller already has.
 
-use super::{Client, Error, Inner, Source};
+use super::{Client, Configured, Error, Inner, Source};
 use crate::config::Config;
 use crate::ledger::Require;
 use crate::llm::adapter::Adapter;
@@ -139,13 +139,13 @@ impl ClientBuilder {
                 adapter,
                 max_response_bytes,
             },
-            None => Source::Configured {
+            None => Source::Configured(Box::new(Configured {
                 cfg,
                 env,
                 fallback: self.fallback,
                 factories: self.factories,
                 cache: Mutex::new(HashMap::new()),
-            },
+            })),
         };
         Ok(Client {
             inner: Arc::new(Inner {

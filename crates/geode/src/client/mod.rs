@@ -80,13 +80,16 @@ enum Source {
         adapter: Arc<dyn Adapter>,
         max_response_bytes: u64,
     },
-    Configured {
-        cfg: Config,
-        env: Arc<dyn Environment + Send + Sync>,
-        fallback: Option<Vec<String>>,
-        factories: HashMap<String, AdapterFactory>,
-        cache: Mutex<HashMap<String, Arc<dyn Adapter>>>,
-    },
+    Configured(Box<Configured>),
+}
+
+/// Adapters built on demand from configuration and environment, each once.
+struct Configured {
+    cfg: Config,
+    env: Arc<dyn Environment + Send + Sync>,
+    fallback: Option<Vec<String>>,
+    factories: HashMap<String, AdapterFactory>,
+    cache: Mutex<HashMap<String, Arc<dyn Adapter>>>,
 }
 
 impl Client {
@@ -142,13 +145,14 @@ impl Client {
                 env.max_response_bytes = *max_response_bytes;
                 Ok(env)
             }
-            Source::Configured {
-                cfg,
-                env,
-                fallback,
-                factories,
-                cache,
-            } => {
+            Source::Configured(c) => {
+                let Configured {
+                    cfg,
+                    env,
+                    fallback,
+                    factories,
+                    cache,
+                } = c.as_ref();
                 let build = |name: &str| -> Result<Arc<dyn Adapter>, AdapterError> {
                     if let Some(hit) = cache.lock().ok().and_then(|c| c.get(name).cloned()) {
                         return Ok(hit);
@@ -179,7 +183,7 @@ impl Client {
     pub fn wire_mode(&self, schema: &ResponseSchema) -> Option<StructuredOutputMode> {
         match &self.inner.source {
             Source::Instance { adapter, .. } => Some(adapter.wire_mode(Some(schema))),
-            Source::Configured { .. } => None,
+            Source::Configured(_) => None,
         }
     }
 }
