@@ -54,7 +54,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                     first_complete = Some(started.elapsed());
                     println!("first complete field {:?} ({guarantee:?})", complete[0]);
                 }
-                if partials % 10 == 0 {
+                if partials.is_multiple_of(10) {
                     println!("partial: {value}");
                 }
             }
