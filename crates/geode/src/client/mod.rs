@@ -100,7 +100,7 @@ impl Client {
 
     /// A client configured as the CLI is: `geode.toml` (current directory, else
     /// `~/.config/geode/config.toml`), credentials and base URLs from the environment, routing
-    /// and the configured fallback chain. `local` needs `geode-local` (see its `client()`).
+    /// and the configured fallback chain. `local` needs `geode-local` (see `geode_local::client_builder`).
     pub fn from_env() -> Result<Self, Error> {
         Self::builder().build()
     }
