@@ -3,7 +3,8 @@
 use crate::resolve::resolve;
 use crate::task_args::TaskArgs;
 use clap::Args;
-use geode::agent::worker::run_worker;
+use geode::agent::worker::{WorkerRequest, run_worker};
+use geode::client::stream::{ItemSource, stream_request};
 use geode::config::Config;
 use geode::llm::registry::ProcessEnv;
 
@@ -12,8 +13,13 @@ pub(crate) struct RunArgs {
     #[command(flatten)]
     task: TaskArgs,
     /// Print the whole WorkerResult as JSON on stdout.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "stream")]
     json: bool,
+    /// Print events as JSON lines on stdout as the answer arrives: partial values with the
+    /// pointers of their closed parts, closed list items, the retry, then the final value and
+    /// its ledger (or an error event).
+    #[arg(long)]
+    stream: bool,
     /// The prompt.
     prompt: String,
 }
@@ -44,6 +50,9 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<u8> {
         .worker_threads(2)
         .enable_all()
         .build()?;
+    if args.stream {
+        return Ok(rt.block_on(stream_events(req, env)));
+    }
     let result = rt.block_on(run_worker(&req, &env));
     if args.json {
         println!("{}", serde_json::to_string(&result)?);
@@ -62,4 +71,22 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<u8> {
         }
     }
     Ok(crate::exit_code(&result))
+}
+
+/// Prints the stream's events as JSON lines; the exit code of how it ended.
+async fn stream_events(req: WorkerRequest, env: geode::agent::worker::WorkerEnv) -> u8 {
+    use futures::StreamExt;
+    let mut events = stream_request(req, env, ItemSource::Auto);
+    let mut code = geode::agent::exit::VALID;
+    while let Some(event) = events.next().await {
+        let line = match event {
+            Ok(e) => e.to_json(),
+            Err(e) => {
+                code = e.exit_code();
+                e.to_json()
+            }
+        };
+        println!("{line}");
+    }
+    code
 }

@@ -120,6 +120,7 @@ impl Adapter for LocalAdapter {
             temperature: req.temperature,
             seed: seed_from_metadata(&req),
             stop_sequences: req.stop_sequences.clone(),
+            on_text: cx.on_text.clone(),
         };
         let turns = turns_from_request(&req);
         let source = self.clone();

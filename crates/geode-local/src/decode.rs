@@ -13,6 +13,7 @@
 //!   [`FinishReason::StopSequence`] (the sequence is cut from the text).
 
 use crate::error::LocalError;
+use geode::llm::adapter::TextSink;
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::LlamaModel;
@@ -56,6 +57,9 @@ pub struct GenerateOptions {
     pub seed: u32,
     /// Texts that end the answer when generated (cut from the result).
     pub stop_sequences: Vec<String>,
+    /// Receives the answer text token by token (whole UTF-8 characters only; with stop
+    /// sequences, text that could still become one is held back until it cannot).
+    pub on_text: Option<TextSink>,
 }
 
 impl Default for GenerateOptions {
@@ -65,6 +69,7 @@ impl Default for GenerateOptions {
             temperature: None,
             seed: DEFAULT_SEED,
             stop_sequences: Vec::new(),
+            on_text: None,
         }
     }
 }
@@ -99,6 +104,51 @@ pub struct Generation {
     pub generation_time: Duration,
 }
 
+/// What of the answer was handed to [`GenerateOptions::on_text`] so far.
+struct Streamed<'a> {
+    sink: Option<&'a TextSink>,
+    sent: usize,
+    hold: usize,
+}
+
+impl<'a> Streamed<'a> {
+    fn new(options: &'a GenerateOptions) -> Self {
+        Self {
+            sink: options.on_text.as_ref(),
+            sent: 0,
+            hold: options
+                .stop_sequences
+                .iter()
+                .map(String::len)
+                .max()
+                .unwrap_or(0),
+        }
+    }
+
+    /// Sends the whole characters of `out` past what was sent (all of it when `last`, else
+    /// short of a possible stop sequence's start).
+    fn send(&mut self, out: &[u8], last: bool) {
+        let Some(sink) = self.sink else { return };
+        let end = if last {
+            out.len()
+        } else {
+            out.len().saturating_sub(self.hold)
+        };
+        if end <= self.sent {
+            return;
+        }
+        let text = match std::str::from_utf8(&out[self.sent..end]) {
+            Ok(t) => t,
+            Err(e) => {
+                let valid = e.valid_up_to();
+                std::str::from_utf8(&out[self.sent..self.sent + valid]).unwrap_or_default()
+            }
+        };
+        sink.send(text);
+        self.sent += text.len();
+    }
+}
+
 /// Runs one call on `ctx`; `cached` mirrors the KV cache of sequence 0 and is kept up to date.
 pub(crate) fn run(
     model: &LlamaModel,
@@ -130,6 +180,7 @@ pub(crate) fn run(
     let mut out: Vec<u8> = Vec::new();
     let mut generated = 0usize;
     let vocab = model.vocab();
+    let mut streamed = Streamed::new(options);
     let finish = loop {
         if generated >= budget {
             break FinishReason::MaxTokens;
@@ -173,6 +224,7 @@ pub(crate) fn run(
             out.truncate(cut);
             break FinishReason::StopSequence;
         }
+        streamed.send(&out, false);
         if generated >= budget {
             break FinishReason::MaxTokens;
         }
@@ -183,6 +235,7 @@ pub(crate) fn run(
         cached.push(token);
         logits_at = 0;
     };
+    streamed.send(&out, true);
     Ok(Generation {
         text: String::from_utf8_lossy(&out).into_owned(),
         finish,
@@ -296,5 +349,34 @@ mod tests {
         assert_eq!(last_index_in_chunk(512, 512), 511);
         assert_eq!(last_index_in_chunk(513, 512), 0);
         assert_eq!(last_index_in_chunk(700, 512), 187);
+    }
+
+    #[test]
+    fn streamed_text_is_whole_characters_and_holds_back_a_possible_stop_sequence() {
+        let got = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let sink_got = got.clone();
+        let options = GenerateOptions {
+            stop_sequences: vec!["END".to_owned()],
+            on_text: Some(TextSink::new(move |t| {
+                sink_got.lock().unwrap().push(t.to_owned());
+            })),
+            ..GenerateOptions::default()
+        };
+        let mut streamed = Streamed::new(&options);
+        let text = "{\"a\": \"é€\"}".as_bytes();
+        let mut out = Vec::new();
+        // Byte by byte, as tokens may split a character.
+        for b in text {
+            out.push(*b);
+            streamed.send(&out, false);
+        }
+        streamed.send(&out, true);
+        let pieces = got.lock().unwrap().clone();
+        assert_eq!(pieces.concat(), "{\"a\": \"é€\"}");
+        assert!(pieces.len() > 3, "{pieces:?}");
+        // Before the end, the last 3 bytes (a possible "END") were held back: the end sends
+        // them, with the character they cut.
+        let last = pieces.last().unwrap();
+        assert_eq!(last, "€\"}", "{pieces:?}");
     }
 }

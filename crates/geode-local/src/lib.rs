@@ -44,3 +44,14 @@ pub use decode::{FinishReason, GenerateOptions, Generation, Interruption};
 pub use engine::{EngineConfig, LocalEngine, default_model_path};
 pub use error::LocalError;
 pub use prompt::{ChatRole, ChatTurn};
+
+/// A [`geode::client::ClientBuilder`] that can build the `local` adapter: the process-wide
+/// engine ([`LocalAdapter::shared`]), loaded once on the first call and reused by every call of
+/// the client and its clones. Add `.adapter("local")` to use it for every call (otherwise
+/// routing picks it when no provider is configured).
+pub fn client_builder() -> geode::client::ClientBuilder {
+    geode::Client::builder().adapter_factory("local", || {
+        std::sync::Arc::new(LocalAdapter::shared())
+            as std::sync::Arc<dyn geode::llm::adapter::Adapter>
+    })
+}

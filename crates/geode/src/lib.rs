@@ -14,12 +14,99 @@
 //! | [`ledger`] | the guarantee ledger |
 //! | [`vocab`] | value types every layer shares: modes, transforms, usage, stop reasons, error kinds |
 //! | [`secret`] | the `Secret` type and the one scrubber every outgoing string passes through |
+//! | [`client`] | the Rust API: [`Client`], typed outputs, streaming partial values |
+//!
+//! ## From Rust: your own types back
+//!
+//! [`Client::extract`] asks for any `T: JsonSchema + Deserialize`: the schema is generated once
+//! per type, made strict-friendly (every rewrite named in the ledger), checked with one retry,
+//! and deserialized. [`Client::from_env`] builds adapters as `geode run` does; here a scripted
+//! adapter stands in for a provider:
+//!
+//! ```
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! use geode::Client;
+//! use geode::llm::{request::AdapterResponse, scripted::ScriptedAdapter};
+//! use std::sync::Arc;
+//!
+//! /// A review decision.
+//! #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+//! struct Review {
+//!     /// Whether to merge.
+//!     accept: bool,
+//!     /// Why, in one sentence.
+//!     reason: String,
+//!     /// Lines to look at again, if any.
+//!     lines: Option<Vec<u32>>,
+//! }
+//!
+//! let answer = r#"{"accept": false, "reason": "breaks the build", "lines": [12]}"#;
+//! let adapter = ScriptedAdapter::new(vec![Ok(AdapterResponse::text(answer))]);
+//! let client = Client::builder()
+//!     .config(geode::config::Config::default())
+//!     .adapter_instance(Arc::new(adapter))
+//!     .build()?;
+//! let review = client.extract::<Review>("Review this diff: ...").await?;
+//! assert!(!review.value.accept);
+//! assert_eq!(review.value.lines, Some(vec![12]));
+//! // `lines` is optional: strict wires need it required and nullable, and the ledger says so.
+//! assert!(review.ledger.transforms.iter().any(|t| t.pointer == "/properties/lines"));
+//! # Ok::<(), geode::Error>(()) }).unwrap();
+//! ```
+//!
+//! [`Client::stream`] shows the value as it arrives: partial values with the JSON Pointers of
+//! the parts already closed, each closed list element validated on its own, then the final
+//! value validated in full:
+//!
+//! ```
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! use futures::StreamExt;
+//! use geode::{Client, StreamEvent};
+//! use geode::llm::{request::AdapterResponse, scripted::ScriptedAdapter};
+//! use std::sync::Arc;
+//!
+//! #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+//! struct Finding { line: u32, note: String }
+//!
+//! #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+//! struct Report { title: String, findings: Vec<Finding> }
+//!
+//! let answer = r#"{"title": "lint", "findings": [{"line": 3, "note": "unused"}, {"line": 9, "note": "shadowed"}]}"#;
+//! // `streaming(4)`: the answer arrives in 4-byte deltas, as from an SSE wire.
+//! let adapter = ScriptedAdapter::new(vec![Ok(AdapterResponse::text(answer))]).streaming(4);
+//! let client = Client::builder()
+//!     .config(geode::config::Config::default())
+//!     .adapter_instance(Arc::new(adapter))
+//!     .build()?;
+//! let mut events = client.stream::<Report>("Lint this file");
+//! let mut items = Vec::new();
+//! while let Some(event) = events.next().await {
+//!     match event? {
+//!         StreamEvent::Partial { value, complete, guarantee } => {
+//!             // Closed parts never change: here, the title once its string closed.
+//!             if complete.iter().any(|p| p == "/title") {
+//!                 assert_eq!(value["title"], "lint");
+//!             }
+//!         }
+//!         StreamEvent::Item { index, value } => items.push((index, value["line"].clone())),
+//!         StreamEvent::Retry { reason } => println!("retrying: {reason}"),
+//!         StreamEvent::Final(report) => assert_eq!(report.value.findings.len(), 2),
+//!     }
+//! }
+//! assert_eq!(items, [(0, serde_json::json!(3)), (1, serde_json::json!(9))]);
+//! # Ok::<(), geode::Error>(()) }).unwrap();
+//! ```
 
 pub mod agent;
 pub mod batch;
+pub mod client;
 pub mod config;
 pub mod ledger;
 pub mod llm;
 pub mod schema;
 pub mod secret;
 pub mod vocab;
+
+pub use client::{Client, Error, Extracted, StreamEvent};
+/// The schemars version geode derives schemas with (`#[derive(geode::schemars::JsonSchema)]`).
+pub use schemars;

@@ -252,6 +252,7 @@ impl AgenticLoop {
                     (a, b) => a.or(b),
                 },
                 max_response_bytes: cx.max_response_bytes,
+                on_text: cx.on_text.clone(),
             };
             result.rounds += 1;
             round += 1;

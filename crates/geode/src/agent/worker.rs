@@ -104,6 +104,11 @@ pub struct WorkerEnv {
     pub input_guard: Option<crate::agent::agent_loop::InputGuard>,
     /// The response budget of every call ([`CallCx::max_response_bytes`]).
     pub max_response_bytes: u64,
+    /// Receives the answer text of every call as it streams in ([`CallCx::on_text`]).
+    pub on_text: Option<crate::llm::adapter::TextSink>,
+    /// Receives the trigger (why the first answer failed its check) when the one retry starts,
+    /// before its first call.
+    pub on_retry: Option<crate::llm::adapter::TextSink>,
 }
 
 impl WorkerEnv {
@@ -115,6 +120,8 @@ impl WorkerEnv {
             cancel: CancellationToken::new(),
             input_guard: None,
             max_response_bytes: crate::llm::adapter::DEFAULT_MAX_RESPONSE_BYTES,
+            on_text: None,
+            on_retry: None,
         }
     }
 }
@@ -235,6 +242,7 @@ async fn run_worker_unscrubbed(req: &WorkerRequest, env: &WorkerEnv) -> WorkerRe
         cancel: env.cancel.clone(),
         deadline: Some(started + timeout),
         max_response_bytes: env.max_response_bytes,
+        on_text: env.on_text.clone(),
     };
     let mut ledger = GuaranteeLedger {
         adapter: env.adapter.name().to_owned(),
@@ -277,6 +285,9 @@ async fn run_worker_unscrubbed(req: &WorkerRequest, env: &WorkerEnv) -> WorkerRe
         ledger.retry = RetryDecision::Ran {
             trigger: first_check.trigger(),
         };
+        if let Some(sink) = &env.on_retry {
+            sink.send(&crate::secret::scrub(&first_check.trigger()));
+        }
         let feedback = match &schema {
             Some(s) => build_schema_retry_prompt(
                 s,

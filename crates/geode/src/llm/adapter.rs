@@ -18,6 +18,38 @@ use tokio_util::sync::CancellationToken;
 /// The default [`CallCx::max_response_bytes`]: 16 MiB.
 pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 16 << 20;
 
+/// Receives answer text as an adapter folds it, delta by delta (see [`CallCx::on_text`]).
+/// Cheap to clone; `Debug` does not print the closure.
+#[derive(Clone)]
+pub struct TextSink(std::sync::Arc<dyn Fn(&str) + Send + Sync>);
+
+impl TextSink {
+    /// A sink calling `f` with each delta.
+    pub fn new(f: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        Self(std::sync::Arc::new(f))
+    }
+
+    /// Hands one delta of answer text to the sink (nothing for an empty delta).
+    pub fn send(&self, delta: &str) {
+        if !delta.is_empty() {
+            (self.0)(delta);
+        }
+    }
+}
+
+/// Two sinks are equal when they are the same closure (one `Arc`).
+impl PartialEq for TextSink {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl std::fmt::Debug for TextSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TextSink(..)")
+    }
+}
+
 /// The context of one call: a cancellation token, an optional deadline and a response budget.
 #[derive(Debug, Clone)]
 pub struct CallCx {
@@ -29,6 +61,9 @@ pub struct CallCx {
     /// a CLI's stdout, and the answer text folded from them. More is
     /// [`AdapterError::ResponseTooLarge`], and reading stops there.
     pub max_response_bytes: u64,
+    /// Where a streaming adapter hands the answer text as it arrives (`None`: nobody listens).
+    /// Adapters that do not stream never call it; the caller then sees only the final answer.
+    pub on_text: Option<TextSink>,
 }
 
 impl Default for CallCx {
@@ -37,6 +72,7 @@ impl Default for CallCx {
             cancel: CancellationToken::new(),
             deadline: None,
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            on_text: None,
         }
     }
 }
@@ -71,6 +107,23 @@ impl CallCx {
                 _ => candidate,
             }),
             max_response_bytes: self.max_response_bytes,
+            on_text: self.on_text.clone(),
+        }
+    }
+
+    /// Hands what `text` (the answer folded so far) gained since `sent` bytes to
+    /// [`Self::on_text`], and moves `sent` on: the one line a stream loop calls after each event.
+    pub fn forward_text(&self, sent: &mut usize, text: &str) {
+        if self.on_text.is_some() && text.len() > *sent && text.is_char_boundary(*sent) {
+            self.text_delta(&text[*sent..]);
+        }
+        *sent = (*sent).max(text.len());
+    }
+
+    /// Hands a delta of answer text to [`Self::on_text`], when someone listens.
+    pub fn text_delta(&self, delta: &str) {
+        if let Some(sink) = &self.on_text {
+            sink.send(delta);
         }
     }
 

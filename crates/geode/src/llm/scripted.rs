@@ -29,6 +29,7 @@ pub struct ScriptedAdapter {
     steps: Mutex<VecDeque<Step>>,
     repeat_last: Option<AdapterResponse>,
     requests: Mutex<Vec<AdapterCallRequest>>,
+    stream_chunk: Option<usize>,
 }
 
 impl ScriptedAdapter {
@@ -54,6 +55,7 @@ impl ScriptedAdapter {
             steps: Mutex::new(steps.into()),
             repeat_last: None,
             requests: Mutex::new(Vec::new()),
+            stream_chunk: None,
         }
     }
 
@@ -76,6 +78,14 @@ impl ScriptedAdapter {
     /// Sets the wire mode reported when a schema is present.
     pub fn with_mode(mut self, mode: StructuredOutputMode) -> Self {
         self.mode_with_schema = mode;
+        self
+    }
+
+    /// Streams each answer to the call's [`CallCx::on_text`] in pieces of about `bytes` bytes
+    /// (cut at character boundaries) before returning it, as a streaming wire would. Without
+    /// it the adapter behaves as a wire that does not stream (no deltas).
+    pub fn streaming(mut self, bytes: usize) -> Self {
+        self.stream_chunk = Some(bytes.max(1));
         self
     }
 
@@ -134,9 +144,17 @@ impl Adapter for ScriptedAdapter {
             });
         };
         let delay = step.delay;
+        let chunk = self.stream_chunk;
         cx.run(&self.name, async move {
             if !delay.is_zero() {
                 tokio::time::sleep(delay).await;
+            }
+            if let (Some(size), Ok(resp)) = (chunk, &step.outcome) {
+                for piece in char_chunks(&resp.text, size) {
+                    cx.text_delta(piece);
+                    // As between two frames of a real stream, the listener may run.
+                    tokio::task::yield_now().await;
+                }
             }
             step.outcome.map(|mut resp| {
                 if resp.wire == WireReport::default() {
@@ -147,4 +165,21 @@ impl Adapter for ScriptedAdapter {
         })
         .await
     }
+}
+
+/// `text` in pieces of at least `size` bytes (the last may be shorter), cut at char boundaries.
+fn char_chunks(text: &str, size: usize) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let mut end = size.min(rest.len());
+        while !rest.is_char_boundary(end) {
+            end += 1;
+        }
+        let (piece, tail) = rest.split_at(end);
+        rest = tail;
+        Some(piece)
+    })
 }

@@ -93,6 +93,11 @@ pub trait WireFold: Send {
     ) -> Result<Option<AdapterResponse>, AdapterError>;
     /// Reads a whole JSON reply.
     fn body(self: Box<Self>, adapter: &str, body: Value) -> Result<AdapterResponse, AdapterError>;
+    /// The answer text folded so far (it only grows), passed on to [`CallCx::forward_text`]
+    /// after each event; empty for a family that does not stream text.
+    fn text_so_far(&self) -> &str {
+        ""
+    }
 }
 
 /// POSTs `post` (the body of `built`, auth already added) and folds the reply: the one
@@ -109,9 +114,12 @@ pub async fn exchange(
     let mut resp = match wire.delivery() {
         Delivery::Sse => {
             let mut sse = http.post_sse(post, cx).await?;
+            let mut sent = 0;
             loop {
                 let frame = sse.next_event(cx).await?;
-                if let Some(resp) = fold.event(adapter, &frame)? {
+                let done = fold.event(adapter, &frame)?;
+                cx.forward_text(&mut sent, fold.text_so_far());
+                if let Some(resp) = done {
                     break resp;
                 }
             }

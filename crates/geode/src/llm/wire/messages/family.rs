@@ -88,4 +88,8 @@ impl WireFold for MessagesFold {
         super::parse_response(&body.to_string(), self.output_tool.as_deref())
             .map_err(|e| super::adapter_error(e, adapter))
     }
+
+    fn text_so_far(&self) -> &str {
+        self.fold.text_so_far()
+    }
 }

@@ -265,6 +265,13 @@ impl StreamFold {
         Ok(())
     }
 
+    /// The answer text folded so far (it only grows), for [`CallCx::forward_text`].
+    ///
+    /// [`CallCx::forward_text`]: crate::llm::adapter::CallCx::forward_text
+    pub fn text_so_far(&self) -> &str {
+        &self.collected.text
+    }
+
     /// Classifies and applies one SSE frame.
     pub fn push(&mut self, event: Option<&str>, data: &str) -> Result<Flow, ParseError> {
         if self.done {

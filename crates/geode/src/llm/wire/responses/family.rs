@@ -63,4 +63,8 @@ impl WireFold for Fold {
     fn body(self: Box<Self>, adapter: &str, body: Value) -> Result<AdapterResponse, AdapterError> {
         parse_response(adapter, &body)
     }
+
+    fn text_so_far(&self) -> &str {
+        Fold::text_so_far(self)
+    }
 }

@@ -155,6 +155,13 @@ impl Fold {
         }
     }
 
+    /// The answer text folded so far (it only grows), for [`CallCx::forward_text`].
+    ///
+    /// [`CallCx::forward_text`]: crate::llm::adapter::CallCx::forward_text
+    pub fn text_so_far(&self) -> &str {
+        &self.text
+    }
+
     /// Takes one event; returns the response at the terminal event, or an error for
     /// `response.failed` / `error`.
     pub fn push(

@@ -1,0 +1,162 @@
+//! [`ClientBuilder`]: a [`Client`] from the configuration and environment (as the CLI builds its
+//! adapters), from explicit settings, or around an adapter the caller already has.
+
+use super::{Client, Configured, Error, Inner, Source};
+use crate::config::Config;
+use crate::ledger::Require;
+use crate::llm::adapter::Adapter;
+use crate::llm::registry::{Environment, ProcessEnv};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Makes an adapter by registry name for the client (e.g. `local`, which lives in
+/// `geode-local`).
+pub type AdapterFactory = Arc<dyn Fn() -> Arc<dyn Adapter> + Send + Sync>;
+
+/// Settings for a [`Client`]; every one is optional.
+///
+/// Without [`Self::adapter_instance`], adapters are built like the CLI builds them: routing from
+/// the model name, `require` and the configured default; base URLs and models from `geode.toml`
+/// ([`Config::load`] from the current directory unless [`Self::config`] is given); credentials
+/// from the environment ([`ProcessEnv`] unless [`Self::environment`] is given). Each adapter is
+/// built once and reused by every call of the client and its clones.
+#[derive(Default)]
+pub struct ClientBuilder {
+    adapter: Option<String>,
+    instance: Option<Arc<dyn Adapter>>,
+    factories: HashMap<String, AdapterFactory>,
+    model: Option<String>,
+    require: Require,
+    timeout: Option<Duration>,
+    fallback: Option<Vec<String>>,
+    config: Option<Config>,
+    env: Option<Arc<dyn Environment + Send + Sync>>,
+    max_tokens: Option<u32>,
+    system: Option<String>,
+}
+
+impl ClientBuilder {
+    /// Serve every call with this registry adapter (`openai-payg`, `local`, ...).
+    pub fn adapter(mut self, name: impl Into<String>) -> Self {
+        self.adapter = Some(name.into());
+        self
+    }
+
+    /// Serve every call with this adapter, already built (a loaded local model, a scripted
+    /// adapter in tests). Routing, configuration and fallback are then not used; `require` is
+    /// still checked against its wire mode before each call.
+    pub fn adapter_instance(mut self, adapter: Arc<dyn Adapter>) -> Self {
+        self.instance = Some(adapter);
+        self
+    }
+
+    /// Build the adapter `name` with `factory` instead of the library's builder (how
+    /// `geode-local` provides `local`).
+    pub fn adapter_factory(
+        mut self,
+        name: impl Into<String>,
+        factory: impl Fn() -> Arc<dyn Adapter> + Send + Sync + 'static,
+    ) -> Self {
+        self.factories.insert(name.into(), Arc::new(factory));
+        self
+    }
+
+    /// The model ("" or unset: the configured or registry default of the routed adapter).
+    pub fn model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+
+    /// The guarantee every call requires; unmet is an [`Error::Config`] before any request.
+    pub fn require(mut self, require: Require) -> Self {
+        self.require = require;
+        self
+    }
+
+    /// The hard limit of one call, retry included (the retry runs only in the first half).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Adapters that take over, in order, on retryable failures (replaces the config's
+    /// `fallback`, and applies even when [`Self::adapter`] names the adapter).
+    pub fn fallback<I, S>(mut self, adapters: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.fallback = Some(adapters.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Use this configuration instead of loading `geode.toml`.
+    pub fn config(mut self, config: Config) -> Self {
+        self.config = Some(config);
+        self
+    }
+
+    /// Read variables and files through this environment instead of the process's.
+    pub fn environment(mut self, env: impl Environment + Send + Sync + 'static) -> Self {
+        self.env = Some(Arc::new(env));
+        self
+    }
+
+    /// Output tokens per model call.
+    pub fn max_tokens(mut self, tokens: u32) -> Self {
+        self.max_tokens = Some(tokens);
+        self
+    }
+
+    /// A system prompt for every call.
+    pub fn system(mut self, system: impl Into<String>) -> Self {
+        self.system = Some(system.into());
+        self
+    }
+
+    /// The client. Fails only when the configuration cannot be loaded or the response budget
+    /// in it or the environment is malformed; adapters are built on first use.
+    pub fn build(self) -> Result<Client, Error> {
+        let name = self.adapter.clone().unwrap_or_default();
+        let model = self.model.clone().unwrap_or_default();
+        let env: Arc<dyn Environment + Send + Sync> = self.env.unwrap_or(Arc::new(ProcessEnv));
+        let cfg = match self.config {
+            Some(c) => c,
+            None => {
+                let cwd = std::env::current_dir().map_err(|e| {
+                    Error::config(format!("no current directory: {e}"), &name, &model)
+                })?;
+                Config::load(&cwd, env.as_ref())
+                    .map_err(|e| Error::config(e.to_string(), &name, &model))?
+            }
+        };
+        let max_response_bytes = cfg
+            .max_response_bytes(env.as_ref())
+            .map_err(|e| Error::config(e.to_string(), &name, &model))?;
+        let source = match self.instance {
+            Some(adapter) => Source::Instance {
+                adapter,
+                max_response_bytes,
+            },
+            None => Source::Configured(Box::new(Configured {
+                cfg,
+                env,
+                fallback: self.fallback,
+                factories: self.factories,
+                cache: Mutex::new(HashMap::new()),
+            })),
+        };
+        Ok(Client {
+            inner: Arc::new(Inner {
+                source,
+                adapter: self.adapter,
+                model,
+                require: self.require,
+                timeout: self.timeout,
+                max_tokens: self.max_tokens,
+                system: self.system,
+            }),
+        })
+    }
+}

@@ -1,0 +1,180 @@
+//! [`Error`]: why a [`crate::Client`] call did not give a value. Every variant carries the
+//! ledger of what happened (empty apart from adapter and model when nothing was sent).
+
+use crate::agent::exit;
+use crate::agent::worker::WorkerResult;
+use crate::ledger::{CheckFailure, GuaranteeLedger, WorkerCheck};
+use crate::schema::validate::ValidationIssue;
+use crate::vocab::ErrorKind;
+
+/// A failed client call. `Display` is one line; provider text has passed through
+/// [`crate::secret::scrub`] (the worker scrubs every string of its result).
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The request could not run here: configuration, routing, `require` unmet, a schema or
+    /// constraint refused before any call, an adapter error of kind `config`/`unsupported`
+    /// (exit code 2 in the CLI).
+    #[error("configuration: {message}")]
+    Config {
+        /// What is wrong.
+        message: String,
+        /// What happened (no attempts when refused before any call).
+        ledger: Box<GuaranteeLedger>,
+    },
+    /// The provider or transport failed (auth, rate limit, server, timeout, ...; exit code 3).
+    #[error("provider failure ({}): {message}", kind.as_str())]
+    Provider {
+        /// The adapter error's kind (`AdapterError::kind`).
+        kind: ErrorKind,
+        /// The error.
+        message: String,
+        /// What happened.
+        ledger: Box<GuaranteeLedger>,
+    },
+    /// The answer still failed its check after the retry (exit code 1).
+    #[error("invalid answer after the retry: {}", summary(.errors))]
+    Invalid {
+        /// The validation errors of the last answer (one synthetic issue with keyword
+        /// `answer` when no JSON value could be read from it at all).
+        errors: Vec<ValidationIssue>,
+        /// What happened.
+        ledger: Box<GuaranteeLedger>,
+    },
+    /// The answer matched the schema but not the Rust type (a schema the type's `JsonSchema`
+    /// describes more loosely than its `Deserialize` reads).
+    #[error("answer does not deserialize into {type_name}: {message}")]
+    Deserialize {
+        /// The Rust type.
+        type_name: &'static str,
+        /// serde's message.
+        message: String,
+        /// What happened.
+        ledger: Box<GuaranteeLedger>,
+    },
+    /// The run was cancelled, or ended without an answer for a reason that is not the
+    /// answer's fault nor the provider's (an intended ending such as `input_blocked`).
+    #[error("run ended without an answer: {message}")]
+    Ended {
+        /// Why.
+        message: String,
+        /// What happened.
+        ledger: Box<GuaranteeLedger>,
+    },
+}
+
+fn summary(errors: &[ValidationIssue]) -> String {
+    match errors.first() {
+        None => "no details".to_owned(),
+        Some(first) if errors.len() == 1 => {
+            format!("{} at {:?}", first.message, first.instance_path)
+        }
+        Some(first) => format!(
+            "{} at {:?} (and {} more)",
+            first.message,
+            first.instance_path,
+            errors.len() - 1
+        ),
+    }
+}
+
+impl Error {
+    /// The ledger of what happened.
+    pub fn ledger(&self) -> &GuaranteeLedger {
+        match self {
+            Self::Config { ledger, .. }
+            | Self::Provider { ledger, .. }
+            | Self::Invalid { ledger, .. }
+            | Self::Deserialize { ledger, .. }
+            | Self::Ended { ledger, .. } => ledger,
+        }
+    }
+
+    /// The CLI's exit code for this error (see [`crate::agent::exit`]).
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Self::Config { .. } => exit::USAGE,
+            Self::Provider { .. } => exit::PROVIDER,
+            Self::Invalid { .. } | Self::Deserialize { .. } | Self::Ended { .. } => exit::INVALID,
+        }
+    }
+
+    /// A configuration error with an empty ledger naming `adapter` and `model`.
+    pub(crate) fn config(message: impl Into<String>, adapter: &str, model: &str) -> Self {
+        Self::Config {
+            message: crate::secret::scrub(&message.into()),
+            ledger: Box::new(GuaranteeLedger {
+                adapter: adapter.to_owned(),
+                model: model.to_owned(),
+                ..GuaranteeLedger::default()
+            }),
+        }
+    }
+
+    /// The error of a failed worker result (`None` when it succeeded), by the exit-code rule.
+    pub(crate) fn from_failed(result: &WorkerResult) -> Option<Self> {
+        if result.success {
+            return None;
+        }
+        let message = result.error.clone().unwrap_or_else(|| "failed".to_owned());
+        let ledger = Box::new(result.ledger.clone());
+        let Some(last) = result.ledger.attempts.last() else {
+            return Some(Self::Config { message, ledger });
+        };
+        Some(match last.error_kind {
+            Some(k) if exit::for_error_kind(Some(k)) == exit::USAGE => {
+                Self::Config { message, ledger }
+            }
+            Some(ErrorKind::Cancelled) => Self::Ended { message, ledger },
+            Some(kind) => Self::Provider {
+                kind,
+                message,
+                ledger,
+            },
+            None if answer_failed(&result.ledger) => Self::Invalid {
+                errors: issues(&result.ledger, &message),
+                ledger,
+            },
+            None => Self::Ended { message, ledger },
+        })
+    }
+}
+
+/// Whether the last check failed because of the answer (not an intended ending).
+fn answer_failed(ledger: &GuaranteeLedger) -> bool {
+    match &ledger.worker_check {
+        WorkerCheck::Fail { reason } => !matches!(reason, CheckFailure::FailedRun { .. }),
+        _ => false,
+    }
+}
+
+/// The validation issues of the final answer, or one issue naming the check that failed.
+fn issues(ledger: &GuaranteeLedger, message: &str) -> Vec<ValidationIssue> {
+    if let Some(v) = &ledger.full_validation
+        && !v.errors.is_empty()
+    {
+        return v.errors.clone();
+    }
+    let (keyword, detail) = match &ledger.worker_check {
+        WorkerCheck::Fail {
+            reason: CheckFailure::MissingKeys { keys },
+        } => (
+            "required",
+            format!("missing required keys: {}", keys.join(", ")),
+        ),
+        WorkerCheck::Fail {
+            reason: CheckFailure::ConstraintUnmet { constraint },
+        } => (
+            "constraint",
+            format!("the answer does not meet the {constraint}"),
+        ),
+        _ => ("answer", message.to_owned()),
+    };
+    vec![ValidationIssue {
+        instance_path: String::new(),
+        schema_path: String::new(),
+        keyword: keyword.to_owned(),
+        message: detail,
+        allowed: None,
+    }]
+}

@@ -1,0 +1,195 @@
+//! The one-shot shapes of a [`Client`] call: a Rust type, a raw JSON Schema, one of N strings,
+//! a regular expression, a Lark grammar, and the reference's `WorkerRequest` boundary.
+
+use super::typed_schema::TypedSchema;
+use super::{Client, Error, Extracted};
+use crate::agent::worker::{WorkerEnv, WorkerRequest, WorkerResult, run_worker};
+use crate::ledger::GuaranteeLedger;
+use crate::schema::{ResponseSchema, TextConstraint};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+impl Client {
+    /// Asks for a `T`: its schema (generated once per type, made strict-friendly; see
+    /// [`super::typed_schema`]) goes on the wire, the answer is validated (one retry with
+    /// feedback) and deserialized. The ledger names every rewrite of the type's schema.
+    pub async fn extract<T>(&self, prompt: impl Into<String>) -> Result<Extracted<T>, Error>
+    where
+        T: schemars::JsonSchema + DeserializeOwned + 'static,
+    {
+        let typed = typed_schema::<T>(&self.request(String::new()))?;
+        let mut req = self.request(prompt.into());
+        req.response_schema = Some(typed.schema.clone());
+        let result = self.run_with(req, |_| {}).await;
+        typed_value(&typed, result)
+    }
+
+    /// Asks for a JSON value matching `schema` (a JSON object); the answer is validated with
+    /// one retry, as for [`Self::extract`].
+    pub async fn extract_json(
+        &self,
+        schema: &Value,
+        prompt: impl Into<String>,
+    ) -> Result<Extracted<Value>, Error> {
+        let schema = ResponseSchema::from_value(schema.clone()).map_err(|e| self.refused(e))?;
+        let mut req = self.request(prompt.into());
+        req.response_schema = Some(schema);
+        let result = self.run_with(req, |_| {}).await?;
+        Ok(Extracted {
+            value: result.answer.unwrap_or(Value::Null),
+            ledger: result.ledger,
+        })
+    }
+
+    /// Asks for exactly one of `options` (enforced by a constraining engine, checked locally
+    /// otherwise; the ledger says which).
+    pub async fn choose(
+        &self,
+        options: &[&str],
+        prompt: impl Into<String>,
+    ) -> Result<Extracted<String>, Error> {
+        let c = TextConstraint::Choice(options.iter().map(|o| (*o).to_owned()).collect());
+        let result = self.constrained(c, prompt.into()).await?;
+        let text = result.output.trim();
+        let value = options
+            .iter()
+            .find(|o| **o == text || **o == text.trim_matches('"'))
+            .map_or_else(|| text.to_owned(), |o| (*o).to_owned());
+        Ok(Extracted {
+            value,
+            ledger: result.ledger,
+        })
+    }
+
+    /// Asks for text whose whole (trimmed) answer matches `regex`.
+    pub async fn matches(
+        &self,
+        regex: &str,
+        prompt: impl Into<String>,
+    ) -> Result<Extracted<String>, Error> {
+        let result = self
+            .constrained(TextConstraint::Regex(regex.to_owned()), prompt.into())
+            .await?;
+        Ok(text_value(result))
+    }
+
+    /// Asks for text derivable from the Lark grammar `lark` (enforced only by a constraining
+    /// engine; elsewhere the ledger names it unchecked).
+    pub async fn grammar(
+        &self,
+        lark: &str,
+        prompt: impl Into<String>,
+    ) -> Result<Extracted<String>, Error> {
+        let result = self
+            .constrained(TextConstraint::Grammar(lark.to_owned()), prompt.into())
+            .await?;
+        Ok(text_value(result))
+    }
+
+    /// Runs a reference-shaped request as `geode worker` does. Empty `adapter`/`model` take the
+    /// client's; a request that cannot be resolved is a failed result naming why.
+    pub async fn run(&self, mut req: WorkerRequest) -> WorkerResult {
+        if req.adapter.is_empty() {
+            req.adapter = self.inner.adapter.clone().unwrap_or_default();
+        }
+        if req.model.is_empty() {
+            req.model = self.inner.model.clone();
+        }
+        match self.worker_env(&mut req) {
+            Ok(env) => run_worker(&req, &env).await,
+            Err(e) => {
+                let mut failed = WorkerResult::failed(&req.task_id, e.to_string());
+                failed.ledger = e.ledger().clone();
+                failed
+            }
+        }
+    }
+
+    async fn constrained(&self, c: TextConstraint, prompt: String) -> Result<WorkerResult, Error> {
+        c.validate().map_err(|e| self.refused(e))?;
+        let mut req = self.request(prompt);
+        req.text_constraint = Some(c);
+        self.run_with(req, |_| {}).await
+    }
+
+    /// Resolves, lets `tune` add observers to the environment, runs the worker and turns a
+    /// failed result into its [`Error`].
+    pub(crate) async fn run_with(
+        &self,
+        mut req: WorkerRequest,
+        tune: impl FnOnce(&mut WorkerEnv),
+    ) -> Result<WorkerResult, Error> {
+        let mut env = self.worker_env(&mut req)?;
+        tune(&mut env);
+        let result = run_worker(&req, &env).await;
+        match Error::from_failed(&result) {
+            Some(e) => Err(e),
+            None => Ok(result),
+        }
+    }
+
+    fn refused(&self, e: impl std::fmt::Display) -> Error {
+        let req = self.request(String::new());
+        Error::config(e.to_string(), &req.adapter, &req.model)
+    }
+}
+
+/// `T`'s schema, or a configuration error when schemars' output is not usable.
+pub(crate) fn typed_schema<T: schemars::JsonSchema + 'static>(
+    req: &WorkerRequest,
+) -> Result<std::sync::Arc<TypedSchema>, Error> {
+    TypedSchema::of::<T>().map_err(|e| {
+        Error::config(
+            format!("schema of {}: {e}", std::any::type_name::<T>()),
+            &req.adapter,
+            &req.model,
+        )
+    })
+}
+
+/// Adds the type's own rewrites to a ledger, before the wire's.
+pub(crate) fn annotate(ledger: &mut GuaranteeLedger, typed: &TypedSchema) {
+    let wire = std::mem::take(&mut ledger.transforms);
+    ledger.transforms = typed.transforms.iter().cloned().chain(wire).collect();
+    ledger.residuals.extend(typed.residuals.iter().cloned());
+}
+
+/// The ledger of `e` with the type's rewrites added.
+pub(crate) fn annotate_error(mut e: Error, typed: &TypedSchema) -> Error {
+    match &mut e {
+        Error::Config { ledger, .. }
+        | Error::Provider { ledger, .. }
+        | Error::Invalid { ledger, .. }
+        | Error::Deserialize { ledger, .. }
+        | Error::Ended { ledger, .. } => annotate(ledger, typed),
+    }
+    e
+}
+
+/// The typed value of a successful result (its answer unwrapped and deserialized).
+pub(crate) fn typed_value<T: DeserializeOwned>(
+    typed: &TypedSchema,
+    result: Result<WorkerResult, Error>,
+) -> Result<Extracted<T>, Error> {
+    let mut result = result.map_err(|e| annotate_error(e, typed))?;
+    annotate(&mut result.ledger, typed);
+    let answer = typed.unwrap_answer(result.answer.take().unwrap_or(Value::Null));
+    match serde_json::from_value::<T>(answer) {
+        Ok(value) => Ok(Extracted {
+            value,
+            ledger: result.ledger,
+        }),
+        Err(e) => Err(Error::Deserialize {
+            type_name: std::any::type_name::<T>(),
+            message: crate::secret::scrub(&e.to_string()),
+            ledger: Box::new(result.ledger),
+        }),
+    }
+}
+
+fn text_value(result: WorkerResult) -> Extracted<String> {
+    Extracted {
+        value: result.output.trim().to_owned(),
+        ledger: result.ledger,
+    }
+}

@@ -1,0 +1,200 @@
+//! The Rust API: a [`Client`] that gives a caller its own type back, streams partial values with
+//! per-field guarantees, and carries the guarantee ledger of every call.
+//!
+//! | file | job |
+//! |---|---|
+//! | [`builder`] | [`ClientBuilder`]: from configuration and environment, or around an adapter |
+//! | [`resolve`] | routing, `require`, preflight, adapter and fallback chain (shared with the CLI) |
+//! | [`extract`] | `extract::<T>()`, `extract_json`, `choose`, `matches`, `grammar`, `run` |
+//! | [`typed_schema`] | a Rust type's schema: generated once, made strict-friendly, wrapped if needed |
+//! | [`partial_json`] | the incremental tolerant JSON parser behind streaming |
+//! | [`stream`] | `stream::<T>()`: partial values, list items, the retry, the final value |
+//! | [`error`] | [`Error`]: every variant carries the ledger |
+//!
+//! Every call runs through the worker ([`crate::agent::worker::run_worker`]), so the one retry
+//! with feedback and the ledger behave exactly as for `geode run`.
+
+pub mod builder;
+pub mod error;
+pub mod extract;
+pub mod partial_json;
+pub mod resolve;
+pub mod stream;
+pub mod typed_schema;
+
+pub use builder::ClientBuilder;
+pub use error::Error;
+pub use stream::{Guarantee, StreamEvent};
+
+use crate::agent::worker::{WorkerEnv, WorkerRequest};
+use crate::config::Config;
+use crate::ledger::{GuaranteeLedger, Require, StructuredOutputMode};
+use crate::llm::adapter::{Adapter, AdapterError};
+use crate::llm::registry::Environment;
+use crate::schema::ResponseSchema;
+use builder::AdapterFactory;
+use resolve::Resolver;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// A value the model gave, checked, with the account of how it was obtained.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Extracted<T> {
+    /// The value.
+    pub value: T,
+    /// Which adapter served it, how the schema went on the wire, what was rewritten, every
+    /// attempt and the retry decision.
+    pub ledger: GuaranteeLedger,
+}
+
+/// A handle for structured calls. Cheap to clone (one `Arc`), `Send + Sync`; clones share the
+/// adapters they build (connections, a loaded local model).
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("adapter", &self.inner.adapter)
+            .field("model", &self.inner.model)
+            .field("require", &self.inner.require)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    source: Source,
+    adapter: Option<String>,
+    model: String,
+    require: Require,
+    timeout: Option<Duration>,
+    max_tokens: Option<u32>,
+    system: Option<String>,
+}
+
+enum Source {
+    Instance {
+        adapter: Arc<dyn Adapter>,
+        max_response_bytes: u64,
+    },
+    Configured(Box<Configured>),
+}
+
+/// Adapters built on demand from configuration and environment, each once.
+struct Configured {
+    cfg: Config,
+    env: Arc<dyn Environment + Send + Sync>,
+    fallback: Option<Vec<String>>,
+    factories: HashMap<String, AdapterFactory>,
+    cache: Mutex<HashMap<String, Arc<dyn Adapter>>>,
+}
+
+impl Client {
+    /// Settings for a client.
+    pub fn builder() -> ClientBuilder {
+        ClientBuilder::default()
+    }
+
+    /// A client configured as the CLI is: `geode.toml` (current directory, else
+    /// `~/.config/geode/config.toml`), credentials and base URLs from the environment, routing
+    /// and the configured fallback chain. `local` needs `geode-local` (see `geode_local::client_builder`).
+    pub fn from_env() -> Result<Self, Error> {
+        Self::builder().build()
+    }
+
+    /// A request carrying this client's settings.
+    pub(crate) fn request(&self, prompt: String) -> WorkerRequest {
+        let i = &self.inner;
+        let mut req = WorkerRequest::new("client", prompt);
+        req.adapter = i.adapter.clone().unwrap_or_default();
+        req.model = i.model.clone();
+        req.require = i.require;
+        if let Some(t) = i.timeout {
+            req.timeout_s = t.as_secs_f64();
+        }
+        if let Some(m) = i.max_tokens {
+            req.subagent_max_tokens = m;
+        }
+        if let Some(s) = &i.system {
+            req.agent_system_prompt = s.clone();
+        }
+        req
+    }
+
+    /// The worker environment for `req` (filling `req.model` when routing chose it).
+    pub(crate) fn worker_env(&self, req: &mut WorkerRequest) -> Result<WorkerEnv, Error> {
+        match &self.inner.source {
+            Source::Instance {
+                adapter,
+                max_response_bytes,
+            } => {
+                if let Some(schema) = &req.response_schema {
+                    let mode = adapter.wire_mode(Some(schema));
+                    if mode.level() < req.require {
+                        return Err(Error::config(
+                            unmet(adapter.name(), mode, req.require),
+                            adapter.name(),
+                            &req.model,
+                        ));
+                    }
+                }
+                let mut env = WorkerEnv::new(adapter.clone());
+                env.max_response_bytes = *max_response_bytes;
+                Ok(env)
+            }
+            Source::Configured(c) => {
+                let Configured {
+                    cfg,
+                    env,
+                    fallback,
+                    factories,
+                    cache,
+                } = c.as_ref();
+                let build = |name: &str| -> Result<Arc<dyn Adapter>, AdapterError> {
+                    if let Some(hit) = cache.lock().ok().and_then(|c| c.get(name).cloned()) {
+                        return Ok(hit);
+                    }
+                    let built = match factories.get(name) {
+                        Some(make) => make(),
+                        None => crate::llm::build::build(name, cfg, env.as_ref())?,
+                    };
+                    if let Ok(mut c) = cache.lock() {
+                        c.insert(name.to_owned(), built.clone());
+                    }
+                    Ok(built)
+                };
+                Resolver {
+                    cfg,
+                    env: env.as_ref(),
+                    build: &build,
+                    fallback: fallback.as_deref(),
+                }
+                .resolve(req)
+                .map_err(|e| Error::config(e.to_string(), &req.adapter, &req.model))
+            }
+        }
+    }
+
+    /// The mode the client's fixed adapter would use for `schema` (`None` when adapters are
+    /// routed per call).
+    pub fn wire_mode(&self, schema: &ResponseSchema) -> Option<StructuredOutputMode> {
+        match &self.inner.source {
+            Source::Instance { adapter, .. } => Some(adapter.wire_mode(Some(schema))),
+            Source::Configured(_) => None,
+        }
+    }
+}
+
+fn unmet(adapter: &str, mode: StructuredOutputMode, require: Require) -> String {
+    format!(
+        "require={}: {adapter}'s mode for this schema is {mode} ({}), below it",
+        require.as_str(),
+        mode.level().as_str()
+    )
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,149 @@
+//! Turning a [`WorkerRequest`] into a [`WorkerEnv`] from configuration and environment: routing,
+//! the `require` policy, the dialect preflight, the adapter itself and the fallback chain.
+//!
+//! One rule for the CLI (`geode run`, `geode worker`) and for [`crate::Client`]. Adapters are
+//! obtained through a caller-given builder, so the CLI can add `local` (which lives in
+//! `geode-local`) and the client can hand out adapters it already built (reusing connections).
+
+use crate::agent::worker::{WorkerEnv, WorkerRequest};
+use crate::config::Config;
+use crate::ledger::Require;
+use crate::llm::adapter::{Adapter, AdapterError};
+use crate::llm::fallback::FallbackAdapter;
+use crate::llm::registry::{AdapterSpec, Environment, spec};
+use crate::llm::routing::{RouteRequest, route};
+use crate::schema::dialect::LimitViolation;
+use crate::schema::{ResponseSchema, TextConstraint};
+use std::sync::Arc;
+
+/// Why a request could not be given an adapter. All are configuration errors (exit 2).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ResolveError {
+    /// No adapter can serve the request (unknown name, or `require` removed every candidate).
+    #[error("{0}")]
+    Routing(String),
+    /// The schema breaks the chosen adapter's provider limits.
+    #[error("schema refused before the call: {0}")]
+    Preflight(String),
+    /// The adapter could not be built (missing key, credential file, bad setting).
+    #[error("{0}")]
+    Build(String),
+}
+
+/// Builds one adapter by registry name.
+pub type AdapterBuilder<'a> =
+    dyn Fn(&str) -> Result<Arc<dyn Adapter>, AdapterError> + Send + Sync + 'a;
+
+/// What a resolution reads: the config, the environment, how adapters are built, and an
+/// optional fallback list that replaces the config's.
+pub struct Resolver<'a> {
+    /// The configuration (`geode.toml`).
+    pub cfg: &'a Config,
+    /// The environment variables and files.
+    pub env: &'a dyn Environment,
+    /// Builds an adapter by name (e.g. [`crate::llm::build::build`] plus `local`).
+    pub build: &'a AdapterBuilder<'a>,
+    /// A fallback chain that replaces `cfg.fallback` and applies even when the adapter is
+    /// named explicitly (the client builder's `.fallback([...])`).
+    pub fallback: Option<&'a [String]>,
+}
+
+/// The provider limits `schema` breaks on `spec`'s dialect: the verdict applied before the call
+/// (empty when the adapter takes the schema).
+pub fn limit_violations(schema: &ResponseSchema, spec: &AdapterSpec) -> Vec<LimitViolation> {
+    crate::schema::dialect::preflight(schema, spec.dialect)
+        .err()
+        .unwrap_or_default()
+}
+
+/// The violations as one line: `limit: found, at most max (at pointer); ...`.
+pub fn violations_text(violations: &[LimitViolation]) -> String {
+    violations
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The guarantee level a text constraint gets on this adapter (only a constraining engine
+/// enforces one; see `TextConstraint::mode_on`).
+fn text_constraint_level(spec: &AdapterSpec) -> Require {
+    TextConstraint::mode_on(spec.mode_for(Some(&ResponseSchema::default()), false)).level()
+}
+
+impl Resolver<'_> {
+    /// Resolves the environment for `req`: the routed adapter (plus the fallback chain when the
+    /// adapter was not named explicitly, or always when [`Self::fallback`] is given), with
+    /// `req.model` filled from the config when empty.
+    pub fn resolve(&self, req: &mut WorkerRequest) -> Result<WorkerEnv, ResolveError> {
+        let (cfg, env) = (self.cfg, self.env);
+        let explicit = if !req.adapter.is_empty() {
+            Some(req.adapter.clone())
+        } else if spec(&req.source).is_some() {
+            Some(req.source.clone())
+        } else {
+            None
+        };
+        let schema = req.response_schema.clone();
+        let routed = route(
+            &RouteRequest {
+                adapter: explicit.as_deref(),
+                model: &req.model,
+                require: req.require,
+                schema: schema.as_ref(),
+                thinking: req.thinking_budget > 0,
+                default_adapter: cfg.default_adapter.as_deref(),
+            },
+            env,
+        )
+        .map_err(|e| ResolveError::Routing(e.to_string()))?;
+        let name = routed.spec.name;
+        if let Some(s) = &schema {
+            let violations = limit_violations(s, routed.spec);
+            if !violations.is_empty() {
+                return Err(ResolveError::Preflight(format!(
+                    "{name}: {}",
+                    violations_text(&violations)
+                )));
+            }
+        }
+        if req.model.is_empty() {
+            req.model = cfg.model(name, None);
+        }
+        let primary = (self.build)(name).map_err(|e| ResolveError::Build(e.to_string()))?;
+        let mut chain: Vec<(Arc<dyn Adapter>, Option<String>)> = vec![(primary, None)];
+        let fallback = match (self.fallback, &explicit) {
+            (Some(list), _) => list,
+            (None, None) => cfg.fallback.as_slice(),
+            (None, Some(_)) => &[],
+        };
+        for fb in fallback.iter().filter(|n| n.as_str() != name) {
+            let Some(s) = spec(fb) else { continue };
+            let meets = (schema.is_none()
+                || s.mode_for(schema.as_ref(), false).level() >= req.require)
+                && (req.text_constraint.is_none() || text_constraint_level(s) >= req.require);
+            if meets
+                && s.is_configured(env)
+                && let Ok(a) = (self.build)(fb)
+            {
+                // Another family cannot serve this model name: that link uses its own model.
+                let model = (s.family != routed.spec.family).then(|| cfg.model(fb, None));
+                chain.push((a, model));
+            }
+        }
+        let adapter: Arc<dyn Adapter> = if chain.len() == 1 {
+            chain.remove(0).0
+        } else {
+            Arc::new(
+                FallbackAdapter::with_models(chain)
+                    .ok_or_else(|| ResolveError::Build("empty chain".into()))?,
+            )
+        };
+        let mut worker_env = WorkerEnv::new(adapter);
+        worker_env.max_response_bytes = cfg
+            .max_response_bytes(env)
+            .map_err(|e| ResolveError::Build(e.to_string()))?;
+        Ok(worker_env)
+    }
+}

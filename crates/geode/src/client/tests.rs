@@ -1,0 +1,382 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use super::typed_schema::TypedSchema;
+use super::*;
+use crate::ledger::RetryDecision;
+use crate::llm::request::AdapterResponse;
+use crate::llm::scripted::ScriptedAdapter;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+
+fn client(answers: &[&str]) -> (Client, Arc<ScriptedAdapter>) {
+    let adapter = Arc::new(ScriptedAdapter::new(
+        answers
+            .iter()
+            .map(|a| Ok(AdapterResponse::text(*a)))
+            .collect(),
+    ));
+    let client = Client::builder()
+        .config(Config::default())
+        .adapter_instance(adapter.clone())
+        .build()
+        .unwrap();
+    (client, adapter)
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// A decision on a pull request.
+#[derive(Debug, PartialEq, Deserialize, JsonSchema)]
+struct Review {
+    /// Whether to merge.
+    #[serde(rename = "verdict")]
+    accept: bool,
+    /// Why, in one sentence.
+    reason: String,
+    /// Optional follow-up.
+    follow_up: Option<String>,
+    severity: Severity,
+}
+
+#[derive(Debug, PartialEq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Severity {
+    Low,
+    High,
+}
+
+#[derive(Debug, PartialEq, Deserialize, JsonSchema)]
+#[serde(tag = "kind")]
+enum Shape {
+    Circle { r: f64 },
+    Square { side: f64 },
+}
+
+#[derive(Debug, PartialEq, Deserialize, JsonSchema)]
+#[serde(tag = "t", content = "c")]
+enum Event {
+    Ping,
+    Move { x: i32, y: i32 },
+}
+
+#[derive(Debug, PartialEq, Deserialize, JsonSchema)]
+struct Meters(f64);
+
+#[derive(Debug, PartialEq, Deserialize, JsonSchema)]
+struct Tree {
+    name: String,
+    children: Vec<Tree>,
+}
+
+#[derive(Debug, PartialEq, Deserialize, JsonSchema)]
+struct Tagged {
+    tags: HashMap<String, u32>,
+}
+
+#[test]
+fn client_is_cheap_to_clone_and_thread_safe() {
+    fn assert_traits<T: Clone + Send + Sync + 'static>() {}
+    assert_traits::<Client>();
+    let (c, _) = client(&[]);
+    let d = c.clone();
+    assert!(Arc::ptr_eq(&c.inner, &d.inner));
+}
+
+#[test]
+fn a_struct_schema_keeps_docs_and_renames_and_is_made_strict() {
+    let t = TypedSchema::of::<Review>().unwrap();
+    let s = t.schema.as_value();
+    assert!(!t.wrapped);
+    assert!(t.strict, "{s:#}\n{:?}", t.residuals);
+    assert_eq!(s["description"], "A decision on a pull request.");
+    assert_eq!(
+        s["properties"]["verdict"]["description"],
+        "Whether to merge."
+    );
+    assert_eq!(s["additionalProperties"], false);
+    let required: Vec<&str> = s["required"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(required.contains(&"follow_up"), "{required:?}");
+    assert!(t.transforms.iter().any(
+        |x| x.pointer == "/properties/follow_up" && x.action.contains("required and nullable")
+    ));
+    assert!(
+        t.transforms
+            .iter()
+            .any(|x| x.pointer.is_empty() && x.action.contains("additionalProperties:false"))
+    );
+    // Generated once per type: the same Arc comes back.
+    assert!(Arc::ptr_eq(&t, &TypedSchema::of::<Review>().unwrap()));
+}
+
+#[test]
+fn extract_returns_the_type_and_the_ledger_names_the_schema_rewrites() {
+    let (c, adapter) =
+        client(&[r#"{"verdict": true, "reason": "small", "follow_up": null, "severity": "low"}"#]);
+    let got = rt().block_on(c.extract::<Review>("review")).unwrap();
+    assert_eq!(
+        got.value,
+        Review {
+            accept: true,
+            reason: "small".into(),
+            follow_up: None,
+            severity: Severity::Low,
+        }
+    );
+    assert_eq!(got.ledger.retry, RetryDecision::FirstPassed);
+    assert!(
+        got.ledger
+            .transforms
+            .iter()
+            .any(|t| t.action.contains("nullable"))
+    );
+    let sent = adapter.requests()[0].response_schema.clone().unwrap();
+    assert_eq!(sent.as_value()["properties"]["verdict"]["type"], "boolean");
+}
+
+fn extract_one<T: JsonSchema + serde::de::DeserializeOwned + 'static>(
+    answer: &str,
+) -> Extracted<T> {
+    let (c, _) = client(&[answer]);
+    rt().block_on(c.extract::<T>("go")).unwrap()
+}
+
+#[test]
+fn non_object_roots_are_wrapped_and_unwrapped() {
+    let sev = extract_one::<Severity>(r#"{"value": "high"}"#);
+    assert_eq!(sev.value, Severity::High);
+    assert!(
+        sev.ledger
+            .transforms
+            .iter()
+            .any(|t| t.action.contains("wrapped"))
+    );
+    let list = extract_one::<Vec<Severity>>(r#"{"value": ["low", "high"]}"#);
+    assert_eq!(list.value, vec![Severity::Low, Severity::High]);
+    assert_eq!(
+        extract_one::<Meters>(r#"{"value": 2.5}"#).value,
+        Meters(2.5)
+    );
+    let opt = extract_one::<Option<Severity>>(r#"{"value": null}"#);
+    assert_eq!(opt.value, None);
+    assert!(TypedSchema::of::<Vec<Severity>>().unwrap().strict);
+}
+
+#[test]
+fn tagged_enums_round_trip() {
+    let s = extract_one::<Shape>(r#"{"value": {"kind": "Square", "side": 2.0}}"#);
+    assert_eq!(s.value, Shape::Square { side: 2.0 });
+    let e = extract_one::<Event>(r#"{"value": {"t": "Move", "c": {"x": 1, "y": -2}}}"#);
+    assert_eq!(e.value, Event::Move { x: 1, y: -2 });
+    let p = extract_one::<Event>(r#"{"value": {"t": "Ping"}}"#);
+    assert_eq!(p.value, Event::Ping);
+    // A variant that does not exist fails validation, not deserialization.
+    let (c, _) = client(&[r#"{"value": {"t": "Jump"}}"#, r#"{"value": {"t": "Jump"}}"#]);
+    assert!(matches!(
+        rt().block_on(c.extract::<Event>("go")),
+        Err(Error::Invalid { .. })
+    ));
+}
+
+#[test]
+fn recursive_types_validate_at_every_depth() {
+    let t = extract_one::<Tree>(
+        r#"{"name": "a", "children": [{"name": "b", "children": [{"name": "c", "children": []}]}]}"#,
+    );
+    assert_eq!(t.value.children[0].children[0].name, "c");
+    let (c, _) = client(&[
+        r#"{"name": "a", "children": [{"name": 5, "children": []}]}"#,
+        r#"{"name": "a", "children": [{"children": []}]}"#,
+    ]);
+    let Err(Error::Invalid { errors, ledger }) = rt().block_on(c.extract::<Tree>("go")) else {
+        panic!("expected Invalid");
+    };
+    assert!(
+        errors.iter().any(|e| e.instance_path == "/children/0"),
+        "{errors:?}"
+    );
+    assert_eq!(ledger.attempts.len(), 2);
+}
+
+#[test]
+fn a_map_field_works_but_the_ledger_says_why_the_schema_is_not_strict() {
+    let t = TypedSchema::of::<Tagged>().unwrap();
+    assert!(!t.strict);
+    let got = extract_one::<Tagged>(r#"{"tags": {"a": 1, "b": 2}}"#);
+    assert_eq!(got.value.tags["b"], 2);
+    assert!(
+        got.ledger
+            .residuals
+            .iter()
+            .any(|r| r.starts_with("/properties/tags") && r.contains("map")),
+        "{:?}",
+        got.ledger.residuals
+    );
+}
+
+#[test]
+fn invalid_after_the_retry_is_an_error_carrying_errors_and_ledger() {
+    let bad = r#"{"verdict": "yes", "reason": "x", "follow_up": null, "severity": "low"}"#;
+    let (c, adapter) = client(&[bad, bad]);
+    let err = rt().block_on(c.extract::<Review>("go")).unwrap_err();
+    let Error::Invalid { errors, ledger } = &err else {
+        panic!("{err:?}");
+    };
+    assert!(errors.iter().any(|e| e.instance_path == "/verdict"));
+    assert!(matches!(ledger.retry, RetryDecision::Ran { .. }));
+    assert_eq!(adapter.requests().len(), 2);
+    assert_eq!(err.exit_code(), crate::agent::exit::INVALID);
+    assert!(
+        err.ledger()
+            .transforms
+            .iter()
+            .any(|t| t.action.contains("nullable"))
+    );
+}
+
+#[test]
+fn the_retry_fixes_the_answer() {
+    let (c, _) = client(&[
+        "no json here",
+        r#"{"verdict": false, "reason": "r", "follow_up": "later", "severity": "high"}"#,
+    ]);
+    let got = rt().block_on(c.extract::<Review>("go")).unwrap();
+    assert_eq!(got.value.follow_up.as_deref(), Some("later"));
+    assert!(matches!(got.ledger.retry, RetryDecision::Ran { .. }));
+}
+
+#[test]
+fn provider_failures_and_unmet_require_are_typed() {
+    let adapter = Arc::new(ScriptedAdapter::new(vec![Err(
+        crate::llm::adapter::AdapterError::Auth {
+            adapter: "scripted".into(),
+            status: 401,
+            message: "bad key".into(),
+        },
+    )]));
+    let c = Client::builder()
+        .config(Config::default())
+        .adapter_instance(adapter)
+        .build()
+        .unwrap();
+    let err = rt().block_on(c.extract::<Review>("go")).unwrap_err();
+    assert!(
+        matches!(&err, Error::Provider { kind, .. } if *kind == crate::vocab::ErrorKind::Auth),
+        "{err:?}"
+    );
+    assert_eq!(err.ledger().attempts.len(), 1);
+
+    let adapter = Arc::new(ScriptedAdapter::new(vec![]));
+    let c = Client::builder()
+        .config(Config::default())
+        .adapter_instance(adapter.clone())
+        .require(Require::Enforced)
+        .build()
+        .unwrap();
+    let err = rt().block_on(c.extract::<Review>("go")).unwrap_err();
+    assert!(matches!(err, Error::Config { .. }), "{err:?}");
+    assert!(err.to_string().contains("below"), "{err}");
+    assert!(adapter.requests().is_empty());
+}
+
+#[test]
+fn other_shapes_from_the_same_client() {
+    let (c, adapter) = client(&[r#"{"n": 3}"#, "reject", "AB-12", "yes", r#"{"ok": true}"#]);
+    let rt = rt();
+    let schema =
+        json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
+    assert_eq!(
+        rt.block_on(c.extract_json(&schema, "n?")).unwrap().value,
+        json!({"n": 3})
+    );
+    assert_eq!(
+        rt.block_on(c.choose(&["accept", "reject"], "?"))
+            .unwrap()
+            .value,
+        "reject"
+    );
+    assert_eq!(
+        rt.block_on(c.matches("[A-Z]{2}-[0-9]+", "?"))
+            .unwrap()
+            .value,
+        "AB-12"
+    );
+    let g = rt
+        .block_on(c.grammar("start: \"yes\" | \"no\"\n", "?"))
+        .unwrap();
+    assert_eq!(g.value, "yes");
+    assert!(
+        g.ledger
+            .residuals
+            .iter()
+            .any(|r| r.contains("grammar: unchecked"))
+    );
+    let result = rt.block_on(c.run(crate::agent::worker::WorkerRequest::new("t1", "hi")));
+    assert!(result.success);
+    assert_eq!(result.output, r#"{"ok": true}"#);
+    let sent = adapter.requests();
+    assert_eq!(sent.len(), 5);
+    assert!(sent[0].response_schema.is_some());
+    // Refused before any call: a constraint that cannot be compiled, a non-object schema.
+    assert!(matches!(
+        rt.block_on(c.matches("[", "?")),
+        Err(Error::Config { .. })
+    ));
+    assert!(matches!(
+        rt.block_on(c.extract_json(&json!([1]), "?")),
+        Err(Error::Config { .. })
+    ));
+    assert_eq!(adapter.requests().len(), 5);
+}
+
+#[test]
+fn from_config_routes_and_reuses_built_adapters() {
+    let built = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = built.clone();
+    let c = Client::builder()
+        .config(Config::default())
+        .adapter("local")
+        .adapter_factory("local", move || {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Arc::new(ScriptedAdapter::repeating(
+                AdapterResponse::text(r#"{"value": "low"}"#),
+                std::time::Duration::ZERO,
+            )) as Arc<dyn Adapter>
+        })
+        .build()
+        .unwrap();
+    let rt = rt();
+    for _ in 0..3 {
+        let got = rt.block_on(c.clone().extract::<Severity>("go")).unwrap();
+        assert_eq!(got.value, Severity::Low);
+    }
+    assert_eq!(built.load(std::sync::atomic::Ordering::SeqCst), 1);
+    // An adapter the library cannot build is a configuration error naming it.
+    let c = Client::builder()
+        .config(Config::default())
+        .adapter("nope")
+        .build()
+        .unwrap();
+    let err = rt.block_on(c.extract::<Severity>("go")).unwrap_err();
+    assert!(err.to_string().contains("unknown adapter"), "{err}");
+    assert_eq!(err.exit_code(), crate::agent::exit::USAGE);
+}
+
+#[test]
+fn the_answer_text_is_not_required_to_be_bare_json() {
+    let got = extract_one::<Severity>("Sure:\n```json\n{\"value\": \"low\"}\n```");
+    assert_eq!(got.value, Severity::Low);
+    let v: Value = serde_json::to_value(&got.ledger).unwrap();
+    assert_eq!(v["adapter"], "scripted");
+}

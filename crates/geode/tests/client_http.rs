@@ -1,0 +1,255 @@
+//! `geode::Client` over the six HTTP adapters against the `geode-fakes` servers on 127.0.0.1:
+//! the client is built from a described machine (base URL and key variables, as `geode` reads
+//! them), `extract::<T>()` gets the type back with its ledger, the retry goes over the wire,
+//! and `stream::<T>()` ends in the validated value.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use futures::StreamExt;
+use geode::client::stream::Guarantee;
+use geode::config::Config;
+use geode::ledger::{Require, RetryDecision, StructuredOutputMode};
+use geode::{Client, Error, StreamEvent};
+use geode_fakes::{FakeServer, Kind, Reply, Script};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use std::path::Path;
+use support::env::MapEnv;
+
+/// A review decision.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+struct Review {
+    /// accept or reject.
+    decision: Decision,
+    /// Why.
+    reason: String,
+    /// Lines to look at again.
+    lines: Vec<u32>,
+    /// A follow-up, if any.
+    follow_up: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Decision {
+    Accept,
+    Reject,
+}
+
+const ADAPTERS: [&str; 6] = [
+    "openai-payg",
+    "codex-oauth",
+    "anthropic-payg",
+    "anthropic-oauth",
+    "glm-payg",
+    "glm-coding-plan",
+];
+
+const GOOD: &str =
+    r#"{"decision": "reject", "reason": "breaks the build", "lines": [3, 14], "follow_up": null}"#;
+
+fn kind(adapter: &str) -> Kind {
+    match adapter {
+        "openai-payg" => Kind::Responses,
+        "codex-oauth" => Kind::ChatGpt,
+        "anthropic-payg" | "anthropic-oauth" => Kind::Messages,
+        _ => Kind::Chat,
+    }
+}
+
+/// The machine: `adapter`'s base URL and credential pointing at `origin`.
+fn machine(adapter: &str, origin: &str, home: &Path) -> MapEnv {
+    let env = MapEnv::new()
+        .set("HOME", home.display().to_string())
+        .set("CODEX_HOME", home.display().to_string())
+        .set("GEODE_CODEX_AUTH_URL", origin);
+    match adapter {
+        "openai-payg" => env
+            .set("GEODE_OPENAI_BASE_URL", origin)
+            .set("OPENAI_API_KEY", "sk-client-test-openai"),
+        "codex-oauth" => {
+            let auth = geode_fakes::chatgpt::codex_auth_json(false);
+            std::fs::write(home.join("auth.json"), auth.to_string()).unwrap();
+            env.set("GEODE_CODEX_BASE_URL", origin)
+        }
+        "anthropic-payg" => env
+            .set("GEODE_ANTHROPIC_BASE_URL", origin)
+            .set("ANTHROPIC_API_KEY", "sk-ant-client-test"),
+        "anthropic-oauth" => env
+            .set("GEODE_ANTHROPIC_BASE_URL", origin)
+            .set("CLAUDE_CODE_OAUTH_TOKEN", "sk-ant-oat-client-test"),
+        "glm-payg" => env
+            .set("GEODE_GLM_BASE_URL", format!("{origin}/api/paas/v4"))
+            .set("ZAI_API_KEY", "zai-client-test"),
+        _ => env
+            .set(
+                "GEODE_GLM_CODING_BASE_URL",
+                format!("{origin}/api/coding/paas/v4"),
+            )
+            .set("ZAI_CODING_PLAN_KEY", "zai-coding-client-test"),
+    }
+}
+
+fn client(adapter: &str, server: &FakeServer, home: &Path) -> Client {
+    Client::builder()
+        .config(Config::default())
+        .environment(machine(adapter, &server.base_url(), home))
+        .adapter(adapter)
+        .timeout(std::time::Duration::from_secs(15))
+        .build()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extract_gets_the_type_back_over_every_http_adapter() {
+    for adapter in ADAPTERS {
+        let home = tempfile::tempdir().unwrap();
+        let server = FakeServer::start(kind(adapter), Script::always(Reply::text(GOOD)))
+            .await
+            .unwrap();
+        let c = client(adapter, &server, home.path());
+        let got = support::bounded(c.extract::<Review>("review this"))
+            .await
+            .unwrap_or_else(|e| panic!("{adapter}: {e}"));
+        assert_eq!(got.value.decision, Decision::Reject, "{adapter}");
+        assert_eq!(got.value.lines, [3, 14], "{adapter}");
+        assert_eq!(got.ledger.adapter, adapter);
+        assert_eq!(got.ledger.retry, RetryDecision::FirstPassed, "{adapter}");
+        assert_ne!(
+            got.ledger.wire_mode,
+            StructuredOutputMode::None,
+            "{adapter}"
+        );
+        assert!(
+            got.ledger
+                .transforms
+                .iter()
+                .any(|t| t.pointer == "/properties/follow_up"),
+            "{adapter}: {:?}",
+            got.ledger.transforms
+        );
+        // The schema that went on the wire is the type's, made strict-friendly.
+        let calls: Vec<_> = server
+            .requests()
+            .into_iter()
+            .filter(|r| {
+                ["/responses", "/messages", "/chat/completions"]
+                    .iter()
+                    .any(|route| r.path.ends_with(route))
+            })
+            .collect();
+        assert_eq!(calls.len(), 1, "{adapter}");
+        let body = calls[0].body.to_string();
+        assert!(
+            body.contains("follow_up") && body.contains("additionalProperties"),
+            "{adapter}"
+        );
+        server.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_retry_runs_over_the_wire_and_a_second_failure_is_invalid_with_its_ledger() {
+    for adapter in ["openai-payg", "anthropic-payg", "glm-payg"] {
+        let home = tempfile::tempdir().unwrap();
+        let bad = r#"{"decision": "maybe", "reason": "x", "lines": [], "follow_up": null}"#;
+        let script = Script::new([Reply::text(bad), Reply::text(GOOD)]);
+        let server = FakeServer::start(kind(adapter), script).await.unwrap();
+        let got = support::bounded(client(adapter, &server, home.path()).extract::<Review>("go"))
+            .await
+            .unwrap();
+        assert!(
+            matches!(got.ledger.retry, RetryDecision::Ran { .. }),
+            "{adapter}"
+        );
+        assert_eq!(got.ledger.attempts.len(), 2);
+        server.shutdown().await;
+
+        let server = FakeServer::start(kind(adapter), Script::always(Reply::text(bad)))
+            .await
+            .unwrap();
+        let err = support::bounded(client(adapter, &server, home.path()).extract::<Review>("go"))
+            .await
+            .unwrap_err();
+        let Error::Invalid { errors, ledger } = &err else {
+            panic!("{adapter}: {err:?}");
+        };
+        assert!(
+            errors.iter().any(|e| e.instance_path == "/decision"),
+            "{errors:?}"
+        );
+        assert_eq!(ledger.attempts.len(), 2);
+        assert_eq!(ledger.adapter, adapter);
+        server.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn require_enforced_refuses_a_wire_that_cannot_enforce_before_any_request() {
+    let home = tempfile::tempdir().unwrap();
+    let server = FakeServer::start(Kind::Chat, Script::always(Reply::text(GOOD)))
+        .await
+        .unwrap();
+    let c = Client::builder()
+        .config(Config::default())
+        .environment(machine("glm-payg", &server.base_url(), home.path()))
+        .adapter("glm-payg")
+        .require(Require::Enforced)
+        .build()
+        .unwrap();
+    let err = support::bounded(c.extract::<Review>("go"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Config { .. }), "{err:?}");
+    assert!(server.requests().is_empty());
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stream_ends_in_the_validated_value_over_every_http_adapter() {
+    for adapter in ADAPTERS {
+        let home = tempfile::tempdir().unwrap();
+        let server = FakeServer::start(kind(adapter), Script::always(Reply::text(GOOD)))
+            .await
+            .unwrap();
+        let c = client(adapter, &server, home.path());
+        let events: Vec<_> = support::bounded(c.stream::<Review>("go").collect::<Vec<_>>()).await;
+        let Some(Ok(StreamEvent::Final(done))) = events.last() else {
+            panic!("{adapter}: {:?}", events.last());
+        };
+        assert_eq!(done.value.reason, "breaks the build");
+        let strict = done.ledger.wire_mode == StructuredOutputMode::Strict;
+        let last = serde_json::from_str::<serde_json::Value>(GOOD).unwrap();
+        let mut partials = Vec::new();
+        for e in &events {
+            if let Ok(StreamEvent::Partial {
+                guarantee,
+                value,
+                complete,
+            }) = e
+            {
+                let expected = if strict {
+                    Guarantee::Enforced
+                } else {
+                    Guarantee::Unchecked
+                };
+                assert_eq!(*guarantee, expected, "{adapter}");
+                for p in complete {
+                    assert_eq!(value.pointer(p), last.pointer(p), "{adapter} {p}");
+                }
+                partials.push(value.clone());
+            }
+        }
+        // The SSE wires hand their text deltas to the stream (the fakes send two halves);
+        // GLM's Chat wire answers in one JSON body: a single final.
+        if kind(adapter) == Kind::Chat {
+            assert!(partials.is_empty(), "{adapter}");
+        } else {
+            // Deltas read in one go are shown as one partial, so at least one.
+            assert!(!partials.is_empty(), "{adapter}");
+            assert_eq!(partials.last(), Some(&last), "{adapter}");
+        }
+        server.shutdown().await;
+    }
+}
