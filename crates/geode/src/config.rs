@@ -26,8 +26,8 @@
 //! pass_env = ["MY_GATEWAY_TOKEN"]
 //! ```
 
-use crate::llm::adapter::DEFAULT_MAX_RESPONSE_BYTES;
 use crate::llm::adapters::cli_common::is_env_name;
+use crate::llm::call::DEFAULT_MAX_RESPONSE_BYTES;
 use crate::llm::registry::{Billing, Environment, spec};
 use serde::Deserialize;
 use std::collections::BTreeMap;

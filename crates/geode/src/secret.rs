@@ -15,7 +15,7 @@
 //!   secret, so a key cut short by a provider or a truncation never survives in part. It is
 //!   idempotent. It runs before any truncation: [`clip`] is the one way provider text is cut
 //!   into an error message, and it scrubs first.
-//! - Where it runs (the library's exits): [`crate::llm::adapter::AdapterError`]'s `Display` and
+//! - Where it runs (the library's exits): [`crate::llm::call::AdapterError`]'s `Display` and
 //!   `Debug`, the loop's [`crate::agent::agent_loop::AgenticResult`] and the worker's
 //!   [`crate::agent::worker::WorkerResult`] (answer, summary, error and ledger, by
 //!   [`scrub_serde`]), and the CLI's error line.

@@ -60,7 +60,7 @@ fn secret_debug_and_display_never_show_the_value() {
 #[test]
 fn adapter_error_display_and_debug_are_scrubbed_whatever_built_them() {
     let _k = key();
-    let e = crate::llm::adapter::AdapterError::Server {
+    let e = crate::llm::call::AdapterError::Server {
         adapter: "openai-payg".into(),
         status: 500,
         message: format!("upstream echoed {KEY}"),

@@ -189,7 +189,7 @@ pub enum RetryClass {
 }
 
 /// What kind of failure ended an adapter call: one variant per
-/// [`crate::llm::adapter::AdapterError`] variant. It travels from the adapter through the
+/// [`crate::llm::call::AdapterError`] variant. It travels from the adapter through the
 /// loop's result, the worker's retry decision and the ledger to the process exit code, and is
 /// serialised as the snake_case names the ledger has always used (`rate_limited`, ...).
 ///

@@ -20,7 +20,8 @@
 
 use crate::agent::termination::TerminationReason;
 use crate::agent::tools::{ToolCallRecord, ToolRegistry};
-use crate::llm::adapter::{Adapter, AdapterError, CallCx};
+use crate::llm::adapter::Adapter;
+use crate::llm::call::{AdapterError, CallCx};
 use crate::llm::request::{
     AdapterCallRequest, AdapterResponse, ContentBlock, Message, Role, StopReason, ToolChoice,
     Usage, WireReport,

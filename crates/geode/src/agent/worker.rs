@@ -19,7 +19,8 @@ use crate::agent::answer_check::{
 };
 use crate::agent::tools::ToolRegistry;
 use crate::ledger::{AttemptRecord, GuaranteeLedger, RetryDecision, StructuredOutputMode};
-use crate::llm::adapter::{Adapter, CallCx};
+use crate::llm::adapter::Adapter;
+use crate::llm::call::CallCx;
 use crate::schema::validate::CompiledSchema;
 use crate::schema::{ResponseSchema, TextConstraint};
 use serde::{Deserialize, Serialize};
@@ -105,10 +106,10 @@ pub struct WorkerEnv {
     /// The response budget of every call ([`CallCx::max_response_bytes`]).
     pub max_response_bytes: u64,
     /// Receives the answer text of every call as it streams in ([`CallCx::on_text`]).
-    pub on_text: Option<crate::llm::adapter::TextSink>,
+    pub on_text: Option<crate::llm::call::TextSink>,
     /// Receives the trigger (why the first answer failed its check) when the one retry starts,
     /// before its first call.
-    pub on_retry: Option<crate::llm::adapter::TextSink>,
+    pub on_retry: Option<crate::llm::call::TextSink>,
 }
 
 impl WorkerEnv {
@@ -119,7 +120,7 @@ impl WorkerEnv {
             tools: Arc::new(ToolRegistry::new()),
             cancel: CancellationToken::new(),
             input_guard: None,
-            max_response_bytes: crate::llm::adapter::DEFAULT_MAX_RESPONSE_BYTES,
+            max_response_bytes: crate::llm::call::DEFAULT_MAX_RESPONSE_BYTES,
             on_text: None,
             on_retry: None,
         }

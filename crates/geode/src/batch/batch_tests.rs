@@ -156,7 +156,7 @@ async fn invalid_answers_and_provider_failures_set_the_exit_code() {
     assert_eq!((s.invalid, s.retried), (2, 2));
     assert_eq!(s.exit_code(), crate::agent::exit::INVALID);
     let failing = Arc::new(ScriptedAdapter::new(vec![Err(
-        crate::llm::adapter::AdapterError::Auth {
+        crate::llm::call::AdapterError::Auth {
             adapter: "scripted".into(),
             status: 401,
             message: "no".into(),

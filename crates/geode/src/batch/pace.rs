@@ -11,7 +11,8 @@
 //! after the transport's own retries is paused and tried again (at most [`MAX_RATE_RETRIES`]
 //! times) instead of failing the task.
 
-use crate::llm::adapter::{Adapter, AdapterError, CallCx};
+use crate::llm::adapter::Adapter;
+use crate::llm::call::{AdapterError, CallCx};
 use crate::llm::request::{AdapterCallRequest, AdapterResponse};
 use crate::schema::ResponseSchema;
 use crate::vocab::StructuredOutputMode;

@@ -8,7 +8,8 @@
 use crate::agent::worker::{WorkerEnv, WorkerRequest};
 use crate::config::Config;
 use crate::ledger::Require;
-use crate::llm::adapter::{Adapter, AdapterError};
+use crate::llm::adapter::Adapter;
+use crate::llm::call::AdapterError;
 use crate::llm::fallback::FallbackAdapter;
 use crate::llm::registry::{AdapterSpec, Environment, spec};
 use crate::llm::routing::{RouteRequest, route};

@@ -2,7 +2,7 @@
 //! its own, the retry, and the final value validated in full.
 //!
 //! The stream drives the worker itself (no task is spawned): dropping it cancels the call. Text
-//! reaches it through [`crate::llm::adapter::CallCx::on_text`]; an adapter that does not stream
+//! reaches it through [`crate::llm::call::CallCx::on_text`]; an adapter that does not stream
 //! gives no partials, only the [`StreamEvent::Final`]. After a [`StreamEvent::Retry`] the
 //! partials and items start over for the new answer.
 
@@ -12,7 +12,7 @@ use super::typed_schema::TypedSchema;
 use super::{Client, Error, Extracted};
 use crate::agent::worker::{WorkerEnv, WorkerRequest, WorkerResult, run_worker};
 use crate::ledger::Require;
-use crate::llm::adapter::TextSink;
+use crate::llm::call::TextSink;
 use crate::schema::ResponseSchema;
 use crate::schema::validate::CompiledSchema;
 use futures::stream::BoxStream;

@@ -259,7 +259,7 @@ fn the_retry_fixes_the_answer() {
 #[test]
 fn provider_failures_and_unmet_require_are_typed() {
     let adapter = Arc::new(ScriptedAdapter::new(vec![Err(
-        crate::llm::adapter::AdapterError::Auth {
+        crate::llm::call::AdapterError::Auth {
             adapter: "scripted".into(),
             status: 401,
             message: "bad key".into(),

@@ -11,10 +11,11 @@
 //! `geode-local` crate; callers that link it (the CLI) build it themselves.
 
 use crate::config::Config;
-use crate::llm::adapter::{Adapter, AdapterError};
+use crate::llm::adapter::Adapter;
 use crate::llm::adapters::claude_cli::{ClaudeCliAdapter, ClaudeCliConfig};
 use crate::llm::adapters::codex_cli::{CodexCliAdapter, CodexCliConfig};
 use crate::llm::adapters::http_adapter::HttpAdapter;
+use crate::llm::call::AdapterError;
 use crate::llm::registry::{CliTool, Environment, WireFamily, spec};
 use std::sync::Arc;
 

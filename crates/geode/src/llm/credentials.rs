@@ -19,7 +19,7 @@
 //!   under an advisory lock on the sidecar `auth.json.lock`, and the file is re-read after the
 //!   lock is taken. Waiting for the lock is bounded by the call's deadline (or 30 s).
 
-use crate::llm::adapter::{AdapterError, CallCx};
+use crate::llm::call::{AdapterError, CallCx};
 use crate::llm::http::{HttpClient, PostRequest};
 use base64::Engine as _;
 use serde_json::{Map, Value, json};

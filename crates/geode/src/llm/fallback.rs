@@ -8,7 +8,8 @@
 //! a fallback in another provider family cannot serve the primary's model name, so it gets
 //! the request with its own model instead.
 
-use crate::llm::adapter::{Adapter, AdapterError, CallCx, RetryClass};
+use crate::llm::adapter::Adapter;
+use crate::llm::call::{AdapterError, CallCx, RetryClass};
 use crate::llm::request::{AdapterCallRequest, AdapterResponse};
 use crate::schema::ResponseSchema;
 use crate::vocab::{AdapterTry, StructuredOutputMode};

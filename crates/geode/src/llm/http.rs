@@ -34,7 +34,7 @@
 //! # let _ = reply; Ok(()) }
 //! ```
 
-use crate::llm::adapter::{AdapterError, CallCx};
+use crate::llm::call::{AdapterError, CallCx};
 use crate::llm::sse::{SseReader, error_chain};
 use crate::secret::Secret;
 use bytes::Bytes;

@@ -1,5 +1,5 @@
 use super::*;
-use crate::llm::adapter::RetryClass;
+use crate::llm::call::RetryClass;
 use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

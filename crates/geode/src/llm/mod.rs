@@ -10,7 +10,8 @@
 //! | file | job |
 //! |---|---|
 //! | [`request`] | `AdapterCallRequest`, `Message`, `ToolSpec`, `AdapterResponse`, `Usage`, `StopReason` |
-//! | [`adapter`] | the `Adapter` trait (`spec()` gives an adapter's row), `CallCx`, `AdapterError` |
+//! | [`adapter`] | the `Adapter` trait (`spec()` gives an adapter's row) |
+//! | [`call`] | `CallCx` (cancellation, deadline, budget, text sink) and `AdapterError` |
 //! | [`registry`] | every adapter as data: the rows are the adapters (and the README's wiring table) |
 //! | [`build`] | an adapter from its row, the config file and the environment |
 //! | [`routing`] | which adapter serves a call; the `require` policy |
@@ -28,6 +29,7 @@
 pub mod adapter;
 pub mod adapters;
 pub mod build;
+pub mod call;
 pub mod credentials;
 pub mod fallback;
 pub mod http;

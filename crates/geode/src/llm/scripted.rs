@@ -4,7 +4,8 @@
 //! the network. Each scripted step may wait before answering (to model provider latency); the
 //! wait honours the call's cancellation token and deadline.
 
-use crate::llm::adapter::{Adapter, AdapterError, CallCx};
+use crate::llm::adapter::Adapter;
+use crate::llm::call::{AdapterError, CallCx};
 use crate::llm::request::{AdapterCallRequest, AdapterResponse, WireReport};
 use crate::schema::ResponseSchema;
 use crate::vocab::StructuredOutputMode;

@@ -16,7 +16,7 @@
 //!   error, idle stall) before that is always [`AdapterError::Truncated`], never success.
 //! - The content type is not checked (the ChatGPT backend may omit it, `wire.md` §3.3).
 
-use crate::llm::adapter::{AdapterError, CallCx, DEFAULT_MAX_RESPONSE_BYTES};
+use crate::llm::call::{AdapterError, CallCx, DEFAULT_MAX_RESPONSE_BYTES};
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use std::collections::VecDeque;

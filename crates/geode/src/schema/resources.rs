@@ -6,7 +6,6 @@
 //! URI that is not among them stays an [`SchemaError::Uncompilable`].
 
 use super::SchemaError;
-use super::validate::NoRetrieve;
 use jsonschema::{Registry, Resource};
 use serde_json::Value;
 
@@ -55,5 +54,17 @@ impl SchemaResources {
     /// The indexed documents, for the validator.
     pub(crate) fn registry(&self) -> &Registry<'static> {
         &self.registry
+    }
+}
+
+/// Refuses every external resource: remote and file `$ref`s become compile errors, never IO.
+pub(crate) struct NoRetrieve;
+
+impl jsonschema::Retrieve for NoRetrieve {
+    fn retrieve(
+        &self,
+        uri: &jsonschema::Uri<String>,
+    ) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
+        Err(format!("geode never fetches external schemas ({uri})").into())
     }
 }

@@ -29,7 +29,7 @@
 //! check could take too long one `budget` issue (see [`CompiledSchema::validate`]).
 
 use super::formats::FormatMode;
-use super::resources::SchemaResources;
+use super::resources::{NoRetrieve, SchemaResources};
 use super::{ResponseSchema, SchemaError};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -85,18 +85,6 @@ pub struct ValidationIssue {
     /// For `enum`/`const`, the allowed values.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allowed: Option<Vec<Value>>,
-}
-
-/// Refuses every external resource: remote and file `$ref`s become compile errors, never IO.
-pub(crate) struct NoRetrieve;
-
-impl jsonschema::Retrieve for NoRetrieve {
-    fn retrieve(
-        &self,
-        uri: &jsonschema::Uri<String>,
-    ) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
-        Err(format!("geode never fetches external schemas ({uri})").into())
-    }
 }
 
 /// The result of [`CompiledSchema::validate`]: the first errors and how many more there were.

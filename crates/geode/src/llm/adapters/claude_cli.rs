@@ -32,7 +32,8 @@
 //! CLI reference: <https://docs.claude.com/en/docs/claude-code/cli-reference>.
 
 use super::cli_common::{self, CliOptions};
-use crate::llm::adapter::{Adapter, AdapterError, CallCx};
+use crate::llm::adapter::Adapter;
+use crate::llm::call::{AdapterError, CallCx};
 use crate::llm::request::{AdapterCallRequest, AdapterResponse, StopReason, Usage, WireReport};
 use crate::llm::subprocess::{self, MAX_ARG_BYTES, ProcessSpec};
 use serde::Deserialize;

@@ -1,5 +1,5 @@
 use super::*;
-use crate::llm::adapter::RetryClass;
+use crate::llm::call::RetryClass;
 use crate::llm::request::Message;
 use crate::schema::ResponseSchema;
 use crate::vocab::StructuredOutputMode;

@@ -9,7 +9,7 @@
 //! (`wire.md` §4.3): Anthropic states that subscription OAuth is meant for Claude Code and its
 //! own apps; use this adapter only with your own login, and prefer `claude-cli` when in doubt.
 
-use crate::llm::adapter::{AdapterError, CallCx};
+use crate::llm::call::{AdapterError, CallCx};
 use crate::llm::http::PostRequest;
 use crate::secret::Secret;
 use serde_json::Value;

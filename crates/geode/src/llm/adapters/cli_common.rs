@@ -21,7 +21,7 @@
 //! | cancelled | [`AdapterError::Cancelled`] (the group was killed) |
 //! | stdout past the call's response budget | [`AdapterError::ResponseTooLarge`] (the group was killed) |
 
-use crate::llm::adapter::AdapterError;
+use crate::llm::call::AdapterError;
 use crate::llm::request::{AdapterCallRequest, ContentBlock, Role};
 use crate::llm::subprocess::{
     DEFAULT_CAPTURE_BYTES, Ending, ProcessSpec, SubprocessError, SubprocessOutput,
@@ -175,7 +175,7 @@ pub async fn run_process(
     adapter: &str,
     bin_env: &str,
     spec: ProcessSpec,
-    cx: &crate::llm::adapter::CallCx,
+    cx: &crate::llm::call::CallCx,
     timeout: Duration,
 ) -> Result<SubprocessOutput, AdapterError> {
     let spec = spec.stdout_budget(cx.max_response_bytes);

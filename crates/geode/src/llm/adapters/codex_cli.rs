@@ -33,7 +33,8 @@
 
 use super::cli_common::{self, CliOptions};
 use super::codex_config;
-use crate::llm::adapter::{Adapter, AdapterError, CallCx};
+use crate::llm::adapter::Adapter;
+use crate::llm::call::{AdapterError, CallCx};
 use crate::llm::request::{AdapterCallRequest, AdapterResponse, StopReason, Usage, WireReport};
 use crate::llm::subprocess::{self, ProcessSpec};
 use crate::schema::ResponseSchema;

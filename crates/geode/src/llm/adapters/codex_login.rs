@@ -4,7 +4,7 @@
 //! when the backend answers 401; both rewrite `auth.json` atomically under a lock. Requests
 //! carry the bearer token, `chatgpt-account-id`, `originator` and a per-call `session-id`.
 
-use crate::llm::adapter::{AdapterError, CallCx};
+use crate::llm::call::{AdapterError, CallCx};
 use crate::llm::credentials::{CodexAuthFile, CodexTokens, refresh_over_http};
 use crate::llm::http::{HttpClient, PostRequest};
 use crate::llm::request::AdapterResponse;

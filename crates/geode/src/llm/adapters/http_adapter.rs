@@ -11,7 +11,8 @@
 use super::claude_login::{self, ClaudeLogin};
 use super::codex_login::CodexLogin;
 use crate::config::Config;
-use crate::llm::adapter::{Adapter, AdapterError, CallCx};
+use crate::llm::adapter::Adapter;
+use crate::llm::call::{AdapterError, CallCx};
 use crate::llm::credentials::{CodexAuthFile, var_in};
 use crate::llm::http::{HttpClient, PostRequest};
 use crate::llm::registry::{AdapterSpec, Auth, Environment, KeyHeader, WireFamily};

@@ -40,7 +40,7 @@ pub use response::{parse_response, parse_value, stop_reason};
 
 pub use crate::llm::wire::parse_error::{ParseError, ProviderErrors};
 
-use crate::llm::adapter::AdapterError;
+use crate::llm::call::AdapterError;
 use crate::llm::wire::parse_error::one_line;
 
 /// A request that cannot be put on this wire.
@@ -93,7 +93,7 @@ pub fn adapter_error(e: ParseError, adapter: &str) -> AdapterError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::adapter::RetryClass;
+    use crate::llm::call::RetryClass;
     use crate::vocab::ErrorKind;
 
     #[test]

@@ -8,7 +8,7 @@
 //! [`crate::llm::wire::messages::MessagesWire`] and [`crate::llm::wire::chat::ChatWire`];
 //! [`exchange`] is the single POST-and-fold loop every HTTP adapter runs.
 
-use crate::llm::adapter::{AdapterError, CallCx};
+use crate::llm::call::{AdapterError, CallCx};
 use crate::llm::http::{HttpClient, PostRequest, ProviderError};
 use crate::llm::request::{AdapterCallRequest, AdapterResponse, WireReport};
 use crate::llm::sse::SseEvent;

@@ -71,7 +71,7 @@ pub use stream::{Event, Flow, StreamFold, classify};
 
 pub use crate::llm::wire::parse_error::{ParseError, ProviderErrors, one_line};
 
-use crate::llm::adapter::AdapterError;
+use crate::llm::call::AdapterError;
 use std::time::Duration;
 
 /// The typed adapter error for a Messages reply that failed to parse.
@@ -131,7 +131,7 @@ pub(crate) fn decimal_f64(x: f32) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::adapter::RetryClass;
+    use crate::llm::call::RetryClass;
     use crate::llm::request::{AdapterCallRequest, Message, ToolSpec};
     use crate::schema::ResponseSchema;
     use crate::vocab::ErrorKind;

@@ -3,7 +3,7 @@
 //! error (an `error` event, an error object in the body) needs the family's vocabulary, which
 //! the family passes as a [`ProviderErrors`] mapping.
 
-use crate::llm::adapter::AdapterError;
+use crate::llm::call::AdapterError;
 
 /// The most characters of a provider message kept in an error.
 const MESSAGE_LIMIT: usize = 300;
@@ -103,7 +103,7 @@ pub fn one_line(message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::adapter::RetryClass;
+    use crate::llm::call::RetryClass;
     use crate::vocab::ErrorKind;
 
     fn fatal(adapter: String, kind: &str, message: String) -> AdapterError {

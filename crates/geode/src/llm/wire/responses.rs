@@ -23,7 +23,7 @@
 //! `max_output_tokens` → `MaxTokens`, `content_filter` → `ContentFilter`, a `refusal` part →
 //! `Refusal` (text = the refusal), tool calls → `ToolUse`, else `EndTurn`.
 
-use crate::llm::adapter::AdapterError;
+use crate::llm::call::AdapterError;
 use crate::llm::request::{AdapterCallRequest, WireReport};
 use crate::schema::strict::check_strict;
 use crate::vocab::StructuredOutputMode;

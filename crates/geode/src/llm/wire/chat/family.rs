@@ -1,7 +1,7 @@
 //! [`ChatWire`]: the Chat Completions family as a [`Wire`] (one JSON reply, like the reference).
 
 use super::{build, parse_value};
-use crate::llm::adapter::AdapterError;
+use crate::llm::call::AdapterError;
 use crate::llm::http::ProviderError;
 use crate::llm::request::{AdapterCallRequest, AdapterResponse};
 use crate::llm::sse::SseEvent;

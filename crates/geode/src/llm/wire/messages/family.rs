@@ -1,7 +1,7 @@
 //! [`MessagesWire`]: the Messages family as a [`Wire`] (streamed, `anthropic-version` header).
 
 use super::{Delivery as MessagesDelivery, Flow, StreamFold, build, prepend_identity};
-use crate::llm::adapter::AdapterError;
+use crate::llm::call::AdapterError;
 use crate::llm::http::ProviderError;
 use crate::llm::request::{AdapterCallRequest, AdapterResponse};
 use crate::llm::sse::SseEvent;

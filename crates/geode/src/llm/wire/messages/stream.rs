@@ -18,7 +18,7 @@
 
 use super::ParseError;
 use super::response::{Collected, CollectedTool, ToolInput, UsageReport, WireError, corrupt};
-use crate::llm::adapter::DEFAULT_MAX_RESPONSE_BYTES;
+use crate::llm::call::DEFAULT_MAX_RESPONSE_BYTES;
 use crate::llm::request::AdapterResponse;
 use serde::Deserialize;
 use serde_json::Value;
@@ -267,7 +267,7 @@ impl StreamFold {
 
     /// The answer text folded so far (it only grows), for [`CallCx::forward_text`].
     ///
-    /// [`CallCx::forward_text`]: crate::llm::adapter::CallCx::forward_text
+    /// [`CallCx::forward_text`]: crate::llm::call::CallCx::forward_text
     pub fn text_so_far(&self) -> &str {
         &self.collected.text
     }

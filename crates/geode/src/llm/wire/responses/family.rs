@@ -1,7 +1,7 @@
 //! [`ResponsesWire`]: the Responses family as a [`Wire`] (streamed, one backend per row).
 
 use super::{Backend, Fold, Options, Reasoning, classify, parse_response};
-use crate::llm::adapter::AdapterError;
+use crate::llm::call::AdapterError;
 use crate::llm::http::ProviderError;
 use crate::llm::request::{AdapterCallRequest, AdapterResponse};
 use crate::llm::sse::SseEvent;

@@ -1,7 +1,7 @@
 //! Reading Responses replies: [`classify`] one SSE frame, [`Fold`] a stream, or
 //! [`parse_response`] a whole response object. Sans-IO (see the parent module's table).
 
-use crate::llm::adapter::{AdapterError, DEFAULT_MAX_RESPONSE_BYTES};
+use crate::llm::call::{AdapterError, DEFAULT_MAX_RESPONSE_BYTES};
 use crate::llm::http::{ProviderError, truncate};
 use crate::llm::request::{AdapterResponse, StopReason, ToolUse, Usage};
 use crate::llm::sse::SseEvent;
@@ -157,7 +157,7 @@ impl Fold {
 
     /// The answer text folded so far (it only grows), for [`CallCx::forward_text`].
     ///
-    /// [`CallCx::forward_text`]: crate::llm::adapter::CallCx::forward_text
+    /// [`CallCx::forward_text`]: crate::llm::call::CallCx::forward_text
     pub fn text_so_far(&self) -> &str {
         &self.text
     }
