@@ -228,6 +228,14 @@ async fn run_with_an_array_schema_succeeds_on_every_hosted_fake() {
             case.adapter,
             out.dump()
         );
+        // OpenAI's strict mode refuses a non-object root: the Responses adapters send it
+        // non-strict and the ledger says `hint`, never `strict`.
+        if case.adapter == "openai-payg" || case.adapter == "codex-oauth" {
+            assert!(out.stderr.contains("wire_mode=hint"), "{}", out.dump());
+            let calls = support::model_calls(&server);
+            let body = &calls[0].body;
+            assert_eq!(body["text"]["format"]["strict"], false, "{body}");
+        }
     }
 }
 

@@ -15,7 +15,7 @@
 use crate::llm::wire::responses::Backend;
 use crate::schema::ResponseSchema;
 use crate::schema::dialect::Dialect;
-use crate::schema::strict::check_strict;
+use crate::schema::strict::check_openai_wire;
 use crate::vocab::StructuredOutputMode;
 use std::path::PathBuf;
 
@@ -317,7 +317,7 @@ impl AdapterSpec {
         match self.mode_rule {
             ModeRule::Fixed(m) => m,
             ModeRule::StrictOrHint => {
-                if check_strict(schema.as_value()).compatible {
+                if check_openai_wire(schema.as_value()).compatible {
                     StructuredOutputMode::Strict
                 } else {
                     StructuredOutputMode::Hint

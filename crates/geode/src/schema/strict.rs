@@ -22,6 +22,13 @@
 //! | `not` | not inspected | inspected |
 //! | `properties` that is neither an object nor null | crash or ignored (Python quirks) | a reason |
 //! | `required` that is not an array of strings | Python set semantics (a string is a set of characters) | a reason |
+//! | a root that is not `type:"object"`, or is an `anyOf` | not checked | not checked; a reason in [`check_openai_wire`] |
+//! | `default` anywhere | not checked | not checked; a reason in [`check_openai_wire`] |
+//!
+//! The last two rows are OpenAI's own rules for strict mode ("Supported schemas" in the
+//! Structured Outputs guide, platform.openai.com, read 2026-11-30: the root must be an object
+//! and not `anyOf`; the API answers 400 "'default' is not permitted"). A schema that breaks them
+//! goes on the wire non-strict (`hint`), and the final validation checks it locally.
 //!
 //! Both keep the reference's choices on the rest: `type` is compared as the exact string
 //! `"object"` (a type list such as `["object","null"]` is not checked), `properties` are only
@@ -63,6 +70,14 @@ pub enum StrictRule {
         /// The reference as written.
         reference: String,
     },
+    /// The root is not a `type:"object"` schema, or it is an `anyOf` (OpenAI's strict mode
+    /// takes neither; a non-object root is sent non-strict).
+    RootNotObject,
+    /// A keyword OpenAI's strict mode refuses (`default`).
+    KeywordNotPermitted {
+        /// The keyword.
+        keyword: String,
+    },
 }
 
 impl std::fmt::Display for StrictRule {
@@ -90,6 +105,10 @@ impl std::fmt::Display for StrictRule {
             Self::UnresolvedRef { reference } => write!(f, "$ref {reference} does not resolve"),
             Self::NonLocalRef { reference } => {
                 write!(f, "$ref {reference} is not local to the schema")
+            }
+            Self::RootNotObject => f.write_str("the root must be an object schema, not anyOf"),
+            Self::KeywordNotPermitted { keyword } => {
+                write!(f, "{keyword} is not permitted in strict mode")
             }
         }
     }
@@ -135,12 +154,38 @@ pub struct StrictVerdict {
 /// assert_eq!(verdict.reasons.len(), 2); // additionalProperties, and "a" not required
 /// ```
 pub fn check_strict(schema: &Value) -> StrictVerdict {
+    walk(schema, false)
+}
+
+/// What OpenAI's strict mode takes on the wire (`openai-payg`, `codex-oauth`): [`check_strict`]
+/// plus the server's own rules that the contract's predicate leaves out (the last two rows of
+/// the module table: an object root, no `default`). The registry's mode and the Responses body's
+/// `strict` flag both come from here, so the ledger never claims `strict` for a schema the
+/// provider would refuse.
+///
+/// ```
+/// use geode::schema::strict::{check_openai_wire, check_strict};
+/// let array = serde_json::json!({"type": "array", "items": {"type": "integer"}});
+/// assert!(check_strict(&array).compatible); // the contract's predicate
+/// assert!(!check_openai_wire(&array).compatible); // the provider's
+/// ```
+pub fn check_openai_wire(schema: &Value) -> StrictVerdict {
+    walk(schema, true)
+}
+
+fn walk(schema: &Value, server_rules: bool) -> StrictVerdict {
     let mut w = Walk {
         root: schema,
         paths: vec![(NO_PARENT, Tok::Root)],
         reasons: Vec::new(),
         visited_refs: HashSet::new(),
+        server_rules,
     };
+    let root_is_object = schema.get("type").and_then(Value::as_str) == Some("object")
+        && schema.get("anyOf").is_none();
+    if server_rules && !root_is_object {
+        w.reason(0, StrictRule::RootNotObject);
+    }
     let mut stack: Vec<(&Value, usize)> = vec![(schema, 0)];
     let mut children: Vec<(&Value, usize)> = Vec::new();
     while let Some((node, at)) = stack.pop() {
@@ -178,6 +223,8 @@ struct Walk<'a> {
     paths: Vec<(usize, Tok<'a>)>,
     reasons: Vec<StrictReason>,
     visited_refs: HashSet<String>,
+    /// Also apply the provider's rules ([`check_openai_wire`]).
+    server_rules: bool,
 }
 
 impl<'a> Walk<'a> {
@@ -222,6 +269,10 @@ impl<'a> Walk<'a> {
         let is_object = get(m, "type").and_then(Value::as_str) == Some("object");
         if is_object {
             self.check_object(m, at);
+        }
+        if self.server_rules && m.contains_key("default") {
+            let keyword = "default".to_owned();
+            self.reason(at, StrictRule::KeywordNotPermitted { keyword });
         }
         for (k, v) in m {
             match (k.as_str(), v) {

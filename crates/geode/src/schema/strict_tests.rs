@@ -448,3 +448,48 @@ fn ten_thousand_levels_do_not_overflow_the_stack() {
     assert!(!is_reference_strict(&broken));
     drop_iteratively(broken);
 }
+
+#[test]
+fn openai_refuses_a_non_object_or_any_of_root_in_strict_mode() {
+    for root in [
+        json!({"type": "array", "items": {"type": "integer"}}),
+        json!({"type": "string"}),
+        json!({"anyOf": [{"type": "object", "properties": {}, "required": [],
+            "additionalProperties": false}], "type": "object", "properties": {}, "required": [],
+            "additionalProperties": false}),
+    ] {
+        assert!(
+            check_strict(&root).compatible || root.get("anyOf").is_some(),
+            "{root}"
+        );
+        let v = check_openai_wire(&root);
+        assert!(!v.compatible, "{root}");
+        assert!(
+            v.reasons
+                .iter()
+                .any(|r| r.pointer.is_empty() && r.rule == StrictRule::RootNotObject),
+            "{root}: {:?}",
+            v.reasons
+        );
+    }
+    let object = json!({"type": "object", "properties": {}, "required": [],
+        "additionalProperties": false});
+    assert!(check_openai_wire(&object).compatible);
+}
+
+#[test]
+fn a_default_anywhere_is_refused_in_strict_mode() {
+    let schema = json!({"type": "object", "properties": {"n": {"type": "integer", "default": 3}},
+        "required": ["n"], "additionalProperties": false});
+    assert!(
+        check_strict(&schema).compatible,
+        "the contract's predicate ignores default"
+    );
+    let v = check_openai_wire(&schema);
+    assert_eq!(v.reasons.len(), 1, "{:?}", v.reasons);
+    assert_eq!(v.reasons[0].pointer, "/properties/n");
+    assert_eq!(
+        v.reasons[0].rule.to_string(),
+        "default is not permitted in strict mode"
+    );
+}

@@ -25,7 +25,7 @@
 
 use crate::llm::call::AdapterError;
 use crate::llm::request::{AdapterCallRequest, WireReport};
-use crate::schema::strict::check_strict;
+use crate::schema::strict::check_openai_wire;
 use crate::vocab::StructuredOutputMode;
 use bytes::Bytes;
 
@@ -118,7 +118,7 @@ pub fn build(
     let tools = !req.tools.is_empty();
     let mut wire = WireReport::default();
     let text = req.response_schema.as_ref().map(|schema| {
-        let strict = check_strict(schema.as_value()).compatible;
+        let strict = check_openai_wire(schema.as_value()).compatible;
         wire.mode = if strict {
             StructuredOutputMode::Strict
         } else {
