@@ -16,6 +16,7 @@ mod support;
 
 use geode::llm::adapter::{AdapterError, CallCx, RetryClass};
 use geode::llm::request::{AdapterCallRequest, AdapterResponse, Message, StopReason, ToolChoice};
+use geode::vocab::ErrorKind;
 use geode_fakes::{FakeServer, Kind, Reply, Script};
 use serde_json::json;
 use std::time::Duration;
@@ -25,7 +26,7 @@ use support::http::{
     http_adapters, kind_of, model_route, run_child, secret_var, short_deadline, test_secret,
     write_codex_auth,
 };
-use support::{assert_kind, bounded, decision_schema, expect_err, kind_name, weather_tool};
+use support::{assert_kind, bounded, decision_schema, expect_err, weather_tool};
 
 /// The request every row sends: a system prompt, the `Decision` schema and one tool.
 fn request() -> AdapterCallRequest {
@@ -50,7 +51,7 @@ enum Expect {
     ToolCall,
     /// A typed error after this many model calls; `detail` checks what else it must carry.
     Fails {
-        kind: &'static str,
+        kind: ErrorKind,
         class: RetryClass,
         calls: usize,
         detail: fn(Kind, &AdapterError),
@@ -246,7 +247,7 @@ fn too_large_at_1_mib(_: Kind, err: &AdapterError) {
 
 const MIB: u64 = 1 << 20;
 
-const fn fails(kind: &'static str, class: RetryClass, calls: usize) -> Expect {
+const fn fails(kind: ErrorKind, class: RetryClass, calls: usize) -> Expect {
     Expect::Fails {
         kind,
         class,
@@ -266,13 +267,13 @@ const fn answer(text: &'static str, stop: StopReason, calls: usize) -> Expect {
 rows! {
     /// A schema rejection is typed, fatal and not retried.
     schema_rejection_is_typed_and_not_retried => row(schema_rejection, Expect::Fails {
-        kind: "schema_rejected", class: RetryClass::Fatal, calls: 1, detail: schema_rejected_400,
+        kind: ErrorKind::SchemaRejected, class: RetryClass::Fatal, calls: 1, detail: schema_rejected_400,
     });
     /// A 429 reports its `retry-after`; a wait past the call's deadline is not taken.
     rate_limit_reports_retry_after => Row {
         cx: short_deadline,
         ..row(|_| Script::always(Reply::rate_limited(4)), Expect::Fails {
-            kind: "rate_limited", class: RetryClass::Retryable, calls: 1, detail: retry_after_4s,
+            kind: ErrorKind::RateLimited, class: RetryClass::Retryable, calls: 1, detail: retry_after_4s,
         })
     };
     /// A 429 with `retry-after: 1` is waited for, then the answer comes.
@@ -287,32 +288,32 @@ rows! {
     );
     /// A 503 that persists is a server error after the retries.
     http_503_exhausts_the_retries => row(|_| Script::always(Reply::status(503)), Expect::Fails {
-        kind: "server", class: RetryClass::Retryable, calls: EXHAUSTED,
+        kind: ErrorKind::Server, class: RetryClass::Retryable, calls: EXHAUSTED,
         detail: |_, e| assert_eq!(status(e), 503),
     });
     /// Anthropic's 529 (overloaded) likewise.
     http_529_exhausts_the_retries => row(|_| Script::always(Reply::status(529)), Expect::Fails {
-        kind: "server", class: RetryClass::Retryable, calls: EXHAUSTED,
+        kind: ErrorKind::Server, class: RetryClass::Retryable, calls: EXHAUSTED,
         detail: |_, e| assert_eq!(status(e), 529),
     });
     /// Resets that persist are a transport failure after the retries.
     resets_exhaust_the_retries_as_transport => row(
         |_| Script::always(Reply::ConnectionReset),
-        fails("transport", RetryClass::Retryable, EXHAUSTED),
+        fails(ErrorKind::Transport, RetryClass::Retryable, EXHAUSTED),
     );
     /// A body cut short is retryable: a stream that has begun is the caller's to retry
     /// (truncated), a JSON body is retried by the transport (transport, after the retries).
     a_cut_body_is_retryable => row(|_| Script::always(Reply::StreamCut), per_family(
-        fails("truncated", RetryClass::Retryable, 1),
-        fails("truncated", RetryClass::Retryable, 1),
-        fails("transport", RetryClass::Retryable, EXHAUSTED),
+        fails(ErrorKind::Truncated, RetryClass::Retryable, 1),
+        fails(ErrorKind::Truncated, RetryClass::Retryable, 1),
+        fails(ErrorKind::Transport, RetryClass::Retryable, EXHAUSTED),
     ));
     /// A JSON body cut short once is retried, and the whole answer comes.
     a_cut_body_is_retried_then_answered => row(
         |_| Script::new([Reply::StreamCut, Reply::text("whole")]),
         per_family(
-            fails("truncated", RetryClass::Retryable, 1),
-            fails("truncated", RetryClass::Retryable, 1),
+            fails(ErrorKind::Truncated, RetryClass::Retryable, 1),
+            fails(ErrorKind::Truncated, RetryClass::Retryable, 1),
             answer("whole", StopReason::EndTurn, 2),
         ),
     );
@@ -334,13 +335,13 @@ rows! {
     /// A cancel stops a call whose request is never answered.
     cancel_stops_a_hanging_call => Row {
         cancel_after: Some(Duration::from_millis(100)),
-        ..row(|_| Script::always(Reply::Hang), fails("cancelled", RetryClass::Fatal, 1))
+        ..row(|_| Script::always(Reply::Hang), fails(ErrorKind::Cancelled, RetryClass::Fatal, 1))
     };
     /// A stream that never ends stops at the response budget, and is not retried.
     an_endless_body_ends_at_the_budget => Row {
         cx: || CallCx::new().with_max_response_bytes(MIB),
         ..row(|_| Script::always(Reply::Endless), Expect::Fails {
-            kind: "response_too_large", class: RetryClass::Fatal, calls: 1, detail: too_large_at_1_mib,
+            kind: ErrorKind::ResponseTooLarge, class: RetryClass::Fatal, calls: 1, detail: too_large_at_1_mib,
         })
     };
     /// A small answer fits a small budget.
@@ -372,7 +373,7 @@ async fn a_missing_credential_is_a_config_error_naming_it() {
             Err(e) => e,
             Ok(built) => expect_err(bounded(built.call(request(), &CallCx::new())).await),
         };
-        assert_kind(&err, "config");
+        assert_kind(&err, ErrorKind::Config);
         let text = err.to_string();
         assert!(
             text.contains(named_when_missing(adapter)),
@@ -451,7 +452,7 @@ async fn child_from_env() {
         match mode.as_str() {
             "missing" => {
                 let err = expect_err(build_from_process_env(adapter));
-                assert_eq!(kind_name(&err), "config", "{adapter}: {err}");
+                assert_eq!(err.kind(), ErrorKind::Config, "{adapter}: {err}");
                 assert!(
                     err.to_string().contains(named_when_missing(adapter)),
                     "{err}"

@@ -15,6 +15,7 @@ use geode::llm::adapter::{AdapterError, CallCx};
 use geode::llm::request::{AdapterCallRequest, Message, StopReason, ToolChoice};
 use geode::llm::wire::schema_prompt::INSTRUCTION_HEADING;
 use geode::schema::ResponseSchema;
+use geode::vocab::ErrorKind;
 use geode_fakes::{FakeServer, Kind, Reply, Script};
 use serde_json::{Value, json};
 use support::env::MapEnv;
@@ -135,7 +136,7 @@ async fn oauth_token_comes_from_the_claude_credentials_file() {
         assert_wire_invariants("anthropic-oauth", &seen);
         std::fs::remove_file(&path).unwrap();
         let err = expect_err(adapter.call(request(), &CallCx::new()).await);
-        assert_kind(&err, "config");
+        assert_kind(&err, ErrorKind::Config);
         assert_eq!(server.requests().len(), 1, "no request without a token");
     })
     .await

@@ -10,6 +10,7 @@ use geode::llm::adapters::claude_cli::{ClaudeCliAdapter, ClaudeCliConfig};
 use geode::llm::adapters::cli_common::CliOptions;
 use geode::llm::adapters::codex_cli::{CodexCliAdapter, CodexCliConfig};
 use geode::llm::request::{AdapterCallRequest, AdapterResponse, Message};
+use geode::vocab::ErrorKind;
 use geode_fakes::{Reply, Script};
 use std::path::Path;
 use std::time::Duration;
@@ -43,7 +44,7 @@ async fn call(adapter: &str, reply: Reply, cx: CallCx) -> Result<AdapterResponse
 fn assert_too_large(result: Result<AdapterResponse, AdapterError>, limit: u64, what: &str) {
     match result {
         Err(e @ AdapterError::ResponseTooLarge { limit: l, .. }) if l == limit => {
-            assert_kind(&e, "response_too_large");
+            assert_kind(&e, ErrorKind::ResponseTooLarge);
             assert_eq!(e.retry_class(), RetryClass::Fatal);
             assert!(e.to_string().contains("max_response_bytes"), "{e}");
         }

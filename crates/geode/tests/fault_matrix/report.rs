@@ -35,7 +35,7 @@ pub fn render(results: &Results) -> String {
                 Some(v) if v.problems.is_empty() => {
                     row_pass += 1;
                     per_column[col].0 += 1;
-                    cells.push_str(&format!(" ✓ {} |", expect.kind));
+                    cells.push_str(&format!(" ✓ {} |", expect.outcome));
                 }
                 Some(v) => {
                     cells.push_str(&format!(" ✗ {} |", v.got));

@@ -13,13 +13,14 @@ use crate::run::{Verdict, judge, request, run};
 use crate::support::env::MapEnv;
 use crate::support::fake_cli::{self, Behaviour, Cli};
 use crate::support::{cli_rig, decision_answer, decision_schema, http, leaks};
-use crate::table::{ADAPTERS, Expect, Fault};
+use crate::table::{ADAPTERS, Expect, Fault, Outcome};
 use geode::config::{AdapterConfig, Config};
 use geode::llm::adapter::Adapter;
 use geode::llm::adapters::claude_cli::{ClaudeCliAdapter, ClaudeCliConfig};
 use geode::llm::adapters::cli_common::CliOptions;
 use geode::llm::adapters::codex_cli::{CodexCliAdapter, CodexCliConfig};
 use geode::llm::credentials::Secret;
+use geode::vocab::ErrorKind;
 use geode_fakes::{FakeServer, Kind, Reply, Script};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -245,7 +246,10 @@ async fn http_cell(fault: Fault, adapter: &str, expect: Expect) -> Verdict {
                 .push(format!("retry-after 1 s not retried ({calls} call)"));
         }
     }
-    if matches!(expect.kind, "auth" | "bad_request") {
+    if matches!(
+        expect.outcome,
+        Outcome::Failed(ErrorKind::Auth | ErrorKind::BadRequest)
+    ) {
         // Fatal: neither the transport nor the worker may try again (codex-oauth answers a 401
         // with one forced refresh and one retry).
         let most = if adapter == "codex-oauth" { 2 } else { 1 };

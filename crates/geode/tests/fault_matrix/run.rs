@@ -3,13 +3,14 @@
 //! typed error as it leaves the adapter, `run_worker` bounded by the deadline, then the judgement
 //! against the expected outcome (kind, exit code, time, secrets).
 
-use crate::table::Expect;
+use crate::table::{Expect, Outcome};
 use geode::agent::exit;
 use geode::agent::worker::{WorkerEnv, WorkerRequest, WorkerResult, run_worker};
 use geode::ledger::StructuredOutputMode;
 use geode::llm::adapter::{Adapter, CallCx};
 use geode::llm::request::{AdapterCallRequest, AdapterResponse};
 use geode::schema::ResponseSchema;
+use geode::vocab::ErrorKind;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -47,7 +48,7 @@ impl Verdict {
 struct Recorder {
     inner: Arc<dyn Adapter>,
     /// Per call: `None` for an answer, else the error's kind, `Display` and `Debug`.
-    calls: Mutex<Vec<Option<(String, String, String)>>>,
+    calls: Mutex<Vec<Option<(ErrorKind, String, String)>>>,
 }
 
 #[async_trait::async_trait]
@@ -72,7 +73,7 @@ impl Adapter for Recorder {
             result
                 .as_ref()
                 .err()
-                .map(|e| (e.kind().to_string(), e.to_string(), format!("{e:?}"))),
+                .map(|e| (e.kind(), e.to_string(), format!("{e:?}"))),
         );
         drop(calls);
         result
@@ -82,7 +83,7 @@ impl Adapter for Recorder {
 /// One worker run and what it left.
 pub struct Run {
     result: Option<WorkerResult>,
-    calls: Vec<Option<(String, String, String)>>,
+    calls: Vec<Option<(ErrorKind, String, String)>>,
     elapsed: Duration,
 }
 
@@ -163,24 +164,22 @@ pub fn judge(expect: Expect, run: &Run, deadline: Duration, secrets: &[String]) 
     // still counts as a success, e.g. a cancel, shows it), else the answer's fate.
     let last_error = run.calls.last().and_then(Option::as_ref);
     let got = match last_error {
-        Some((kind, _, _)) => kind.clone(),
-        None if result.success => "ok".to_owned(),
-        None => "invalid".to_owned(),
+        Some((kind, _, _)) => Outcome::Failed(*kind),
+        None if result.success => Outcome::Ok,
+        None => Outcome::Invalid,
     };
-    let ledger_kind = result
-        .ledger
-        .attempts
-        .last()
-        .and_then(|a| a.error_kind.map(|k| k.to_string()));
-    if last_error.is_some() && ledger_kind.as_deref() != Some(got.as_str()) {
+    let ledger_kind = result.ledger.attempts.last().and_then(|a| a.error_kind);
+    if let Some((kind, _, _)) = last_error
+        && ledger_kind != Some(*kind)
+    {
         problems.push(format!(
             "ledger says {ledger_kind:?}, the adapter returned {got}"
         ));
     }
     let code = exit::for_result(result);
-    if got != expect.kind {
+    if got != expect.outcome {
         let detail = last_error.map(|e| e.1.clone()).unwrap_or_default();
-        problems.push(format!("expected {}, got {got}: {detail}", expect.kind));
+        problems.push(format!("expected {}, got {got}: {detail}", expect.outcome));
     }
     if code != expect.exit {
         problems.push(format!("exit {code}, expected {}", expect.exit));
@@ -204,7 +203,7 @@ pub fn judge(expect: Expect, run: &Run, deadline: Duration, secrets: &[String]) 
     }
     problems.extend(secret_leaks(secrets, &texts));
     Verdict {
-        got,
+        got: got.to_string(),
         exit: Some(code),
         problems,
     }

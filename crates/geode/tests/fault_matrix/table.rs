@@ -6,6 +6,8 @@
 //! answer failed its check), with the exit code `geode run` gives the whole run
 //! (`geode::agent::exit`).
 
+use geode::vocab::ErrorKind;
+
 /// The adapters, in column order.
 pub const ADAPTERS: [&str; 9] = [
     "openai-payg",
@@ -94,8 +96,8 @@ pub enum Guard {
 /// The outcome a cell must end in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Expect {
-    /// `ok`, `invalid`, or an adapter error kind.
-    pub kind: &'static str,
+    /// How the run must end.
+    pub outcome: Outcome,
     /// The exit code of `geode run`.
     pub exit: u8,
 }
@@ -113,27 +115,53 @@ pub struct Row {
     pub cells: [Option<Expect>; 9],
 }
 
-const fn e(kind: &'static str, exit: u8) -> Option<Expect> {
-    Some(Expect { kind, exit })
+/// How a run ended: a valid answer, an answer that failed its check, or the typed error of the
+/// last adapter call. Shown as `ok`, `invalid` or the kind's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// A successful result without an adapter error.
+    Ok,
+    /// The answer failed its check.
+    Invalid,
+    /// The last adapter call failed with this kind.
+    Failed(ErrorKind),
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Ok => f.write_str("ok"),
+            Self::Invalid => f.write_str("invalid"),
+            Self::Failed(kind) => f.write_str(kind.as_str()),
+        }
+    }
+}
+
+const fn e(outcome: Outcome, exit: u8) -> Option<Expect> {
+    Some(Expect { outcome, exit })
+}
+
+const fn fail(kind: ErrorKind, exit: u8) -> Option<Expect> {
+    e(Outcome::Failed(kind), exit)
 }
 
 const NA: Option<Expect> = None;
-const OK: Option<Expect> = e("ok", 0);
-const AUTH: Option<Expect> = e("auth", 3);
-const BAD: Option<Expect> = e("bad_request", 3);
-const RATE: Option<Expect> = e("rate_limited", 3);
-const SERVER: Option<Expect> = e("server", 3);
-const TRANSPORT: Option<Expect> = e("transport", 3);
-const TRUNC: Option<Expect> = e("truncated", 3);
-const PROTO: Option<Expect> = e("protocol", 3);
-const TIMEOUT: Option<Expect> = e("timeout", 3);
-const RUN: Option<Expect> = e("run_failed", 3);
-const TOO_LARGE: Option<Expect> = e("response_too_large", 3);
-const CONFIG: Option<Expect> = e("config", 2);
-const UNSUPPORTED: Option<Expect> = e("unsupported", 2);
+const OK: Option<Expect> = e(Outcome::Ok, 0);
+const AUTH: Option<Expect> = fail(ErrorKind::Auth, 3);
+const BAD: Option<Expect> = fail(ErrorKind::BadRequest, 3);
+const RATE: Option<Expect> = fail(ErrorKind::RateLimited, 3);
+const SERVER: Option<Expect> = fail(ErrorKind::Server, 3);
+const TRANSPORT: Option<Expect> = fail(ErrorKind::Transport, 3);
+const TRUNC: Option<Expect> = fail(ErrorKind::Truncated, 3);
+const PROTO: Option<Expect> = fail(ErrorKind::Protocol, 3);
+const TIMEOUT: Option<Expect> = fail(ErrorKind::Timeout, 3);
+const RUN: Option<Expect> = fail(ErrorKind::RunFailed, 3);
+const TOO_LARGE: Option<Expect> = fail(ErrorKind::ResponseTooLarge, 3);
+const CONFIG: Option<Expect> = fail(ErrorKind::Config, 2);
+const UNSUPPORTED: Option<Expect> = fail(ErrorKind::Unsupported, 2);
 /// A cancel is a typed `cancelled` error from the adapter, which the worker turns into the
 /// reference's intended `user_cancelled` ending ("Interrupted.", a success: exit 0).
-const CANCELLED: Option<Expect> = e("cancelled", 0);
+const CANCELLED: Option<Expect> = fail(ErrorKind::Cancelled, 0);
 
 /// The same outcome for the six HTTP adapters, none for the others.
 const fn http(x: Option<Expect>) -> [Option<Expect>; 9] {
@@ -365,7 +393,7 @@ pub fn markdown() -> String {
         out.push_str(&format!("| {}{mark} |", r.id));
         for cell in r.cells {
             match cell {
-                Some(x) => out.push_str(&format!(" {} ({}) |", x.kind, x.exit)),
+                Some(x) => out.push_str(&format!(" {} ({}) |", x.outcome, x.exit)),
                 None => out.push_str(" · |"),
             }
         }

@@ -37,15 +37,8 @@ pub fn expect_err<T>(result: Result<T, AdapterError>) -> AdapterError {
     }
 }
 
-/// The name of `err`'s kind (`"rate_limited"`, `"truncated"`, ...). The one place tests turn a
-/// kind into text, whatever type `AdapterError::kind` returns (anything with `Display`);
-/// `-` and `_` are read alike.
-pub fn kind_name(err: &AdapterError) -> String {
-    err.kind().to_string().replace('-', "_")
-}
-
-/// Fails the test unless `err` is of kind `kind` (spelled as in [`kind_name`]).
+/// Fails the test unless `err` is of kind `kind`.
 #[track_caller]
-pub fn assert_kind(err: &AdapterError, kind: &str) {
-    assert_eq!(kind_name(err), kind.replace('-', "_"), "{err}");
+pub fn assert_kind(err: &AdapterError, kind: geode::vocab::ErrorKind) {
+    assert_eq!(err.kind(), kind, "{err}");
 }
