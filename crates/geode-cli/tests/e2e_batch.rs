@@ -8,42 +8,18 @@
 mod support;
 
 use geode_fakes::{FakeServer, Kind, Reply, Script};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
-use support::{SECRET, Sandbox, bad_enum_answer, decision_schema_path, good_answer, model_calls};
-
-/// A sandbox for `glm-payg` pointed at `server`, with the input file written.
-fn sandbox(server: &FakeServer, input: &str) -> Sandbox {
-    let mut sb = Sandbox::new();
-    sb.var("GEODE_GLM_BASE_URL", server.base_url())
-        .var("ZAI_API_KEY", SECRET);
-    std::fs::write(sb.cwd.path().join("in.jsonl"), input).unwrap();
-    sb
-}
-
-fn shorthand(ids: std::ops::Range<usize>) -> String {
-    ids.map(|i| json!({"task_id": format!("t{i:03}"), "prompt": "Decide."}).to_string() + "\n")
-        .collect()
-}
+use support::batch::{batch_args, sandbox, shorthand};
+use support::{SECRET, Sandbox, bad_enum_answer, good_answer, model_calls};
 
 async fn batch(sb: &Sandbox, extra: &[&str]) -> support::Outcome {
-    let schema = decision_schema_path();
-    let mut args = vec![
-        "batch",
-        "--adapter",
-        "glm-payg",
-        "--schema",
-        &schema,
-        "--input",
-        "in.jsonl",
-        "--output",
-        "out.jsonl",
-        "--summary-json",
-        "summary.json",
-    ];
+    let mut args = vec!["--summary-json", "summary.json"];
     args.extend_from_slice(extra);
+    let args = batch_args(&args);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     sb.geode(&args, "").await
 }
 
@@ -115,30 +91,8 @@ async fn a_kill_mid_run_and_a_torn_line_lose_nothing_and_write_nothing_twice() {
         .await
         .unwrap();
     let sb = sandbox(&server, &shorthand(0..40));
-    let schema = decision_schema_path();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_geode"))
-        .args([
-            "batch",
-            "--adapter",
-            "glm-payg",
-            "--schema",
-            &schema,
-            "--input",
-            "in.jsonl",
-            "--output",
-            "out.jsonl",
-            "--concurrency",
-            "2",
-        ])
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", sb.home())
-        .envs(sb.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .current_dir(sb.cwd.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let args = batch_args(&["--concurrency", "2"]);
+    let mut child = sb.spawn(&args.iter().map(String::as_str).collect::<Vec<_>>());
     let out_path = sb.cwd.path().join("out.jsonl");
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     while std::fs::read_to_string(&out_path).map_or(0, |t| t.lines().count()) < 5 {

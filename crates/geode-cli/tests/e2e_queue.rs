@@ -8,76 +8,36 @@
 mod support;
 
 use geode_fakes::{FakeServer, Kind, Reply, Script};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
+use support::batch::batch_args;
 use support::redis::Redis;
-use support::{SECRET, Sandbox, decision_schema_path, good_answer};
+use support::{Sandbox, good_answer};
 
 const BOUND: Duration = Duration::from_secs(180);
 
 fn sandbox(server: &FakeServer, tasks: usize) -> Sandbox {
-    let mut sb = Sandbox::new();
-    sb.var("GEODE_GLM_BASE_URL", server.base_url())
-        .var("ZAI_API_KEY", SECRET);
-    let input: String = (0..tasks)
-        .map(|i| json!({"task_id": format!("t{i:03}"), "prompt": "Decide."}).to_string() + "\n")
-        .collect();
-    std::fs::write(sb.cwd.path().join("in.jsonl"), input).unwrap();
-    sb
-}
-
-fn geode(sb: &Sandbox, args: &[&str]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_geode"))
-        .args(args)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", sb.home())
-        .envs(sb.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .current_dir(sb.cwd.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+    support::batch::sandbox(server, &support::batch::shorthand(0..tasks))
 }
 
 fn collector(sb: &Sandbox, queue: &str) -> Child {
-    let schema = decision_schema_path();
-    geode(
-        sb,
-        &[
-            "batch",
-            "--adapter",
-            "glm-payg",
-            "--schema",
-            &schema,
-            "--input",
-            "in.jsonl",
-            "--output",
-            "out.jsonl",
-            "--queue",
-            queue,
-            "--progress-every",
-            "1",
-        ],
-    )
+    let args = batch_args(&["--queue", queue, "--progress-every", "1"]);
+    sb.spawn(&args.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
 fn worker(sb: &Sandbox, queue: &str, lease: &str) -> Child {
-    geode(
-        sb,
-        &[
-            "serve",
-            "--queue",
-            queue,
-            "--concurrency",
-            "4",
-            "--lease",
-            lease,
-        ],
-    )
+    sb.spawn(&[
+        "serve",
+        "--queue",
+        queue,
+        "--concurrency",
+        "4",
+        "--lease",
+        lease,
+    ])
 }
 
 /// task id → result lines, and the results themselves.

@@ -7,6 +7,7 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod batch;
 pub mod http_cases;
 pub mod redis;
 
@@ -172,6 +173,22 @@ impl Sandbox {
             stdin.push('\n');
         }
         self.geode(&["worker"], &stdin).await
+    }
+
+    /// Starts `geode ARGS` in the background (stdout discarded, stderr piped), with the same
+    /// environment as [`Sandbox::geode`]; the caller waits for or kills it.
+    pub fn spawn(&self, args: &[&str]) -> std::process::Child {
+        std::process::Command::new(env!("CARGO_BIN_EXE_geode"))
+            .args(args)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.home.path())
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .current_dir(self.cwd.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
     }
 
     /// Runs `geode ARGS` with `stdin`, bounded by [`RUN_BOUND`].
