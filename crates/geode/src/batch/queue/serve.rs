@@ -215,15 +215,14 @@ async fn run_entry(
     let task_id = field(&entry.map, "task_id").unwrap_or_default();
     let request = field(&entry.map, "request").unwrap_or_default();
     let renew = {
-        let (mut conn, url, id, me_key) = (conn.clone(), url.clone(), entry.id.clone(), GROUP);
-        #[allow(clippy::infinite_loop)]
+        let (mut conn, url, id) = (conn.clone(), url.clone(), entry.id.clone());
         async move {
             loop {
                 tokio::time::sleep(lease / 3).await;
                 // Re-claiming an entry one holds resets its idle time: the lease is renewed.
                 let consumer: redis::RedisResult<StreamPendingCountReply> = redis::cmd("XPENDING")
                     .arg(url.key("tasks"))
-                    .arg(me_key)
+                    .arg(GROUP)
                     .arg(&id)
                     .arg(&id)
                     .arg(1)
@@ -234,7 +233,7 @@ async fn run_entry(
                 {
                     let _: redis::RedisResult<redis::Value> = redis::cmd("XCLAIM")
                         .arg(url.key("tasks"))
-                        .arg(me_key)
+                        .arg(GROUP)
                         .arg(&p.consumer)
                         .arg(0)
                         .arg(&id)
