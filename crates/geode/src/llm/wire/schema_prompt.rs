@@ -6,15 +6,18 @@
 //! and nothing is enforced by the provider, so the worker's validation is the only check.
 
 use crate::schema::ResponseSchema;
+use crate::schema::root::AnswerRoot;
 
 /// The heading line of the instruction; tests and fakes look for it.
 pub const INSTRUCTION_HEADING: &str = "Final answer format (JSON):";
 
-/// The instruction text for `schema`: one heading, the rules, then the pretty schema.
+/// The instruction text for `schema`: one heading, the rules, then the pretty schema. The answer
+/// is named by the schema's root ("JSON object", "JSON array", ...; see [`AnswerRoot::describe`]).
 pub fn schema_instruction(schema: &ResponseSchema) -> String {
+    let what = AnswerRoot::of(schema).describe();
     format!(
-        "{INSTRUCTION_HEADING}\nYour final answer must be a single JSON object that matches the \
-         JSON Schema below. Reply with the JSON object only: no prose, no code fences.\n\
+        "{INSTRUCTION_HEADING}\nYour final answer must be a single {what} that matches the \
+         JSON Schema below. Reply with the {what} only: no prose, no code fences.\n\
          JSON Schema:\n{}",
         schema.to_pretty_json()
     )
@@ -35,6 +38,20 @@ pub fn append_to_system(system: &str, schema: &ResponseSchema) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_instruction_names_the_roots_type() {
+        let object = ResponseSchema::from_value(json!({"type": "object"})).unwrap();
+        let text = schema_instruction(&object);
+        assert!(text.contains("a single JSON object that matches"), "{text}");
+        assert!(text.contains("Reply with the JSON object only"), "{text}");
+        let array =
+            ResponseSchema::from_value(json!({"type": "array", "items": {"type": "integer"}}))
+                .unwrap();
+        let text = schema_instruction(&array);
+        assert!(text.contains("a single JSON array that matches"), "{text}");
+        assert!(!text.contains("JSON object"), "{text}");
+    }
 
     #[test]
     fn instruction_carries_the_whole_original_schema() {
