@@ -8,7 +8,7 @@
 mod support;
 
 use geode_fakes::{FakeServer, Kind, Reply, Script};
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
@@ -171,13 +171,29 @@ async fn invalid_answers_exit_1_and_provider_failures_exit_3() {
         (Some(2), Some(2))
     );
 
-    let server = FakeServer::start(Kind::Chat, Script::always(Reply::status(401)))
+    // The provider's 401 quotes the key: neither the output, the results nor the summary may.
+    let quoting = Reply::Status {
+        status: 401,
+        body: json!({"error": {"message": format!("Incorrect API key provided: {SECRET}"),
+            "code": "401"}}),
+        retry_after: None,
+    };
+    let server = FakeServer::start(Kind::Chat, Script::always(quoting))
         .await
         .unwrap();
     let sb = sandbox(&server, &shorthand(0..2));
     let out = batch(&sb, &[]).await;
     assert_eq!(out.code, Some(3), "{}", out.dump());
     assert_eq!(summary(sb.cwd.path())["failed"], 2);
+    out.assert_hides(SECRET);
+    for file in ["out.jsonl", "summary.json"] {
+        let text = std::fs::read_to_string(sb.cwd.path().join(file)).unwrap();
+        assert!(
+            text.contains("401") || file == "summary.json",
+            "{file}: {text}"
+        );
+        assert!(!text.contains(SECRET), "{file} shows the key: {text}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
