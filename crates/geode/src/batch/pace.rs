@@ -197,6 +197,10 @@ impl Adapter for PacedAdapter {
         self.inner.name()
     }
 
+    fn spec(&self) -> Option<&'static crate::llm::registry::AdapterSpec> {
+        self.inner.spec()
+    }
+
     fn wire_mode(&self, schema: Option<&ResponseSchema>) -> StructuredOutputMode {
         self.inner.wire_mode(schema)
     }

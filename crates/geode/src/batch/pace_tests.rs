@@ -155,3 +155,32 @@ fn the_estimate_counts_the_prompt_text() {
     req.system_prompt = "y".repeat(40);
     assert_eq!(estimate_tokens(&req), 111);
 }
+
+/// An adapter that is a registry row, to see the wrapper keep its description.
+struct Row;
+
+#[async_trait::async_trait]
+impl Adapter for Row {
+    fn name(&self) -> &str {
+        "glm-payg"
+    }
+    fn spec(&self) -> Option<&'static crate::llm::registry::AdapterSpec> {
+        crate::llm::registry::spec("glm-payg")
+    }
+    async fn call(
+        &self,
+        _req: AdapterCallRequest,
+        _cx: &CallCx,
+    ) -> Result<AdapterResponse, AdapterError> {
+        Ok(AdapterResponse::text("{}"))
+    }
+}
+
+#[test]
+fn a_paced_adapter_describes_itself_as_the_adapter_it_wraps() {
+    let paced = PacedAdapter::new(Arc::new(Row), Pacer::new(Limits::default()));
+    assert_eq!(paced.spec().map(|s| s.name), Some("glm-payg"));
+    let schema = ResponseSchema::from_value(serde_json::json!({"type": "object"})).unwrap();
+    assert_eq!(paced.wire_mode(Some(&schema)), Row.wire_mode(Some(&schema)));
+    assert_eq!(paced.supports_tools(), Row.supports_tools());
+}

@@ -56,6 +56,9 @@ impl Adapter for Recorder {
     fn name(&self) -> &str {
         self.inner.name()
     }
+    fn spec(&self) -> Option<&'static geode::llm::registry::AdapterSpec> {
+        self.inner.spec()
+    }
     fn wire_mode(&self, schema: Option<&ResponseSchema>) -> StructuredOutputMode {
         self.inner.wire_mode(schema)
     }
