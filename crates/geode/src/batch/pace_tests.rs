@@ -180,7 +180,8 @@ impl Adapter for Row {
 fn a_paced_adapter_describes_itself_as_the_adapter_it_wraps() {
     let paced = PacedAdapter::new(Arc::new(Row), Pacer::new(Limits::default()));
     assert_eq!(paced.spec().map(|s| s.name), Some("glm-payg"));
-    let schema = ResponseSchema::from_value(serde_json::json!({"type": "object"})).unwrap();
+    let schema =
+        crate::schema::ResponseSchema::from_value(serde_json::json!({"type": "object"})).unwrap();
     assert_eq!(paced.wire_mode(Some(&schema)), Row.wire_mode(Some(&schema)));
     assert_eq!(paced.supports_tools(), Row.supports_tools());
 }

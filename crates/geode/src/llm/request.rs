@@ -19,7 +19,7 @@ pub enum Role {
     Assistant,
 }
 
-/// One block of message content.
+/// One block of message content. The Messages wire sends these blocks as they are.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentBlock {
@@ -43,8 +43,9 @@ pub enum ContentBlock {
         tool_use_id: String,
         /// The result text (JSON for structured results).
         content: String,
-        /// True when the call failed (bad arguments, unknown tool, tool error).
-        #[serde(default)]
+        /// True when the call failed (bad arguments, unknown tool, tool error); written only
+        /// when set, as the Messages wire wants it.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
     },
 }

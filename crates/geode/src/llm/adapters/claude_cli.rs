@@ -35,7 +35,7 @@ use super::cli_common::{self, CliOptions};
 use crate::llm::adapter::Adapter;
 use crate::llm::call::{AdapterError, CallCx};
 use crate::llm::request::{AdapterCallRequest, AdapterResponse, StopReason, Usage, WireReport};
-use crate::llm::subprocess::{self, MAX_ARG_BYTES, ProcessSpec};
+use crate::llm::subprocess::{MAX_ARG_BYTES, ProcessSpec};
 use serde::Deserialize;
 use serde_json::Value;
 use std::path::PathBuf;
@@ -121,11 +121,7 @@ impl ClaudeCliAdapter {
 
     /// The binary: the configured one, else `GEODE_CLAUDE_BIN`, else `claude` on `PATH`.
     pub fn resolve_bin(&self) -> Result<PathBuf, AdapterError> {
-        match &self.config.cli.bin {
-            Some(bin) => Ok(bin.clone()),
-            None => subprocess::resolve_program(BIN_ENV, "claude")
-                .map_err(|e| cli_common::spawn_error(NAME, BIN_ENV, e)),
-        }
+        cli_common::resolve_bin(self.config.cli.bin.as_ref(), NAME, BIN_ENV, "claude")
     }
 
     /// The process to run `bin` for `req`, without spawning it.
@@ -181,29 +177,18 @@ impl Adapter for ClaudeCliAdapter {
         let timeout = self.config.cli.timeout;
         let out = cli_common::run_process(NAME, BIN_ENV, spec, cx, timeout).await?;
         let Some(result) = last_result(&out.stdout.text) else {
-            return Err(if out.success() {
-                AdapterError::Truncated {
-                    adapter: NAME.into(),
-                    message: "no result object on stdout".into(),
-                }
-            } else {
-                AdapterError::RunFailed {
-                    adapter: NAME.into(),
-                    kind: "exit_status".into(),
-                    message: cli_common::exit_summary(&out),
-                }
-            });
+            return Err(cli_common::no_outcome(
+                NAME,
+                &out,
+                "no result object on stdout",
+            ));
         };
-        let mode = self.wire_mode(req.response_schema.as_ref());
-        let mut resp = match rejected_answer(&result, &out.stdout.text) {
+        let resp = match rejected_answer(&result, &out.stdout.text) {
             Some(resp) => resp,
             None => interpret(result, req.response_schema.is_some())?,
         };
-        resp.wire = WireReport {
-            mode,
-            ..WireReport::default()
-        };
-        Ok(resp)
+        let mode = self.wire_mode(req.response_schema.as_ref());
+        Ok(cli_common::answered(resp, mode))
     }
 }
 

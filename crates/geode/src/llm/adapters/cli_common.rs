@@ -22,10 +22,11 @@
 //! | stdout past the call's response budget | [`AdapterError::ResponseTooLarge`] (the group was killed) |
 
 use crate::llm::call::AdapterError;
-use crate::llm::request::{AdapterCallRequest, ContentBlock, Role};
+use crate::llm::request::{AdapterCallRequest, AdapterResponse, ContentBlock, Role, WireReport};
 use crate::llm::subprocess::{
     DEFAULT_CAPTURE_BYTES, Ending, ProcessSpec, SubprocessError, SubprocessOutput,
 };
+use crate::vocab::StructuredOutputMode;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -166,6 +167,46 @@ fn render_block(b: &ContentBlock) -> String {
             format!("[tool result id={tool_use_id}{flag}] {content}")
         }
     }
+}
+
+/// The binary: `configured`, else the variable `bin_env`, else `program` on `PATH`.
+pub fn resolve_bin(
+    configured: Option<&PathBuf>,
+    adapter: &str,
+    bin_env: &str,
+    program: &str,
+) -> Result<PathBuf, AdapterError> {
+    match configured {
+        Some(bin) => Ok(bin.clone()),
+        None => crate::llm::subprocess::resolve_program(bin_env, program)
+            .map_err(|e| spawn_error(adapter, bin_env, e)),
+    }
+}
+
+/// The error for a run whose output holds no outcome: [`AdapterError::Truncated`] saying what
+/// is `missing` when the CLI exited 0, else [`AdapterError::RunFailed`] `exit_status`.
+pub fn no_outcome(adapter: &str, out: &SubprocessOutput, missing: &str) -> AdapterError {
+    if out.success() {
+        AdapterError::Truncated {
+            adapter: adapter.into(),
+            message: missing.into(),
+        }
+    } else {
+        AdapterError::RunFailed {
+            adapter: adapter.into(),
+            kind: "exit_status".into(),
+            message: exit_summary(out),
+        }
+    }
+}
+
+/// `resp` with the wire report of a CLI call in `mode` (a CLI reports nothing else).
+pub fn answered(mut resp: AdapterResponse, mode: StructuredOutputMode) -> AdapterResponse {
+    resp.wire = WireReport {
+        mode,
+        ..WireReport::default()
+    };
+    resp
 }
 
 /// Runs a CLI's process for one call: stdout capped at the call's response budget, ended at
