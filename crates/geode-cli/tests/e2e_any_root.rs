@@ -168,18 +168,7 @@ async fn run_with_an_array_schema_succeeds_on_the_local_model() {
     sb.var("GEODE_LOCAL_MODEL", model.display().to_string());
     let path = schema_file(&sb, "ints.json", &serde_json::from_str(INTS).unwrap());
     let out = sb
-        .geode(
-            &[
-                "run",
-                "--adapter",
-                "local",
-                "--schema",
-                &path,
-                "--json",
-                "List three small integers.",
-            ],
-            "",
-        )
+        .run("local", &path, &["--json", "List three small integers."])
         .await;
     assert_eq!(out.code, Some(0), "{}", out.dump());
     let result = out.json();
@@ -201,19 +190,7 @@ async fn run_with_an_array_schema_succeeds_on_every_hosted_fake() {
         let server = fake(&case, Script::always(Reply::text("[1,2,3]"))).await;
         let sb = case.sandbox(&server);
         let path = schema_file(&sb, "ints.json", &serde_json::from_str(INTS).unwrap());
-        let out = sb
-            .geode(
-                &[
-                    "run",
-                    "--adapter",
-                    case.adapter,
-                    "--schema",
-                    &path,
-                    "Three integers.",
-                ],
-                "",
-            )
-            .await;
+        let out = sb.run(case.adapter, &path, &["Three integers."]).await;
         assert_eq!(out.code, Some(0), "{}: {}", case.adapter, out.dump());
         assert_eq!(
             out.json(),

@@ -179,19 +179,7 @@ async fn preflight_refuses_schemas_past_the_openai_strict_limits_before_any_requ
         let within_path = sb.cwd.path().join(format!("ok-{file}"));
         std::fs::write(&within_path, within.to_string()).unwrap();
         let within_path = within_path.display().to_string();
-        let out = sb
-            .geode(
-                &[
-                    "run",
-                    "--adapter",
-                    "openai-payg",
-                    "--schema",
-                    &within_path,
-                    "Go.",
-                ],
-                "",
-            )
-            .await;
+        let out = sb.run("openai-payg", &within_path, &["Go."]).await;
         out.assert_exit(0);
         assert_eq!(model_calls(&server).len(), 1, "ok-{file}");
     }

@@ -24,18 +24,7 @@ async fn stream(case: Case, script: Script) -> (support::Outcome, Vec<Value>) {
     let sb = case.sandbox(&server);
     let schema = decision_schema_path();
     let out = sb
-        .geode(
-            &[
-                "run",
-                "--adapter",
-                case.adapter,
-                "--schema",
-                &schema,
-                "--stream",
-                "Decide.",
-            ],
-            "",
-        )
+        .run(case.adapter, &schema, &["--stream", "Decide."])
         .await;
     assert!(!out.stdout.contains(SECRET) && !out.stderr.contains(SECRET));
     let evs = events(&out.stdout);

@@ -20,6 +20,21 @@ use crate::record::RecordedRequest;
 use crate::script::TokenUsage;
 use serde_json::{Value, json};
 
+/// The events of a streamed text answer, in the order codex accepts (`wire.md` §2): the text
+/// comes in two deltas.
+pub const TEXT_EVENT_ORDER: [&str; 10] = [
+    "response.created",
+    "response.in_progress",
+    "response.output_item.added",
+    "response.content_part.added",
+    "response.output_text.delta",
+    "response.output_text.delta",
+    "response.output_text.done",
+    "response.content_part.done",
+    "response.output_item.done",
+    "response.completed",
+];
+
 /// The text [`crate::Reply::Auto`] answers with when no output schema is requested.
 pub(crate) const AUTO_TEXT: &str = "Hello from the fake server.";
 
@@ -333,21 +348,7 @@ mod tests {
     fn text_stream_has_the_order_codex_accepts_and_numbered_events() {
         let evs = events(&Content::Text("{\"a\":1}".into()));
         let names: Vec<&str> = evs.iter().map(|(n, _)| n.as_str()).collect();
-        assert_eq!(
-            names,
-            [
-                "response.created",
-                "response.in_progress",
-                "response.output_item.added",
-                "response.content_part.added",
-                "response.output_text.delta",
-                "response.output_text.delta",
-                "response.output_text.done",
-                "response.content_part.done",
-                "response.output_item.done",
-                "response.completed"
-            ]
-        );
+        assert_eq!(names, TEXT_EVENT_ORDER);
         for (i, (name, data)) in evs.iter().enumerate() {
             assert_eq!(data["type"], json!(name));
             assert_eq!(data["sequence_number"], json!(i));

@@ -33,21 +33,7 @@ async fn streamed_text_follows_the_event_order_codex_accepts() {
     )
     .await;
     let events = call_sse(&server, &body(Kind::Responses, true)).await;
-    assert_eq!(
-        names(&events),
-        [
-            "response.created",
-            "response.in_progress",
-            "response.output_item.added",
-            "response.content_part.added",
-            "response.output_text.delta",
-            "response.output_text.delta",
-            "response.output_text.done",
-            "response.content_part.done",
-            "response.output_item.done",
-            "response.completed",
-        ]
-    );
+    assert_eq!(names(&events), geode_fakes::responses::TEXT_EVENT_ORDER);
     let mut text = String::new();
     for (i, event) in events.iter().enumerate() {
         let data = event.json();

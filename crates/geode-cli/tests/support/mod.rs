@@ -196,6 +196,13 @@ impl Sandbox {
         self.geode_bytes(args, stdin.as_bytes()).await
     }
 
+    /// Runs `geode run --adapter ADAPTER --schema SCHEMA REST...` with nothing on stdin.
+    pub async fn run(&self, adapter: &str, schema: &str, rest: &[&str]) -> Outcome {
+        let mut args = vec!["run", "--adapter", adapter, "--schema", schema];
+        args.extend_from_slice(rest);
+        self.geode(&args, "").await
+    }
+
     /// Runs `geode ARGS` with raw bytes on stdin (binary, invalid UTF-8), bounded by [`RUN_BOUND`].
     pub async fn geode_bytes(&self, args: &[&str], stdin: &[u8]) -> Outcome {
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_geode"));

@@ -15,35 +15,28 @@ fn classify(status: u16, body: Value) -> AdapterError {
 
 #[test]
 fn statuses_map_to_error_kinds() {
+    use crate::vocab::ErrorKind::{Auth, BadRequest, RateLimited, Server};
     let e = json!({"error": {"message": "m", "type": "t"}});
-    assert!(matches!(
-        classify(401, e.clone()),
-        AdapterError::Auth { status: 401, .. }
-    ));
-    assert!(matches!(
-        classify(403, e.clone()),
-        AdapterError::Auth { status: 403, .. }
-    ));
-    assert!(matches!(
-        classify(429, e.clone()),
-        AdapterError::RateLimited { .. }
-    ));
-    assert!(matches!(
-        classify(500, e.clone()),
-        AdapterError::Server { status: 500, .. }
-    ));
-    assert!(matches!(
-        classify(503, e.clone()),
-        AdapterError::Server { .. }
-    ));
-    assert!(matches!(
-        classify(400, e.clone()),
-        AdapterError::BadRequest { status: 400, .. }
-    ));
-    assert!(matches!(
-        classify(404, e),
-        AdapterError::BadRequest { status: 404, .. }
-    ));
+    let rows = [
+        (401, Auth),
+        (403, Auth),
+        (429, RateLimited),
+        (500, Server),
+        (503, Server),
+        (400, BadRequest),
+        (404, BadRequest),
+    ];
+    for (status, kind) in rows {
+        let err = classify(status, e.clone());
+        assert_eq!(err.kind(), kind, "{status}");
+        let carried = match err {
+            AdapterError::Auth { status, .. }
+            | AdapterError::Server { status, .. }
+            | AdapterError::BadRequest { status, .. } => Some(status),
+            _ => None,
+        };
+        assert_eq!(carried, (kind != RateLimited).then_some(status), "{status}");
+    }
 }
 
 #[test]

@@ -148,6 +148,11 @@ fn text_nesting_depth(text: &str) -> usize {
     deepest
 }
 
+/// A JSON Pointer as messages show it: the root (`""`) as `/`.
+pub(crate) fn shown_pointer(pointer: &str) -> &str {
+    if pointer.is_empty() { "/" } else { pointer }
+}
+
 /// Returns the JSON type name of a value, as used in error messages.
 pub(crate) fn json_type_name(value: &Value) -> &'static str {
     match value {

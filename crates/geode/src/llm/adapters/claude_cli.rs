@@ -194,47 +194,37 @@ impl Adapter for ClaudeCliAdapter {
 
 /// The CLI's `result` object (`wire.md` §6.4); unknown fields are ignored.
 #[derive(Debug, Default, Deserialize)]
+#[serde(default)]
 pub struct CliResult {
     /// `success` or an `error_*` subtype (advisory).
-    #[serde(default)]
     pub subtype: String,
     /// The authoritative failure flag.
-    #[serde(default)]
     pub is_error: bool,
     /// The HTTP status of an API error, when there was one.
-    #[serde(default)]
     pub api_error_status: Option<Value>,
     /// The final text (absent on `error_*` subtypes).
-    #[serde(default)]
     pub result: Option<String>,
     /// The validated `StructuredOutput` tool input (absent when the tool was never called).
-    #[serde(default)]
     pub structured_output: Option<Value>,
     /// The last API stop reason.
-    #[serde(default)]
     pub stop_reason: Option<String>,
     /// Cost of the whole run.
-    #[serde(default)]
     pub total_cost_usd: Option<f64>,
     /// Token usage of the whole run.
-    #[serde(default)]
     pub usage: Option<CliUsage>,
     /// Error messages of `error_*` subtypes.
-    #[serde(default)]
     pub errors: Vec<String>,
 }
 
 /// The result's `usage`.
 #[derive(Debug, Default, Deserialize)]
+#[serde(default)]
 pub struct CliUsage {
     /// Uncached input tokens.
-    #[serde(default)]
     pub input_tokens: u64,
     /// Output tokens.
-    #[serde(default)]
     pub output_tokens: u64,
     /// Input tokens read from the cache.
-    #[serde(default)]
     pub cache_read_input_tokens: u64,
 }
 

@@ -37,14 +37,7 @@ fn the_last_agent_message_is_the_answer_with_turn_usage() {
         r.text,
         r#"{"answer":"fake","confidence":1.5,"tags":["fake"]}"#
     );
-    assert_eq!(
-        (
-            r.usage.input_tokens,
-            r.usage.output_tokens,
-            r.usage.cached_input_tokens
-        ),
-        (11, 7, 2)
-    );
+    assert_eq!(r.usage.token_counts(), (11, 7, 2));
     assert_eq!(
         r.structured, None,
         "codex does not validate; the worker does"

@@ -103,14 +103,7 @@ fn text_stream_folds_text_usage_and_stop() {
     let r = fold(&frames, None).unwrap();
     assert_eq!(r.text, "Hello world");
     assert_eq!(r.stop_reason, StopReason::EndTurn);
-    assert_eq!(
-        (
-            r.usage.input_tokens,
-            r.usage.output_tokens,
-            r.usage.cached_input_tokens
-        ),
-        (25, 15, 3)
-    );
+    assert_eq!(r.usage.token_counts(), (25, 15, 3));
 }
 
 #[test]
