@@ -13,7 +13,6 @@ mod built;
 mod env;
 
 use env::MapEnv;
-use geode::config::Config;
 use geode::llm::adapter::{Adapter, CallCx};
 use geode::llm::request::{AdapterCallRequest, Message, ToolSpec};
 use geode::schema::ResponseSchema;
