@@ -55,7 +55,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
 
 /// Parent variables the CLI may see: its credentials and knobs (`wire.md` §6.1). Anything else
 /// it needs is named in `geode.toml` (`[adapters.claude-cli] pass_env = [...]`).
-const PASS_ENV: &[&str] = &[
+pub const PASS_ENV: &[&str] = &[
     "ANTHROPIC_API_KEY",
     "ANTHROPIC_AUTH_TOKEN",
     "ANTHROPIC_BASE_URL",

@@ -54,7 +54,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Parent variables the CLI may see: its home, credentials (with the built-in `openai`
 /// provider's organization and project headers) and CA settings.
-const PASS_ENV: &[&str] = &[
+pub const PASS_ENV: &[&str] = &[
     "CODEX_HOME",
     "OPENAI_API_KEY",
     "OPENAI_BASE_URL",
