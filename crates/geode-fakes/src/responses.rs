@@ -14,7 +14,6 @@
 //! Also serves `GET …/models` (an empty list) so clients that probe it keep going.
 //! Reference: <https://platform.openai.com/docs/api-reference/responses>.
 
-use crate::instance::instance;
 use crate::plan::{Call, Content, Plan, Route, SseEvent, halves, unix_now};
 use crate::record::RecordedRequest;
 use crate::script::TokenUsage;
@@ -65,14 +64,7 @@ pub(crate) fn not_found(req: &RecordedRequest) -> Plan {
 /// What [`crate::Reply::Auto`] says: an instance of `text.format.schema` when the request asks
 /// for `json_schema`, otherwise [`AUTO_TEXT`].
 pub(crate) fn auto(body: &Value) -> Content {
-    let format = body.pointer("/text/format");
-    match format {
-        Some(f) if f.get("type").and_then(Value::as_str) == Some("json_schema") => {
-            let schema = f.get("schema").unwrap_or(&Value::Null);
-            Content::Text(instance(schema).to_string())
-        }
-        _ => Content::Text(AUTO_TEXT.to_owned()),
-    }
+    crate::instance::auto_answer(body.pointer("/text/format"), "/schema", AUTO_TEXT)
 }
 
 /// The OpenAI error envelope.

@@ -9,8 +9,7 @@ use serde_json::{Value, json};
 
 #[tokio::test]
 async fn text_answer_has_content_finish_reason_and_usage() {
-    let server = start(Kind::Chat, [Reply::Json(json!({"k": [1, 2]}))]).await;
-    let (status, v) = call_json(&server, &body(Kind::Chat, false)).await;
+    let (server, status, v) = answer_json(Kind::Chat, Reply::Json(json!({"k": [1, 2]}))).await;
     assert_eq!(status, 200);
     assert_eq!(v["object"], "chat.completion");
     assert_eq!(v["model"], "glm-test");
@@ -27,8 +26,7 @@ async fn text_answer_has_content_finish_reason_and_usage() {
 #[tokio::test]
 async fn tool_call_arguments_are_a_string_and_finish_reason_is_tool_calls() {
     let args = json!({"q": "x"});
-    let server = start(Kind::Chat, [Reply::tool_call("search", args.clone())]).await;
-    let (_, v) = call_json(&server, &body(Kind::Chat, false)).await;
+    let (server, _, v) = answer_json(Kind::Chat, Reply::tool_call("search", args.clone())).await;
     let choice = &v["choices"][0];
     assert_eq!(choice["finish_reason"], "tool_calls");
     assert_eq!(choice["message"]["content"], Value::Null);

@@ -48,16 +48,15 @@ async fn http_errors_have_provider_shaped_bodies() {
 #[tokio::test]
 async fn explicit_status_body_is_sent_verbatim() {
     let custom = json!({"error": {"message": "custom", "type": "x"}});
-    let server = start(
+    let (server, status, v) = answer_json(
         Kind::Chat,
-        [Reply::Status {
+        Reply::Status {
             status: 503,
             body: custom.clone(),
             retry_after: None,
-        }],
+        },
     )
     .await;
-    let (status, v) = call_json(&server, &body(Kind::Chat, false)).await;
     assert_eq!((status, v), (503, custom));
     server.shutdown().await;
 }
@@ -89,8 +88,7 @@ async fn schema_rejection_is_a_400_naming_the_problem() {
         assert_eq!(error_message(kind, &v), message);
         server.shutdown().await;
     }
-    let server = start(Kind::Responses, [Reply::SchemaRejection("bad".into())]).await;
-    let (_, v) = call_json(&server, &body(Kind::Responses, false)).await;
+    let (server, _, v) = answer_json(Kind::Responses, Reply::SchemaRejection("bad".into())).await;
     assert_eq!(v["error"]["code"], "invalid_json_schema");
     assert_eq!(v["error"]["param"], "text.format.schema");
     server.shutdown().await;
@@ -345,8 +343,7 @@ async fn in_band_errors_come_in_each_providers_shape() {
         }
         server.shutdown().await;
     }
-    let server = start(Kind::Responses, [Reply::InBandError(message.into())]).await;
-    let (_, v) = call_json(&server, &body(Kind::Responses, false)).await;
+    let (server, _, v) = answer_json(Kind::Responses, Reply::InBandError(message.into())).await;
     assert_eq!(
         (v["status"].as_str(), v["error"]["code"].as_str()),
         (Some("failed"), Some("server_error"))

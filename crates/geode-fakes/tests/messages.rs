@@ -28,12 +28,11 @@ async fn text_answer_is_a_message_with_end_turn_and_usage() {
 
 #[tokio::test]
 async fn streamed_text_has_the_full_event_sequence() {
-    let server = start(
+    let (server, events) = answer_sse(
         Kind::Messages,
-        [Reply::Json(json!({"answer": "fake", "n": 1}))],
+        Reply::Json(json!({"answer": "fake", "n": 1})),
     )
     .await;
-    let events = call_sse(&server, &body(Kind::Messages, true)).await;
     assert_eq!(
         names(&events),
         [
@@ -75,12 +74,11 @@ async fn streamed_text_has_the_full_event_sequence() {
 #[tokio::test]
 async fn tool_call_is_a_tool_use_block_streamed_as_input_json_deltas() {
     let input = json!({"city": "Paris", "days": 2});
-    let server = start(
+    let (server, _, v) = answer_json(
         Kind::Messages,
-        [Reply::tool_call("get_weather", input.clone())],
+        Reply::tool_call("get_weather", input.clone()),
     )
     .await;
-    let (_, v) = call_json(&server, &body(Kind::Messages, false)).await;
     assert_eq!(v["stop_reason"], "tool_use");
     assert_eq!(v["content"][0]["type"], "tool_use");
     assert_eq!(v["content"][0]["name"], "get_weather");

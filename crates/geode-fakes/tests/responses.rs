@@ -9,8 +9,7 @@ use serde_json::{Value, json};
 
 #[tokio::test]
 async fn text_answer_is_a_completed_response_with_usage() {
-    let server = start(Kind::Responses, [Reply::text("hello there")]).await;
-    let (status, v) = call_json(&server, &body(Kind::Responses, false)).await;
+    let (server, status, v) = answer_json(Kind::Responses, Reply::text("hello there")).await;
     assert_eq!(status, 200);
     assert_eq!(v["object"], "response");
     assert_eq!(v["status"], "completed");
@@ -27,12 +26,8 @@ async fn text_answer_is_a_completed_response_with_usage() {
 
 #[tokio::test]
 async fn streamed_text_follows_the_event_order_codex_accepts() {
-    let server = start(
-        Kind::Responses,
-        [Reply::Json(json!({"answer": "é", "n": 1}))],
-    )
-    .await;
-    let events = call_sse(&server, &body(Kind::Responses, true)).await;
+    let (server, events) =
+        answer_sse(Kind::Responses, Reply::Json(json!({"answer": "é", "n": 1}))).await;
     assert_eq!(names(&events), geode_fakes::responses::TEXT_EVENT_ORDER);
     let mut text = String::new();
     for (i, event) in events.iter().enumerate() {
@@ -61,12 +56,11 @@ async fn streamed_text_follows_the_event_order_codex_accepts() {
 #[tokio::test]
 async fn tool_call_is_a_function_call_item_with_string_arguments() {
     let args = json!({"cmd": "echo hi"});
-    let server = start(
+    let (server, _, v) = answer_json(
         Kind::Responses,
-        [Reply::tool_call("exec_command", args.clone())],
+        Reply::tool_call("exec_command", args.clone()),
     )
     .await;
-    let (_, v) = call_json(&server, &body(Kind::Responses, false)).await;
     let item = &v["output"][0];
     assert_eq!(item["type"], "function_call");
     assert_eq!(item["name"], "exec_command");
@@ -88,12 +82,11 @@ async fn tool_call_is_a_function_call_item_with_string_arguments() {
 
 #[tokio::test]
 async fn refusal_is_a_refusal_content_part() {
-    let server = start(
+    let (server, _, v) = answer_json(
         Kind::Responses,
-        [Reply::Refusal("I can't help with that.".into())],
+        Reply::Refusal("I can't help with that.".into()),
     )
     .await;
-    let (_, v) = call_json(&server, &body(Kind::Responses, false)).await;
     assert_eq!(v["status"], "completed");
     assert_eq!(v["output"][0]["content"][0]["type"], "refusal");
     assert_eq!(
@@ -107,12 +100,11 @@ async fn refusal_is_a_refusal_content_part() {
 
 #[tokio::test]
 async fn max_tokens_is_incomplete_with_reason() {
-    let server = start(
+    let (server, _, v) = answer_json(
         Kind::Responses,
-        [Reply::MaxTokens("{\"answer\":\"trunc".into())],
+        Reply::MaxTokens("{\"answer\":\"trunc".into()),
     )
     .await;
-    let (_, v) = call_json(&server, &body(Kind::Responses, false)).await;
     assert_eq!(v["status"], "incomplete");
     assert_eq!(v["incomplete_details"]["reason"], "max_output_tokens");
     assert_eq!(v["output"][0]["status"], "incomplete");

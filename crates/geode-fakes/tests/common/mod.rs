@@ -30,6 +30,20 @@ pub async fn start(
         .expect("start")
 }
 
+/// A fake of `kind` playing `reply`, and the status and JSON body of one non-streamed call.
+pub async fn answer_json(kind: Kind, reply: geode_fakes::Reply) -> (FakeServer, u16, Value) {
+    let server = start(kind, [reply]).await;
+    let (status, v) = call_json(&server, &body(kind, false)).await;
+    (server, status, v)
+}
+
+/// A fake of `kind` playing `reply`, and the events of one streamed call.
+pub async fn answer_sse(kind: Kind, reply: geode_fakes::Reply) -> (FakeServer, Vec<Event>) {
+    let server = start(kind, [reply]).await;
+    let events = call_sse(&server, &body(kind, true)).await;
+    (server, events)
+}
+
 /// A client that never uses a proxy and gives up after [`LIMIT`].
 pub fn client() -> reqwest::Client {
     reqwest::Client::builder()
