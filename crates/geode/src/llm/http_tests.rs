@@ -170,11 +170,17 @@ fn post_request_debug_shows_no_header_values() {
     assert!(dbg.contains("authorization"));
 }
 
+/// A listener on a free loopback port, and the URL of `path` on it.
+async fn listen(path: &str) -> (tokio::net::TcpListener, String) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}{path}", listener.local_addr().unwrap());
+    (listener, url)
+}
+
 /// A one-connection-per-reply HTTP/1.1 server on 127.0.0.1 playing canned raw replies.
 /// `None` closes the connection without answering (a reset).
 async fn serve(replies: Vec<Option<String>>) -> (String, Arc<AtomicUsize>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/v1/x", listener.local_addr().unwrap());
+    let (listener, url) = listen("/v1/x").await;
     let hits = Arc::new(AtomicUsize::new(0));
     let hits2 = hits.clone();
     tokio::spawn(async move {
@@ -307,8 +313,7 @@ async fn other_4xx_are_never_retried() {
 #[tokio::test]
 async fn a_refused_connection_is_transport_after_retries() {
     // Bind then drop to get a port nobody listens on.
-    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/x", l.local_addr().unwrap());
+    let (l, url) = listen("/x").await;
     drop(l);
     let err = bounded(client(1).post_json(&req(&url), &CallCx::new()))
         .await
@@ -349,8 +354,7 @@ async fn a_backoff_that_would_pass_the_deadline_is_not_slept() {
 
 #[tokio::test]
 async fn a_server_that_never_answers_hits_the_deadline() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/x", listener.local_addr().unwrap());
+    let (listener, url) = listen("/x").await;
     let keep = tokio::spawn(async move {
         let (_sock, _) = listener.accept().await.unwrap();
         tokio::time::sleep(Duration::from_secs(30)).await;
