@@ -104,9 +104,4 @@ macro_rules! stream_tests {
     };
 }
 
-stream_tests!(openai_payg, OPENAI_PAYG);
-stream_tests!(codex_oauth, CODEX_OAUTH);
-stream_tests!(anthropic_payg, ANTHROPIC_PAYG);
-stream_tests!(anthropic_oauth, ANTHROPIC_OAUTH);
-stream_tests!(glm_payg, GLM_PAYG);
-stream_tests!(glm_coding_plan, GLM_CODING_PLAN);
+for_each_http_case!(stream_tests);

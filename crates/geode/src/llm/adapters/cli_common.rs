@@ -313,8 +313,22 @@ pub fn exit_summary(out: &SubprocessOutput) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// Calls `adapter` for `req` and asserts the call fails before running anything, as a
+    /// [`AdapterError::Config`] naming `bin_env` (the binary is missing).
+    pub(crate) async fn assert_missing_binary_is_named(
+        adapter: &dyn crate::llm::adapter::Adapter,
+        req: AdapterCallRequest,
+        bin_env: &str,
+    ) {
+        let cx = crate::llm::call::CallCx::new();
+        let err = adapter.call(req, &cx).await.unwrap_err();
+        assert!(matches!(err, AdapterError::Config { .. }), "{err:?}");
+        assert!(err.to_string().contains(bin_env), "{err}");
+    }
+
     use crate::llm::request::Message;
     use serde_json::json;
 

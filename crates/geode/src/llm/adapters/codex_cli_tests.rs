@@ -162,12 +162,8 @@ async fn a_missing_binary_is_a_config_error_and_leaves_no_schema_file() {
     config.cli.bin = Some("/nonexistent/codex".into());
     let mut req = AdapterCallRequest::new("m", vec![Message::user("q")]);
     req.response_schema = Some(schema());
-    let err = CodexCliAdapter::new(config)
-        .call(req, &CallCx::new())
-        .await
-        .unwrap_err();
-    assert!(matches!(err, AdapterError::Config { .. }), "{err:?}");
-    assert!(err.to_string().contains(BIN_ENV), "{err}");
+    let adapter = CodexCliAdapter::new(config);
+    super::super::cli_common::tests::assert_missing_binary_is_named(&adapter, req, BIN_ENV).await;
     assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
 }
 
