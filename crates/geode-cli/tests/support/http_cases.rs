@@ -224,6 +224,7 @@ pub const ALL: [Case; 6] = [
 
 /// Instantiates `$tests!(module, CASE)` once per HTTP adapter (the cases of [`ALL`]), so a
 /// test file's per-adapter modules follow one list.
+#[allow(unused_macros)] // not every test crate has per-adapter modules
 macro_rules! for_each_http_case {
     ($tests:ident) => {
         $tests!(openai_payg, OPENAI_PAYG);
