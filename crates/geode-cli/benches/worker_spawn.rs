@@ -19,6 +19,13 @@ fn geode_bin() -> std::path::PathBuf {
     std::path::PathBuf::from(env!("CARGO_BIN_EXE_geode"))
 }
 
+/// `geode worker` with an empty environment.
+fn worker(bin: &std::path::Path) -> Command {
+    let mut cmd = Command::new(bin);
+    cmd.arg("worker").env_clear();
+    cmd
+}
+
 fn line() -> String {
     let schema = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -68,10 +75,8 @@ fn main() {
     let mut whole = Vec::new();
     for _ in 0..RUNS {
         let start = Instant::now();
-        let mut cmd = Command::new(&bin);
-        cmd.arg("worker")
-            .env_clear()
-            .env("HOME", std::env::temp_dir())
+        let mut cmd = worker(&bin);
+        cmd.env("HOME", std::env::temp_dir())
             .env("OPENAI_API_KEY", "sk-bench")
             .env("GEODE_OPENAI_BASE_URL", fake.base_url())
             .stdout(Stdio::piped())
@@ -92,11 +97,8 @@ fn main() {
     let mut early = Vec::new();
     for _ in 0..RUNS {
         let start = Instant::now();
-        let mut cmd = Command::new(&bin);
-        cmd.arg("worker")
-            .env_clear()
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
+        let mut cmd = worker(&bin);
+        cmd.stdout(Stdio::null()).stderr(Stdio::null());
         let mut child = spawn_with_stdin(&mut cmd, b"{not json\n");
         let status = child.wait().unwrap();
         early.push(start.elapsed());

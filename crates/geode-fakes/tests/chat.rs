@@ -7,6 +7,14 @@ use common::*;
 use geode_fakes::{Kind, Reply};
 use serde_json::{Value, json};
 
+/// The JSON chunks of a Chat stream, without its closing `[DONE]`.
+fn chunk_bodies(events: &[Event]) -> Vec<Value> {
+    events[..events.len() - 1]
+        .iter()
+        .map(|e| e.json())
+        .collect()
+}
+
 #[tokio::test]
 async fn text_answer_has_content_finish_reason_and_usage() {
     let (server, status, v) = answer_json(Kind::Chat, Reply::Json(json!({"k": [1, 2]}))).await;
@@ -89,10 +97,7 @@ async fn streamed_chunks_end_with_usage_and_done() {
         "chat chunks are data-only"
     );
     assert_eq!(events.last().unwrap().data, "[DONE]");
-    let chunks: Vec<Value> = events[..events.len() - 1]
-        .iter()
-        .map(|e| e.json())
-        .collect();
+    let chunks = chunk_bodies(&events);
     let text: String = chunks
         .iter()
         .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
@@ -104,10 +109,7 @@ async fn streamed_chunks_end_with_usage_and_done() {
     assert_eq!(last["usage"]["total_tokens"], 18);
 
     let events = call_sse(&server, &body(Kind::Chat, true)).await;
-    let chunks: Vec<Value> = events[..events.len() - 1]
-        .iter()
-        .map(|e| e.json())
-        .collect();
+    let chunks = chunk_bodies(&events);
     let args: String = chunks
         .iter()
         .filter_map(|c| c["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"].as_str())

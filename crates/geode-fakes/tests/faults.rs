@@ -28,6 +28,13 @@ fn error_message(kind: Kind, v: &Value) -> String {
         .to_owned()
 }
 
+/// Each kind in the delivery it streams its answer in (Chat: one JSON body).
+const STREAMING_KINDS: [(Kind, bool); 3] = [
+    (Kind::Responses, true),
+    (Kind::Messages, true),
+    (Kind::Chat, false),
+];
+
 #[tokio::test]
 async fn http_errors_have_provider_shaped_bodies() {
     for kind in Kind::ALL {
@@ -235,11 +242,7 @@ async fn hang_never_answers_and_shutdown_releases_the_client() {
 
 #[tokio::test]
 async fn hang_mid_body_sends_headers_and_part_then_goes_silent() {
-    for (kind, stream) in [
-        (Kind::Responses, true),
-        (Kind::Messages, true),
-        (Kind::Chat, false),
-    ] {
+    for (kind, stream) in STREAMING_KINDS {
         let (server, mut response) = open_200(kind, stream, Reply::HangMidBody).await;
         let first = bounded(response.chunk())
             .await
@@ -272,11 +275,7 @@ async fn reset_mid_body_sends_part_then_fails_the_read() {
 
 #[tokio::test]
 async fn endless_body_keeps_coming() {
-    for (kind, stream) in [
-        (Kind::Responses, true),
-        (Kind::Messages, true),
-        (Kind::Chat, false),
-    ] {
+    for (kind, stream) in STREAMING_KINDS {
         let (server, mut response) = open_200(kind, stream, Reply::Endless).await;
         let mut seen = 0usize;
         while seen < 2 << 20 {

@@ -8,6 +8,19 @@ use common::*;
 use geode_fakes::{Kind, Reply};
 use serde_json::{Value, json};
 
+/// The `field` of every `content_block_delta`, joined; each delta must be of `delta_type`.
+fn block_deltas(events: &[Event], delta_type: &str, field: &str) -> String {
+    events
+        .iter()
+        .filter(|e| e.name.as_deref() == Some("content_block_delta"))
+        .map(|e| {
+            let d = e.json();
+            assert_eq!(d["delta"]["type"], delta_type);
+            d["delta"][field].as_str().unwrap().to_owned()
+        })
+        .collect()
+}
+
 #[tokio::test]
 async fn text_answer_is_a_message_with_end_turn_and_usage() {
     let server = start(Kind::Messages, [Reply::text("hello")]).await;
@@ -52,15 +65,7 @@ async fn streamed_text_has_the_full_event_sequence() {
     let start = events[0].json();
     assert_eq!(start["message"]["content"], json!([]));
     assert_eq!(start["message"]["usage"]["input_tokens"], 11);
-    let text: String = events
-        .iter()
-        .filter(|e| e.name.as_deref() == Some("content_block_delta"))
-        .map(|e| {
-            let d = e.json();
-            assert_eq!(d["delta"]["type"], "text_delta");
-            d["delta"]["text"].as_str().unwrap().to_owned()
-        })
-        .collect();
+    let text = block_deltas(&events, "text_delta", "text");
     assert_eq!(
         serde_json::from_str::<Value>(&text).unwrap(),
         json!({"answer": "fake", "n": 1})
@@ -94,15 +99,7 @@ async fn tool_call_is_a_tool_use_block_streamed_as_input_json_deltas() {
     let start = events[2].json();
     assert_eq!(start["content_block"]["type"], "tool_use");
     assert_eq!(start["content_block"]["input"], json!({}));
-    let partial: String = events
-        .iter()
-        .filter(|e| e.name.as_deref() == Some("content_block_delta"))
-        .map(|e| {
-            let d = e.json();
-            assert_eq!(d["delta"]["type"], "input_json_delta");
-            d["delta"]["partial_json"].as_str().unwrap().to_owned()
-        })
-        .collect();
+    let partial = block_deltas(&events, "input_json_delta", "partial_json");
     assert_eq!(serde_json::from_str::<Value>(&partial).unwrap(), input);
     assert_eq!(
         events[events.len() - 2].json()["delta"]["stop_reason"],

@@ -76,6 +76,34 @@ impl Message {
         }
     }
 
+    /// An assistant turn holding one tool call.
+    pub fn tool_call(id: impl Into<String>, name: impl Into<String>, input: Value) -> Self {
+        Self {
+            role: Role::Assistant,
+            content: vec![ContentBlock::ToolUse {
+                id: id.into(),
+                name: name.into(),
+                input,
+            }],
+        }
+    }
+
+    /// A user turn holding one tool result (`is_error`: the call failed).
+    pub fn tool_result(
+        tool_use_id: impl Into<String>,
+        content: impl Into<String>,
+        is_error: bool,
+    ) -> Self {
+        Self {
+            role: Role::User,
+            content: vec![ContentBlock::ToolResult {
+                tool_use_id: tool_use_id.into(),
+                content: content.into(),
+                is_error,
+            }],
+        }
+    }
+
     /// The text blocks joined with `\n`.
     pub fn text(&self) -> String {
         let parts: Vec<&str> = self

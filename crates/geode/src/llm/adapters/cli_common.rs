@@ -357,22 +357,8 @@ pub(crate) mod tests {
         let req = AdapterCallRequest::new(
             "m",
             vec![
-                Message {
-                    role: Role::Assistant,
-                    content: vec![ContentBlock::ToolUse {
-                        id: "c1".into(),
-                        name: "grep".into(),
-                        input: json!({"q": "x"}),
-                    }],
-                },
-                Message {
-                    role: Role::User,
-                    content: vec![ContentBlock::ToolResult {
-                        tool_use_id: "c1".into(),
-                        content: "no match".into(),
-                        is_error: true,
-                    }],
-                },
+                Message::tool_call("c1", "grep", json!({"q": "x"})),
+                Message::tool_result("c1", "no match", true),
             ],
         );
         assert_eq!(
