@@ -51,7 +51,7 @@ async fn require_enforced_refuses_glm_json_mode_before_any_request() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn require_best_effort_runs_glm_and_reports_json_mode() {
-    let (server, sb, out) = glm_run_requiring("best-effort").await;
+    let (server, _sb, out) = glm_run_requiring("best-effort").await;
     out.assert_exit(0)
         .assert_stderr_has(&["wire_mode=json-mode"]);
     assert_eq!(out.json(), good_answer());

@@ -363,7 +363,7 @@ async fn a_revoked_refresh_token_is_refused() {
     let revoked = format!("{}-1", geode_fakes::chatgpt::REVOKED_REFRESH_PREFIX);
     let refused = bounded(refresh(&revoked).send()).await.unwrap();
     assert_eq!(refused.status(), 401);
-    let v: Value = bounded(refused.json()).await.unwrap();
+    let v = json_of(refused).await;
     assert_eq!(v["error"], "invalid_grant");
     server.shutdown().await;
 }

@@ -165,41 +165,29 @@ async fn auto_calls_the_structured_output_tool_like_the_python_fake() {
 #[tokio::test]
 async fn claude_cli_probes_are_answered() {
     let server = start(Kind::Messages, [Reply::text("ok")]).await;
-    let head = bounded(client().head(format!("{}/", server.base_url())).send())
-        .await
-        .unwrap();
+    let head = send(client().head(format!("{}/", server.base_url()))).await;
     assert_eq!(head.status(), 200);
-    let count = bounded(
+    let count = send(
         client()
             .post(format!("{}/v1/messages/count_tokens", server.base_url()))
-            .json(&json!({"messages": []}))
-            .send(),
+            .json(&json!({"messages": []})),
     )
-    .await
-    .unwrap();
-    let count: Value = bounded(count.json()).await.unwrap();
+    .await;
+    let count = json_of(count).await;
     assert_eq!(count["input_tokens"], 42);
-    let beta = bounded(
+    let beta = send(
         client()
             .post(format!("{}/v1/messages?beta=true", server.base_url()))
             .header("x-api-key", SECRET)
-            .json(&body(Kind::Messages, false))
-            .send(),
+            .json(&body(Kind::Messages, false)),
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!(beta.status(), 200);
-    let v: Value = bounded(beta.json()).await.unwrap();
+    let v = json_of(beta).await;
     assert_eq!(v["content"][0]["text"], "ok");
-    let missing = bounded(
-        client()
-            .post(format!("{}/v2/other", server.base_url()))
-            .send(),
-    )
-    .await
-    .unwrap();
+    let missing = send(client().post(format!("{}/v2/other", server.base_url()))).await;
     assert_eq!(missing.status(), 404);
-    let v: Value = bounded(missing.json()).await.unwrap();
+    let v = json_of(missing).await;
     assert_eq!(v["error"]["type"], "not_found_error");
     let paths: Vec<String> = server.requests().iter().map(|r| r.path.clone()).collect();
     assert_eq!(

@@ -137,36 +137,22 @@ async fn auto_answers_with_an_instance_of_the_requested_schema() {
 #[tokio::test]
 async fn bare_responses_path_and_models_list_are_served() {
     let server = start(Kind::Responses, [Reply::text("ok")]).await;
-    let response = bounded(
+    let response = send(
         client()
             .post(format!("{}/responses", server.base_url()))
             .bearer_auth(SECRET)
-            .json(&body(Kind::Responses, false))
-            .send(),
+            .json(&body(Kind::Responses, false)),
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!(response.status(), 200);
-    let v: Value = bounded(response.json()).await.unwrap();
+    let v = json_of(response).await;
     assert_eq!(v["output"][0]["content"][0]["text"], "ok");
 
-    let models = bounded(
-        client()
-            .get(format!("{}/v1/models", server.base_url()))
-            .send(),
-    )
-    .await
-    .unwrap();
+    let models = send(client().get(format!("{}/v1/models", server.base_url()))).await;
     assert_eq!(models.status(), 200);
-    let missing = bounded(
-        client()
-            .get(format!("{}/v1/nope", server.base_url()))
-            .send(),
-    )
-    .await
-    .unwrap();
+    let missing = send(client().get(format!("{}/v1/nope", server.base_url()))).await;
     assert_eq!(missing.status(), 404);
-    let v: Value = bounded(missing.json()).await.unwrap();
+    let v = json_of(missing).await;
     assert_eq!(v["error"]["type"], "invalid_request_error");
     server.shutdown().await;
 }

@@ -14,7 +14,7 @@
 //! `performance.md` (≤ 8.75 µs) on this machine.
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use geode::llm::request::{AdapterCallRequest, ContentBlock, Message, Role, ToolSpec};
+use geode::llm::request::{AdapterCallRequest, Message, ToolSpec};
 use geode::llm::wire::responses::{self, Backend, Delivery, Options, Reasoning};
 use geode::schema::ResponseSchema;
 use serde_json::json;

@@ -22,7 +22,6 @@ use geode::llm::request::{AdapterCallRequest, Message, ToolSpec};
 use geode::schema::ResponseSchema;
 use geode_fakes::{FakeServer, Kind, RecordedRequest, Reply, Script};
 use serde_json::{Value, json};
-use std::sync::Arc;
 use std::time::Duration;
 
 const KEY: &str = "sk-capability-SECRET-7";

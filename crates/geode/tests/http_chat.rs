@@ -10,9 +10,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may unwrap (HELPERS.md)
 
 use geode::ledger::StructuredOutputMode;
-use geode::llm::request::{
-    AdapterCallRequest, ContentBlock, Message, Role, StopReason, ToolChoice,
-};
+use geode::llm::request::{AdapterCallRequest, Message, StopReason, ToolChoice};
 use geode::llm::wire::schema_prompt::INSTRUCTION_HEADING;
 use geode_fakes::{Reply, Script};
 use serde_json::{Value, json};

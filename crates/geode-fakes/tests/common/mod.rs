@@ -44,6 +44,16 @@ pub async fn answer_sse(kind: Kind, reply: geode_fakes::Reply) -> (FakeServer, V
     (server, events)
 }
 
+/// Sends `request`, bounded by [`LIMIT`]; the answer, whatever its status.
+pub async fn send(request: reqwest::RequestBuilder) -> reqwest::Response {
+    bounded(request.send()).await.expect("request failed")
+}
+
+/// The JSON body of `response`, bounded by [`LIMIT`].
+pub async fn json_of(response: reqwest::Response) -> Value {
+    bounded(response.json()).await.expect("a JSON body")
+}
+
 /// A client that never uses a proxy and gives up after [`LIMIT`].
 pub fn client() -> reqwest::Client {
     reqwest::Client::builder()
