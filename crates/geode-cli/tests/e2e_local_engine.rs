@@ -19,6 +19,7 @@ fn local_sandbox() -> Sandbox {
     );
     let mut sb = Sandbox::new();
     sb.var("GEODE_LOCAL_MODEL", model.display().to_string());
+    engine_bin();
     sb
 }
 
@@ -28,11 +29,22 @@ fn binary_contains(bin: &str, needle: &[u8]) -> bool {
     bytes.windows(needle.len()).any(|w| w == needle)
 }
 
+/// `geode-engine` beside `geode` (built by the workspace's `cargo test`, from geode-local).
+fn engine_bin() -> String {
+    let engine = std::path::Path::new(env!("CARGO_BIN_EXE_geode")).with_file_name("geode-engine");
+    assert!(
+        engine.exists(),
+        "{} is missing: build it with `cargo build -p geode-local` (make test does)",
+        engine.display()
+    );
+    engine.display().to_string()
+}
+
 #[test]
 fn the_geode_binary_does_not_link_the_engine_and_geode_engine_does() {
     let symbol = b"llama_model_load_from_file";
     assert!(!binary_contains(env!("CARGO_BIN_EXE_geode"), symbol));
-    assert!(binary_contains(env!("CARGO_BIN_EXE_geode-engine"), symbol));
+    assert!(binary_contains(&engine_bin(), symbol));
 }
 
 #[tokio::test]

@@ -84,7 +84,7 @@ impl EngineProcess {
                 self.error(|adapter| AdapterError::Config {
                     adapter,
                     message: format!(
-                        "cannot start the engine {} ({e}); build it with `cargo build -p geode-cli` or set {ENGINE_BIN_ENV}",
+                        "cannot start the engine {} ({e}); build it with `cargo build -p geode-local` or set {ENGINE_BIN_ENV}",
                         self.program.display()
                     ),
                 })

@@ -1,4 +1,5 @@
-//! `geode-engine`: the local model's engine (llama.cpp + llguidance) as its own process.
+//! `geode-engine`: the local model's engine (llama.cpp + llguidance) as its own process,
+//! installed beside `geode` (`cargo build -p geode-local`; `make demo` builds both).
 //!
 //! The `geode` binary does not link the engine, so a worker serving a hosted adapter starts
 //! small; its `local` adapter starts this binary on the first call and speaks the engine
