@@ -68,12 +68,7 @@ fn collector() -> (TextSink, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
 /// A fresh splitter handing its lines to a [`collector`].
 fn splitter() -> (LineSplitter, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
     let (sink, got) = collector();
-    let split = LineSplitter {
-        sink,
-        partial: Vec::new(),
-        skipping: false,
-    };
-    (split, got)
+    (LineSplitter::new(sink), got)
 }
 
 #[test]
