@@ -148,15 +148,7 @@ async fn validate_takes_ecma_262_patterns() {
 /// to be thrown away as "no JSON object", retried and exit 1).
 #[tokio::test]
 async fn run_with_an_array_schema_succeeds_on_the_local_model() {
-    let model = geode::llm::registry::local_model_path(&geode::llm::registry::ProcessEnv)
-        .expect("no local model path: run scripts/setup.sh");
-    assert!(
-        model.exists(),
-        "the local model is missing at {}: run scripts/setup.sh",
-        model.display()
-    );
-    let mut sb = Sandbox::new();
-    sb.var("GEODE_LOCAL_MODEL", model.display().to_string());
+    let sb = Sandbox::with_local_model();
     let path = schema_file(&sb, "ints.json", &serde_json::from_str(INTS).unwrap());
     let out = sb
         .run("local", &path, &["--json", "List three small integers."])

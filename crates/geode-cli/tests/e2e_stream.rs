@@ -12,13 +12,6 @@ use serde_json::Value;
 use support::http_cases::*;
 use support::{SECRET, decision_schema_path, good_answer};
 
-fn events(stdout: &str) -> Vec<Value> {
-    stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect()
-}
-
 async fn stream(case: Case, script: Script) -> (support::Outcome, Vec<Value>) {
     let server = fake(&case, script).await;
     let sb = case.sandbox(&server);
@@ -27,7 +20,7 @@ async fn stream(case: Case, script: Script) -> (support::Outcome, Vec<Value>) {
         .run(case.adapter, &schema, &["--stream", "Decide."])
         .await;
     assert!(!out.stdout.contains(SECRET) && !out.stderr.contains(SECRET));
-    let evs = events(&out.stdout);
+    let evs = out.json_lines();
     (out, evs)
 }
 

@@ -49,18 +49,9 @@ async fn tool_call_arguments_are_a_string_and_finish_reason_is_tool_calls() {
 
 #[tokio::test]
 async fn refusal_and_max_tokens() {
-    let server = start(
-        Kind::Chat,
-        [
-            Reply::Refusal("No.".into()),
-            Reply::MaxTokens("{\"a\":".into()),
-        ],
-    )
-    .await;
-    let (_, refusal) = call_json(&server, &body(Kind::Chat, false)).await;
+    let (server, refusal, truncated) = refusal_then_truncation(Kind::Chat).await;
     assert_eq!(refusal["choices"][0]["message"]["refusal"], "No.");
     assert_eq!(refusal["choices"][0]["message"]["content"], Value::Null);
-    let (_, truncated) = call_json(&server, &body(Kind::Chat, false)).await;
     assert_eq!(truncated["choices"][0]["finish_reason"], "length");
     assert_eq!(truncated["choices"][0]["message"]["content"], "{\"a\":");
     server.shutdown().await;

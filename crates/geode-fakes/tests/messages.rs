@@ -8,6 +8,11 @@ use common::*;
 use geode_fakes::{Kind, Reply};
 use serde_json::{Value, json};
 
+/// The stop reason a Messages stream's `message_delta` (the event before `message_stop`) gives.
+fn stream_stop_reason(events: &[Event]) -> Value {
+    events[events.len() - 2].json()["delta"]["stop_reason"].clone()
+}
+
 /// The `field` of every `content_block_delta`, joined; each delta must be of `delta_type`.
 fn block_deltas(events: &[Event], delta_type: &str, field: &str) -> String {
     events
@@ -101,33 +106,18 @@ async fn tool_call_is_a_tool_use_block_streamed_as_input_json_deltas() {
     assert_eq!(start["content_block"]["input"], json!({}));
     let partial = block_deltas(&events, "input_json_delta", "partial_json");
     assert_eq!(serde_json::from_str::<Value>(&partial).unwrap(), input);
-    assert_eq!(
-        events[events.len() - 2].json()["delta"]["stop_reason"],
-        "tool_use"
-    );
+    assert_eq!(stream_stop_reason(&events), "tool_use");
     server.shutdown().await;
 }
 
 #[tokio::test]
 async fn refusal_and_max_tokens_set_their_stop_reasons() {
-    let server = start(
-        Kind::Messages,
-        [
-            Reply::Refusal("No.".into()),
-            Reply::MaxTokens("{\"a\":".into()),
-        ],
-    )
-    .await;
-    let (_, refusal) = call_json(&server, &body(Kind::Messages, false)).await;
+    let (server, refusal, truncated) = refusal_then_truncation(Kind::Messages).await;
     assert_eq!(refusal["stop_reason"], "refusal");
-    let (_, truncated) = call_json(&server, &body(Kind::Messages, false)).await;
     assert_eq!(truncated["stop_reason"], "max_tokens");
     assert_eq!(truncated["content"][0]["text"], "{\"a\":");
     let events = call_sse(&server, &body(Kind::Messages, true)).await;
-    assert_eq!(
-        events[events.len() - 2].json()["delta"]["stop_reason"],
-        "max_tokens"
-    );
+    assert_eq!(stream_stop_reason(&events), "max_tokens");
     server.shutdown().await;
 }
 

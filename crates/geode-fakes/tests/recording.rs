@@ -64,9 +64,7 @@ async fn secrets_never_reach_the_records() {
 
 #[tokio::test]
 async fn requests_are_recorded_in_order_with_body_and_length() {
-    let server = FakeServer::start(Kind::Responses, Script::default())
-        .await
-        .unwrap();
+    let server = start_auto(Kind::Responses).await;
     let c = client();
     let url = server.model_url();
     for i in 0..3 {

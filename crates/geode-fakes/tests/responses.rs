@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use geode_fakes::{FakeServer, Kind, Reply, Script};
+use geode_fakes::{Kind, Reply};
 use serde_json::{Value, json};
 
 #[tokio::test]
@@ -117,9 +117,7 @@ async fn max_tokens_is_incomplete_with_reason() {
 
 #[tokio::test]
 async fn auto_answers_with_an_instance_of_the_requested_schema() {
-    let server = FakeServer::start(Kind::Responses, Script::default())
-        .await
-        .unwrap();
+    let server = start_auto(Kind::Responses).await;
     let mut request = body(Kind::Responses, false);
     request["text"] = json!({"format": {"type": "json_schema", "name": "x", "strict": true,
         "schema": {"type": "object", "properties": {"answer": {"type": "string"},

@@ -20,6 +20,13 @@ pub async fn bounded<F: Future>(f: F) -> F::Output {
         .expect("the test step did not finish within its bound")
 }
 
+/// A fake of `kind` playing its default script ([`geode_fakes::Reply::Auto`]).
+pub async fn start_auto(kind: Kind) -> FakeServer {
+    FakeServer::start(kind, geode_fakes::Script::default())
+        .await
+        .expect("start")
+}
+
 /// A fake of `kind` playing `replies` in order (then its default).
 pub async fn start(
     kind: Kind,
@@ -52,6 +59,19 @@ pub async fn send(request: reqwest::RequestBuilder) -> reqwest::Response {
 /// The JSON body of `response`, bounded by [`LIMIT`].
 pub async fn json_of(response: reqwest::Response) -> Value {
     bounded(response.json()).await.expect("a JSON body")
+}
+
+/// A fake of `kind` playing a refusal (`No.`) then an answer cut at the token limit (`{"a":`),
+/// and the JSON bodies of those two non-streamed calls.
+pub async fn refusal_then_truncation(kind: Kind) -> (FakeServer, Value, Value) {
+    let replies = [
+        geode_fakes::Reply::Refusal("No.".into()),
+        geode_fakes::Reply::MaxTokens("{\"a\":".into()),
+    ];
+    let server = start(kind, replies).await;
+    let (_, refusal) = call_json(&server, &body(kind, false)).await;
+    let (_, truncated) = call_json(&server, &body(kind, false)).await;
+    (server, refusal, truncated)
 }
 
 /// A client that never uses a proxy and gives up after [`LIMIT`].

@@ -39,7 +39,7 @@ use tokio_util::sync::CancellationToken;
 mod pipes;
 mod program;
 
-use pipes::{LineSplitter, TailBuffer, feed, pump};
+use pipes::{TailBuffer, feed, pump};
 pub use program::resolve_program;
 use program::{locate, not_found};
 

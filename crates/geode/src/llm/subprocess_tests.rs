@@ -1,3 +1,4 @@
+use super::pipes::LineSplitter;
 use super::*;
 
 #[test]
