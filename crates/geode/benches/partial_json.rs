@@ -13,23 +13,20 @@ use serde_json::{Value, json};
 use std::hint::black_box;
 use std::time::Duration;
 
+#[path = "support/sized.rs"]
+mod sized;
+
 /// A report answer with `findings` grown until the JSON text reaches `size` bytes.
 fn answer(size: usize) -> String {
-    let mut findings = Vec::new();
-    let mut len = 60;
-    let mut i = 0u64;
-    while len < size {
-        let f = json!({
+    let findings = sized::items_until(size, |i| {
+        json!({
             "line": i,
             "note": format!("finding {i}: a \"quoted\" note with {{braces}} and \\ escapes \u{e9}"),
             "score": (i % 100) as f64 / 10.0,
             "fixed": i.is_multiple_of(3),
             "tags": ["style", null]
-        });
-        len += f.to_string().len() + 1;
-        findings.push(f);
-        i += 1;
-    }
+        })
+    });
     json!({"title": "review", "findings": findings}).to_string()
 }
 
