@@ -205,6 +205,15 @@ impl Adapter for PacedAdapter {
         self.inner.wire_mode(schema)
     }
 
+    async fn settle_mode(
+        &self,
+        model: &str,
+        schema: Option<&ResponseSchema>,
+        cx: &CallCx,
+    ) -> Result<StructuredOutputMode, AdapterError> {
+        self.inner.settle_mode(model, schema, cx).await
+    }
+
     fn supports_tools(&self) -> bool {
         self.inner.supports_tools()
     }
