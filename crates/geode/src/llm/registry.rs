@@ -162,7 +162,7 @@ pub enum Auth {
 pub struct Endpoint {
     /// The path after the base URL, e.g. `/v1/responses`.
     pub path: &'static str,
-    /// The default base URL.
+    /// The default base URL ("" when there is none: the base must be configured).
     pub default_base: &'static str,
     /// geode's variable overriding the base URL (same meaning as the config file's `base_url`).
     pub base_env: &'static str,

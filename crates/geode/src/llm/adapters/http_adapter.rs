@@ -80,9 +80,12 @@ impl HttpAdapter {
         };
         let wire = wire_for(spec.wire_family)
             .ok_or_else(|| config_err("not an HTTP adapter".to_owned()))?;
-        let url = cfg
-            .endpoint_url(name, None, env)
-            .ok_or_else(|| config_err("no base URL".to_owned()))?;
+        let url = cfg.endpoint_url(name, None, env).ok_or_else(|| {
+            let var = spec.endpoint.map_or("", |e| e.base_env);
+            config_err(format!(
+                "no base URL: set {var} or base_url in [adapters.{name}] of geode.toml"
+            ))
+        })?;
         let signer = match spec.auth {
             Auth::ApiKey { env: key, header } => match var_in(env, key) {
                 Some(v) => Signer::Key(Secret::new(v), header),

@@ -268,7 +268,7 @@ pub const ADAPTERS: &[AdapterSpec] = &[
         },
         endpoint: Some(Endpoint {
             path: "/chat/completions",
-            default_base: "http://127.0.0.1:8080/v1",
+            default_base: "",
             base_env: "GEODE_OPENAI_COMPAT_BASE_URL",
             sdk_base: None,
         }),
