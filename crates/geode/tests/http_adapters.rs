@@ -23,8 +23,7 @@ use std::time::Duration;
 use support::env::MapEnv;
 use support::http::{
     Rig, assert_wire_invariants, base_url, base_url_var, build, build_from_process_env,
-    http_adapters, kind_of, run_child, secret_var, short_deadline, test_secret,
-    write_codex_auth,
+    http_adapters, kind_of, run_child, secret_var, short_deadline, test_secret, write_codex_auth,
 };
 use support::{assert_kind, bounded, decision_schema, expect_err, weather_tool};
 

@@ -115,7 +115,11 @@ async fn each_verdict_places_the_schema_and_says_why() {
             .iter()
             .find(|t| t.pointer == "/response_format")
             .unwrap_or_else(|| panic!("{support:?}: no probe reason in {:?}", resp.wire));
-        assert!(reason.action.contains(why), "{support:?}: {}", reason.action);
+        assert!(
+            reason.action.contains(why),
+            "{support:?}: {}",
+            reason.action
+        );
         assert_eq!(
             adapter.wire_mode(Some(&decision_schema())),
             mode,
@@ -206,7 +210,11 @@ async fn require_follows_the_probe_verdict() {
         let calls = model_calls(ADAPTER, server.requests()).len();
         assert_eq!(probes(&server).len(), 1, "{support:?} {require:?}");
         if passes {
-            assert!(result.success, "{support:?} {require:?}: {:?}", result.error);
+            assert!(
+                result.success,
+                "{support:?} {require:?}: {:?}",
+                result.error
+            );
             assert_eq!(calls, 1);
             assert_eq!(exit::for_result(&result), exit::VALID);
         } else {
@@ -216,8 +224,7 @@ async fn require_follows_the_probe_verdict() {
             assert!(result.ledger.attempts.is_empty());
             assert_eq!(exit::for_result(&result), exit::USAGE);
             assert!(
-                error.contains(&format!("require={}", require.as_str()))
-                    && error.contains(ADAPTER),
+                error.contains(&format!("require={}", require.as_str())) && error.contains(ADAPTER),
                 "{error}"
             );
         }
@@ -230,10 +237,7 @@ async fn require_follows_the_probe_verdict() {
 async fn a_failed_probe_is_the_calls_error_and_is_not_remembered() {
     let server = server(SchemaSupport::Enforce).await;
     let origin = server.base_url();
-    let env = MapEnv::new().set(
-        "GEODE_OPENAI_COMPAT_BASE_URL",
-        format!("{origin}/v1"),
-    );
+    let env = MapEnv::new().set("GEODE_OPENAI_COMPAT_BASE_URL", format!("{origin}/v1"));
     let adapter = build(ADAPTER, &env).unwrap();
     server.shutdown().await;
     let cx = CallCx::new().with_timeout(std::time::Duration::from_secs(10));

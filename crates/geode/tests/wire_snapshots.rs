@@ -134,7 +134,11 @@ fn snapshot_of_probe(server: &FakeServer) -> Value {
         .into_iter()
         .filter(|r| geode_fakes::chat::is_probe(&r.body))
         .collect();
-    assert_eq!(probes.len(), 1, "one probe per server and model: {probes:?}");
+    assert_eq!(
+        probes.len(),
+        1,
+        "one probe per server and model: {probes:?}"
+    );
     let probe = &mut probes[0];
     let nonce = probe
         .body
@@ -314,12 +318,10 @@ async fn openai_compatible_wire_by_probe_verdict() {
     let server = FakeServer::start(Kind::Chat, Script::always(Reply::Auto))
         .await
         .unwrap();
-    let env = MapEnv::new()
-        .set("GEODE_OPENAI_COMPAT_API_KEY", KEY)
-        .set(
-            "GEODE_OPENAI_COMPAT_BASE_URL",
-            format!("{}/v1", server.base_url()),
-        );
+    let env = MapEnv::new().set("GEODE_OPENAI_COMPAT_API_KEY", KEY).set(
+        "GEODE_OPENAI_COMPAT_BASE_URL",
+        format!("{}/v1", server.base_url()),
+    );
     let adapter = built("openai-compatible", env);
     let (_, req) = requests().remove(0);
     let cx = CallCx::new().with_timeout(Duration::from_secs(20));

@@ -371,9 +371,9 @@ impl AdapterSpec {
                 None => env.on_path(name),
             },
             Auth::ModelFile => file_exists(local_model_path(env)),
-            Auth::OptionalApiKey { .. } => self
-                .endpoint
-                .is_some_and(|e| env.var(e.base_env).is_some()),
+            Auth::OptionalApiKey { .. } => {
+                self.endpoint.is_some_and(|e| env.var(e.base_env).is_some())
+            }
         }
     }
 

@@ -20,10 +20,10 @@
 
 use crate::llm::call::AdapterError;
 use crate::llm::request::{AdapterCallRequest, AdapterResponse, Message};
-use crate::vocab::Transform;
 use crate::llm::wire::chat::SchemaPlacement;
 use crate::schema::ResponseSchema;
 use crate::vocab::StructuredOutputMode;
+use crate::vocab::Transform;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
@@ -189,7 +189,10 @@ mod tests {
         assert_eq!(n.len(), 12);
         assert_ne!(n, nonce());
         let exact = format!("{{\"geode_probe\": \"{n}\"}}");
-        assert_eq!(judge(&n, answer(&exact)).unwrap().verdict, Verdict::Enforced);
+        assert_eq!(
+            judge(&n, answer(&exact)).unwrap().verdict,
+            Verdict::Enforced
+        );
         for other in [
             "Hello!".to_owned(),
             format!("{{\"geode_probe\": \"{n}\", \"extra\": 1}}"),
