@@ -181,21 +181,29 @@ async fn snapshot_adapter_on(
     build: impl Fn(&FakeServer) -> Arc<dyn Adapter>,
 ) {
     for (case, req) in requests() {
-        let server = FakeServer::builder(kind)
-            .script(Script::always(Reply::Auto))
-            .schema_support(support)
-            .start()
-            .await
-            .unwrap();
-        let adapter = build(&server);
-        let cx = CallCx::new().with_timeout(Duration::from_secs(20));
-        let call = adapter.call(req, &cx);
-        tokio::time::timeout(Duration::from_secs(30), call)
-            .await
-            .expect("the call ended within its bound")
-            .unwrap_or_else(|e| panic!("{name} {case}: {e}"));
+        let server = auto_server(kind, support).await;
+        call_once(build(&server), req, &format!("{name} {case}")).await;
         insta::assert_json_snapshot!(format!("{name}__{case}"), snapshot_of(&server));
     }
+}
+
+/// A fake of `kind` answering [`Reply::Auto`], with `support` for `json_schema`.
+async fn auto_server(kind: Kind, support: SchemaSupport) -> FakeServer {
+    FakeServer::builder(kind)
+        .script(Script::always(Reply::Auto))
+        .schema_support(support)
+        .start()
+        .await
+        .unwrap()
+}
+
+/// One call of `adapter` with `req`, which must succeed within its bound.
+async fn call_once(adapter: Arc<dyn Adapter>, req: AdapterCallRequest, label: &str) {
+    let cx = CallCx::new().with_timeout(Duration::from_secs(20));
+    tokio::time::timeout(Duration::from_secs(30), adapter.call(req, &cx))
+        .await
+        .expect("the call ended within its bound")
+        .unwrap_or_else(|e| panic!("{label}: {e}"));
 }
 
 #[tokio::test]
@@ -297,37 +305,19 @@ async fn openai_compatible_wire_by_probe_verdict() {
         ("ignored", SchemaSupport::Ignore),
         ("refused", SchemaSupport::Refuse),
     ] {
-        let server = FakeServer::builder(Kind::Chat)
-            .script(Script::always(Reply::Auto))
-            .schema_support(support)
-            .start()
-            .await
-            .unwrap();
-        let adapter = compat(&server);
-        let (_, req) = requests().remove(0);
-        let cx = CallCx::new().with_timeout(Duration::from_secs(20));
-        tokio::time::timeout(Duration::from_secs(30), adapter.call(req, &cx))
-            .await
-            .expect("the call ended within its bound")
-            .unwrap_or_else(|e| panic!("{label}: {e}"));
+        let server = auto_server(Kind::Chat, support).await;
+        call_once(compat(&server), requests().remove(0).1, label).await;
         insta::assert_json_snapshot!(
             format!("openai-compatible-{label}__strict"),
             snapshot_of(&server)
         );
     }
-    let server = FakeServer::start(Kind::Chat, Script::always(Reply::Auto))
-        .await
-        .unwrap();
+    let server = auto_server(Kind::Chat, SchemaSupport::Enforce).await;
     let env = MapEnv::new().set("GEODE_OPENAI_COMPAT_API_KEY", KEY).set(
         "GEODE_OPENAI_COMPAT_BASE_URL",
         format!("{}/v1", server.base_url()),
     );
     let adapter = built("openai-compatible", env);
-    let (_, req) = requests().remove(0);
-    let cx = CallCx::new().with_timeout(Duration::from_secs(20));
-    tokio::time::timeout(Duration::from_secs(30), adapter.call(req, &cx))
-        .await
-        .expect("the call ended within its bound")
-        .unwrap();
+    call_once(adapter, requests().remove(0).1, "probe").await;
     insta::assert_json_snapshot!("openai-compatible__probe", snapshot_of_probe(&server));
 }
