@@ -10,16 +10,18 @@
 //!
 //! | the server | verdict | mode of later calls |
 //! |---|---|---|
-//! | answers `{"geode_probe": "<nonce>"}` | [`Verdict::Enforced`] | `strict` (json_schema) |
+//! | answers `{"geode_probe": "<nonce>"}` (or, cut at the token limit, its start up to the nonce) | [`Verdict::Enforced`] | `strict` (json_schema) |
 //! | answers 200 with anything else | [`Verdict::Ignored`] | `hint` (json_schema + the schema in the prompt) |
-//! | refuses the request with a 400/404/422 | [`Verdict::Refused`] | `json-mode` (`json_object` + the schema in the prompt) |
+//! | refuses the request with a 400/415/422 | [`Verdict::Refused`] | `json-mode` (`json_object` + the schema in the prompt) |
+//!
+//! A 404 is not a refusal (a wrong base URL or an unknown model answers so): it is an error.
 //!
 //! Any other failure (connection refused, 5xx after the retries, 401, a timeout) is the call's
 //! error and nothing is remembered: the next call probes again. Two calls racing on a new server
 //! may both probe; the verdicts agree and the second simply overwrites the first.
 
 use crate::llm::call::AdapterError;
-use crate::llm::request::{AdapterCallRequest, AdapterResponse, Message};
+use crate::llm::request::{AdapterCallRequest, AdapterResponse, Message, StopReason};
 use crate::llm::wire::chat::SchemaPlacement;
 use crate::schema::ResponseSchema;
 use crate::vocab::StructuredOutputMode;
@@ -32,7 +34,7 @@ use std::sync::{Mutex, OnceLock};
 pub const PROBE_NAME: &str = "geode_probe";
 
 /// The output token limit of the probe call.
-pub const PROBE_MAX_TOKENS: u32 = 48;
+pub const PROBE_MAX_TOKENS: u32 = 64;
 
 /// What the probe found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,9 +143,17 @@ pub fn judge(
 ) -> Result<Probe, AdapterError> {
     match outcome {
         Ok(resp) => {
-            let answered = serde_json::from_str::<Value>(resp.text.trim())
+            // The nonce is nowhere in the prompt: a model writes it only when decoding is
+            // constrained, so its start (whitespace aside) already shows enforcement when the
+            // answer is cut at the token limit.
+            let exact = serde_json::from_str::<Value>(resp.text.trim())
                 .ok()
                 .is_some_and(|v| v == json!({ PROBE_NAME: nonce }));
+            let cut_after_nonce = resp.stop_reason == StopReason::MaxTokens && {
+                let compact: String = resp.text.chars().filter(|c| !c.is_whitespace()).collect();
+                compact.starts_with(&format!("{{\"{PROBE_NAME}\":\"{nonce}\""))
+            };
+            let answered = exact || cut_after_nonce;
             Ok(if answered {
                 Probe {
                     verdict: Verdict::Enforced,
@@ -162,7 +172,7 @@ pub fn judge(
         }
         Err(AdapterError::SchemaRejected { status, .. })
         | Err(AdapterError::BadRequest {
-            status: status @ (400 | 404 | 415 | 422),
+            status: status @ (400 | 415 | 422),
             ..
         }) => Ok(Probe {
             verdict: Verdict::Refused,
@@ -193,8 +203,22 @@ mod tests {
             judge(&n, answer(&exact)).unwrap().verdict,
             Verdict::Enforced
         );
+        let cut = AdapterResponse {
+            stop_reason: StopReason::MaxTokens,
+            ..AdapterResponse::text(format!("{{\n  \"geode_probe\": \"{n}\"\n"))
+        };
+        assert_eq!(
+            judge(&n, Ok(cut.clone())).unwrap().verdict,
+            Verdict::Enforced
+        );
+        let whole = AdapterResponse {
+            stop_reason: StopReason::EndTurn,
+            ..cut
+        };
+        assert_eq!(judge(&n, Ok(whole)).unwrap().verdict, Verdict::Ignored);
         for other in [
             "Hello!".to_owned(),
+            format!("{{\"geode_probe\": \"{}\"}}", &n[..6]),
             format!("{{\"geode_probe\": \"{n}\", \"extra\": 1}}"),
             "{\"geode_probe\": \"000000000000\"}".to_owned(),
             String::new(),
@@ -220,6 +244,11 @@ mod tests {
         assert_eq!(refused.verdict.mode(), StructuredOutputMode::JsonMode);
         assert!(refused.why.contains("HTTP 400"), "{}", refused.why);
         for e in [
+            AdapterError::BadRequest {
+                adapter: "a".into(),
+                status: 404,
+                message: "not found".into(),
+            },
             AdapterError::Transport {
                 adapter: "a".into(),
                 message: "refused".into(),

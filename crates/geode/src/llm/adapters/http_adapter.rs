@@ -242,10 +242,13 @@ impl Adapter for HttpAdapter {
     }
 
     fn wire_mode(&self, schema: Option<&ResponseSchema>) -> StructuredOutputMode {
-        match compat_probe::cached(&self.url, &self.default_model) {
-            Some(p) if self.probed() && schema.is_some() => p.verdict.mode(),
-            _ => self.spec.mode_for(schema, false),
+        if self.probed()
+            && schema.is_some()
+            && let Some(p) = compat_probe::cached(&self.url, &self.default_model)
+        {
+            return p.verdict.mode();
         }
+        self.spec.mode_for(schema, false)
     }
 
     async fn settle_mode(
