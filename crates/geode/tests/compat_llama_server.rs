@@ -153,6 +153,7 @@ async fn a_choice_is_checked_locally_never_claimed_enforced() {
     req.text_constraint = Some(TextConstraint::Choice(
         choices.iter().map(|c| (*c).to_owned()).collect(),
     ));
+    req.subagent_max_tokens = 16;
     let refused = run(&req, adapter.clone()).await;
     assert!(!refused.success);
     assert!(
