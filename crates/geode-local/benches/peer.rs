@@ -12,8 +12,8 @@
 //! evaluated and prompt tok/s (the uncached part of the prompt: both reuse the shared prefix),
 //! generated tokens and generation tok/s (llama-server's own `timings`; geode's `Generation`),
 //! and whether the answer is valid against the schema. Then the means and geode/peer ratios
-//! (targets: latency ≤ 1.0×, prompt and generation speed ≥ 95%), and a raw-speed pair: one
-//! 400-token prompt with nothing cached and 128 unconstrained tokens, greedy.
+//! (targets: latency ≤ 1.0×, prompt and generation speed ≥ 95%), and raw speed: one 400-token
+//! prompt with nothing cached, and 128 greedy unconstrained tokens of a story.
 //!
 //! Run with `make bench-peer` (or `cargo bench -p geode-local --bench peer`). Single runs on a
 //! possibly shared machine: indications, not error-barred results. Under `cargo test
@@ -260,7 +260,7 @@ fn totals(calls: &[Call]) -> (f64, u64, f64, u64, f64, usize) {
     })
 }
 
-/// A long user text (about 400 tokens) that shares nothing with the Decision prompts.
+/// A long user text (about 400 tokens) that shares nothing with the other prompts.
 fn raw_text(tag: &str) -> String {
     let mut s = format!("[{tag}] Summarise the following notes in three sentences.\n");
     for n in 0..40 {
@@ -377,43 +377,47 @@ fn main() {
     );
     println!("| valid answers | {pv}/10 | {gv}/10 | | 10/10 |");
 
-    // Raw speed: a 400-token prompt with nothing cached, 128 greedy unconstrained tokens.
+    // Raw speed: a 400-token prompt with nothing cached (one token generated), then 128
+    // greedy unconstrained tokens of a story.
     let any = json!({});
-    let raw_peer = peer_call(
-        port,
-        "You are a helpful assistant.",
-        &raw_text("peer"),
-        json!({"cache_prompt": false, "temperature": 0.0, "max_tokens": 128, "seed": 1}),
-        &any,
-    );
-    let raw_options = GenerateOptions {
-        max_tokens: 128,
-        temperature: Some(0.0),
-        ..GenerateOptions::default()
+    let raw = |system: &str, user: &str, max_tokens: u32| {
+        let peer = peer_call(
+            port,
+            system,
+            user,
+            json!({"cache_prompt": false, "temperature": 0.0, "max_tokens": max_tokens,
+                   "seed": 1}),
+            &any,
+        );
+        let options = GenerateOptions {
+            max_tokens,
+            temperature: Some(0.0),
+            ..GenerateOptions::default()
+        };
+        let geode = geode_call(&engine, system, user, &Constraint::None, &options, &any);
+        (peer, geode)
     };
-    let raw_geode = geode_call(
-        &engine,
-        "You are a helpful assistant.",
-        &raw_text("geode"),
-        &Constraint::None,
-        &raw_options,
-        &any,
-    );
+    let (p_raw, g_raw) = raw("You are a helpful assistant.", &raw_text("prefill"), 1);
     println!(
         "| raw prompt tok/s (≈400 tokens, none cached) | {:.0} ({} tok) | {:.0} ({} tok) | {:.0}% | ≥ 95% |",
-        raw_peer.prompt_rate(),
-        raw_peer.prompt_n,
-        raw_geode.prompt_rate(),
-        raw_geode.prompt_n,
-        100.0 * raw_geode.prompt_rate() / raw_peer.prompt_rate().max(1e-9)
+        p_raw.prompt_rate(),
+        p_raw.prompt_n,
+        g_raw.prompt_rate(),
+        g_raw.prompt_n,
+        100.0 * g_raw.prompt_rate() / p_raw.prompt_rate().max(1e-9)
+    );
+    let (p_gen, g_gen) = raw(
+        "You are a storyteller.",
+        "Write a long story about a robot who learns to paint.",
+        128,
     );
     println!(
         "| raw generation tok/s (greedy, unconstrained) | {:.0} ({} tok) | {:.0} ({} tok) | {:.0}% | ≥ 95% |",
-        raw_peer.gen_rate(),
-        raw_peer.gen_n,
-        raw_geode.gen_rate(),
-        raw_geode.gen_n,
-        100.0 * raw_geode.gen_rate() / raw_peer.gen_rate().max(1e-9)
+        p_gen.gen_rate(),
+        p_gen.gen_n,
+        g_gen.gen_rate(),
+        g_gen.gen_n,
+        100.0 * g_gen.gen_rate() / p_gen.gen_rate().max(1e-9)
     );
     let invalid: Vec<_> = peer
         .iter()
