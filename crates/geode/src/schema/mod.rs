@@ -16,6 +16,7 @@
 //! | [`validate`] | the worker's shallow check and full JSON Schema validation |
 //! | [`cost`] | the static estimate that refuses schemas too expensive to validate |
 //! | [`dialect`] | per-provider projection, residual constraints and limit preflight |
+//! | [`subset`] | each provider's schema subset as data, and the one rewrite per wire (wrap, strip, or a weaker mode) |
 //!
 //! ```
 //! use geode::schema::ResponseSchema;
@@ -33,6 +34,7 @@ pub mod json_scan;
 pub mod resources;
 pub mod root;
 pub mod strict;
+pub mod subset;
 pub mod validate;
 
 mod constraint;

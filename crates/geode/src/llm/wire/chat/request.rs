@@ -9,7 +9,7 @@
 //! | `tools` | `[{type: function, function: {name, description, parameters}}]`, at most 128 |
 //! | `tool_choice` | `"auto"` only, and only with tools (see below) |
 //! | `max_tokens`, `temperature`, `stop_sequences` | `max_tokens`, `temperature`, `stop` |
-//! | `response_schema` | `response_format: {type: json_object}` + the schema in the system prompt → `json-mode` |
+//! | `response_schema` | `response_format: {type: json_object}` + the schema in the system prompt → `json-mode`; a root that admits no object is wrapped under `value` first ([`crate::schema::subset::GLM_JSON_OBJECT`]: JSON mode answers an object) |
 //!
 //! GLM accepts only `tool_choice: "auto"` (it rejects `"none"`, unlike the reference which sends
 //! it). So: `auto` → `"auto"`; `none` → the tools are withheld from this request (the model cannot
@@ -20,6 +20,7 @@
 use super::BuildError;
 use crate::llm::request::{self, AdapterCallRequest, ContentBlock, Role, WireReport};
 use crate::llm::wire::schema_prompt;
+use crate::schema::subset::{GLM_JSON_OBJECT, object_root};
 use crate::vocab::{StructuredOutputMode, Transform};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -198,10 +199,19 @@ pub fn build(req: &AdapterCallRequest, default_model: &str) -> Result<Built, Bui
                 true
             }
         };
-    let system = match &req.response_schema {
-        Some(schema) => schema_prompt::append_to_system(&req.system_prompt, schema),
+    let plan = req
+        .response_schema
+        .as_ref()
+        .map(|s| (s, object_root(s, &GLM_JSON_OBJECT, StructuredOutputMode::JsonMode)));
+    let system = match &plan {
+        Some((schema, plan)) => {
+            schema_prompt::append_to_system(&req.system_prompt, &plan.wire_schema(schema))
+        }
         None => req.system_prompt.clone(),
     };
+    if let Some((_, plan)) = &plan {
+        transforms.extend(plan.transforms.iter().cloned());
+    }
     let mut messages = Vec::with_capacity(req.messages.len() + 1);
     if !system.trim().is_empty() {
         messages.push(ChatMessage::System { content: system });
@@ -237,6 +247,7 @@ pub fn build(req: &AdapterCallRequest, default_model: &str) -> Result<Built, Bui
         wire: WireReport {
             mode: mode_for(req.response_schema.as_ref()),
             transforms,
+            wrapped_root: plan.is_some_and(|(_, p)| p.wrapped),
             ..WireReport::default()
         },
     })
