@@ -216,3 +216,17 @@ fn every_table_names_its_source_and_date() {
         }
     }
 }
+
+#[test]
+fn openai_limits_are_counted_on_the_wrapped_copy() {
+    use crate::schema::dialect::{Dialect, preflight};
+    // Ten levels of objects under an array root: eleven once wrapped, past OpenAI's ten.
+    let mut inner = json!({"type": "string"});
+    for _ in 0..10 {
+        inner = strict_object(json!({ "x": inner }));
+    }
+    let array = schema(json!({"type": "array", "items": inner.clone()}));
+    let err = preflight(&array, Dialect::OpenAiStrict).unwrap_err();
+    assert_eq!((err[0].found, err[0].max), (11, 10), "{err:?}");
+    assert!(preflight(&schema(inner), Dialect::OpenAiStrict).is_ok());
+}
