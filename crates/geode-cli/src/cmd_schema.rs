@@ -102,7 +102,11 @@ fn check_adapter(file: &std::path::Path, json: bool, name: &str) -> anyhow::Resu
             println!("  weaker mode because {w}");
         }
         for t in &plan.transforms {
-            let at = if t.pointer.is_empty() { "/" } else { &t.pointer };
+            let at = if t.pointer.is_empty() {
+                "/"
+            } else {
+                &t.pointer
+            };
             println!("  rewrite {at}: {}", t.action);
         }
         for r in &plan.residuals {

@@ -198,7 +198,11 @@ async fn run_with_an_array_schema_succeeds_on_the_local_model() {
 fn names_the_wrap(ledger: &Value) -> bool {
     ledger["transforms"].as_array().is_some_and(|ts| {
         ts.iter().any(|t| {
-            t["pointer"] == "" && t["action"].as_str().unwrap_or("").starts_with("wrapped the root")
+            t["pointer"] == ""
+                && t["action"]
+                    .as_str()
+                    .unwrap_or("")
+                    .starts_with("wrapped the root")
         })
     })
 }
@@ -211,25 +215,47 @@ fn names_the_wrap(ledger: &Value) -> bool {
 async fn run_with_an_array_schema_succeeds_on_every_hosted_fake() {
     for case in ALL {
         let native = matches!(case.placement, Placement::MessagesFormat);
-        let reply = if native { "[1,2,3]" } else { r#"{"value":[1,2,3]}"# };
+        let reply = if native {
+            "[1,2,3]"
+        } else {
+            r#"{"value":[1,2,3]}"#
+        };
         let server = fake(&case, Script::always(Reply::text(reply))).await;
         let sb = case.sandbox(&server);
         let path = schema_file(&sb, "ints.json", &serde_json::from_str(INTS).unwrap());
         let args = ["run", "--adapter", case.adapter, "--schema", &path];
-        let out = sb.geode(&[&args[..], &["Three integers."]].concat(), "").await;
+        let out = sb
+            .geode(&[&args[..], &["Three integers."]].concat(), "")
+            .await;
         assert_eq!(out.code, Some(0), "{}: {}", case.adapter, out.dump());
-        assert_eq!(out.json(), json!([1, 2, 3]), "{}: {}", case.adapter, out.dump());
+        assert_eq!(
+            out.json(),
+            json!([1, 2, 3]),
+            "{}: {}",
+            case.adapter,
+            out.dump()
+        );
         let out = sb
             .geode(&[&args[..], &["--json", "Three integers."]].concat(), "")
             .await;
         assert_eq!(out.code, Some(0), "{}: {}", case.adapter, out.dump());
         let result = out.json();
-        assert_eq!(result["answer"], json!([1, 2, 3]), "{}: {result}", case.adapter);
+        assert_eq!(
+            result["answer"],
+            json!([1, 2, 3]),
+            "{}: {result}",
+            case.adapter
+        );
         let ledger = &result["ledger"];
         assert_eq!(ledger["wire_mode"], case.mode, "{}: {ledger}", case.adapter);
         assert_eq!(ledger["worker_check"]["verdict"], "pass", "{ledger}");
         assert_eq!(ledger["full_validation"]["valid"], true, "{ledger}");
-        assert_eq!(names_the_wrap(ledger), !native, "{}: {ledger}", case.adapter);
+        assert_eq!(
+            names_the_wrap(ledger),
+            !native,
+            "{}: {ledger}",
+            case.adapter
+        );
         let body = &support::model_calls(&server)[0].body;
         let wire_schema = match case.placement {
             Placement::ResponsesFormat => {
@@ -245,7 +271,17 @@ async fn run_with_an_array_schema_succeeds_on_every_hosted_fake() {
         };
         // `geode schema check --adapter` shows what `run` did: the same mode, rewrites and copy.
         let check = sb
-            .geode(&["schema", "check", "--json", "--adapter", case.adapter, &path], "")
+            .geode(
+                &[
+                    "schema",
+                    "check",
+                    "--json",
+                    "--adapter",
+                    case.adapter,
+                    &path,
+                ],
+                "",
+            )
             .await;
         assert_eq!(check.code, Some(0), "{}: {}", case.adapter, check.dump());
         let check = check.json();
@@ -294,7 +330,10 @@ async fn schema_check_per_adapter_names_mode_rewrites_and_reasons() {
         &json!({"type": "array", "items": {"type": "string", "format": "uri", "default": "x"}}),
     );
     let out = sb
-        .geode(&["schema", "check", "--adapter", "codex-oauth", &stripped], "")
+        .geode(
+            &["schema", "check", "--adapter", "codex-oauth", &stripped],
+            "",
+        )
         .await;
     assert_eq!(out.code, Some(0), "{}", out.dump());
     for needle in [

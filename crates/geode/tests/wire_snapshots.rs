@@ -95,7 +95,9 @@ fn requests() -> Vec<(&'static str, AdapterCallRequest)> {
     }];
     // A non-object root: wrapped under `value` where the wire needs an object root (issue 14).
     let mut array_root = base();
-    array_root.response_schema = Some(schema(json!({"type": "array", "items": {"type": "integer"}})));
+    array_root.response_schema = Some(schema(
+        json!({"type": "array", "items": {"type": "integer"}}),
+    ));
     let mut choice = base();
     choice.text_constraint = Some(TextConstraint::Choice(vec![
         "accept".into(),

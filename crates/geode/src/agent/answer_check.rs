@@ -156,9 +156,8 @@ pub fn check_answer(
 /// answer that came back unwrapped anyway is still found by the root's own rule (the caller's
 /// schema decides either way).
 fn answer_value(text: &str, root: AnswerRoot, wrapped: bool) -> Option<Value> {
-    let unwrapped = || {
-        extract_answer(text, AnswerRoot::Object).and_then(|(_, wrapper)| unwrap_root(wrapper))
-    };
+    let unwrapped =
+        || extract_answer(text, AnswerRoot::Object).and_then(|(_, wrapper)| unwrap_root(wrapper));
     wrapped
         .then(unwrapped)
         .flatten()

@@ -136,8 +136,8 @@ fn the_retry_prompt_names_the_root() {
 
 #[test]
 fn a_wrapped_wire_answer_is_unwrapped_before_validation() {
-    let ints = ResponseSchema::from_value(json!({"type": "array", "items": {"type": "integer"}}))
-        .unwrap();
+    let ints =
+        ResponseSchema::from_value(json!({"type": "array", "items": {"type": "integer"}})).unwrap();
     let compiled = CompiledSchema::compile(&ints).unwrap();
     let wrapped = |text: &str| {
         let mut r = answered(text);

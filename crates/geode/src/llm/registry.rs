@@ -526,8 +526,9 @@ mod tests {
 
     #[test]
     fn an_array_root_plan_per_adapter() {
-        let ints = ResponseSchema::from_value(json!({"type": "array", "items": {"type": "integer"}}))
-            .unwrap();
+        let ints =
+            ResponseSchema::from_value(json!({"type": "array", "items": {"type": "integer"}}))
+                .unwrap();
         for a in ADAPTERS {
             let plan = a.plan_for(Some(&ints), false);
             assert_eq!(plan.mode, a.mode_for(Some(&ints), false), "{}", a.name);
@@ -541,7 +542,9 @@ mod tests {
             };
             assert_eq!((plan.mode, plan.wrapped), (mode, wrapped), "{}", a.name);
             assert_eq!(
-                plan.transforms.iter().any(|t| t.action.starts_with("wrapped the root")),
+                plan.transforms
+                    .iter()
+                    .any(|t| t.action.starts_with("wrapped the root")),
                 wrapped,
                 "{}",
                 a.name

@@ -291,8 +291,13 @@ fn strip_keywords(
                     }
                 }
                 (
-                    "items" | "additionalProperties" | "additionalItems" | "contains"
-                    | "propertyNames" | "unevaluatedItems" | "unevaluatedProperties",
+                    "items"
+                    | "additionalProperties"
+                    | "additionalItems"
+                    | "contains"
+                    | "propertyNames"
+                    | "unevaluatedItems"
+                    | "unevaluatedProperties",
                     v @ Value::Object(_),
                 ) => children.push((child(&ptr, &[k]), v)),
                 _ => {}
@@ -339,8 +344,7 @@ fn strip_node(
         }
     }
     if let Some(formats) = subset.formats
-        && m
-            .get("format")
+        && m.get("format")
             .is_some_and(|f| f.as_str().is_none_or(|f| !formats.contains(&f)))
         && let Some(value) = m.shift_remove("format")
     {

@@ -21,7 +21,9 @@ fn actions(plan: &WirePlan) -> Vec<String> {
 
 #[test]
 fn openai_a_schema_inside_the_subset_goes_strict_and_unchanged() {
-    let s = schema(strict_object(json!({"a": {"type": "string", "format": "uuid"}})));
+    let s = schema(strict_object(
+        json!({"a": {"type": "string", "format": "uuid"}}),
+    ));
     let plan = openai_strict(&s);
     assert_eq!(plan.mode, StructuredOutputMode::Strict);
     assert_eq!(plan.wire.as_ref(), Some(s.as_value()));
@@ -44,7 +46,10 @@ fn openai_root_not_an_object_is_wrapped_and_strict() {
         assert_eq!(wire["properties"]["value"], root);
         assert_eq!(wire["required"], json!(["value"]));
         assert_eq!(wire["additionalProperties"], false);
-        assert!(actions(&plan)[0].starts_with("wrapped the root"), "{plan:?}");
+        assert!(
+            actions(&plan)[0].starts_with("wrapped the root"),
+            "{plan:?}"
+        );
     }
 }
 
@@ -70,7 +75,9 @@ fn openai_an_anyof_root_is_wrapped_and_refs_still_resolve() {
 
 #[test]
 fn openai_a_typeless_object_root_gets_type_object() {
-    let s = schema(json!({"properties": {"a": {"type": "string"}}, "required": ["a"], "additionalProperties": false}));
+    let s = schema(
+        json!({"properties": {"a": {"type": "string"}}, "required": ["a"], "additionalProperties": false}),
+    );
     let plan = openai_strict(&s);
     assert_eq!(plan.mode, StructuredOutputMode::Strict);
     assert!(!plan.wrapped);
@@ -129,14 +136,19 @@ fn openai_default_is_removed_as_an_annotation() {
     ));
     let plan = openai_strict(&s);
     assert_eq!(plan.mode, StructuredOutputMode::Strict);
-    assert!(plan.wire.as_ref().unwrap()["properties"]["a"].get("default").is_none());
+    assert!(
+        plan.wire.as_ref().unwrap()["properties"]["a"]
+            .get("default")
+            .is_none()
+    );
     assert!(plan.residuals.is_empty());
     assert!(actions(&plan)[0].contains("an annotation, nothing to check"));
 }
 
 #[test]
 fn openai_objects_outside_the_strict_rules_go_as_a_hint_with_the_reasons() {
-    let s = schema(json!({"type": "object", "properties": {"a": {"type": "string", "default": "x"}}}));
+    let s =
+        schema(json!({"type": "object", "properties": {"a": {"type": "string", "default": "x"}}}));
     let plan = openai_strict(&s);
     assert_eq!(plan.mode, StructuredOutputMode::Hint);
     // The caller's schema, not the stripped copy: a hint claims nothing.
@@ -179,7 +191,10 @@ fn glm_json_object_wraps_only_roots_that_admit_no_object() {
         (json!({"enum": ["a"]}), true),
         (json!({"type": "object"}), false),
         (json!({"required": ["a"]}), false),
-        (json!({"anyOf": [{"type": "object"}, {"type": "object"}]}), false),
+        (
+            json!({"anyOf": [{"type": "object"}, {"type": "object"}]}),
+            false,
+        ),
     ] {
         let plan = object_root(&schema(root.clone()), &GLM_JSON_OBJECT, mode);
         assert_eq!(plan.wrapped, wrapped, "{root}");
@@ -198,11 +213,7 @@ fn a_wrapped_answer_unwraps_to_a_valid_answer_of_the_callers_schema() {
     let answer = json!({"value": [1, 2, 3]});
     assert!(wire.is_valid(&answer));
     let inner = unwrap_root(answer).unwrap();
-    assert!(
-        CompiledSchema::compile(&caller)
-            .unwrap()
-            .is_valid(&inner)
-    );
+    assert!(CompiledSchema::compile(&caller).unwrap().is_valid(&inner));
 }
 
 #[test]

@@ -199,10 +199,12 @@ pub fn build(req: &AdapterCallRequest, default_model: &str) -> Result<Built, Bui
                 true
             }
         };
-    let plan = req
-        .response_schema
-        .as_ref()
-        .map(|s| (s, object_root(s, &GLM_JSON_OBJECT, StructuredOutputMode::JsonMode)));
+    let plan = req.response_schema.as_ref().map(|s| {
+        (
+            s,
+            object_root(s, &GLM_JSON_OBJECT, StructuredOutputMode::JsonMode),
+        )
+    });
     let system = match &plan {
         Some((schema, plan)) => {
             schema_prompt::append_to_system(&req.system_prompt, &plan.wire_schema(schema))

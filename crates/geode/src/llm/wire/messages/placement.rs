@@ -266,10 +266,7 @@ mod tests {
         let placed = place_schema(&req_with(root.clone()));
         assert_eq!(placed.mode, StructuredOutputMode::Tool);
         assert!(placed.wrapped);
-        assert!(
-            placed.weaker_because[0].contains("recursive"),
-            "{placed:?}"
-        );
+        assert!(placed.weaker_because[0].contains("recursive"), "{placed:?}");
         let Placement::OutputTool { input_schema, .. } = placed.placement else {
             panic!("expected output tool")
         };
