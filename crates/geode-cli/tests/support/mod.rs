@@ -178,17 +178,24 @@ impl Sandbox {
     /// Starts `geode ARGS` in the background (stdout discarded, stderr piped), with the same
     /// environment as [`Sandbox::geode`]; the caller waits for or kills it.
     pub fn spawn(&self, args: &[&str]) -> std::process::Child {
-        std::process::Command::new(env!("CARGO_BIN_EXE_geode"))
-            .args(args)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", self.home.path())
-            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .current_dir(self.cwd.path())
+        self.command(args)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap()
+    }
+
+    /// `geode ARGS` with the sandbox's environment and working directory, for a caller that
+    /// wires its standard streams itself (e.g. stderr to a terminal).
+    pub fn command(&self, args: &[&str]) -> std::process::Command {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_geode"));
+        cmd.args(args)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.home.path())
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .current_dir(self.cwd.path());
+        cmd
     }
 
     /// Runs `geode ARGS` with `stdin`, bounded by [`RUN_BOUND`].

@@ -12,8 +12,8 @@
 
 use crate::config::Config;
 use crate::llm::adapter::Adapter;
-use crate::llm::adapters::claude_cli::{ClaudeCliAdapter, ClaudeCliConfig};
-use crate::llm::adapters::codex_cli::{CodexCliAdapter, CodexCliConfig};
+use crate::llm::adapters::claude_cli::{self, ClaudeCliAdapter, ClaudeCliConfig};
+use crate::llm::adapters::codex_cli::{self, CodexCliAdapter, CodexCliConfig};
 use crate::llm::adapters::http_adapter::HttpAdapter;
 use crate::llm::call::AdapterError;
 use crate::llm::registry::{CliTool, Environment, WireFamily, spec};
@@ -36,12 +36,22 @@ pub fn build(
         }
         WireFamily::Cli(CliTool::Claude) => {
             let mut config = ClaudeCliConfig::default();
-            config.cli.allow_env = cfg.pass_env(name).to_vec();
+            config.cli = config.cli.described_by(
+                env,
+                claude_cli::BIN_ENV,
+                claude_cli::PASS_ENV,
+                cfg.pass_env(name),
+            );
             Arc::new(ClaudeCliAdapter::new(config))
         }
         WireFamily::Cli(CliTool::Codex) => {
             let mut config = CodexCliConfig::default();
-            config.cli.allow_env = cfg.pass_env(name).to_vec();
+            config.cli = config.cli.described_by(
+                env,
+                codex_cli::BIN_ENV,
+                codex_cli::PASS_ENV,
+                cfg.pass_env(name),
+            );
             Arc::new(CodexCliAdapter::new(config))
         }
         WireFamily::Local => {

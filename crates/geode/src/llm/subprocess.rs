@@ -13,6 +13,7 @@
 //! | normal exit | the group is killed too, so background children left behind do not outlive the call |
 //! | drop | dropping the future kills the group (`killpg`) and the leader (`kill_on_drop`) |
 //! | output | stdout and stderr are read concurrently, each capped at the spec's limit; the **tail** is kept and the dropped byte count reported |
+//! | stdout lines | with [`ProcessSpec::stdout_lines`], each complete stdout line (without its `\n`, lossily decoded) is handed to a sink as it arrives, so an adapter can stream a CLI's JSON events; a line longer than [`MAX_STREAMED_LINE`] is not handed on (it is still captured) |
 //! | stdout budget | with [`ProcessSpec::stdout_budget`], stdout past that many bytes ends the run like a deadline: the group is killed, the ending is [`Ending::OutputTooLarge`] |
 //! | encoding | stdout must be UTF-8 ([`SubprocessError::NonUtf8`]); stderr is diagnostic and decoded lossily |
 //!
@@ -24,6 +25,7 @@
 //! reaps leaves dead zombies behind; they hold no resources).
 //! This module knows bytes and processes, never providers.
 
+use crate::llm::call::TextSink;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use process_wrap::tokio::{ChildWrapper, CommandWrap, KillOnDrop, ProcessGroup};
@@ -147,7 +149,11 @@ pub struct ProcessSpec {
     stdin: Vec<u8>,
     capture_limit: usize,
     stdout_budget: Option<u64>,
+    stdout_lines: Option<TextSink>,
 }
+
+/// The longest stdout line [`ProcessSpec::stdout_lines`] hands on (1 MiB).
+pub const MAX_STREAMED_LINE: usize = 1 << 20;
 
 impl std::fmt::Debug for ProcessSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -163,6 +169,7 @@ impl std::fmt::Debug for ProcessSpec {
             .field("stdin_bytes", &self.stdin.len())
             .field("capture_limit", &self.capture_limit)
             .field("stdout_budget", &self.stdout_budget)
+            .field("stdout_lines", &self.stdout_lines.is_some())
             .finish()
     }
 }
@@ -180,7 +187,14 @@ impl ProcessSpec {
             stdin: Vec::new(),
             capture_limit: DEFAULT_CAPTURE_BYTES,
             stdout_budget: None,
+            stdout_lines: None,
         }
+    }
+
+    /// Hands each complete stdout line to `sink` as it arrives (see the module table).
+    pub fn stdout_lines(mut self, sink: TextSink) -> Self {
+        self.stdout_lines = Some(sink);
+        self
     }
 
     /// Appends one argument.
@@ -399,14 +413,48 @@ impl TailBuffer {
     }
 }
 
-/// Reads `reader` into `sink` until EOF; with a `budget`, stops and cancels its token once more
-/// than that many bytes were read.
+/// Splits a byte stream into lines for a [`TextSink`], holding back the unfinished last line.
+struct LineSplitter {
+    sink: TextSink,
+    partial: Vec<u8>,
+    /// The current line outgrew [`MAX_STREAMED_LINE`]: skip it up to its newline.
+    skipping: bool,
+}
+
+impl LineSplitter {
+    fn push(&mut self, mut bytes: &[u8]) {
+        while let Some(nl) = bytes.iter().position(|&b| b == b'\n') {
+            if !self.skipping && self.partial.len() + nl <= MAX_STREAMED_LINE {
+                self.partial.extend_from_slice(&bytes[..nl]);
+                self.sink.send(&String::from_utf8_lossy(&self.partial));
+            }
+            self.partial.clear();
+            self.skipping = false;
+            bytes = &bytes[nl + 1..];
+        }
+        if self.skipping || self.partial.len() + bytes.len() > MAX_STREAMED_LINE {
+            self.partial.clear();
+            self.skipping = true;
+        } else {
+            self.partial.extend_from_slice(bytes);
+        }
+    }
+}
+
+/// Reads `reader` into `sink` (and each line to `lines`) until EOF; with a `budget`, stops and
+/// cancels its token once more than that many bytes were read.
 async fn pump(
     reader: Option<impl AsyncRead + Unpin>,
     sink: &mut TailBuffer,
+    lines: Option<&TextSink>,
     budget: Option<(u64, &CancellationToken)>,
 ) {
     let Some(mut reader) = reader else { return };
+    let mut lines = lines.map(|sink| LineSplitter {
+        sink: sink.clone(),
+        partial: Vec::new(),
+        skipping: false,
+    });
     let mut chunk = vec![0u8; 64 * 1024];
     let mut total: u64 = 0;
     loop {
@@ -414,6 +462,9 @@ async fn pump(
             Ok(0) | Err(_) => return,
             Ok(n) => {
                 sink.push(&chunk[..n]);
+                if let Some(l) = &mut lines {
+                    l.push(&chunk[..n]);
+                }
                 total = total.saturating_add(n as u64);
                 if let Some((limit, overflow)) = budget
                     && total > limit
@@ -477,8 +528,13 @@ pub async fn run(
         let io = async {
             tokio::join!(
                 feed(stdin, &spec.stdin),
-                pump(stdout, &mut out, spec.stdout_budget.map(|b| (b, &overflow))),
-                pump(stderr, &mut err, None)
+                pump(
+                    stdout,
+                    &mut out,
+                    spec.stdout_lines.as_ref(),
+                    spec.stdout_budget.map(|b| (b, &overflow))
+                ),
+                pump(stderr, &mut err, None, None)
             )
         };
         tokio::pin!(io);

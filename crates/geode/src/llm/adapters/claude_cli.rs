@@ -27,14 +27,19 @@
 //! | `is_error:true`, other API status (e.g. 400; `subtype` says success) | `RunFailed{kind:"api_error"}` |
 //! | no result object | `Truncated` (exit 0) or `RunFailed{kind:"exit_status"}` |
 //!
+//! When the caller listens for text ([`CallCx::on_text`], e.g. `geode run --stream`), the argv
+//! gains `--include-partial-messages` and the answer's deltas are handed on as the CLI prints
+//! them ([`super::claude_partial`]).
+//!
 //! `subtype` is advisory. Usage and `total_cost_usd` come from the result. The CLI's built-in
 //! tools are off by default (`--tools ""`, only `StructuredOutput` remains); geode's own tools are
 //! never forwarded ([`Adapter::supports_tools`] is false).
 //! CLI reference: <https://docs.claude.com/en/docs/claude-code/cli-reference>.
 
+use super::claude_partial::PartialAnswer;
 use super::cli_common::{self, CliOptions};
 use crate::llm::adapter::Adapter;
-use crate::llm::call::{AdapterError, CallCx};
+use crate::llm::call::{AdapterError, CallCx, TextSink};
 use crate::llm::request::{AdapterCallRequest, AdapterResponse, StopReason, Usage, WireReport};
 use crate::llm::subprocess::{self, MAX_ARG_BYTES, ProcessSpec};
 use serde::Deserialize;
@@ -51,7 +56,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
 
 /// Parent variables the CLI may see: its credentials and knobs (`wire.md` §6.1). Anything else
 /// it needs is named in `geode.toml` (`[adapters.claude-cli] pass_env = [...]`).
-const PASS_ENV: &[&str] = &[
+pub const PASS_ENV: &[&str] = &[
     "ANTHROPIC_API_KEY",
     "ANTHROPIC_AUTH_TOKEN",
     "ANTHROPIC_BASE_URL",
@@ -75,7 +80,7 @@ const QUIET_ENV: &[(&str, &str)] = &[
 ];
 
 /// The tool the CLI offers the model for the structured answer.
-const STRUCTURED_OUTPUT_TOOL: &str = "StructuredOutput";
+pub(super) const STRUCTURED_OUTPUT_TOOL: &str = "StructuredOutput";
 
 /// Whether the CLI's own built-in tools (Bash, Read, Edit, ...) are offered to the model.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -129,8 +134,14 @@ impl ClaudeCliAdapter {
         }
     }
 
-    /// The process to run `bin` for `req`, without spawning it.
-    pub fn process_spec(&self, bin: PathBuf, req: &AdapterCallRequest) -> ProcessSpec {
+    /// The process to run `bin` for `req`, without spawning it; with `partial`, the CLI also
+    /// prints the stream's deltas (`--include-partial-messages`, see [`PartialAnswer`]).
+    pub fn process_spec(
+        &self,
+        bin: PathBuf,
+        req: &AdapterCallRequest,
+        partial: bool,
+    ) -> ProcessSpec {
         let c = &self.config;
         let system_as_flag =
             !req.system_prompt.is_empty() && req.system_prompt.len() < MAX_ARG_BYTES;
@@ -151,6 +162,9 @@ impl ClaudeCliAdapter {
         if let Some(schema) = &req.response_schema {
             let wire = wire_plan(Some(schema)).wire_schema(schema);
             spec = spec.arg("--json-schema").arg(wire.to_compact_json());
+        }
+        if partial {
+            spec = spec.arg("--include-partial-messages");
         }
         if c.builtin_tools == BuiltinTools::Off {
             // Variadic: it must come after every other flag (the prompt is on stdin).
@@ -179,7 +193,18 @@ impl Adapter for ClaudeCliAdapter {
         req: AdapterCallRequest,
         cx: &CallCx,
     ) -> Result<AdapterResponse, AdapterError> {
-        let spec = self.process_spec(self.resolve_bin()?, &req);
+        let partial = cx.on_text.is_some();
+        let mut spec = self.process_spec(self.resolve_bin()?, &req, partial);
+        if partial {
+            let picker = std::sync::Mutex::new(PartialAnswer::new(req.response_schema.is_some()));
+            let cx = cx.clone();
+            spec = spec.stdout_lines(TextSink::new(move |line| {
+                let delta = picker.lock().unwrap_or_else(|p| p.into_inner()).delta(line);
+                if let Some(d) = delta {
+                    cx.text_delta(&d);
+                }
+            }));
+        }
         let timeout = self.config.cli.timeout;
         let out = cli_common::run_process(NAME, BIN_ENV, spec, cx, timeout).await?;
         let Some(result) = last_result(&out.stdout.text) else {

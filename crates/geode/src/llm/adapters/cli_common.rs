@@ -22,9 +22,10 @@
 //! | stdout past the call's response budget | [`AdapterError::ResponseTooLarge`] (the group was killed) |
 
 use crate::llm::call::AdapterError;
+use crate::llm::registry::Environment;
 use crate::llm::request::{AdapterCallRequest, ContentBlock, Role};
 use crate::llm::subprocess::{
-    DEFAULT_CAPTURE_BYTES, Ending, ProcessSpec, SubprocessError, SubprocessOutput,
+    BASE_ENV_ALLOW, DEFAULT_CAPTURE_BYTES, Ending, ProcessSpec, SubprocessError, SubprocessOutput,
 };
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -75,6 +76,31 @@ impl CliOptions {
             env: Vec::new(),
             capture_limit: DEFAULT_CAPTURE_BYTES,
         }
+    }
+
+    /// These options for a described machine `env` (the library's [`Environment`], e.g. a
+    /// [`crate::Client`] built with another environment than the process's): the binary from
+    /// `bin_env`, `allow` (the configuration's `pass_env`) allowed, and the values `env` gives
+    /// for the base variables, the adapter's `own` variables and `allow` set explicitly, so the
+    /// CLI sees that machine. With the process environment this changes nothing it would see.
+    pub fn described_by(
+        mut self,
+        env: &dyn Environment,
+        bin_env: &str,
+        own: &[&str],
+        allow: &[String],
+    ) -> Self {
+        if let Some(bin) = env.var(bin_env) {
+            self.bin = Some(PathBuf::from(bin));
+        }
+        self.allow_env = allow.to_vec();
+        let names = BASE_ENV_ALLOW.iter().chain(own).copied();
+        for name in names.chain(allow.iter().map(String::as_str)) {
+            if let Some(value) = env.var(name).filter(|_| is_env_name(name)) {
+                self = self.env(name, value);
+            }
+        }
+        self
     }
 
     /// Sets a variable for the CLI.

@@ -32,6 +32,9 @@
 //! `env_key` and `env_http_headers` of its model providers, see [`super::codex_config`]), read
 //! at each call, and those of `pass_env` in `geode.toml`.
 //! geode's own tools are never forwarded ([`Adapter::supports_tools`] is false).
+//!
+//! No streaming: `exec --json` prints each agent message whole, and which one is the answer is
+//! known only at `turn.completed`, so a stream (`geode run --stream`) gets the final event only.
 
 use super::cli_common::{self, CliOptions};
 use super::codex_config;
@@ -53,7 +56,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Parent variables the CLI may see: its home, credentials (with the built-in `openai`
 /// provider's organization and project headers) and CA settings.
-const PASS_ENV: &[&str] = &[
+pub const PASS_ENV: &[&str] = &[
     "CODEX_HOME",
     "OPENAI_API_KEY",
     "OPENAI_BASE_URL",
