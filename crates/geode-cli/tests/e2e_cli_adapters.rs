@@ -272,11 +272,7 @@ netns_test!(
         let (_server, sb) = claude_answering(good_answer()).await;
         let out = run_decision(&sb, "claude-cli", &["--stream"]).await;
         assert_eq!(out.code, Some(0), "{}", out.dump());
-        let events: Vec<serde_json::Value> = out
-            .stdout
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        let events = out.json_lines();
         let (last, partials) = events.split_last().unwrap();
         assert_eq!(last["event"], "final", "{}", out.dump());
         assert_eq!(last["value"], good_answer());
@@ -305,11 +301,7 @@ netns_test!(
         let (_server, sb) = codex_playing(Script::always(Reply::Json(good_answer()))).await;
         let out = run_decision(&sb, "codex-cli", &["--stream"]).await;
         assert_eq!(out.code, Some(0), "{}", out.dump());
-        let events: Vec<serde_json::Value> = out
-            .stdout
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        let events = out.json_lines();
         assert_eq!(events.len(), 1, "{}", out.dump());
         assert_eq!(events[0]["event"], "final");
         assert_eq!(events[0]["value"], good_answer());

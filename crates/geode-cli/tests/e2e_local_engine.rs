@@ -6,19 +6,10 @@
 
 mod support;
 
-use serde_json::Value;
 use support::{Sandbox, decision_schema_path};
 
 fn local_sandbox() -> Sandbox {
-    let model = geode::llm::registry::local_model_path(&geode::llm::registry::ProcessEnv)
-        .expect("no local model path: run scripts/setup.sh");
-    assert!(
-        model.exists(),
-        "the local model is missing at {}: run scripts/setup.sh",
-        model.display()
-    );
-    let mut sb = Sandbox::new();
-    sb.var("GEODE_LOCAL_MODEL", model.display().to_string());
+    let sb = Sandbox::with_local_model();
     engine_bin();
     sb
 }
@@ -68,11 +59,7 @@ async fn run_streams_the_local_models_tokens_through_the_engine() {
         )
         .await;
     assert_eq!(out.code, Some(0), "{}", out.dump());
-    let events: Vec<Value> = out
-        .stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let events = out.json_lines();
     let (last, partials) = events.split_last().unwrap();
     assert_eq!(last["event"], "final", "{}", out.dump());
     assert_eq!(last["ledger"]["adapter"], "local");

@@ -1,3 +1,4 @@
+use super::pipes::LineSplitter;
 use super::*;
 
 #[test]
@@ -65,14 +66,15 @@ fn collector() -> (TextSink, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
     (sink, got)
 }
 
+/// A fresh splitter handing its lines to a [`collector`].
+fn splitter() -> (LineSplitter, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    let (sink, got) = collector();
+    (LineSplitter::new(sink), got)
+}
+
 #[test]
 fn lines_split_across_chunks_arrive_whole_and_the_unfinished_one_waits() {
-    let (sink, got) = collector();
-    let mut split = LineSplitter {
-        sink,
-        partial: Vec::new(),
-        skipping: false,
-    };
+    let (mut split, got) = splitter();
     for chunk in [b"{\"a\":".as_slice(), b"1}\n{\"b\"", b":2}\n\n{\"c\":3"] {
         split.push(chunk);
     }
@@ -81,12 +83,7 @@ fn lines_split_across_chunks_arrive_whole_and_the_unfinished_one_waits() {
 
 #[test]
 fn a_line_past_the_limit_is_skipped_and_the_next_one_arrives() {
-    let (sink, got) = collector();
-    let mut split = LineSplitter {
-        sink,
-        partial: Vec::new(),
-        skipping: false,
-    };
+    let (mut split, got) = splitter();
     let long = vec![b'x'; MAX_STREAMED_LINE / 2 + 1];
     split.push(&long);
     split.push(&long);

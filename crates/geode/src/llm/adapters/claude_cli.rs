@@ -41,7 +41,7 @@ use super::cli_common::{self, CliOptions};
 use crate::llm::adapter::Adapter;
 use crate::llm::call::{AdapterError, CallCx, TextSink};
 use crate::llm::request::{AdapterCallRequest, AdapterResponse, StopReason, Usage, WireReport};
-use crate::llm::subprocess::{self, MAX_ARG_BYTES, ProcessSpec};
+use crate::llm::subprocess::{MAX_ARG_BYTES, ProcessSpec};
 use serde::Deserialize;
 use serde_json::Value;
 use std::path::PathBuf;
@@ -127,11 +127,7 @@ impl ClaudeCliAdapter {
 
     /// The binary: the configured one, else `GEODE_CLAUDE_BIN`, else `claude` on `PATH`.
     pub fn resolve_bin(&self) -> Result<PathBuf, AdapterError> {
-        match &self.config.cli.bin {
-            Some(bin) => Ok(bin.clone()),
-            None => subprocess::resolve_program(BIN_ENV, "claude")
-                .map_err(|e| cli_common::spawn_error(NAME, BIN_ENV, e)),
-        }
+        cli_common::resolve_bin(self.config.cli.bin.as_ref(), NAME, BIN_ENV, "claude")
     }
 
     /// The process to run `bin` for `req`, without spawning it; with `partial`, the CLI also
@@ -208,85 +204,62 @@ impl Adapter for ClaudeCliAdapter {
         let timeout = self.config.cli.timeout;
         let out = cli_common::run_process(NAME, BIN_ENV, spec, cx, timeout).await?;
         let Some(result) = last_result(&out.stdout.text) else {
-            return Err(if out.success() {
-                AdapterError::Truncated {
-                    adapter: NAME.into(),
-                    message: "no result object on stdout".into(),
-                }
-            } else {
-                AdapterError::RunFailed {
-                    adapter: NAME.into(),
-                    kind: "exit_status".into(),
-                    message: cli_common::exit_summary(&out),
-                }
-            });
+            return Err(cli_common::no_outcome(
+                NAME,
+                &out,
+                "no result object on stdout",
+            ));
         };
-        let plan = wire_plan(req.response_schema.as_ref());
-        let mut resp = match rejected_answer(&result, &out.stdout.text) {
+        let resp = match rejected_answer(&result, &out.stdout.text) {
             Some(resp) => resp,
             None => interpret(result, req.response_schema.is_some())?,
         };
-        resp.wire = WireReport {
-            mode: plan.mode,
-            transforms: plan.transforms,
-            wrapped_root: plan.wrapped,
-            ..WireReport::default()
-        };
-        Ok(resp)
+        Ok(cli_common::answered(
+            resp,
+            wire_plan(req.response_schema.as_ref()),
+        ))
     }
 }
 
 /// How the schema goes on this CLI's wire: its row's plan (the `StructuredOutput` tool's
 /// `input_schema` needs an object root, [`crate::schema::subset::ANTHROPIC_TOOL`]).
 fn wire_plan(schema: Option<&crate::schema::ResponseSchema>) -> crate::schema::subset::WirePlan {
-    crate::llm::registry::spec(NAME).map_or_else(crate::schema::subset::WirePlan::none, |s| {
-        s.plan_for(schema, false)
-    })
+    cli_common::wire_plan(NAME, schema)
 }
 
 /// The CLI's `result` object (`wire.md` §6.4); unknown fields are ignored.
 #[derive(Debug, Default, Deserialize)]
+#[serde(default)]
 pub struct CliResult {
     /// `success` or an `error_*` subtype (advisory).
-    #[serde(default)]
     pub subtype: String,
     /// The authoritative failure flag.
-    #[serde(default)]
     pub is_error: bool,
     /// The HTTP status of an API error, when there was one.
-    #[serde(default)]
     pub api_error_status: Option<Value>,
     /// The final text (absent on `error_*` subtypes).
-    #[serde(default)]
     pub result: Option<String>,
     /// The validated `StructuredOutput` tool input (absent when the tool was never called).
-    #[serde(default)]
     pub structured_output: Option<Value>,
     /// The last API stop reason.
-    #[serde(default)]
     pub stop_reason: Option<String>,
     /// Cost of the whole run.
-    #[serde(default)]
     pub total_cost_usd: Option<f64>,
     /// Token usage of the whole run.
-    #[serde(default)]
     pub usage: Option<CliUsage>,
     /// Error messages of `error_*` subtypes.
-    #[serde(default)]
     pub errors: Vec<String>,
 }
 
 /// The result's `usage`.
 #[derive(Debug, Default, Deserialize)]
+#[serde(default)]
 pub struct CliUsage {
     /// Uncached input tokens.
-    #[serde(default)]
     pub input_tokens: u64,
     /// Output tokens.
-    #[serde(default)]
     pub output_tokens: u64,
     /// Input tokens read from the cache.
-    #[serde(default)]
     pub cache_read_input_tokens: u64,
 }
 

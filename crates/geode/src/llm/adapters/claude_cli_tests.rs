@@ -260,10 +260,6 @@ async fn a_missing_binary_is_a_config_error_naming_the_variable() {
     let mut config = ClaudeCliConfig::default();
     config.cli.bin = Some("/nonexistent/claude".into());
     let req = AdapterCallRequest::new("", vec![Message::user("q")]);
-    let err = ClaudeCliAdapter::new(config)
-        .call(req, &CallCx::new())
-        .await
-        .unwrap_err();
-    assert!(matches!(err, AdapterError::Config { .. }), "{err:?}");
-    assert!(err.to_string().contains(BIN_ENV), "{err}");
+    let adapter = ClaudeCliAdapter::new(config);
+    super::super::cli_common::tests::assert_missing_binary_is_named(&adapter, req, BIN_ENV).await;
 }

@@ -23,10 +23,11 @@
 
 use crate::llm::call::AdapterError;
 use crate::llm::registry::Environment;
-use crate::llm::request::{AdapterCallRequest, ContentBlock, Role};
+use crate::llm::request::{AdapterCallRequest, AdapterResponse, ContentBlock, Role, WireReport};
 use crate::llm::subprocess::{
     BASE_ENV_ALLOW, DEFAULT_CAPTURE_BYTES, Ending, ProcessSpec, SubprocessError, SubprocessOutput,
 };
+use crate::schema::subset::WirePlan;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -194,6 +195,56 @@ fn render_block(b: &ContentBlock) -> String {
     }
 }
 
+/// The binary: `configured`, else the variable `bin_env`, else `program` on `PATH`.
+pub fn resolve_bin(
+    configured: Option<&PathBuf>,
+    adapter: &str,
+    bin_env: &str,
+    program: &str,
+) -> Result<PathBuf, AdapterError> {
+    match configured {
+        Some(bin) => Ok(bin.clone()),
+        None => crate::llm::subprocess::resolve_program(bin_env, program)
+            .map_err(|e| spawn_error(adapter, bin_env, e)),
+    }
+}
+
+/// The error for a run whose output holds no outcome: [`AdapterError::Truncated`] saying what
+/// is `missing` when the CLI exited 0, else [`AdapterError::RunFailed`] `exit_status`.
+pub fn no_outcome(adapter: &str, out: &SubprocessOutput, missing: &str) -> AdapterError {
+    if out.success() {
+        AdapterError::Truncated {
+            adapter: adapter.into(),
+            message: missing.into(),
+        }
+    } else {
+        AdapterError::RunFailed {
+            adapter: adapter.into(),
+            kind: "exit_status".into(),
+            message: exit_summary(out),
+        }
+    }
+}
+
+/// `resp` with the wire report of a CLI call made with `plan` (its mode and the rewrites of the
+/// schema it was given).
+pub fn answered(mut resp: AdapterResponse, plan: WirePlan) -> AdapterResponse {
+    resp.wire = WireReport {
+        mode: plan.mode,
+        transforms: plan.transforms,
+        wrapped_root: plan.wrapped,
+        ..WireReport::default()
+    };
+    resp
+}
+
+/// How `schema` goes on the wire of the CLI adapter `name`: its registry row's plan
+/// ([`crate::llm::registry::AdapterSpec::plan_for`]), the same one `geode schema check
+/// --adapter` shows.
+pub fn wire_plan(name: &str, schema: Option<&crate::schema::ResponseSchema>) -> WirePlan {
+    crate::llm::registry::spec(name).map_or_else(WirePlan::none, |s| s.plan_for(schema, false))
+}
+
 /// Runs a CLI's process for one call: stdout capped at the call's response budget, ended at
 /// the earlier of the call's deadline and `timeout`, or on cancellation. A failed spawn, a
 /// kill (deadline, cancellation, budget) are the matching adapter errors; any exit is `Ok`.
@@ -272,8 +323,22 @@ pub fn exit_summary(out: &SubprocessOutput) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// Calls `adapter` for `req` and asserts the call fails before running anything, as a
+    /// [`AdapterError::Config`] naming `bin_env` (the binary is missing).
+    pub(crate) async fn assert_missing_binary_is_named(
+        adapter: &dyn crate::llm::adapter::Adapter,
+        req: AdapterCallRequest,
+        bin_env: &str,
+    ) {
+        let cx = crate::llm::call::CallCx::new();
+        let err = adapter.call(req, &cx).await.unwrap_err();
+        assert!(matches!(err, AdapterError::Config { .. }), "{err:?}");
+        assert!(err.to_string().contains(bin_env), "{err}");
+    }
+
     use crate::llm::request::Message;
     use serde_json::json;
 
@@ -302,22 +367,8 @@ mod tests {
         let req = AdapterCallRequest::new(
             "m",
             vec![
-                Message {
-                    role: Role::Assistant,
-                    content: vec![ContentBlock::ToolUse {
-                        id: "c1".into(),
-                        name: "grep".into(),
-                        input: json!({"q": "x"}),
-                    }],
-                },
-                Message {
-                    role: Role::User,
-                    content: vec![ContentBlock::ToolResult {
-                        tool_use_id: "c1".into(),
-                        content: "no match".into(),
-                        is_error: true,
-                    }],
-                },
+                Message::tool_call("c1", "grep", json!({"q": "x"})),
+                Message::tool_result("c1", "no match", true),
             ],
         );
         assert_eq!(

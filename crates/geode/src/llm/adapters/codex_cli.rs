@@ -41,7 +41,7 @@ use super::codex_config;
 use crate::llm::adapter::Adapter;
 use crate::llm::call::{AdapterError, CallCx};
 use crate::llm::request::{AdapterCallRequest, AdapterResponse, StopReason, Usage, WireReport};
-use crate::llm::subprocess::{self, ProcessSpec};
+use crate::llm::subprocess::ProcessSpec;
 use crate::schema::ResponseSchema;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -172,11 +172,7 @@ impl CodexCliAdapter {
 
     /// The binary: the configured one, else `GEODE_CODEX_BIN`, else `codex` on `PATH`.
     pub fn resolve_bin(&self) -> Result<PathBuf, AdapterError> {
-        match &self.config.cli.bin {
-            Some(bin) => Ok(bin.clone()),
-            None => subprocess::resolve_program(BIN_ENV, "codex")
-                .map_err(|e| cli_common::spawn_error(NAME, BIN_ENV, e)),
-        }
+        cli_common::resolve_bin(self.config.cli.bin.as_ref(), NAME, BIN_ENV, "codex")
     }
 
     /// The process to run `bin` for `req` with the schema at `schema_path`, without spawning it.
@@ -252,10 +248,7 @@ impl Adapter for CodexCliAdapter {
     ) -> Result<AdapterResponse, AdapterError> {
         let bin = self.resolve_bin()?;
         // Lives until the end of this function on every path, then removes the directory.
-        let plan = match crate::llm::registry::spec(NAME) {
-            Some(row) => row.plan_for(req.response_schema.as_ref(), false),
-            None => crate::schema::subset::WirePlan::none(),
-        };
+        let plan = cli_common::wire_plan(NAME, req.response_schema.as_ref());
         let schema_file = match &req.response_schema {
             Some(s) => Some(self.write_schema(&plan.wire_schema(s)).await?),
             None => None,
@@ -268,30 +261,15 @@ impl Adapter for CodexCliAdapter {
         let out = cli_common::run_process(NAME, BIN_ENV, spec, cx, timeout).await;
         drop(schema_file);
         let out = out?;
-        let mut resp = match interpret(&out.stdout.text) {
+        let resp = match interpret(&out.stdout.text) {
             Outcome::Answer(resp) => resp,
             Outcome::Failed(e) => return Err(e),
-            Outcome::NoTerminal if out.success() => {
-                return Err(AdapterError::Truncated {
-                    adapter: NAME.into(),
-                    message: "the event stream ended without turn.completed".into(),
-                });
-            }
             Outcome::NoTerminal => {
-                return Err(AdapterError::RunFailed {
-                    adapter: NAME.into(),
-                    kind: "exit_status".into(),
-                    message: cli_common::exit_summary(&out),
-                });
+                let missing = "the event stream ended without turn.completed";
+                return Err(cli_common::no_outcome(NAME, &out, missing));
             }
         };
-        resp.wire = WireReport {
-            mode: plan.mode,
-            transforms: plan.transforms,
-            wrapped_root: plan.wrapped,
-            ..WireReport::default()
-        };
-        Ok(resp)
+        Ok(cli_common::answered(resp, plan))
     }
 }
 
