@@ -32,8 +32,11 @@ pub use crate::vocab::{ErrorKind, RetryClass};
 /// ```
 #[async_trait::async_trait]
 pub trait Adapter: Send + Sync {
-    /// The adapter's registry name (`openai-payg`, `local`, `scripted`, ...).
-    fn name(&self) -> &str;
+    /// The adapter's registry name (`openai-payg`, `local`, `scripted`, ...). By default its
+    /// row's name; adapters outside the registry override it.
+    fn name(&self) -> &str {
+        self.spec().map_or("unnamed", |s| s.name)
+    }
 
     /// The registry row this adapter serves (`None` for adapters outside the registry, e.g.
     /// scripted test adapters).

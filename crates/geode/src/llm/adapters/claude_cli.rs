@@ -176,10 +176,6 @@ impl ClaudeCliAdapter {
 
 #[async_trait::async_trait]
 impl Adapter for ClaudeCliAdapter {
-    fn name(&self) -> &str {
-        NAME
-    }
-
     fn spec(&self) -> Option<&'static crate::llm::registry::AdapterSpec> {
         crate::llm::registry::spec(NAME)
     }

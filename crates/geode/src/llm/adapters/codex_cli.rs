@@ -233,10 +233,6 @@ impl CodexCliAdapter {
 
 #[async_trait::async_trait]
 impl Adapter for CodexCliAdapter {
-    fn name(&self) -> &str {
-        NAME
-    }
-
     fn spec(&self) -> Option<&'static crate::llm::registry::AdapterSpec> {
         crate::llm::registry::spec(NAME)
     }
