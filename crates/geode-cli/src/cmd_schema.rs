@@ -1,4 +1,6 @@
-//! `geode schema check FILE`: the strict verdict with reasons.
+//! `geode schema check FILE [--adapter NAME]`: the strict verdict with reasons, or, for one
+//! adapter, the plan `run` uses (mode, rewrites, residuals, why a weaker mode), from the same
+//! function the adapter's body is built with ([`geode::llm::registry::AdapterSpec::plan_for`]).
 
 use crate::resolve::limit_violations;
 use clap::Subcommand;
@@ -19,25 +21,113 @@ pub(crate) enum SchemaCommand {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+        /// Show the plan `run` uses on this adapter: the mode, every rewrite of the schema for
+        /// its wire (wrap, removed keywords), what is checked locally, and why a weaker mode was
+        /// used. Exit 0 when the adapter uses its strongest mode within its limits, 1 not.
+        #[arg(long, value_name = "NAME")]
+        adapter: Option<String>,
     },
 }
 
 pub(crate) fn run(cmd: SchemaCommand) -> anyhow::Result<u8> {
     match cmd {
-        SchemaCommand::Check { file, json } => check(&file, json),
+        SchemaCommand::Check {
+            file,
+            json,
+            adapter: None,
+        } => check(&file, json),
+        SchemaCommand::Check {
+            file,
+            json,
+            adapter: Some(name),
+        } => check_adapter(&file, json, &name),
     }
 }
 
-fn check(file: &std::path::Path, json: bool) -> anyhow::Result<u8> {
-    let schema = match ResponseSchema::from_file(file).and_then(|s| {
-        CompiledSchema::compile(&s)?;
-        Ok(s)
-    }) {
-        Ok(s) => s,
-        Err(e) => {
+/// The schema in `file`, compiled once to prove it usable; `Err(exit code)` after the message.
+fn load(file: &std::path::Path) -> Result<ResponseSchema, u8> {
+    ResponseSchema::from_file(file)
+        .and_then(|s| {
+            CompiledSchema::compile(&s)?;
+            Ok(s)
+        })
+        .map_err(|e| {
             eprintln!("geode: unusable schema: {e}");
-            return Ok(crate::EXIT_USAGE);
+            crate::EXIT_USAGE
+        })
+}
+
+fn check_adapter(file: &std::path::Path, json: bool, name: &str) -> anyhow::Result<u8> {
+    let Some(spec) = geode::llm::registry::spec(name) else {
+        let names: Vec<&str> = ADAPTERS.iter().map(|a| a.name).collect();
+        eprintln!(
+            "geode: unknown adapter {name:?}; one of: {}",
+            names.join(", ")
+        );
+        return Ok(crate::EXIT_USAGE);
+    };
+    let schema = match load(file) {
+        Ok(s) => s,
+        Err(code) => return Ok(code),
+    };
+    let plan = spec.plan_for(Some(&schema), false);
+    let violations = limit_violations(&schema, spec);
+    let best = plan.weaker_because.is_empty() && violations.is_empty();
+    if json {
+        let out = serde_json::json!({
+            "adapter": spec.name,
+            "name": schema.name(),
+            "mode": plan.mode,
+            "wrapped": plan.wrapped,
+            "transforms": plan.transforms,
+            "residuals": plan.residuals,
+            "weaker_because": plan.weaker_because,
+            "wire_schema": plan.wire,
+            "preflight": {"refused": !violations.is_empty(), "violations": violations},
+        });
+        println!("{out}");
+    } else {
+        println!(
+            "schema {} on {}: mode {}{}",
+            schema.name(),
+            spec.name,
+            plan.mode,
+            if plan.wrapped {
+                " (root wrapped under \"value\")"
+            } else {
+                ""
+            }
+        );
+        for w in &plan.weaker_because {
+            println!("  weaker mode because {w}");
         }
+        for t in &plan.transforms {
+            let at = if t.pointer.is_empty() {
+                "/"
+            } else {
+                &t.pointer
+            };
+            println!("  rewrite {at}: {}", t.action);
+        }
+        for r in &plan.residuals {
+            println!("  checked locally {r}");
+        }
+        if violations.is_empty() {
+            println!("provider limits: within the limits of {}", spec.name);
+        } else {
+            println!("provider limits: refused before the call by {}:", spec.name);
+            for v in &violations {
+                println!("  {v}");
+            }
+        }
+    }
+    Ok(if best { 0 } else { 1 })
+}
+
+fn check(file: &std::path::Path, json: bool) -> anyhow::Result<u8> {
+    let schema = match load(file) {
+        Ok(s) => s,
+        Err(code) => return Ok(code),
     };
     let verdict = check_strict(schema.as_value());
     // The preflight `run` applies, per adapter; adapters breaking the same limits are grouped.

@@ -49,7 +49,6 @@ fn schema_check_exit_codes_are_0_1_2() {
     let dir = tempfile::tempdir().unwrap();
     for (name, body) in [
         ("array.json", "[1,2]"),
-        ("true.json", "true"),
         ("broken.json", "{\"a\": "),
         ("string.json", "\"x\""),
     ] {
@@ -63,6 +62,11 @@ fn schema_check_exit_codes_are_0_1_2() {
             text(&r.stderr)
         );
     }
+    // A boolean schema is usable: `true` is `{}`.
+    let p = dir.path().join("true.json");
+    std::fs::write(&p, "true").unwrap();
+    let r = geode(&["schema", "check", p.to_str().unwrap()], "");
+    assert_eq!(r.status.code(), Some(0), "{}", text(&r.stderr));
     let missing = geode(&["schema", "check", "/nonexistent.json"], "");
     assert_eq!(missing.status.code(), Some(2));
 }

@@ -9,7 +9,7 @@ mod support;
 use geode_fakes::{Reply, Script};
 use serde_json::{Value, json};
 use support::Sandbox;
-use support::http_cases::{ALL, GLM_PAYG, fake};
+use support::http_cases::{ALL, GLM_PAYG, Placement, fake};
 
 /// Writes `schema` into the sandbox's HOME and returns the path.
 fn schema_file(sb: &Sandbox, name: &str, schema: &Value) -> String {
@@ -166,11 +166,33 @@ async fn run_with_an_array_schema_succeeds_on_the_local_model() {
     assert_eq!(ledger["formats"], "assert", "{ledger}");
 }
 
-/// Every HTTP adapter's fake answering `[1,2,3]` to an array schema: exit 0, the array printed.
+/// The wrap transform's text in a ledger's `transforms`.
+fn names_the_wrap(ledger: &Value) -> bool {
+    ledger["transforms"].as_array().is_some_and(|ts| {
+        ts.iter().any(|t| {
+            t["pointer"] == ""
+                && t["action"]
+                    .as_str()
+                    .unwrap_or("")
+                    .starts_with("wrapped the root")
+        })
+    })
+}
+
+/// Every HTTP adapter with an array schema: the wire gets the root wrapped under `value` where it
+/// needs an object root (OpenAI strict: now `strict`, no longer a hint; GLM's json_object) and
+/// unwrapped where it does not (Anthropic native). The fake answers as the wire asks; `run`
+/// prints the caller's array, exit 0, and the ledger names the wrap.
 #[tokio::test]
 async fn run_with_an_array_schema_succeeds_on_every_hosted_fake() {
     for case in ALL {
-        let server = fake(&case, Script::always(Reply::text("[1,2,3]"))).await;
+        let native = matches!(case.placement, Placement::MessagesFormat);
+        let reply = if native {
+            "[1,2,3]"
+        } else {
+            r#"{"value":[1,2,3]}"#
+        };
+        let server = fake(&case, Script::always(Reply::text(reply))).await;
         let sb = case.sandbox(&server);
         let path = schema_file(&sb, "ints.json", &serde_json::from_str(INTS).unwrap());
         let out = sb.run(case.adapter, &path, &["Three integers."]).await;
@@ -182,21 +204,122 @@ async fn run_with_an_array_schema_succeeds_on_every_hosted_fake() {
             case.adapter,
             out.dump()
         );
-        assert!(
-            out.stderr.contains("worker_check=pass"),
-            "{}: {}",
-            case.adapter,
-            out.dump()
+        let out = sb
+            .run(case.adapter, &path, &["--json", "Three integers."])
+            .await;
+        assert_eq!(out.code, Some(0), "{}: {}", case.adapter, out.dump());
+        let result = out.json();
+        assert_eq!(
+            result["answer"],
+            json!([1, 2, 3]),
+            "{}: {result}",
+            case.adapter
         );
-        // OpenAI's strict mode refuses a non-object root: the Responses adapters send it
-        // non-strict and the ledger says `hint`, never `strict`.
-        if case.adapter == "openai-payg" || case.adapter == "codex-oauth" {
-            assert!(out.stderr.contains("wire_mode=hint"), "{}", out.dump());
-            let calls = support::model_calls(&server);
-            let body = &calls[0].body;
-            assert_eq!(body["text"]["format"]["strict"], false, "{body}");
+        let ledger = &result["ledger"];
+        assert_eq!(ledger["wire_mode"], case.mode, "{}: {ledger}", case.adapter);
+        assert_eq!(ledger["worker_check"]["verdict"], "pass", "{ledger}");
+        assert_eq!(ledger["full_validation"]["valid"], true, "{ledger}");
+        assert_eq!(
+            names_the_wrap(ledger),
+            !native,
+            "{}: {ledger}",
+            case.adapter
+        );
+        let body = &support::model_calls(&server)[0].body;
+        let wire_schema = match case.placement {
+            Placement::ResponsesFormat => {
+                assert_eq!(body["text"]["format"]["strict"], true, "{body}");
+                body["text"]["format"]["schema"].clone()
+            }
+            Placement::MessagesFormat => body["output_config"]["format"]["schema"].clone(),
+            Placement::ChatJsonObject => {
+                let system = body["messages"][0]["content"].as_str().unwrap();
+                let start = system.find("JSON Schema:\n").unwrap() + "JSON Schema:\n".len();
+                serde_json::from_str(&system[start..]).unwrap()
+            }
+            Placement::ChatJsonSchema => body["response_format"]["json_schema"]["schema"].clone(),
+        };
+        // `geode schema check --adapter` shows what `run` did: the same mode, rewrites and copy.
+        let check = sb
+            .geode(
+                &[
+                    "schema",
+                    "check",
+                    "--json",
+                    "--adapter",
+                    case.adapter,
+                    &path,
+                ],
+                "",
+            )
+            .await;
+        assert_eq!(check.code, Some(0), "{}: {}", case.adapter, check.dump());
+        let check = check.json();
+        assert_eq!(check["mode"], ledger["wire_mode"], "{check}");
+        assert_eq!(check["transforms"], ledger["transforms"], "{check}");
+        assert_eq!(check["wrapped"], !native, "{check}");
+        if !matches!(case.placement, Placement::ChatJsonObject) {
+            assert_eq!(check["wire_schema"], wire_schema, "{check}");
+        }
+        let ints: Value = serde_json::from_str(INTS).unwrap();
+        if native {
+            assert_eq!(wire_schema, ints, "{body}");
+        } else {
+            assert_eq!(wire_schema["properties"]["value"], ints, "{body}");
+            assert_eq!(wire_schema["required"], json!(["value"]), "{body}");
+            assert_eq!(wire_schema["additionalProperties"], false, "{body}");
         }
     }
+}
+
+/// `geode schema check --adapter`: a schema outside OpenAI strict's rules names the weaker mode
+/// and why (exit 1); removed keywords are listed as checked locally; an unknown adapter is a
+/// usage error.
+#[tokio::test]
+async fn schema_check_per_adapter_names_mode_rewrites_and_reasons() {
+    let sb = Sandbox::new();
+    let loose = schema_file(
+        &sb,
+        "loose.json",
+        &json!({"type": "object", "properties": {"a": {"type": "string"}}}),
+    );
+    let out = sb
+        .geode(&["schema", "check", "--adapter", "openai-payg", &loose], "")
+        .await;
+    assert_eq!(out.code, Some(1), "{}", out.dump());
+    assert!(out.stdout.contains("mode hint"), "{}", out.dump());
+    assert!(
+        out.stdout
+            .contains("weaker mode because OpenAI strict: /: additionalProperties must be false"),
+        "{}",
+        out.dump()
+    );
+    let stripped = schema_file(
+        &sb,
+        "stripped.json",
+        &json!({"type": "array", "items": {"type": "string", "format": "uri", "default": "x"}}),
+    );
+    let out = sb
+        .geode(
+            &["schema", "check", "--adapter", "codex-oauth", &stripped],
+            "",
+        )
+        .await;
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+    for needle in [
+        "mode strict (root wrapped under \"value\")",
+        "rewrite /: wrapped the root",
+        "rewrite /items: removed keyword format",
+        "rewrite /items: removed keyword default",
+        "checked locally /items: format \"uri\"",
+    ] {
+        assert!(out.stdout.contains(needle), "{needle}: {}", out.dump());
+    }
+    let out = sb
+        .geode(&["schema", "check", "--adapter", "nope", &stripped], "")
+        .await;
+    assert_eq!(out.code, Some(2), "{}", out.dump());
+    assert!(out.stderr.contains("unknown adapter"), "{}", out.dump());
 }
 
 /// `geode worker` with a string-enum root and annotation-only formats: the ledger says both.

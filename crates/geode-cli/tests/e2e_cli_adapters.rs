@@ -342,3 +342,61 @@ netns_test!(
         assert_no_cli_left(&sb).await;
     }
 );
+
+/// An array schema (issue 14) through `geode run --json` on a CLI adapter: returns the result and
+/// checks exit 0, the caller's array as the answer and the wrap named in the ledger.
+async fn run_array(sb: &Sandbox, adapter: &str) -> serde_json::Value {
+    let path = sb.home().join("ints.json");
+    std::fs::write(&path, INTS.to_string()).unwrap();
+    let path = path.display().to_string();
+    let args = ["run", "--adapter", adapter, "--timeout", "120", "--json"];
+    let out = sb
+        .geode(
+            &[&args[..], &["--schema", &path, "Three integers."]].concat(),
+            "",
+        )
+        .await;
+    out.assert_exit(0);
+    let result = out.json();
+    assert_eq!(result["success"], true, "{result}");
+    assert_eq!(result["answer"], json!([1, 2, 3]), "{result}");
+    let transforms = result["ledger"]["transforms"].to_string();
+    assert!(transforms.contains("wrapped the root"), "{result}");
+    result
+}
+
+static INTS: std::sync::LazyLock<serde_json::Value> =
+    std::sync::LazyLock::new(|| json!({"type": "array", "items": {"type": "integer"}}));
+
+netns_test!(
+    geode_run_with_an_array_schema_on_claude_cli_wraps_the_tool_input,
+    async {
+        // A tool's input_schema must be an object: the real CLI gets the wrapped schema, the model
+        // calls StructuredOutput with {"value": [...]}, and geode unwraps it.
+        let (server, sb) = claude_answering(json!({"value": [1, 2, 3]})).await;
+        let result = run_array(&sb, "claude-cli").await;
+        assert_eq!(result["ledger"]["wire_mode"], "cli-validated", "{result}");
+        let calls = model_calls(&server);
+        let tool = &calls[0].body["tools"][0];
+        assert_eq!(tool["name"], "StructuredOutput");
+        assert_eq!(tool["input_schema"]["type"], "object", "{tool}");
+        assert_eq!(tool["input_schema"]["properties"]["value"], *INTS, "{tool}");
+        assert_no_cli_left(&sb).await;
+    }
+);
+
+netns_test!(
+    geode_run_with_an_array_schema_on_codex_cli_sends_the_wrapped_schema,
+    async {
+        // codex forwards --output-schema as OpenAI strict text.format: the root must be an object.
+        let (server, sb) =
+            codex_playing(Script::always(Reply::Json(json!({"value": [1, 2, 3]})))).await;
+        let result = run_array(&sb, "codex-cli").await;
+        assert_eq!(result["ledger"]["wire_mode"], "cli-flag", "{result}");
+        let calls = model_calls(&server);
+        let schema = &calls[0].body["text"]["format"]["schema"];
+        assert_eq!(schema["properties"]["value"], *INTS, "{schema}");
+        assert_eq!(schema["required"], json!(["value"]), "{schema}");
+        assert_no_cli_left(&sb).await;
+    }
+);

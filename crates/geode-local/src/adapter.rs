@@ -170,6 +170,7 @@ impl Adapter for LocalAdapter {
                     StructuredOutputMode::None
                 },
                 transforms: Vec::new(),
+                wrapped_root: false,
                 adapters_tried: Vec::new(),
             },
         })

@@ -1,7 +1,8 @@
 //! The exact request every HTTP adapter puts on its wire (issue 10.5): body and headers, secrets
 //! masked by the fake's recorder, for a set of requests that covers each placement rule: a
 //! strict-compatible schema, a non-strict one, a `$ref`/`$defs` schema, a schema with framework
-//! tools, and a choice constraint without a schema. A change to any byte of a body or header
+//! tools, a choice constraint without a schema, and an array root (wrapped where the wire needs
+//! an object root). A change to any byte of a body or header
 //! fails here: refactors of the wire code must keep these snapshots unchanged
 //! (`tests/snapshots/`; review a deliberate change with `cargo insta review`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -76,6 +77,11 @@ fn requests() -> Vec<(&'static str, AdapterCallRequest)> {
         input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}},
                              "required": ["path"], "additionalProperties": false}),
     }];
+    // A non-object root: wrapped under `value` where the wire needs an object root (issue 14).
+    let mut array_root = base();
+    array_root.response_schema = Some(schema(
+        json!({"type": "array", "items": {"type": "integer"}}),
+    ));
     let mut choice = base();
     choice.text_constraint = Some(TextConstraint::Choice(vec![
         "accept".into(),
@@ -87,6 +93,7 @@ fn requests() -> Vec<(&'static str, AdapterCallRequest)> {
         ("refs", refs),
         ("tools", tools),
         ("choice", choice),
+        ("array_root", array_root),
     ]
 }
 

@@ -2,7 +2,8 @@
 //!
 //! [`check_answer`] applies, in the reference's order: a failed run, empty text, no balanced JSON
 //! object (for a schema whose root is not an object: no value of the root's type, see
-//! [`crate::schema::extract`]), missing top-level `required` keys (object answers only); then, with [`Validation::Full`] (geode's default),
+//! [`crate::schema::extract`]; when the wire wrapped the root under `value`, the wrapper's
+//! `value`), missing top-level `required` keys (object answers only); then, with [`Validation::Full`] (geode's default),
 //! full JSON Schema validation against the caller's original schema; then a choice/regex
 //! constraint when one is set. [`build_schema_retry_prompt`] renders the reference's feedback turn
 //! plus the concrete validation errors.
@@ -10,7 +11,7 @@
 use crate::agent::agent_loop::AgenticResult;
 use crate::ledger::{CheckFailure, ValidationVerdict, WorkerCheck};
 use crate::schema::extract::{NoObject, explain_no_object, extract_answer};
-use crate::schema::root::AnswerRoot;
+use crate::schema::root::{AnswerRoot, unwrap_root};
 use crate::schema::validate::{
     CompiledSchema, Validation, ValidationIssue, missing_required_keys, render_issues,
 };
@@ -101,7 +102,7 @@ pub fn check_answer(
     };
     if let Some((schema, compiled)) = schema {
         let root = AnswerRoot::of(schema);
-        let Some((_, object)) = extract_answer(text, root) else {
+        let Some(object) = answer_value(text, root, result.wire.wrapped_root) else {
             if !root.is_object() {
                 return fail(CheckFailure::NoValue {
                     expected: root.describe(),
@@ -148,6 +149,19 @@ pub fn check_answer(
         };
     }
     check
+}
+
+/// The answer value in `text` for a schema whose root is `root`. When the wire wrapped the root
+/// under `value` ([`crate::schema::subset`]), the wrapper object's `value` is the answer; an
+/// answer that came back unwrapped anyway is still found by the root's own rule (the caller's
+/// schema decides either way).
+fn answer_value(text: &str, root: AnswerRoot, wrapped: bool) -> Option<Value> {
+    let unwrapped =
+        || extract_answer(text, AnswerRoot::Object).and_then(|(_, wrapper)| unwrap_root(wrapper));
+    wrapped
+        .then(unwrapped)
+        .flatten()
+        .or_else(|| extract_answer(text, root).map(|(_, v)| v))
 }
 
 /// Whether `text` satisfies a choice or regex constraint. A grammar cannot be checked here and

@@ -133,3 +133,34 @@ fn the_retry_prompt_names_the_root() {
     );
     assert!(prompt.contains("Required keys: ['a']"), "{prompt}");
 }
+
+#[test]
+fn a_wrapped_wire_answer_is_unwrapped_before_validation() {
+    let ints =
+        ResponseSchema::from_value(json!({"type": "array", "items": {"type": "integer"}})).unwrap();
+    let compiled = CompiledSchema::compile(&ints).unwrap();
+    let wrapped = |text: &str| {
+        let mut r = answered(text);
+        r.wire.wrapped_root = true;
+        check_answer(&r, Some((&ints, &compiled)), None, Validation::Full)
+    };
+    let c = wrapped(r#"{"value": [1, 2]}"#);
+    assert!(c.passed(), "{c:?}");
+    assert_eq!(c.object, Some(json!([1, 2])));
+    // The caller's schema decides: a wrapped value that breaks it fails validation.
+    let c = wrapped(r#"{"value": [1, "x"]}"#);
+    assert_eq!(
+        c.verdict,
+        WorkerCheck::Fail {
+            reason: CheckFailure::Invalid { count: 1 }
+        }
+    );
+    // An answer that came back unwrapped anyway is still found by the root's rule.
+    let c = wrapped("[4]");
+    assert_eq!(c.object, Some(json!([4])));
+    // Without the wire's wrap, `{"value": …}` is not an array answer.
+    let mut plain = answered(r#"{"value": [1]}"#);
+    plain.wire.wrapped_root = false;
+    let c = check_answer(&plain, Some((&ints, &compiled)), None, Validation::Full);
+    assert!(!c.passed(), "{c:?}");
+}

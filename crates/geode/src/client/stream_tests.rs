@@ -199,7 +199,7 @@ fn a_raw_schema_streams_too_and_events_print_as_json_lines() {
     assert_eq!(partial["guarantee"], "unchecked");
     assert!(partial["complete"].is_array());
     // A schema that is not an object is refused before any call, as one error event.
-    let errors = collect(c.stream_json(&json!(true), "go"));
+    let errors = collect(c.stream_json(&json!([1]), "go"));
     let [Err(e)] = errors.as_slice() else {
         panic!("{errors:?}");
     };

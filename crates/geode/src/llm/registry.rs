@@ -15,7 +15,7 @@
 use crate::llm::wire::responses::Backend;
 use crate::schema::ResponseSchema;
 use crate::schema::dialect::Dialect;
-use crate::schema::strict::check_openai_wire;
+use crate::schema::subset::{self, WirePlan};
 use crate::vocab::StructuredOutputMode;
 use std::path::PathBuf;
 
@@ -321,28 +321,41 @@ pub fn local_model_path(env: &dyn Environment) -> Option<PathBuf> {
 
 impl AdapterSpec {
     /// The mode used for `schema` (`none` without one). `thinking` is whether extended thinking
-    /// is on, which rules out Anthropic's forced tool.
+    /// is on, which rules out Anthropic's forced tool. This is [`Self::plan_for`]'s mode.
     pub fn mode_for(
         &self,
         schema: Option<&ResponseSchema>,
         thinking: bool,
     ) -> StructuredOutputMode {
+        self.plan_for(schema, thinking).mode
+    }
+
+    /// How `schema` goes on this adapter's wire: the mode, the copy sent (wrapped, stripped),
+    /// the rewrites and why a weaker mode was used. The same functions of
+    /// [`crate::schema::subset`] (and the Messages placement) build the bodies, so what `run`
+    /// sends and what `geode schema check --adapter` shows cannot disagree.
+    pub fn plan_for(&self, schema: Option<&ResponseSchema>, thinking: bool) -> WirePlan {
         let Some(schema) = schema else {
-            return StructuredOutputMode::None;
+            return WirePlan::none();
         };
-        match self.mode_rule {
-            ModeRule::Fixed(m) => m,
-            ModeRule::Probed => StructuredOutputMode::Strict,
-            ModeRule::StrictOrHint => {
-                if check_openai_wire(schema.as_value()).compatible {
-                    StructuredOutputMode::Strict
-                } else {
-                    StructuredOutputMode::Hint
-                }
+        match (self.mode_rule, self.dialect) {
+            (ModeRule::StrictOrHint, _) => subset::openai_strict(schema),
+            // Strict until the probe settles it (`Adapter::settle_mode`); the server takes any root.
+            (ModeRule::Probed, _) => WirePlan::identity(StructuredOutputMode::Strict, Some(schema)),
+            (ModeRule::AnthropicLadder, _) => {
+                crate::llm::wire::messages::plan_for_thinking(schema, thinking)
             }
-            ModeRule::AnthropicLadder => {
-                crate::llm::wire::messages::mode_for_thinking(Some(schema), thinking)
+            (ModeRule::Fixed(m), Dialect::CodexCli) => WirePlan {
+                mode: m,
+                ..subset::openai_strict(schema)
+            },
+            (ModeRule::Fixed(m), Dialect::ClaudeCli) => {
+                subset::object_root(schema, &subset::ANTHROPIC_TOOL, m)
             }
+            (ModeRule::Fixed(m), Dialect::Glm) => {
+                subset::object_root(schema, &subset::GLM_JSON_OBJECT, m)
+            }
+            (ModeRule::Fixed(m), _) => WirePlan::identity(m, Some(schema)),
         }
     }
 
@@ -536,6 +549,34 @@ mod tests {
     fn every_http_row_has_an_endpoint_and_no_other_row_has_one() {
         for a in ADAPTERS {
             assert_eq!(a.endpoint.is_some(), a.wire_family.is_http(), "{}", a.name);
+        }
+    }
+
+    #[test]
+    fn an_array_root_plan_per_adapter() {
+        let ints =
+            ResponseSchema::from_value(json!({"type": "array", "items": {"type": "integer"}}))
+                .unwrap();
+        for a in ADAPTERS {
+            let plan = a.plan_for(Some(&ints), false);
+            assert_eq!(plan.mode, a.mode_for(Some(&ints), false), "{}", a.name);
+            let (mode, wrapped) = match a.dialect {
+                Dialect::OpenAiStrict => (StructuredOutputMode::Strict, true),
+                Dialect::Anthropic => (StructuredOutputMode::Strict, false),
+                Dialect::ClaudeCli => (StructuredOutputMode::CliValidated, true),
+                Dialect::CodexCli => (StructuredOutputMode::CliFlag, true),
+                Dialect::Glm => (StructuredOutputMode::JsonMode, true),
+                Dialect::Local => (StructuredOutputMode::Constrained, false),
+            };
+            assert_eq!((plan.mode, plan.wrapped), (mode, wrapped), "{}", a.name);
+            assert_eq!(
+                plan.transforms
+                    .iter()
+                    .any(|t| t.action.starts_with("wrapped the root")),
+                wrapped,
+                "{}",
+                a.name
+            );
         }
     }
 

@@ -255,6 +255,10 @@ pub struct WireReport {
     /// Every rewrite of the caller's schema on the way to the wire.
     #[serde(default)]
     pub transforms: Vec<Transform>,
+    /// True when the wire carried the schema's root wrapped under `value`
+    /// ([`crate::schema::root::wrap_root`]): the answer's `value` is the caller's answer.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub wrapped_root: bool,
     /// Set by a fallback chain: every adapter tried, the last one being the one that answered.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub adapters_tried: Vec<AdapterTry>,

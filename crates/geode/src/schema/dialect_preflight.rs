@@ -1,7 +1,9 @@
 //! Offline preflight of provider limits (part of [`super`], in its own file for size).
 //!
 //! OpenAI strict mode documents hard limits (`wire.md` §2.6); a schema past them is refused by
-//! the server. [`preflight`] finds them before the call, with the limit named and a pointer.
+//! the server. [`preflight`] finds them before the call, with the limit named and a pointer. They
+//! are counted on the copy the wire gets ([`crate::schema::subset::openai_strict`]: a wrapped root
+//! is one more property and nesting level), the pointers given in the caller's schema.
 //! Only the OpenAI-bound dialects (`OpenAiStrict`, `CodexCli`) have documented numeric limits.
 
 use super::{Dialect, ResponseSchema, sub_pointer, subschemas};
@@ -73,7 +75,20 @@ impl std::fmt::Display for LimitViolation {
 pub fn preflight(schema: &ResponseSchema, dialect: Dialect) -> Result<(), Vec<LimitViolation>> {
     let found = match dialect {
         Dialect::OpenAiStrict | Dialect::CodexCli => {
-            openai_violations(schema.as_value(), &OPENAI_STRICT_LIMITS)
+            // Counted on the copy the wire gets: a wrapped root is one more property and level.
+            // Pointers are given back in the caller's schema (the wrapper's own are the root).
+            let plan = crate::schema::subset::openai_strict(schema);
+            let wire = plan.wire.as_ref().unwrap_or(schema.as_value());
+            let mut found = openai_violations(wire, &OPENAI_STRICT_LIMITS);
+            if plan.wrapped {
+                let under = format!("/properties/{}", crate::schema::root::WRAP_KEY);
+                for v in &mut found {
+                    if let Some(rest) = v.pointer.strip_prefix(&under) {
+                        v.pointer = rest.to_owned();
+                    }
+                }
+            }
+            found
         }
         _ => Vec::new(),
     };

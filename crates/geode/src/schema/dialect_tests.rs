@@ -79,8 +79,15 @@ fn definitions_start_their_own_nesting_count() {
 
 #[test]
 fn arrays_and_unions_do_not_add_nesting_levels() {
-    let s = schema(json!({"type":"array","items":{"anyOf":[nested_objects(10), {"type":"null"}]}}));
+    let s = schema(
+        json!({"type":"object","properties":{"a":{"type":"array","items":{"anyOf":[nested_objects(9), {"type":"null"}]}}},"required":["a"],"additionalProperties":false}),
+    );
     assert_eq!(preflight(&s, Dialect::OpenAiStrict), Ok(()));
+    // An array root goes wrapped in one object (issue 14): the wrapper is a level too.
+    let s = schema(json!({"type":"array","items":{"anyOf":[nested_objects(9), {"type":"null"}]}}));
+    assert_eq!(preflight(&s, Dialect::OpenAiStrict), Ok(()));
+    let s = schema(json!({"type":"array","items":{"anyOf":[nested_objects(10), {"type":"null"}]}}));
+    assert_eq!(only(preflight(&s, Dialect::OpenAiStrict)).found, 11);
 }
 
 #[test]

@@ -286,12 +286,24 @@ fn prefix_xor(mut x: u64) -> u64 {
 
 /// Tries the top-level spans of `text` from last to first with `parse`; returns the first span
 /// `parse` accepts, with what it returned. Each span is given to `parse` at most once.
+///
+/// Fast path: when the text trimmed of JSON whitespace is `{…}` and `parse` accepts it whole,
+/// that is the answer without scanning for spans (a valid JSON object is exactly one top-level
+/// span, so the rule gives the same text). Most answers of a strict provider are just that.
 pub fn last_object_with<'a, T>(
     text: &'a str,
     mut parse: impl FnMut(&'a str) -> Option<T>,
 ) -> Option<(&'a str, T)> {
+    let whole = text.trim_matches(|c| matches!(c, ' ' | '\t' | '\n' | '\r'));
+    let tried_whole = whole.starts_with('{') && whole.ends_with('}');
+    if tried_whole && let Some(t) = parse(whole) {
+        return Some((whole, t));
+    }
     top_level_spans(text).into_iter().rev().find_map(|r| {
         let slice = text.get(r)?;
+        if tried_whole && slice.len() == whole.len() {
+            return None; // the whole text, already refused
+        }
         parse(slice).map(|t| (slice, t))
     })
 }

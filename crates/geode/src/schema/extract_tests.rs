@@ -279,7 +279,30 @@ fn last_object_with_gives_each_span_once_last_first() {
         (s == "{2}").then_some(2)
     });
     assert_eq!(got, Some(("{2}", 2)));
-    assert_eq!(seen, vec!["{3}", "{2}"]);
+    // The whole text is tried first (it is `{…}`), then each span once, last first.
+    assert_eq!(seen, vec!["{1} {2} {3}", "{3}", "{2}"]);
+}
+
+#[test]
+fn a_whole_object_answer_is_taken_without_a_span_scan_and_tried_once() {
+    let mut seen = Vec::new();
+    let text = " \n{\"a\": \"}{\"}\t\r\n";
+    let got = last_object_with(text, |s| {
+        seen.push(s);
+        Some(s.len())
+    });
+    assert_eq!(got, Some(("{\"a\": \"}{\"}", 11)));
+    assert_eq!(seen.len(), 1);
+    // Refused whole, the same text is not given again as its own single span.
+    seen.clear();
+    assert_eq!(
+        last_object_with("{\"a\": 1}", |s| {
+            seen.push(s);
+            None::<()>
+        }),
+        None
+    );
+    assert_eq!(seen, vec!["{\"a\": 1}"]);
 }
 
 // ---- property tests ----

@@ -1,6 +1,7 @@
 //! The `response_schema` contract.
 //!
-//! A [`ResponseSchema`] is one JSON Schema that must be a JSON object. It is the single
+//! A [`ResponseSchema`] is one JSON Schema held as a JSON object (a boolean schema is taken in
+//! its object form: `true` is `{}`, `false` is `{"not":{}}`). It is the single
 //! structured-output surface of geode: it travels
 //! `SubTask → WorkerRequest → AgenticLoop → AdapterCallRequest → adapter` unchanged, and every
 //! provider-specific rewrite happens on a *copy* (see [`dialect`]) with the transforms recorded.
@@ -16,6 +17,7 @@
 //! | [`validate`] | the worker's shallow check and full JSON Schema validation |
 //! | [`cost`] | the static estimate that refuses schemas too expensive to validate |
 //! | [`dialect`] | per-provider projection, residual constraints and limit preflight |
+//! | [`subset`] | each provider's schema subset as data, and the one rewrite per wire (wrap, strip, or a weaker mode) |
 //!
 //! ```
 //! use geode::schema::ResponseSchema;
@@ -33,6 +35,7 @@ pub mod json_scan;
 pub mod resources;
 pub mod root;
 pub mod strict;
+pub mod subset;
 pub mod validate;
 
 mod constraint;
@@ -111,7 +114,7 @@ pub enum SchemaError {
     },
 }
 
-/// One JSON Schema, guaranteed to be a JSON object.
+/// One JSON Schema, guaranteed to be a JSON object (boolean schemas are held in object form).
 ///
 /// Cheap to clone (the value is shared). Serialises as the plain schema object.
 #[derive(Clone, PartialEq)]
@@ -166,9 +169,25 @@ pub(crate) fn json_type_name(value: &Value) -> &'static str {
 }
 
 impl ResponseSchema {
-    /// Wraps a JSON value; anything but an object is a [`SchemaError::NotAnObject`].
+    /// Wraps a JSON value. A boolean schema becomes its object form (`true` → `{}`, every value
+    /// matches; `false` → `{"not":{}}`, none does), as JSON Schema defines them; anything else
+    /// but an object is a [`SchemaError::NotAnObject`].
+    ///
+    /// ```
+    /// use geode::schema::ResponseSchema;
+    /// assert_eq!(ResponseSchema::from_json_str("true").unwrap().to_compact_json(), "{}");
+    /// assert_eq!(ResponseSchema::from_json_str("false").unwrap().to_compact_json(), r#"{"not":{}}"#);
+    /// ```
     pub fn from_value(value: Value) -> Result<Self, SchemaError> {
         match value {
+            Value::Bool(true) => Ok(Self::default()),
+            Value::Bool(false) => {
+                let mut m = Map::new();
+                m.insert("not".to_owned(), Value::Object(Map::new()));
+                Ok(Self {
+                    value: Arc::new(Value::Object(m)),
+                })
+            }
             Value::Object(_) => Ok(Self {
                 value: Arc::new(value),
             }),
@@ -314,7 +333,6 @@ mod tests {
         for (v, found) in [
             (json!([1]), "array"),
             (json!("s"), "string"),
-            (json!(true), "boolean"),
             (json!(null), "null"),
             (json!(3), "number"),
         ] {
@@ -324,6 +342,18 @@ mod tests {
             }
         }
         assert!(ResponseSchema::from_value(json!({})).is_ok());
+    }
+
+    #[test]
+    fn boolean_schemas_become_their_object_forms() {
+        let t = ResponseSchema::from_value(json!(true)).unwrap();
+        assert_eq!(t.as_value(), &json!({}));
+        let f = ResponseSchema::from_value(json!(false)).unwrap();
+        assert_eq!(f.as_value(), &json!({"not": {}}));
+        let compiled = validate::CompiledSchema::compile(&f).unwrap();
+        assert!(!compiled.is_valid(&json!(1)) && !compiled.is_valid(&json!({})));
+        let compiled = validate::CompiledSchema::compile(&t).unwrap();
+        assert!(compiled.is_valid(&json!([1])) && compiled.is_valid(&json!(null)));
     }
 
     #[test]

@@ -27,8 +27,10 @@
 //!
 //! The last two rows are OpenAI's own rules for strict mode ("Supported schemas" in the
 //! Structured Outputs guide, platform.openai.com, read 2026-11-30: the root must be an object
-//! and not `anyOf`; the API answers 400 "'default' is not permitted"). A schema that breaks them
-//! goes on the wire non-strict (`hint`), and the final validation checks it locally.
+//! and not `anyOf`; the API answers 400 "'default' is not permitted"). The wire does not send a
+//! schema that breaks them as it is: [`super::subset::openai_strict`] wraps such a root under
+//! `value` and removes `default` (and the other keywords OpenAI refuses), then applies
+//! [`check_strict`] to that copy; [`check_openai_wire`] names the rules on the caller's schema.
 //!
 //! Both keep the reference's choices on the rest: `type` is compared as the exact string
 //! `"object"` (a type list such as `["object","null"]` is not checked), `properties` are only
@@ -155,9 +157,9 @@ pub fn check_strict(schema: &Value) -> StrictVerdict {
 
 /// What OpenAI's strict mode takes on the wire (`openai-payg`, `codex-oauth`): [`check_strict`]
 /// plus the server's own rules that the contract's predicate leaves out (the last two rows of
-/// the module table: an object root, no `default`). The registry's mode and the Responses body's
-/// `strict` flag both come from here, so the ledger never claims `strict` for a schema the
-/// provider would refuse.
+/// the module table: an object root, no `default`), on the schema as it is. The wire rewrites such
+/// a schema first ([`super::subset::openai_strict`]: root wrapped, `default` removed), and the
+/// registry's mode and the Responses body's `strict` flag come from that plan.
 ///
 /// ```
 /// use geode::schema::strict::{check_openai_wire, check_strict};

@@ -9,7 +9,8 @@
 //! input the model sent, which the result object alone does not when the CLI gives up.
 //!
 //! With `--json-schema` the CLI offers the model a `StructuredOutput` tool whose input schema is
-//! the caller's schema, validates the tool input itself and feeds errors back (up to 5 tries);
+//! the caller's schema (a tool input needs an object root: any other root is wrapped under
+//! `value`, [`crate::schema::subset::ANTHROPIC_TOOL`]), validates the tool input itself and feeds errors back (up to 5 tries);
 //! see `wire.md` §6. The wire mode is therefore [`StructuredOutputMode::CliValidated`].
 //!
 //! | result object | outcome |
@@ -155,7 +156,8 @@ impl ClaudeCliAdapter {
             spec = spec.args(["--system-prompt", req.system_prompt.as_str()]);
         }
         if let Some(schema) = &req.response_schema {
-            spec = spec.arg("--json-schema").arg(schema.to_compact_json());
+            let wire = wire_plan(Some(schema)).wire_schema(schema);
+            spec = spec.arg("--json-schema").arg(wire.to_compact_json());
         }
         if partial {
             spec = spec.arg("--include-partial-messages");
@@ -208,9 +210,17 @@ impl Adapter for ClaudeCliAdapter {
             Some(resp) => resp,
             None => interpret(result, req.response_schema.is_some())?,
         };
-        let mode = self.wire_mode(req.response_schema.as_ref());
-        Ok(cli_common::answered(resp, mode))
+        Ok(cli_common::answered(
+            resp,
+            wire_plan(req.response_schema.as_ref()),
+        ))
     }
+}
+
+/// How the schema goes on this CLI's wire: its row's plan (the `StructuredOutput` tool's
+/// `input_schema` needs an object root, [`crate::schema::subset::ANTHROPIC_TOOL`]).
+fn wire_plan(schema: Option<&crate::schema::ResponseSchema>) -> crate::schema::subset::WirePlan {
+    cli_common::wire_plan(NAME, schema)
 }
 
 /// The CLI's `result` object (`wire.md` §6.4); unknown fields are ignored.

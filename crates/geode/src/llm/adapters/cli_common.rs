@@ -27,7 +27,7 @@ use crate::llm::request::{AdapterCallRequest, AdapterResponse, ContentBlock, Rol
 use crate::llm::subprocess::{
     BASE_ENV_ALLOW, DEFAULT_CAPTURE_BYTES, Ending, ProcessSpec, SubprocessError, SubprocessOutput,
 };
-use crate::vocab::StructuredOutputMode;
+use crate::schema::subset::WirePlan;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -226,13 +226,23 @@ pub fn no_outcome(adapter: &str, out: &SubprocessOutput, missing: &str) -> Adapt
     }
 }
 
-/// `resp` with the wire report of a CLI call in `mode` (a CLI reports nothing else).
-pub fn answered(mut resp: AdapterResponse, mode: StructuredOutputMode) -> AdapterResponse {
+/// `resp` with the wire report of a CLI call made with `plan` (its mode and the rewrites of the
+/// schema it was given).
+pub fn answered(mut resp: AdapterResponse, plan: WirePlan) -> AdapterResponse {
     resp.wire = WireReport {
-        mode,
+        mode: plan.mode,
+        transforms: plan.transforms,
+        wrapped_root: plan.wrapped,
         ..WireReport::default()
     };
     resp
+}
+
+/// How `schema` goes on the wire of the CLI adapter `name`: its registry row's plan
+/// ([`crate::llm::registry::AdapterSpec::plan_for`]), the same one `geode schema check
+/// --adapter` shows.
+pub fn wire_plan(name: &str, schema: Option<&crate::schema::ResponseSchema>) -> WirePlan {
+    crate::llm::registry::spec(name).map_or_else(WirePlan::none, |s| s.plan_for(schema, false))
 }
 
 /// Runs a CLI's process for one call: stdout capped at the call's response budget, ended at

@@ -7,7 +7,9 @@
 //! [-m M] [-c key=value ...] [--output-schema FILE] -`.
 //! The four start-up flags keep codex from looking up hosts of its own (`wire.md` §7.5).
 //!
-//! The schema is written as compact JSON to `schema.json` (mode 0600) in a fresh private
+//! The schema, fitted to OpenAI strict by the row's plan ([`crate::schema::subset::openai_strict`]:
+//! a non-object root wrapped under `value`, refused keywords removed; the ledger names each
+//! rewrite) is written as compact JSON to `schema.json` (mode 0600) in a fresh private
 //! directory (mode 0700) under the temp root; a guard removes the directory when the call ends
 //! on any path: normal exit, non-zero exit, timeout kill, cancellation, or the future dropped.
 //! Codex sends it verbatim as `text.format` but does not validate the answer, so the wire mode
@@ -242,8 +244,9 @@ impl Adapter for CodexCliAdapter {
     ) -> Result<AdapterResponse, AdapterError> {
         let bin = self.resolve_bin()?;
         // Lives until the end of this function on every path, then removes the directory.
+        let plan = cli_common::wire_plan(NAME, req.response_schema.as_ref());
         let schema_file = match &req.response_schema {
-            Some(s) => Some(self.write_schema(s).await?),
+            Some(s) => Some(self.write_schema(&plan.wire_schema(s)).await?),
             None => None,
         };
         let named =
@@ -262,8 +265,7 @@ impl Adapter for CodexCliAdapter {
                 return Err(cli_common::no_outcome(NAME, &out, missing));
             }
         };
-        let mode = self.wire_mode(req.response_schema.as_ref());
-        Ok(cli_common::answered(resp, mode))
+        Ok(cli_common::answered(resp, plan))
     }
 }
 

@@ -60,7 +60,7 @@ mod stream;
 pub use family::{ANTHROPIC_VERSION, MessagesWire};
 pub use placement::{
     OUTPUT_TOOL_PREFIX, Placed, Placement, mode_for, mode_for_thinking, output_tool_name,
-    place_schema,
+    place_schema, plan_for_thinking,
 };
 pub use request::{
     Built, ContentBlock, Delivery, OutputConfig, OutputFormat, Request, System, SystemBlock,

@@ -15,7 +15,7 @@
 //! | `store` | always `false` |
 //! | `reasoning`, `include` | for reasoning models: `{"effort","summary":"auto"}` and `["reasoning.encrypted_content"]`; no temperature |
 //! | `max_output_tokens` | [`Backend::Platform`] only (the ChatGPT backend rejects it) |
-//! | `text.format` | with a schema: `{"type":"json_schema","name": openai_name,"strict": <strict check>,"schema": <schema verbatim>}` |
+//! | `text.format` | with a schema: `{"type":"json_schema","name": openai_name,"strict": <plan>,"schema": <the plan's copy>}`, the plan being [`crate::schema::subset::openai_strict`] (root wrapped, unsupported keywords removed; the caller's schema when nothing needed rewriting) |
 //!
 //! The [`WireReport`] says `strict` when `strict:true` was sent, `hint` when `false`, `none`
 //! without a schema. Response: text from `output_text` parts; tool calls from `function_call`
@@ -25,7 +25,7 @@
 
 use crate::llm::call::AdapterError;
 use crate::llm::request::{AdapterCallRequest, WireReport};
-use crate::schema::strict::check_openai_wire;
+use crate::schema::subset::openai_strict;
 use crate::vocab::StructuredOutputMode;
 use bytes::Bytes;
 
@@ -117,19 +117,17 @@ pub fn build(
     let reasoning = opts.reasoning == Reasoning::On;
     let tools = !req.tools.is_empty();
     let mut wire = WireReport::default();
-    let text = req.response_schema.as_ref().map(|schema| {
-        let strict = check_openai_wire(schema.as_value()).compatible;
-        wire.mode = if strict {
-            StructuredOutputMode::Strict
-        } else {
-            StructuredOutputMode::Hint
-        };
+    let plan = req.response_schema.as_ref().map(|s| (s, openai_strict(s)));
+    let text = plan.as_ref().map(|(schema, plan)| {
+        wire.mode = plan.mode;
+        wire.transforms.clone_from(&plan.transforms);
+        wire.wrapped_root = plan.wrapped;
         body::Text {
             format: body::Format {
                 kind: "json_schema",
                 name: schema.openai_name(),
-                strict,
-                schema: schema.as_value(),
+                strict: plan.mode == StructuredOutputMode::Strict,
+                schema: plan.wire.as_ref().unwrap_or(schema.as_value()),
             },
         }
     });

@@ -9,7 +9,7 @@
 //! | `tools` | `[{type: function, function: {name, description, parameters}}]`, at most 128 |
 //! | `tool_choice` | `"auto"` only, and only with tools (see below) |
 //! | `max_tokens`, `temperature`, `stop_sequences` | `max_tokens`, `temperature`, `stop` |
-//! | `response_schema` | `response_format: {type: json_object}` + the schema in the system prompt → `json-mode` |
+//! | `response_schema` | `response_format: {type: json_object}` + the schema in the system prompt → `json-mode`; a root that admits no object is wrapped under `value` first ([`crate::schema::subset::GLM_JSON_OBJECT`]: JSON mode answers an object) |
 //!
 //! GLM accepts only `tool_choice: "auto"` (it rejects `"none"`, unlike the reference which sends
 //! it). So: `auto` → `"auto"`; `none` → the tools are withheld from this request (the model cannot
@@ -20,6 +20,7 @@
 use super::BuildError;
 use crate::llm::request::{self, AdapterCallRequest, ContentBlock, Role, WireReport};
 use crate::llm::wire::schema_prompt;
+use crate::schema::subset::{GLM_JSON_OBJECT, WirePlan, object_root};
 use crate::vocab::{StructuredOutputMode, Transform};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -269,12 +270,25 @@ pub fn build_with(
                 true
             }
         };
-    let system = match &req.response_schema {
-        Some(schema) if placement.in_prompt() => {
-            schema_prompt::append_to_system(&req.system_prompt, schema)
+    // GLM's json_object (and a json_object fallback) needs an object root: wrapped if not.
+    let plan = req.response_schema.as_ref().map(|s| {
+        let plan = match placement {
+            SchemaPlacement::JsonObject => {
+                object_root(s, &GLM_JSON_OBJECT, StructuredOutputMode::JsonMode)
+            }
+            SchemaPlacement::JsonSchema { .. } => WirePlan::identity(placement.mode(), Some(s)),
+        };
+        (s, plan)
+    });
+    let system = match &plan {
+        Some((schema, plan)) if placement.in_prompt() => {
+            schema_prompt::append_to_system(&req.system_prompt, &plan.wire_schema(schema))
         }
         _ => req.system_prompt.clone(),
     };
+    if let Some((_, plan)) = &plan {
+        transforms.extend(plan.transforms.iter().cloned());
+    }
     let mut messages = Vec::with_capacity(req.messages.len() + 1);
     if !system.trim().is_empty() {
         messages.push(ChatMessage::System { content: system });
@@ -310,6 +324,7 @@ pub fn build_with(
                 None => StructuredOutputMode::None,
             },
             transforms,
+            wrapped_root: plan.is_some_and(|(_, p)| p.wrapped),
             ..WireReport::default()
         },
     })

@@ -4,7 +4,7 @@
 //! |---|---|---|
 //! | no schema | nothing | `none` |
 //! | the projected copy fits Anthropic's subset and the last turn is not an assistant prefill | `output_config.format` | `strict` |
-//! | extended thinking is off and the schema's root is an object | a forced output tool | `tool` |
+//! | extended thinking is off | a forced output tool, its `input_schema` the schema with an object root ([`crate::schema::subset::ANTHROPIC_TOOL`]: `type:"object"` added to a typeless object root, any other root wrapped under `value`) | `tool` |
 //! | otherwise | the schema in the system prompt | `prompt` |
 //!
 //! Native structured outputs work with extended thinking and with tools (the grammar covers the
@@ -14,6 +14,7 @@
 use crate::llm::request::{AdapterCallRequest, Role};
 use crate::schema::ResponseSchema;
 use crate::schema::dialect::{Dialect, anthropic_native_fits, project};
+use crate::schema::subset::{ANTHROPIC_TOOL, WirePlan, object_root};
 use crate::vocab::{StructuredOutputMode, Transform};
 use serde_json::Value;
 
@@ -37,7 +38,7 @@ pub enum Placement {
     OutputTool {
         /// The tool name, unique among the request's tools.
         name: String,
-        /// The caller's schema (root made an explicit object when it had no `type`).
+        /// The caller's schema with an object root (`type` added, or the root wrapped).
         input_schema: Value,
     },
     /// The schema rendered into the system prompt.
@@ -53,48 +54,71 @@ pub struct Placed {
     pub mode: StructuredOutputMode,
     /// Rewrites of the caller's schema for this placement.
     pub transforms: Vec<Transform>,
+    /// True when the root was wrapped under `value` (a forced tool for a non-object root).
+    pub wrapped: bool,
+    /// Why a stronger placement was not used (empty for native).
+    pub weaker_because: Vec<String>,
+}
+
+impl Placed {
+    fn empty(placement: Placement, mode: StructuredOutputMode) -> Self {
+        Self {
+            placement,
+            mode,
+            transforms: Vec::new(),
+            wrapped: false,
+            weaker_because: Vec::new(),
+        }
+    }
 }
 
 /// Decides the placement for `req` (its schema, thinking budget, last turn and tool names).
 pub fn place_schema(req: &AdapterCallRequest) -> Placed {
     let Some(schema) = &req.response_schema else {
-        return Placed {
-            placement: Placement::None,
-            mode: StructuredOutputMode::None,
-            transforms: Vec::new(),
-        };
+        return Placed::empty(Placement::None, StructuredOutputMode::None);
     };
     let prefill = req
         .messages
         .last()
         .is_some_and(|m| m.role == Role::Assistant);
-    if !prefill && anthropic_native_fits(schema).is_ok() {
-        let projection = project(schema, Dialect::Anthropic);
-        return Placed {
-            placement: Placement::Native {
-                schema: projection.wire,
-            },
-            mode: StructuredOutputMode::Strict,
-            transforms: projection.transforms,
-        };
+    let mut weaker_because = Vec::new();
+    if prefill {
+        weaker_because.push("native: an assistant prefill rules out output_config.format".into());
+    } else {
+        match anthropic_native_fits(schema) {
+            Ok(()) => {
+                let projection = project(schema, Dialect::Anthropic);
+                return Placed {
+                    placement: Placement::Native {
+                        schema: projection.wire,
+                    },
+                    mode: StructuredOutputMode::Strict,
+                    transforms: projection.transforms,
+                    wrapped: false,
+                    weaker_because,
+                };
+            }
+            Err(why) => weaker_because.extend(why.into_iter().map(|w| format!("native: {w}"))),
+        }
     }
-    if req.thinking_budget == 0
-        && let Some((input_schema, transforms)) = tool_input_schema(schema)
-    {
+    if req.thinking_budget == 0 {
+        let plan = object_root(schema, &ANTHROPIC_TOOL, StructuredOutputMode::Tool);
         let taken: Vec<&str> = req.tools.iter().map(|t| t.name.as_str()).collect();
         return Placed {
             placement: Placement::OutputTool {
                 name: output_tool_name(schema, &taken),
-                input_schema,
+                input_schema: plan.wire.unwrap_or_else(|| schema.as_value().clone()),
             },
             mode: StructuredOutputMode::Tool,
-            transforms,
+            transforms: plan.transforms,
+            wrapped: plan.wrapped,
+            weaker_because,
         };
     }
+    weaker_because.push("tool: extended thinking rules out a forced tool".into());
     Placed {
-        placement: Placement::Prompt,
-        mode: StructuredOutputMode::Prompt,
-        transforms: Vec::new(),
+        weaker_because,
+        ..Placed::empty(Placement::Prompt, StructuredOutputMode::Prompt)
     }
 }
 
@@ -104,33 +128,37 @@ pub fn mode_for(schema: Option<&ResponseSchema>) -> StructuredOutputMode {
 }
 
 /// The mode [`place_schema`] picks for `schema` on a request without prefill, with extended
-/// thinking on or off (the registry's `AnthropicLadder` rule is this function).
+/// thinking on or off.
 pub fn mode_for_thinking(schema: Option<&ResponseSchema>, thinking: bool) -> StructuredOutputMode {
-    let mut req = AdapterCallRequest::new("", Vec::new());
-    req.response_schema = schema.cloned();
-    req.thinking_budget = u32::from(thinking);
-    place_schema(&req).mode
+    match schema {
+        Some(s) => plan_for_thinking(s, thinking).mode,
+        None => StructuredOutputMode::None,
+    }
 }
 
-/// The schema as a tool `input_schema`: the root must be an object (`type` absent is made
-/// explicit, with a transform); a root of another type or a root union cannot be a tool input.
-fn tool_input_schema(schema: &ResponseSchema) -> Option<(Value, Vec<Transform>)> {
-    let obj = schema.as_object();
-    match obj.get("type") {
-        Some(Value::String(t)) if t == "object" => Some((schema.as_value().clone(), Vec::new())),
-        None if !["anyOf", "oneOf", "allOf", "$ref"]
-            .iter()
-            .any(|k| obj.contains_key(*k)) =>
-        {
-            let mut copy = obj.clone();
-            copy.insert("type".into(), Value::String("object".into()));
-            let transform = Transform {
-                pointer: String::new(),
-                action: "added type object at the root (tool input schemas must be objects)".into(),
-            };
-            Some((Value::Object(copy), vec![transform]))
-        }
-        _ => None,
+/// [`place_schema`] for `schema` on a request without prefill, as a [`WirePlan`] (the registry's
+/// `AnthropicLadder` rule is this function).
+pub fn plan_for_thinking(schema: &ResponseSchema, thinking: bool) -> WirePlan {
+    let mut req = AdapterCallRequest::new("", Vec::new());
+    req.response_schema = Some(schema.clone());
+    req.thinking_budget = u32::from(thinking);
+    let placed = place_schema(&req);
+    let wire = match placed.placement {
+        Placement::Native { schema } => Some(schema),
+        Placement::OutputTool { input_schema, .. } => Some(input_schema),
+        Placement::None | Placement::Prompt => None,
+    };
+    let residuals = match placed.mode {
+        StructuredOutputMode::Strict => project(schema, Dialect::Anthropic).residuals,
+        _ => Vec::new(),
+    };
+    WirePlan {
+        mode: placed.mode,
+        wire,
+        wrapped: placed.wrapped,
+        transforms: placed.transforms,
+        residuals,
+        weaker_because: placed.weaker_because,
     }
 }
 
@@ -233,11 +261,35 @@ mod tests {
     }
 
     #[test]
-    fn non_object_root_cannot_be_a_tool_and_goes_to_the_prompt() {
-        let placed = place_schema(&req_with(
-            json!({"anyOf": [{"type": "string"}, {"$ref": "#"}]}),
-        ));
+    fn a_non_object_root_outside_native_becomes_a_wrapped_tool() {
+        let root = json!({"anyOf": [{"type": "string"}, {"$ref": "#"}]});
+        let placed = place_schema(&req_with(root.clone()));
+        assert_eq!(placed.mode, StructuredOutputMode::Tool);
+        assert!(placed.wrapped);
+        assert!(placed.weaker_because[0].contains("recursive"), "{placed:?}");
+        let Placement::OutputTool { input_schema, .. } = placed.placement else {
+            panic!("expected output tool")
+        };
+        assert_eq!(input_schema["type"], "object");
+        assert_eq!(
+            input_schema["properties"]["value"]["anyOf"][1]["$ref"],
+            "#/properties/value"
+        );
+        // With extended thinking the prompt takes it, unwrapped: the prompt asks for the root.
+        let mut req = req_with(root);
+        req.thinking_budget = 1024;
+        let placed = place_schema(&req);
         assert_eq!(placed.mode, StructuredOutputMode::Prompt);
+        assert!(!placed.wrapped);
+    }
+
+    #[test]
+    fn an_array_root_inside_the_subset_goes_native_unwrapped() {
+        let placed = place_schema(&req_with(
+            json!({"type": "array", "items": {"type": "integer"}}),
+        ));
+        assert_eq!(placed.mode, StructuredOutputMode::Strict);
+        assert!(!placed.wrapped && placed.weaker_because.is_empty());
     }
 
     #[test]

@@ -248,6 +248,7 @@ pub fn build(req: &AdapterCallRequest, default_model: &str, delivery: Delivery) 
         wire: WireReport {
             mode: placed.mode,
             transforms,
+            wrapped_root: placed.wrapped,
             ..WireReport::default()
         },
         output_tool,
