@@ -145,7 +145,12 @@ fn sample(bench: &Path, per_subset: usize, seed: u64) -> std::io::Result<Vec<(St
             let j = usize::try_from(rng.next() % (i as u64 + 1)).unwrap_or(0);
             files.swap(i, j);
         }
-        picked.extend(files.into_iter().take(per_subset).map(|f| (name.clone(), f)));
+        picked.extend(
+            files
+                .into_iter()
+                .take(per_subset)
+                .map(|f| (name.clone(), f)),
+        );
     }
     Ok(picked)
 }

@@ -101,9 +101,7 @@ impl Constraint {
     fn to_grammar(&self) -> Result<Option<TopLevelGrammar>, LocalError> {
         Ok(Some(match self {
             Self::None => return Ok(None),
-            Self::JsonSchema(schema) => {
-                TopLevelGrammar::from_json_schema(tighten(schema).schema)
-            }
+            Self::JsonSchema(schema) => TopLevelGrammar::from_json_schema(tighten(schema).schema),
             Self::Choice(options) => TopLevelGrammar::from_lark(choice_grammar(options)?),
             Self::Regex(rx) => TopLevelGrammar::from_regex(rx),
             Self::Grammar(lark) => TopLevelGrammar::from_lark(lark.clone()),

@@ -147,8 +147,7 @@ fn compact_whitespace(schema: &mut Value) -> Option<Transform> {
         .entry("x-guidance")
         .or_insert_with(|| Value::Object(Map::new()))
         .as_object_mut()?;
-    if guidance.contains_key("whitespace_flexible") || guidance.contains_key("whitespace_pattern")
-    {
+    if guidance.contains_key("whitespace_flexible") || guidance.contains_key("whitespace_pattern") {
         return None;
     }
     guidance.insert("whitespace_flexible".to_owned(), Value::Bool(false));
@@ -240,7 +239,8 @@ impl Walk<'_> {
             }
         }
         let clean = alone && !IN_PLACE.iter().any(|k| map.contains_key(*k));
-        let direct = clean && !map.contains_key("patternProperties") && !map.contains_key("contains");
+        let direct =
+            clean && !map.contains_key("patternProperties") && !map.contains_key("contains");
         let any_of_alone = alone
             && map
                 .keys()
@@ -270,8 +270,14 @@ impl Walk<'_> {
                         self.visit(item, format!("{at}/{i}"), branch_alone, false)?;
                     }
                 }
-                "not" | "if" | "then" | "else" | "contains" | "propertyNames"
-                | "unevaluatedItems" | "unevaluatedProperties" => {
+                "not"
+                | "if"
+                | "then"
+                | "else"
+                | "contains"
+                | "propertyNames"
+                | "unevaluatedItems"
+                | "unevaluatedProperties" => {
                     self.visit(value, at, false, false)?;
                 }
                 "dependencies" => self.visit_map(value, &at, false)?,
@@ -331,7 +337,10 @@ fn closable(map: &Map<String, Value>) -> bool {
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .all(|k| k.as_str().is_some_and(|k| declared.is_some_and(|d| d.contains_key(k))));
+        .all(|k| {
+            k.as_str()
+                .is_some_and(|k| declared.is_some_and(|d| d.contains_key(k)))
+        });
     let min_props = map
         .get("minProperties")
         .and_then(Value::as_u64)
@@ -356,7 +365,8 @@ fn declared_types(map: &Map<String, Value>) -> Vec<String> {
 
 /// A draft-04 `id` that changes the base URI (a fragment-only `id` does not).
 fn is_resource_id(id: Option<&Value>) -> bool {
-    id.and_then(Value::as_str).is_some_and(|s| !s.starts_with('#'))
+    id.and_then(Value::as_str)
+        .is_some_and(|s| !s.starts_with('#'))
 }
 
 /// The JSON Pointer of a local `$ref` (`#` or `#/...`, no percent-encoding); `None` otherwise.
@@ -439,13 +449,20 @@ mod tests {
             ]
         );
         assert_eq!(t.schema["additionalProperties"], false);
-        assert_eq!(t.schema["properties"]["place"]["additionalProperties"], false);
+        assert_eq!(
+            t.schema["properties"]["place"]["additionalProperties"],
+            false
+        );
         // A map of strings stays a map (its entries are capped).
         assert_eq!(
             t.schema["properties"]["tags"]["additionalProperties"],
             json!({"type": "string"})
         );
-        assert!(t.transforms.iter().all(|t| t.action.contains("for decoding")));
+        assert!(
+            t.transforms
+                .iter()
+                .all(|t| t.action.contains("for decoding"))
+        );
         assert_narrower(
             &t,
             &s,
@@ -473,7 +490,11 @@ mod tests {
         let alone = json!({"type": "object", "anyOf": [{"properties": {"a": {}}}, {"properties": {"b": {}}}]});
         assert_eq!(
             pointers(&tighten(&alone)),
-            vec![("", "whitespace"), ("/anyOf/0", "close"), ("/anyOf/1", "close")]
+            vec![
+                ("", "whitespace"),
+                ("/anyOf/0", "close"),
+                ("/anyOf/1", "close")
+            ]
         );
         let beside = json!({"properties": {"a": {}}, "required": ["a"], "anyOf": [{"properties": {"b": {}}}]});
         assert_eq!(
@@ -534,7 +555,11 @@ mod tests {
             pointers(&t),
             vec![("", "whitespace"), ("", "close"), ("/$defs/Point", "close")]
         );
-        assert!(t.schema["$defs"]["Base"].get("additionalProperties").is_none());
+        assert!(
+            t.schema["$defs"]["Base"]
+                .get("additionalProperties")
+                .is_none()
+        );
         // A reference that is not a local pointer: nothing but whitespace is narrowed.
         let remote = json!({"type": "object", "properties": {"a": {"$ref": "other.json"}}});
         assert_eq!(pointers(&tighten(&remote)), vec![("", "whitespace")]);
@@ -563,7 +588,10 @@ mod tests {
             assert_eq!(p[untouched], s["properties"][untouched], "{untouched}");
         }
         assert_eq!(p["maybe"]["maxLength"], json!(STRING_CAP));
-        let capped: Vec<_> = pointers(&t).into_iter().filter(|(_, k)| *k == "cap").collect();
+        let capped: Vec<_> = pointers(&t)
+            .into_iter()
+            .filter(|(_, k)| *k == "cap")
+            .collect();
         assert_eq!(
             capped,
             vec![
@@ -576,7 +604,10 @@ mod tests {
         assert_narrower(
             &t,
             &s,
-            &[json!({"free": "short", "long": long}), json!({"free": "x".repeat(200)})],
+            &[
+                json!({"free": "short", "long": long}),
+                json!({"free": "x".repeat(200)}),
+            ],
         );
     }
 
