@@ -444,6 +444,7 @@ mod tests {
                 ("", "whitespace"),
                 ("", "close"),
                 ("/properties/place", "close"),
+                ("/properties/tags/additionalProperties", "cap"),
                 ("/properties/plain", "close"),
                 ("/properties/list/items", "close"),
             ]
@@ -456,7 +457,7 @@ mod tests {
         // A map of strings stays a map (its entries are capped).
         assert_eq!(
             t.schema["properties"]["tags"]["additionalProperties"],
-            json!({"type": "string"})
+            json!({"type": "string", "maxLength": STRING_CAP})
         );
         assert!(
             t.transforms
