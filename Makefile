@@ -19,7 +19,7 @@ test: setup lint
 	cargo test --workspace --doc
 
 demo: setup
-	cargo build --release -p geode-cli
+	cargo build --release -p geode-cli -p geode-local
 	@scripts/demo.sh
 
 bench: setup

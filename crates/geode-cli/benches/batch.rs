@@ -259,9 +259,12 @@ fn local(_rt: &tokio::runtime::Runtime) {
     let dir = tempfile::tempdir().unwrap();
     let schema = schema();
     let home = std::env::var("HOME").unwrap_or_default();
-    let run = |args: &[&str]| {
+    // `geode CMD --adapter local --schema S --max-tokens 64 REST...`
+    let run = |cmd: &str, rest: &[&str]| {
         let status = Command::new(bin())
-            .args(args)
+            .args([cmd, "--adapter", "local", "--schema", &schema])
+            .args(["--max-tokens", "64"])
+            .args(rest)
             .env("HOME", &home)
             .current_dir(dir.path())
             .stdout(Stdio::null())
@@ -272,35 +275,22 @@ fn local(_rt: &tokio::runtime::Runtime) {
     };
     let started = Instant::now();
     for _ in 0..n {
-        run(&[
-            "run",
-            "--adapter",
-            "local",
-            "--schema",
-            &schema,
-            "--max-tokens",
-            "64",
-            "Decide.",
-        ]);
+        run("run", &["Decide."]);
     }
     let runs = started.elapsed();
     write_input(dir.path(), n);
     let started = Instant::now();
-    run(&[
+    run(
         "batch",
-        "--adapter",
-        "local",
-        "--schema",
-        &schema,
-        "--max-tokens",
-        "64",
-        "--input",
-        "in.jsonl",
-        "--output",
-        "out.jsonl",
-        "--concurrency",
-        "1",
-    ]);
+        &[
+            "--input",
+            "in.jsonl",
+            "--output",
+            "out.jsonl",
+            "--concurrency",
+            "1",
+        ],
+    );
     let batch = started.elapsed();
     println!("## local model: {n} tasks\n");
     println!("| how | wall | tasks/s |");

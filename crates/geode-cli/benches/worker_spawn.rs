@@ -6,14 +6,24 @@
 
 use geode_fakes::{FakeServer, Kind, Reply, Script};
 use nix::sys::resource::{UsageWho, getrusage};
-use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+#[path = "../tests/support/stdin.rs"]
+mod stdin;
+use stdin::spawn_with_stdin;
 
 const RUNS: usize = 20;
 
 fn geode_bin() -> std::path::PathBuf {
     std::path::PathBuf::from(env!("CARGO_BIN_EXE_geode"))
+}
+
+/// `geode worker` with an empty environment.
+fn worker(bin: &std::path::Path) -> Command {
+    let mut cmd = Command::new(bin);
+    cmd.arg("worker").env_clear();
+    cmd
 }
 
 fn line() -> String {
@@ -65,23 +75,13 @@ fn main() {
     let mut whole = Vec::new();
     for _ in 0..RUNS {
         let start = Instant::now();
-        let mut child = Command::new(&bin)
-            .arg("worker")
-            .env_clear()
-            .env("HOME", std::env::temp_dir())
+        let mut cmd = worker(&bin);
+        cmd.env("HOME", std::env::temp_dir())
             .env("OPENAI_API_KEY", "sk-bench")
             .env("GEODE_OPENAI_BASE_URL", fake.base_url())
-            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(req_line.as_bytes())
-            .unwrap();
+            .stderr(Stdio::null());
+        let child = spawn_with_stdin(&mut cmd, req_line.as_bytes());
         rt.block_on(async {
             tokio::time::timeout(Duration::from_secs(10), rx.recv())
                 .await
@@ -97,20 +97,9 @@ fn main() {
     let mut early = Vec::new();
     for _ in 0..RUNS {
         let start = Instant::now();
-        let mut child = Command::new(&bin)
-            .arg("worker")
-            .env_clear()
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(b"{not json\n")
-            .unwrap();
+        let mut cmd = worker(&bin);
+        cmd.stdout(Stdio::null()).stderr(Stdio::null());
+        let mut child = spawn_with_stdin(&mut cmd, b"{not json\n");
         let status = child.wait().unwrap();
         early.push(start.elapsed());
         assert_eq!(status.code(), Some(2));

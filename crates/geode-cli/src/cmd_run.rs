@@ -1,5 +1,6 @@
 //! `geode run`: one task through the worker, the JSON answer on stdout and the ledger on stderr.
 
+use crate::progress::Progress;
 use crate::resolve::resolve;
 use crate::task_args::TaskArgs;
 use clap::Args;
@@ -39,7 +40,7 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<u8> {
             return Ok(crate::EXIT_USAGE);
         }
     };
-    let env = match resolve(&mut req, &cfg) {
+    let mut env = match resolve(&mut req, &cfg) {
         Ok(e) => e,
         Err(e) => {
             eprintln!("geode: {e}");
@@ -53,7 +54,19 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<u8> {
     if args.stream {
         return Ok(rt.block_on(stream_events(req, env)));
     }
+    let progress = {
+        let _runtime = rt.enter();
+        let model = match req.model.as_str() {
+            "" => env.adapter.spec().map_or("", |s| s.default_model),
+            m => m,
+        };
+        Progress::on_terminal(env.adapter.name(), model)
+    };
+    env.on_text = progress.as_ref().map(Progress::sink);
     let result = rt.block_on(run_worker(&req, &env));
+    if let Some(p) = progress {
+        p.finish();
+    }
     if args.json {
         println!("{}", serde_json::to_string(&result)?);
     } else if result.ledger.attempts.is_empty() && !result.success {

@@ -10,6 +10,7 @@ mod cmd_schema;
 mod cmd_serve;
 mod cmd_validate;
 mod cmd_worker;
+mod progress;
 mod resolve;
 mod task_args;
 

@@ -1,10 +1,12 @@
 //! Turning a WorkerRequest (or `geode run` flags) into a worker environment: the library's
-//! [`geode::client::resolve::Resolver`] over the process environment, with `local` added.
+//! [`geode::client::resolve::Resolver`] over the process environment, with `local` added (served
+//! by the `geode-engine` process).
 
 use geode::agent::worker::{WorkerEnv, WorkerRequest};
 use geode::client::resolve::{ResolveError, Resolver};
 use geode::config::Config;
 use geode::llm::adapter::{Adapter, AdapterError};
+use geode::llm::engine::EngineProcess;
 use geode::llm::registry::ProcessEnv;
 use std::sync::Arc;
 
@@ -13,9 +15,24 @@ pub(crate) use geode::client::resolve::limit_violations;
 /// Builds one adapter by registry name, with settings from the config and environment.
 fn build_adapter(name: &str, cfg: &Config) -> Result<Arc<dyn Adapter>, AdapterError> {
     match name {
-        "local" => Ok(Arc::new(geode_local::LocalAdapter::shared())),
+        // The engine runs in its own process (`geode-engine`): this binary does not link it.
+        "local" => Ok(local_engine()),
         other => geode::llm::build::build(other, cfg, &ProcessEnv),
     }
+}
+
+/// The one `local` adapter of this process: its engine process (and loaded model) serves every
+/// local call of a `run`, `batch` or `serve`.
+fn local_engine() -> Arc<dyn Adapter> {
+    static ENGINE: std::sync::OnceLock<Arc<dyn Adapter>> = std::sync::OnceLock::new();
+    ENGINE
+        .get_or_init(|| {
+            Arc::new(EngineProcess::new(
+                "local",
+                EngineProcess::default_program(&ProcessEnv),
+            ))
+        })
+        .clone()
 }
 
 /// Resolves the environment for `req` from the config and the process environment.

@@ -2,26 +2,20 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
+#[path = "support/stdin.rs"]
+mod stdin;
+
 fn geode(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_geode"))
-        .args(args)
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_geode"));
+    cmd.args(args)
         .current_dir(examples().parent().unwrap())
         .env_remove("OPENAI_API_KEY")
-        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
+        .stderr(Stdio::piped());
+    let child = stdin::spawn_with_stdin(&mut cmd, stdin.as_bytes());
     child.wait_with_output().unwrap()
 }
 

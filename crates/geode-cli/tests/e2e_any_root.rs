@@ -59,37 +59,28 @@ async fn validate_prints_the_answer_of_every_root_type() {
         assert_eq!(out.code, Some(0), "{schema}: {}", out.dump());
         assert_eq!(out.stdout.trim(), *printed, "{schema}: {}", out.dump());
     }
-    // Invalid: a value of the right type that breaks the schema, and no value of the type.
-    let path = schema_file(&sb, "ints.json", &serde_json::from_str(INTS).unwrap());
-    let out = sb
-        .geode(&["validate", "--schema", &path], "[1, \"x\"]")
-        .await;
-    assert_eq!(out.code, Some(1), "{}", out.dump());
-    assert_eq!(out.stdout.trim(), "[1, \"x\"]");
-    assert!(
-        out.stderr.contains("\"instance_path\":\"/1\""),
-        "{}",
-        out.dump()
-    );
-    let out = sb
-        .geode(&["validate", "--schema", &path], "{\"a\": 1}")
-        .await;
-    assert_eq!(out.code, Some(1), "{}", out.dump());
-    assert!(
-        out.stderr.contains("no JSON array parses"),
-        "{}",
-        out.dump()
-    );
-    let enum_path = schema_file(&sb, "enum.json", &json!({"enum": ["red", "green"]}));
-    let out = sb
-        .geode(&["validate", "--schema", &enum_path], "\"blue\"")
-        .await;
-    assert_eq!(out.code, Some(1), "{}", out.dump());
-    assert!(
-        out.stderr.contains("\"keyword\":\"enum\""),
-        "{}",
-        out.dump()
-    );
+    // Invalid: a value of the right type that breaks the schema (printed all the same), no
+    // value of the type, a value outside the enum. Schema, input, printed (when checked), why.
+    let ints: Value = serde_json::from_str(INTS).unwrap();
+    let colours = json!({"enum": ["red", "green"]});
+    let invalid = [
+        (
+            &ints,
+            "[1, \"x\"]",
+            Some("[1, \"x\"]"),
+            "\"instance_path\":\"/1\"",
+        ),
+        (&ints, "{\"a\": 1}", None, "no JSON array parses"),
+        (&colours, "\"blue\"", None, "\"keyword\":\"enum\""),
+    ];
+    for (i, (schema, input, printed, why)) in invalid.into_iter().enumerate() {
+        let path = schema_file(&sb, &format!("invalid{i}.json"), schema);
+        let out = sb.geode(&["validate", "--schema", &path], input).await;
+        out.assert_exit(1).assert_stderr_has(&[why]);
+        if let Some(printed) = printed {
+            assert_eq!(out.stdout.trim(), printed, "{}", out.dump());
+        }
+    }
 }
 
 #[tokio::test]
@@ -157,29 +148,10 @@ async fn validate_takes_ecma_262_patterns() {
 /// to be thrown away as "no JSON object", retried and exit 1).
 #[tokio::test]
 async fn run_with_an_array_schema_succeeds_on_the_local_model() {
-    let model = geode::llm::registry::local_model_path(&geode::llm::registry::ProcessEnv)
-        .expect("no local model path: run scripts/setup.sh");
-    assert!(
-        model.exists(),
-        "the local model is missing at {}: run scripts/setup.sh",
-        model.display()
-    );
-    let mut sb = Sandbox::new();
-    sb.var("GEODE_LOCAL_MODEL", model.display().to_string());
+    let sb = Sandbox::with_local_model();
     let path = schema_file(&sb, "ints.json", &serde_json::from_str(INTS).unwrap());
     let out = sb
-        .geode(
-            &[
-                "run",
-                "--adapter",
-                "local",
-                "--schema",
-                &path,
-                "--json",
-                "List three small integers.",
-            ],
-            "",
-        )
+        .run("local", &path, &["--json", "List three small integers."])
         .await;
     assert_eq!(out.code, Some(0), "{}", out.dump());
     let result = out.json();
@@ -201,19 +173,7 @@ async fn run_with_an_array_schema_succeeds_on_every_hosted_fake() {
         let server = fake(&case, Script::always(Reply::text("[1,2,3]"))).await;
         let sb = case.sandbox(&server);
         let path = schema_file(&sb, "ints.json", &serde_json::from_str(INTS).unwrap());
-        let out = sb
-            .geode(
-                &[
-                    "run",
-                    "--adapter",
-                    case.adapter,
-                    "--schema",
-                    &path,
-                    "Three integers.",
-                ],
-                "",
-            )
-            .await;
+        let out = sb.run(case.adapter, &path, &["Three integers."]).await;
         assert_eq!(out.code, Some(0), "{}: {}", case.adapter, out.dump());
         assert_eq!(
             out.json(),

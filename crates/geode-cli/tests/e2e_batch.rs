@@ -7,13 +7,13 @@
 
 mod support;
 
-use geode_fakes::{FakeServer, Kind, Reply, Script};
+use geode_fakes::{Kind, Reply, Script};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 use support::batch::{batch_args, sandbox, shorthand};
-use support::{SECRET, Sandbox, bad_enum_answer, good_answer, model_calls};
+use support::{SECRET, Sandbox, bad_enum_answer, glm_answering, good_answer, model_calls};
 
 async fn batch(sb: &Sandbox, extra: &[&str]) -> support::Outcome {
     let mut args = vec!["--summary-json", "summary.json"];
@@ -45,9 +45,7 @@ fn summary(dir: &Path) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_task_gets_exactly_one_result_and_the_summary_adds_up() {
-    let server = FakeServer::start(Kind::Chat, Script::always(Reply::Json(good_answer())))
-        .await
-        .unwrap();
+    let server = glm_answering(Reply::Json(good_answer())).await;
     let sb = sandbox(&server, &shorthand(0..30));
     let out = batch(&sb, &["--concurrency", "4"]).await;
     assert_eq!(out.code, Some(0), "{}", out.dump());
@@ -67,9 +65,7 @@ async fn every_task_gets_exactly_one_result_and_the_summary_adds_up() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rerun_resumes_and_runs_only_what_is_missing() {
-    let server = FakeServer::start(Kind::Chat, Script::always(Reply::Json(good_answer())))
-        .await
-        .unwrap();
+    let server = glm_answering(Reply::Json(good_answer())).await;
     let sb = sandbox(&server, &shorthand(0..10));
     assert_eq!(batch(&sb, &[]).await.code, Some(0));
     std::fs::write(sb.cwd.path().join("in.jsonl"), shorthand(0..15)).unwrap();
@@ -87,9 +83,7 @@ async fn a_rerun_resumes_and_runs_only_what_is_missing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kill_mid_run_and_a_torn_line_lose_nothing_and_write_nothing_twice() {
     let slow = Reply::slow(150, Reply::Json(good_answer()));
-    let server = FakeServer::start(Kind::Chat, Script::always(slow))
-        .await
-        .unwrap();
+    let server = glm_answering(slow).await;
     let sb = sandbox(&server, &shorthand(0..40));
     let args = batch_args(&["--concurrency", "2"]);
     let mut child = sb.spawn(&args.iter().map(String::as_str).collect::<Vec<_>>());
@@ -123,9 +117,7 @@ async fn a_kill_mid_run_and_a_torn_line_lose_nothing_and_write_nothing_twice() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn duplicate_ids_are_refused_before_any_call() {
-    let server = FakeServer::start(Kind::Chat, Script::always(Reply::Json(good_answer())))
-        .await
-        .unwrap();
+    let server = glm_answering(Reply::Json(good_answer())).await;
     let input = shorthand(0..3) + &shorthand(1..2);
     let sb = sandbox(&server, &input);
     let out = batch(&sb, &[]).await;
@@ -141,9 +133,7 @@ async fn duplicate_ids_are_refused_before_any_call() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bad_line_is_named_by_number_and_the_others_run() {
-    let server = FakeServer::start(Kind::Chat, Script::always(Reply::Json(good_answer())))
-        .await
-        .unwrap();
+    let server = glm_answering(Reply::Json(good_answer())).await;
     let input = shorthand(0..2) + "{not json\n" + &shorthand(2..4);
     let sb = sandbox(&server, &input);
     let out = batch(&sb, &[]).await;
@@ -159,9 +149,7 @@ async fn a_bad_line_is_named_by_number_and_the_others_run() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn invalid_answers_exit_1_and_provider_failures_exit_3() {
-    let server = FakeServer::start(Kind::Chat, Script::always(Reply::Json(bad_enum_answer())))
-        .await
-        .unwrap();
+    let server = glm_answering(Reply::Json(bad_enum_answer())).await;
     let sb = sandbox(&server, &shorthand(0..2));
     let out = batch(&sb, &[]).await;
     assert_eq!(out.code, Some(1), "{}", out.dump());
@@ -178,9 +166,7 @@ async fn invalid_answers_exit_1_and_provider_failures_exit_3() {
             "code": "401"}}),
         retry_after: None,
     };
-    let server = FakeServer::start(Kind::Chat, Script::always(quoting))
-        .await
-        .unwrap();
+    let server = glm_answering(quoting).await;
     let sb = sandbox(&server, &shorthand(0..2));
     let out = batch(&sb, &[]).await;
     assert_eq!(out.code, Some(3), "{}", out.dump());
@@ -202,7 +188,7 @@ async fn a_rate_limit_past_the_transports_retries_is_waited_out() {
     // pacer then holds every task on the adapter for retry-after and tries again.
     let script = Script::new((0..4).map(|_| Reply::rate_limited(1)))
         .then_default(Reply::Json(good_answer()));
-    let server = FakeServer::start(Kind::Chat, script).await.unwrap();
+    let server = support::fake_of(Kind::Chat, script).await;
     let sb = sandbox(&server, &shorthand(0..3));
     let out = batch(&sb, &["--concurrency", "1"]).await;
     assert_eq!(out.code, Some(0), "{}", out.dump());
@@ -213,9 +199,7 @@ async fn a_rate_limit_past_the_transports_retries_is_waited_out() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn piped_stderr_gets_a_plain_progress_line_every_few_seconds() {
     let slow = Reply::slow(100, Reply::Json(good_answer()));
-    let server = FakeServer::start(Kind::Chat, Script::always(slow))
-        .await
-        .unwrap();
+    let server = glm_answering(slow).await;
     let sb = sandbox(&server, &shorthand(0..12));
     let out = batch(&sb, &["--concurrency", "1", "--progress-every", "0.2"]).await;
     assert_eq!(out.code, Some(0), "{}", out.dump());

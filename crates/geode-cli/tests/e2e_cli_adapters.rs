@@ -267,6 +267,49 @@ netns_test!(
 );
 
 netns_test!(
+    geode_run_stream_with_claude_cli_streams_the_structured_output_as_it_is_written,
+    async {
+        let (_server, sb) = claude_answering(good_answer()).await;
+        let out = run_decision(&sb, "claude-cli", &["--stream"]).await;
+        assert_eq!(out.code, Some(0), "{}", out.dump());
+        let events = out.json_lines();
+        let (last, partials) = events.split_last().unwrap();
+        assert_eq!(last["event"], "final", "{}", out.dump());
+        assert_eq!(last["value"], good_answer());
+        assert_eq!(last["ledger"]["wire_mode"], "cli-validated");
+        // The CLI's input_json_delta events arrived before its result: the answer streamed.
+        assert!(!partials.is_empty(), "no partial event: {}", out.dump());
+        for p in partials {
+            assert_eq!(p["event"], "partial", "{p}");
+            assert_eq!(p["guarantee"], "unchecked", "{p}");
+            for pointer in p["complete"].as_array().unwrap() {
+                let pointer = pointer.as_str().unwrap();
+                assert_eq!(
+                    p["value"].pointer(pointer),
+                    last["value"].pointer(pointer),
+                    "{p}"
+                );
+            }
+        }
+        assert_no_cli_left(&sb).await;
+    }
+);
+
+netns_test!(
+    geode_run_stream_with_codex_cli_gives_the_final_event_only,
+    async {
+        let (_server, sb) = codex_playing(Script::always(Reply::Json(good_answer()))).await;
+        let out = run_decision(&sb, "codex-cli", &["--stream"]).await;
+        assert_eq!(out.code, Some(0), "{}", out.dump());
+        let events = out.json_lines();
+        assert_eq!(events.len(), 1, "{}", out.dump());
+        assert_eq!(events[0]["event"], "final");
+        assert_eq!(events[0]["value"], good_answer());
+        assert_no_cli_left(&sb).await;
+    }
+);
+
+netns_test!(
     geode_run_with_claude_cli_that_gives_up_on_the_schema_is_an_invalid_answer,
     async {
         // Issue 9 point 7: the model keeps answering a StructuredOutput input that breaks the

@@ -159,9 +159,4 @@ macro_rules! behaviours {
     )*};
 }
 
-adapter_tests!(openai_payg, OPENAI_PAYG);
-adapter_tests!(codex_oauth, CODEX_OAUTH);
-adapter_tests!(anthropic_payg, ANTHROPIC_PAYG);
-adapter_tests!(anthropic_oauth, ANTHROPIC_OAUTH);
-adapter_tests!(glm_payg, GLM_PAYG);
-adapter_tests!(glm_coding_plan, GLM_CODING_PLAN);
+for_each_http_case!(adapter_tests);

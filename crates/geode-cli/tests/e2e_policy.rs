@@ -12,18 +12,20 @@ use serde_json::{Value, json};
 use support::http_cases::{GLM_PAYG, OPENAI_PAYG};
 use support::{DECIDE, SECRET, Sandbox, decision_schema_path, fake_of, good_answer, model_calls};
 
-async fn glm_fake() -> (FakeServer, Sandbox) {
-    GLM_PAYG
+/// A GLM fake answering the decision, and `geode run --require REQUIRE` on it.
+async fn glm_run_requiring(require: &str) -> (FakeServer, Sandbox, support::Outcome) {
+    let (server, sb) = GLM_PAYG
         .serve(Script::always(Reply::Json(good_answer())))
-        .await
+        .await;
+    let out = sb
+        .run_decision("glm-payg", &["--require", require], DECIDE)
+        .await;
+    (server, sb, out)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn require_enforced_refuses_glm_json_mode_before_any_request() {
-    let (server, sb) = glm_fake().await;
-    let out = sb
-        .run_decision("glm-payg", &["--require", "enforced"], DECIDE)
-        .await;
+    let (server, sb, out) = glm_run_requiring("enforced").await;
     out.assert_exit(2)
         .assert_stderr_has(&["json-mode", "glm-payg"]);
     assert!(out.stdout.trim().is_empty(), "{}", out.dump());
@@ -49,10 +51,7 @@ async fn require_enforced_refuses_glm_json_mode_before_any_request() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn require_best_effort_runs_glm_and_reports_json_mode() {
-    let (server, sb) = glm_fake().await;
-    let out = sb
-        .run_decision("glm-payg", &["--require", "best-effort"], DECIDE)
-        .await;
+    let (server, _sb, out) = glm_run_requiring("best-effort").await;
     out.assert_exit(0)
         .assert_stderr_has(&["wire_mode=json-mode"]);
     assert_eq!(out.json(), good_answer());
@@ -179,19 +178,7 @@ async fn preflight_refuses_schemas_past_the_openai_strict_limits_before_any_requ
         let within_path = sb.cwd.path().join(format!("ok-{file}"));
         std::fs::write(&within_path, within.to_string()).unwrap();
         let within_path = within_path.display().to_string();
-        let out = sb
-            .geode(
-                &[
-                    "run",
-                    "--adapter",
-                    "openai-payg",
-                    "--schema",
-                    &within_path,
-                    "Go.",
-                ],
-                "",
-            )
-            .await;
+        let out = sb.run("openai-payg", &within_path, &["Go."]).await;
         out.assert_exit(0);
         assert_eq!(model_calls(&server).len(), 1, "ok-{file}");
     }

@@ -7,7 +7,7 @@
 
 mod support;
 
-use geode_fakes::{FakeServer, Kind, Reply, Script};
+use geode_fakes::{FakeServer, Reply};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -15,7 +15,7 @@ use std::process::Child;
 use std::time::{Duration, Instant};
 use support::batch::batch_args;
 use support::redis::Redis;
-use support::{Sandbox, good_answer};
+use support::{Sandbox, glm_answering, good_answer};
 
 const BOUND: Duration = Duration::from_secs(180);
 
@@ -90,12 +90,7 @@ fn sigterm(child: &Child) {
 #[test]
 fn three_workers_a_kill_and_a_redis_restart_lose_nothing_and_report_each_task_once() {
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let server = rt
-        .block_on(FakeServer::start(
-            Kind::Chat,
-            Script::always(Reply::slow(30, Reply::Json(good_answer()))),
-        ))
-        .unwrap();
+    let server = rt.block_on(glm_answering(Reply::slow(30, Reply::Json(good_answer()))));
     let mut redis = Redis::start();
     let queue = redis.queue("e2e");
     let sb = sandbox(&server, 500);
@@ -129,12 +124,7 @@ fn three_workers_a_kill_and_a_redis_restart_lose_nothing_and_report_each_task_on
 #[test]
 fn a_task_whose_workers_keep_dying_goes_to_the_dead_letter_stream() {
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let server = rt
-        .block_on(FakeServer::start(
-            Kind::Chat,
-            Script::always(Reply::Json(good_answer())),
-        ))
-        .unwrap();
+    let server = rt.block_on(glm_answering(Reply::Json(good_answer())));
     let redis = Redis::start();
     let queue = redis.queue("poison");
     let sb = sandbox(&server, 1);
@@ -181,12 +171,7 @@ fn a_task_whose_workers_keep_dying_goes_to_the_dead_letter_stream() {
 #[test]
 fn sigterm_lets_a_worker_finish_the_task_it_holds() {
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let server = rt
-        .block_on(FakeServer::start(
-            Kind::Chat,
-            Script::always(Reply::slow(1500, Reply::Json(good_answer()))),
-        ))
-        .unwrap();
+    let server = rt.block_on(glm_answering(Reply::slow(1500, Reply::Json(good_answer()))));
     let redis = Redis::start();
     let queue = redis.queue("term");
     let sb = sandbox(&server, 1);

@@ -12,33 +12,15 @@ use serde_json::Value;
 use support::http_cases::*;
 use support::{SECRET, decision_schema_path, good_answer};
 
-fn events(stdout: &str) -> Vec<Value> {
-    stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect()
-}
-
 async fn stream(case: Case, script: Script) -> (support::Outcome, Vec<Value>) {
     let server = fake(&case, script).await;
     let sb = case.sandbox(&server);
     let schema = decision_schema_path();
     let out = sb
-        .geode(
-            &[
-                "run",
-                "--adapter",
-                case.adapter,
-                "--schema",
-                &schema,
-                "--stream",
-                "Decide.",
-            ],
-            "",
-        )
+        .run(case.adapter, &schema, &["--stream", "Decide."])
         .await;
     assert!(!out.stdout.contains(SECRET) && !out.stderr.contains(SECRET));
-    let evs = events(&out.stdout);
+    let evs = out.json_lines();
     (out, evs)
 }
 
@@ -115,9 +97,4 @@ macro_rules! stream_tests {
     };
 }
 
-stream_tests!(openai_payg, OPENAI_PAYG);
-stream_tests!(codex_oauth, CODEX_OAUTH);
-stream_tests!(anthropic_payg, ANTHROPIC_PAYG);
-stream_tests!(anthropic_oauth, ANTHROPIC_OAUTH);
-stream_tests!(glm_payg, GLM_PAYG);
-stream_tests!(glm_coding_plan, GLM_CODING_PLAN);
+for_each_http_case!(stream_tests);

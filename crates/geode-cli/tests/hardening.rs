@@ -189,6 +189,16 @@ async fn worker_prints_exactly_one_result_line_whatever_stdin_holds() {
 
 // ---- 6: constraints are compiled before the first request --------------------------------------
 
+/// A Lark grammar of the two answers `yes` and `no`.
+const YES_NO: &str = "start: \"yes\" | \"no\"\n";
+
+/// Writes `text` to `name` in the sandbox's working directory; its path.
+fn cwd_file(sb: &Sandbox, name: &str, text: &str) -> String {
+    let path = sb.cwd.path().join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_invalid_regex_is_a_usage_error_and_nothing_is_sent() {
     let (server, sb) = openai(Reply::text("abc")).await;
@@ -199,43 +209,48 @@ async fn an_invalid_regex_is_a_usage_error_and_nothing_is_sent() {
         "{}",
         out.dump()
     );
+}
 
-    assert_worker_refuses(
-        &sb,
-        &server,
-        "t-regex",
-        json!({"text_constraint": {"kind": "regex", "value": "(unclosed"}}),
-        "does not compile",
-    )
-    .await;
+/// The worker refuses each bad constraint of a request line with a failed result line, and
+/// sends nothing: task id, the line's constraint fields, what the error says.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_worker_refuses_bad_constraints_before_any_request() {
+    let (server, sb) = openai(Reply::text("yes")).await;
+    let rows = [
+        (
+            "t-regex",
+            json!({"text_constraint": {"kind": "regex", "value": "(unclosed"}}),
+            "does not compile",
+        ),
+        (
+            "t-lark",
+            json!({"text_constraint": {"kind": "grammar", "value": "start: undefined_rule\n"}}),
+            "not valid Lark",
+        ),
+        (
+            "t-choice",
+            json!({"text_constraint": {"kind": "choice", "value": []}}),
+            "no options",
+        ),
+        // A hosted adapter cannot enforce a regex: refused under require=wired.
+        (
+            "t-wired",
+            json!({"require": "wired", "text_constraint": {"kind": "regex", "value": "yes|no"}}),
+            "does not enforce a regex constraint",
+        ),
+    ];
+    for (task, extra, needle) in rows {
+        assert_worker_refuses(&sb, &server, task, extra, needle).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_grammar_that_is_not_lark_is_a_usage_error_and_nothing_is_sent() {
     let (server, sb) = openai(Reply::text("yes")).await;
-    let bad = sb.cwd.path().join("bad.lark");
-    std::fs::write(&bad, "start: ((\n").unwrap();
-    let out = run(&sb, &["--grammar", bad.to_str().unwrap()]).await;
+    let bad = cwd_file(&sb, "bad.lark", "start: ((\n");
+    let out = run(&sb, &["--grammar", &bad]).await;
     assert_refused(&out, &server, "not valid Lark");
     assert!(!out.stderr.contains("worker_check=pass"), "{}", out.dump());
-
-    assert_worker_refuses(
-        &sb,
-        &server,
-        "t-lark",
-        json!({"text_constraint": {"kind": "grammar", "value": "start: undefined_rule\n"}}),
-        "not valid Lark",
-    )
-    .await;
-
-    assert_worker_refuses(
-        &sb,
-        &server,
-        "t-choice",
-        json!({"text_constraint": {"kind": "choice", "value": []}}),
-        "no options",
-    )
-    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -254,11 +269,10 @@ async fn a_missing_grammar_file_is_named_in_the_error() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_text_constraint_a_hosted_adapter_cannot_enforce_is_refused_under_require_wired() {
     let (server, sb) = openai(Reply::text("yes")).await;
-    let grammar = sb.cwd.path().join("yes-no.lark");
-    std::fs::write(&grammar, "start: \"yes\" | \"no\"\n").unwrap();
+    let grammar = cwd_file(&sb, "yes-no.lark", YES_NO);
     for require in ["wired", "enforced"] {
         for constraint in [
-            vec!["--grammar", grammar.to_str().unwrap()],
+            vec!["--grammar", grammar.as_str()],
             vec!["--regex", "yes|no"],
             vec!["--choice", "yes,no"],
         ] {
@@ -270,22 +284,13 @@ async fn a_text_constraint_a_hosted_adapter_cannot_enforce_is_refused_under_requ
             assert!(out.stderr.contains(constraint[0].trim_start_matches("--")));
         }
     }
-    assert_worker_refuses(
-        &sb,
-        &server,
-        "t-wired",
-        json!({"require": "wired", "text_constraint": {"kind": "regex", "value": "yes|no"}}),
-        "does not enforce a regex constraint",
-    )
-    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_ledger_line_names_what_a_hosted_adapter_left_unenforced() {
     let (server, sb) = openai(Reply::text("yes")).await;
-    let grammar = sb.cwd.path().join("yes-no.lark");
-    std::fs::write(&grammar, "start: \"yes\" | \"no\"\n").unwrap();
-    let out = run(&sb, &["--grammar", grammar.to_str().unwrap()]).await;
+    let grammar = cwd_file(&sb, "yes-no.lark", YES_NO);
+    let out = run(&sb, &["--grammar", &grammar]).await;
     out.assert_exit(0);
     assert!(
         out.stderr
@@ -311,21 +316,17 @@ async fn the_ledger_line_names_what_a_hosted_adapter_left_unenforced() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ten_thousand_deep_schema_is_too_deep_not_invalid_json() {
     let (server, sb) = openai(Reply::text("{}")).await;
-    let deep = sb.cwd.path().join("deep.json");
     let text = format!(
         "{}{}",
         "{\"items\":".repeat(10_000),
         "{}".to_owned() + &"}".repeat(10_000)
     );
-    std::fs::write(&deep, text).unwrap();
-    let path = deep.to_str().unwrap();
+    let deep = cwd_file(&sb, "deep.json", &text);
+    let path = deep.as_str();
     let check = sb.geode(&["schema", "check", path], "").await;
-    assert_eq!(check.code, Some(2), "{}", check.dump());
-    assert!(
-        check.stderr.contains("10001 levels deep; the limit is 128"),
-        "{}",
-        check.dump()
-    );
+    check
+        .assert_exit(2)
+        .assert_stderr_has(&["10001 levels deep; the limit is 128"]);
     assert!(!check.stderr.contains("not valid JSON"), "{}", check.dump());
 
     let out = run(&sb, &["--schema", path]).await;
@@ -372,13 +373,12 @@ fn wide_schema(n: usize) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn schema_check_reports_the_provider_limits_run_enforces() {
     let (server, sb) = openai(Reply::Json(json!({}))).await;
-    let wide = sb.cwd.path().join("wide.json");
-    std::fs::write(&wide, wide_schema(5001).to_string()).unwrap();
-    let path = wide.to_str().unwrap();
+    let wide = cwd_file(&sb, "wide.json", &wide_schema(5001).to_string());
+    let path = wide.as_str();
     let verdict = "OpenAI strict: object properties in total: 5001 found, at most 5000 allowed";
 
     let check = sb.geode(&["schema", "check", path], "").await;
-    assert_eq!(check.code, Some(1), "{}", check.dump());
+    check.assert_exit(1);
     assert!(
         check.stdout.contains(": strict-compatible"),
         "{}",

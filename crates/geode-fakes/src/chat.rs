@@ -18,7 +18,6 @@
 //! 1214 bad parameter, 1302 rate limit, 500 internal). `GET …/models` returns an empty list.
 //! Reference: <https://docs.z.ai/api-reference/llm/chat-completion>.
 
-use crate::instance::instance;
 use crate::plan::{Call, Content, Plan, Route, SseEvent, halves, unix_now};
 use crate::record::RecordedRequest;
 use serde_json::{Value, json};
@@ -64,14 +63,11 @@ pub(crate) fn schema_rejection(message: &str) -> Value {
 /// What [`crate::Reply::Auto`] says: an instance of `response_format.json_schema.schema` when
 /// asked for, otherwise [`AUTO_TEXT`].
 pub(crate) fn auto(body: &Value) -> Content {
-    let format = body.get("response_format");
-    match format {
-        Some(f) if f.get("type").and_then(Value::as_str) == Some("json_schema") => {
-            let schema = f.pointer("/json_schema/schema").unwrap_or(&Value::Null);
-            Content::Text(instance(schema).to_string())
-        }
-        _ => Content::Text(AUTO_TEXT.to_owned()),
-    }
+    crate::instance::auto_answer(
+        body.get("response_format"),
+        "/json_schema/schema",
+        AUTO_TEXT,
+    )
 }
 
 /// Answers a model call: JSON, or SSE chunks when the request asks for `stream: true`.

@@ -113,6 +113,22 @@ fn type_of(obj: &Map<String, Value>) -> &str {
     }
 }
 
+/// The automatic answer of the OpenAI-shaped fakes: an instance of the schema at `schema_at`
+/// inside the request's `format` when that asks for `json_schema`, otherwise `auto_text`.
+pub(crate) fn auto_answer(
+    format: Option<&Value>,
+    schema_at: &str,
+    auto_text: &str,
+) -> crate::plan::Content {
+    match format {
+        Some(f) if f.get("type").and_then(Value::as_str) == Some("json_schema") => {
+            let schema = f.pointer(schema_at).unwrap_or(&Value::Null);
+            crate::plan::Content::Text(instance(schema).to_string())
+        }
+        _ => crate::plan::Content::Text(auto_text.to_owned()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,11 +14,25 @@
 //! Also serves `GET …/models` (an empty list) so clients that probe it keep going.
 //! Reference: <https://platform.openai.com/docs/api-reference/responses>.
 
-use crate::instance::instance;
 use crate::plan::{Call, Content, Plan, Route, SseEvent, halves, unix_now};
 use crate::record::RecordedRequest;
 use crate::script::TokenUsage;
 use serde_json::{Value, json};
+
+/// The events of a streamed text answer, in the order codex accepts (`wire.md` §2): the text
+/// comes in two deltas.
+pub const TEXT_EVENT_ORDER: [&str; 10] = [
+    "response.created",
+    "response.in_progress",
+    "response.output_item.added",
+    "response.content_part.added",
+    "response.output_text.delta",
+    "response.output_text.delta",
+    "response.output_text.done",
+    "response.content_part.done",
+    "response.output_item.done",
+    "response.completed",
+];
 
 /// The text [`crate::Reply::Auto`] answers with when no output schema is requested.
 pub(crate) const AUTO_TEXT: &str = "Hello from the fake server.";
@@ -50,14 +64,7 @@ pub(crate) fn not_found(req: &RecordedRequest) -> Plan {
 /// What [`crate::Reply::Auto`] says: an instance of `text.format.schema` when the request asks
 /// for `json_schema`, otherwise [`AUTO_TEXT`].
 pub(crate) fn auto(body: &Value) -> Content {
-    let format = body.pointer("/text/format");
-    match format {
-        Some(f) if f.get("type").and_then(Value::as_str) == Some("json_schema") => {
-            let schema = f.get("schema").unwrap_or(&Value::Null);
-            Content::Text(instance(schema).to_string())
-        }
-        _ => Content::Text(AUTO_TEXT.to_owned()),
-    }
+    crate::instance::auto_answer(body.pointer("/text/format"), "/schema", AUTO_TEXT)
 }
 
 /// The OpenAI error envelope.
@@ -333,21 +340,7 @@ mod tests {
     fn text_stream_has_the_order_codex_accepts_and_numbered_events() {
         let evs = events(&Content::Text("{\"a\":1}".into()));
         let names: Vec<&str> = evs.iter().map(|(n, _)| n.as_str()).collect();
-        assert_eq!(
-            names,
-            [
-                "response.created",
-                "response.in_progress",
-                "response.output_item.added",
-                "response.content_part.added",
-                "response.output_text.delta",
-                "response.output_text.delta",
-                "response.output_text.done",
-                "response.content_part.done",
-                "response.output_item.done",
-                "response.completed"
-            ]
-        );
+        assert_eq!(names, TEXT_EVENT_ORDER);
         for (i, (name, data)) in evs.iter().enumerate() {
             assert_eq!(data["type"], json!(name));
             assert_eq!(data["sequence_number"], json!(i));

@@ -7,10 +7,17 @@ use common::*;
 use geode_fakes::{Kind, Reply};
 use serde_json::{Value, json};
 
+/// The JSON chunks of a Chat stream, without its closing `[DONE]`.
+fn chunk_bodies(events: &[Event]) -> Vec<Value> {
+    events[..events.len() - 1]
+        .iter()
+        .map(|e| e.json())
+        .collect()
+}
+
 #[tokio::test]
 async fn text_answer_has_content_finish_reason_and_usage() {
-    let server = start(Kind::Chat, [Reply::Json(json!({"k": [1, 2]}))]).await;
-    let (status, v) = call_json(&server, &body(Kind::Chat, false)).await;
+    let (server, status, v) = answer_json(Kind::Chat, Reply::Json(json!({"k": [1, 2]}))).await;
     assert_eq!(status, 200);
     assert_eq!(v["object"], "chat.completion");
     assert_eq!(v["model"], "glm-test");
@@ -27,8 +34,7 @@ async fn text_answer_has_content_finish_reason_and_usage() {
 #[tokio::test]
 async fn tool_call_arguments_are_a_string_and_finish_reason_is_tool_calls() {
     let args = json!({"q": "x"});
-    let server = start(Kind::Chat, [Reply::tool_call("search", args.clone())]).await;
-    let (_, v) = call_json(&server, &body(Kind::Chat, false)).await;
+    let (server, _, v) = answer_json(Kind::Chat, Reply::tool_call("search", args.clone())).await;
     let choice = &v["choices"][0];
     assert_eq!(choice["finish_reason"], "tool_calls");
     assert_eq!(choice["message"]["content"], Value::Null);
@@ -43,18 +49,9 @@ async fn tool_call_arguments_are_a_string_and_finish_reason_is_tool_calls() {
 
 #[tokio::test]
 async fn refusal_and_max_tokens() {
-    let server = start(
-        Kind::Chat,
-        [
-            Reply::Refusal("No.".into()),
-            Reply::MaxTokens("{\"a\":".into()),
-        ],
-    )
-    .await;
-    let (_, refusal) = call_json(&server, &body(Kind::Chat, false)).await;
+    let (server, refusal, truncated) = refusal_then_truncation(Kind::Chat).await;
     assert_eq!(refusal["choices"][0]["message"]["refusal"], "No.");
     assert_eq!(refusal["choices"][0]["message"]["content"], Value::Null);
-    let (_, truncated) = call_json(&server, &body(Kind::Chat, false)).await;
     assert_eq!(truncated["choices"][0]["finish_reason"], "length");
     assert_eq!(truncated["choices"][0]["message"]["content"], "{\"a\":");
     server.shutdown().await;
@@ -64,15 +61,13 @@ async fn refusal_and_max_tokens() {
 async fn any_prefix_is_accepted() {
     let server = start(Kind::Chat, [Reply::text("hi")]).await;
     for prefix in ["/api/paas/v4", "/api/coding/paas/v4", "", "/v1"] {
-        let response = bounded(
+        let response = send(
             client()
                 .post(format!("{}{prefix}/chat/completions", server.base_url()))
                 .bearer_auth(SECRET)
-                .json(&body(Kind::Chat, false))
-                .send(),
+                .json(&body(Kind::Chat, false)),
         )
-        .await
-        .unwrap();
+        .await;
         assert_eq!(response.status(), 200, "{prefix}");
     }
     server.shutdown().await;
@@ -91,10 +86,7 @@ async fn streamed_chunks_end_with_usage_and_done() {
         "chat chunks are data-only"
     );
     assert_eq!(events.last().unwrap().data, "[DONE]");
-    let chunks: Vec<Value> = events[..events.len() - 1]
-        .iter()
-        .map(|e| e.json())
-        .collect();
+    let chunks = chunk_bodies(&events);
     let text: String = chunks
         .iter()
         .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
@@ -106,10 +98,7 @@ async fn streamed_chunks_end_with_usage_and_done() {
     assert_eq!(last["usage"]["total_tokens"], 18);
 
     let events = call_sse(&server, &body(Kind::Chat, true)).await;
-    let chunks: Vec<Value> = events[..events.len() - 1]
-        .iter()
-        .map(|e| e.json())
-        .collect();
+    let chunks = chunk_bodies(&events);
     let args: String = chunks
         .iter()
         .filter_map(|c| c["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"].as_str())

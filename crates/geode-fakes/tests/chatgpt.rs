@@ -58,9 +58,7 @@ async fn rejects_requests_the_real_backend_rejects_without_spending_a_step() {
         assert_eq!(status, 400, "{detail}");
         assert_eq!(v["detail"], detail);
     }
-    let unauthenticated = bounded(client().post(server.model_url()).json(&valid).send())
-        .await
-        .unwrap();
+    let unauthenticated = send(client().post(server.model_url()).json(&valid)).await;
     assert_eq!(unauthenticated.status(), 401);
 
     let events = call_sse(&server, &valid).await;
@@ -105,18 +103,16 @@ async fn zstd_request_bodies_are_decoded_and_recorded() {
     let raw = serde_json::to_vec(&request).unwrap();
     let packed =
         ruzstd::encoding::compress_to_vec(&raw[..], ruzstd::encoding::CompressionLevel::Fastest);
-    let response = bounded(
+    let response = send(
         client()
             .post(server.model_url())
             .bearer_auth(SECRET)
             .header("chatgpt-account-id", "acct_test")
             .header("content-type", "application/json")
             .header("content-encoding", "zstd")
-            .body(packed.clone())
-            .send(),
+            .body(packed.clone()),
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!(response.status(), 200);
     let events = parse_sse(&bounded(response.text()).await.unwrap());
     let text = events.last().unwrap().json()["response"]["output"][0]["content"][0]["text"]
@@ -144,16 +140,14 @@ async fn oauth_refresh_returns_rotated_tokens_and_is_recorded_masked() {
     let server = start(Kind::ChatGpt, []).await;
     let grant = json!({"client_id": "app_EMoamEEZ73f0CkXaXp7hrann", "grant_type": "refresh_token",
                        "refresh_reason": "proactive_expiry", "refresh_token": SECRET});
-    let response = bounded(
+    let response = send(
         client()
             .post(format!("{}/oauth/token", server.base_url()))
-            .json(&grant)
-            .send(),
+            .json(&grant),
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!(response.status(), 200);
-    let tokens: Value = bounded(response.json()).await.unwrap();
+    let tokens = json_of(response).await;
     let refresh = tokens["refresh_token"].as_str().unwrap();
     assert!(
         !refresh.is_empty() && refresh != SECRET,
@@ -175,14 +169,12 @@ async fn oauth_refresh_returns_rotated_tokens_and_is_recorded_masked() {
     let id = jwt_claims(tokens["id_token"].as_str().unwrap());
     assert!(id["email"].is_string());
 
-    let bad = bounded(
+    let bad = send(
         client()
             .post(format!("{}/oauth/token", server.base_url()))
-            .json(&json!({"grant_type": "password"}))
-            .send(),
+            .json(&json!({"grant_type": "password"})),
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!(bad.status(), 400);
 
     let recorded = server.requests();
@@ -229,15 +221,13 @@ async fn routing_discovery_points_back_at_this_server() {
         .unwrap();
     assert_eq!(models.status(), 200);
     // A WebSocket upgrade attempt is refused, so codex falls back to HTTPS POST.
-    let upgrade = bounded(
+    let upgrade = send(
         client()
             .get(server.model_url())
             .header("connection", "Upgrade")
-            .header("upgrade", "websocket")
-            .send(),
+            .header("upgrade", "websocket"),
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!(upgrade.status(), 404);
     server.shutdown().await;
 }

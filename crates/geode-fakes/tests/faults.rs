@@ -28,6 +28,13 @@ fn error_message(kind: Kind, v: &Value) -> String {
         .to_owned()
 }
 
+/// Each kind in the delivery it streams its answer in (Chat: one JSON body).
+const STREAMING_KINDS: [(Kind, bool); 3] = [
+    (Kind::Responses, true),
+    (Kind::Messages, true),
+    (Kind::Chat, false),
+];
+
 #[tokio::test]
 async fn http_errors_have_provider_shaped_bodies() {
     for kind in Kind::ALL {
@@ -48,16 +55,15 @@ async fn http_errors_have_provider_shaped_bodies() {
 #[tokio::test]
 async fn explicit_status_body_is_sent_verbatim() {
     let custom = json!({"error": {"message": "custom", "type": "x"}});
-    let server = start(
+    let (server, status, v) = answer_json(
         Kind::Chat,
-        [Reply::Status {
+        Reply::Status {
             status: 503,
             body: custom.clone(),
             retry_after: None,
-        }],
+        },
     )
     .await;
-    let (status, v) = call_json(&server, &body(Kind::Chat, false)).await;
     assert_eq!((status, v), (503, custom));
     server.shutdown().await;
 }
@@ -89,8 +95,7 @@ async fn schema_rejection_is_a_400_naming_the_problem() {
         assert_eq!(error_message(kind, &v), message);
         server.shutdown().await;
     }
-    let server = start(Kind::Responses, [Reply::SchemaRejection("bad".into())]).await;
-    let (_, v) = call_json(&server, &body(Kind::Responses, false)).await;
+    let (server, _, v) = answer_json(Kind::Responses, Reply::SchemaRejection("bad".into())).await;
     assert_eq!(v["error"]["code"], "invalid_json_schema");
     assert_eq!(v["error"]["param"], "text.format.schema");
     server.shutdown().await;
@@ -237,11 +242,7 @@ async fn hang_never_answers_and_shutdown_releases_the_client() {
 
 #[tokio::test]
 async fn hang_mid_body_sends_headers_and_part_then_goes_silent() {
-    for (kind, stream) in [
-        (Kind::Responses, true),
-        (Kind::Messages, true),
-        (Kind::Chat, false),
-    ] {
+    for (kind, stream) in STREAMING_KINDS {
         let (server, mut response) = open_200(kind, stream, Reply::HangMidBody).await;
         let first = bounded(response.chunk())
             .await
@@ -274,11 +275,7 @@ async fn reset_mid_body_sends_part_then_fails_the_read() {
 
 #[tokio::test]
 async fn endless_body_keeps_coming() {
-    for (kind, stream) in [
-        (Kind::Responses, true),
-        (Kind::Messages, true),
-        (Kind::Chat, false),
-    ] {
+    for (kind, stream) in STREAMING_KINDS {
         let (server, mut response) = open_200(kind, stream, Reply::Endless).await;
         let mut seen = 0usize;
         while seen < 2 << 20 {
@@ -345,8 +342,7 @@ async fn in_band_errors_come_in_each_providers_shape() {
         }
         server.shutdown().await;
     }
-    let server = start(Kind::Responses, [Reply::InBandError(message.into())]).await;
-    let (_, v) = call_json(&server, &body(Kind::Responses, false)).await;
+    let (server, _, v) = answer_json(Kind::Responses, Reply::InBandError(message.into())).await;
     assert_eq!(
         (v["status"].as_str(), v["error"]["code"].as_str()),
         (Some("failed"), Some("server_error"))
@@ -367,7 +363,7 @@ async fn a_revoked_refresh_token_is_refused() {
     let revoked = format!("{}-1", geode_fakes::chatgpt::REVOKED_REFRESH_PREFIX);
     let refused = bounded(refresh(&revoked).send()).await.unwrap();
     assert_eq!(refused.status(), 401);
-    let v: Value = bounded(refused.json()).await.unwrap();
+    let v = json_of(refused).await;
     assert_eq!(v["error"], "invalid_grant");
     server.shutdown().await;
 }

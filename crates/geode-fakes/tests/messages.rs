@@ -8,6 +8,24 @@ use common::*;
 use geode_fakes::{Kind, Reply};
 use serde_json::{Value, json};
 
+/// The stop reason a Messages stream's `message_delta` (the event before `message_stop`) gives.
+fn stream_stop_reason(events: &[Event]) -> Value {
+    events[events.len() - 2].json()["delta"]["stop_reason"].clone()
+}
+
+/// The `field` of every `content_block_delta`, joined; each delta must be of `delta_type`.
+fn block_deltas(events: &[Event], delta_type: &str, field: &str) -> String {
+    events
+        .iter()
+        .filter(|e| e.name.as_deref() == Some("content_block_delta"))
+        .map(|e| {
+            let d = e.json();
+            assert_eq!(d["delta"]["type"], delta_type);
+            d["delta"][field].as_str().unwrap().to_owned()
+        })
+        .collect()
+}
+
 #[tokio::test]
 async fn text_answer_is_a_message_with_end_turn_and_usage() {
     let server = start(Kind::Messages, [Reply::text("hello")]).await;
@@ -28,12 +46,11 @@ async fn text_answer_is_a_message_with_end_turn_and_usage() {
 
 #[tokio::test]
 async fn streamed_text_has_the_full_event_sequence() {
-    let server = start(
+    let (server, events) = answer_sse(
         Kind::Messages,
-        [Reply::Json(json!({"answer": "fake", "n": 1}))],
+        Reply::Json(json!({"answer": "fake", "n": 1})),
     )
     .await;
-    let events = call_sse(&server, &body(Kind::Messages, true)).await;
     assert_eq!(
         names(&events),
         [
@@ -53,15 +70,7 @@ async fn streamed_text_has_the_full_event_sequence() {
     let start = events[0].json();
     assert_eq!(start["message"]["content"], json!([]));
     assert_eq!(start["message"]["usage"]["input_tokens"], 11);
-    let text: String = events
-        .iter()
-        .filter(|e| e.name.as_deref() == Some("content_block_delta"))
-        .map(|e| {
-            let d = e.json();
-            assert_eq!(d["delta"]["type"], "text_delta");
-            d["delta"]["text"].as_str().unwrap().to_owned()
-        })
-        .collect();
+    let text = block_deltas(&events, "text_delta", "text");
     assert_eq!(
         serde_json::from_str::<Value>(&text).unwrap(),
         json!({"answer": "fake", "n": 1})
@@ -75,12 +84,11 @@ async fn streamed_text_has_the_full_event_sequence() {
 #[tokio::test]
 async fn tool_call_is_a_tool_use_block_streamed_as_input_json_deltas() {
     let input = json!({"city": "Paris", "days": 2});
-    let server = start(
+    let (server, _, v) = answer_json(
         Kind::Messages,
-        [Reply::tool_call("get_weather", input.clone())],
+        Reply::tool_call("get_weather", input.clone()),
     )
     .await;
-    let (_, v) = call_json(&server, &body(Kind::Messages, false)).await;
     assert_eq!(v["stop_reason"], "tool_use");
     assert_eq!(v["content"][0]["type"], "tool_use");
     assert_eq!(v["content"][0]["name"], "get_weather");
@@ -96,43 +104,20 @@ async fn tool_call_is_a_tool_use_block_streamed_as_input_json_deltas() {
     let start = events[2].json();
     assert_eq!(start["content_block"]["type"], "tool_use");
     assert_eq!(start["content_block"]["input"], json!({}));
-    let partial: String = events
-        .iter()
-        .filter(|e| e.name.as_deref() == Some("content_block_delta"))
-        .map(|e| {
-            let d = e.json();
-            assert_eq!(d["delta"]["type"], "input_json_delta");
-            d["delta"]["partial_json"].as_str().unwrap().to_owned()
-        })
-        .collect();
+    let partial = block_deltas(&events, "input_json_delta", "partial_json");
     assert_eq!(serde_json::from_str::<Value>(&partial).unwrap(), input);
-    assert_eq!(
-        events[events.len() - 2].json()["delta"]["stop_reason"],
-        "tool_use"
-    );
+    assert_eq!(stream_stop_reason(&events), "tool_use");
     server.shutdown().await;
 }
 
 #[tokio::test]
 async fn refusal_and_max_tokens_set_their_stop_reasons() {
-    let server = start(
-        Kind::Messages,
-        [
-            Reply::Refusal("No.".into()),
-            Reply::MaxTokens("{\"a\":".into()),
-        ],
-    )
-    .await;
-    let (_, refusal) = call_json(&server, &body(Kind::Messages, false)).await;
+    let (server, refusal, truncated) = refusal_then_truncation(Kind::Messages).await;
     assert_eq!(refusal["stop_reason"], "refusal");
-    let (_, truncated) = call_json(&server, &body(Kind::Messages, false)).await;
     assert_eq!(truncated["stop_reason"], "max_tokens");
     assert_eq!(truncated["content"][0]["text"], "{\"a\":");
     let events = call_sse(&server, &body(Kind::Messages, true)).await;
-    assert_eq!(
-        events[events.len() - 2].json()["delta"]["stop_reason"],
-        "max_tokens"
-    );
+    assert_eq!(stream_stop_reason(&events), "max_tokens");
     server.shutdown().await;
 }
 
@@ -170,41 +155,29 @@ async fn auto_calls_the_structured_output_tool_like_the_python_fake() {
 #[tokio::test]
 async fn claude_cli_probes_are_answered() {
     let server = start(Kind::Messages, [Reply::text("ok")]).await;
-    let head = bounded(client().head(format!("{}/", server.base_url())).send())
-        .await
-        .unwrap();
+    let head = send(client().head(format!("{}/", server.base_url()))).await;
     assert_eq!(head.status(), 200);
-    let count = bounded(
+    let count = send(
         client()
             .post(format!("{}/v1/messages/count_tokens", server.base_url()))
-            .json(&json!({"messages": []}))
-            .send(),
+            .json(&json!({"messages": []})),
     )
-    .await
-    .unwrap();
-    let count: Value = bounded(count.json()).await.unwrap();
+    .await;
+    let count = json_of(count).await;
     assert_eq!(count["input_tokens"], 42);
-    let beta = bounded(
+    let beta = send(
         client()
             .post(format!("{}/v1/messages?beta=true", server.base_url()))
             .header("x-api-key", SECRET)
-            .json(&body(Kind::Messages, false))
-            .send(),
+            .json(&body(Kind::Messages, false)),
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!(beta.status(), 200);
-    let v: Value = bounded(beta.json()).await.unwrap();
+    let v = json_of(beta).await;
     assert_eq!(v["content"][0]["text"], "ok");
-    let missing = bounded(
-        client()
-            .post(format!("{}/v2/other", server.base_url()))
-            .send(),
-    )
-    .await
-    .unwrap();
+    let missing = send(client().post(format!("{}/v2/other", server.base_url()))).await;
     assert_eq!(missing.status(), 404);
-    let v: Value = bounded(missing.json()).await.unwrap();
+    let v = json_of(missing).await;
     assert_eq!(v["error"]["type"], "not_found_error");
     let paths: Vec<String> = server.requests().iter().map(|r| r.path.clone()).collect();
     assert_eq!(

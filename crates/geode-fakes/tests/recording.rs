@@ -26,17 +26,15 @@ async fn secrets_never_reach_the_records() {
         .await
         .unwrap();
         assert_eq!(response.status(), 200, "{kind}");
-        let query = bounded(
+        let query = send(
             client()
                 .get(format!(
                     "{}/v1/models?key={SECRET}&beta=true",
                     server.base_url()
                 ))
-                .bearer_auth(SECRET)
-                .send(),
+                .bearer_auth(SECRET),
         )
-        .await
-        .unwrap();
+        .await;
         drop(query);
 
         let records = server.requests();
@@ -66,9 +64,7 @@ async fn secrets_never_reach_the_records() {
 
 #[tokio::test]
 async fn requests_are_recorded_in_order_with_body_and_length() {
-    let server = FakeServer::start(Kind::Responses, Script::default())
-        .await
-        .unwrap();
+    let server = start_auto(Kind::Responses).await;
     let c = client();
     let url = server.model_url();
     for i in 0..3 {
@@ -114,16 +110,8 @@ async fn side_endpoints_do_not_spend_script_steps() {
     let texts = [
         call_json(&server, &body(Kind::Messages, false)).await,
         {
-            bounded(client().head(server.base_url()).send())
-                .await
-                .unwrap();
-            bounded(
-                client()
-                    .get(format!("{}/v1/models", server.base_url()))
-                    .send(),
-            )
-            .await
-            .unwrap();
+            send(client().head(server.base_url())).await;
+            send(client().get(format!("{}/v1/models", server.base_url()))).await;
             call_json(&server, &body(Kind::Messages, false)).await
         },
         call_json(&server, &body(Kind::Messages, false)).await,

@@ -4,13 +4,12 @@
 mod common;
 
 use common::*;
-use geode_fakes::{FakeServer, Kind, Reply, Script};
+use geode_fakes::{Kind, Reply};
 use serde_json::{Value, json};
 
 #[tokio::test]
 async fn text_answer_is_a_completed_response_with_usage() {
-    let server = start(Kind::Responses, [Reply::text("hello there")]).await;
-    let (status, v) = call_json(&server, &body(Kind::Responses, false)).await;
+    let (server, status, v) = answer_json(Kind::Responses, Reply::text("hello there")).await;
     assert_eq!(status, 200);
     assert_eq!(v["object"], "response");
     assert_eq!(v["status"], "completed");
@@ -27,27 +26,9 @@ async fn text_answer_is_a_completed_response_with_usage() {
 
 #[tokio::test]
 async fn streamed_text_follows_the_event_order_codex_accepts() {
-    let server = start(
-        Kind::Responses,
-        [Reply::Json(json!({"answer": "é", "n": 1}))],
-    )
-    .await;
-    let events = call_sse(&server, &body(Kind::Responses, true)).await;
-    assert_eq!(
-        names(&events),
-        [
-            "response.created",
-            "response.in_progress",
-            "response.output_item.added",
-            "response.content_part.added",
-            "response.output_text.delta",
-            "response.output_text.delta",
-            "response.output_text.done",
-            "response.content_part.done",
-            "response.output_item.done",
-            "response.completed",
-        ]
-    );
+    let (server, events) =
+        answer_sse(Kind::Responses, Reply::Json(json!({"answer": "é", "n": 1}))).await;
+    assert_eq!(names(&events), geode_fakes::responses::TEXT_EVENT_ORDER);
     let mut text = String::new();
     for (i, event) in events.iter().enumerate() {
         let data = event.json();
@@ -75,12 +56,11 @@ async fn streamed_text_follows_the_event_order_codex_accepts() {
 #[tokio::test]
 async fn tool_call_is_a_function_call_item_with_string_arguments() {
     let args = json!({"cmd": "echo hi"});
-    let server = start(
+    let (server, _, v) = answer_json(
         Kind::Responses,
-        [Reply::tool_call("exec_command", args.clone())],
+        Reply::tool_call("exec_command", args.clone()),
     )
     .await;
-    let (_, v) = call_json(&server, &body(Kind::Responses, false)).await;
     let item = &v["output"][0];
     assert_eq!(item["type"], "function_call");
     assert_eq!(item["name"], "exec_command");
@@ -102,12 +82,11 @@ async fn tool_call_is_a_function_call_item_with_string_arguments() {
 
 #[tokio::test]
 async fn refusal_is_a_refusal_content_part() {
-    let server = start(
+    let (server, _, v) = answer_json(
         Kind::Responses,
-        [Reply::Refusal("I can't help with that.".into())],
+        Reply::Refusal("I can't help with that.".into()),
     )
     .await;
-    let (_, v) = call_json(&server, &body(Kind::Responses, false)).await;
     assert_eq!(v["status"], "completed");
     assert_eq!(v["output"][0]["content"][0]["type"], "refusal");
     assert_eq!(
@@ -121,12 +100,11 @@ async fn refusal_is_a_refusal_content_part() {
 
 #[tokio::test]
 async fn max_tokens_is_incomplete_with_reason() {
-    let server = start(
+    let (server, _, v) = answer_json(
         Kind::Responses,
-        [Reply::MaxTokens("{\"answer\":\"trunc".into())],
+        Reply::MaxTokens("{\"answer\":\"trunc".into()),
     )
     .await;
-    let (_, v) = call_json(&server, &body(Kind::Responses, false)).await;
     assert_eq!(v["status"], "incomplete");
     assert_eq!(v["incomplete_details"]["reason"], "max_output_tokens");
     assert_eq!(v["output"][0]["status"], "incomplete");
@@ -139,9 +117,7 @@ async fn max_tokens_is_incomplete_with_reason() {
 
 #[tokio::test]
 async fn auto_answers_with_an_instance_of_the_requested_schema() {
-    let server = FakeServer::start(Kind::Responses, Script::default())
-        .await
-        .unwrap();
+    let server = start_auto(Kind::Responses).await;
     let mut request = body(Kind::Responses, false);
     request["text"] = json!({"format": {"type": "json_schema", "name": "x", "strict": true,
         "schema": {"type": "object", "properties": {"answer": {"type": "string"},
@@ -159,36 +135,22 @@ async fn auto_answers_with_an_instance_of_the_requested_schema() {
 #[tokio::test]
 async fn bare_responses_path_and_models_list_are_served() {
     let server = start(Kind::Responses, [Reply::text("ok")]).await;
-    let response = bounded(
+    let response = send(
         client()
             .post(format!("{}/responses", server.base_url()))
             .bearer_auth(SECRET)
-            .json(&body(Kind::Responses, false))
-            .send(),
+            .json(&body(Kind::Responses, false)),
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!(response.status(), 200);
-    let v: Value = bounded(response.json()).await.unwrap();
+    let v = json_of(response).await;
     assert_eq!(v["output"][0]["content"][0]["text"], "ok");
 
-    let models = bounded(
-        client()
-            .get(format!("{}/v1/models", server.base_url()))
-            .send(),
-    )
-    .await
-    .unwrap();
+    let models = send(client().get(format!("{}/v1/models", server.base_url()))).await;
     assert_eq!(models.status(), 200);
-    let missing = bounded(
-        client()
-            .get(format!("{}/v1/nope", server.base_url()))
-            .send(),
-    )
-    .await
-    .unwrap();
+    let missing = send(client().get(format!("{}/v1/nope", server.base_url()))).await;
     assert_eq!(missing.status(), 404);
-    let v: Value = bounded(missing.json()).await.unwrap();
+    let v = json_of(missing).await;
     assert_eq!(v["error"]["type"], "invalid_request_error");
     server.shutdown().await;
 }

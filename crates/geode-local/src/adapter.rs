@@ -96,10 +96,6 @@ impl LocalAdapter {
 
 #[async_trait::async_trait]
 impl Adapter for LocalAdapter {
-    fn name(&self) -> &str {
-        ADAPTER_NAME
-    }
-
     fn spec(&self) -> Option<&'static geode::llm::registry::AdapterSpec> {
         geode::llm::registry::spec(ADAPTER_NAME)
     }

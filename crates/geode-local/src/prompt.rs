@@ -120,14 +120,7 @@ mod tests {
             "",
             vec![
                 Message::user("hi"),
-                Message {
-                    role: Role::User,
-                    content: vec![ContentBlock::ToolResult {
-                        tool_use_id: "1".to_owned(),
-                        content: "42".to_owned(),
-                        is_error: false,
-                    }],
-                },
+                Message::tool_result("1", "42", false),
                 Message::assistant("ok"),
             ],
         );

@@ -6,29 +6,27 @@
 //! growing prefix take over a minute at 100 KB), so at 100 KB it is measured as the cost of one
 //! re-parse at the last chunk, and whole re-parsing streams are measured at 10 KB.
 
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
 use geode::client::partial_json::PartialJson;
 use serde_json::{Value, json};
 use std::hint::black_box;
 use std::time::Duration;
 
+#[path = "support/sized.rs"]
+mod sized;
+
 /// A report answer with `findings` grown until the JSON text reaches `size` bytes.
 fn answer(size: usize) -> String {
-    let mut findings = Vec::new();
-    let mut len = 60;
-    let mut i = 0u64;
-    while len < size {
-        let f = json!({
+    let findings = sized::items_until(size, |i| {
+        json!({
             "line": i,
             "note": format!("finding {i}: a \"quoted\" note with {{braces}} and \\ escapes \u{e9}"),
             "score": (i % 100) as f64 / 10.0,
             "fixed": i.is_multiple_of(3),
             "tags": ["style", null]
-        });
-        len += f.to_string().len() + 1;
-        findings.push(f);
-        i += 1;
-    }
+        })
+    });
     json!({"title": "review", "findings": findings}).to_string()
 }
 
@@ -77,20 +75,33 @@ fn reparse_serde(text: &str, pieces: &[&str]) {
     }
 }
 
+/// A group over a text cut in `pieces`, measured for `secs` seconds, holding the incremental
+/// parser's whole stream to compare the others with.
+fn stream_group<'a>(
+    c: &'a mut Criterion,
+    name: &str,
+    pieces: &[&str],
+    secs: u64,
+) -> BenchmarkGroup<'a, WallTime> {
+    let mut g = c.benchmark_group(name);
+    g.sample_size(10)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(secs));
+    let bytes: usize = pieces.iter().map(|p| p.len()).sum();
+    g.throughput(Throughput::Bytes(bytes as u64));
+    g.bench_function("incremental_whole_stream", |b| {
+        b.iter(|| incremental(pieces))
+    });
+    g
+}
+
 fn bench(c: &mut Criterion) {
     // 100 KB: the whole incremental stream, against the cost of one re-parse of the whole
     // text (what re-parsing costs per chunk at the end of the stream; the whole re-parsing
     // stream costs about half of that times the 25,600 chunks).
     let text = answer(100 * 1024);
     let pieces = chunks(&text, 4);
-    let mut g = c.benchmark_group("partial_json_100KB_4B_chunks");
-    g.sample_size(10)
-        .warm_up_time(Duration::from_millis(300))
-        .measurement_time(Duration::from_secs(2));
-    g.throughput(Throughput::Bytes(text.len() as u64));
-    g.bench_function("incremental_whole_stream", |b| {
-        b.iter(|| incremental(&pieces))
-    });
+    let mut g = stream_group(c, "partial_json_100KB_4B_chunks", &pieces, 2);
     g.bench_function("reparse_once_tolerant_last_chunk", |b| {
         b.iter(|| {
             let mut p = PartialJson::new();
@@ -106,14 +117,7 @@ fn bench(c: &mut Criterion) {
     // 10 KB: both whole streams measured (re-parsing is quadratic, so 100 KB takes minutes).
     let text = answer(10 * 1024);
     let pieces = chunks(&text, 4);
-    let mut g = c.benchmark_group("partial_json_10KB_4B_chunks");
-    g.sample_size(10)
-        .warm_up_time(Duration::from_millis(300))
-        .measurement_time(Duration::from_secs(3));
-    g.throughput(Throughput::Bytes(text.len() as u64));
-    g.bench_function("incremental_whole_stream", |b| {
-        b.iter(|| incremental(&pieces))
-    });
+    let mut g = stream_group(c, "partial_json_10KB_4B_chunks", &pieces, 3);
     g.bench_function("reparse_accumulated_tolerant", |b| {
         b.iter(|| reparse_tolerant(&text, &pieces))
     });

@@ -17,6 +17,9 @@ use serde_json::{Map, Value, json};
 use std::hint::black_box;
 use std::time::Duration;
 
+#[path = "support/sized.rs"]
+mod sized;
+
 const SIZES: [(&str, usize); 3] = [
     ("1KB", 1024),
     ("100KB", 100 * 1024),
@@ -25,21 +28,15 @@ const SIZES: [(&str, usize); 3] = [
 
 /// A Decision answer with an `items` array grown until the JSON text reaches `size` bytes.
 fn plain_json(size: usize) -> String {
-    let mut items = Vec::new();
-    let mut len = 60;
-    let mut i = 0u64;
-    while len < size {
-        let item = json!({
+    let items = sized::items_until(size, |i| {
+        json!({
             "id": i,
             "name": format!("candidate {i}: a \"quoted\" name with {{braces}}"),
             "score": (i % 100) as f64 / 10.0,
             "ok": i.is_multiple_of(3),
             "tags": ["alpha", "beta"]
-        });
-        len += item.to_string().len() + 1;
-        items.push(item);
-        i += 1;
-    }
+        })
+    });
     json!({"decision": "accept", "reason": "all candidates checked", "items": items}).to_string()
 }
 

@@ -14,7 +14,7 @@
 //! `performance.md` (≤ 8.75 µs) on this machine.
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use geode::llm::request::{AdapterCallRequest, ContentBlock, Message, Role, ToolSpec};
+use geode::llm::request::{AdapterCallRequest, Message, ToolSpec};
 use geode::llm::wire::responses::{self, Backend, Delivery, Options, Reasoning};
 use geode::schema::ResponseSchema;
 use serde_json::json;
@@ -26,22 +26,12 @@ fn request() -> AdapterCallRequest {
         "gpt-5.5",
         vec![
             Message::user("Decide whether to accept the proposal in a.md."),
-            Message {
-                role: Role::Assistant,
-                content: vec![ContentBlock::ToolUse {
-                    id: "call_1".into(),
-                    name: "read_document".into(),
-                    input: json!({"path": "a.md"}),
-                }],
-            },
-            Message {
-                role: Role::User,
-                content: vec![ContentBlock::ToolResult {
-                    tool_use_id: "call_1".into(),
-                    content: "{\"text\": \"The proposal is to ship on Friday.\"}".into(),
-                    is_error: false,
-                }],
-            },
+            Message::tool_call("call_1", "read_document", json!({"path": "a.md"})),
+            Message::tool_result(
+                "call_1",
+                "{\"text\": \"The proposal is to ship on Friday.\"}",
+                false,
+            ),
         ],
     );
     r.system_prompt = system[..4096].to_owned();
@@ -82,11 +72,7 @@ fn request() -> AdapterCallRequest {
 
 fn bench_responses_build(c: &mut Criterion) {
     let req = request();
-    let opts = Options {
-        backend: Backend::Platform,
-        reasoning: Reasoning::On,
-        delivery: Delivery::Sse,
-    };
+    let opts = platform_sse();
     c.bench_function("responses_build_20_tools_schema_4k_system", |b| {
         b.iter(|| {
             responses::build("bench", black_box(&req), black_box(&opts))
@@ -96,14 +82,19 @@ fn bench_responses_build(c: &mut Criterion) {
     });
 }
 
-fn bench_serde_bodies(c: &mut Criterion) {
-    use geode::llm::wire::family::{BuildCx, Wire};
-    let req = request();
-    let opts = Options {
+/// The Responses options of an API-key call: platform backend, reasoning on, SSE.
+fn platform_sse() -> Options {
+    Options {
         backend: Backend::Platform,
         reasoning: Reasoning::On,
         delivery: Delivery::Sse,
-    };
+    }
+}
+
+fn bench_serde_bodies(c: &mut Criterion) {
+    use geode::llm::wire::family::{BuildCx, Wire};
+    let req = request();
+    let opts = platform_sse();
     let body: serde_json::Value = responses::build("bench", &req, &opts)
         .ok()
         .and_then(|b| serde_json::from_slice(&b.body).ok())

@@ -70,21 +70,17 @@ pub struct Limits {
 
 /// The whole file.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct Config {
     /// The adapter used when no adapter or model is named.
     pub default_adapter: Option<String>,
     /// Adapters tried in order on retryable provider failures.
-    #[serde(default)]
     pub fallback: Vec<String>,
     /// Timeouts.
-    #[serde(default)]
     pub timeouts: Timeouts,
     /// Limits.
-    #[serde(default)]
     pub limits: Limits,
     /// Per-adapter settings, keyed by adapter name.
-    #[serde(default)]
     pub adapters: BTreeMap<String, AdapterConfig>,
     /// The file this came from, if any.
     #[serde(skip)]

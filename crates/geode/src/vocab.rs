@@ -135,6 +135,16 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// Input, output and cached input tokens, for tests to compare at once.
+    #[cfg(test)]
+    pub(crate) fn token_counts(&self) -> (u64, u64, u64) {
+        (
+            self.input_tokens,
+            self.output_tokens,
+            self.cached_input_tokens,
+        )
+    }
+
     /// Adds another call's usage to this one.
     pub fn add(&mut self, other: &Usage) {
         self.input_tokens += other.input_tokens;

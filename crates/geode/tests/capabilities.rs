@@ -8,6 +8,8 @@
 //! fails here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/built.rs"]
+mod built;
 #[path = "support/env.rs"]
 #[allow(dead_code)]
 mod env;
@@ -15,29 +17,15 @@ mod env;
 use env::MapEnv;
 use geode::config::Config;
 use geode::llm::adapter::{Adapter, CallCx};
-use geode::llm::http::{HttpClient, HttpConfig, RetryPolicy};
 use geode::llm::registry::{ADAPTERS, AdapterSpec, Auth, KeyHeader, WireFamily};
 use geode::llm::request::{AdapterCallRequest, Message, ToolSpec};
 use geode::schema::ResponseSchema;
 use geode_fakes::{FakeServer, Kind, RecordedRequest, Reply, Script};
 use serde_json::{Value, json};
-use std::sync::Arc;
 use std::time::Duration;
 
 const KEY: &str = "sk-capability-SECRET-7";
 const TOOL: &str = "read_file";
-
-fn http() -> HttpClient {
-    HttpClient::new(HttpConfig {
-        retry: RetryPolicy {
-            max_retries: 0,
-            base_delay: Duration::from_millis(10),
-            max_delay: Duration::from_millis(10),
-        },
-        ..HttpConfig::default()
-    })
-    .unwrap()
-}
 
 fn kind_of(spec: &AdapterSpec) -> Kind {
     match spec.wire_family {
@@ -128,11 +116,7 @@ async fn record(
         .unwrap();
     let home = tempfile::tempdir().unwrap();
     let env = machine(spec, &server, home.path());
-    let adapter: Arc<dyn Adapter> = Arc::new(
-        geode::llm::build::build_http(spec.name, &Config::default(), &env)
-            .unwrap()
-            .with_http(http()),
-    );
+    let adapter = built::built_without_retries(spec.name, &env);
     assert_reports_its_row(adapter.as_ref(), spec);
     let cx = CallCx::new().with_timeout(Duration::from_secs(20));
     let resp = tokio::time::timeout(Duration::from_secs(30), adapter.call(req, &cx))

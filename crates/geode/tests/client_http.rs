@@ -16,6 +16,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use std::path::Path;
 use support::env::MapEnv;
+use support::http;
 
 /// A review decision.
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
@@ -37,58 +38,15 @@ enum Decision {
     Reject,
 }
 
-const ADAPTERS: [&str; 6] = [
-    "openai-payg",
-    "codex-oauth",
-    "anthropic-payg",
-    "anthropic-oauth",
-    "glm-payg",
-    "glm-coding-plan",
-];
-
 const GOOD: &str =
     r#"{"decision": "reject", "reason": "breaks the build", "lines": [3, 14], "follow_up": null}"#;
 
-fn kind(adapter: &str) -> Kind {
-    match adapter {
-        "openai-payg" => Kind::Responses,
-        "codex-oauth" => Kind::ChatGpt,
-        "anthropic-payg" | "anthropic-oauth" => Kind::Messages,
-        _ => Kind::Chat,
-    }
-}
-
 /// The machine: `adapter`'s base URL and credential pointing at `origin`.
 fn machine(adapter: &str, origin: &str, home: &Path) -> MapEnv {
-    let env = MapEnv::new()
-        .set("HOME", home.display().to_string())
-        .set("CODEX_HOME", home.display().to_string())
-        .set("GEODE_CODEX_AUTH_URL", origin);
-    match adapter {
-        "openai-payg" => env
-            .set("GEODE_OPENAI_BASE_URL", origin)
-            .set("OPENAI_API_KEY", "sk-client-test-openai"),
-        "codex-oauth" => {
-            let auth = geode_fakes::chatgpt::codex_auth_json(false);
-            std::fs::write(home.join("auth.json"), auth.to_string()).unwrap();
-            env.set("GEODE_CODEX_BASE_URL", origin)
-        }
-        "anthropic-payg" => env
-            .set("GEODE_ANTHROPIC_BASE_URL", origin)
-            .set("ANTHROPIC_API_KEY", "sk-ant-client-test"),
-        "anthropic-oauth" => env
-            .set("GEODE_ANTHROPIC_BASE_URL", origin)
-            .set("CLAUDE_CODE_OAUTH_TOKEN", "sk-ant-oat-client-test"),
-        "glm-payg" => env
-            .set("GEODE_GLM_BASE_URL", format!("{origin}/api/paas/v4"))
-            .set("ZAI_API_KEY", "zai-client-test"),
-        _ => env
-            .set(
-                "GEODE_GLM_CODING_BASE_URL",
-                format!("{origin}/api/coding/paas/v4"),
-            )
-            .set("ZAI_CODING_PLAN_KEY", "zai-coding-client-test"),
+    if adapter == "codex-oauth" {
+        http::write_codex_auth(home, geode_fakes::chatgpt::DEFAULT_ACCOUNT_ID, 3600);
     }
+    http::machine(adapter, origin, "sk-client-test-5Rk8Jm3Zq1", home)
 }
 
 fn client(adapter: &str, server: &FakeServer, home: &Path) -> Client {
@@ -101,14 +59,21 @@ fn client(adapter: &str, server: &FakeServer, home: &Path) -> Client {
         .unwrap()
 }
 
+/// A fake of `adapter`'s kind playing `script`, a client of `adapter` on it, and the machine's
+/// home (kept alive by the caller).
+async fn serve(adapter: &str, script: Script) -> (FakeServer, Client, tempfile::TempDir) {
+    let home = tempfile::tempdir().unwrap();
+    let server = FakeServer::start(http::kind_of(adapter), script)
+        .await
+        .unwrap();
+    let c = client(adapter, &server, home.path());
+    (server, c, home)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn extract_gets_the_type_back_over_every_http_adapter() {
-    for adapter in ADAPTERS {
-        let home = tempfile::tempdir().unwrap();
-        let server = FakeServer::start(kind(adapter), Script::always(Reply::text(GOOD)))
-            .await
-            .unwrap();
-        let c = client(adapter, &server, home.path());
+    for adapter in http::http_adapters() {
+        let (server, c, _home) = serve(adapter, Script::always(Reply::text(GOOD))).await;
         let got = support::bounded(c.extract::<Review>("review this"))
             .await
             .unwrap_or_else(|e| panic!("{adapter}: {e}"));
@@ -155,7 +120,9 @@ async fn the_retry_runs_over_the_wire_and_a_second_failure_is_invalid_with_its_l
         let home = tempfile::tempdir().unwrap();
         let bad = r#"{"decision": "maybe", "reason": "x", "lines": [], "follow_up": null}"#;
         let script = Script::new([Reply::text(bad), Reply::text(GOOD)]);
-        let server = FakeServer::start(kind(adapter), script).await.unwrap();
+        let server = FakeServer::start(http::kind_of(adapter), script)
+            .await
+            .unwrap();
         let got = support::bounded(client(adapter, &server, home.path()).extract::<Review>("go"))
             .await
             .unwrap();
@@ -166,7 +133,7 @@ async fn the_retry_runs_over_the_wire_and_a_second_failure_is_invalid_with_its_l
         assert_eq!(got.ledger.attempts.len(), 2);
         server.shutdown().await;
 
-        let server = FakeServer::start(kind(adapter), Script::always(Reply::text(bad)))
+        let server = FakeServer::start(http::kind_of(adapter), Script::always(Reply::text(bad)))
             .await
             .unwrap();
         let err = support::bounded(client(adapter, &server, home.path()).extract::<Review>("go"))
@@ -208,12 +175,8 @@ async fn require_enforced_refuses_a_wire_that_cannot_enforce_before_any_request(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stream_ends_in_the_validated_value_over_every_http_adapter() {
-    for adapter in ADAPTERS {
-        let home = tempfile::tempdir().unwrap();
-        let server = FakeServer::start(kind(adapter), Script::always(Reply::text(GOOD)))
-            .await
-            .unwrap();
-        let c = client(adapter, &server, home.path());
+    for adapter in http::http_adapters() {
+        let (server, c, _home) = serve(adapter, Script::always(Reply::text(GOOD))).await;
         let events: Vec<_> = support::bounded(c.stream::<Review>("go").collect::<Vec<_>>()).await;
         let Some(Ok(StreamEvent::Final(done))) = events.last() else {
             panic!("{adapter}: {:?}", events.last());
@@ -243,7 +206,7 @@ async fn stream_ends_in_the_validated_value_over_every_http_adapter() {
         }
         // The SSE wires hand their text deltas to the stream (the fakes send two halves);
         // GLM's Chat wire answers in one JSON body: a single final.
-        if kind(adapter) == Kind::Chat {
+        if http::kind_of(adapter) == Kind::Chat {
             assert!(partials.is_empty(), "{adapter}");
         } else {
             // Deltas read in one go are shown as one partial, so at least one.

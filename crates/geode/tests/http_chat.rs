@@ -10,9 +10,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may unwrap (HELPERS.md)
 
 use geode::ledger::StructuredOutputMode;
-use geode::llm::request::{
-    AdapterCallRequest, ContentBlock, Message, Role, StopReason, ToolChoice,
-};
+use geode::llm::request::{AdapterCallRequest, Message, StopReason, ToolChoice};
 use geode::llm::wire::schema_prompt::INSTRUCTION_HEADING;
 use geode_fakes::{Reply, Script};
 use serde_json::{Value, json};
@@ -132,22 +130,13 @@ async fn tool_calls_come_back_parsed_and_replay_as_tool_messages() {
         );
         let call = &first.tool_uses[0];
         let mut next = with_tools(ToolChoice::Auto);
-        next.messages.push(Message {
-            role: Role::Assistant,
-            content: vec![ContentBlock::ToolUse {
-                id: call.id.clone(),
-                name: call.name.clone(),
-                input: call.input.clone(),
-            }],
-        });
-        next.messages.push(Message {
-            role: Role::User,
-            content: vec![ContentBlock::ToolResult {
-                tool_use_id: call.id.clone(),
-                content: "18C".into(),
-                is_error: false,
-            }],
-        });
+        next.messages.push(Message::tool_call(
+            call.id.clone(),
+            call.name.clone(),
+            call.input.clone(),
+        ));
+        next.messages
+            .push(Message::tool_result(call.id.clone(), "18C", false));
         assert_eq!(rig.call(next).await.unwrap().text, "18C");
         let body = &rig.server.requests()[1].body;
         assert_eq!(

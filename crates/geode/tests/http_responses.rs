@@ -95,6 +95,16 @@ fn compare_with_capture(ours: &Value, theirs: &Value) {
     assert!(ours["instructions"].is_string() && theirs.get("instructions").is_none());
 }
 
+/// `adapter` on a fake answering with an instance of the request's schema: the answer has the
+/// schema's fields and went strict.
+async fn strict_auto_answer(adapter: &str) -> (Rig, AdapterResponse) {
+    let rig = Rig::start(adapter, Script::always(Reply::Auto)).await;
+    let resp = rig.call(request()).await.unwrap();
+    assert_answer_matches_schema(&resp);
+    assert_eq!(resp.wire.mode, StructuredOutputMode::Strict);
+    (rig, resp)
+}
+
 fn assert_answer_matches_schema(resp: &AdapterResponse) {
     let v: Value =
         serde_json::from_str(&resp.text).unwrap_or_else(|e| panic!("{e}: {}", resp.text));
@@ -105,10 +115,7 @@ fn assert_answer_matches_schema(resp: &AdapterResponse) {
 
 #[tokio::test]
 async fn payg_sends_schema_strict_and_tools_in_one_request_and_matches_the_capture() {
-    let rig = Rig::start("openai-payg", Script::always(Reply::Auto)).await;
-    let resp = rig.call(request()).await.unwrap();
-    assert_answer_matches_schema(&resp);
-    assert_eq!(resp.wire.mode, StructuredOutputMode::Strict);
+    let (rig, resp) = strict_auto_answer("openai-payg").await;
     assert_ended_with_fake_usage(&resp);
     let calls = model_calls(&rig);
     assert_eq!(calls.len(), 1);
@@ -129,10 +136,7 @@ async fn payg_sends_schema_strict_and_tools_in_one_request_and_matches_the_captu
 
 #[tokio::test]
 async fn codex_sends_the_backend_headers_and_body_and_matches_the_captures() {
-    let rig = Rig::start("codex-oauth", Script::always(Reply::Auto)).await;
-    let resp = rig.call(request()).await.unwrap();
-    assert_answer_matches_schema(&resp);
-    assert_eq!(resp.wire.mode, StructuredOutputMode::Strict);
+    let (rig, _) = strict_auto_answer("codex-oauth").await;
     let calls = model_calls(&rig);
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0].route(), "/backend-api/codex/responses");

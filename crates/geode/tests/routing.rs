@@ -67,18 +67,48 @@ fn within_a_family_payg_comes_before_subscription_before_cli() {
 }
 
 #[test]
-fn anthropic_and_glm_credentials() {
-    let m = MapEnv::described(&["CLAUDE_CODE_OAUTH_TOKEN"]);
-    assert_eq!(pick("claude-sonnet-4-6", &m).unwrap(), "anthropic-oauth");
-    let m = MapEnv::described(&["ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"]);
-    assert_eq!(pick("claude-sonnet-4-6", &m).unwrap(), "anthropic-payg");
-    let mut m = MapEnv::described(&[]);
-    m.add_file("/home/u/.claude/.credentials.json");
-    assert_eq!(pick("claude-sonnet-4-6", &m).unwrap(), "anthropic-oauth");
-    let m = MapEnv::described(&["ZAI_CODING_PLAN_KEY"]);
-    assert_eq!(pick("glm-5.2", &m).unwrap(), "glm-coding-plan");
-    let m = MapEnv::described(&["ZAI_API_KEY", "ZAI_CODING_PLAN_KEY"]);
-    assert_eq!(pick("glm-5.2", &m).unwrap(), "glm-payg");
+fn the_credentials_on_the_machine_pick_the_adapter() {
+    // The model asked for, the variables set, the files present, the adapter routed to.
+    let rows: &[(&str, &[&str], &[&str], &str)] = &[
+        (
+            "claude-sonnet-4-6",
+            &["CLAUDE_CODE_OAUTH_TOKEN"],
+            &[],
+            "anthropic-oauth",
+        ),
+        (
+            "claude-sonnet-4-6",
+            &["ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"],
+            &[],
+            "anthropic-payg",
+        ),
+        (
+            "claude-sonnet-4-6",
+            &[],
+            &["/home/u/.claude/.credentials.json"],
+            "anthropic-oauth",
+        ),
+        ("glm-5.2", &["ZAI_CODING_PLAN_KEY"], &[], "glm-coding-plan"),
+        (
+            "glm-5.2",
+            &["ZAI_API_KEY", "ZAI_CODING_PLAN_KEY"],
+            &[],
+            "glm-payg",
+        ),
+        // Nothing named or configured means local.
+        ("", &[], &[], "local"),
+        ("some-unknown-model", &[], &[], "local"),
+        // A configured provider is used before local.
+        ("", &["ZAI_API_KEY"], &[], "glm-payg"),
+    ];
+    for &(model, vars, files, want) in rows {
+        let mut m = MapEnv::described(vars);
+        for f in files {
+            m.add_file(f);
+        }
+        let got = pick(model, &m).unwrap();
+        assert_eq!(got, want, "{model:?} with {vars:?} and {files:?}");
+    }
 }
 
 #[test]
@@ -92,10 +122,8 @@ fn a_family_without_credentials_fails_naming_each_adapter() {
 }
 
 #[test]
-fn nothing_named_or_configured_means_local_and_defaults_win_over_that() {
+fn a_configured_default_adapter_wins_over_local() {
     let m = MapEnv::described(&[]);
-    assert_eq!(pick("", &m).unwrap(), "local");
-    assert_eq!(pick("some-unknown-model", &m).unwrap(), "local");
     let r = route(
         &RouteRequest {
             default_adapter: Some("glm-payg"),
@@ -105,12 +133,6 @@ fn nothing_named_or_configured_means_local_and_defaults_win_over_that() {
     )
     .unwrap();
     assert_eq!(r.spec.name, "glm-payg");
-    let m = MapEnv::described(&["ZAI_API_KEY"]);
-    assert_eq!(
-        pick("", &m).unwrap(),
-        "glm-payg",
-        "a configured provider is used before local"
-    );
 }
 
 #[test]

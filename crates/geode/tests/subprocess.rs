@@ -22,8 +22,19 @@ fn sh(script: &str) -> ProcessSpec {
 }
 
 /// Waits (bounded) until no live process is left in group `pgid`; returns what is left.
-async fn group_gone(pgid: u32) -> Vec<u32> {
-    leaks::settle(|| leaks::group_members(pgid)).await
+/// Asserts no process of group `pgid` is left (after letting the kernel settle).
+async fn assert_group_gone(pgid: u32) {
+    let left = leaks::settle(|| leaks::group_members(pgid)).await;
+    assert_eq!(left, Vec::<u32>::new(), "group {pgid} left alive");
+}
+
+/// Asserts the group of `out` is gone, and so is the background child whose pid the shell
+/// printed on stdout (in the group, not its leader).
+async fn assert_group_and_child_gone(out: &subprocess::SubprocessOutput) {
+    let child: u32 = out.stdout.text.trim().parse().expect("the child's pid");
+    assert!(child != out.pgid);
+    assert_group_gone(out.pgid).await;
+    assert!(!leaks::alive(child));
 }
 
 #[tokio::test]
@@ -38,15 +49,7 @@ async fn deadline_kills_the_whole_group_including_grandchildren() {
         assert_eq!(out.ending, Ending::TimedOut);
         assert!(out.timed_out());
         assert!(!out.success());
-        let grandchild: u32 = out.stdout.text.trim().parse().expect("grandchild pid");
-        assert!(grandchild != out.pgid);
-        assert_eq!(
-            group_gone(out.pgid).await,
-            Vec::<u32>::new(),
-            "group {} left alive",
-            out.pgid
-        );
-        assert!(!leaks::alive(grandchild));
+        assert_group_and_child_gone(&out).await;
     })
     .await
     .unwrap();
@@ -66,7 +69,7 @@ async fn cancellation_kills_the_group_and_keeps_partial_output() {
         assert_eq!(out.ending, Ending::Cancelled);
         assert!(!out.timed_out());
         assert_eq!(out.stdout.text, "started\n");
-        assert_eq!(group_gone(out.pgid).await, Vec::<u32>::new());
+        assert_group_gone(out.pgid).await;
     })
     .await
     .unwrap();
@@ -94,7 +97,7 @@ async fn dropping_the_future_kills_the_group() {
             .trim()
             .parse()
             .unwrap();
-        assert_eq!(group_gone(pgid).await, Vec::<u32>::new());
+        assert_group_gone(pgid).await;
     })
     .await
     .unwrap();
@@ -110,9 +113,7 @@ async fn normal_exit_does_not_wait_for_or_leak_background_children() {
             .unwrap();
         assert!(out.success());
         assert_eq!(out.exit_code(), Some(0));
-        let bg: u32 = out.stdout.text.trim().parse().unwrap();
-        assert_eq!(group_gone(out.pgid).await, Vec::<u32>::new());
-        assert!(!leaks::alive(bg));
+        assert_group_and_child_gone(&out).await;
     })
     .await
     .unwrap();
@@ -154,7 +155,7 @@ async fn endless_stdout_past_its_budget_kills_the_group_at_once() {
             .unwrap();
         assert_eq!(out.ending, Ending::OutputTooLarge { limit: 1 << 20 });
         assert!(!out.success() && !out.timed_out());
-        assert_eq!(group_gone(out.pgid).await, Vec::<u32>::new());
+        assert_group_gone(out.pgid).await;
         // Reading stopped right after the budget (one read of at most 64 KiB past it).
         let read = out.stdout.text.len() as u64 + out.stdout.dropped_bytes;
         assert!((1 << 20) < read && read <= (1 << 20) + (64 << 10), "{read}");

@@ -6,14 +6,14 @@
 //! (`tests/snapshots/`; review a deliberate change with `cargo insta review`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/built.rs"]
+mod built;
 #[path = "support/env.rs"]
 #[allow(dead_code)]
 mod env;
 
 use env::MapEnv;
-use geode::config::Config;
 use geode::llm::adapter::{Adapter, CallCx};
-use geode::llm::http::{HttpClient, HttpConfig, RetryPolicy};
 use geode::llm::request::{AdapterCallRequest, Message, ToolSpec};
 use geode::schema::ResponseSchema;
 use geode::schema::TextConstraint;
@@ -25,25 +25,9 @@ use std::time::Duration;
 
 const KEY: &str = "sk-snapshot-SECRET-0001";
 
-fn http() -> HttpClient {
-    HttpClient::new(HttpConfig {
-        retry: RetryPolicy {
-            max_retries: 0,
-            base_delay: Duration::from_millis(10),
-            max_delay: Duration::from_millis(10),
-        },
-        ..HttpConfig::default()
-    })
-    .unwrap()
-}
-
 /// The adapter `name` as `geode` builds it on the machine `env`, without retries.
 fn built(name: &str, env: MapEnv) -> Arc<dyn Adapter> {
-    Arc::new(
-        geode::llm::build::build_http(name, &Config::default(), &env)
-            .unwrap()
-            .with_http(http()),
-    )
+    built::built_without_retries(name, &env)
 }
 
 fn schema(v: Value) -> ResponseSchema {

@@ -221,3 +221,19 @@ pub const ALL: [Case; 6] = [
     GLM_PAYG,
     GLM_CODING_PLAN,
 ];
+
+/// Instantiates `$tests!(module, CASE)` once per HTTP adapter (the cases of [`ALL`]), so a
+/// test file's per-adapter modules follow one list.
+#[allow(unused_macros)] // not every test crate has per-adapter modules
+macro_rules! for_each_http_case {
+    ($tests:ident) => {
+        $tests!(openai_payg, OPENAI_PAYG);
+        $tests!(codex_oauth, CODEX_OAUTH);
+        $tests!(anthropic_payg, ANTHROPIC_PAYG);
+        $tests!(anthropic_oauth, ANTHROPIC_OAUTH);
+        $tests!(glm_payg, GLM_PAYG);
+        $tests!(glm_coding_plan, GLM_CODING_PLAN);
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use for_each_http_case;

@@ -53,6 +53,14 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// Stdout as JSON lines (`--stream` events), one value per line.
+    pub fn json_lines(&self) -> Vec<Value> {
+        self.stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+            .collect()
+    }
+
     /// Stdout parsed as one JSON value (panics with both streams when it is not).
     pub fn json(&self) -> Value {
         serde_json::from_str(self.stdout.trim()).unwrap_or_else(|e| {
@@ -178,22 +186,51 @@ impl Sandbox {
     /// Starts `geode ARGS` in the background (stdout discarded, stderr piped), with the same
     /// environment as [`Sandbox::geode`]; the caller waits for or kills it.
     pub fn spawn(&self, args: &[&str]) -> std::process::Child {
-        std::process::Command::new(env!("CARGO_BIN_EXE_geode"))
-            .args(args)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", self.home.path())
-            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .current_dir(self.cwd.path())
+        self.command(args)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap()
     }
 
+    /// `geode ARGS` with the sandbox's environment and working directory, for a caller that
+    /// wires its standard streams itself (e.g. stderr to a terminal).
+    pub fn command(&self, args: &[&str]) -> std::process::Command {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_geode"));
+        cmd.args(args)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.home.path())
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .current_dir(self.cwd.path());
+        cmd
+    }
+
     /// Runs `geode ARGS` with `stdin`, bounded by [`RUN_BOUND`].
     pub async fn geode(&self, args: &[&str], stdin: &str) -> Outcome {
         self.geode_bytes(args, stdin.as_bytes()).await
+    }
+
+    /// A sandbox whose `GEODE_LOCAL_MODEL` is the local model `scripts/setup.sh` installs
+    /// (failing loudly when it is missing).
+    pub fn with_local_model() -> Sandbox {
+        let model = geode::llm::registry::local_model_path(&geode::llm::registry::ProcessEnv)
+            .expect("no local model path: run scripts/setup.sh");
+        assert!(
+            model.exists(),
+            "the local model is missing at {}: run scripts/setup.sh",
+            model.display()
+        );
+        let mut sb = Sandbox::new();
+        sb.var("GEODE_LOCAL_MODEL", model.display().to_string());
+        sb
+    }
+
+    /// Runs `geode run --adapter ADAPTER --schema SCHEMA REST...` with nothing on stdin.
+    pub async fn run(&self, adapter: &str, schema: &str, rest: &[&str]) -> Outcome {
+        let mut args = vec!["run", "--adapter", adapter, "--schema", schema];
+        args.extend_from_slice(rest);
+        self.geode(&args, "").await
     }
 
     /// Runs `geode ARGS` with raw bytes on stdin (binary, invalid UTF-8), bounded by [`RUN_BOUND`].
@@ -270,6 +307,11 @@ pub async fn fake_of(
     script: geode_fakes::Script,
 ) -> geode_fakes::FakeServer {
     geode_fakes::FakeServer::start(kind, script).await.unwrap()
+}
+
+/// A Chat (GLM) fake giving `reply` to every call.
+pub async fn glm_answering(reply: geode_fakes::Reply) -> geode_fakes::FakeServer {
+    fake_of(geode_fakes::Kind::Chat, geode_fakes::Script::always(reply)).await
 }
 
 /// The prompt of a Decision run.

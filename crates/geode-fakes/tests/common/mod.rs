@@ -20,6 +20,13 @@ pub async fn bounded<F: Future>(f: F) -> F::Output {
         .expect("the test step did not finish within its bound")
 }
 
+/// A fake of `kind` playing its default script ([`geode_fakes::Reply::Auto`]).
+pub async fn start_auto(kind: Kind) -> FakeServer {
+    FakeServer::start(kind, geode_fakes::Script::default())
+        .await
+        .expect("start")
+}
+
 /// A fake of `kind` playing `replies` in order (then its default).
 pub async fn start(
     kind: Kind,
@@ -28,6 +35,43 @@ pub async fn start(
     FakeServer::start(kind, geode_fakes::Script::new(replies))
         .await
         .expect("start")
+}
+
+/// A fake of `kind` playing `reply`, and the status and JSON body of one non-streamed call.
+pub async fn answer_json(kind: Kind, reply: geode_fakes::Reply) -> (FakeServer, u16, Value) {
+    let server = start(kind, [reply]).await;
+    let (status, v) = call_json(&server, &body(kind, false)).await;
+    (server, status, v)
+}
+
+/// A fake of `kind` playing `reply`, and the events of one streamed call.
+pub async fn answer_sse(kind: Kind, reply: geode_fakes::Reply) -> (FakeServer, Vec<Event>) {
+    let server = start(kind, [reply]).await;
+    let events = call_sse(&server, &body(kind, true)).await;
+    (server, events)
+}
+
+/// Sends `request`, bounded by [`LIMIT`]; the answer, whatever its status.
+pub async fn send(request: reqwest::RequestBuilder) -> reqwest::Response {
+    bounded(request.send()).await.expect("request failed")
+}
+
+/// The JSON body of `response`, bounded by [`LIMIT`].
+pub async fn json_of(response: reqwest::Response) -> Value {
+    bounded(response.json()).await.expect("a JSON body")
+}
+
+/// A fake of `kind` playing a refusal (`No.`) then an answer cut at the token limit (`{"a":`),
+/// and the JSON bodies of those two non-streamed calls.
+pub async fn refusal_then_truncation(kind: Kind) -> (FakeServer, Value, Value) {
+    let replies = [
+        geode_fakes::Reply::Refusal("No.".into()),
+        geode_fakes::Reply::MaxTokens("{\"a\":".into()),
+    ];
+    let server = start(kind, replies).await;
+    let (_, refusal) = call_json(&server, &body(kind, false)).await;
+    let (_, truncated) = call_json(&server, &body(kind, false)).await;
+    (server, refusal, truncated)
 }
 
 /// A client that never uses a proxy and gives up after [`LIMIT`].

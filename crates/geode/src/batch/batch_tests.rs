@@ -47,6 +47,11 @@ fn written(path: &Path) -> Vec<WorkerResult> {
         .collect()
 }
 
+/// Runs `lines` on `adapter` with the default options, results in `path`.
+async fn run_on(lines: Vec<InputLine>, path: &Path, adapter: Arc<dyn Adapter>) -> Summary {
+    run(lines, path, prepare_with(adapter), BatchOptions::default()).await
+}
+
 async fn run(
     lines: Vec<InputLine>,
     path: &Path,
@@ -59,21 +64,20 @@ async fn run(
         .unwrap()
 }
 
+/// An adapter answering `{"ok": true}` to every call after `delay`.
+fn ok_after(delay: Duration) -> Arc<ScriptedAdapter> {
+    Arc::new(ScriptedAdapter::repeating(
+        AdapterResponse::text(r#"{"ok": true}"#),
+        delay,
+    ))
+}
+
 #[tokio::test]
 async fn every_task_gets_one_result_line_and_the_summary_counts_them() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("out.jsonl");
-    let adapter = Arc::new(ScriptedAdapter::repeating(
-        AdapterResponse::text(r#"{"ok": true}"#),
-        Duration::from_millis(5),
-    ));
-    let s = run(
-        lines(20),
-        &path,
-        prepare_with(adapter.clone()),
-        BatchOptions::default(),
-    )
-    .await;
+    let adapter = ok_after(Duration::from_millis(5));
+    let s = run_on(lines(20), &path, adapter.clone()).await;
     assert_eq!((s.valid, s.queued, s.skipped), (20, 20, 0));
     assert_eq!(s.exit_code(), 0);
     let results = written(&path);
@@ -89,21 +93,10 @@ async fn every_task_gets_one_result_line_and_the_summary_counts_them() {
 async fn a_rerun_skips_what_is_done_and_runs_only_the_rest() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("out.jsonl");
-    let ok = || {
-        Arc::new(ScriptedAdapter::repeating(
-            AdapterResponse::text(r#"{"ok": true}"#),
-            Duration::ZERO,
-        ))
-    };
-    run(lines(5), &path, prepare_with(ok()), BatchOptions::default()).await;
-    let second = ok();
-    let s = run(
-        lines(8),
-        &path,
-        prepare_with(second.clone()),
-        BatchOptions::default(),
-    )
-    .await;
+    let first = ok_after(Duration::ZERO);
+    run_on(lines(5), &path, first).await;
+    let second = ok_after(Duration::ZERO);
+    let s = run_on(lines(8), &path, second.clone()).await;
     assert_eq!((s.skipped, s.valid), (5, 3));
     assert_eq!(second.requests().len(), 3);
     assert_eq!(written(&path).len(), 8);
@@ -115,10 +108,7 @@ async fn bad_lines_and_refusals_are_reported_and_the_others_still_run() {
     let path = dir.path().join("out.jsonl");
     let mut input = lines(3);
     input.insert(1, read_line("{oops", 2, &template()).unwrap());
-    let adapter: Arc<dyn Adapter> = Arc::new(ScriptedAdapter::repeating(
-        AdapterResponse::text(r#"{"ok": true}"#),
-        Duration::ZERO,
-    ));
+    let adapter: Arc<dyn Adapter> = ok_after(Duration::ZERO);
     let prepare: Arc<Prepare> = Arc::new(move |req: WorkerRequest| {
         if req.task_id == "t2" {
             Err("no route for t2".to_owned())
@@ -146,13 +136,7 @@ async fn invalid_answers_and_provider_failures_set_the_exit_code() {
         AdapterResponse::text("no json here"),
         Duration::ZERO,
     ));
-    let s = run(
-        lines(2),
-        &path,
-        prepare_with(invalid),
-        BatchOptions::default(),
-    )
-    .await;
+    let s = run_on(lines(2), &path, invalid).await;
     assert_eq!((s.invalid, s.retried), (2, 2));
     assert_eq!(s.exit_code(), crate::agent::exit::INVALID);
     let failing = Arc::new(ScriptedAdapter::new(vec![Err(
@@ -178,10 +162,7 @@ async fn invalid_answers_and_provider_failures_set_the_exit_code() {
 async fn a_stopped_batch_writes_no_result_for_the_tasks_it_cut_short() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("out.jsonl");
-    let slow = Arc::new(ScriptedAdapter::repeating(
-        AdapterResponse::text(r#"{"ok": true}"#),
-        Duration::from_secs(30),
-    ));
+    let slow = ok_after(Duration::from_secs(30));
     let options = BatchOptions {
         concurrency: 2,
         ..BatchOptions::default()
@@ -206,10 +187,7 @@ async fn a_stopped_batch_writes_no_result_for_the_tasks_it_cut_short() {
 async fn concurrency_bounds_the_tasks_in_flight() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("out.jsonl");
-    let adapter = Arc::new(ScriptedAdapter::repeating(
-        AdapterResponse::text(r#"{"ok": true}"#),
-        Duration::from_millis(50),
-    ));
+    let adapter = ok_after(Duration::from_millis(50));
     let summary: Arc<Mutex<Summary>> = Arc::default();
     let watch = summary.clone();
     let peak = Arc::new(Mutex::new(0u64));

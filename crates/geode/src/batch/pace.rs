@@ -11,11 +11,9 @@
 //! after the transport's own retries is paused and tried again (at most [`MAX_RATE_RETRIES`]
 //! times) instead of failing the task.
 
-use crate::llm::adapter::Adapter;
+use crate::llm::adapter::{Adapter, Wraps};
 use crate::llm::call::{AdapterError, CallCx};
 use crate::llm::request::{AdapterCallRequest, AdapterResponse};
-use crate::schema::ResponseSchema;
-use crate::vocab::StructuredOutputMode;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -192,24 +190,12 @@ impl PacedAdapter {
 }
 
 #[async_trait::async_trait]
-impl Adapter for PacedAdapter {
-    fn name(&self) -> &str {
-        self.inner.name()
+impl Wraps for PacedAdapter {
+    fn inner(&self) -> &dyn Adapter {
+        &*self.inner
     }
 
-    fn spec(&self) -> Option<&'static crate::llm::registry::AdapterSpec> {
-        self.inner.spec()
-    }
-
-    fn wire_mode(&self, schema: Option<&ResponseSchema>) -> StructuredOutputMode {
-        self.inner.wire_mode(schema)
-    }
-
-    fn supports_tools(&self) -> bool {
-        self.inner.supports_tools()
-    }
-
-    async fn call(
+    async fn call_through(
         &self,
         req: AdapterCallRequest,
         cx: &CallCx,
@@ -217,7 +203,7 @@ impl Adapter for PacedAdapter {
         let estimate = estimate_tokens(&req);
         let mut tries = 0;
         loop {
-            cx.run(self.name(), async {
+            cx.run(self.inner.name(), async {
                 self.pacer.acquire(estimate).await;
                 Ok(())
             })

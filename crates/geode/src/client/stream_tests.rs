@@ -1,7 +1,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use super::*;
-use crate::config::Config;
 use crate::ledger::StructuredOutputMode;
 use crate::llm::request::AdapterResponse;
 use crate::llm::scripted::ScriptedAdapter;
@@ -33,11 +32,7 @@ fn scripted(answers: &[&str], chunk: Option<usize>, mode: StructuredOutputMode) 
     if let Some(c) = chunk {
         adapter = adapter.streaming(c);
     }
-    Client::builder()
-        .config(Config::default())
-        .adapter_instance(Arc::new(adapter))
-        .build()
-        .unwrap()
+    crate::client::tests::on(Arc::new(adapter), Require::default())
 }
 
 fn collect<T, E>(
@@ -171,13 +166,7 @@ fn required_is_enforced_at_the_end_even_if_partials_never_showed_the_field() {
 
 #[test]
 fn a_refused_request_is_one_error_event() {
-    let adapter = Arc::new(ScriptedAdapter::new(vec![]));
-    let c = Client::builder()
-        .config(Config::default())
-        .adapter_instance(adapter.clone())
-        .require(Require::Enforced)
-        .build()
-        .unwrap();
+    let (c, adapter) = crate::client::tests::enforced_on_silent();
     let events = collect(c.stream::<Report>("go"));
     assert!(matches!(events.as_slice(), [Err(Error::Config { .. })]));
     assert!(adapter.requests().is_empty());

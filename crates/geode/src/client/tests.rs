@@ -17,12 +17,24 @@ fn client(answers: &[&str]) -> (Client, Arc<ScriptedAdapter>) {
             .map(|a| Ok(AdapterResponse::text(*a)))
             .collect(),
     ));
-    let client = Client::builder()
+    (on(adapter.clone(), Require::default()), adapter)
+}
+
+/// A client on `adapter` that requires `require`.
+pub(crate) fn on(adapter: Arc<dyn Adapter>, require: Require) -> Client {
+    Client::builder()
         .config(Config::default())
-        .adapter_instance(adapter.clone())
+        .adapter_instance(adapter)
+        .require(require)
         .build()
-        .unwrap();
-    (client, adapter)
+        .unwrap()
+}
+
+/// A client requiring an enforced schema on a scripted adapter that answers nothing (it must
+/// not be called), and that adapter.
+pub(crate) fn enforced_on_silent() -> (Client, Arc<ScriptedAdapter>) {
+    let adapter = Arc::new(ScriptedAdapter::new(vec![]));
+    (on(adapter.clone(), Require::Enforced), adapter)
 }
 
 fn rt() -> tokio::runtime::Runtime {
@@ -265,11 +277,7 @@ fn provider_failures_and_unmet_require_are_typed() {
             message: "bad key".into(),
         },
     )]));
-    let c = Client::builder()
-        .config(Config::default())
-        .adapter_instance(adapter)
-        .build()
-        .unwrap();
+    let c = on(adapter, Require::default());
     let err = rt().block_on(c.extract::<Review>("go")).unwrap_err();
     assert!(
         matches!(&err, Error::Provider { kind, .. } if *kind == crate::vocab::ErrorKind::Auth),
@@ -277,13 +285,7 @@ fn provider_failures_and_unmet_require_are_typed() {
     );
     assert_eq!(err.ledger().attempts.len(), 1);
 
-    let adapter = Arc::new(ScriptedAdapter::new(vec![]));
-    let c = Client::builder()
-        .config(Config::default())
-        .adapter_instance(adapter.clone())
-        .require(Require::Enforced)
-        .build()
-        .unwrap();
+    let (c, adapter) = enforced_on_silent();
     let err = rt().block_on(c.extract::<Review>("go")).unwrap_err();
     assert!(matches!(err, Error::Config { .. }), "{err:?}");
     assert!(err.to_string().contains("below"), "{err}");

@@ -32,8 +32,11 @@ pub use crate::vocab::{ErrorKind, RetryClass};
 /// ```
 #[async_trait::async_trait]
 pub trait Adapter: Send + Sync {
-    /// The adapter's registry name (`openai-payg`, `local`, `scripted`, ...).
-    fn name(&self) -> &str;
+    /// The adapter's registry name (`openai-payg`, `local`, `scripted`, ...). By default its
+    /// row's name; adapters outside the registry override it.
+    fn name(&self) -> &str {
+        self.spec().map_or("unnamed", |s| s.name)
+    }
 
     /// The registry row this adapter serves (`None` for adapters outside the registry, e.g.
     /// scripted test adapters).
@@ -61,4 +64,49 @@ pub trait Adapter: Send + Sync {
         req: AdapterCallRequest,
         cx: &CallCx,
     ) -> Result<AdapterResponse, AdapterError>;
+}
+
+/// An adapter around another one that changes only how a call runs (pacing, recording, ...).
+///
+/// Every [`Wraps`] is an [`Adapter`] that describes itself as the adapter it wraps: its name,
+/// registry row ([`Adapter::spec`]), wire mode and tool support pass through, so a wrapper
+/// writes only its call.
+#[async_trait::async_trait]
+pub trait Wraps: Send + Sync {
+    /// The wrapped adapter.
+    fn inner(&self) -> &dyn Adapter;
+
+    /// Makes one call, usually through [`Wraps::inner`].
+    async fn call_through(
+        &self,
+        req: AdapterCallRequest,
+        cx: &CallCx,
+    ) -> Result<AdapterResponse, AdapterError>;
+}
+
+#[async_trait::async_trait]
+impl<W: Wraps> Adapter for W {
+    fn name(&self) -> &str {
+        self.inner().name()
+    }
+
+    fn spec(&self) -> Option<&'static AdapterSpec> {
+        self.inner().spec()
+    }
+
+    fn wire_mode(&self, schema: Option<&ResponseSchema>) -> StructuredOutputMode {
+        self.inner().wire_mode(schema)
+    }
+
+    fn supports_tools(&self) -> bool {
+        self.inner().supports_tools()
+    }
+
+    async fn call(
+        &self,
+        req: AdapterCallRequest,
+        cx: &CallCx,
+    ) -> Result<AdapterResponse, AdapterError> {
+        self.call_through(req, cx).await
+    }
 }

@@ -151,7 +151,11 @@ impl CallCx {
 
 /// A failed adapter call. `Display` and `Debug` are one line without secrets or bodies: every
 /// provider-given text passes through [`scrub`] whatever built the error.
-#[derive(thiserror::Error)]
+///
+/// It serialises as `{"error": "<snake_case variant>", ...fields}` for the engine protocol
+/// ([`crate::llm::engine`]), between geode's own processes only.
+#[derive(thiserror::Error, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "error", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum AdapterError {
     /// The adapter is not configured: a missing key, credential file or binary.

@@ -11,7 +11,7 @@
 //!   `wire.md` §3.4): `tokens.access_token`, `tokens.refresh_token`, `tokens.account_id` (or
 //!   the `https://api.openai.com/auth`.`chatgpt_account_id` claim of the id or access token)
 //!   and the expiry from the access token's JWT `exp` (decoded, not verified, as codex does).
-//! - [`CodexAuthFile::fresh_tokens`] refreshes an expired access token with a caller-supplied
+//! - [`CodexAuthFile::tokens`] refreshes an expired (or rejected) access token with a caller-supplied
 //!   refresher (the HTTP call of `wire.md` §3.5 lives in [`refresh_over_http`]) and rewrites
 //!   the file **atomically** (a temporary file in the same directory, then `rename`), keeping
 //!   its permission bits and every field it does not own. Two processes refreshing at once do
@@ -174,56 +174,30 @@ impl CodexAuthFile {
         tokens_from_doc(adapter, &self.path, &doc)
     }
 
-    /// The tokens, refreshed first when the access token has expired (see the module docs).
+    /// The tokens, refreshed first when `when` says so (see the module docs): an expired
+    /// access token ([`RefreshWhen::Expired`], checked first without the lock), or one the
+    /// provider rejected ([`RefreshWhen::Replaces`], e.g. after a 401) unless another process
+    /// already replaced it while we waited for the lock.
     ///
     /// `refresh` gets the current refresh token and returns the new tokens; it runs at most
-    /// once, under the file lock, and only if the token is still expired after re-reading.
-    pub async fn fresh_tokens<F, Fut>(
+    /// once, under the file lock, and only if the refresh is still needed after re-reading.
+    pub async fn tokens<F, Fut>(
         &self,
         adapter: &str,
         cx: &CallCx,
-        refresh: F,
-    ) -> Result<CodexTokens, AdapterError>
-    where
-        F: FnOnce(Secret) -> Fut,
-        Fut: Future<Output = Result<RefreshedTokens, AdapterError>>,
-    {
-        let tokens = self.load(adapter).await?;
-        if !tokens.is_expired(SystemTime::now(), EXPIRY_SKEW) {
-            return Ok(tokens);
-        }
-        self.refresh_locked(adapter, cx, refresh, RefreshWhen::Expired)
-            .await
-    }
-
-    /// Refreshes unconditionally (e.g. after a 401), unless another process already replaced
-    /// the access token `stale` while we waited for the lock.
-    pub async fn force_refresh<F, Fut>(
-        &self,
-        adapter: &str,
-        cx: &CallCx,
-        stale: &Secret,
-        refresh: F,
-    ) -> Result<CodexTokens, AdapterError>
-    where
-        F: FnOnce(Secret) -> Fut,
-        Fut: Future<Output = Result<RefreshedTokens, AdapterError>>,
-    {
-        self.refresh_locked(adapter, cx, refresh, RefreshWhen::Replaces(stale.clone()))
-            .await
-    }
-
-    async fn refresh_locked<F, Fut>(
-        &self,
-        adapter: &str,
-        cx: &CallCx,
-        refresh: F,
         when: RefreshWhen,
+        refresh: F,
     ) -> Result<CodexTokens, AdapterError>
     where
         F: FnOnce(Secret) -> Fut,
         Fut: Future<Output = Result<RefreshedTokens, AdapterError>>,
     {
+        if matches!(when, RefreshWhen::Expired) {
+            let tokens = self.load(adapter).await?;
+            if !tokens.is_expired(SystemTime::now(), EXPIRY_SKEW) {
+                return Ok(tokens);
+            }
+        }
         let _lock = self.lock(adapter, cx).await?;
         // Re-read under the lock: another process may have refreshed already.
         let path = self.path.clone();
@@ -284,8 +258,9 @@ impl CodexAuthFile {
     }
 }
 
-/// When a locked refresh must actually call the refresher.
-enum RefreshWhen {
+/// When [`CodexAuthFile::tokens`] refreshes the access token.
+#[derive(Debug, Clone)]
+pub enum RefreshWhen {
     /// The re-read access token is expired.
     Expired,
     /// The re-read access token is still this (rejected) one.

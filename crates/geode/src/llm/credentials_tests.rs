@@ -105,7 +105,7 @@ async fn a_valid_token_is_used_without_refresh() {
     let dir = tempfile::tempdir().unwrap();
     let path = write_auth(dir.path(), now_secs() + 3600, 0o600);
     let t = CodexAuthFile::at(&path)
-        .fresh_tokens("c", &CallCx::new(), |_| async {
+        .tokens("c", &CallCx::new(), RefreshWhen::Expired, |_| async {
             Err::<RefreshedTokens, _>(config("c", "must not refresh".into()))
         })
         .await
@@ -134,10 +134,15 @@ async fn an_expired_token_is_refreshed_and_the_file_rewritten_keeping_fields_and
     let seen = Arc::new(std::sync::Mutex::new(None));
     let seen2 = seen.clone();
     let t = CodexAuthFile::at(&path)
-        .fresh_tokens("c", &CallCx::new(), move |rt| async move {
-            *seen2.lock().unwrap() = Some(rt);
-            Ok(refreshed(1))
-        })
+        .tokens(
+            "c",
+            &CallCx::new(),
+            RefreshWhen::Expired,
+            move |rt| async move {
+                *seen2.lock().unwrap() = Some(rt);
+                Ok(refreshed(1))
+            },
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -178,7 +183,7 @@ async fn concurrent_refreshes_refresh_once_and_leave_valid_json_with_0600() {
         let file = CodexAuthFile::at(&path);
         let calls = calls.clone();
         tasks.push(tokio::spawn(async move {
-            file.fresh_tokens("c", &CallCx::new(), |rt| async move {
+            file.tokens("c", &CallCx::new(), RefreshWhen::Expired, |rt| async move {
                 let n = calls.fetch_add(1, Ordering::SeqCst) + 1;
                 assert_eq!(
                     rt.expose(),
@@ -204,15 +209,18 @@ async fn concurrent_refreshes_refresh_once_and_leave_valid_json_with_0600() {
 }
 
 #[tokio::test]
-async fn force_refresh_skips_when_another_process_already_replaced_the_token() {
+async fn refreshing_a_rejected_token_skips_when_another_process_already_replaced_the_token() {
     let dir = tempfile::tempdir().unwrap();
     let path = write_auth(dir.path(), now_secs() + 3600, 0o640);
     let file = CodexAuthFile::at(&path);
     let current = file.load("c").await.unwrap().access_token;
     let t = file
-        .force_refresh("c", &CallCx::new(), &current, |_| async {
-            Ok(refreshed(9))
-        })
+        .tokens(
+            "c",
+            &CallCx::new(),
+            RefreshWhen::Replaces(current),
+            |_| async { Ok(refreshed(9)) },
+        )
         .await
         .unwrap();
     assert_eq!(t.refresh_token, Some(Secret::new("rt_rotated_9")));
@@ -220,9 +228,12 @@ async fn force_refresh_skips_when_another_process_already_replaced_the_token() {
     assert_eq!(mode_of(&path), 0o640, "permissions are kept, not reset");
     let stale = Secret::new("some-older-token");
     let t2 = file
-        .force_refresh("c", &CallCx::new(), &stale, |_| async {
-            Err::<RefreshedTokens, _>(config("c", "must not refresh".into()))
-        })
+        .tokens(
+            "c",
+            &CallCx::new(),
+            RefreshWhen::Replaces(stale),
+            |_| async { Err::<RefreshedTokens, _>(config("c", "must not refresh".into())) },
+        )
         .await
         .unwrap();
     assert_eq!(t2.access_token, t.access_token);
@@ -239,7 +250,9 @@ async fn expired_without_refresh_token_is_auth_error_without_secrets() {
     )
     .unwrap();
     let err = CodexAuthFile::at(&path)
-        .fresh_tokens("c", &CallCx::new(), |_| async { Ok(refreshed(1)) })
+        .tokens("c", &CallCx::new(), RefreshWhen::Expired, |_| async {
+            Ok(refreshed(1))
+        })
         .await
         .unwrap_err();
     assert!(matches!(err, AdapterError::Auth { .. }), "{err:?}");
@@ -255,7 +268,9 @@ async fn waiting_for_a_held_lock_is_bounded_by_the_deadline() {
     assert!(FileExt::try_lock_exclusive(&holder).unwrap());
     let cx = CallCx::new().with_timeout(Duration::from_secs(2));
     let err = CodexAuthFile::at(&path)
-        .fresh_tokens("c", &cx, |_| async { Ok(refreshed(1)) })
+        .tokens("c", &cx, RefreshWhen::Expired, |_| async {
+            Ok(refreshed(1))
+        })
         .await
         .unwrap_err();
     assert!(matches!(err, AdapterError::Timeout { .. }), "{err:?}");

@@ -15,35 +15,28 @@ fn classify(status: u16, body: Value) -> AdapterError {
 
 #[test]
 fn statuses_map_to_error_kinds() {
+    use crate::vocab::ErrorKind::{Auth, BadRequest, RateLimited, Server};
     let e = json!({"error": {"message": "m", "type": "t"}});
-    assert!(matches!(
-        classify(401, e.clone()),
-        AdapterError::Auth { status: 401, .. }
-    ));
-    assert!(matches!(
-        classify(403, e.clone()),
-        AdapterError::Auth { status: 403, .. }
-    ));
-    assert!(matches!(
-        classify(429, e.clone()),
-        AdapterError::RateLimited { .. }
-    ));
-    assert!(matches!(
-        classify(500, e.clone()),
-        AdapterError::Server { status: 500, .. }
-    ));
-    assert!(matches!(
-        classify(503, e.clone()),
-        AdapterError::Server { .. }
-    ));
-    assert!(matches!(
-        classify(400, e.clone()),
-        AdapterError::BadRequest { status: 400, .. }
-    ));
-    assert!(matches!(
-        classify(404, e),
-        AdapterError::BadRequest { status: 404, .. }
-    ));
+    let rows = [
+        (401, Auth),
+        (403, Auth),
+        (429, RateLimited),
+        (500, Server),
+        (503, Server),
+        (400, BadRequest),
+        (404, BadRequest),
+    ];
+    for (status, kind) in rows {
+        let err = classify(status, e.clone());
+        assert_eq!(err.kind(), kind, "{status}");
+        let carried = match err {
+            AdapterError::Auth { status, .. }
+            | AdapterError::Server { status, .. }
+            | AdapterError::BadRequest { status, .. } => Some(status),
+            _ => None,
+        };
+        assert_eq!(carried, (kind != RateLimited).then_some(status), "{status}");
+    }
 }
 
 #[test]
@@ -177,11 +170,17 @@ fn post_request_debug_shows_no_header_values() {
     assert!(dbg.contains("authorization"));
 }
 
+/// A listener on a free loopback port, and the URL of `path` on it.
+async fn listen(path: &str) -> (tokio::net::TcpListener, String) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}{path}", listener.local_addr().unwrap());
+    (listener, url)
+}
+
 /// A one-connection-per-reply HTTP/1.1 server on 127.0.0.1 playing canned raw replies.
 /// `None` closes the connection without answering (a reset).
 async fn serve(replies: Vec<Option<String>>) -> (String, Arc<AtomicUsize>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/v1/x", listener.local_addr().unwrap());
+    let (listener, url) = listen("/v1/x").await;
     let hits = Arc::new(AtomicUsize::new(0));
     let hits2 = hits.clone();
     tokio::spawn(async move {
@@ -314,8 +313,7 @@ async fn other_4xx_are_never_retried() {
 #[tokio::test]
 async fn a_refused_connection_is_transport_after_retries() {
     // Bind then drop to get a port nobody listens on.
-    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/x", l.local_addr().unwrap());
+    let (l, url) = listen("/x").await;
     drop(l);
     let err = bounded(client(1).post_json(&req(&url), &CallCx::new()))
         .await
@@ -356,8 +354,7 @@ async fn a_backoff_that_would_pass_the_deadline_is_not_slept() {
 
 #[tokio::test]
 async fn a_server_that_never_answers_hits_the_deadline() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/x", listener.local_addr().unwrap());
+    let (listener, url) = listen("/x").await;
     let keep = tokio::spawn(async move {
         let (_sock, _) = listener.accept().await.unwrap();
         tokio::time::sleep(Duration::from_secs(30)).await;

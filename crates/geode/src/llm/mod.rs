@@ -19,6 +19,7 @@
 //! | [`wire`] | the `Wire` trait and its three families: Responses, Messages, Chat |
 //! | [`http`], [`sse`] | the provider-neutral HTTP client with retry and backoff; the SSE reader |
 //! | [`credentials`] | keys and credential files, redacted everywhere |
+//! | [`engine`] | an adapter served by another process over JSON lines (the binary's `local`, `geode-engine`) |
 //! | [`fallback`] | a configured chain of adapters taking over on retryable failures |
 //! | [`subprocess`] | spawn with a deadline, kill the whole process group, bounded capture |
 //!
@@ -31,6 +32,7 @@ pub mod adapters;
 pub mod build;
 pub mod call;
 pub mod credentials;
+pub mod engine;
 pub mod fallback;
 pub mod http;
 pub mod registry;

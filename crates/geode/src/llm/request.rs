@@ -19,7 +19,7 @@ pub enum Role {
     Assistant,
 }
 
-/// One block of message content.
+/// One block of message content. The Messages wire sends these blocks as they are.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentBlock {
@@ -43,8 +43,9 @@ pub enum ContentBlock {
         tool_use_id: String,
         /// The result text (JSON for structured results).
         content: String,
-        /// True when the call failed (bad arguments, unknown tool, tool error).
-        #[serde(default)]
+        /// True when the call failed (bad arguments, unknown tool, tool error); written only
+        /// when set, as the Messages wire wants it.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
     },
 }
@@ -72,6 +73,34 @@ impl Message {
         Self {
             role: Role::Assistant,
             content: vec![ContentBlock::Text { text: text.into() }],
+        }
+    }
+
+    /// An assistant turn holding one tool call.
+    pub fn tool_call(id: impl Into<String>, name: impl Into<String>, input: Value) -> Self {
+        Self {
+            role: Role::Assistant,
+            content: vec![ContentBlock::ToolUse {
+                id: id.into(),
+                name: name.into(),
+                input,
+            }],
+        }
+    }
+
+    /// A user turn holding one tool result (`is_error`: the call failed).
+    pub fn tool_result(
+        tool_use_id: impl Into<String>,
+        content: impl Into<String>,
+        is_error: bool,
+    ) -> Self {
+        Self {
+            role: Role::User,
+            content: vec![ContentBlock::ToolResult {
+                tool_use_id: tool_use_id.into(),
+                content: content.into(),
+                is_error,
+            }],
         }
     }
 

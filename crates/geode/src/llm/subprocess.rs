@@ -13,6 +13,7 @@
 //! | normal exit | the group is killed too, so background children left behind do not outlive the call |
 //! | drop | dropping the future kills the group (`killpg`) and the leader (`kill_on_drop`) |
 //! | output | stdout and stderr are read concurrently, each capped at the spec's limit; the **tail** is kept and the dropped byte count reported |
+//! | stdout lines | with [`ProcessSpec::stdout_lines`], each complete stdout line (without its `\n`, lossily decoded) is handed to a sink as it arrives, so an adapter can stream a CLI's JSON events; a line longer than [`MAX_STREAMED_LINE`] is not handed on (it is still captured) |
 //! | stdout budget | with [`ProcessSpec::stdout_budget`], stdout past that many bytes ends the run like a deadline: the group is killed, the ending is [`Ending::OutputTooLarge`] |
 //! | encoding | stdout must be UTF-8 ([`SubprocessError::NonUtf8`]); stderr is diagnostic and decoded lossily |
 //!
@@ -24,6 +25,7 @@
 //! reaps leaves dead zombies behind; they hold no resources).
 //! This module knows bytes and processes, never providers.
 
+use crate::llm::call::TextSink;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use process_wrap::tokio::{ChildWrapper, CommandWrap, KillOnDrop, ProcessGroup};
@@ -31,12 +33,13 @@ use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+mod pipes;
 mod program;
 
+use pipes::{TailBuffer, feed, pump};
 pub use program::resolve_program;
 use program::{locate, not_found};
 
@@ -147,7 +150,11 @@ pub struct ProcessSpec {
     stdin: Vec<u8>,
     capture_limit: usize,
     stdout_budget: Option<u64>,
+    stdout_lines: Option<TextSink>,
 }
+
+/// The longest stdout line [`ProcessSpec::stdout_lines`] hands on (1 MiB).
+pub const MAX_STREAMED_LINE: usize = 1 << 20;
 
 impl std::fmt::Debug for ProcessSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -163,6 +170,7 @@ impl std::fmt::Debug for ProcessSpec {
             .field("stdin_bytes", &self.stdin.len())
             .field("capture_limit", &self.capture_limit)
             .field("stdout_budget", &self.stdout_budget)
+            .field("stdout_lines", &self.stdout_lines.is_some())
             .finish()
     }
 }
@@ -180,7 +188,14 @@ impl ProcessSpec {
             stdin: Vec::new(),
             capture_limit: DEFAULT_CAPTURE_BYTES,
             stdout_budget: None,
+            stdout_lines: None,
         }
+    }
+
+    /// Hands each complete stdout line to `sink` as it arrives (see the module table).
+    pub fn stdout_lines(mut self, sink: TextSink) -> Self {
+        self.stdout_lines = Some(sink);
+        self
     }
 
     /// Appends one argument.
@@ -352,88 +367,6 @@ impl SubprocessOutput {
     }
 }
 
-/// Keeps the last `limit` bytes written to it.
-struct TailBuffer {
-    buf: Vec<u8>,
-    limit: usize,
-    dropped: u64,
-}
-
-impl TailBuffer {
-    fn new(limit: usize) -> Self {
-        Self {
-            buf: Vec::new(),
-            limit,
-            dropped: 0,
-        }
-    }
-
-    fn push(&mut self, chunk: &[u8]) {
-        self.buf.extend_from_slice(chunk);
-        // Compact only when twice the limit is held, so the cost stays linear.
-        if self.buf.len() >= self.limit.saturating_mul(2) {
-            let excess = self.buf.len() - self.limit;
-            self.buf.drain(..excess);
-            self.dropped += excess as u64;
-        }
-    }
-
-    /// The tail, with partial UTF-8 characters at the cut removed.
-    fn into_tail(mut self) -> (Vec<u8>, u64) {
-        if self.buf.len() > self.limit {
-            let excess = self.buf.len() - self.limit;
-            self.buf.drain(..excess);
-            self.dropped += excess as u64;
-        }
-        if self.dropped > 0 {
-            let skip = self
-                .buf
-                .iter()
-                .take(3)
-                .take_while(|b| (0x80..0xC0).contains(*b))
-                .count();
-            self.buf.drain(..skip);
-            self.dropped += skip as u64;
-        }
-        (self.buf, self.dropped)
-    }
-}
-
-/// Reads `reader` into `sink` until EOF; with a `budget`, stops and cancels its token once more
-/// than that many bytes were read.
-async fn pump(
-    reader: Option<impl AsyncRead + Unpin>,
-    sink: &mut TailBuffer,
-    budget: Option<(u64, &CancellationToken)>,
-) {
-    let Some(mut reader) = reader else { return };
-    let mut chunk = vec![0u8; 64 * 1024];
-    let mut total: u64 = 0;
-    loop {
-        match reader.read(&mut chunk).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => {
-                sink.push(&chunk[..n]);
-                total = total.saturating_add(n as u64);
-                if let Some((limit, overflow)) = budget
-                    && total > limit
-                {
-                    overflow.cancel();
-                    return;
-                }
-            }
-        }
-    }
-}
-
-async fn feed(writer: Option<tokio::process::ChildStdin>, bytes: &[u8]) {
-    if let Some(mut w) = writer {
-        // A child that does not read its stdin closes the pipe: that is not an error here.
-        let _ = w.write_all(bytes).await;
-        let _ = w.shutdown().await;
-    }
-}
-
 /// Kills the group when dropped while armed (the future was dropped mid-run).
 struct GroupGuard {
     pgid: Pid,
@@ -477,8 +410,13 @@ pub async fn run(
         let io = async {
             tokio::join!(
                 feed(stdin, &spec.stdin),
-                pump(stdout, &mut out, spec.stdout_budget.map(|b| (b, &overflow))),
-                pump(stderr, &mut err, None)
+                pump(
+                    stdout,
+                    &mut out,
+                    spec.stdout_lines.as_ref(),
+                    spec.stdout_budget.map(|b| (b, &overflow))
+                ),
+                pump(stderr, &mut err, None, None)
             )
         };
         tokio::pin!(io);

@@ -66,11 +66,7 @@ pub struct Residual {
 
 impl std::fmt::Display for Residual {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let at = if self.pointer.is_empty() {
-            "/"
-        } else {
-            &self.pointer
-        };
+        let at = super::shown_pointer(&self.pointer);
         write!(f, "{at}: {} {} (checked locally)", self.keyword, self.value)
     }
 }
@@ -389,7 +385,7 @@ pub fn anthropic_native_fits(schema: &ResponseSchema) -> Result<(), Vec<String>>
     let mut stack: Vec<(&Value, String)> = vec![(&wire, String::new())];
     while let Some((node, ptr)) = stack.pop() {
         let Value::Object(m) = node else { continue };
-        let at = if ptr.is_empty() { "/" } else { ptr.as_str() };
+        let at = super::shown_pointer(&ptr);
         for k in m.keys() {
             if !AnthropicPolicy::SUPPORTED.contains(&k.as_str()) {
                 why.push(format!("{at}: keyword {k} is not supported"));
@@ -427,11 +423,7 @@ pub fn anthropic_native_fits(schema: &ResponseSchema) -> Result<(), Vec<String>>
         stack.extend(children);
     }
     if let Some(target) = recursive_target(&refs) {
-        let at = if target.is_empty() {
-            "/"
-        } else {
-            target.as_str()
-        };
+        let at = super::shown_pointer(&target);
         why.push(format!("{at}: recursive schemas are not supported"));
     }
     if why.is_empty() { Ok(()) } else { Err(why) }

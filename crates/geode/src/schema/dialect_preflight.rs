@@ -51,11 +51,7 @@ pub struct LimitViolation {
 
 impl std::fmt::Display for LimitViolation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let at = if self.pointer.is_empty() {
-            "/"
-        } else {
-            &self.pointer
-        };
+        let at = crate::schema::shown_pointer(&self.pointer);
         write!(
             f,
             "{}: {} found, at most {} allowed (at {at})",

@@ -1,24 +1,8 @@
 //! Tests for projection, the Anthropic fit check and limit preflight.
 
 use super::*;
+use crate::schema::fixtures::{decision, schema};
 use serde_json::json;
-
-fn schema(v: Value) -> ResponseSchema {
-    ResponseSchema::from_value(v).unwrap()
-}
-
-fn decision() -> ResponseSchema {
-    schema(json!({
-        "title": "Decision",
-        "type": "object",
-        "properties": {
-            "decision": {"type": "string", "enum": ["accept", "reject"]},
-            "reason": {"type": "string"}
-        },
-        "required": ["decision", "reason"],
-        "additionalProperties": false
-    }))
-}
 
 const ALL: [Dialect; 6] = [
     Dialect::OpenAiStrict,

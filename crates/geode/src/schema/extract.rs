@@ -68,12 +68,12 @@ pub fn top_level_spans(text: &str) -> Vec<Range<usize>> {
             bytewise = false;
             if let Some(block) = block {
                 let (quotes, braces, backslashes) = classify(block);
-                let mut carry_escape = u64::from(st.escape);
+                let mut carry_escape = u64::from(st.strings.escape);
                 let escaped = escaped_bits(backslashes, &mut carry_escape);
                 // Backslashes that escape the next byte, and quotes that are not escaped.
                 let starters = backslashes & !escaped;
                 let quotes = quotes & !escaped;
-                let carry = if st.in_string { u64::MAX } else { 0 };
+                let carry = if st.strings.in_string { u64::MAX } else { 0 };
                 let mut valid = u64::MAX;
                 let mut inside = prefix_xor(quotes) ^ carry;
                 // Escaping everywhere equals the rule (escaping only in strings) unless an
@@ -113,8 +113,10 @@ pub fn top_level_spans(text: &str) -> Vec<Range<usize>> {
                         }
                         structural = braces & !inside & valid;
                     }
-                    st.in_string = (inside & valid) >> 63 != 0;
-                    st.escape = carry_escape != 0;
+                    st.strings = Strings {
+                        in_string: (inside & valid) >> 63 != 0,
+                        escape: carry_escape != 0,
+                    };
                     i += BLOCK;
                     continue;
                 }
@@ -160,26 +162,18 @@ const BLOCK: usize = 64;
 const ONES: u64 = 0x0101_0101_0101_0101;
 const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
 
-/// The byte-by-byte state inside a span.
-struct Scan {
-    depth: usize,
+/// Where a byte-by-byte walk over JSON text stands with respect to strings: `"` opens and
+/// closes one, `\\` escapes the next byte inside one.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Strings {
     in_string: bool,
     escape: bool,
 }
 
-impl Scan {
-    /// The state just after a span's opening `{`.
-    fn open() -> Self {
-        Self {
-            depth: 1,
-            in_string: false,
-            escape: false,
-        }
-    }
-
-    /// Consumes one byte; true when it closed the span.
+impl Strings {
+    /// Consumes `c`; true when it is structural: outside every string, and not a quote.
     #[inline(always)]
-    fn step(&mut self, c: u8) -> bool {
+    pub(crate) fn structural(&mut self, c: u8) -> bool {
         if self.escape {
             self.escape = false;
         } else if self.in_string {
@@ -188,9 +182,35 @@ impl Scan {
                 b'"' => self.in_string = false,
                 _ => {}
             }
+        } else if c == b'"' {
+            self.in_string = true;
         } else {
+            return true;
+        }
+        false
+    }
+}
+
+/// The byte-by-byte state inside a span.
+struct Scan {
+    depth: usize,
+    strings: Strings,
+}
+
+impl Scan {
+    /// The state just after a span's opening `{`.
+    fn open() -> Self {
+        Self {
+            depth: 1,
+            strings: Strings::default(),
+        }
+    }
+
+    /// Consumes one byte; true when it closed the span.
+    #[inline(always)]
+    fn step(&mut self, c: u8) -> bool {
+        if self.strings.structural(c) {
             match c {
-                b'"' => self.in_string = true,
                 b'{' => self.depth += 1,
                 b'}' => {
                     self.depth -= 1;

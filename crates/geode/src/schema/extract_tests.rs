@@ -7,36 +7,29 @@ use serde::de::IgnoredAny;
 use serde_json::json;
 
 /// The reference's scan (§4.1 step 2), byte by byte: quotes toggle string state everywhere,
-/// including prose outside braces. Used to pin the reference column of the table.
+/// including prose outside braces (the string rule itself is [`Strings`], shared with the scan).
+/// Used to pin the reference column of the table.
 fn reference_spans(text: &str) -> Vec<Range<usize>> {
-    let (mut depth, mut in_string, mut escape, mut start) = (0usize, false, false, 0usize);
+    let (mut depth, mut strings, mut start) = (0usize, Strings::default(), 0usize);
     let mut spans = Vec::new();
     for (i, &b) in text.as_bytes().iter().enumerate() {
-        if escape {
-            escape = false;
-        } else if in_string {
-            match b {
-                b'\\' => escape = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-        } else {
-            match b {
-                b'"' => in_string = true,
-                b'{' => {
-                    if depth == 0 {
-                        start = i;
-                    }
-                    depth += 1;
+        if !strings.structural(b) {
+            continue;
+        }
+        match b {
+            b'{' => {
+                if depth == 0 {
+                    start = i;
                 }
-                b'}' if depth > 0 => {
-                    depth -= 1;
-                    if depth == 0 {
-                        spans.push(start..i + 1);
-                    }
-                }
-                _ => {}
+                depth += 1;
             }
+            b'}' if depth > 0 => {
+                depth -= 1;
+                if depth == 0 {
+                    spans.push(start..i + 1);
+                }
+            }
+            _ => {}
         }
     }
     spans
@@ -52,7 +45,7 @@ fn reference_extract(text: &str) -> Option<&str> {
 
 /// Our byte-by-byte rule, without memchr, to check the memchr scan against.
 fn naive_spans(text: &str) -> Vec<Range<usize>> {
-    let (mut depth, mut in_string, mut escape, mut start) = (0usize, false, false, 0usize);
+    let (mut depth, mut strings, mut start) = (0usize, Strings::default(), 0usize);
     let mut spans = Vec::new();
     for (i, &b) in text.as_bytes().iter().enumerate() {
         if depth == 0 {
@@ -60,17 +53,8 @@ fn naive_spans(text: &str) -> Vec<Range<usize>> {
                 start = i;
                 depth = 1;
             }
-        } else if escape {
-            escape = false;
-        } else if in_string {
+        } else if strings.structural(b) {
             match b {
-                b'\\' => escape = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-        } else {
-            match b {
-                b'"' => in_string = true,
                 b'{' => depth += 1,
                 b'}' => {
                     depth -= 1;
@@ -85,7 +69,66 @@ fn naive_spans(text: &str) -> Vec<Range<usize>> {
     spans
 }
 
-/// One table row: the reference's output and ours.
+/// The §4.1 table and the reference's pinned tests where geode gives the reference's answer:
+/// input, the object both find.
+const AGREED: &[(&str, Option<&str>)] = &[
+    // A fenced object in prose is found.
+    ("Here:\n```json\n{\"a\": 1}\n```\nDone", Some("{\"a\": 1}")),
+    // The last of two objects wins.
+    (r#"{"a":1} then {"b":2}"#, Some(r#"{"b":2}"#)),
+    // An unparseable last block falls back to an earlier one.
+    (r#"{"a":1} then {"b":}"#, Some(r#"{"a":1}"#)),
+    // An unclosed outer brace hides the inner object.
+    (r#"x {"outer": {"inner": 1} trailing"#, None),
+    // An odd quote after the object is harmless.
+    (r#"{"a": 1} the 5" screen"#, Some(r#"{"a": 1}"#)),
+    // An array root yields its last object.
+    (r#"[{"a":1},{"b":2}]"#, Some(r#"{"b":2}"#)),
+    // A closing brace at depth zero is ignored.
+    (r#"} {"a":1}"#, Some(r#"{"a":1}"#)),
+    // Curly words in prose are skipped.
+    (r#"use {curly} braces {"a":1}"#, Some(r#"{"a":1}"#)),
+    // A nested object in an invalid outer one is not tried.
+    (r#"{"a": {"b": 1}, bad}"#, None),
+    // Single-quoted keys are not JSON.
+    ("{'a': 1}", None),
+    // Duplicate keys: the span is found (the value keeps the last, see below).
+    (r#"{"a":1,"a":2}"#, Some(r#"{"a":1,"a":2}"#)),
+    // Apostrophes are harmless.
+    (r#"it's {"a": 1}"#, Some(r#"{"a": 1}"#)),
+    // No braces give none.
+    ("just prose, no object", None),
+    ("", None),
+    // A closing brace inside a string does not end the span.
+    (r#"x {"a": "}", "b": 2} y"#, Some(r#"{"a": "}", "b": 2}"#)),
+    // Escaped quotes inside strings are handled.
+    (
+        r#"x {"a": "say \"hi\" {", "b": "\\"} y"#,
+        Some(r#"{"a": "say \"hi\" {", "b": "\\"}"#),
+    ),
+    // Nested objects are returned whole.
+    (
+        r#"{"a": {"b": {"c": [1, {"d": 2}]}}}"#,
+        Some(r#"{"a": {"b": {"c": [1, {"d": 2}]}}}"#),
+    ),
+    // An unparseable later block is skipped.
+    (
+        r#"{"good": true} and later {not json}"#,
+        Some(r#"{"good": true}"#),
+    ),
+];
+
+/// The rows where geode differs from the reference on purpose (the module docs' table): input,
+/// the object geode finds; the reference finds none.
+const DIFFERS_ON_PURPOSE: &[(&str, Option<&str>)] = &[
+    // A quote in prose outside braces does not flip string state in geode.
+    (r#"The 5" screen {"a": 1}"#, Some(r#"{"a": 1}"#)),
+    // A backslash outside braces is prose, not an escape, and the quote after it does not open
+    // a string.
+    (r#"\"{"a":1}"#, Some(r#"{"a":1}"#)),
+];
+
+/// Asserts what the reference and both finders give for `input`.
 fn row(input: &str, reference: Option<&str>, ours: Option<&str>) {
     assert_eq!(
         reference_extract(input),
@@ -101,86 +144,18 @@ fn row(input: &str, reference: Option<&str>, ours: Option<&str>) {
     );
 }
 
-// ---- §4.1 table, row by row ----
-
 #[test]
-fn table_fenced_object_in_prose_is_found() {
-    row(
-        "Here:\n```json\n{\"a\": 1}\n```\nDone",
-        Some("{\"a\": 1}"),
-        Some("{\"a\": 1}"),
-    );
+fn every_agreed_row_gives_the_reference_output() {
+    for &(input, found) in AGREED {
+        row(input, found, found);
+    }
 }
 
 #[test]
-fn table_last_of_two_objects_wins() {
-    row(
-        r#"{"a":1} then {"b":2}"#,
-        Some(r#"{"b":2}"#),
-        Some(r#"{"b":2}"#),
-    );
-}
-
-#[test]
-fn table_unparseable_last_block_falls_back_to_an_earlier_one() {
-    row(
-        r#"{"a":1} then {"b":}"#,
-        Some(r#"{"a":1}"#),
-        Some(r#"{"a":1}"#),
-    );
-}
-
-#[test]
-fn table_unclosed_outer_hides_the_inner_object() {
-    row(r#"x {"outer": {"inner": 1} trailing"#, None, None);
-}
-
-/// Differs on purpose: a quote in prose outside braces does not flip string state in geode.
-#[test]
-fn table_odd_quote_before_the_object_differs_on_purpose() {
-    row(r#"The 5" screen {"a": 1}"#, None, Some(r#"{"a": 1}"#));
-}
-
-#[test]
-fn table_odd_quote_after_the_object_is_harmless() {
-    row(
-        r#"{"a": 1} the 5" screen"#,
-        Some(r#"{"a": 1}"#),
-        Some(r#"{"a": 1}"#),
-    );
-}
-
-#[test]
-fn table_array_root_yields_its_last_object() {
-    row(
-        r#"[{"a":1},{"b":2}]"#,
-        Some(r#"{"b":2}"#),
-        Some(r#"{"b":2}"#),
-    );
-}
-
-#[test]
-fn table_closing_brace_at_depth_zero_is_ignored() {
-    row(r#"} {"a":1}"#, Some(r#"{"a":1}"#), Some(r#"{"a":1}"#));
-}
-
-#[test]
-fn table_curly_words_in_prose_are_skipped() {
-    row(
-        r#"use {curly} braces {"a":1}"#,
-        Some(r#"{"a":1}"#),
-        Some(r#"{"a":1}"#),
-    );
-}
-
-#[test]
-fn table_nested_object_in_an_invalid_outer_is_not_tried() {
-    row(r#"{"a": {"b": 1}, bad}"#, None, None);
-}
-
-#[test]
-fn table_single_quoted_keys_are_not_json() {
-    row("{'a': 1}", None, None);
+fn the_rows_that_differ_on_purpose_find_what_the_reference_misses() {
+    for &(input, ours) in DIFFERS_ON_PURPOSE {
+        row(input, None, ours);
+    }
 }
 
 /// Differs on purpose: Python's `json.loads` accepts `NaN`; serde_json follows RFC 8259 and does
@@ -195,69 +170,17 @@ fn table_nan_differs_on_purpose_serde_json_rejects_it() {
 }
 
 #[test]
-fn table_duplicate_keys_keep_the_last_value() {
-    row(
-        r#"{"a":1,"a":2}"#,
-        Some(r#"{"a":1,"a":2}"#),
-        Some(r#"{"a":1,"a":2}"#),
-    );
+fn duplicate_keys_keep_the_last_value() {
     let (_, v) = extract_last_object(r#"{"a":1,"a":2}"#).unwrap();
     assert_eq!(v, json!({"a": 2}));
 }
 
-/// Differs on purpose: a backslash outside braces is prose, not an escape, and the quote after it
-/// does not open a string.
 #[test]
-fn table_backslash_quote_before_the_object_differs_on_purpose() {
-    row(r#"\"{"a":1}"#, None, Some(r#"{"a":1}"#));
-}
-
-#[test]
-fn table_apostrophes_are_harmless() {
-    row(r#"it's {"a": 1}"#, Some(r#"{"a": 1}"#), Some(r#"{"a": 1}"#));
-}
-
-// ---- the reference's pinned tests ----
-
-#[test]
-fn no_braces_gives_none() {
-    row("just prose, no object", None, None);
-    row("", None, None);
-}
-
-#[test]
-fn closing_brace_inside_a_string_does_not_end_the_span() {
-    let s = r#"x {"a": "}", "b": 2} y"#;
-    row(
-        s,
-        Some(r#"{"a": "}", "b": 2}"#),
-        Some(r#"{"a": "}", "b": 2}"#),
-    );
-}
-
-#[test]
-fn escaped_quotes_inside_strings_are_handled() {
+fn escaped_quotes_inside_strings_give_the_unescaped_value() {
     let s = r#"x {"a": "say \"hi\" {", "b": "\\"} y"#;
-    let want = r#"{"a": "say \"hi\" {", "b": "\\"}"#;
-    row(s, Some(want), Some(want));
     assert_eq!(
         extract_last_object(s).unwrap().1["a"],
         json!("say \"hi\" {")
-    );
-}
-
-#[test]
-fn nested_objects_are_returned_whole() {
-    let s = r#"{"a": {"b": {"c": [1, {"d": 2}]}}}"#;
-    row(s, Some(s), Some(s));
-}
-
-#[test]
-fn unparseable_later_block_is_skipped() {
-    row(
-        r#"{"good": true} and later {not json}"#,
-        Some(r#"{"good": true}"#),
-        Some(r#"{"good": true}"#),
     );
 }
 

@@ -158,30 +158,22 @@ pub fn bracket_spans(text: &str) -> Vec<Range<usize>> {
             break;
         };
         let start = i + k;
-        let (mut depth, mut in_string, mut escape) = (0usize, false, false);
+        let (mut depth, mut strings) = (0usize, super::Strings::default());
         let mut end = None;
         for (j, &c) in b.iter().enumerate().skip(start) {
-            if escape {
-                escape = false;
-            } else if in_string {
-                match c {
-                    b'\\' => escape = true,
-                    b'"' => in_string = false,
-                    _ => {}
-                }
-            } else {
-                match c {
-                    b'"' => in_string = true,
-                    b'[' | b'{' => depth += 1,
-                    b']' | b'}' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            end = Some(j + 1);
-                            break;
-                        }
+            if !strings.structural(c) {
+                continue;
+            }
+            match c {
+                b'[' | b'{' => depth += 1,
+                b']' | b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = Some(j + 1);
+                        break;
                     }
-                    _ => {}
                 }
+                _ => {}
             }
         }
         let Some(end) = end else { break };

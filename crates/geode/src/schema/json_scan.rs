@@ -20,22 +20,16 @@ pub fn scan_keys(text: &str, required: &[&str]) -> Option<Vec<bool>> {
     // Parse one value at `i`, then loop on what follows it.
     'value: loop {
         match *b.get(i)? {
-            b'{' => {
+            open @ (b'{' | b'[') => {
+                let close = if open == b'{' { b'}' } else { b']' };
                 i = skip_ws(b, i + 1);
-                if b.get(i) == Some(&b'}') {
+                if b.get(i) == Some(&close) {
                     i += 1;
                 } else {
-                    stack.push(b'{');
-                    i = key(b, i, stack.len() == 1 && top_is_object, required, &mut seen)?;
-                    continue 'value;
-                }
-            }
-            b'[' => {
-                i = skip_ws(b, i + 1);
-                if b.get(i) == Some(&b']') {
-                    i += 1;
-                } else {
-                    stack.push(b'[');
+                    stack.push(open);
+                    if open == b'{' {
+                        i = key(b, i, stack.len() == 1 && top_is_object, required, &mut seen)?;
+                    }
                     continue 'value;
                 }
             }

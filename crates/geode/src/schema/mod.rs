@@ -36,6 +36,8 @@ pub mod strict;
 pub mod validate;
 
 mod constraint;
+#[cfg(test)]
+pub(crate) mod fixtures;
 
 pub use constraint::{ConstraintError, TextConstraint, whole_match_regex};
 
@@ -128,19 +130,13 @@ impl std::fmt::Debug for ResponseSchema {
 /// The deepest nesting of `{`/`[` in JSON text, outside strings (one linear scan, no parse).
 /// A scalar at the top level is depth 0, `{}` is 1, `{"a":[1]}` is 2.
 fn text_nesting_depth(text: &str) -> usize {
-    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    let mut strings = extract::Strings::default();
     for &c in text.as_bytes() {
-        if in_string {
-            match (escaped, c) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
+        if !strings.structural(c) {
             continue;
         }
         match c {
-            b'"' => in_string = true,
             b'{' | b'[' => {
                 depth += 1;
                 deepest = deepest.max(depth);
@@ -150,6 +146,11 @@ fn text_nesting_depth(text: &str) -> usize {
         }
     }
     deepest
+}
+
+/// A JSON Pointer as messages show it: the root (`""`) as `/`.
+pub(crate) fn shown_pointer(pointer: &str) -> &str {
+    if pointer.is_empty() { "/" } else { pointer }
 }
 
 /// Returns the JSON type name of a value, as used in error messages.

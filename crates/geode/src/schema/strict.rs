@@ -125,11 +125,7 @@ pub struct StrictReason {
 
 impl std::fmt::Display for StrictReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let at = if self.pointer.is_empty() {
-            "/"
-        } else {
-            &self.pointer
-        };
+        let at = super::shown_pointer(&self.pointer);
         write!(f, "{at}: {}", self.rule)
     }
 }

@@ -400,21 +400,10 @@ fn reasons_serialise_readably_and_display_names_the_rule() {
     assert_eq!(back, v);
 }
 
-/// Builds `{"type":"object","properties":{"a": … }}` nested `depth` times without recursion.
-/// (`json!` with an interpolated value serialises it recursively, so the map is built by hand.)
+/// `{"type":"object","properties":{"a": … },"required":["a"],"additionalProperties":false}`
+/// nested `depth` times around a string.
 fn deep_schema(depth: usize) -> Value {
-    let mut v = json!({"type":"string"});
-    for _ in 0..depth {
-        let mut props = Map::new();
-        props.insert("a".into(), v);
-        let mut m = Map::new();
-        m.insert("type".into(), json!("object"));
-        m.insert("properties".into(), Value::Object(props));
-        m.insert("required".into(), json!(["a"]));
-        m.insert("additionalProperties".into(), json!(false));
-        v = Value::Object(m);
-    }
-    v
+    crate::schema::fixtures::nested_properties(depth, json!({"type":"string"}), true)
 }
 
 /// Takes a deep value apart iteratively so dropping it does not recurse.

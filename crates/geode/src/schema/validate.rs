@@ -404,11 +404,7 @@ pub fn render_issues(issues: &[ValidationIssue], more_errors: u64) -> String {
         .iter()
         .take(MAX_RENDERED_ISSUES)
         .map(|i| {
-            let path = if i.instance_path.is_empty() {
-                "/"
-            } else {
-                &i.instance_path
-            };
+            let path = super::shown_pointer(&i.instance_path);
             let mut line = format!("{path}: {}", i.message);
             if let Some(allowed) = &i.allowed {
                 let list: Vec<String> = allowed.iter().map(Value::to_string).collect();

@@ -2,24 +2,8 @@
 
 use super::*;
 use crate::schema::extract;
+use crate::schema::fixtures::{decision, schema};
 use serde_json::{Map, json};
-
-fn schema(v: Value) -> ResponseSchema {
-    ResponseSchema::from_value(v).unwrap()
-}
-
-fn decision() -> ResponseSchema {
-    schema(json!({
-        "title": "Decision",
-        "type": "object",
-        "properties": {
-            "decision": {"type": "string", "enum": ["accept", "reject"]},
-            "reason": {"type": "string"}
-        },
-        "required": ["decision", "reason"],
-        "additionalProperties": false
-    }))
-}
 
 fn compile(v: Value) -> Result<CompiledSchema, SchemaError> {
     CompiledSchema::compile(&schema(v))
@@ -27,16 +11,7 @@ fn compile(v: Value) -> Result<CompiledSchema, SchemaError> {
 
 /// Wraps `leaf` in `{"type":"object","properties":{"a": …}}` `levels` times, without recursion.
 fn nested_properties(levels: usize, leaf: Value) -> Value {
-    let mut v = leaf;
-    for _ in 0..levels {
-        let mut props = Map::new();
-        props.insert("a".into(), v);
-        let mut m = Map::new();
-        m.insert("type".into(), json!("object"));
-        m.insert("properties".into(), Value::Object(props));
-        v = Value::Object(m);
-    }
-    v
+    crate::schema::fixtures::nested_properties(levels, leaf, false)
 }
 
 /// Wraps `leaf` in single-element arrays `levels` times.

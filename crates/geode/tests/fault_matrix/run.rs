@@ -6,8 +6,7 @@
 use crate::table::{Expect, Outcome};
 use geode::agent::exit;
 use geode::agent::worker::{WorkerEnv, WorkerRequest, WorkerResult, run_worker};
-use geode::ledger::StructuredOutputMode;
-use geode::llm::adapter::{Adapter, CallCx};
+use geode::llm::adapter::{Adapter, CallCx, Wraps};
 use geode::llm::request::{AdapterCallRequest, AdapterResponse};
 use geode::schema::ResponseSchema;
 use geode::vocab::ErrorKind;
@@ -52,20 +51,11 @@ struct Recorder {
 }
 
 #[async_trait::async_trait]
-impl Adapter for Recorder {
-    fn name(&self) -> &str {
-        self.inner.name()
+impl Wraps for Recorder {
+    fn inner(&self) -> &dyn Adapter {
+        &*self.inner
     }
-    fn spec(&self) -> Option<&'static geode::llm::registry::AdapterSpec> {
-        self.inner.spec()
-    }
-    fn wire_mode(&self, schema: Option<&ResponseSchema>) -> StructuredOutputMode {
-        self.inner.wire_mode(schema)
-    }
-    fn supports_tools(&self) -> bool {
-        self.inner.supports_tools()
-    }
-    async fn call(
+    async fn call_through(
         &self,
         req: AdapterCallRequest,
         cx: &CallCx,

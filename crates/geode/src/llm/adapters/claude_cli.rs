@@ -26,16 +26,21 @@
 //! | `is_error:true`, other API status (e.g. 400; `subtype` says success) | `RunFailed{kind:"api_error"}` |
 //! | no result object | `Truncated` (exit 0) or `RunFailed{kind:"exit_status"}` |
 //!
+//! When the caller listens for text ([`CallCx::on_text`], e.g. `geode run --stream`), the argv
+//! gains `--include-partial-messages` and the answer's deltas are handed on as the CLI prints
+//! them ([`super::claude_partial`]).
+//!
 //! `subtype` is advisory. Usage and `total_cost_usd` come from the result. The CLI's built-in
 //! tools are off by default (`--tools ""`, only `StructuredOutput` remains); geode's own tools are
 //! never forwarded ([`Adapter::supports_tools`] is false).
 //! CLI reference: <https://docs.claude.com/en/docs/claude-code/cli-reference>.
 
+use super::claude_partial::PartialAnswer;
 use super::cli_common::{self, CliOptions};
 use crate::llm::adapter::Adapter;
-use crate::llm::call::{AdapterError, CallCx};
+use crate::llm::call::{AdapterError, CallCx, TextSink};
 use crate::llm::request::{AdapterCallRequest, AdapterResponse, StopReason, Usage, WireReport};
-use crate::llm::subprocess::{self, MAX_ARG_BYTES, ProcessSpec};
+use crate::llm::subprocess::{MAX_ARG_BYTES, ProcessSpec};
 use serde::Deserialize;
 use serde_json::Value;
 use std::path::PathBuf;
@@ -50,7 +55,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
 
 /// Parent variables the CLI may see: its credentials and knobs (`wire.md` §6.1). Anything else
 /// it needs is named in `geode.toml` (`[adapters.claude-cli] pass_env = [...]`).
-const PASS_ENV: &[&str] = &[
+pub const PASS_ENV: &[&str] = &[
     "ANTHROPIC_API_KEY",
     "ANTHROPIC_AUTH_TOKEN",
     "ANTHROPIC_BASE_URL",
@@ -74,7 +79,7 @@ const QUIET_ENV: &[(&str, &str)] = &[
 ];
 
 /// The tool the CLI offers the model for the structured answer.
-const STRUCTURED_OUTPUT_TOOL: &str = "StructuredOutput";
+pub(super) const STRUCTURED_OUTPUT_TOOL: &str = "StructuredOutput";
 
 /// Whether the CLI's own built-in tools (Bash, Read, Edit, ...) are offered to the model.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -121,15 +126,17 @@ impl ClaudeCliAdapter {
 
     /// The binary: the configured one, else `GEODE_CLAUDE_BIN`, else `claude` on `PATH`.
     pub fn resolve_bin(&self) -> Result<PathBuf, AdapterError> {
-        match &self.config.cli.bin {
-            Some(bin) => Ok(bin.clone()),
-            None => subprocess::resolve_program(BIN_ENV, "claude")
-                .map_err(|e| cli_common::spawn_error(NAME, BIN_ENV, e)),
-        }
+        cli_common::resolve_bin(self.config.cli.bin.as_ref(), NAME, BIN_ENV, "claude")
     }
 
-    /// The process to run `bin` for `req`, without spawning it.
-    pub fn process_spec(&self, bin: PathBuf, req: &AdapterCallRequest) -> ProcessSpec {
+    /// The process to run `bin` for `req`, without spawning it; with `partial`, the CLI also
+    /// prints the stream's deltas (`--include-partial-messages`, see [`PartialAnswer`]).
+    pub fn process_spec(
+        &self,
+        bin: PathBuf,
+        req: &AdapterCallRequest,
+        partial: bool,
+    ) -> ProcessSpec {
         let c = &self.config;
         let system_as_flag =
             !req.system_prompt.is_empty() && req.system_prompt.len() < MAX_ARG_BYTES;
@@ -150,6 +157,9 @@ impl ClaudeCliAdapter {
         if let Some(schema) = &req.response_schema {
             spec = spec.arg("--json-schema").arg(schema.to_compact_json());
         }
+        if partial {
+            spec = spec.arg("--include-partial-messages");
+        }
         if c.builtin_tools == BuiltinTools::Off {
             // Variadic: it must come after every other flag (the prompt is on stdin).
             spec = spec.args(["--tools", ""]);
@@ -164,10 +174,6 @@ impl ClaudeCliAdapter {
 
 #[async_trait::async_trait]
 impl Adapter for ClaudeCliAdapter {
-    fn name(&self) -> &str {
-        NAME
-    }
-
     fn spec(&self) -> Option<&'static crate::llm::registry::AdapterSpec> {
         crate::llm::registry::spec(NAME)
     }
@@ -177,79 +183,69 @@ impl Adapter for ClaudeCliAdapter {
         req: AdapterCallRequest,
         cx: &CallCx,
     ) -> Result<AdapterResponse, AdapterError> {
-        let spec = self.process_spec(self.resolve_bin()?, &req);
+        let partial = cx.on_text.is_some();
+        let mut spec = self.process_spec(self.resolve_bin()?, &req, partial);
+        if partial {
+            let picker = std::sync::Mutex::new(PartialAnswer::new(req.response_schema.is_some()));
+            let cx = cx.clone();
+            spec = spec.stdout_lines(TextSink::new(move |line| {
+                let delta = picker.lock().unwrap_or_else(|p| p.into_inner()).delta(line);
+                if let Some(d) = delta {
+                    cx.text_delta(&d);
+                }
+            }));
+        }
         let timeout = self.config.cli.timeout;
         let out = cli_common::run_process(NAME, BIN_ENV, spec, cx, timeout).await?;
         let Some(result) = last_result(&out.stdout.text) else {
-            return Err(if out.success() {
-                AdapterError::Truncated {
-                    adapter: NAME.into(),
-                    message: "no result object on stdout".into(),
-                }
-            } else {
-                AdapterError::RunFailed {
-                    adapter: NAME.into(),
-                    kind: "exit_status".into(),
-                    message: cli_common::exit_summary(&out),
-                }
-            });
+            return Err(cli_common::no_outcome(
+                NAME,
+                &out,
+                "no result object on stdout",
+            ));
         };
-        let mode = self.wire_mode(req.response_schema.as_ref());
-        let mut resp = match rejected_answer(&result, &out.stdout.text) {
+        let resp = match rejected_answer(&result, &out.stdout.text) {
             Some(resp) => resp,
             None => interpret(result, req.response_schema.is_some())?,
         };
-        resp.wire = WireReport {
-            mode,
-            ..WireReport::default()
-        };
-        Ok(resp)
+        let mode = self.wire_mode(req.response_schema.as_ref());
+        Ok(cli_common::answered(resp, mode))
     }
 }
 
 /// The CLI's `result` object (`wire.md` §6.4); unknown fields are ignored.
 #[derive(Debug, Default, Deserialize)]
+#[serde(default)]
 pub struct CliResult {
     /// `success` or an `error_*` subtype (advisory).
-    #[serde(default)]
     pub subtype: String,
     /// The authoritative failure flag.
-    #[serde(default)]
     pub is_error: bool,
     /// The HTTP status of an API error, when there was one.
-    #[serde(default)]
     pub api_error_status: Option<Value>,
     /// The final text (absent on `error_*` subtypes).
-    #[serde(default)]
     pub result: Option<String>,
     /// The validated `StructuredOutput` tool input (absent when the tool was never called).
-    #[serde(default)]
     pub structured_output: Option<Value>,
     /// The last API stop reason.
-    #[serde(default)]
     pub stop_reason: Option<String>,
     /// Cost of the whole run.
-    #[serde(default)]
     pub total_cost_usd: Option<f64>,
     /// Token usage of the whole run.
-    #[serde(default)]
     pub usage: Option<CliUsage>,
     /// Error messages of `error_*` subtypes.
-    #[serde(default)]
     pub errors: Vec<String>,
 }
 
 /// The result's `usage`.
 #[derive(Debug, Default, Deserialize)]
+#[serde(default)]
 pub struct CliUsage {
     /// Uncached input tokens.
-    #[serde(default)]
     pub input_tokens: u64,
     /// Output tokens.
-    #[serde(default)]
     pub output_tokens: u64,
     /// Input tokens read from the cache.
-    #[serde(default)]
     pub cache_read_input_tokens: u64,
 }
 

@@ -165,7 +165,7 @@ fn argv_has_the_schema_inline_and_compact_and_the_prompt_on_stdin() {
     req.system_prompt = "be terse".into();
     req.response_schema = Some(schema());
     let a = ClaudeCliAdapter::default();
-    let spec = a.process_spec("/bin/claude".into(), &req);
+    let spec = a.process_spec("/bin/claude".into(), &req, false);
     let args: Vec<String> = spec
         .arguments()
         .iter()
@@ -199,6 +199,15 @@ fn argv_has_the_schema_inline_and_compact_and_the_prompt_on_stdin() {
         ["--tools", ""],
         "variadic --tools goes last"
     );
+    assert!(!args.iter().any(|a| a == "--include-partial-messages"));
+    let partial: Vec<String> = a
+        .process_spec("/bin/claude".into(), &req, true)
+        .arguments()
+        .iter()
+        .map(|s| s.to_string_lossy().into_owned())
+        .collect();
+    let at = |flag: &str| partial.iter().position(|a| a == flag).unwrap();
+    assert!(at("--include-partial-messages") < at("--tools"));
     let names: Vec<&str> = spec.env_names().collect();
     assert!(names.contains(&"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"));
     assert_eq!(
@@ -213,7 +222,7 @@ fn argv_has_the_schema_inline_and_compact_and_the_prompt_on_stdin() {
 fn a_system_prompt_too_long_for_an_argument_goes_on_stdin() {
     let mut req = AdapterCallRequest::new("", vec![Message::user("q")]);
     req.system_prompt = "s".repeat(MAX_ARG_BYTES);
-    let spec = ClaudeCliAdapter::default().process_spec("/bin/claude".into(), &req);
+    let spec = ClaudeCliAdapter::default().process_spec("/bin/claude".into(), &req, false);
     assert!(!spec.arguments().iter().any(|a| a == "--system-prompt"));
     assert!(
         !spec.arguments().iter().any(|a| a == "--model"),
@@ -251,10 +260,6 @@ async fn a_missing_binary_is_a_config_error_naming_the_variable() {
     let mut config = ClaudeCliConfig::default();
     config.cli.bin = Some("/nonexistent/claude".into());
     let req = AdapterCallRequest::new("", vec![Message::user("q")]);
-    let err = ClaudeCliAdapter::new(config)
-        .call(req, &CallCx::new())
-        .await
-        .unwrap_err();
-    assert!(matches!(err, AdapterError::Config { .. }), "{err:?}");
-    assert!(err.to_string().contains(BIN_ENV), "{err}");
+    let adapter = ClaudeCliAdapter::new(config);
+    super::super::cli_common::tests::assert_missing_binary_is_named(&adapter, req, BIN_ENV).await;
 }

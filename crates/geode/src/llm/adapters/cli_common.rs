@@ -22,10 +22,12 @@
 //! | stdout past the call's response budget | [`AdapterError::ResponseTooLarge`] (the group was killed) |
 
 use crate::llm::call::AdapterError;
-use crate::llm::request::{AdapterCallRequest, ContentBlock, Role};
+use crate::llm::registry::Environment;
+use crate::llm::request::{AdapterCallRequest, AdapterResponse, ContentBlock, Role, WireReport};
 use crate::llm::subprocess::{
-    DEFAULT_CAPTURE_BYTES, Ending, ProcessSpec, SubprocessError, SubprocessOutput,
+    BASE_ENV_ALLOW, DEFAULT_CAPTURE_BYTES, Ending, ProcessSpec, SubprocessError, SubprocessOutput,
 };
+use crate::vocab::StructuredOutputMode;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -75,6 +77,31 @@ impl CliOptions {
             env: Vec::new(),
             capture_limit: DEFAULT_CAPTURE_BYTES,
         }
+    }
+
+    /// These options for a described machine `env` (the library's [`Environment`], e.g. a
+    /// [`crate::Client`] built with another environment than the process's): the binary from
+    /// `bin_env`, `allow` (the configuration's `pass_env`) allowed, and the values `env` gives
+    /// for the base variables, the adapter's `own` variables and `allow` set explicitly, so the
+    /// CLI sees that machine. With the process environment this changes nothing it would see.
+    pub fn described_by(
+        mut self,
+        env: &dyn Environment,
+        bin_env: &str,
+        own: &[&str],
+        allow: &[String],
+    ) -> Self {
+        if let Some(bin) = env.var(bin_env) {
+            self.bin = Some(PathBuf::from(bin));
+        }
+        self.allow_env = allow.to_vec();
+        let names = BASE_ENV_ALLOW.iter().chain(own).copied();
+        for name in names.chain(allow.iter().map(String::as_str)) {
+            if let Some(value) = env.var(name).filter(|_| is_env_name(name)) {
+                self = self.env(name, value);
+            }
+        }
+        self
     }
 
     /// Sets a variable for the CLI.
@@ -168,6 +195,46 @@ fn render_block(b: &ContentBlock) -> String {
     }
 }
 
+/// The binary: `configured`, else the variable `bin_env`, else `program` on `PATH`.
+pub fn resolve_bin(
+    configured: Option<&PathBuf>,
+    adapter: &str,
+    bin_env: &str,
+    program: &str,
+) -> Result<PathBuf, AdapterError> {
+    match configured {
+        Some(bin) => Ok(bin.clone()),
+        None => crate::llm::subprocess::resolve_program(bin_env, program)
+            .map_err(|e| spawn_error(adapter, bin_env, e)),
+    }
+}
+
+/// The error for a run whose output holds no outcome: [`AdapterError::Truncated`] saying what
+/// is `missing` when the CLI exited 0, else [`AdapterError::RunFailed`] `exit_status`.
+pub fn no_outcome(adapter: &str, out: &SubprocessOutput, missing: &str) -> AdapterError {
+    if out.success() {
+        AdapterError::Truncated {
+            adapter: adapter.into(),
+            message: missing.into(),
+        }
+    } else {
+        AdapterError::RunFailed {
+            adapter: adapter.into(),
+            kind: "exit_status".into(),
+            message: exit_summary(out),
+        }
+    }
+}
+
+/// `resp` with the wire report of a CLI call in `mode` (a CLI reports nothing else).
+pub fn answered(mut resp: AdapterResponse, mode: StructuredOutputMode) -> AdapterResponse {
+    resp.wire = WireReport {
+        mode,
+        ..WireReport::default()
+    };
+    resp
+}
+
 /// Runs a CLI's process for one call: stdout capped at the call's response budget, ended at
 /// the earlier of the call's deadline and `timeout`, or on cancellation. A failed spawn, a
 /// kill (deadline, cancellation, budget) are the matching adapter errors; any exit is `Ok`.
@@ -246,8 +313,22 @@ pub fn exit_summary(out: &SubprocessOutput) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// Calls `adapter` for `req` and asserts the call fails before running anything, as a
+    /// [`AdapterError::Config`] naming `bin_env` (the binary is missing).
+    pub(crate) async fn assert_missing_binary_is_named(
+        adapter: &dyn crate::llm::adapter::Adapter,
+        req: AdapterCallRequest,
+        bin_env: &str,
+    ) {
+        let cx = crate::llm::call::CallCx::new();
+        let err = adapter.call(req, &cx).await.unwrap_err();
+        assert!(matches!(err, AdapterError::Config { .. }), "{err:?}");
+        assert!(err.to_string().contains(bin_env), "{err}");
+    }
+
     use crate::llm::request::Message;
     use serde_json::json;
 
@@ -276,22 +357,8 @@ mod tests {
         let req = AdapterCallRequest::new(
             "m",
             vec![
-                Message {
-                    role: Role::Assistant,
-                    content: vec![ContentBlock::ToolUse {
-                        id: "c1".into(),
-                        name: "grep".into(),
-                        input: json!({"q": "x"}),
-                    }],
-                },
-                Message {
-                    role: Role::User,
-                    content: vec![ContentBlock::ToolResult {
-                        tool_use_id: "c1".into(),
-                        content: "no match".into(),
-                        is_error: true,
-                    }],
-                },
+                Message::tool_call("c1", "grep", json!({"q": "x"})),
+                Message::tool_result("c1", "no match", true),
             ],
         );
         assert_eq!(

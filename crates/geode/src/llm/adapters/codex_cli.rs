@@ -30,13 +30,16 @@
 //! `env_key` and `env_http_headers` of its model providers, see [`super::codex_config`]), read
 //! at each call, and those of `pass_env` in `geode.toml`.
 //! geode's own tools are never forwarded ([`Adapter::supports_tools`] is false).
+//!
+//! No streaming: `exec --json` prints each agent message whole, and which one is the answer is
+//! known only at `turn.completed`, so a stream (`geode run --stream`) gets the final event only.
 
 use super::cli_common::{self, CliOptions};
 use super::codex_config;
 use crate::llm::adapter::Adapter;
 use crate::llm::call::{AdapterError, CallCx};
 use crate::llm::request::{AdapterCallRequest, AdapterResponse, StopReason, Usage, WireReport};
-use crate::llm::subprocess::{self, ProcessSpec};
+use crate::llm::subprocess::ProcessSpec;
 use crate::schema::ResponseSchema;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -51,7 +54,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Parent variables the CLI may see: its home, credentials (with the built-in `openai`
 /// provider's organization and project headers) and CA settings.
-const PASS_ENV: &[&str] = &[
+pub const PASS_ENV: &[&str] = &[
     "CODEX_HOME",
     "OPENAI_API_KEY",
     "OPENAI_BASE_URL",
@@ -167,11 +170,7 @@ impl CodexCliAdapter {
 
     /// The binary: the configured one, else `GEODE_CODEX_BIN`, else `codex` on `PATH`.
     pub fn resolve_bin(&self) -> Result<PathBuf, AdapterError> {
-        match &self.config.cli.bin {
-            Some(bin) => Ok(bin.clone()),
-            None => subprocess::resolve_program(BIN_ENV, "codex")
-                .map_err(|e| cli_common::spawn_error(NAME, BIN_ENV, e)),
-        }
+        cli_common::resolve_bin(self.config.cli.bin.as_ref(), NAME, BIN_ENV, "codex")
     }
 
     /// The process to run `bin` for `req` with the schema at `schema_path`, without spawning it.
@@ -232,10 +231,6 @@ impl CodexCliAdapter {
 
 #[async_trait::async_trait]
 impl Adapter for CodexCliAdapter {
-    fn name(&self) -> &str {
-        NAME
-    }
-
     fn spec(&self) -> Option<&'static crate::llm::registry::AdapterSpec> {
         crate::llm::registry::spec(NAME)
     }
@@ -259,28 +254,16 @@ impl Adapter for CodexCliAdapter {
         let out = cli_common::run_process(NAME, BIN_ENV, spec, cx, timeout).await;
         drop(schema_file);
         let out = out?;
-        let mut resp = match interpret(&out.stdout.text) {
+        let resp = match interpret(&out.stdout.text) {
             Outcome::Answer(resp) => resp,
             Outcome::Failed(e) => return Err(e),
-            Outcome::NoTerminal if out.success() => {
-                return Err(AdapterError::Truncated {
-                    adapter: NAME.into(),
-                    message: "the event stream ended without turn.completed".into(),
-                });
-            }
             Outcome::NoTerminal => {
-                return Err(AdapterError::RunFailed {
-                    adapter: NAME.into(),
-                    kind: "exit_status".into(),
-                    message: cli_common::exit_summary(&out),
-                });
+                let missing = "the event stream ended without turn.completed";
+                return Err(cli_common::no_outcome(NAME, &out, missing));
             }
         };
-        resp.wire = WireReport {
-            mode: self.wire_mode(req.response_schema.as_ref()),
-            ..WireReport::default()
-        };
-        Ok(resp)
+        let mode = self.wire_mode(req.response_schema.as_ref());
+        Ok(cli_common::answered(resp, mode))
     }
 }
 

@@ -37,14 +37,7 @@ fn the_last_agent_message_is_the_answer_with_turn_usage() {
         r.text,
         r#"{"answer":"fake","confidence":1.5,"tags":["fake"]}"#
     );
-    assert_eq!(
-        (
-            r.usage.input_tokens,
-            r.usage.output_tokens,
-            r.usage.cached_input_tokens
-        ),
-        (11, 7, 2)
-    );
+    assert_eq!(r.usage.token_counts(), (11, 7, 2));
     assert_eq!(
         r.structured, None,
         "codex does not validate; the worker does"
@@ -169,12 +162,8 @@ async fn a_missing_binary_is_a_config_error_and_leaves_no_schema_file() {
     config.cli.bin = Some("/nonexistent/codex".into());
     let mut req = AdapterCallRequest::new("m", vec![Message::user("q")]);
     req.response_schema = Some(schema());
-    let err = CodexCliAdapter::new(config)
-        .call(req, &CallCx::new())
-        .await
-        .unwrap_err();
-    assert!(matches!(err, AdapterError::Config { .. }), "{err:?}");
-    assert!(err.to_string().contains(BIN_ENV), "{err}");
+    let adapter = CodexCliAdapter::new(config);
+    super::super::cli_common::tests::assert_missing_binary_is_named(&adapter, req, BIN_ENV).await;
     assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
 }
 

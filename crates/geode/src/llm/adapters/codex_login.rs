@@ -5,7 +5,7 @@
 //! carry the bearer token, `chatgpt-account-id`, `originator` and a per-call `session-id`.
 
 use crate::llm::call::{AdapterError, CallCx};
-use crate::llm::credentials::{CodexAuthFile, CodexTokens, refresh_over_http};
+use crate::llm::credentials::{CodexAuthFile, CodexTokens, RefreshWhen, refresh_over_http};
 use crate::llm::http::{HttpClient, PostRequest};
 use crate::llm::request::AdapterResponse;
 use std::future::Future;
@@ -44,15 +44,13 @@ impl CodexLogin {
         let name = post.adapter().to_owned();
         let url = self.refresh_url();
         let refresh = |rt| refresh_over_http(http, &name, &url, rt, cx);
-        let tokens = self.auth_file.fresh_tokens(&name, cx, refresh).await?;
+        let expired = RefreshWhen::Expired;
+        let tokens = self.auth_file.tokens(&name, cx, expired, refresh).await?;
         match send(self.sign(post.clone(), &tokens)?).await {
             Err(AdapterError::Auth { status: 401, .. }) if tokens.refresh_token.is_some() => {
                 let refresh = |rt| refresh_over_http(http, &name, &url, rt, cx);
-                let stale = &tokens.access_token;
-                let tokens = self
-                    .auth_file
-                    .force_refresh(&name, cx, stale, refresh)
-                    .await?;
+                let rejected = RefreshWhen::Replaces(tokens.access_token.clone());
+                let tokens = self.auth_file.tokens(&name, cx, rejected, refresh).await?;
                 send(self.sign(post.clone(), &tokens)?).await
             }
             other => other,

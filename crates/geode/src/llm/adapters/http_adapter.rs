@@ -161,10 +161,6 @@ impl HttpAdapter {
 
 #[async_trait::async_trait]
 impl Adapter for HttpAdapter {
-    fn name(&self) -> &str {
-        self.spec.name
-    }
-
     fn spec(&self) -> Option<&'static AdapterSpec> {
         Some(self.spec)
     }

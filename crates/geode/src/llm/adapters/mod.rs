@@ -7,6 +7,7 @@
 //! | [`codex_login`] | `codex-oauth`'s token source: `auth.json`, refresh, `chatgpt-account-id` / `originator` / `session-id` |
 //! | [`claude_login`] | `anthropic-oauth`'s token source: `CLAUDE_CODE_OAUTH_TOKEN` or the credentials file, identity block, `anthropic-beta` |
 //! | [`claude_cli`], [`codex_cli`], [`cli_common`], [`codex_config`] | the CLI adapters (`claude -p`, `codex exec`) |
+//! | [`claude_partial`] | `claude-cli`'s answer deltas from `--include-partial-messages` lines, for streaming |
 //!
 //! A new HTTP provider on an existing wire family is a new registry row only
 //! (`llm/registry/rows.rs`); a new wire family is a module under [`crate::llm::wire`]
@@ -15,6 +16,7 @@
 
 pub mod claude_cli;
 pub mod claude_login;
+pub mod claude_partial;
 pub mod cli_common;
 pub mod codex_cli;
 pub mod codex_config;

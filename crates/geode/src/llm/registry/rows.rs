@@ -235,7 +235,7 @@ pub const ADAPTERS: &[AdapterSpec] = &[
         family: Family::Local,
         billing: Billing::Local,
         wire_family: WireFamily::Local,
-        wire: "in-process llama.cpp on a GGUF file",
+        wire: "llama.cpp on a GGUF file (in-process in Rust; the `geode-engine` process for the CLI)",
         schema_on_wire: "llguidance constrained decoding (schema, choice, regex, grammar)",
         mode_rule: ModeRule::Fixed(StructuredOutputMode::Constrained),
         framework_tools: false,

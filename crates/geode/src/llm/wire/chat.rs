@@ -103,33 +103,15 @@ mod tests {
             (cut.kind(), cut.retry_class()),
             (ErrorKind::Truncated, RetryClass::Retryable)
         );
-        let net = adapter_error(
-            ParseError::Provider {
-                kind: "network_error".into(),
-                message: "m".into(),
-            },
-            "glm-payg",
-        );
+        let net = adapter_error(ParseError::provider("network_error", "m"), "glm-payg");
         assert_eq!(net.retry_class(), RetryClass::Retryable);
-        let code = adapter_error(
-            ParseError::Provider {
-                kind: "1214".into(),
-                message: "bad".into(),
-            },
-            "glm-payg",
-        );
+        let code = adapter_error(ParseError::provider("1214", "bad"), "glm-payg");
         assert_eq!(
             (code.kind(), code.retry_class()),
             (ErrorKind::RunFailed, RetryClass::Fatal)
         );
         // Found by fuzzing the wire families: a provider code with a line break stays one line.
-        let odd = adapter_error(
-            ParseError::Provider {
-                kind: "12\n14".into(),
-                message: "bad".into(),
-            },
-            "glm-payg",
-        );
+        let odd = adapter_error(ParseError::provider("12\n14", "bad"), "glm-payg");
         assert!(!odd.to_string().contains('\n'), "{odd}");
         let many = BuildError::TooManyTools {
             count: 129,

@@ -138,15 +138,7 @@ mod tests {
 
     #[test]
     fn provider_error_kinds_map_to_typed_errors() {
-        let err = |kind: &str| {
-            adapter_error(
-                ParseError::Provider {
-                    kind: kind.into(),
-                    message: "m\nn".into(),
-                },
-                "anthropic-payg",
-            )
-        };
+        let err = |kind: &str| adapter_error(ParseError::provider(kind, "m\nn"), "anthropic-payg");
         assert_eq!(err("overloaded_error").retry_class(), RetryClass::Retryable);
         assert_eq!(err("overloaded_error").kind(), ErrorKind::Server);
         assert_eq!(err("rate_limit_error").kind(), ErrorKind::RateLimited);
@@ -161,10 +153,7 @@ mod tests {
     #[test]
     fn an_unknown_error_type_stays_on_one_line() {
         let e = adapter_error(
-            ParseError::Provider {
-                kind: "odd_error\nsecond line".into(),
-                message: "m".into(),
-            },
+            ParseError::provider("odd_error\nsecond line", "m"),
             "anthropic-payg",
         );
         assert_eq!(e.kind(), ErrorKind::Server);

@@ -53,6 +53,15 @@ pub enum ParseError {
 }
 
 impl ParseError {
+    /// A provider-reported failure (for tests).
+    #[cfg(test)]
+    pub(crate) fn provider(kind: &str, message: &str) -> Self {
+        Self::Provider {
+            kind: kind.into(),
+            message: message.into(),
+        }
+    }
+
     /// The typed adapter error: truncation is `Truncated` (retryable), a budget overrun
     /// `ResponseTooLarge`, undecodable JSON `Protocol`, and a provider error whatever the
     /// family's `provider` mapping says.

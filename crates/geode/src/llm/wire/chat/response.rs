@@ -198,14 +198,7 @@ mod tests {
         let r = parse_response(&body).unwrap();
         assert_eq!(r.text, "{\"a\":1}");
         assert_eq!(r.stop_reason, StopReason::EndTurn);
-        assert_eq!(
-            (
-                r.usage.input_tokens,
-                r.usage.output_tokens,
-                r.usage.cached_input_tokens
-            ),
-            (20, 7, 5)
-        );
+        assert_eq!(r.usage.token_counts(), (20, 7, 5));
     }
 
     #[test]

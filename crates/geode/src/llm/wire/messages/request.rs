@@ -85,35 +85,8 @@ pub struct WireMessage {
     pub content: Vec<ContentBlock>,
 }
 
-/// One content block on the wire.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum ContentBlock {
-    /// Text.
-    Text {
-        /// The text.
-        text: String,
-    },
-    /// A tool call made by the model.
-    ToolUse {
-        /// The call id.
-        id: String,
-        /// The tool name.
-        name: String,
-        /// The arguments object.
-        input: Value,
-    },
-    /// A tool result.
-    ToolResult {
-        /// The call this answers.
-        tool_use_id: String,
-        /// The result text.
-        content: String,
-        /// Set when the call failed.
-        #[serde(skip_serializing_if = "std::ops::Not::not")]
-        is_error: bool,
-    },
-}
+/// One content block on the wire: the neutral block, whose JSON is the Messages shape.
+pub use crate::llm::request::ContentBlock;
 
 /// A tool definition.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -344,11 +317,10 @@ fn message(m: &request::Message) -> Option<WireMessage> {
     })
 }
 
-fn block(b: &request::ContentBlock) -> Option<ContentBlock> {
+fn block(b: &ContentBlock) -> Option<ContentBlock> {
     match b {
-        request::ContentBlock::Text { text } if text.is_empty() => None,
-        request::ContentBlock::Text { text } => Some(ContentBlock::Text { text: text.clone() }),
-        request::ContentBlock::ToolUse { id, name, input } => Some(ContentBlock::ToolUse {
+        ContentBlock::Text { text } if text.is_empty() => None,
+        ContentBlock::ToolUse { id, name, input } => Some(ContentBlock::ToolUse {
             id: id.clone(),
             name: name.clone(),
             input: match input {
@@ -357,15 +329,7 @@ fn block(b: &request::ContentBlock) -> Option<ContentBlock> {
                 other => json!({ "_raw": other }),
             },
         }),
-        request::ContentBlock::ToolResult {
-            tool_use_id,
-            content,
-            is_error,
-        } => Some(ContentBlock::ToolResult {
-            tool_use_id: tool_use_id.clone(),
-            content: content.clone(),
-            is_error: *is_error,
-        }),
+        other => Some(other.clone()),
     }
 }
 

@@ -37,15 +37,13 @@ pub(crate) struct Collected {
 
 /// `usage` as the provider sends it; every field is optional (a stream reports it in parts).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
 pub struct UsageReport {
     /// Prompt tokens not served from the cache.
-    #[serde(default)]
     pub input_tokens: Option<u64>,
     /// Output tokens (cumulative in a stream).
-    #[serde(default)]
     pub output_tokens: Option<u64>,
     /// Prompt tokens read from the cache.
-    #[serde(default)]
     pub cache_read_input_tokens: Option<u64>,
 }
 
@@ -244,14 +242,7 @@ mod tests {
         let r = parse_response(&body, None).unwrap();
         assert_eq!(r.text, "Hello");
         assert_eq!(r.stop_reason, StopReason::EndTurn);
-        assert_eq!(
-            (
-                r.usage.input_tokens,
-                r.usage.output_tokens,
-                r.usage.cached_input_tokens
-            ),
-            (12, 9, 7)
-        );
+        assert_eq!(r.usage.token_counts(), (12, 9, 7));
         assert!(r.structured.is_none());
     }
 

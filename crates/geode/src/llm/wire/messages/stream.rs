@@ -135,6 +135,16 @@ struct MessageStartBody {
     usage: UsageReport,
 }
 
+/// A frame's required object `field` (of a `kind` event), and its `type`.
+fn typed<'v>(
+    v: Option<&'v Value>,
+    kind: &str,
+    field: &str,
+) -> Result<(&'v Value, Option<&'v str>), ParseError> {
+    let v = v.ok_or_else(|| corrupt(kind, &format!("missing {field}")))?;
+    Ok((v, v.get("type").and_then(Value::as_str)))
+}
+
 /// Classifies one SSE frame (`event:` name and `data:` text).
 pub fn classify(event: Option<&str>, data: &str) -> Result<Event, ParseError> {
     let frame: Frame = serde_json::from_str(data)
@@ -147,11 +157,8 @@ pub fn classify(event: Option<&str>, data: &str) -> Result<Event, ParseError> {
             usage: frame.message.map(|m| m.usage).unwrap_or_default(),
         },
         "content_block_start" => {
-            let block = frame
-                .content_block
-                .as_ref()
-                .ok_or_else(|| corrupt(kind, "missing content_block"))?;
-            let block = match block.get("type").and_then(Value::as_str) {
+            let (block, block_type) = typed(frame.content_block.as_ref(), kind, "content_block")?;
+            let block = match block_type {
                 Some("text") => BlockStart::Text(str_of(block, "text").unwrap_or_default()),
                 Some("tool_use") => match (str_of(block, "id"), str_of(block, "name")) {
                     (Some(id), Some(name)) => BlockStart::ToolUse {
@@ -169,11 +176,8 @@ pub fn classify(event: Option<&str>, data: &str) -> Result<Event, ParseError> {
             }
         }
         "content_block_delta" => {
-            let delta = frame
-                .delta
-                .as_ref()
-                .ok_or_else(|| corrupt(kind, "missing delta"))?;
-            let delta = match delta.get("type").and_then(Value::as_str) {
+            let (delta, delta_type) = typed(frame.delta.as_ref(), kind, "delta")?;
+            let delta = match delta_type {
                 Some("text_delta") => Delta::Text(
                     str_of(delta, "text")
                         .ok_or_else(|| corrupt(kind, "text_delta without text"))?,

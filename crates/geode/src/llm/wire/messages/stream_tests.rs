@@ -103,14 +103,7 @@ fn text_stream_folds_text_usage_and_stop() {
     let r = fold(&frames, None).unwrap();
     assert_eq!(r.text, "Hello world");
     assert_eq!(r.stop_reason, StopReason::EndTurn);
-    assert_eq!(
-        (
-            r.usage.input_tokens,
-            r.usage.output_tokens,
-            r.usage.cached_input_tokens
-        ),
-        (25, 15, 3)
-    );
+    assert_eq!(r.usage.token_counts(), (25, 15, 3));
 }
 
 #[test]
@@ -140,20 +133,20 @@ fn tool_input_json_is_assembled_from_deltas() {
     assert_eq!(r.text, "Checking.");
 }
 
-#[test]
-fn output_tool_stream_becomes_the_structured_answer() {
+/// A stream whose only block is the `emit_Decision` output tool sending `parts` (`closed`:
+/// its block ends), ending with `stop_reason`, folded.
+fn output_tool_stream(parts: &[&str], closed: bool, stop_reason: &str) -> AdapterResponse {
     let frames = concat(vec![
         vec![start(5)],
-        tool_block(
-            0,
-            "toolu_9",
-            "emit_Decision",
-            &["{\"decision\":", " \"accept\"}"],
-            true,
-        ),
-        end("tool_use", 12),
+        tool_block(0, "toolu_9", "emit_Decision", parts, closed),
+        end(stop_reason, 12),
     ]);
-    let r = fold(&frames, Some("emit_Decision")).unwrap();
+    fold(&frames, Some("emit_Decision")).unwrap()
+}
+
+#[test]
+fn output_tool_stream_becomes_the_structured_answer() {
+    let r = output_tool_stream(&["{\"decision\":", " \"accept\"}"], true, "tool_use");
     assert_eq!(r.text, r#"{"decision":"accept"}"#);
     assert_eq!(r.structured, Some(json!({"decision": "accept"})));
     assert!(r.tool_uses.is_empty());
@@ -162,18 +155,7 @@ fn output_tool_stream_becomes_the_structured_answer() {
 
 #[test]
 fn max_tokens_inside_the_output_tool_keeps_the_partial_text() {
-    let frames = concat(vec![
-        vec![start(5)],
-        tool_block(
-            0,
-            "toolu_9",
-            "emit_Decision",
-            &["{\"decision\": \"acc"],
-            false,
-        ),
-        end("max_tokens", 12),
-    ]);
-    let r = fold(&frames, Some("emit_Decision")).unwrap();
+    let r = output_tool_stream(&["{\"decision\": \"acc"], false, "max_tokens");
     assert_eq!(r.stop_reason, StopReason::MaxTokens);
     assert_eq!(r.text, "{\"decision\": \"acc");
     assert!(r.structured.is_none());

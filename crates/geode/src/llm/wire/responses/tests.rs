@@ -309,14 +309,7 @@ fn parse_reads_text_tool_calls_and_cached_usage() {
         vec![ToolUse::from_json_arguments("call_9", "f", "{\"x\":2}")]
     );
     assert_eq!(r.stop_reason, StopReason::ToolUse);
-    assert_eq!(
-        (
-            r.usage.input_tokens,
-            r.usage.output_tokens,
-            r.usage.cached_input_tokens
-        ),
-        (81, 11, 64)
-    );
+    assert_eq!(r.usage.token_counts(), (81, 11, 64));
 }
 
 /// Found by the `responses` fuzz target: arguments that parse as JSON but not as an object
