@@ -3,7 +3,7 @@ SHELL := /bin/bash
 export CARGO_TERM_COLOR := never
 CACHE ?= $(HOME)/.cache/geode
 
-.PHONY: demo test bench lint fmt setup fuzz
+.PHONY: demo test bench bench-peer lint fmt setup fuzz
 
 setup:
 	@scripts/setup.sh
@@ -24,6 +24,12 @@ demo: setup
 
 bench: setup
 	cargo bench --workspace
+
+# geode's local engine beside upstream llama-server (built once into the cache by setup), same
+# model, prompts, schema, sampling and threads, interleaved; prints per-call latency, prompt and
+# generation tok/s, validity and the ratios (crates/geode-local/benches/peer.rs).
+bench-peer: setup
+	cargo bench -p geode-local --bench peer
 
 # Every cargo-fuzz target for FUZZ_SECONDS each (default 600), one after another; prints
 # execs and crashes per target (scripts/fuzz.sh).

@@ -10,6 +10,10 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # The pinned claude and codex CLIs driven by crates/geode/tests/cli_{claude,codex}.rs.
 "$here/install-clis.sh"
 
+# llama-server (upstream llama.cpp, pinned sdist, built once into ~/.cache/geode/llama-server;
+# about 6 minutes the first time) for `make bench-peer` and the openai-compatible adapter's tests.
+"$here/install-llama-server.sh"
+
 # redis-server (Debian's package, pinned) for the queue tests of `geode serve` / `geode batch --queue`.
 "$here/install-redis.sh"
 

@@ -1,4 +1,4 @@
-//! End to end through the `geode` binary for each of the six HTTP adapters, against
+//! End to end through the `geode` binary for each of the seven HTTP adapters, against
 //! `geode-fakes` servers on 127.0.0.1: `geode worker` retries a bad first answer once,
 //! `geode run` prints the answer and the ledger, and the exit codes (1 invalid after the retry,
 //! 3 provider failure without leaking the key, 2 missing credential).
@@ -119,6 +119,7 @@ async fn missing_credential_exits_2_naming_it(case: Case) {
     let out = sb.run_decision(case.adapter, &[], DECIDE).await;
     let needle = match case.credential {
         Credential::Key(var) => var,
+        Credential::OptionalKey(_) => case.base_env,
         Credential::CodexHome => "auth.json",
         Credential::ClaudeToken => "CLAUDE_CODE_OAUTH_TOKEN",
     };
@@ -160,3 +161,28 @@ macro_rules! behaviours {
 }
 
 for_each_http_case!(adapter_tests);
+
+/// `openai-compatible` on a server that answers 200 but ignores `json_schema`: `--require
+/// enforced` is refused after the probe and before any model call (exit 2, naming the mode);
+/// without it the run goes ahead in `hint` mode and says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ignoring_server_never_passes_require_enforced() {
+    let case = OPENAI_COMPATIBLE;
+    let server = geode_fakes::FakeServer::builder(case.kind)
+        .script(Script::always(Reply::Json(good_answer())))
+        .schema_support(geode_fakes::SchemaSupport::Ignore)
+        .start()
+        .await
+        .unwrap();
+    let sb = case.sandbox(&server);
+    let out = sb
+        .run_decision(case.adapter, &["--require", "enforced"], DECIDE)
+        .await;
+    out.assert_exit(2)
+        .assert_hides(SECRET)
+        .assert_stderr_has(&["require=enforced", "hint"]);
+    assert!(model_calls(&server).is_empty(), "{:#?}", server.requests());
+    let out = sb.run_decision(case.adapter, &[], DECIDE).await;
+    out.assert_exit(0).assert_stderr_has(&["wire_mode=hint"]);
+    assert_eq!(model_calls(&server).len(), 1);
+}

@@ -25,6 +25,17 @@ use serde_json::{Value, json};
 /// The text [`crate::Reply::Auto`] answers with when no schema is requested.
 pub(crate) const AUTO_TEXT: &str = "Hello from the fake server.";
 
+/// The `json_schema.name` of geode's `openai-compatible` probe.
+pub const PROBE_SCHEMA_NAME: &str = "geode_probe";
+
+/// Whether `body` is geode's `openai-compatible` probe (`response_format.json_schema.name` is
+/// [`PROBE_SCHEMA_NAME`]); the fake answers it by its [`crate::server::SchemaSupport`].
+pub fn is_probe(body: &Value) -> bool {
+    body.pointer("/response_format/json_schema/name")
+        .and_then(Value::as_str)
+        == Some(PROBE_SCHEMA_NAME)
+}
+
 /// Routes a request for [`crate::Kind::Chat`].
 pub(crate) fn route(req: &RecordedRequest) -> Route {
     let path = req.route().trim_end_matches('/');

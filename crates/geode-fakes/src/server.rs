@@ -61,9 +61,42 @@ pub struct FakeServerBuilder {
     port: u16,
     tap: Option<UnboundedSender<RecordedRequest>>,
     tls: Option<TlsIdentity>,
+    schema_support: SchemaSupport,
+}
+
+/// How a Chat fake treats `response_format: json_schema` when geode's `openai-compatible`
+/// adapter probes it ([`crate::chat::is_probe`]): the probe is answered by this setting and
+/// never takes a step of the script, so scripts describe the real calls only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SchemaSupport {
+    /// Enforces the schema: the probe gets an instance of it (the nonce).
+    #[default]
+    Enforce,
+    /// Answers 200 with prose, ignoring the schema.
+    Ignore,
+    /// Refuses `json_schema` with a 400 naming `response_format`.
+    Refuse,
+}
+
+impl SchemaSupport {
+    fn probe_reply(self) -> Reply {
+        match self {
+            Self::Enforce => Reply::Auto,
+            Self::Ignore => Reply::text("Hello! How can I help you today?"),
+            Self::Refuse => {
+                Reply::SchemaRejection("response_format type json_schema is not supported".into())
+            }
+        }
+    }
 }
 
 impl FakeServerBuilder {
+    /// How a Chat fake answers the `openai-compatible` probe (default: it enforces the schema).
+    pub fn schema_support(mut self, support: SchemaSupport) -> Self {
+        self.schema_support = support;
+        self
+    }
+
     /// The replies to play (default: an empty script, which answers [`Reply::Auto`]).
     pub fn script(mut self, script: Script) -> Self {
         self.script = script;
@@ -104,6 +137,7 @@ impl FakeServerBuilder {
             ids: Ids::default(),
             log: Mutex::new(Vec::new()),
             tap: self.tap,
+            schema_support: self.schema_support,
         });
         let (stop, stopped) = oneshot::channel();
         let task = tokio::spawn(accept_loop(listener, Arc::clone(&state), acceptor, stopped));
@@ -131,6 +165,7 @@ impl FakeServer {
             port: 0,
             tap: None,
             tls: None,
+            schema_support: SchemaSupport::default(),
         }
     }
 
@@ -184,6 +219,7 @@ struct State {
     ids: Ids,
     log: Mutex<Vec<RecordedRequest>>,
     tap: Option<UnboundedSender<RecordedRequest>>,
+    schema_support: SchemaSupport,
 }
 
 impl State {
@@ -297,6 +333,9 @@ async fn handle(
     state.record(record);
     match route {
         Route::Reply(plan) => Ok(deliver(plan, Duration::ZERO, Ending::Complete).await),
+        Route::Model if state.kind == Kind::Chat && crate::chat::is_probe(&body) => {
+            play(&state, &body, state.schema_support.probe_reply()).await
+        }
         Route::Model => play(&state, &body, state.player.next_reply()).await,
     }
 }

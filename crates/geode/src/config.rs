@@ -209,7 +209,8 @@ impl Config {
     /// `flag` > its `GEODE_*_BASE_URL` > this file's `base_url` > the registry default; the
     /// vendor SDK's own variable (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`) comes after the
     /// `GEODE_*` one and is read as the SDK reads it (`OPENAI_BASE_URL=http://h/v1` posts to
-    /// `http://h/v1/responses`).
+    /// `http://h/v1/responses`). `None` when the row has no endpoint, or no base URL at all
+    /// (`openai-compatible` has no default server).
     pub fn endpoint_url(
         &self,
         adapter: &str,
@@ -232,7 +233,7 @@ impl Config {
             .get(adapter)
             .and_then(|a| a.base_url.clone())
             .unwrap_or_else(|| e.default_base.to_owned());
-        Some(join(&base, e.path))
+        (!base.trim().is_empty()).then(|| join(&base, e.path))
     }
 
     /// The model for `adapter`: `flag` > this file > the registry default.

@@ -23,8 +23,7 @@ use std::time::Duration;
 use support::env::MapEnv;
 use support::http::{
     Rig, assert_wire_invariants, base_url, base_url_var, build, build_from_process_env,
-    http_adapters, kind_of, model_route, run_child, secret_var, short_deadline, test_secret,
-    write_codex_auth,
+    http_adapters, kind_of, run_child, secret_var, short_deadline, test_secret, write_codex_auth,
 };
 use support::{assert_kind, bounded, decision_schema, expect_err, weather_tool};
 
@@ -351,8 +350,12 @@ rows! {
     };
 }
 
-/// The variable whose absence each adapter's configuration error names.
+/// The variable whose absence each adapter's configuration error names (`openai-compatible`
+/// needs no key, only a base URL: it has no default server).
 fn named_when_missing(adapter: &str) -> &'static str {
+    if adapter == "openai-compatible" {
+        return base_url_var(adapter);
+    }
     secret_var(adapter).unwrap_or("auth.json")
 }
 
@@ -361,14 +364,17 @@ async fn a_missing_credential_is_a_config_error_naming_it() {
     let home = tempfile::tempdir().unwrap();
     let home_str = home.path().display().to_string();
     for adapter in http_adapters() {
-        // Closed port, empty home: nothing to read, nowhere to send.
-        let env = MapEnv::new()
-            .set(
-                base_url_var(adapter),
-                base_url(adapter, "http://127.0.0.1:9"),
-            )
+        // Closed port, empty home: nothing to read, nowhere to send (and for
+        // `openai-compatible`, no server named).
+        let mut env = MapEnv::new()
             .set("HOME", home_str.clone())
             .set("CODEX_HOME", home_str.clone());
+        if adapter != "openai-compatible" {
+            env = env.set(
+                base_url_var(adapter),
+                base_url(adapter, "http://127.0.0.1:9"),
+            );
+        }
         let err = match build(adapter, &env) {
             Err(e) => e,
             Ok(built) => expect_err(bounded(built.call(request(), &CallCx::new())).await),
@@ -426,9 +432,8 @@ async fn every_adapter_builds_from_the_process_environment() {
         for adapter in http_adapters() {
             let seen = fakes[kind_of(adapter).name()].requests();
             // The Messages adapters differ by their credential header.
-            let mine: Vec<_> = seen
+            let mine: Vec<_> = support::http::model_calls(adapter, seen)
                 .into_iter()
-                .filter(|r| r.route() == model_route(adapter))
                 .filter(|r| match adapter {
                     "anthropic-payg" => r.header("x-api-key").is_some(),
                     "anthropic-oauth" => r.header("x-api-key").is_none(),

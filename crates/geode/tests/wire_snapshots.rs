@@ -17,7 +17,7 @@ use geode::llm::adapter::{Adapter, CallCx};
 use geode::llm::request::{AdapterCallRequest, Message, ToolSpec};
 use geode::schema::ResponseSchema;
 use geode::schema::TextConstraint;
-use geode_fakes::{FakeServer, Kind, Reply, Script};
+use geode_fakes::{FakeServer, Kind, Reply, SchemaSupport, Script};
 use serde_json::{Map, Value, json};
 use std::path::Path;
 use std::sync::Arc;
@@ -94,6 +94,7 @@ fn requests() -> Vec<(&'static str, AdapterCallRequest)> {
 const VOLATILE_HEADERS: [&str; 4] = ["session-id", "x-client-request-id", "user-agent", "host"];
 
 /// The recorded model call: method, path, sorted headers (volatile ones replaced) and body.
+/// `openai-compatible`'s probe is not a model call ([`snapshot_of_probe`]).
 fn snapshot_of(server: &FakeServer) -> Value {
     let calls: Vec<_> = server
         .requests()
@@ -103,10 +104,36 @@ fn snapshot_of(server: &FakeServer) -> Value {
                 && ["/responses", "/v1/messages", "/chat/completions"]
                     .iter()
                     .any(|p| r.route().ends_with(p))
+                && !geode_fakes::chat::is_probe(&r.body)
         })
         .collect();
     assert_eq!(calls.len(), 1, "one model call: {calls:?}");
-    let call = &calls[0];
+    snapshot_of_call(&calls[0])
+}
+
+/// `openai-compatible`'s probe, its random nonce replaced by `<nonce>`.
+fn snapshot_of_probe(server: &FakeServer) -> Value {
+    let mut probes: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| geode_fakes::chat::is_probe(&r.body))
+        .collect();
+    assert_eq!(
+        probes.len(),
+        1,
+        "one probe per server and model: {probes:?}"
+    );
+    let probe = &mut probes[0];
+    let nonce = probe
+        .body
+        .pointer_mut("/response_format/json_schema/schema/properties/geode_probe/const")
+        .expect("the probe's const nonce");
+    assert_eq!(nonce.as_str().map(str::len), Some(12), "{nonce}");
+    *nonce = json!("<nonce>");
+    snapshot_of_call(probe)
+}
+
+fn snapshot_of_call(call: &geode_fakes::RecordedRequest) -> Value {
     let mut headers: Vec<(String, String)> = call
         .headers
         .iter()
@@ -127,19 +154,40 @@ fn snapshot_of(server: &FakeServer) -> Value {
 }
 
 async fn snapshot_adapter(name: &str, kind: Kind, build: impl Fn(&FakeServer) -> Arc<dyn Adapter>) {
+    snapshot_adapter_on(name, kind, SchemaSupport::Enforce, build).await;
+}
+
+/// [`snapshot_adapter`] on a fake whose `json_schema` support is `support`.
+async fn snapshot_adapter_on(
+    name: &str,
+    kind: Kind,
+    support: SchemaSupport,
+    build: impl Fn(&FakeServer) -> Arc<dyn Adapter>,
+) {
     for (case, req) in requests() {
-        let server = FakeServer::start(kind, Script::always(Reply::Auto))
-            .await
-            .unwrap();
-        let adapter = build(&server);
-        let cx = CallCx::new().with_timeout(Duration::from_secs(20));
-        let call = adapter.call(req, &cx);
-        tokio::time::timeout(Duration::from_secs(30), call)
-            .await
-            .expect("the call ended within its bound")
-            .unwrap_or_else(|e| panic!("{name} {case}: {e}"));
+        let server = auto_server(kind, support).await;
+        call_once(build(&server), req, &format!("{name} {case}")).await;
         insta::assert_json_snapshot!(format!("{name}__{case}"), snapshot_of(&server));
     }
+}
+
+/// A fake of `kind` answering [`Reply::Auto`], with `support` for `json_schema`.
+async fn auto_server(kind: Kind, support: SchemaSupport) -> FakeServer {
+    FakeServer::builder(kind)
+        .script(Script::always(Reply::Auto))
+        .schema_support(support)
+        .start()
+        .await
+        .unwrap()
+}
+
+/// One call of `adapter` with `req`, which must succeed within its bound.
+async fn call_once(adapter: Arc<dyn Adapter>, req: AdapterCallRequest, label: &str) {
+    let cx = CallCx::new().with_timeout(Duration::from_secs(20));
+    tokio::time::timeout(Duration::from_secs(30), adapter.call(req, &cx))
+        .await
+        .expect("the call ended within its bound")
+        .unwrap_or_else(|e| panic!("{label}: {e}"));
 }
 
 #[tokio::test]
@@ -216,4 +264,44 @@ async fn glm_coding_plan_wire() {
         built("glm-coding-plan", env)
     })
     .await;
+}
+
+/// `openai-compatible` on a keyless server (no `authorization` header).
+fn compat(s: &FakeServer) -> Arc<dyn Adapter> {
+    let env = MapEnv::new().set(
+        "GEODE_OPENAI_COMPAT_BASE_URL",
+        format!("{}/v1", s.base_url()),
+    );
+    built("openai-compatible", env)
+}
+
+/// A server that enforces `json_schema`: strict, the schema not repeated in the prompt.
+#[tokio::test]
+async fn openai_compatible_wire() {
+    snapshot_adapter("openai-compatible", Kind::Chat, compat).await;
+}
+
+/// A server that ignores `json_schema` (hint: the schema also in the prompt) and one that
+/// refuses it (`json_object` + the schema in the prompt); and the probe itself, with its key.
+#[tokio::test]
+async fn openai_compatible_wire_by_probe_verdict() {
+    for (label, support) in [
+        ("ignored", SchemaSupport::Ignore),
+        ("refused", SchemaSupport::Refuse),
+    ] {
+        let server = auto_server(Kind::Chat, support).await;
+        call_once(compat(&server), requests().remove(0).1, label).await;
+        insta::assert_json_snapshot!(
+            format!("openai-compatible-{label}__strict"),
+            snapshot_of(&server)
+        );
+    }
+    let server = auto_server(Kind::Chat, SchemaSupport::Enforce).await;
+    let env = MapEnv::new().set("GEODE_OPENAI_COMPAT_API_KEY", KEY).set(
+        "GEODE_OPENAI_COMPAT_BASE_URL",
+        format!("{}/v1", server.base_url()),
+    );
+    let adapter = built("openai-compatible", env);
+    call_once(adapter, requests().remove(0).1, "probe").await;
+    insta::assert_json_snapshot!("openai-compatible__probe", snapshot_of_probe(&server));
 }

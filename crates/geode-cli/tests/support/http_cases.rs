@@ -14,6 +14,9 @@ pub enum Placement {
     MessagesFormat,
     /// Chat `response_format: json_object` plus the schema in the system message.
     ChatJsonObject,
+    /// Chat `response_format: json_schema`, strict, the schema not in the prompt (an
+    /// `openai-compatible` server whose probe found the schema enforced).
+    ChatJsonSchema,
 }
 
 /// How a missing credential shows up.
@@ -25,6 +28,9 @@ pub enum Credential {
     CodexHome,
     /// `CLAUDE_CODE_OAUTH_TOKEN` (or the Claude credentials file).
     ClaudeToken,
+    /// A key in this variable that the server may do without; what is required is the base
+    /// URL (`openai-compatible` has no default server).
+    OptionalKey(&'static str),
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -84,6 +90,15 @@ pub const GLM_PAYG: Case = Case {
     placement: Placement::ChatJsonObject,
     prose_first: true,
 };
+pub const OPENAI_COMPATIBLE: Case = Case {
+    adapter: "openai-compatible",
+    kind: Kind::Chat,
+    base_env: "GEODE_OPENAI_COMPAT_BASE_URL",
+    credential: Credential::OptionalKey("GEODE_OPENAI_COMPAT_API_KEY"),
+    mode: "strict",
+    placement: Placement::ChatJsonSchema,
+    prose_first: true,
+};
 pub const GLM_CODING_PLAN: Case = Case {
     adapter: "glm-coding-plan",
     kind: Kind::Chat,
@@ -107,8 +122,9 @@ impl Case {
     /// A sandbox pointed at `server`, with the adapter's credential set.
     pub fn sandbox(&self, server: &FakeServer) -> Sandbox {
         let mut sb = self.sandbox_without_credential(server);
+        sb.var(self.base_env, server.base_url());
         match self.credential {
-            Credential::Key(var) => {
+            Credential::Key(var) | Credential::OptionalKey(var) => {
                 sb.var(var, SECRET);
             }
             Credential::CodexHome => {
@@ -123,9 +139,12 @@ impl Case {
         sb
     }
 
+    /// A sandbox without the credential: for [`Credential::OptionalKey`], without the base URL.
     pub fn sandbox_without_credential(&self, server: &FakeServer) -> Sandbox {
         let mut sb = Sandbox::new();
-        sb.var(self.base_env, server.base_url());
+        if !matches!(self.credential, Credential::OptionalKey(_)) {
+            sb.var(self.base_env, server.base_url());
+        }
         if matches!(self.credential, Credential::CodexHome) {
             // A refresh, if any, goes to the fake as well.
             sb.var("GEODE_CODEX_AUTH_URL", server.base_url());
@@ -176,6 +195,14 @@ impl Case {
                 assert_eq!(format["type"], "json_schema", "{body}");
                 assert_eq!(format["schema"], schema, "{body}");
                 assert!(body.get("tool_choice").is_none(), "no forced tool: {body}");
+            }
+            Placement::ChatJsonSchema => {
+                let format = &body["response_format"];
+                assert_eq!(format["type"], "json_schema", "{body}");
+                assert_eq!(format["json_schema"]["strict"], true, "{body}");
+                assert_eq!(format["json_schema"]["schema"], schema, "{body}");
+                let system = body["messages"][0].to_string();
+                assert!(!system.contains("additionalProperties"), "{system}");
             }
             Placement::ChatJsonObject => {
                 assert_eq!(body["response_format"]["type"], "json_object", "{body}");
@@ -233,6 +260,7 @@ macro_rules! for_each_http_case {
         $tests!(anthropic_oauth, ANTHROPIC_OAUTH);
         $tests!(glm_payg, GLM_PAYG);
         $tests!(glm_coding_plan, GLM_CODING_PLAN);
+        $tests!(openai_compatible, OPENAI_COMPATIBLE);
     };
 }
 #[allow(unused_imports)]

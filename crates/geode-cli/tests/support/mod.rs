@@ -317,7 +317,7 @@ pub async fn glm_answering(reply: geode_fakes::Reply) -> geode_fakes::FakeServer
 /// The prompt of a Decision run.
 pub const DECIDE: &str = "Decide.";
 
-/// The model calls a fake recorded (side endpoints left out).
+/// The model calls a fake recorded (side endpoints and `openai-compatible`'s probe left out).
 pub fn model_calls(server: &geode_fakes::FakeServer) -> Vec<geode_fakes::RecordedRequest> {
     server
         .requests()
@@ -327,6 +327,7 @@ pub fn model_calls(server: &geode_fakes::FakeServer) -> Vec<geode_fakes::Recorde
                 && (r.route().ends_with("/responses")
                     || r.route().ends_with("/v1/messages")
                     || r.route().ends_with("/chat/completions"))
+                && !geode_fakes::chat::is_probe(&r.body)
         })
         .collect()
 }

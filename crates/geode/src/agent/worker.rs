@@ -199,9 +199,43 @@ pub async fn run_worker(req: &WorkerRequest, env: &WorkerEnv) -> WorkerResult {
     crate::secret::scrub_serde(run_worker_unscrubbed(req, env).await)
 }
 
+/// A schema `require` that the adapter's settled mode does not meet, found before the first
+/// call (`openai-compatible` probes its server here). A failed probe is not a refusal: the
+/// call reports that failure itself.
+async fn schema_refusal(req: &WorkerRequest, env: &WorkerEnv, cx: &CallCx) -> Option<String> {
+    let schema = req.response_schema.as_ref()?;
+    if req.require == crate::vocab::Require::BestEffort {
+        return None;
+    }
+    let mode = env
+        .adapter
+        .settle_mode(&req.model, Some(schema), cx)
+        .await
+        .ok()?;
+    (mode.level() < req.require).then(|| {
+        format!(
+            "require={}: {}'s mode for this schema is {mode} ({}), below it",
+            req.require.as_str(),
+            env.adapter.name(),
+            mode.level().as_str()
+        )
+    })
+}
+
 async fn run_worker_unscrubbed(req: &WorkerRequest, env: &WorkerEnv) -> WorkerResult {
     let started = Instant::now();
-    if let Some(why) = refusal(req, env.adapter.as_ref()) {
+    let timeout = Duration::from_secs_f64(req.timeout_s.clamp(0.0, 1e9));
+    let cx = CallCx {
+        cancel: env.cancel.clone(),
+        deadline: Some(started + timeout),
+        max_response_bytes: env.max_response_bytes,
+        on_text: env.on_text.clone(),
+    };
+    let refused = match refusal(req, env.adapter.as_ref()) {
+        Some(why) => Some(why),
+        None => schema_refusal(req, env, &cx).await,
+    };
+    if let Some(why) = refused {
         let mut refused = WorkerResult::failed(&req.task_id, why);
         refused.ledger.adapter = env.adapter.name().to_owned();
         refused.ledger.model = req.model.clone();
@@ -221,7 +255,6 @@ async fn run_worker_unscrubbed(req: &WorkerRequest, env: &WorkerEnv) -> WorkerRe
     let schema_pair = schema.as_ref().zip(compiled.as_ref());
     let constraint = req.text_constraint.as_ref();
     let checked = schema.is_some() || constraint.is_some();
-    let timeout = Duration::from_secs_f64(req.timeout_s.clamp(0.0, 1e9));
     let options = LoopOptions {
         model: req.model.clone(),
         system_prompt: req.agent_system_prompt.clone(),
@@ -239,12 +272,6 @@ async fn run_worker_unscrubbed(req: &WorkerRequest, env: &WorkerEnv) -> WorkerRe
     if let Some(g) = &env.input_guard {
         lp = lp.with_input_guard(g.clone());
     }
-    let cx = CallCx {
-        cancel: env.cancel.clone(),
-        deadline: Some(started + timeout),
-        max_response_bytes: env.max_response_bytes,
-        on_text: env.on_text.clone(),
-    };
     let mut ledger = GuaranteeLedger {
         adapter: env.adapter.name().to_owned(),
         model: req.model.clone(),

@@ -52,6 +52,21 @@ pub trait Adapter: Send + Sync {
             .map_or(StructuredOutputMode::None, |s| s.mode_for(schema, false))
     }
 
+    /// The mode this adapter will really use for `schema` with `model` ("" = its default),
+    /// after finding out what its row cannot say by itself: `openai-compatible` probes its
+    /// server here, once per server and model. By default [`Adapter::wire_mode`]. The worker
+    /// asks this before the first call and refuses a `require` the answer does not meet; an
+    /// error (the server is down) is left for the call itself to report.
+    async fn settle_mode(
+        &self,
+        model: &str,
+        schema: Option<&ResponseSchema>,
+        cx: &CallCx,
+    ) -> Result<StructuredOutputMode, AdapterError> {
+        let _ = (model, cx);
+        Ok(self.wire_mode(schema))
+    }
+
     /// Whether the framework's own tools are forwarded to the model. By default its row's
     /// `framework_tools` (true for adapters outside the registry).
     fn supports_tools(&self) -> bool {
@@ -69,7 +84,7 @@ pub trait Adapter: Send + Sync {
 /// An adapter around another one that changes only how a call runs (pacing, recording, ...).
 ///
 /// Every [`Wraps`] is an [`Adapter`] that describes itself as the adapter it wraps: its name,
-/// registry row ([`Adapter::spec`]), wire mode and tool support pass through, so a wrapper
+/// registry row ([`Adapter::spec`]), wire mode (and its settled form) and tool support pass through, so a wrapper
 /// writes only its call.
 #[async_trait::async_trait]
 pub trait Wraps: Send + Sync {
@@ -100,6 +115,15 @@ impl<W: Wraps> Adapter for W {
 
     fn supports_tools(&self) -> bool {
         self.inner().supports_tools()
+    }
+
+    async fn settle_mode(
+        &self,
+        model: &str,
+        schema: Option<&ResponseSchema>,
+        cx: &CallCx,
+    ) -> Result<StructuredOutputMode, AdapterError> {
+        self.inner().settle_mode(model, schema, cx).await
     }
 
     async fn call(

@@ -60,6 +60,19 @@ impl Adapter for FallbackAdapter {
             .unwrap_or_default()
     }
 
+    /// The first link's settled mode (as [`Adapter::wire_mode`] is the first link's).
+    async fn settle_mode(
+        &self,
+        model: &str,
+        schema: Option<&ResponseSchema>,
+        cx: &CallCx,
+    ) -> Result<StructuredOutputMode, AdapterError> {
+        match self.chain.first() {
+            Some(a) => a.settle_mode(model, schema, cx).await,
+            None => Ok(StructuredOutputMode::None),
+        }
+    }
+
     fn supports_tools(&self) -> bool {
         self.chain.iter().all(|a| a.supports_tools())
     }

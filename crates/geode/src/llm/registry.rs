@@ -30,6 +30,9 @@ pub enum Family {
     Glm,
     /// The embedded local model.
     Local,
+    /// Whatever an OpenAI-compatible server serves (llama-server, Ollama, vLLM, LM Studio); no
+    /// model name routes here.
+    Compatible,
 }
 
 /// How the caller pays, which orders candidates within a family.
@@ -55,6 +58,11 @@ pub enum ModeRule {
     AnthropicLadder,
     /// Always this mode.
     Fixed(StructuredOutputMode),
+    /// Found per server and model by a probe (`openai-compatible`): `strict` when the server
+    /// enforces `json_schema`, `hint` when it answers but ignores it, `json-mode` when it
+    /// refuses it. Before the probe the row claims `strict`, its best; the worker probes before
+    /// the first call and refuses a `require` the verdict does not meet.
+    Probed,
 }
 
 /// The wire an adapter speaks: which JSON family (and so which [`crate::llm::wire`] module)
@@ -139,6 +147,14 @@ pub enum Auth {
     },
     /// A model file (the local adapter).
     ModelFile,
+    /// An API key in an environment variable when the server wants one (a local server has
+    /// none). The adapter counts as configured when its endpoint's base URL variable is set.
+    OptionalApiKey {
+        /// The variable.
+        env: &'static str,
+        /// The header that carries it.
+        header: KeyHeader,
+    },
 }
 
 /// Where an HTTP adapter's requests go: `{base}{path}`.
@@ -146,7 +162,7 @@ pub enum Auth {
 pub struct Endpoint {
     /// The path after the base URL, e.g. `/v1/responses`.
     pub path: &'static str,
-    /// The default base URL.
+    /// The default base URL ("" when there is none: the base must be configured).
     pub default_base: &'static str,
     /// geode's variable overriding the base URL (same meaning as the config file's `base_url`).
     pub base_env: &'static str,
@@ -316,6 +332,7 @@ impl AdapterSpec {
         };
         match self.mode_rule {
             ModeRule::Fixed(m) => m,
+            ModeRule::Probed => StructuredOutputMode::Strict,
             ModeRule::StrictOrHint => {
                 if check_openai_wire(schema.as_value()).compatible {
                     StructuredOutputMode::Strict
@@ -335,6 +352,7 @@ impl AdapterSpec {
             ModeRule::StrictOrHint => "strict / hint",
             ModeRule::AnthropicLadder => "strict / tool / prompt",
             ModeRule::Fixed(m) => m.as_str(),
+            ModeRule::Probed => "strict / hint / json-mode (probed)",
         }
     }
 
@@ -353,6 +371,9 @@ impl AdapterSpec {
                 None => env.on_path(name),
             },
             Auth::ModelFile => file_exists(local_model_path(env)),
+            Auth::OptionalApiKey { .. } => {
+                self.endpoint.is_some_and(|e| env.var(e.base_env).is_some())
+            }
         }
     }
 
@@ -384,6 +405,10 @@ impl AdapterSpec {
             Auth::CodexLogin { dir_env, path, .. } => file(dir_env, path),
             Auth::Binary { env, name } => format!("`{name}` on PATH or `{env}`"),
             Auth::ModelFile => "GGUF file (`GEODE_LOCAL_MODEL` or the cache)".to_owned(),
+            Auth::OptionalApiKey { env, .. } => match self.endpoint {
+                Some(e) => format!("`{}`; `{env}` if the server wants a key", e.base_env),
+                None => format!("`{env}` if the server wants a key"),
+            },
         }
     }
 
@@ -413,7 +438,9 @@ pub fn markdown_table() -> String {
     );
     for a in ADAPTERS {
         let best = match a.mode_rule {
-            ModeRule::StrictOrHint | ModeRule::AnthropicLadder => StructuredOutputMode::Strict,
+            ModeRule::StrictOrHint | ModeRule::AnthropicLadder | ModeRule::Probed => {
+                StructuredOutputMode::Strict
+            }
             ModeRule::Fixed(m) => m,
         };
         out.push_str(&format!(
@@ -437,12 +464,12 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn nine_adapters_with_unique_names() {
-        assert_eq!(ADAPTERS.len(), 9);
+    fn ten_adapters_with_unique_names() {
+        assert_eq!(ADAPTERS.len(), 10);
         let mut names: Vec<_> = ADAPTERS.iter().map(|a| a.name).collect();
         names.sort_unstable();
         names.dedup();
-        assert_eq!(names.len(), 9);
+        assert_eq!(names.len(), 10);
     }
 
     #[test]

@@ -18,7 +18,7 @@ pub fn render(results: &Results) -> String {
     out.push_str("\n|---|---|");
     out.push_str(&"---|".repeat(ADAPTERS.len()));
     out.push('\n');
-    let mut per_column = [(0usize, 0usize); 9];
+    let mut per_column = [(0usize, 0usize); ADAPTERS.len()];
     let (mut passed, mut total) = (0, 0);
     let mut failures = Vec::new();
     for (i, row) in ROWS.iter().enumerate() {

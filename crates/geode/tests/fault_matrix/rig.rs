@@ -38,6 +38,7 @@ fn key(adapter: &str) -> String {
         "glm-payg" => "R8tY3uI6oP1aS4dF7gH2jK9l",
         "glm-coding-plan" => "W2eR5tY8uI3oP6aS9dF1gH4j",
         "claude-cli" => "B4nM7qW1eR5tY9uI2oP6aS3d",
+        "openai-compatible" => "J3kL6zX9cV2bN5mQ8wE1rT4y",
         _ => "V6bN9mQ2wE5rT8yU1iO4pA7s",
     };
     // As long as real keys (an OpenAI project key is over 100 characters), so a message cut
@@ -295,9 +296,10 @@ fn model_calls(server: &FakeServer) -> usize {
         .iter()
         .filter(|r| {
             let path = r.route();
-            path.ends_with("/responses")
+            (path.ends_with("/responses")
                 || path.ends_with("/messages")
-                || path.ends_with("/completions")
+                || path.ends_with("/completions"))
+                && !geode_fakes::chat::is_probe(&r.body)
         })
         .count()
 }

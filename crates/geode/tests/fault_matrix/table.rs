@@ -9,7 +9,7 @@
 use geode::vocab::ErrorKind;
 
 /// The adapters, in column order.
-pub const ADAPTERS: [&str; 9] = [
+pub const ADAPTERS: [&str; 10] = [
     "openai-payg",
     "codex-oauth",
     "anthropic-payg",
@@ -19,6 +19,7 @@ pub const ADAPTERS: [&str; 9] = [
     "claude-cli",
     "codex-cli",
     "local",
+    "openai-compatible",
 ];
 
 /// One misbehaviour.
@@ -112,7 +113,7 @@ pub struct Row {
     /// The budget the row relies on, if any.
     pub guard: Option<Guard>,
     /// Expected outcome per adapter.
-    pub cells: [Option<Expect>; 9],
+    pub cells: [Option<Expect>; 10],
 }
 
 /// How a run ended: a valid answer, an answer that failed its check, or the typed error of the
@@ -163,9 +164,9 @@ const UNSUPPORTED: Option<Expect> = fail(ErrorKind::Unsupported, 2);
 /// reference's intended `user_cancelled` ending ("Interrupted.", a success: exit 0).
 const CANCELLED: Option<Expect> = fail(ErrorKind::Cancelled, 0);
 
-/// The same outcome for the six HTTP adapters, none for the others.
-const fn http(x: Option<Expect>) -> [Option<Expect>; 9] {
-    [x, x, x, x, x, x, NA, NA, NA]
+/// The same outcome for the seven HTTP adapters, none for the others.
+const fn http(x: Option<Expect>) -> [Option<Expect>; 10] {
+    [x, x, x, x, x, x, NA, NA, NA, x]
 }
 
 /// The HTTP adapters' outcome, then `claude-cli`'s and `codex-cli`'s.
@@ -173,33 +174,34 @@ const fn http_cli(
     x: Option<Expect>,
     claude: Option<Expect>,
     codex: Option<Expect>,
-) -> [Option<Expect>; 9] {
-    [x, x, x, x, x, x, claude, codex, NA]
+) -> [Option<Expect>; 10] {
+    [x, x, x, x, x, x, claude, codex, NA, x]
 }
 
-/// Per wire family: Responses (openai-payg, codex-oauth), Messages (anthropic-*), Chat (glm-*).
+/// Per wire family: Responses (openai-payg, codex-oauth), Messages (anthropic-*), Chat (glm-*,
+/// openai-compatible).
 const fn family(
     responses: Option<Expect>,
     messages: Option<Expect>,
     chat: Option<Expect>,
-) -> [Option<Expect>; 9] {
+) -> [Option<Expect>; 10] {
     [
-        responses, responses, messages, messages, chat, chat, NA, NA, NA,
+        responses, responses, messages, messages, chat, chat, NA, NA, NA, chat,
     ]
 }
 
 /// The two CLI adapters.
-const fn cli(claude: Option<Expect>, codex: Option<Expect>) -> [Option<Expect>; 9] {
-    [NA, NA, NA, NA, NA, NA, claude, codex, NA]
+const fn cli(claude: Option<Expect>, codex: Option<Expect>) -> [Option<Expect>; 10] {
+    [NA, NA, NA, NA, NA, NA, claude, codex, NA, NA]
 }
 
-const fn only(index: usize, x: Option<Expect>) -> [Option<Expect>; 9] {
-    let mut cells = [NA; 9];
+const fn only(index: usize, x: Option<Expect>) -> [Option<Expect>; 10] {
+    let mut cells = [NA; 10];
     cells[index] = x;
     cells
 }
 
-const fn row(id: &'static str, fault: Fault, cells: [Option<Expect>; 9]) -> Row {
+const fn row(id: &'static str, fault: Fault, cells: [Option<Expect>; 10]) -> Row {
     Row {
         id,
         fault,
@@ -208,7 +210,7 @@ const fn row(id: &'static str, fault: Fault, cells: [Option<Expect>; 9]) -> Row 
     }
 }
 
-const fn guarded(id: &'static str, fault: Fault, guard: Guard, cells: [Option<Expect>; 9]) -> Row {
+const fn guarded(id: &'static str, fault: Fault, guard: Guard, cells: [Option<Expect>; 10]) -> Row {
     Row {
         id,
         fault,

@@ -36,7 +36,7 @@ pub fn kind_of(adapter: &str) -> Kind {
         "openai-payg" => Kind::Responses,
         "codex-oauth" => Kind::ChatGpt,
         "anthropic-payg" | "anthropic-oauth" => Kind::Messages,
-        "glm-payg" | "glm-coding-plan" => Kind::Chat,
+        "glm-payg" | "glm-coding-plan" | "openai-compatible" => Kind::Chat,
         other => panic!("{other} is not an HTTP adapter"),
     }
 }
@@ -49,15 +49,18 @@ pub fn base_url_var(adapter: &str) -> &'static str {
         "anthropic-payg" | "anthropic-oauth" => "GEODE_ANTHROPIC_BASE_URL",
         "glm-payg" => "GEODE_GLM_BASE_URL",
         "glm-coding-plan" => "GEODE_GLM_CODING_BASE_URL",
+        "openai-compatible" => "GEODE_OPENAI_COMPAT_BASE_URL",
         other => panic!("{other} is not an HTTP adapter"),
     }
 }
 
-/// The base URL of `adapter` on a fake at `origin` (GLM's bases carry their API path).
+/// The base URL of `adapter` on a fake at `origin` (GLM's and OpenAI-compatible bases carry
+/// their API path).
 pub fn base_url(adapter: &str, origin: &str) -> String {
     match adapter {
         "glm-payg" => format!("{origin}/api/paas/v4"),
         "glm-coding-plan" => format!("{origin}/api/coding/paas/v4"),
+        "openai-compatible" => format!("{origin}/v1"),
         _ => origin.to_owned(),
     }
 }
@@ -70,6 +73,7 @@ pub fn model_route(adapter: &str) -> &'static str {
         "anthropic-payg" | "anthropic-oauth" => "/v1/messages",
         "glm-payg" => "/api/paas/v4/chat/completions",
         "glm-coding-plan" => "/api/coding/paas/v4/chat/completions",
+        "openai-compatible" => "/v1/chat/completions",
         other => panic!("{other} is not an HTTP adapter"),
     }
 }
@@ -82,6 +86,7 @@ pub fn secret_var(adapter: &str) -> Option<&'static str> {
         "anthropic-oauth" => Some("CLAUDE_CODE_OAUTH_TOKEN"),
         "glm-payg" => Some("ZAI_API_KEY"),
         "glm-coding-plan" => Some("ZAI_CODING_PLAN_KEY"),
+        "openai-compatible" => Some("GEODE_OPENAI_COMPAT_API_KEY"),
         _ => None,
     }
 }
@@ -176,15 +181,28 @@ impl Rig {
         super::bounded(self.adapter.call(req, &CallCx::new())).await
     }
 
-    /// The requests the fake saw on the adapter's model route.
+    /// The requests the fake saw on the adapter's model route (not `openai-compatible`'s
+    /// probe).
     pub fn model_calls(&self) -> Vec<RecordedRequest> {
-        let route = model_route(self.adapter.name());
+        model_calls(self.adapter.name(), self.server.requests())
+    }
+
+    /// The `openai-compatible` probes the fake saw.
+    pub fn probes(&self) -> Vec<RecordedRequest> {
         self.server
             .requests()
             .into_iter()
-            .filter(|r| r.route() == route)
+            .filter(|r| geode_fakes::chat::is_probe(&r.body))
             .collect()
     }
+}
+
+/// The requests of `seen` on `adapter`'s model route, without `openai-compatible`'s probes.
+pub fn model_calls(adapter: &str, seen: Vec<RecordedRequest>) -> Vec<RecordedRequest> {
+    let route = model_route(adapter);
+    seen.into_iter()
+        .filter(|r| r.route() == route && !geode_fakes::chat::is_probe(&r.body))
+        .collect()
 }
 
 /// A call context with a 2 s deadline: a 429 whose `retry-after` is longer comes back after

@@ -1,5 +1,6 @@
 //! [`HttpAdapter`]: the one adapter behind every HTTP row of the registry (`openai-payg`,
-//! `codex-oauth`, `anthropic-payg`, `anthropic-oauth`, `glm-payg`, `glm-coding-plan`).
+//! `codex-oauth`, `anthropic-payg`, `anthropic-oauth`, `glm-payg`, `glm-coding-plan`,
+//! `openai-compatible`).
 //!
 //! Everything it does comes from its [`AdapterSpec`]: the wire family (which [`Wire`] builds
 //! the body and folds the reply), the endpoint (`{base}{path}`, resolved by
@@ -7,21 +8,27 @@
 //! source. An API key is sent as its row says (bearer or `x-api-key`); the two subscription
 //! logins keep their own token code ([`super::codex_login`], [`super::claude_login`]).
 //! One call: fill in the default model, build, sign, then [`exchange`] (POST and fold).
+//! A row whose mode is [`ModeRule::Probed`] (`openai-compatible`) first learns, once per URL
+//! and model, whether the server enforces `json_schema` ([`super::compat_probe`]), and places
+//! the schema by the verdict; the verdict's reason joins the call's wire report.
 
 use super::claude_login::{self, ClaudeLogin};
 use super::codex_login::CodexLogin;
+use super::compat_probe::{self, Probe};
 use crate::config::Config;
 use crate::llm::adapter::Adapter;
 use crate::llm::call::{AdapterError, CallCx};
 use crate::llm::credentials::{CodexAuthFile, var_in};
 use crate::llm::http::{HttpClient, PostRequest};
-use crate::llm::registry::{AdapterSpec, Auth, Environment, KeyHeader, WireFamily};
+use crate::llm::registry::{AdapterSpec, Auth, Environment, KeyHeader, ModeRule, WireFamily};
 use crate::llm::request::{AdapterCallRequest, AdapterResponse};
 use crate::llm::wire::chat::ChatWire;
 use crate::llm::wire::family::{BuildCx, Built, Wire, exchange};
 use crate::llm::wire::messages::MessagesWire;
 use crate::llm::wire::responses::ResponsesWire;
+use crate::schema::ResponseSchema;
 use crate::secret::Secret;
+use crate::vocab::StructuredOutputMode;
 use std::sync::Arc;
 
 /// How requests are signed. `Debug` never shows a secret.
@@ -29,6 +36,8 @@ use std::sync::Arc;
 enum Signer {
     /// An API key in the row's header.
     Key(Secret, KeyHeader),
+    /// Nothing: an optional key that is not set (a local server).
+    Unsigned,
     /// The codex login.
     Codex(CodexLogin),
     /// The Claude subscription login.
@@ -51,7 +60,7 @@ pub fn wire_for(family: WireFamily) -> Option<Arc<dyn Wire>> {
     Some(match family {
         WireFamily::Responses(backend) => Arc::new(ResponsesWire { backend }),
         WireFamily::Messages => Arc::new(MessagesWire),
-        WireFamily::Chat => Arc::new(ChatWire),
+        WireFamily::Chat => Arc::new(ChatWire::default()),
         WireFamily::Cli(_) | WireFamily::Local => return None,
     })
 }
@@ -71,13 +80,20 @@ impl HttpAdapter {
         };
         let wire = wire_for(spec.wire_family)
             .ok_or_else(|| config_err("not an HTTP adapter".to_owned()))?;
-        let url = cfg
-            .endpoint_url(name, None, env)
-            .ok_or_else(|| config_err("no base URL".to_owned()))?;
+        let url = cfg.endpoint_url(name, None, env).ok_or_else(|| {
+            let var = spec.endpoint.map_or("", |e| e.base_env);
+            config_err(format!(
+                "no base URL: set {var} or base_url in [adapters.{name}] of geode.toml"
+            ))
+        })?;
         let signer = match spec.auth {
             Auth::ApiKey { env: key, header } => match var_in(env, key) {
                 Some(v) => Signer::Key(Secret::new(v), header),
                 None => return Err(config_err(format!("environment variable {key} is not set"))),
+            },
+            Auth::OptionalApiKey { env: key, header } => match var_in(env, key) {
+                Some(v) => Signer::Key(Secret::new(v), header),
+                None => Signer::Unsigned,
             },
             Auth::CodexLogin {
                 token_url_env,
@@ -146,27 +162,32 @@ impl HttpAdapter {
         &self.url
     }
 
-    /// The POST of `built`: URL, family headers, and the family's schema-rejection judge.
-    fn post(&self, built: &Built) -> PostRequest {
-        let wire = Arc::clone(&self.wire);
-        let judged = built.clone();
-        let mut post = PostRequest::new(self.spec.name, self.url.clone(), built.body.clone())
-            .schema_judge(Arc::new(move |e| wire.rejects_schema(&judged, e)));
-        for (name, value) in self.wire.headers() {
-            post = post.header(name, *value);
+    /// Whether this row's mode is found by a probe.
+    fn probed(&self) -> bool {
+        self.spec.mode_rule == ModeRule::Probed
+    }
+
+    /// The probe's verdict for `model`: remembered, or found now by one probe call.
+    async fn probe(&self, model: &str, cx: &CallCx) -> Result<Probe, AdapterError> {
+        if let Some(p) = compat_probe::cached(&self.url, model) {
+            return Ok(p);
         }
-        post
+        let nonce = compat_probe::nonce();
+        let req = compat_probe::request(model, &nonce)?;
+        let wire: Arc<dyn Wire> = Arc::new(ChatWire {
+            placement: compat_probe::Verdict::Enforced.placement(),
+        });
+        let outcome = self.send(&wire, req, cx).await;
+        let probe = compat_probe::judge(&nonce, outcome)?;
+        tracing::info!(adapter = self.spec.name, url = %self.url, model, verdict = ?probe.verdict, "json_schema probe");
+        compat_probe::remember(&self.url, model, probe.clone());
+        Ok(probe)
     }
-}
 
-#[async_trait::async_trait]
-impl Adapter for HttpAdapter {
-    fn spec(&self) -> Option<&'static AdapterSpec> {
-        Some(self.spec)
-    }
-
-    async fn call(
+    /// Builds `req` on `wire`, signs it and runs the exchange.
+    async fn send(
         &self,
+        wire: &Arc<dyn Wire>,
         mut req: AdapterCallRequest,
         cx: &CallCx,
     ) -> Result<AdapterResponse, AdapterError> {
@@ -180,20 +201,89 @@ impl Adapter for HttpAdapter {
             reasoning: self.spec.is_reasoning_model(&req.model),
             identity,
         };
-        let built = self.wire.build(&req, &build_cx)?;
-        let post = self.post(&built);
+        let built = wire.build(&req, &build_cx)?;
+        let post = self.post(wire, &built);
         let send = |post: PostRequest| {
             let built = &built;
-            async move { exchange(&self.http, self.wire.as_ref(), &post, built, cx).await }
+            async move { exchange(&self.http, wire.as_ref(), &post, built, cx).await }
         };
         match &self.signer {
             Signer::Key(key, KeyHeader::Bearer) => send(post.bearer(key)).await,
             Signer::Key(key, KeyHeader::XApiKey) => {
                 send(post.secret_header("x-api-key", key)).await
             }
+            Signer::Unsigned => send(post).await,
             Signer::Claude(login) => send(login.sign(post, cx).await?).await,
             Signer::Codex(login) => login.call(&self.http, &post, cx, send).await,
         }
+    }
+
+    /// The POST of `built`: URL, family headers, and the family's schema-rejection judge.
+    fn post(&self, wire: &Arc<dyn Wire>, built: &Built) -> PostRequest {
+        let judge = Arc::clone(wire);
+        let judged = built.clone();
+        let mut post = PostRequest::new(self.spec.name, self.url.clone(), built.body.clone())
+            .schema_judge(Arc::new(move |e| judge.rejects_schema(&judged, e)));
+        for (name, value) in wire.headers() {
+            post = post.header(name, *value);
+        }
+        post
+    }
+}
+
+#[async_trait::async_trait]
+impl Adapter for HttpAdapter {
+    fn spec(&self) -> Option<&'static AdapterSpec> {
+        Some(self.spec)
+    }
+
+    fn wire_mode(&self, schema: Option<&ResponseSchema>) -> StructuredOutputMode {
+        if self.probed()
+            && schema.is_some()
+            && let Some(p) = compat_probe::cached(&self.url, &self.default_model)
+        {
+            return p.verdict.mode();
+        }
+        self.spec.mode_for(schema, false)
+    }
+
+    async fn settle_mode(
+        &self,
+        model: &str,
+        schema: Option<&ResponseSchema>,
+        cx: &CallCx,
+    ) -> Result<StructuredOutputMode, AdapterError> {
+        if !self.probed() || schema.is_none() {
+            return Ok(self.wire_mode(schema));
+        }
+        let model = if model.is_empty() {
+            &self.default_model
+        } else {
+            model
+        };
+        Ok(self.probe(model, cx).await?.verdict.mode())
+    }
+
+    async fn call(
+        &self,
+        req: AdapterCallRequest,
+        cx: &CallCx,
+    ) -> Result<AdapterResponse, AdapterError> {
+        if !self.probed() || req.response_schema.is_none() {
+            return self.send(&self.wire, req, cx).await;
+        }
+        let model = if req.model.is_empty() {
+            self.default_model.clone()
+        } else {
+            req.model.clone()
+        };
+        let probe = self.probe(&model, cx).await?;
+        let wire: Arc<dyn Wire> = Arc::new(ChatWire {
+            placement: probe.verdict.placement(),
+        });
+        let mut resp = self.send(&wire, req, cx).await?;
+        resp.wire.transforms.push(probe.transform());
+        Ok(resp)
     }
 }
 

@@ -3,7 +3,8 @@
 //!
 //! | file | job |
 //! |---|---|
-//! | [`http_adapter`] | [`http_adapter::HttpAdapter`]: `openai-payg`, `codex-oauth`, `anthropic-payg`, `anthropic-oauth`, `glm-payg`, `glm-coding-plan`, from their [`crate::llm::registry`] rows |
+//! | [`http_adapter`] | [`http_adapter::HttpAdapter`]: `openai-payg`, `codex-oauth`, `anthropic-payg`, `anthropic-oauth`, `glm-payg`, `glm-coding-plan`, `openai-compatible`, from their [`crate::llm::registry`] rows |
+//! | [`compat_probe`] | `openai-compatible`'s probe: does the server enforce `json_schema` (strict), ignore it (hint) or refuse it (json-mode)? |
 //! | [`codex_login`] | `codex-oauth`'s token source: `auth.json`, refresh, `chatgpt-account-id` / `originator` / `session-id` |
 //! | [`claude_login`] | `anthropic-oauth`'s token source: `CLAUDE_CODE_OAUTH_TOKEN` or the credentials file, identity block, `anthropic-beta` |
 //! | [`claude_cli`], [`codex_cli`], [`cli_common`], [`codex_config`] | the CLI adapters (`claude -p`, `codex exec`) |
@@ -21,6 +22,7 @@ pub mod cli_common;
 pub mod codex_cli;
 pub mod codex_config;
 pub mod codex_login;
+pub mod compat_probe;
 pub mod http_adapter;
 
 /// A random UUID v4 string (per-call session ids), from the std hasher's random keys.

@@ -1,4 +1,5 @@
-//! The GLM / Z.ai Chat Completions wire family (`POST {base}/chat/completions`), sans-IO.
+//! The Chat Completions wire family (`POST {base}/chat/completions`): GLM / Z.ai and any
+//! OpenAI-compatible server (`openai-compatible`), sans-IO.
 //!
 //! In: an [`AdapterCallRequest`](crate::llm::request::AdapterCallRequest). Out: a request body
 //! ([`build`]) and, from the JSON reply, an
@@ -17,6 +18,11 @@
 //! enforcement; the worker validates the answer. A forced output tool is not available here
 //! (`tool_choice` accepts only `"auto"`).
 //!
+//! An OpenAI-compatible server takes `response_format: {type: json_schema, json_schema: {name,
+//! schema, strict}}` ([`SchemaPlacement::JsonSchema`]); whether it enforces it is found by a
+//! probe (`llm/adapters/compat_probe.rs`): `strict` when it does, `hint` (schema also in the
+//! prompt) when it answers 200 but ignores it, and GLM's JSON mode when it refuses the field.
+//!
 //! # Tools
 //!
 //! `tool_choice` is only ever `"auto"` (GLM rejects `"none"`, which the reference sends):
@@ -33,8 +39,9 @@ mod response;
 
 pub use family::ChatWire;
 pub use request::{
-    Built, ChatMessage, FunctionCall, FunctionDef, FunctionKind, MAX_TOOLS, Request,
-    ResponseFormat, Tool, ToolCall, ToolChoice, build, mode_for,
+    Built, ChatMessage, FunctionCall, FunctionDef, FunctionKind, JsonSchemaFormat, MAX_TOOLS,
+    Request, ResponseFormat, SchemaPlacement, Tool, ToolCall, ToolChoice, build, build_with,
+    mode_for,
 };
 pub use response::{parse_response, parse_value, stop_reason};
 

@@ -1,6 +1,6 @@
 //! [`ChatWire`]: the Chat Completions family as a [`Wire`] (one JSON reply, like the reference).
 
-use super::{build, parse_value};
+use super::{SchemaPlacement, build_with, parse_value};
 use crate::llm::call::AdapterError;
 use crate::llm::http::ProviderError;
 use crate::llm::request::{AdapterCallRequest, AdapterResponse};
@@ -8,9 +8,13 @@ use crate::llm::sse::SseEvent;
 use crate::llm::wire::family::{self, BuildCx, Built, Delivery, Wire, WireFold};
 use serde_json::Value;
 
-/// The Chat Completions family, not streamed.
+/// The Chat Completions family, not streamed, with the schema placed as [`Self::placement`]
+/// says (the default, JSON mode, is GLM's).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct ChatWire;
+pub struct ChatWire {
+    /// Where the response schema goes.
+    pub placement: SchemaPlacement,
+}
 
 impl Wire for ChatWire {
     fn delivery(&self) -> Delivery {
@@ -18,7 +22,8 @@ impl Wire for ChatWire {
     }
 
     fn build(&self, req: &AdapterCallRequest, cx: &BuildCx<'_>) -> Result<Built, AdapterError> {
-        let built = build(req, cx.default_model).map_err(|e| e.into_adapter_error(cx.adapter))?;
+        let built = build_with(req, cx.default_model, self.placement)
+            .map_err(|e| e.into_adapter_error(cx.adapter))?;
         tracing::debug!(adapter = cx.adapter, model = %built.body.model, mode = %built.wire.mode, "chat call");
         Ok(Built {
             body: family::to_body(cx.adapter, &built.body)?,

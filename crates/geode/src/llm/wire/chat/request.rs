@@ -145,11 +145,72 @@ pub enum ToolChoice {
 }
 
 /// `response_format`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ResponseFormat {
     /// JSON syntax only; the schema travels in the prompt.
     JsonObject,
+    /// The schema itself (OpenAI's shape, which llama-server, vLLM, Ollama and LM Studio take).
+    JsonSchema {
+        /// Name, schema and `strict`.
+        json_schema: JsonSchemaFormat,
+    },
+}
+
+/// `response_format.json_schema`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JsonSchemaFormat {
+    /// The schema's name (`[A-Za-z0-9_-]`, at most 64 characters).
+    pub name: String,
+    /// The caller's schema.
+    pub schema: Value,
+    /// Always true: the server is asked to enforce the schema.
+    pub strict: bool,
+}
+
+/// Where a Chat request puts the response schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SchemaPlacement {
+    /// `response_format: {type: json_object}` and the schema in the system prompt: `json-mode`
+    /// (GLM; an `openai-compatible` server that refused `json_schema`).
+    #[default]
+    JsonObject,
+    /// `response_format: {type: json_schema, ...}`. `enforced`: the server was seen to enforce
+    /// it (`strict`, the schema is not repeated in the prompt); otherwise `hint`, and the
+    /// schema also travels in the system prompt.
+    JsonSchema {
+        /// Whether the server enforces the schema (its probe's verdict).
+        enforced: bool,
+    },
+}
+
+impl SchemaPlacement {
+    /// The mode a request with a schema gets.
+    pub fn mode(self) -> StructuredOutputMode {
+        match self {
+            Self::JsonObject => StructuredOutputMode::JsonMode,
+            Self::JsonSchema { enforced: true } => StructuredOutputMode::Strict,
+            Self::JsonSchema { enforced: false } => StructuredOutputMode::Hint,
+        }
+    }
+
+    /// Whether the schema also travels in the system prompt.
+    fn in_prompt(self) -> bool {
+        self != Self::JsonSchema { enforced: true }
+    }
+
+    fn format(self, schema: &crate::schema::ResponseSchema) -> ResponseFormat {
+        match self {
+            Self::JsonObject => ResponseFormat::JsonObject,
+            Self::JsonSchema { .. } => ResponseFormat::JsonSchema {
+                json_schema: JsonSchemaFormat {
+                    name: schema.openai_name(),
+                    schema: schema.as_value().clone(),
+                    strict: true,
+                },
+            },
+        }
+    }
 }
 
 /// A built request and how the schema went on the wire.
@@ -169,8 +230,18 @@ pub fn mode_for(schema: Option<&crate::schema::ResponseSchema>) -> StructuredOut
     }
 }
 
-/// Builds the body for `req`; `default_model` is used when `req.model` is empty.
+/// Builds the body for `req` with the schema in JSON mode (GLM); `default_model` is used when
+/// `req.model` is empty.
 pub fn build(req: &AdapterCallRequest, default_model: &str) -> Result<Built, BuildError> {
+    build_with(req, default_model, SchemaPlacement::JsonObject)
+}
+
+/// Builds the body for `req` with the schema placed as `placement` says.
+pub fn build_with(
+    req: &AdapterCallRequest,
+    default_model: &str,
+    placement: SchemaPlacement,
+) -> Result<Built, BuildError> {
     if req.tools.len() > MAX_TOOLS {
         return Err(BuildError::TooManyTools {
             count: req.tools.len(),
@@ -199,8 +270,10 @@ pub fn build(req: &AdapterCallRequest, default_model: &str) -> Result<Built, Bui
             }
         };
     let system = match &req.response_schema {
-        Some(schema) => schema_prompt::append_to_system(&req.system_prompt, schema),
-        None => req.system_prompt.clone(),
+        Some(schema) if placement.in_prompt() => {
+            schema_prompt::append_to_system(&req.system_prompt, schema)
+        }
+        _ => req.system_prompt.clone(),
     };
     let mut messages = Vec::with_capacity(req.messages.len() + 1);
     if !system.trim().is_empty() {
@@ -226,16 +299,16 @@ pub fn build(req: &AdapterCallRequest, default_model: &str) -> Result<Built, Bui
         tool_choice: (!tools.is_empty()).then_some(ToolChoice::Auto),
         tools,
         stop: req.stop_sequences.clone(),
-        response_format: req
-            .response_schema
-            .as_ref()
-            .map(|_| ResponseFormat::JsonObject),
+        response_format: req.response_schema.as_ref().map(|s| placement.format(s)),
         stream: false,
     };
     Ok(Built {
         body,
         wire: WireReport {
-            mode: mode_for(req.response_schema.as_ref()),
+            mode: match req.response_schema {
+                Some(_) => placement.mode(),
+                None => StructuredOutputMode::None,
+            },
             transforms,
             ..WireReport::default()
         },

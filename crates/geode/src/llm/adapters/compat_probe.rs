@@ -1,0 +1,286 @@
+//! The `openai-compatible` adapter's probe: does this server really enforce
+//! `response_format: {type: json_schema}`?
+//!
+//! Servers that speak Chat Completions differ: llama-server and vLLM compile the schema into a
+//! grammar, some builds ignore the field and answer 200 with whatever the model says, and some
+//! refuse it with a 4xx. So, once per (model-call URL, model) per process, geode sends one cheap
+//! call whose schema the model would never follow unprompted: an object whose one required
+//! property `geode_probe` is a `const` random nonce, at temperature 0 with a small token limit,
+//! and nothing about the nonce in the prompt.
+//!
+//! | the server | verdict | mode of later calls |
+//! |---|---|---|
+//! | answers `{"geode_probe": "<nonce>"}` (or, cut at the token limit, its start up to the nonce) | [`Verdict::Enforced`] | `strict` (json_schema) |
+//! | answers 200 with anything else | [`Verdict::Ignored`] | `hint` (json_schema + the schema in the prompt) |
+//! | refuses the request with a 400/415/422 | [`Verdict::Refused`] | `json-mode` (`json_object` + the schema in the prompt) |
+//!
+//! A 404 is not a refusal (a wrong base URL or an unknown model answers so): it is an error.
+//!
+//! Any other failure (connection refused, 5xx after the retries, 401, a timeout) is the call's
+//! error and nothing is remembered: the next call probes again. Two calls racing on a new server
+//! may both probe; the verdicts agree and the second simply overwrites the first.
+
+use crate::llm::call::AdapterError;
+use crate::llm::request::{AdapterCallRequest, AdapterResponse, Message, StopReason};
+use crate::llm::wire::chat::SchemaPlacement;
+use crate::schema::ResponseSchema;
+use crate::vocab::StructuredOutputMode;
+use crate::vocab::Transform;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+/// The probe schema's title, and so its `json_schema.name` on the wire (fakes recognise it).
+pub const PROBE_NAME: &str = "geode_probe";
+
+/// The output token limit of the probe call.
+pub const PROBE_MAX_TOKENS: u32 = 64;
+
+/// What the probe found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// The answer was the nonce object: the server constrains decoding to the schema.
+    Enforced,
+    /// A 200 whose answer is not the nonce object: the schema is not enforced.
+    Ignored,
+    /// The server refused `response_format: json_schema` with a 4xx.
+    Refused,
+}
+
+impl Verdict {
+    /// Where later calls put the schema.
+    pub fn placement(self) -> SchemaPlacement {
+        match self {
+            Self::Enforced => SchemaPlacement::JsonSchema { enforced: true },
+            Self::Ignored => SchemaPlacement::JsonSchema { enforced: false },
+            Self::Refused => SchemaPlacement::JsonObject,
+        }
+    }
+
+    /// The mode later calls with a schema get.
+    pub fn mode(self) -> StructuredOutputMode {
+        self.placement().mode()
+    }
+}
+
+/// A verdict and why, in words (the ledger's transform on `/response_format`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Probe {
+    /// The verdict.
+    pub verdict: Verdict,
+    /// Why, e.g. `probe: the server answered the nonce of a const schema: json_schema enforced`.
+    pub why: String,
+}
+
+impl Probe {
+    /// The ledger's record of the verdict: a transform on `/response_format`.
+    pub fn transform(&self) -> Transform {
+        Transform {
+            pointer: "/response_format".to_owned(),
+            action: self.why.clone(),
+        }
+    }
+}
+
+type Key = (String, String);
+
+fn cache() -> &'static Mutex<HashMap<Key, Probe>> {
+    static CACHE: OnceLock<Mutex<HashMap<Key, Probe>>> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// The verdict already found for `url` and `model` in this process, if any.
+pub fn cached(url: &str, model: &str) -> Option<Probe> {
+    cache()
+        .lock()
+        .ok()
+        .and_then(|c| c.get(&(url.to_owned(), model.to_owned())).cloned())
+}
+
+/// Remembers `probe` for `url` and `model` for the rest of the process.
+pub fn remember(url: &str, model: &str, probe: Probe) {
+    if let Ok(mut c) = cache().lock() {
+        c.insert((url.to_owned(), model.to_owned()), probe);
+    }
+}
+
+/// A fresh nonce: 12 lowercase hex digits no model writes by chance.
+pub fn nonce() -> String {
+    super::uuid_v4().replace('-', "").chars().take(12).collect()
+}
+
+/// The probe's schema for `nonce`.
+pub fn schema(nonce: &str) -> Result<ResponseSchema, AdapterError> {
+    ResponseSchema::from_value(json!({
+        "title": PROBE_NAME,
+        "type": "object",
+        "properties": {PROBE_NAME: {"type": "string", "const": nonce}},
+        "required": [PROBE_NAME],
+        "additionalProperties": false,
+    }))
+    .map_err(|e| AdapterError::Protocol {
+        adapter: "openai-compatible".to_owned(),
+        message: format!("probe schema: {e}"),
+    })
+}
+
+/// The probe call for `model` and `nonce`: the nonce is only in the schema, never in the
+/// prompt.
+pub fn request(model: &str, nonce: &str) -> Result<AdapterCallRequest, AdapterError> {
+    let mut req = AdapterCallRequest::new(model, vec![Message::user("Say hello.")]);
+    req.system_prompt = "You are a helpful assistant.".to_owned();
+    req.temperature = Some(0.0);
+    req.max_tokens = PROBE_MAX_TOKENS;
+    req.response_schema = Some(schema(nonce)?);
+    Ok(req)
+}
+
+/// The verdict from the probe call's outcome; `Err` when the outcome says nothing about the
+/// schema (the server is down, overloaded, refuses the key, ...): that error is the call's.
+pub fn judge(
+    nonce: &str,
+    outcome: Result<AdapterResponse, AdapterError>,
+) -> Result<Probe, AdapterError> {
+    match outcome {
+        Ok(resp) => {
+            // The nonce is nowhere in the prompt: a model writes it only when decoding is
+            // constrained, so its start (whitespace aside) already shows enforcement when the
+            // answer is cut at the token limit.
+            let exact = serde_json::from_str::<Value>(resp.text.trim())
+                .ok()
+                .is_some_and(|v| v == json!({ PROBE_NAME: nonce }));
+            let cut_after_nonce = resp.stop_reason == StopReason::MaxTokens && {
+                let compact: String = resp.text.chars().filter(|c| !c.is_whitespace()).collect();
+                compact.starts_with(&format!("{{\"{PROBE_NAME}\":\"{nonce}\""))
+            };
+            let answered = exact || cut_after_nonce;
+            Ok(if answered {
+                Probe {
+                    verdict: Verdict::Enforced,
+                    why: "probe: the server answered a const-nonce json_schema exactly: \
+                          json_schema enforced (strict)"
+                        .to_owned(),
+                }
+            } else {
+                Probe {
+                    verdict: Verdict::Ignored,
+                    why: "probe: the server answered 200 without following a const-nonce \
+                          json_schema: not enforced (hint; the schema also goes in the prompt)"
+                        .to_owned(),
+                }
+            })
+        }
+        Err(AdapterError::SchemaRejected { status, .. })
+        | Err(AdapterError::BadRequest {
+            status: status @ (400 | 415 | 422),
+            ..
+        }) => Ok(Probe {
+            verdict: Verdict::Refused,
+            why: format!(
+                "probe: the server refused response_format json_schema (HTTP {status}): \
+                 json_object + the schema in the prompt (json-mode)"
+            ),
+        }),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(text: &str) -> Result<AdapterResponse, AdapterError> {
+        Ok(AdapterResponse::text(text))
+    }
+
+    #[test]
+    fn the_nonce_object_is_enforced_anything_else_ignored() {
+        let n = nonce();
+        assert_eq!(n.len(), 12);
+        assert_ne!(n, nonce());
+        let exact = format!("{{\"geode_probe\": \"{n}\"}}");
+        assert_eq!(
+            judge(&n, answer(&exact)).unwrap().verdict,
+            Verdict::Enforced
+        );
+        let cut = AdapterResponse {
+            stop_reason: StopReason::MaxTokens,
+            ..AdapterResponse::text(format!("{{\n  \"geode_probe\": \"{n}\"\n"))
+        };
+        assert_eq!(
+            judge(&n, Ok(cut.clone())).unwrap().verdict,
+            Verdict::Enforced
+        );
+        let whole = AdapterResponse {
+            stop_reason: StopReason::EndTurn,
+            ..cut
+        };
+        assert_eq!(judge(&n, Ok(whole)).unwrap().verdict, Verdict::Ignored);
+        for other in [
+            "Hello!".to_owned(),
+            format!("{{\"geode_probe\": \"{}\"}}", &n[..6]),
+            format!("{{\"geode_probe\": \"{n}\", \"extra\": 1}}"),
+            "{\"geode_probe\": \"000000000000\"}".to_owned(),
+            String::new(),
+        ] {
+            let p = judge(&n, answer(&other)).unwrap();
+            assert_eq!(p.verdict, Verdict::Ignored, "{other}");
+            assert_eq!(p.verdict.mode(), StructuredOutputMode::Hint);
+        }
+    }
+
+    #[test]
+    fn a_4xx_refusal_falls_back_and_other_failures_are_errors() {
+        let refused = judge(
+            "n",
+            Err(AdapterError::BadRequest {
+                adapter: "a".into(),
+                status: 400,
+                message: "unsupported response_format".into(),
+            }),
+        )
+        .unwrap();
+        assert_eq!(refused.verdict, Verdict::Refused);
+        assert_eq!(refused.verdict.mode(), StructuredOutputMode::JsonMode);
+        assert!(refused.why.contains("HTTP 400"), "{}", refused.why);
+        for e in [
+            AdapterError::BadRequest {
+                adapter: "a".into(),
+                status: 404,
+                message: "not found".into(),
+            },
+            AdapterError::Transport {
+                adapter: "a".into(),
+                message: "refused".into(),
+            },
+            AdapterError::Auth {
+                adapter: "a".into(),
+                status: 401,
+                message: "no".into(),
+            },
+        ] {
+            assert!(judge("n", Err(e)).is_err());
+        }
+    }
+
+    #[test]
+    fn verdicts_are_remembered_per_url_and_model() {
+        let p = Probe {
+            verdict: Verdict::Ignored,
+            why: "w".into(),
+        };
+        remember("http://127.0.0.1:1/x", "m", p.clone());
+        assert_eq!(cached("http://127.0.0.1:1/x", "m"), Some(p));
+        assert_eq!(cached("http://127.0.0.1:1/x", "other"), None);
+        assert_eq!(cached("http://127.0.0.1:2/x", "m"), None);
+    }
+
+    #[test]
+    fn the_probe_prompt_never_shows_the_nonce() {
+        let req = request("m", "abc123abc123").unwrap();
+        assert!(!req.system_prompt.contains("abc123"));
+        assert!(req.messages.iter().all(|m| !m.text().contains("abc123")));
+        assert_eq!(req.temperature, Some(0.0));
+        assert_eq!(req.response_schema.unwrap().openai_name(), PROBE_NAME);
+    }
+}
