@@ -12,6 +12,8 @@
 //!   otherwise ignored.
 //! * Sampling: `temperature` from the request (default 0.7, `<= 0` greedy), seed from
 //!   `metadata.seed` (an unsigned integer; default 1234, so calls are reproducible on one build).
+//! * A schema is decoded narrowed ([`crate::tighten`]); the narrowings are the response's
+//!   `wire.transforms`, so the ledger names them.
 //! * The answer is not validated here; the worker validates it.
 
 use crate::constraint::Constraint;
@@ -111,6 +113,7 @@ impl Adapter for LocalAdapter {
             });
         }
         let constraint = Constraint::from_request(&req).map_err(to_adapter_error)?;
+        let transforms = constraint.decoding_transforms();
         let options = GenerateOptions {
             max_tokens: req.max_tokens,
             temperature: req.temperature,
@@ -169,7 +172,7 @@ impl Adapter for LocalAdapter {
                 } else {
                     StructuredOutputMode::None
                 },
-                transforms: Vec::new(),
+                transforms,
                 wrapped_root: false,
                 adapters_tried: Vec::new(),
             },

@@ -4,16 +4,20 @@
 //! [`LocalError::Constraint`] carrying llguidance's reason. There is no fall-back to unconstrained
 //! decoding (llama-cpp-2's own llguidance sampler would fail open; see `local-model.md` §2.3).
 //!
-//! * JSON Schema: compiled as given, with llguidance's default options (flexible whitespace; the
-//!   configuration measured in `local-model.md`). Forcing compact JSON
-//!   (`"x-guidance": {"whitespace_flexible": false}`, which a caller may put in the schema) pushed
-//!   SmolLM2 off its usual `": "` spacing and made free strings loop in our tests.
+//! * JSON Schema: compiled from the schema narrowed for decoding by [`crate::tighten`] (objects
+//!   closed where the schema leaves them open, compact whitespace with the model's own `", "` and
+//!   `": "` spacing, free strings capped), each narrowing named by
+//!   [`Constraint::decoding_transforms`]. Fully compact separators (`","`, `":"`) pushed SmolLM2
+//!   off its usual spacing and made free strings loop in our tests, so they are not used. A caller
+//!   may set llguidance's options in the schema's `x-guidance`; whitespace set there is kept.
 //! * Choice: a Lark grammar `start: "a" | "b" | ...` whose literals are JSON strings (llguidance's
 //!   Lark string syntax), so the whole answer is exactly one of the strings, unquoted.
 //! * Regex: llguidance's regex, matched against the whole answer.
 //! * Grammar: a Lark grammar in llguidance's dialect.
 
 use crate::error::LocalError;
+use crate::tighten::tighten;
+use geode::ledger::Transform;
 use geode::llm::request::AdapterCallRequest;
 use geode::schema::{ResponseSchema, TextConstraint};
 use llguidance::api::TopLevelGrammar;
@@ -84,13 +88,20 @@ impl Constraint {
         !matches!(self, Self::None)
     }
 
+    /// How decoding narrows the caller's schema ([`crate::tighten`]): one [`Transform`] per
+    /// narrowing, pointing into the caller's schema; empty for the other constraint kinds.
+    pub fn decoding_transforms(&self) -> Vec<Transform> {
+        match self {
+            Self::JsonSchema(schema) => tighten(schema).transforms,
+            _ => Vec::new(),
+        }
+    }
+
     /// The llguidance grammar for this constraint (`None` when unconstrained).
     fn to_grammar(&self) -> Result<Option<TopLevelGrammar>, LocalError> {
         Ok(Some(match self {
             Self::None => return Ok(None),
-            Self::JsonSchema(schema) => {
-                TopLevelGrammar::from_json_schema(schema.as_value().clone())
-            }
+            Self::JsonSchema(schema) => TopLevelGrammar::from_json_schema(tighten(schema).schema),
             Self::Choice(options) => TopLevelGrammar::from_lark(choice_grammar(options)?),
             Self::Regex(rx) => TopLevelGrammar::from_regex(rx),
             Self::Grammar(lark) => TopLevelGrammar::from_lark(lark.clone()),

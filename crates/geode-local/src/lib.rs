@@ -4,6 +4,7 @@
 //! | module | job |
 //! |---|---|
 //! | [`engine`] | [`LocalEngine`]: the model loaded once, one context, calls serialised, KV prefix reuse |
+//! | [`tighten`] | the caller's schema narrowed for decoding (closed objects, compact whitespace, capped strings), each narrowing named |
 //! | [`constraint`] | [`Constraint`]: JSON Schema, choice, regex, Lark grammar → llguidance matcher (fail closed) |
 //! | [`prompt`] | chat turns from a request, rendered with the GGUF's chat template |
 //! | [`decode`] | the masked sampling loop, stop reasons, usage |
@@ -37,6 +38,7 @@ pub mod decode;
 pub mod engine;
 pub mod error;
 pub mod prompt;
+pub mod tighten;
 
 pub use adapter::LocalAdapter;
 pub use constraint::Constraint;

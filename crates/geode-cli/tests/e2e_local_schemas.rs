@@ -1,0 +1,195 @@
+//! Real-world-like schemas on the local model (issue 13.3 / 14.7): `geode run --adapter local
+//! --require enforced --max-tokens 512` on schemas that leave objects open, ask for long free
+//! strings, nest objects, or leave the root's type open. Each answer is valid, no attempt ends
+//! at the token budget, the text carries no whitespace padding, and the ledger names how
+//! decoding was narrowed.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use serde_json::{Value, json};
+use support::Sandbox;
+
+/// A sandbox that finds the real model (the test fails loudly when it is missing).
+fn local_sandbox() -> Sandbox {
+    let model = geode::llm::registry::local_model_path(&geode::llm::registry::ProcessEnv)
+        .expect("no local model path: run scripts/setup.sh");
+    assert!(
+        model.exists(),
+        "the local model is missing at {}: run scripts/setup.sh",
+        model.display()
+    );
+    let mut sb = Sandbox::new();
+    sb.var("GEODE_LOCAL_MODEL", model.display().to_string());
+    sb
+}
+
+/// One case: a schema, a prompt, and the transforms (pointer, start of the action) the ledger
+/// must name.
+struct Case {
+    name: &'static str,
+    schema: Value,
+    prompt: &'static str,
+    transforms: &'static [(&'static str, &'static str)],
+}
+
+fn corpus() -> Vec<Case> {
+    vec![
+        Case {
+            name: "open object (a weather report)",
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string"},
+                    "temperature_c": {"type": "number"},
+                    "conditions": {"type": "string"}
+                },
+                "required": ["city", "temperature_c"]
+            }),
+            prompt: "Report the weather in Lisbon today.",
+            transforms: &[
+                ("", "compact whitespace"),
+                ("", "additionalProperties: false"),
+                ("/properties/city", "maxLength: 160"),
+            ],
+        },
+        Case {
+            name: "long free strings (an article)",
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "title": {"type": "string"},
+                    "body": {"type": "string", "description": "The full article text."},
+                    "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 3}
+                },
+                "required": ["title", "body"],
+                "additionalProperties": true
+            }),
+            prompt: "Write a long news article about a new bridge opening in a small town.",
+            transforms: &[
+                ("", "additionalProperties: false"),
+                ("/properties/body", "maxLength: 160"),
+                ("/properties/tags/items", "maxLength: 160"),
+            ],
+        },
+        Case {
+            name: "nested objects (an order)",
+            schema: json!({
+                "$schema": "http://json-schema.org/draft-07/schema#",
+                "type": "object",
+                "definitions": {
+                    "address": {
+                        "type": "object",
+                        "properties": {
+                            "street": {"type": "string"},
+                            "city": {"type": "string"},
+                            "zip": {"type": "string", "pattern": "^[0-9]{5}$"}
+                        },
+                        "required": ["city"]
+                    }
+                },
+                "properties": {
+                    "customer": {
+                        "type": "object",
+                        "properties": {
+                            "name": {"type": "string", "minLength": 2},
+                            "shipping": {"$ref": "#/definitions/address"}
+                        },
+                        "required": ["name", "shipping"]
+                    },
+                    "items": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "sku": {"type": "string"},
+                                "quantity": {"type": "integer", "minimum": 1}
+                            },
+                            "required": ["sku", "quantity"]
+                        },
+                        "minItems": 1,
+                        "maxItems": 3
+                    }
+                },
+                "required": ["customer", "items"]
+            }),
+            prompt: "Create an order of two books for a customer in Boston.",
+            transforms: &[
+                ("/definitions/address", "additionalProperties: false"),
+                ("/properties/customer", "additionalProperties: false"),
+                ("/properties/items/items", "additionalProperties: false"),
+            ],
+        },
+        Case {
+            name: "untyped root (a subtype trait)",
+            schema: json!({
+                "$schema": "http://json-schema.org/draft-04/schema#",
+                "title": "Subtype trait",
+                "properties": {"subtype": {"type": "string"}}
+            }),
+            prompt: "Give the subtype of a blog post.",
+            transforms: &[("", "type: object"), ("", "additionalProperties: false")],
+        },
+    ]
+}
+
+#[tokio::test]
+async fn real_world_like_schemas_get_a_valid_answer_within_budget_and_name_the_narrowing() {
+    let sb = local_sandbox();
+    for (i, case) in corpus().iter().enumerate() {
+        let path = sb.home().join(format!("schema{i}.json"));
+        std::fs::write(&path, case.schema.to_string()).unwrap();
+        let path = path.display().to_string();
+        let out = sb
+            .geode(
+                &[
+                    "run",
+                    "--adapter",
+                    "local",
+                    "--require",
+                    "enforced",
+                    "--max-tokens",
+                    "512",
+                    "--schema",
+                    &path,
+                    "--json",
+                    case.prompt,
+                ],
+                "",
+            )
+            .await;
+        let name = case.name;
+        assert_eq!(out.code, Some(0), "{name}: {}", out.dump());
+        let result = out.json();
+        assert_eq!(result["success"], true, "{name}: {result}");
+        assert!(result["answer"].is_object(), "{name}: {result}");
+        let ledger = &result["ledger"];
+        assert_eq!(ledger["wire_mode"], "constrained", "{name}: {ledger}");
+        assert_eq!(ledger["full_validation"]["valid"], true, "{name}: {ledger}");
+        for attempt in ledger["attempts"].as_array().unwrap() {
+            assert_ne!(attempt["stop_reason"], "max_tokens", "{name}: {ledger}");
+        }
+        let output = result["output"].as_str().unwrap();
+        // JSON strings cannot hold a raw newline or tab: any here would be padding.
+        assert!(
+            output.starts_with('{') && !output.contains(['\n', '\t', '\r']),
+            "{name}: padded output {output:?}"
+        );
+        let transforms = ledger["transforms"].as_array().unwrap();
+        for (pointer, action) in case.transforms {
+            assert!(
+                transforms.iter().any(|t| t["pointer"] == *pointer
+                    && t["action"].as_str().unwrap().starts_with(action)),
+                "{name}: no transform {action:?} at {pointer:?} in {ledger}"
+            );
+        }
+        // Narrowing never touches a string the schema already constrains.
+        assert!(
+            !transforms
+                .iter()
+                .any(|t| t["pointer"] == "/definitions/address/properties/zip"),
+            "{name}: {ledger}"
+        );
+    }
+}
