@@ -8,10 +8,10 @@ mod support;
 
 use support::{Sandbox, decision_schema_path};
 
+/// A sandbox with the real model, whose engine binary is built.
 fn local_sandbox() -> Sandbox {
-    let sb = Sandbox::with_local_model();
     engine_bin();
-    sb
+    Sandbox::with_local_model()
 }
 
 /// Whether `bin` contains `needle` (a symbol name of llama.cpp's API).

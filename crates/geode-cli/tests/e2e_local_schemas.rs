@@ -11,20 +11,6 @@ mod support;
 use serde_json::{Value, json};
 use support::Sandbox;
 
-/// A sandbox that finds the real model (the test fails loudly when it is missing).
-fn local_sandbox() -> Sandbox {
-    let model = geode::llm::registry::local_model_path(&geode::llm::registry::ProcessEnv)
-        .expect("no local model path: run scripts/setup.sh");
-    assert!(
-        model.exists(),
-        "the local model is missing at {}: run scripts/setup.sh",
-        model.display()
-    );
-    let mut sb = Sandbox::new();
-    sb.var("GEODE_LOCAL_MODEL", model.display().to_string());
-    sb
-}
-
 /// One case: a schema, a prompt, and the transforms (pointer, start of the action) the ledger
 /// must name.
 struct Case {
@@ -136,7 +122,7 @@ fn corpus() -> Vec<Case> {
 
 #[tokio::test]
 async fn real_world_like_schemas_get_a_valid_answer_within_budget_and_name_the_narrowing() {
-    let sb = local_sandbox();
+    let sb = Sandbox::with_local_model();
     for (i, case) in corpus().iter().enumerate() {
         let path = sb.home().join(format!("schema{i}.json"));
         std::fs::write(&path, case.schema.to_string()).unwrap();

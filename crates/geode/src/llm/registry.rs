@@ -561,6 +561,10 @@ mod tests {
             let plan = a.plan_for(Some(&ints), false);
             assert_eq!(plan.mode, a.mode_for(Some(&ints), false), "{}", a.name);
             let (mode, wrapped) = match a.dialect {
+                // openai-compatible: strict until its probe says otherwise, any root as-is.
+                _ if matches!(a.mode_rule, ModeRule::Probed) => {
+                    (StructuredOutputMode::Strict, false)
+                }
                 Dialect::OpenAiStrict => (StructuredOutputMode::Strict, true),
                 Dialect::Anthropic => (StructuredOutputMode::Strict, false),
                 Dialect::ClaudeCli => (StructuredOutputMode::CliValidated, true),
