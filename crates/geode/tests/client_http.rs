@@ -95,15 +95,7 @@ async fn extract_gets_the_type_back_over_every_http_adapter() {
             got.ledger.transforms
         );
         // The schema that went on the wire is the type's, made strict-friendly.
-        let calls: Vec<_> = server
-            .requests()
-            .into_iter()
-            .filter(|r| {
-                ["/responses", "/messages", "/chat/completions"]
-                    .iter()
-                    .any(|route| r.path.ends_with(route))
-            })
-            .collect();
+        let calls = http::model_calls(adapter, server.requests());
         assert_eq!(calls.len(), 1, "{adapter}");
         let body = calls[0].body.to_string();
         assert!(
