@@ -135,7 +135,7 @@ fn worker_answers_bad_lines_with_a_failed_result_line() {
 }
 
 #[test]
-fn adapters_lists_all_nine_with_modes_and_never_a_secret() {
+fn adapters_lists_every_registry_row_with_modes_and_never_a_secret() {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_geode"));
     cmd.args(["adapters", "--json"])
         .env("OPENAI_API_KEY", "sk-secret-value-123");
@@ -143,7 +143,8 @@ fn adapters_lists_all_nine_with_modes_and_never_a_secret() {
     let s = text(&out.stdout);
     assert!(!s.contains("sk-secret-value-123"));
     let rows: Vec<serde_json::Value> = serde_json::from_str(&s).unwrap();
-    assert_eq!(rows.len(), 9);
+    assert_eq!(rows.len(), geode::llm::registry::ADAPTERS.len());
+    assert_eq!(rows.len(), 10);
     let openai = rows.iter().find(|r| r["name"] == "openai-payg").unwrap();
     assert_eq!(openai["configured"], true);
     assert_eq!(openai["modes"], "strict / hint");

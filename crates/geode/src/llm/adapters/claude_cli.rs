@@ -36,7 +36,7 @@
 //! never forwarded ([`Adapter::supports_tools`] is false).
 //! CLI reference: <https://docs.claude.com/en/docs/claude-code/cli-reference>.
 
-use super::claude_partial::PartialAnswer;
+use super::claude_partial::{PartialAnswer, STRUCTURED_OUTPUT_TOOL};
 use super::cli_common::{self, CliOptions};
 use crate::llm::adapter::Adapter;
 use crate::llm::call::{AdapterError, CallCx, TextSink};
@@ -78,9 +78,6 @@ const QUIET_ENV: &[(&str, &str)] = &[
     ("DISABLE_AUTOUPDATER", "1"),
     ("DISABLE_TELEMETRY", "1"),
 ];
-
-/// The tool the CLI offers the model for the structured answer.
-pub(super) const STRUCTURED_OUTPUT_TOOL: &str = "StructuredOutput";
 
 /// Whether the CLI's own built-in tools (Bash, Read, Edit, ...) are offered to the model.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

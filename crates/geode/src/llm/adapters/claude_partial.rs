@@ -13,8 +13,10 @@
 //! asks the model again, the later inputs are not streamed (the deltas would not form one JSON
 //! text); the final value comes from the result object as before.
 
-use super::claude_cli::STRUCTURED_OUTPUT_TOOL;
 use serde_json::Value;
+
+/// The tool the CLI offers the model for the structured answer.
+pub const STRUCTURED_OUTPUT_TOOL: &str = "StructuredOutput";
 
 /// Which block is streamed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
