@@ -40,13 +40,26 @@ pub(crate) fn run(args: AdaptersArgs) -> anyhow::Result<u8> {
         println!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(0);
     }
+    // Columns as wide as their longest cell.
+    let name_w = ADAPTERS
+        .iter()
+        .map(|a| a.name.len())
+        .max()
+        .unwrap_or(0)
+        .max(7);
+    let modes_w = ADAPTERS
+        .iter()
+        .map(|a| a.modes_text().len())
+        .max()
+        .unwrap_or(0)
+        .max(5);
     println!(
-        "{:<16} {:<24} {:<6} {:<6} {:<10} credentials",
+        "{:<name_w$} {:<modes_w$} {:<6} {:<6} {:<10} credentials",
         "adapter", "modes", "tools", "tools+", "configured"
     );
     for a in ADAPTERS {
         println!(
-            "{:<16} {:<24} {:<6} {:<6} {:<10} {}",
+            "{:<name_w$} {:<modes_w$} {:<6} {:<6} {:<10} {}",
             a.name,
             a.modes_text(),
             if a.framework_tools { "yes" } else { "no" },

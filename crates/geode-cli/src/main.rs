@@ -58,7 +58,27 @@ enum Command {
     Adapters(cmd_adapters::AdaptersArgs),
 }
 
+/// A reader that stops reading (`geode adapters | head -1`) closes stdout: the next `println!`
+/// fails with a broken pipe and panics. That is the reader's choice, not a failure: end quietly
+/// with the shell's code for SIGPIPE (141), as a C tool killed by the signal would.
+fn quiet_on_broken_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        default(info);
+    }));
+}
+
 fn main() -> ExitCode {
+    quiet_on_broken_pipe();
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Schema { command } => cmd_schema::run(command),

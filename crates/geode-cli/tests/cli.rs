@@ -151,3 +151,18 @@ fn adapters_lists_every_registry_row_with_modes_and_never_a_secret() {
     let glm = rows.iter().find(|r| r["name"] == "glm-payg").unwrap();
     assert_eq!(glm["modes"], "json-mode");
 }
+
+#[test]
+fn a_reader_that_closes_stdout_ends_the_command_quietly() {
+    let (read_end, write_end) = nix::unistd::pipe().unwrap();
+    drop(read_end);
+    let out = Command::new(env!("CARGO_BIN_EXE_geode"))
+        .arg("adapters")
+        .stdout(std::process::Stdio::from(write_end))
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.code(), Some(141), "{stderr}");
+}
