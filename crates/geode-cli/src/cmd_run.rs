@@ -64,9 +64,8 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<u8> {
     };
     env.on_text = progress.as_ref().map(Progress::sink);
     let result = rt.block_on(run_worker(&req, &env));
-    if let Some(p) = progress {
-        p.finish();
-    }
+    // Cleared before the answer and the ledger are printed.
+    drop(progress);
     if args.json {
         println!("{}", serde_json::to_string(&result)?);
     } else if result.ledger.attempts.is_empty() && !result.success {

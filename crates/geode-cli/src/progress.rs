@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 /// How long a call runs before the line appears (a quick answer draws nothing).
 pub(crate) const SHOW_AFTER: Duration = Duration::from_secs(1);
 
-/// The progress line of one `geode run`; dropping it (or [`Progress::finish`]) clears it.
+/// The progress line of one `geode run`; dropping it clears it.
 pub(crate) struct Progress {
     deltas: Arc<AtomicU64>,
     ticker: tokio::task::JoinHandle<()>,
@@ -65,11 +65,6 @@ impl Progress {
             deltas.fetch_add(1, Ordering::Relaxed);
         })
     }
-
-    /// Clears the line.
-    pub(crate) fn finish(self) {
-        drop(self);
-    }
 }
 
 impl Drop for Progress {
@@ -104,6 +99,5 @@ mod tests {
             sink.send(piece);
         }
         assert_eq!(p.deltas.load(Ordering::Relaxed), 3);
-        p.finish();
     }
 }

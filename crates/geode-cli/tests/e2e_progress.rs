@@ -10,7 +10,7 @@ use geode_fakes::{Reply, Script};
 use std::io::Read;
 use std::process::Stdio;
 use support::http_cases::*;
-use support::{decision_schema_path, good_answer};
+use support::{SECRET, decision_schema_path, good_answer};
 
 /// A first event 1.8 s late: long enough for the line to show.
 fn slow_answer() -> Script {
@@ -72,6 +72,7 @@ async fn a_slow_call_shows_a_live_line_on_a_terminal() {
         .unwrap();
     let terminal = reader.join().unwrap();
     assert_eq!(out.status.code(), Some(0), "{terminal}");
+    assert!(!terminal.contains(SECRET) && !String::from_utf8_lossy(&out.stdout).contains(SECRET));
     let stdout: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(stdout, good_answer());
     let default_model = geode::llm::registry::spec("openai-payg")
@@ -98,5 +99,6 @@ async fn piped_stderr_gets_no_progress_line() {
     let out = sb.geode(&run_args(&schema), "").await;
     assert_eq!(out.code, Some(0), "{}", out.dump());
     assert!(!out.stderr.contains(" tokens · "), "{}", out.dump());
+    assert!(!out.stderr.contains(SECRET) && !out.stdout.contains(SECRET));
     assert!(!out.stderr.contains('\x1b'), "{}", out.dump());
 }

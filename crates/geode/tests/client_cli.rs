@@ -104,6 +104,12 @@ async fn extracts_the_type(adapter: &str) {
     assert_eq!(got.ledger.adapter, adapter);
     assert_eq!(got.ledger.retry, RetryDecision::FirstPassed);
     assert_ne!(got.ledger.wire_mode, StructuredOutputMode::None);
+    let shown = format!(
+        "{:?} {}",
+        got.ledger,
+        serde_json::to_string(&got.ledger).unwrap()
+    );
+    assert!(!shown.contains("client-cli-dummy"), "{shown}");
 }
 
 netns_test!(extract_gets_the_type_back_over_claude_cli, async {
