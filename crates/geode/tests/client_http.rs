@@ -196,15 +196,10 @@ async fn stream_ends_in_the_validated_value_over_every_http_adapter() {
                 partials.push(value.clone());
             }
         }
-        // The SSE wires hand their text deltas to the stream (the fakes send two halves);
-        // GLM's Chat wire answers in one JSON body: a single final.
-        if http::kind_of(adapter) == Kind::Chat {
-            assert!(partials.is_empty(), "{adapter}");
-        } else {
-            // Deltas read in one go are shown as one partial, so at least one.
-            assert!(!partials.is_empty(), "{adapter}");
-            assert_eq!(partials.last(), Some(&last), "{adapter}");
-        }
+        // Every HTTP wire streams its text deltas (the fakes send two halves). Deltas read in
+        // one go are shown as one partial, so at least one.
+        assert!(!partials.is_empty(), "{adapter}");
+        assert_eq!(partials.last(), Some(&last), "{adapter}");
         server.shutdown().await;
     }
 }

@@ -231,10 +231,11 @@ async fn the_probe_finds_llama_server_enforcing() {
     assert_eq!(value, json!({"geode_probe": nonce}));
 }
 
-/// The server is killed (SIGKILL) while it generates: the call ends with a typed, retryable
-/// transport error well within its bound, and the process is gone (reaped).
+/// The server is killed (SIGKILL) mid-stream, after its first tokens arrived: the call ends
+/// with a typed, retryable `truncated` error well within its bound, the text already streamed
+/// was handed on, and the process is gone (reaped).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_server_killed_mid_call_is_a_typed_transport_error() {
+async fn a_server_killed_mid_stream_is_a_typed_truncation() {
     let _one = SERIAL.lock().await;
     let mut server = start();
     let adapter = adapter(&server);
@@ -251,15 +252,23 @@ async fn a_server_killed_mid_call_is_a_typed_transport_error() {
         )],
     );
     req.max_tokens = 3000;
+    let (first_text, mut streamed) = tokio::sync::watch::channel(String::new());
     let call = tokio::spawn({
         let adapter = adapter.clone();
         async move {
-            let cx = CallCx::new().with_timeout(Duration::from_secs(60));
+            let sink = geode::llm::call::TextSink::new(move |delta| {
+                first_text.send_modify(|t| t.push_str(delta));
+            });
+            let mut cx = CallCx::new().with_timeout(Duration::from_secs(60));
+            cx.on_text = Some(sink);
             let started = std::time::Instant::now();
             (adapter.call(req, &cx).await, started.elapsed())
         }
     });
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    tokio::time::timeout(BOUND, streamed.wait_for(|t| t.len() >= 8))
+        .await
+        .unwrap()
+        .unwrap();
     assert!(!call.is_finished(), "the call was still generating");
     let pid = server.pid();
     server.kill().unwrap();
@@ -270,7 +279,11 @@ async fn a_server_killed_mid_call_is_a_typed_transport_error() {
     );
     let (result, took) = tokio::time::timeout(BOUND, call).await.unwrap().unwrap();
     let err = support::expect_err(result);
-    support::assert_kind(&err, ErrorKind::Transport);
+    support::assert_kind(&err, ErrorKind::Truncated);
     assert_eq!(err.retry_class(), RetryClass::Retryable);
     assert!(took < Duration::from_secs(30), "ended in {took:?}");
+    assert!(
+        !streamed.borrow().is_empty(),
+        "text was streamed before the kill"
+    );
 }

@@ -55,8 +55,6 @@ enum Expect {
         calls: usize,
         detail: fn(Kind, &AdapterError),
     },
-    /// An outcome per wire family: Responses, Messages, Chat.
-    PerFamily(Box<[Expect; 3]>),
 }
 
 /// One scenario.
@@ -85,15 +83,6 @@ const fn row(script: fn(Kind) -> Script, expect: Expect) -> Row {
 const EXHAUSTED: usize = 4;
 
 fn no_detail(_: Kind, _: &AdapterError) {}
-
-/// The wire family's column in [`Expect::PerFamily`].
-fn family(kind: Kind) -> usize {
-    match kind {
-        Kind::Responses | Kind::ChatGpt => 0,
-        Kind::Messages => 1,
-        Kind::Chat => 2,
-    }
-}
 
 /// The provider's call-id prefix in the fake's tool calls.
 fn tool_id_prefix(kind: Kind) -> &'static str {
@@ -183,7 +172,6 @@ fn check(kind: Kind, expect: &Expect, result: Result<AdapterResponse, AdapterErr
             assert_eq!(calls, want_calls, "model calls ({err})");
             detail(kind, &err);
         }
-        Expect::PerFamily(ref per_family) => check(kind, &per_family[family(kind)], result, calls),
     }
 }
 
@@ -255,10 +243,6 @@ const fn fails(kind: ErrorKind, class: RetryClass, calls: usize) -> Expect {
     }
 }
 
-fn per_family(responses: Expect, messages: Expect, chat: Expect) -> Expect {
-    Expect::PerFamily(Box::new([responses, messages, chat]))
-}
-
 const fn answer(text: &'static str, stop: StopReason, calls: usize) -> Expect {
     Expect::Answer { text, stop, calls }
 }
@@ -300,21 +284,12 @@ rows! {
         |_| Script::always(Reply::ConnectionReset),
         fails(ErrorKind::Transport, RetryClass::Retryable, EXHAUSTED),
     );
-    /// A body cut short is retryable: a stream that has begun is the caller's to retry
-    /// (truncated), a JSON body is retried by the transport (transport, after the retries).
-    a_cut_body_is_retryable => row(|_| Script::always(Reply::StreamCut), per_family(
-        fails(ErrorKind::Truncated, RetryClass::Retryable, 1),
-        fails(ErrorKind::Truncated, RetryClass::Retryable, 1),
-        fails(ErrorKind::Transport, RetryClass::Retryable, EXHAUSTED),
-    ));
-    /// A JSON body cut short once is retried, and the whole answer comes.
-    a_cut_body_is_retried_then_answered => row(
+    /// A stream cut short is retryable but not retried by the transport: a stream that has
+    /// begun is the caller's to retry (the worker's), so the good reply that would follow is
+    /// never asked for.
+    a_cut_stream_is_truncated_and_left_to_the_caller => row(
         |_| Script::new([Reply::StreamCut, Reply::text("whole")]),
-        per_family(
-            fails(ErrorKind::Truncated, RetryClass::Retryable, 1),
-            fails(ErrorKind::Truncated, RetryClass::Retryable, 1),
-            answer("whole", StopReason::EndTurn, 2),
-        ),
+        fails(ErrorKind::Truncated, RetryClass::Retryable, 1),
     );
     /// A refusal keeps its stop reason and text.
     a_refusal_keeps_its_stop_reason => row(

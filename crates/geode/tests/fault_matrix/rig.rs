@@ -195,8 +195,7 @@ fn http_setup(adapter: &str, origin: &str, home: &Path) -> (Config, MapEnv) {
 /// room to be read; the rest need only a short one.
 fn http_deadline(fault: Fault) -> Duration {
     match fault {
-        // A cut or reset body is a transport failure on the Chat wire (one JSON reply), so it
-        // is retried like the others.
+        // A cut or reset stream is the worker's to retry once.
         Fault::Status(500..=599)
         | Fault::RateLimited(_)
         | Fault::ConnectionRefused

@@ -263,16 +263,8 @@ pub const ROWS: &[Row] = &[
         Fault::ConnectionRefused,
         http(TRANSPORT),
     ),
-    row(
-        "reset mid-stream",
-        Fault::ResetMidStream,
-        family(TRUNC, TRUNC, TRANSPORT),
-    ),
-    row(
-        "truncated stream",
-        Fault::TruncatedStream,
-        family(TRUNC, TRUNC, TRANSPORT),
-    ),
+    row("reset mid-stream", Fault::ResetMidStream, http(TRUNC)),
+    row("truncated stream", Fault::TruncatedStream, http(TRUNC)),
     row(
         "hang before headers",
         Fault::HangBeforeHeaders,
@@ -298,11 +290,7 @@ pub const ROWS: &[Row] = &[
         Fault::GarbageBody,
         family(TRUNC, PROTO, PROTO),
     ),
-    row(
-        "non-JSON (HTML) body",
-        Fault::NonJsonBody,
-        family(TRUNC, TRUNC, PROTO),
-    ),
+    row("non-JSON (HTML) body", Fault::NonJsonBody, http(TRUNC)),
     row(
         "in-band error event",
         Fault::InBandError,

@@ -281,8 +281,9 @@ pub fn assert_wire_invariants(adapter: &str, seen: &[RecordedRequest]) {
     }
 }
 
-/// Chat Completions (GLM): bearer auth, no streaming, `tool_choice` only `auto` and only with
-/// tools.
+/// Chat Completions (GLM, openai-compatible): bearer auth, streamed with the usage chunk asked
+/// for (only the `openai-compatible` probe wants one JSON reply), `tool_choice` only `auto` and
+/// only with tools.
 fn chat_invariants(r: &RecordedRequest) {
     assert_eq!(r.header("authorization"), Some("Bearer ***"));
     assert_eq!(r.header("x-api-key"), None);
@@ -290,7 +291,12 @@ fn chat_invariants(r: &RecordedRequest) {
         assert_eq!(choice, "auto", "GLM accepts only auto");
         assert!(r.body["tools"].as_array().is_some_and(|t| !t.is_empty()));
     }
-    assert_ne!(r.body["stream"], true);
+    if geode_fakes::chat::is_probe(&r.body) {
+        assert_eq!(r.body["stream"], false, "the probe is not streamed");
+    } else {
+        assert_eq!(r.body["stream"], true);
+        assert_eq!(r.body["stream_options"], json!({"include_usage": true}));
+    }
 }
 
 /// Messages: the version header, JSON, SSE, a positive `max_tokens`, `tool_choice` only with

@@ -23,7 +23,7 @@ use crate::llm::http::{HttpClient, PostRequest};
 use crate::llm::registry::{AdapterSpec, Auth, Environment, KeyHeader, ModeRule, WireFamily};
 use crate::llm::request::{AdapterCallRequest, AdapterResponse};
 use crate::llm::wire::chat::ChatWire;
-use crate::llm::wire::family::{BuildCx, Built, Wire, exchange};
+use crate::llm::wire::family::{BuildCx, Built, Delivery, Wire, exchange};
 use crate::llm::wire::messages::MessagesWire;
 use crate::llm::wire::responses::ResponsesWire;
 use crate::schema::ResponseSchema;
@@ -174,8 +174,10 @@ impl HttpAdapter {
         }
         let nonce = compat_probe::nonce();
         let req = compat_probe::request(model, &nonce)?;
+        // One JSON reply: the probe's text is judged, never streamed to the caller.
         let wire: Arc<dyn Wire> = Arc::new(ChatWire {
             placement: compat_probe::Verdict::Enforced.placement(),
+            delivery: Delivery::Json,
         });
         let outcome = self.send(&wire, req, cx).await;
         let probe = compat_probe::judge(&nonce, outcome)?;
@@ -278,9 +280,7 @@ impl Adapter for HttpAdapter {
             req.model.clone()
         };
         let probe = self.probe(&model, cx).await?;
-        let wire: Arc<dyn Wire> = Arc::new(ChatWire {
-            placement: probe.verdict.placement(),
-        });
+        let wire: Arc<dyn Wire> = Arc::new(ChatWire::streamed(probe.verdict.placement()));
         let mut resp = self.send(&wire, req, cx).await?;
         resp.wire.transforms.push(probe.transform());
         Ok(resp)

@@ -118,7 +118,7 @@ const fn glm(
         mode_rule: ModeRule::Fixed(StructuredOutputMode::JsonMode),
         framework_tools: true,
         tools_with_schema: true,
-        streaming: false,
+        streaming: true,
         dialect: Dialect::Glm,
         limits: "JSON mode only; `tool_choice` auto only",
         auth: Auth::ApiKey {
@@ -259,7 +259,7 @@ pub const ADAPTERS: &[AdapterSpec] = &[
         mode_rule: ModeRule::Probed,
         framework_tools: true,
         tools_with_schema: true,
-        streaming: false,
+        streaming: true,
         dialect: Dialect::Glm,
         limits: "what the server enforces; every answer is validated",
         auth: Auth::OptionalApiKey {

@@ -2,8 +2,9 @@
 //! OpenAI-compatible server (`openai-compatible`), sans-IO.
 //!
 //! In: an [`AdapterCallRequest`](crate::llm::request::AdapterCallRequest). Out: a request body
-//! ([`build`]) and, from the JSON reply, an
-//! [`AdapterResponse`](crate::llm::request::AdapterResponse) ([`parse_response`]). No IO, no
+//! ([`build`]) and, from the streamed reply ([`stream::StreamFold`], `stream: true` with
+//! `stream_options.include_usage`) or a JSON reply ([`parse_response`]), an
+//! [`AdapterResponse`](crate::llm::request::AdapterResponse). No IO, no
 //! endpoint, no credential: the generic HTTP adapter (`adapters/http_adapter.rs`) adds those
 //! through [`ChatWire`], this family's [`crate::llm::wire::family::Wire`].
 //! API reference: <https://docs.z.ai/api-reference/llm/chat-completion>.
@@ -36,12 +37,13 @@
 mod family;
 mod request;
 mod response;
+pub mod stream;
 
 pub use family::ChatWire;
 pub use request::{
     Built, ChatMessage, FunctionCall, FunctionDef, FunctionKind, JsonSchemaFormat, MAX_TOOLS,
-    Request, ResponseFormat, SchemaPlacement, Tool, ToolCall, ToolChoice, build, build_with,
-    mode_for,
+    Request, ResponseFormat, SchemaPlacement, StreamOptions, Tool, ToolCall, ToolChoice, build,
+    build_with, mode_for,
 };
 pub use response::{parse_response, parse_value, stop_reason};
 

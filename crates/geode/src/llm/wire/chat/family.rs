@@ -1,6 +1,8 @@
-//! [`ChatWire`]: the Chat Completions family as a [`Wire`] (one JSON reply, like the reference).
+//! [`ChatWire`]: the Chat Completions family as a [`Wire`]: streamed (SSE chunks, folded by
+//! [`super::stream::StreamFold`]) or one JSON reply, like the reference.
 
-use super::{SchemaPlacement, build_with, parse_value};
+use super::stream::{Flow, StreamFold};
+use super::{SchemaPlacement, StreamOptions, build_with, parse_value};
 use crate::llm::call::AdapterError;
 use crate::llm::http::ProviderError;
 use crate::llm::request::{AdapterCallRequest, AdapterResponse};
@@ -8,22 +10,47 @@ use crate::llm::sse::SseEvent;
 use crate::llm::wire::family::{self, BuildCx, Built, Delivery, Wire, WireFold};
 use serde_json::Value;
 
-/// The Chat Completions family, not streamed, with the schema placed as [`Self::placement`]
-/// says (the default, JSON mode, is GLM's).
-#[derive(Debug, Clone, Copy, Default)]
+/// The Chat Completions family, with the schema placed as [`Self::placement`] says (the
+/// default, JSON mode, is GLM's) and the reply delivered as [`Self::delivery`] says (the
+/// default streams; the `openai-compatible` probe asks for one JSON reply).
+#[derive(Debug, Clone, Copy)]
 pub struct ChatWire {
     /// Where the response schema goes.
     pub placement: SchemaPlacement,
+    /// SSE chunks (`stream: true`) or one JSON reply.
+    pub delivery: Delivery,
+}
+
+impl Default for ChatWire {
+    fn default() -> Self {
+        Self::streamed(SchemaPlacement::default())
+    }
+}
+
+impl ChatWire {
+    /// The streamed wire with the schema placed as `placement` says.
+    pub fn streamed(placement: SchemaPlacement) -> Self {
+        Self {
+            placement,
+            delivery: Delivery::Sse,
+        }
+    }
 }
 
 impl Wire for ChatWire {
     fn delivery(&self) -> Delivery {
-        Delivery::Json
+        self.delivery
     }
 
     fn build(&self, req: &AdapterCallRequest, cx: &BuildCx<'_>) -> Result<Built, AdapterError> {
-        let built = build_with(req, cx.default_model, self.placement)
+        let mut built = build_with(req, cx.default_model, self.placement)
             .map_err(|e| e.into_adapter_error(cx.adapter))?;
+        if self.delivery == Delivery::Sse {
+            built.body.stream = true;
+            built.body.stream_options = Some(StreamOptions {
+                include_usage: true,
+            });
+        }
         tracing::debug!(adapter = cx.adapter, model = %built.body.model, mode = %built.wire.mode, "chat call");
         Ok(Built {
             body: family::to_body(cx.adapter, &built.body)?,
@@ -32,8 +59,8 @@ impl Wire for ChatWire {
         })
     }
 
-    fn fold(&self, _built: &Built, _max_text_bytes: u64) -> Box<dyn WireFold> {
-        Box::new(ChatFold)
+    fn fold(&self, _built: &Built, max_text_bytes: u64) -> Box<dyn WireFold> {
+        Box::new(ChatFold(StreamFold::with_max_text_bytes(max_text_bytes)))
     }
 
     /// `response_format` named by the error.
@@ -42,22 +69,33 @@ impl Wire for ChatWire {
     }
 }
 
-/// A Chat reply is one body; there is nothing to accumulate.
-struct ChatFold;
+/// Folds a streamed reply; a JSON reply is parsed whole.
+struct ChatFold(StreamFold);
 
 impl WireFold for ChatFold {
     fn event(
         &mut self,
         adapter: &str,
-        _frame: &SseEvent,
+        frame: &SseEvent,
     ) -> Result<Option<AdapterResponse>, AdapterError> {
-        Err(AdapterError::Protocol {
-            adapter: adapter.to_owned(),
-            message: "a Chat Completions reply is not streamed here".to_owned(),
-        })
+        let flow = self
+            .0
+            .push(&frame.data)
+            .map_err(|e| super::adapter_error(e, adapter))?;
+        if flow != Flow::Done {
+            return Ok(None);
+        }
+        std::mem::take(&mut self.0)
+            .finish()
+            .map(Some)
+            .map_err(|e| super::adapter_error(e, adapter))
     }
 
     fn body(self: Box<Self>, adapter: &str, body: Value) -> Result<AdapterResponse, AdapterError> {
         parse_value(body).map_err(|e| super::adapter_error(e, adapter))
+    }
+
+    fn text_so_far(&self) -> &str {
+        self.0.text_so_far()
     }
 }

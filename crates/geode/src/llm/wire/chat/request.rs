@@ -52,8 +52,19 @@ pub struct Request {
     /// JSON mode, when a schema is set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub response_format: Option<ResponseFormat>,
-    /// Always false: the reply is one JSON object.
+    /// Whether the reply is streamed as SSE chunks (set by [`super::ChatWire`]; false from
+    /// [`build`]).
     pub stream: bool,
+    /// `{"include_usage": true}` on a streamed request, so the usage arrives before `[DONE]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream_options: Option<StreamOptions>,
+}
+
+/// `stream_options` of a streamed request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct StreamOptions {
+    /// Ask for the usage chunk before `[DONE]`.
+    pub include_usage: bool,
 }
 
 /// One chat message.
@@ -315,6 +326,7 @@ pub fn build_with(
         stop: req.stop_sequences.clone(),
         response_format: req.response_schema.as_ref().map(|s| placement.format(s)),
         stream: false,
+        stream_options: None,
     };
     Ok(Built {
         body,

@@ -37,7 +37,7 @@ struct Choice {
     finish_reason: Option<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Default, Deserialize)]
 struct ReplyMessage {
     #[serde(default)]
     content: Option<String>,
@@ -61,8 +61,9 @@ struct ReplyFunction {
     arguments: Option<serde_json::Value>,
 }
 
-#[derive(Deserialize)]
-struct WireUsage {
+/// A reply's `usage` (also the last chunk's, streamed).
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct WireUsage {
     #[serde(default)]
     prompt_tokens: u64,
     #[serde(default)]
@@ -71,18 +72,98 @@ struct WireUsage {
     prompt_tokens_details: Option<PromptDetails>,
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 struct PromptDetails {
     #[serde(default)]
     cached_tokens: u64,
 }
 
-#[derive(Deserialize)]
-struct WireError {
+impl From<WireUsage> for Usage {
+    fn from(u: WireUsage) -> Self {
+        Usage {
+            input_tokens: u.prompt_tokens,
+            output_tokens: u.completion_tokens,
+            cached_input_tokens: u.prompt_tokens_details.map_or(0, |d| d.cached_tokens),
+            cost_usd: None,
+        }
+    }
+}
+
+/// A provider's `error` object (a reply body's, or a streamed chunk's).
+#[derive(Debug, Deserialize)]
+pub(super) struct WireError {
     #[serde(default)]
     code: Option<serde_json::Value>,
     #[serde(default)]
     message: String,
+}
+
+impl From<WireError> for ParseError {
+    fn from(err: WireError) -> Self {
+        ParseError::Provider {
+            kind: match err.code {
+                Some(serde_json::Value::String(s)) => s,
+                Some(other) => other.to_string(),
+                None => "error".to_owned(),
+            },
+            message: err.message,
+        }
+    }
+}
+
+/// Tool-call `arguments` as JSON text: GLM may send an object where OpenAI sends a string.
+pub(super) fn arguments_text(arguments: Option<serde_json::Value>) -> String {
+    match arguments {
+        Some(serde_json::Value::String(s)) => s,
+        Some(serde_json::Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// One answer, read from a whole reply or folded from a stream: what both turn into an
+/// [`AdapterResponse`] by the module table.
+#[derive(Debug, Default)]
+pub(super) struct Answer {
+    /// `content`.
+    pub content: Option<String>,
+    /// `refusal` (the OpenAI shape).
+    pub refusal: Option<String>,
+    /// Tool calls: id, name and arguments as JSON text.
+    pub tool_calls: Vec<(String, String, String)>,
+    /// `finish_reason`.
+    pub finish_reason: Option<String>,
+    /// `usage`.
+    pub usage: Option<WireUsage>,
+}
+
+impl Answer {
+    /// The response, or `network_error` as a provider error.
+    pub(super) fn into_response(self) -> Result<AdapterResponse, ParseError> {
+        if self.finish_reason.as_deref() == Some("network_error") {
+            return Err(ParseError::Provider {
+                kind: "network_error".into(),
+                message: "the provider's inference failed".into(),
+            });
+        }
+        let tool_uses = self
+            .tool_calls
+            .into_iter()
+            .map(|(id, name, args)| ToolUse::from_json_arguments(id, name, &args))
+            .collect();
+        let refusal = self.refusal.filter(|r| !r.is_empty());
+        let stop = match &refusal {
+            Some(_) => StopReason::Refusal,
+            None => stop_reason(self.finish_reason.as_deref()),
+        };
+        Ok(AdapterResponse {
+            text: refusal.or(self.content).unwrap_or_default(),
+            tool_uses,
+            usage: self.usage.map(Usage::from).unwrap_or_default(),
+            stop_reason: stop,
+            structured: None,
+            wire: Default::default(),
+        })
+    }
 }
 
 /// Maps a `finish_reason` (see the module table; `network_error` is handled by the parser).
@@ -115,14 +196,7 @@ pub fn parse_value(value: serde_json::Value) -> Result<AdapterResponse, ParseErr
         message: e.to_string(),
     })?;
     if let Some(err) = reply.error {
-        return Err(ParseError::Provider {
-            kind: match err.code {
-                Some(serde_json::Value::String(s)) => s,
-                Some(other) => other.to_string(),
-                None => "error".to_owned(),
-            },
-            message: err.message,
-        });
+        return Err(err.into());
     }
     let choice = reply
         .choices
@@ -132,47 +206,28 @@ pub fn parse_value(value: serde_json::Value) -> Result<AdapterResponse, ParseErr
             what: "reply".into(),
             message: "no choices".into(),
         })?;
-    if choice.finish_reason.as_deref() == Some("network_error") {
-        return Err(ParseError::Provider {
-            kind: "network_error".into(),
-            message: "the provider's inference failed".into(),
-        });
-    }
-    let message = choice.message.ok_or_else(|| ParseError::Corrupt {
-        what: "choice".into(),
-        message: "no message".into(),
-    })?;
-    let tool_uses = message
-        .tool_calls
-        .into_iter()
-        .map(|c| {
-            let args = match c.function.arguments {
-                Some(serde_json::Value::String(s)) => s,
-                Some(serde_json::Value::Null) | None => String::new(),
-                Some(other) => other.to_string(),
-            };
-            ToolUse::from_json_arguments(c.id, c.function.name, &args)
-        })
-        .collect();
-    let usage = reply.usage.map_or_else(Usage::default, |u| Usage {
-        input_tokens: u.prompt_tokens,
-        output_tokens: u.completion_tokens,
-        cached_input_tokens: u.prompt_tokens_details.map_or(0, |d| d.cached_tokens),
-        cost_usd: None,
-    });
-    let refusal = message.refusal.filter(|r| !r.is_empty());
-    let stop = match &refusal {
-        Some(_) => StopReason::Refusal,
-        None => stop_reason(choice.finish_reason.as_deref()),
+    let message = match choice.message {
+        Some(m) => m,
+        None if choice.finish_reason.as_deref() == Some("network_error") => ReplyMessage::default(),
+        None => {
+            return Err(ParseError::Corrupt {
+                what: "choice".into(),
+                message: "no message".into(),
+            });
+        }
     };
-    Ok(AdapterResponse {
-        text: refusal.or(message.content).unwrap_or_default(),
-        tool_uses,
-        usage,
-        stop_reason: stop,
-        structured: None,
-        wire: Default::default(),
-    })
+    Answer {
+        content: message.content,
+        refusal: message.refusal,
+        tool_calls: message
+            .tool_calls
+            .into_iter()
+            .map(|c| (c.id, c.function.name, arguments_text(c.function.arguments)))
+            .collect(),
+        finish_reason: choice.finish_reason,
+        usage: reply.usage,
+    }
+    .into_response()
 }
 
 #[cfg(test)]
