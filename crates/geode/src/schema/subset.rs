@@ -316,31 +316,31 @@ fn strip_node(
     transforms: &mut Vec<Transform>,
     residuals: &mut Vec<Residual>,
 ) {
-    for &k in subset.removed {
-        if let Some(value) = m.shift_remove(k) {
-            transforms.push(Transform {
-                pointer: ptr.to_owned(),
-                action: format!(
-                    "removed keyword {k} (not in the {} subset; checked locally)",
-                    subset.name
-                ),
-            });
+    // One ledger line per removed keyword; a constraint (`Some` value) is also checked locally.
+    let mut removed = |keyword: &str, what: String, constraint: Option<Value>| {
+        transforms.push(Transform {
+            pointer: ptr.to_owned(),
+            action: format!("removed keyword {what}"),
+        });
+        if let Some(value) = constraint {
             residuals.push(Residual {
                 pointer: ptr.to_owned(),
-                keyword: k.to_owned(),
+                keyword: keyword.to_owned(),
                 value,
             });
+        }
+    };
+    let name = subset.name;
+    for &k in subset.removed {
+        if let Some(value) = m.shift_remove(k) {
+            let what = format!("{k} (not in the {name} subset; checked locally)");
+            removed(k, what, Some(value));
         }
     }
     for &k in subset.removed_annotations {
         if m.shift_remove(k).is_some() {
-            transforms.push(Transform {
-                pointer: ptr.to_owned(),
-                action: format!(
-                    "removed keyword {k} (not permitted by {}; an annotation, nothing to check)",
-                    subset.name
-                ),
-            });
+            let what = format!("{k} (not permitted by {name}; an annotation, nothing to check)");
+            removed(k, what, None);
         }
     }
     if let Some(formats) = subset.formats
@@ -348,18 +348,8 @@ fn strip_node(
             .is_some_and(|f| f.as_str().is_none_or(|f| !formats.contains(&f)))
         && let Some(value) = m.shift_remove("format")
     {
-        transforms.push(Transform {
-            pointer: ptr.to_owned(),
-            action: format!(
-                "removed keyword format {value} (not a {} format; checked locally)",
-                subset.name
-            ),
-        });
-        residuals.push(Residual {
-            pointer: ptr.to_owned(),
-            keyword: "format".to_owned(),
-            value,
-        });
+        let what = format!("format {value} (not a {name} format; checked locally)");
+        removed("format", what, Some(value));
     }
 }
 
@@ -393,20 +383,13 @@ pub fn openai_strict(schema: &ResponseSchema) -> WirePlan {
             weaker_because: Vec::new(),
         };
     }
-    let mut transforms = Vec::new();
-    let mut wire = schema.as_value().clone();
-    let wrapped = fit_root(&mut wire, schema, &OPENAI_STRICT, &mut transforms);
     WirePlan {
-        mode: StructuredOutputMode::Hint,
-        wire: Some(wire),
-        wrapped,
-        transforms,
-        residuals: Vec::new(),
         weaker_because: verdict
             .reasons
             .iter()
             .map(|r| format!("OpenAI strict: {r}"))
             .collect(),
+        ..object_root(schema, &OPENAI_STRICT, StructuredOutputMode::Hint)
     }
 }
 
