@@ -221,12 +221,7 @@ async fn openai_payg_wire() {
 #[tokio::test]
 async fn codex_oauth_wire() {
     let dir = tempfile::tempdir().unwrap();
-    let auth = dir.path().join("auth.json");
-    std::fs::write(
-        &auth,
-        geode_fakes::chatgpt::codex_auth_json(false).to_string(),
-    )
-    .unwrap();
+    geode_fakes::chatgpt::write_codex_auth(dir.path(), false).unwrap();
     snapshot_adapter("codex-oauth", Kind::ChatGpt, |s| {
         let env = MapEnv::new()
             .set("CODEX_HOME", dir.path().display().to_string())
