@@ -2,7 +2,8 @@
 //! adapter, and the only one: its wire family ([`WireFamily`]), auth source ([`Auth`], with the
 //! directory variables `CODEX_HOME` / `CLAUDE_CONFIG_DIR`), endpoint ([`Endpoint`]: path,
 //! default base, `GEODE_*_BASE_URL`, the vendor SDK's variable), default model, model-name
-//! patterns for routing and for reasoning models ([`ModelPattern`]), and capabilities (how
+//! patterns for routing and for reasoning models ([`ModelPattern`]), a vendor CLI's own facts
+//! ([`CliSpec`]: the parent variables it may see, its default time limit), and capabilities (how
 //! `response_schema` reaches the wire per schema ([`ModeRule`], [`AdapterSpec::mode_for`]),
 //! framework tools, tools with a schema, streaming, the schema dialect).
 //!

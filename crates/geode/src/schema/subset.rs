@@ -91,6 +91,28 @@ pub struct WireSubset {
     pub formats: Option<&'static [&'static str]>,
 }
 
+impl WireSubset {
+    /// A wire whose only rule is its root's: no keyword removed, any format (the schema goes
+    /// whole, [`object_root`]), read on the same day as the other tables.
+    const fn root_only(
+        name: &'static str,
+        adapters: &'static [&'static str],
+        source: &'static str,
+        root: RootRule,
+    ) -> Self {
+        Self {
+            name,
+            adapters,
+            source,
+            read_on: "2026-11-30",
+            root,
+            removed: &[],
+            removed_annotations: &[],
+            formats: None,
+        }
+    }
+}
+
 /// OpenAI strict mode (`text.format` json_schema with `strict:true`).
 pub const OPENAI_STRICT: WireSubset = WireSubset {
     name: "OpenAI strict",
@@ -136,28 +158,20 @@ pub const ANTHROPIC_NATIVE: WireSubset = WireSubset {
 
 /// An Anthropic tool's `input_schema` (the forced output tool; the claude CLI's
 /// `StructuredOutput` tool, validated by the CLI).
-pub const ANTHROPIC_TOOL: WireSubset = WireSubset {
-    name: "Anthropic tool input_schema",
-    adapters: &["anthropic-payg", "anthropic-oauth", "claude-cli"],
-    source: "https://platform.claude.com/docs/en/agents-and-tools/tool-use/implement-tool-use",
-    read_on: "2026-11-30",
-    root: RootRule::ObjectType,
-    removed: &[],
-    removed_annotations: &[],
-    formats: None,
-};
+pub const ANTHROPIC_TOOL: WireSubset = WireSubset::root_only(
+    "Anthropic tool input_schema",
+    &["anthropic-payg", "anthropic-oauth", "claude-cli"],
+    "https://platform.claude.com/docs/en/agents-and-tools/tool-use/implement-tool-use",
+    RootRule::ObjectType,
+);
 
 /// Zhipu GLM JSON mode (`response_format: json_object`, the schema in the prompt).
-pub const GLM_JSON_OBJECT: WireSubset = WireSubset {
-    name: "GLM json_object",
-    adapters: &["glm-payg", "glm-coding-plan"],
-    source: "https://docs.z.ai/guides/capabilities/struct-output",
-    read_on: "2026-11-30",
-    root: RootRule::ObjectValue,
-    removed: &[],
-    removed_annotations: &[],
-    formats: None,
-};
+pub const GLM_JSON_OBJECT: WireSubset = WireSubset::root_only(
+    "GLM json_object",
+    &["glm-payg", "glm-coding-plan"],
+    "https://docs.z.ai/guides/capabilities/struct-output",
+    RootRule::ObjectValue,
+);
 
 /// Every subset table, for `geode schema check` and the docs.
 pub const SUBSETS: &[WireSubset] = &[

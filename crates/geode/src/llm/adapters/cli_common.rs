@@ -1,5 +1,7 @@
-//! What the two vendor-CLI adapters (`claude-cli`, `codex-cli`) share: their options, the
-//! transcript they write on the CLI's stdin, and how a process outcome becomes an error.
+//! What the two vendor-CLI adapters (`claude-cli`, `codex-cli`) share: their registry row
+//! unpacked ([`CliRow`]: name, binary variable, `pass_env`, default time limit, all from the
+//! row), their options, the transcript they write on the CLI's stdin, and how a process
+//! outcome becomes an error.
 //!
 //! The transcript follows the reference (`reference-behaviour.md` §2.B): an optional `[SYSTEM]`
 //! block, then one `[ROLE]` block per message, blocks separated by a blank line, the whole text
