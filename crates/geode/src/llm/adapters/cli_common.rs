@@ -63,8 +63,9 @@ impl CliRow {
         }
     }
 
-    /// `spec` unpacked, for a constant: a row that is not a CLI row stops the build.
-    pub const fn of_cli_row(spec: &'static AdapterSpec) -> Self {
+    /// `spec` unpacked, for the adapters' constants only (evaluated at compile time): a row
+    /// that is not a CLI row stops the build.
+    pub(crate) const fn of_cli_row(spec: &'static AdapterSpec) -> Self {
         match Self::of(spec) {
             Some(row) => row,
             None => panic!("not a CLI row"),
@@ -412,6 +413,29 @@ pub(crate) mod tests {
             transcript(&req, true),
             "[ASSISTANT]\n[tool call grep id=c1] {\"q\":\"x\"}\n\n[USER]\n[tool result id=c1 error] no match\n"
         );
+    }
+
+    #[test]
+    fn every_cli_row_unpacks_with_the_facts_the_adapters_had() {
+        for spec in crate::llm::registry::ADAPTERS {
+            let is_cli = matches!(spec.wire_family, WireFamily::Cli(_));
+            assert_eq!(CliRow::of(spec).is_some(), is_cli, "{}", spec.name);
+        }
+        let (claude, codex) = (super::super::claude_cli::ROW, super::super::codex_cli::ROW);
+        assert_eq!(
+            (claude.name(), claude.bin_env, claude.program),
+            ("claude-cli", "GEODE_CLAUDE_BIN", "claude")
+        );
+        assert_eq!(
+            (codex.name(), codex.bin_env, codex.program),
+            ("codex-cli", "GEODE_CODEX_BIN", "codex")
+        );
+        assert_eq!(claude.cli.timeout, Duration::from_secs(1800));
+        assert_eq!(codex.cli.timeout, Duration::from_secs(600));
+        assert_eq!(claude.cli.pass_env.len(), 13);
+        assert!(claude.cli.pass_env.contains(&"CLAUDE_CONFIG_DIR"));
+        assert_eq!(codex.cli.pass_env.len(), 6);
+        assert!(codex.cli.pass_env.contains(&"CODEX_HOME"));
     }
 
     #[test]
