@@ -57,6 +57,19 @@ fn load(file: &std::path::Path) -> Result<ResponseSchema, u8> {
         })
 }
 
+/// A JSON pointer as printed: `/` for the root.
+fn shown(pointer: &str) -> &str {
+    if pointer.is_empty() { "/" } else { pointer }
+}
+
+/// The refusal of the adapters `by` before the call, one violated limit a line.
+fn print_refused(by: &str, violations: &[LimitViolation]) {
+    println!("provider limits: refused before the call by {by}:");
+    for v in violations {
+        println!("  {v}");
+    }
+}
+
 fn check_adapter(file: &std::path::Path, json: bool, name: &str) -> anyhow::Result<u8> {
     let Some(spec) = geode::llm::registry::spec(name) else {
         let names: Vec<&str> = ADAPTERS.iter().map(|a| a.name).collect();
@@ -102,12 +115,7 @@ fn check_adapter(file: &std::path::Path, json: bool, name: &str) -> anyhow::Resu
             println!("  weaker mode because {w}");
         }
         for t in &plan.transforms {
-            let at = if t.pointer.is_empty() {
-                "/"
-            } else {
-                &t.pointer
-            };
-            println!("  rewrite {at}: {}", t.action);
+            println!("  rewrite {}: {}", shown(&t.pointer), t.action);
         }
         for r in &plan.residuals {
             println!("  checked locally {r}");
@@ -115,10 +123,7 @@ fn check_adapter(file: &std::path::Path, json: bool, name: &str) -> anyhow::Resu
         if violations.is_empty() {
             println!("provider limits: within the limits of {}", spec.name);
         } else {
-            println!("provider limits: refused before the call by {}:", spec.name);
-            for v in &violations {
-                println!("  {v}");
-            }
+            print_refused(spec.name, &violations);
         }
     }
     Ok(if best { 0 } else { 1 })
@@ -168,24 +173,13 @@ fn check(file: &std::path::Path, json: bool) -> anyhow::Result<u8> {
             }
         );
         for r in &verdict.reasons {
-            let at = if r.pointer.is_empty() {
-                "/"
-            } else {
-                &r.pointer
-            };
-            println!("  {at}: {}", r.rule);
+            println!("  {}: {}", shown(&r.pointer), r.rule);
         }
         if refusals.is_empty() {
             println!("provider limits: within the limits of every adapter");
         }
         for (adapters, violations) in &refusals {
-            println!(
-                "provider limits: refused before the call by {}:",
-                adapters.join(", ")
-            );
-            for v in violations {
-                println!("  {v}");
-            }
+            print_refused(&adapters.join(", "), violations);
         }
     }
     Ok(if verdict.compatible && refusals.is_empty() {

@@ -8,14 +8,31 @@ mod support;
 
 use geode_fakes::{Reply, Script};
 use serde_json::{Value, json};
-use support::Sandbox;
 use support::http_cases::{ALL, GLM_PAYG, Placement, fake};
+use support::{Outcome, Sandbox};
 
 /// Writes `schema` into the sandbox's HOME and returns the path.
 fn schema_file(sb: &Sandbox, name: &str, schema: &Value) -> String {
     let path = sb.home().join(name);
     std::fs::write(&path, schema.to_string()).unwrap();
     path.display().to_string()
+}
+
+/// `geode validate --schema <path> [extra ...]` with `input` on stdin.
+async fn validate(sb: &Sandbox, path: &str, extra: &[&str], input: &str) -> Outcome {
+    let args: Vec<&str> = ["validate", "--schema", path]
+        .iter()
+        .chain(extra)
+        .copied()
+        .collect();
+    sb.geode(&args, input).await
+}
+
+/// A fresh sandbox holding `schema` as `name`, and the file's path.
+fn sandbox_with(name: &str, schema: &Value) -> (Sandbox, String) {
+    let sb = Sandbox::new();
+    let path = schema_file(&sb, name, schema);
+    (sb, path)
 }
 
 const INTS: &str = r#"{"type":"array","items":{"type":"integer"}}"#;
@@ -55,7 +72,7 @@ async fn validate_prints_the_answer_of_every_root_type() {
     ];
     for (i, (schema, input, printed)) in cases.iter().enumerate() {
         let path = schema_file(&sb, &format!("s{i}.json"), schema);
-        let out = sb.geode(&["validate", "--schema", &path], input).await;
+        let out = validate(&sb, &path, &[], input).await;
         assert_eq!(out.code, Some(0), "{schema}: {}", out.dump());
         assert_eq!(out.stdout.trim(), *printed, "{schema}: {}", out.dump());
     }
@@ -75,7 +92,7 @@ async fn validate_prints_the_answer_of_every_root_type() {
     ];
     for (i, (schema, input, printed, why)) in invalid.into_iter().enumerate() {
         let path = schema_file(&sb, &format!("invalid{i}.json"), schema);
-        let out = sb.geode(&["validate", "--schema", &path], input).await;
+        let out = validate(&sb, &path, &[], input).await;
         out.assert_exit(1).assert_stderr_has(&[why]);
         if let Some(printed) = printed {
             assert_eq!(out.stdout.trim(), printed, "{}", out.dump());
@@ -85,38 +102,25 @@ async fn validate_prints_the_answer_of_every_root_type() {
 
 #[tokio::test]
 async fn validate_asserts_formats_unless_told_to_annotate() {
-    let sb = Sandbox::new();
-    let path = schema_file(
-        &sb,
+    let (sb, path) = sandbox_with(
         "id.json",
         &json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "properties": {"id": {"format": "uuid"}, "site": {"format": "iri"}}}),
     );
     let bad = r#"{"id": "not-a-uuid", "site": "not an iri"}"#;
-    let out = sb.geode(&["validate", "--schema", &path], bad).await;
-    assert_eq!(out.code, Some(1), "{}", out.dump());
-    assert!(
-        out.stderr.contains("\"/id\"") && out.stderr.contains("\"/site\""),
-        "{}",
-        out.dump()
-    );
-    let out = sb
-        .geode(
-            &["validate", "--formats", "annotate", "--schema", &path],
-            bad,
-        )
-        .await;
-    assert_eq!(out.code, Some(0), "{}", out.dump());
-    let out = sb
-        .geode(&["validate", "--formats", "bogus", "--schema", &path], bad)
-        .await;
-    assert_eq!(out.code, Some(2), "{}", out.dump());
+    let out = validate(&sb, &path, &[], bad).await;
+    out.assert_exit(1)
+        .assert_stderr_has(&["\"/id\"", "\"/site\""]);
+    validate(&sb, &path, &["--formats", "annotate"], bad)
+        .await
+        .assert_exit(0);
+    validate(&sb, &path, &["--formats", "bogus"], bad)
+        .await
+        .assert_exit(2);
 }
 
 #[tokio::test]
 async fn validate_takes_ecma_262_patterns() {
-    let sb = Sandbox::new();
-    let path = schema_file(
-        &sb,
+    let (sb, path) = sandbox_with(
         "patterns.json",
         &json!({
             "type": "object",
@@ -130,18 +134,12 @@ async fn validate_takes_ecma_262_patterns() {
     );
     let good =
         r#"{"slug": "abc-def", "oid": "507f1f77bcf86cd799439011", "tpl": "{name}", "x-1": 2}"#;
-    let out = sb.geode(&["validate", "--schema", &path], good).await;
-    assert_eq!(out.code, Some(0), "{}", out.dump());
+    let out = validate(&sb, &path, &[], good).await;
+    out.assert_exit(0);
     let bad = r#"{"slug": "ab1", "oid": "507f", "tpl": "name", "x-1": "s"}"#;
-    let out = sb.geode(&["validate", "--schema", &path], bad).await;
-    assert_eq!(out.code, Some(1), "{}", out.dump());
-    for at in ["/slug", "/oid", "/tpl", "/x-1"] {
-        assert!(
-            out.stderr.contains(&format!("\"{at}\"")),
-            "{at}: {}",
-            out.dump()
-        );
-    }
+    let out = validate(&sb, &path, &[], bad).await;
+    out.assert_exit(1)
+        .assert_stderr_has(&["\"/slug\"", "\"/oid\"", "\"/tpl\"", "\"/x-1\""]);
 }
 
 /// The local model under constrained decoding answers an array schema: valid, exit 0 (it used
@@ -153,7 +151,7 @@ async fn run_with_an_array_schema_succeeds_on_the_local_model() {
     let out = sb
         .run("local", &path, &["--json", "List three small integers."])
         .await;
-    assert_eq!(out.code, Some(0), "{}", out.dump());
+    out.assert_exit(0);
     let result = out.json();
     assert_eq!(result["success"], true, "{result}");
     let answer = result["answer"].as_array().expect("an array answer");
@@ -286,7 +284,7 @@ async fn schema_check_per_adapter_names_mode_rewrites_and_reasons() {
     let out = sb
         .geode(&["schema", "check", "--adapter", "openai-payg", &loose], "")
         .await;
-    assert_eq!(out.code, Some(1), "{}", out.dump());
+    out.assert_exit(1);
     assert!(out.stdout.contains("mode hint"), "{}", out.dump());
     assert!(
         out.stdout
@@ -305,7 +303,7 @@ async fn schema_check_per_adapter_names_mode_rewrites_and_reasons() {
             "",
         )
         .await;
-    assert_eq!(out.code, Some(0), "{}", out.dump());
+    out.assert_exit(0);
     for needle in [
         "mode strict (root wrapped under \"value\")",
         "rewrite /: wrapped the root",
@@ -318,7 +316,7 @@ async fn schema_check_per_adapter_names_mode_rewrites_and_reasons() {
     let out = sb
         .geode(&["schema", "check", "--adapter", "nope", &stripped], "")
         .await;
-    assert_eq!(out.code, Some(2), "{}", out.dump());
+    out.assert_exit(2);
     assert!(out.stderr.contains("unknown adapter"), "{}", out.dump());
 }
 
@@ -339,7 +337,7 @@ async fn worker_checks_a_scalar_root_and_reports_the_format_mode() {
         "response_schema": {"enum": ["red", "green"], "format": "color-name"},
     });
     let out = sb.geode(&["worker"], &format!("{line}\n")).await;
-    assert_eq!(out.code, Some(0), "{}", out.dump());
+    out.assert_exit(0);
     let result = out.json();
     assert_eq!(result["success"], true, "{result}");
     assert_eq!(result["answer"], "green", "{result}");

@@ -48,7 +48,7 @@ async fn every_task_gets_exactly_one_result_and_the_summary_adds_up() {
     let server = glm_answering(Reply::Json(good_answer())).await;
     let sb = sandbox(&server, &shorthand(0..30));
     let out = batch(&sb, &["--concurrency", "4"]).await;
-    assert_eq!(out.code, Some(0), "{}", out.dump());
+    out.assert_exit(0);
     let ids = results(sb.cwd.path());
     assert_eq!(ids.len(), 30);
     assert!(ids.values().all(|n| *n == 1));
@@ -70,7 +70,7 @@ async fn a_rerun_resumes_and_runs_only_what_is_missing() {
     assert_eq!(batch(&sb, &[]).await.code, Some(0));
     std::fs::write(sb.cwd.path().join("in.jsonl"), shorthand(0..15)).unwrap();
     let out = batch(&sb, &[]).await;
-    assert_eq!(out.code, Some(0), "{}", out.dump());
+    out.assert_exit(0);
     assert_eq!(model_calls(&server).len(), 15);
     let s = summary(sb.cwd.path());
     assert_eq!(
@@ -105,7 +105,7 @@ async fn a_kill_mid_run_and_a_torn_line_lose_nothing_and_write_nothing_twice() {
     std::io::Write::write_all(&mut f, br#"{"task_id":"t039","success":tr"#).unwrap();
     drop(f);
     let out = batch(&sb, &["--concurrency", "4"]).await;
-    assert_eq!(out.code, Some(0), "{}", out.dump());
+    out.assert_exit(0);
     assert!(out.stderr.contains("torn last line"), "{}", out.dump());
     let ids = results(sb.cwd.path());
     assert_eq!(ids.len(), 40, "every task once: {ids:?}");
@@ -121,7 +121,7 @@ async fn duplicate_ids_are_refused_before_any_call() {
     let input = shorthand(0..3) + &shorthand(1..2);
     let sb = sandbox(&server, &input);
     let out = batch(&sb, &[]).await;
-    assert_eq!(out.code, Some(2), "{}", out.dump());
+    out.assert_exit(2);
     assert!(
         out.stderr.contains(r#""t001" on lines 2, 4"#),
         "{}",
@@ -137,7 +137,7 @@ async fn a_bad_line_is_named_by_number_and_the_others_run() {
     let input = shorthand(0..2) + "{not json\n" + &shorthand(2..4);
     let sb = sandbox(&server, &input);
     let out = batch(&sb, &[]).await;
-    assert_eq!(out.code, Some(2), "{}", out.dump());
+    out.assert_exit(2);
     assert!(
         out.stderr.contains("bad input line 3: not JSON"),
         "{}",
@@ -152,7 +152,7 @@ async fn invalid_answers_exit_1_and_provider_failures_exit_3() {
     let server = glm_answering(Reply::Json(bad_enum_answer())).await;
     let sb = sandbox(&server, &shorthand(0..2));
     let out = batch(&sb, &[]).await;
-    assert_eq!(out.code, Some(1), "{}", out.dump());
+    out.assert_exit(1);
     let s = summary(sb.cwd.path());
     assert_eq!(
         (s["invalid"].as_u64(), s["retried"].as_u64()),
@@ -169,7 +169,7 @@ async fn invalid_answers_exit_1_and_provider_failures_exit_3() {
     let server = glm_answering(quoting).await;
     let sb = sandbox(&server, &shorthand(0..2));
     let out = batch(&sb, &[]).await;
-    assert_eq!(out.code, Some(3), "{}", out.dump());
+    out.assert_exit(3);
     assert_eq!(summary(sb.cwd.path())["failed"], 2);
     out.assert_hides(SECRET);
     for file in ["out.jsonl", "summary.json"] {
@@ -191,7 +191,7 @@ async fn a_rate_limit_past_the_transports_retries_is_waited_out() {
     let server = support::fake_of(Kind::Chat, script).await;
     let sb = sandbox(&server, &shorthand(0..3));
     let out = batch(&sb, &["--concurrency", "1"]).await;
-    assert_eq!(out.code, Some(0), "{}", out.dump());
+    out.assert_exit(0);
     assert_eq!(summary(sb.cwd.path())["valid"], 3);
     assert_eq!(model_calls(&server).len(), 4 + 3);
 }
@@ -202,7 +202,7 @@ async fn piped_stderr_gets_a_plain_progress_line_every_few_seconds() {
     let server = glm_answering(slow).await;
     let sb = sandbox(&server, &shorthand(0..12));
     let out = batch(&sb, &["--concurrency", "1", "--progress-every", "0.2"]).await;
-    assert_eq!(out.code, Some(0), "{}", out.dump());
+    out.assert_exit(0);
     let progress = out
         .stderr
         .lines()

@@ -91,6 +91,14 @@ async fn run_decision(sb: &Sandbox, adapter: &str, extra: &[&str]) -> support::O
         .await
 }
 
+/// `geode run --stream` with `adapter`, which must succeed, and the events it printed.
+async fn stream_events(sb: &Sandbox, adapter: &str) -> (support::Outcome, Vec<serde_json::Value>) {
+    let out = run_decision(sb, adapter, &["--stream"]).await;
+    out.assert_exit(0);
+    let events = out.json_lines();
+    (out, events)
+}
+
 /// No CLI process of this sandbox is left (its HOME marks them).
 async fn assert_no_cli_left(sb: &Sandbox) {
     let marker = format!("HOME={}", sb.home().display());
@@ -270,9 +278,7 @@ netns_test!(
     geode_run_stream_with_claude_cli_streams_the_structured_output_as_it_is_written,
     async {
         let (_server, sb) = claude_answering(good_answer()).await;
-        let out = run_decision(&sb, "claude-cli", &["--stream"]).await;
-        assert_eq!(out.code, Some(0), "{}", out.dump());
-        let events = out.json_lines();
+        let (out, events) = stream_events(&sb, "claude-cli").await;
         let (last, partials) = events.split_last().unwrap();
         assert_eq!(last["event"], "final", "{}", out.dump());
         assert_eq!(last["value"], good_answer());
@@ -299,9 +305,7 @@ netns_test!(
     geode_run_stream_with_codex_cli_gives_the_final_event_only,
     async {
         let (_server, sb) = codex_playing(Script::always(Reply::Json(good_answer()))).await;
-        let out = run_decision(&sb, "codex-cli", &["--stream"]).await;
-        assert_eq!(out.code, Some(0), "{}", out.dump());
-        let events = out.json_lines();
+        let (out, events) = stream_events(&sb, "codex-cli").await;
         assert_eq!(events.len(), 1, "{}", out.dump());
         assert_eq!(events[0]["event"], "final");
         assert_eq!(events[0]["value"], good_answer());

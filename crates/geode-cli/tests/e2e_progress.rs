@@ -97,7 +97,7 @@ async fn piped_stderr_gets_no_progress_line() {
     let (_server, sb) = OPENAI_PAYG.serve(slow_answer()).await;
     let schema = decision_schema_path();
     let out = sb.geode(&run_args(&schema), "").await;
-    assert_eq!(out.code, Some(0), "{}", out.dump());
+    out.assert_exit(0);
     assert!(!out.stderr.contains(" tokens · "), "{}", out.dump());
     assert!(!out.stderr.contains(SECRET) && !out.stdout.contains(SECRET));
     assert!(!out.stderr.contains('\x1b'), "{}", out.dump());

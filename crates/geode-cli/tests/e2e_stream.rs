@@ -26,7 +26,7 @@ async fn stream(case: Case, script: Script) -> (support::Outcome, Vec<Value>) {
 
 async fn streams_to_a_final_value(case: Case) {
     let (out, evs) = stream(case, Script::always(Reply::Json(good_answer()))).await;
-    assert_eq!(out.code, Some(0), "{}", out.dump());
+    out.assert_exit(0);
     let last = evs.last().unwrap();
     assert_eq!(last["event"], "final", "{}", out.dump());
     assert_eq!(last["value"], good_answer());
@@ -53,7 +53,7 @@ async fn streams_to_a_final_value(case: Case) {
 
 async fn a_failed_first_answer_shows_the_retry(case: Case) {
     let (out, evs) = stream(case, Script::new([case.bad(), Reply::Json(good_answer())])).await;
-    assert_eq!(out.code, Some(0), "{}", out.dump());
+    out.assert_exit(0);
     let kinds: Vec<&str> = evs
         .iter()
         .map(|e| e["event"].as_str().unwrap())
@@ -67,7 +67,7 @@ async fn a_failed_first_answer_shows_the_retry(case: Case) {
 
 async fn invalid_after_the_retry_ends_with_an_error_event(case: Case) {
     let (out, evs) = stream(case, Script::always(case.bad())).await;
-    assert_eq!(out.code, Some(1), "{}", out.dump());
+    out.assert_exit(1);
     let last = evs.last().unwrap();
     assert_eq!(last["event"], "error", "{}", out.dump());
     assert_eq!(last["exit_code"], 1);

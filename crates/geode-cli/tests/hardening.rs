@@ -410,7 +410,7 @@ async fn schema_check_reports_the_provider_limits_run_enforces() {
     // Within the limits: exit 0 and said so.
     std::fs::write(&wide, wide_schema(10).to_string()).unwrap();
     let ok = sb.geode(&["schema", "check", path], "").await;
-    assert_eq!(ok.code, Some(0), "{}", ok.dump());
+    ok.assert_exit(0);
     assert!(
         ok.stdout
             .contains("provider limits: within the limits of every adapter"),
@@ -420,6 +420,6 @@ async fn schema_check_reports_the_provider_limits_run_enforces() {
     let decision = sb
         .geode(&["schema", "check", &decision_schema_path()], "")
         .await;
-    assert_eq!(decision.code, Some(0), "{}", decision.dump());
+    decision.assert_exit(0);
     assert_eq!(decision_schema()["type"], "object");
 }

@@ -186,6 +186,18 @@ pub fn codex_auth_json(stale: bool) -> serde_json::Value {
     })
 }
 
+/// Writes [`codex_auth_json`] as `auth.json` into `codex_home` (made when missing), as the
+/// tests' `CODEX_HOME`; returns the document written.
+pub fn write_codex_auth(
+    codex_home: &std::path::Path,
+    stale: bool,
+) -> std::io::Result<serde_json::Value> {
+    let auth = codex_auth_json(stale);
+    std::fs::create_dir_all(codex_home)?;
+    std::fs::write(codex_home.join("auth.json"), auth.to_string())?;
+    Ok(auth)
+}
+
 /// `YYYY-MM-DDTHH:MM:SSZ` for a Unix time (civil-from-days, proleptic Gregorian).
 fn rfc3339(secs: u64) -> String {
     let days = i64::try_from(secs / 86_400).unwrap_or(0);

@@ -80,38 +80,28 @@ async fn tool_call_is_a_function_call_item_with_string_arguments() {
     server.shutdown().await;
 }
 
+/// A refusal is a `refusal` content part; an answer cut at the token limit is `incomplete` with
+/// its reason, in JSON and streamed (the same shared fixture as the Messages and Chat fakes).
 #[tokio::test]
-async fn refusal_is_a_refusal_content_part() {
-    let (server, _, v) = answer_json(
-        Kind::Responses,
-        Reply::Refusal("I can't help with that.".into()),
-    )
-    .await;
-    assert_eq!(v["status"], "completed");
-    assert_eq!(v["output"][0]["content"][0]["type"], "refusal");
+async fn refusal_is_a_refusal_part_and_max_tokens_is_incomplete_with_reason() {
+    let (server, refusal, truncated) = refusal_then_truncation(Kind::Responses).await;
+    assert_eq!(refusal["status"], "completed");
+    assert_eq!(refusal["output"][0]["content"][0]["type"], "refusal");
+    assert_eq!(refusal["output"][0]["content"][0]["refusal"], "No.");
+    assert_eq!(truncated["status"], "incomplete");
     assert_eq!(
-        v["output"][0]["content"][0]["refusal"],
-        "I can't help with that."
+        truncated["incomplete_details"]["reason"],
+        "max_output_tokens"
     );
-    let events = call_sse(&server, &body(Kind::Responses, true)).await;
-    assert!(names(&events).contains(&"response.refusal.done".to_owned()));
+    assert_eq!(truncated["output"][0]["status"], "incomplete");
+    assert!(truncated["usage"].is_object());
+    // The script repeats its last reply: the stream is cut at the token limit too.
+    let events = names(&call_sse(&server, &body(Kind::Responses, true)).await);
+    assert_eq!(events.last().unwrap(), "response.incomplete");
+    assert!(!events.contains(&"response.completed".to_owned()));
     server.shutdown().await;
-}
-
-#[tokio::test]
-async fn max_tokens_is_incomplete_with_reason() {
-    let (server, _, v) = answer_json(
-        Kind::Responses,
-        Reply::MaxTokens("{\"answer\":\"trunc".into()),
-    )
-    .await;
-    assert_eq!(v["status"], "incomplete");
-    assert_eq!(v["incomplete_details"]["reason"], "max_output_tokens");
-    assert_eq!(v["output"][0]["status"], "incomplete");
-    assert!(v["usage"].is_object());
-    let events = call_sse(&server, &body(Kind::Responses, true)).await;
-    assert_eq!(names(&events).last().unwrap(), "response.incomplete");
-    assert!(!names(&events).contains(&"response.completed".to_owned()));
+    let (server, events) = answer_sse(Kind::Responses, Reply::Refusal("No.".into())).await;
+    assert!(names(&events).contains(&"response.refusal.done".to_owned()));
     server.shutdown().await;
 }
 

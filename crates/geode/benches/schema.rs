@@ -91,10 +91,9 @@ fn answer_schema() -> ResponseSchema {
     ResponseSchema::from_value(schema).unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn quick<'a>(
-    c: &'a mut Criterion,
-    name: &str,
-) -> criterion::BenchmarkGroup<'a, criterion::measurement::WallTime> {
+type Group<'a> = criterion::BenchmarkGroup<'a, criterion::measurement::WallTime>;
+
+fn quick<'a>(c: &'a mut Criterion, name: &str) -> Group<'a> {
     let mut g = c.benchmark_group(name);
     g.sample_size(10)
         .warm_up_time(Duration::from_millis(300))
@@ -102,8 +101,18 @@ fn quick<'a>(
     g
 }
 
+/// Benchmarks `f` on `text` as `id/label`, with the text's length as the throughput; `f` hands
+/// what it computes to `black_box`.
+fn on_text(g: &mut Group<'_>, id: &str, label: &str, text: &str, f: impl Fn(&str)) {
+    g.throughput(Throughput::Bytes(text.len() as u64));
+    g.bench_with_input(BenchmarkId::new(id, label), text, |b, t| {
+        b.iter(|| f(black_box(t)))
+    });
+}
+
 fn extraction(c: &mut Criterion) {
     let mut g = quick(c, "extract");
+    let root = AnswerRoot::of(&array_schema());
     for (label, size) in SIZES {
         let inputs = [
             ("plain", plain_json(size)),
@@ -111,26 +120,16 @@ fn extraction(c: &mut Criterion) {
             ("small_objects", many_small_objects(size)),
         ];
         for (kind, text) in &inputs {
-            g.throughput(Throughput::Bytes(text.len() as u64));
-            g.bench_with_input(
-                BenchmarkId::new(format!("scan/{kind}"), label),
-                text,
-                |b, t| b.iter(|| top_level_spans(black_box(t))),
-            );
-            g.bench_with_input(
-                BenchmarkId::new(format!("find/{kind}"), label),
-                text,
-                |b, t| b.iter(|| find_last_object(black_box(t))),
-            );
+            on_text(&mut g, &format!("scan/{kind}"), label, text, |t| {
+                black_box(top_level_spans(t));
+            });
+            on_text(&mut g, &format!("find/{kind}"), label, text, |t| {
+                black_box(find_last_object(t));
+            });
         }
-        let text = &inputs[0].1;
-        g.throughput(Throughput::Bytes(text.len() as u64));
-        g.bench_with_input(
-            BenchmarkId::new("extract_value/plain", label),
-            text,
-            |b, t| b.iter(|| extract_last_object(black_box(t))),
-        );
-        let root = AnswerRoot::of(&array_schema());
+        on_text(&mut g, "extract_value/plain", label, &inputs[0].1, |t| {
+            black_box(extract_last_object(t));
+        });
         for (kind, text) in [
             ("array_root", array_json(size)),
             (
@@ -138,16 +137,17 @@ fn extraction(c: &mut Criterion) {
                 format!("Here:\n```json\n{}\n```\nDone.", array_json(size)),
             ),
         ] {
-            g.throughput(Throughput::Bytes(text.len() as u64));
-            g.bench_with_input(
-                BenchmarkId::new(format!("find/{kind}"), label),
+            on_text(&mut g, &format!("find/{kind}"), label, &text, |t| {
+                black_box(find_answer(t, root));
+            });
+            on_text(
+                &mut g,
+                &format!("extract_value/{kind}"),
+                label,
                 &text,
-                |b, t| b.iter(|| find_answer(black_box(t), root)),
-            );
-            g.bench_with_input(
-                BenchmarkId::new(format!("extract_value/{kind}"), label),
-                &text,
-                |b, t| b.iter(|| extract_answer(black_box(t), root)),
+                |t| {
+                    black_box(extract_answer(t, root));
+                },
             );
         }
     }
@@ -156,82 +156,56 @@ fn extraction(c: &mut Criterion) {
 
 fn shallow(c: &mut Criterion) {
     let schema = answer_schema();
+    let array = array_schema();
     let mut g = quick(c, "shallow_check");
     for (label, size) in SIZES {
         let text = plain_json(size);
-        g.throughput(Throughput::Bytes(text.len() as u64));
         // The syntax check alone: geode's scanner against serde_json's IgnoredAny parse.
-        g.bench_with_input(
-            BenchmarkId::new("syntax/json_scan", label),
-            &text,
-            |b, t| b.iter(|| geode::schema::json_scan::scan_keys(black_box(t), &["decision"])),
-        );
-        g.bench_with_input(
-            BenchmarkId::new("syntax/serde_ignored", label),
-            &text,
-            |b, t| b.iter(|| serde_json::from_str::<serde::de::IgnoredAny>(black_box(t)).is_ok()),
-        );
+        on_text(&mut g, "syntax/json_scan", label, &text, |t| {
+            black_box(geode::schema::json_scan::scan_keys(t, &["decision"]));
+        });
+        on_text(&mut g, "syntax/serde_ignored", label, &text, |t| {
+            black_box(serde_json::from_str::<serde::de::IgnoredAny>(t).is_ok());
+        });
         for (kind, t) in [
-            ("prose_fence", prose_and_fence(size)),
-            ("small_objects", many_small_objects(size)),
+            ("keys_only/prose_fence", prose_and_fence(size)),
+            ("keys_only/small_objects", many_small_objects(size)),
+            ("keys_only", text.clone()),
         ] {
-            g.throughput(Throughput::Bytes(t.len() as u64));
-            g.bench_with_input(
-                BenchmarkId::new(format!("keys_only/{kind}"), label),
-                &t,
-                |b, t| b.iter(|| shallow_check(&schema, black_box(t))),
-            );
+            on_text(&mut g, kind, label, &t, |t| {
+                black_box(shallow_check(&schema, t));
+            });
         }
-        g.throughput(Throughput::Bytes(text.len() as u64));
-        g.bench_with_input(BenchmarkId::new("keys_only", label), &text, |b, t| {
-            b.iter(|| shallow_check(&schema, black_box(t)))
+        on_text(&mut g, "via_value", label, &text, |t| {
+            black_box(extract_last_object(t).map(|(_, v)| missing_required_keys(&schema, &v)));
         });
-        g.bench_with_input(BenchmarkId::new("via_value", label), &text, |b, t| {
-            b.iter(|| {
-                extract_last_object(black_box(t)).map(|(_, v)| missing_required_keys(&schema, &v))
-            })
-        });
-        let array = array_schema();
-        let text = array_json(size);
-        g.throughput(Throughput::Bytes(text.len() as u64));
-        g.bench_with_input(BenchmarkId::new("array_root", label), &text, |b, t| {
-            b.iter(|| shallow_check(&array, black_box(t)))
+        on_text(&mut g, "array_root", label, &array_json(size), |t| {
+            black_box(shallow_check(&array, t));
         });
     }
     g.finish();
 }
 
 fn full(c: &mut Criterion) {
-    let schema = answer_schema();
-    let compiled = CompiledSchema::compile(&schema).unwrap_or_else(|e| panic!("{e}"));
+    let compiled = CompiledSchema::compile(&answer_schema()).unwrap_or_else(|e| panic!("{e}"));
+    let array = array_schema();
+    let array_compiled = CompiledSchema::compile(&array).unwrap_or_else(|e| panic!("{e}"));
+    let root = AnswerRoot::of(&array);
     let mut g = quick(c, "full_validation");
     for (label, size) in SIZES {
-        let text = plain_json(size);
-        g.throughput(Throughput::Bytes(text.len() as u64));
-        g.bench_with_input(
-            BenchmarkId::new("extract_parse_validate", label),
-            &text,
-            |b, t| {
-                b.iter(|| {
-                    extract_last_object(black_box(t)).map(|(_, v)| compiled.validate(&v).len())
-                })
+        on_text(
+            &mut g,
+            "extract_parse_validate",
+            label,
+            &plain_json(size),
+            |t| {
+                black_box(extract_last_object(t).map(|(_, v)| compiled.validate(&v).len()));
             },
         );
-        let array = array_schema();
-        let array_compiled = CompiledSchema::compile(&array).unwrap_or_else(|e| panic!("{e}"));
-        let root = AnswerRoot::of(&array);
-        let text = array_json(size);
-        g.throughput(Throughput::Bytes(text.len() as u64));
-        g.bench_with_input(
-            BenchmarkId::new("array_root_extract_parse_validate", label),
-            &text,
-            |b, t| {
-                b.iter(|| {
-                    extract_answer(black_box(t), root)
-                        .map(|(_, v)| array_compiled.validate(&v).len())
-                })
-            },
-        );
+        let id = "array_root_extract_parse_validate";
+        on_text(&mut g, id, label, &array_json(size), |t| {
+            black_box(extract_answer(t, root).map(|(_, v)| array_compiled.validate(&v).len()));
+        });
     }
     g.finish();
 }
@@ -258,21 +232,24 @@ fn contract_decision() -> Value {
         .unwrap_or_else(|e| panic!("examples/decision.schema.json: {e}"))
 }
 
-fn strict(c: &mut Criterion) {
-    let decision = contract_decision();
+/// The schemas the strict check and `geode schema check` are measured on.
+fn schema_cases() -> [(&'static str, Value); 4] {
     let props = |n: usize| -> Map<String, Value> {
         (0..n)
             .map(|i| (format!("field_{i}"), json!({"type": "string"})))
             .collect()
     };
-    let cases = [
-        ("decision", decision),
+    [
+        ("decision", contract_decision()),
         ("200_properties", strict_object(props(200))),
         ("10_levels", nested(10)),
         ("5000_properties", strict_object(props(5000))),
-    ];
+    ]
+}
+
+fn strict(c: &mut Criterion) {
     let mut g = quick(c, "strict_check");
-    for (name, schema) in &cases {
+    for (name, schema) in &schema_cases() {
         g.bench_with_input(BenchmarkId::from_parameter(name), schema, |b, s| {
             b.iter(|| check_strict(black_box(s)).compatible)
         });
@@ -284,19 +261,8 @@ fn strict(c: &mut Criterion) {
 /// parsed (load), checked for OpenAI strict compatibility, compiled for validation, and
 /// preflighted against every dialect's limits.
 fn schema_check(c: &mut Criterion) {
-    let props = |n: usize| -> Map<String, Value> {
-        (0..n)
-            .map(|i| (format!("field_{i}"), json!({"type": "string"})))
-            .collect()
-    };
-    let cases = [
-        ("decision", contract_decision()),
-        ("200_properties", strict_object(props(200))),
-        ("10_levels", nested(10)),
-        ("5000_properties", strict_object(props(5000))),
-    ];
     let mut g = quick(c, "schema_check");
-    for (name, schema) in &cases {
+    for (name, schema) in &schema_cases() {
         let text = schema.to_string();
         g.bench_with_input(BenchmarkId::new("load_strict", name), &text, |b, t| {
             b.iter(|| {

@@ -54,8 +54,7 @@ fn machine(spec: &AdapterSpec, server: &FakeServer, home: &std::path::Path) -> M
             token_url_env,
             ..
         } => {
-            let doc = geode_fakes::chatgpt::codex_auth_json(false);
-            std::fs::write(home.join("auth.json"), doc.to_string()).unwrap();
+            geode_fakes::chatgpt::write_codex_auth(home, false).unwrap();
             env.set(dir_env, home.display().to_string())
                 .set(token_url_env, server.base_url())
         }

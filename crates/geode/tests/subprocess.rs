@@ -21,6 +21,18 @@ fn sh(script: &str) -> ProcessSpec {
     ProcessSpec::new("sh").args(["-c", script])
 }
 
+/// Runs the body of a test, bounded by [`BOUND`]: a hang fails instead of blocking the suite.
+async fn bounded(test: impl std::future::Future<Output = ()>) {
+    timeout(BOUND, test)
+        .await
+        .expect("the test ended within its bound");
+}
+
+/// Runs `spec` to its end: never cancelled, no deadline.
+async fn run_to_end(spec: &ProcessSpec) -> Result<subprocess::SubprocessOutput, SubprocessError> {
+    subprocess::run(spec, &CancellationToken::new(), None).await
+}
+
 /// Waits (bounded) until no live process is left in group `pgid`; returns what is left.
 /// Asserts no process of group `pgid` is left (after letting the kernel settle).
 async fn assert_group_gone(pgid: u32) {
@@ -39,7 +51,7 @@ async fn assert_group_and_child_gone(out: &subprocess::SubprocessOutput) {
 
 #[tokio::test]
 async fn deadline_kills_the_whole_group_including_grandchildren() {
-    timeout(BOUND, async {
+    bounded(async {
         // The grandchild prints its pid, then both it and the shell sleep "forever".
         let spec = sh("sleep 1000 & echo $!; sleep 1000");
         let deadline = Instant::now() + Duration::from_millis(500);
@@ -51,13 +63,12 @@ async fn deadline_kills_the_whole_group_including_grandchildren() {
         assert!(!out.success());
         assert_group_and_child_gone(&out).await;
     })
-    .await
-    .unwrap();
+    .await;
 }
 
 #[tokio::test]
 async fn cancellation_kills_the_group_and_keeps_partial_output() {
-    timeout(BOUND, async {
+    bounded(async {
         let spec = sh("echo started; sleep 1000 & sleep 1000");
         let token = CancellationToken::new();
         let t2 = token.clone();
@@ -71,13 +82,12 @@ async fn cancellation_kills_the_group_and_keeps_partial_output() {
         assert_eq!(out.stdout.text, "started\n");
         assert_group_gone(out.pgid).await;
     })
-    .await
-    .unwrap();
+    .await;
 }
 
 #[tokio::test]
 async fn dropping_the_future_kills_the_group() {
-    timeout(BOUND, async {
+    bounded(async {
         let dir = tempfile::tempdir().unwrap();
         let pidfile = dir.path().join("pgid");
         let spec = sh(&format!(
@@ -99,29 +109,25 @@ async fn dropping_the_future_kills_the_group() {
             .unwrap();
         assert_group_gone(pgid).await;
     })
-    .await
-    .unwrap();
+    .await;
 }
 
 #[tokio::test]
 async fn normal_exit_does_not_wait_for_or_leak_background_children() {
-    timeout(BOUND, async {
+    bounded(async {
         // The background sleep keeps the stdout pipe open; the runner must not hang on it.
         let spec = sh("sleep 1000 & echo $!");
-        let out = subprocess::run(&spec, &CancellationToken::new(), None)
-            .await
-            .unwrap();
+        let out = run_to_end(&spec).await.unwrap();
         assert!(out.success());
         assert_eq!(out.exit_code(), Some(0));
         assert_group_and_child_gone(&out).await;
     })
-    .await
-    .unwrap();
+    .await;
 }
 
 #[tokio::test]
 async fn a_gigabyte_of_output_keeps_only_the_capped_tail() {
-    timeout(BOUND, async {
+    bounded(async {
         const CAP: usize = 1 << 20;
         const TOTAL: u64 = 1_000_000_000;
         // stdout: a gigabyte of `y\n` ending in a marker; stderr: 50 MB of NULs.
@@ -129,9 +135,7 @@ async fn a_gigabyte_of_output_keeps_only_the_capped_tail() {
             "yes | head -c {TOTAL}; printf END; head -c 50000000 /dev/zero >&2"
         ))
         .capture_limit(CAP);
-        let out = subprocess::run(&spec, &CancellationToken::new(), None)
-            .await
-            .unwrap();
+        let out = run_to_end(&spec).await.unwrap();
         assert!(out.success());
         assert_eq!(out.stdout.text.len(), CAP);
         assert!(out.stdout.text.ends_with("y\ny\nEND"));
@@ -140,19 +144,16 @@ async fn a_gigabyte_of_output_keeps_only_the_capped_tail() {
         assert_eq!(out.stderr.text.len(), CAP);
         assert_eq!(out.stderr.dropped_bytes, 50_000_000 - CAP as u64);
     })
-    .await
-    .unwrap();
+    .await;
 }
 
 #[tokio::test]
 async fn endless_stdout_past_its_budget_kills_the_group_at_once() {
-    timeout(BOUND, async {
+    bounded(async {
         // `yes` writes forever; a background child writes forever too. No deadline at all:
         // only the budget can end this run.
         let spec = sh("yes background & yes").stdout_budget(1 << 20);
-        let out = subprocess::run(&spec, &CancellationToken::new(), None)
-            .await
-            .unwrap();
+        let out = run_to_end(&spec).await.unwrap();
         assert_eq!(out.ending, Ending::OutputTooLarge { limit: 1 << 20 });
         assert!(!out.success() && !out.timed_out());
         assert_group_gone(out.pgid).await;
@@ -162,23 +163,18 @@ async fn endless_stdout_past_its_budget_kills_the_group_at_once() {
 
         // Within the budget, the same spec runs normally.
         let spec = sh("head -c 1000 /dev/zero | tr '\\0' x").stdout_budget(1000);
-        let out = subprocess::run(&spec, &CancellationToken::new(), None)
-            .await
-            .unwrap();
+        let out = run_to_end(&spec).await.unwrap();
         assert!(out.success(), "{out:?}");
         assert_eq!(out.stdout.text.len(), 1000);
     })
-    .await
-    .unwrap();
+    .await;
 }
 
 #[tokio::test]
 async fn non_utf8_stdout_is_a_typed_error() {
-    timeout(BOUND, async {
+    bounded(async {
         let spec = sh(r"printf 'ok \377\376'");
-        let err = subprocess::run(&spec, &CancellationToken::new(), None)
-            .await
-            .unwrap_err();
+        let err = run_to_end(&spec).await.unwrap_err();
         match err {
             SubprocessError::NonUtf8 { stream, offset, .. } => {
                 assert_eq!(stream, Stream::Stdout);
@@ -187,25 +183,20 @@ async fn non_utf8_stdout_is_a_typed_error() {
             other => panic!("expected NonUtf8, got {other:?}"),
         }
         // stderr is diagnostic only: decoded lossily.
-        let out = subprocess::run(&sh(r"printf '\377' >&2"), &CancellationToken::new(), None)
-            .await
-            .unwrap();
+        let out = run_to_end(&sh(r"printf '\377' >&2")).await.unwrap();
         assert_eq!(out.stderr.text, "\u{FFFD}");
     })
-    .await
-    .unwrap();
+    .await;
 }
 
 #[tokio::test]
 async fn a_missing_binary_is_a_typed_error() {
-    timeout(BOUND, async {
+    bounded(async {
         for program in [
             "/nonexistent/geode-no-such-cli",
             "geode-no-such-cli-on-path",
         ] {
-            let err = subprocess::run(&ProcessSpec::new(program), &CancellationToken::new(), None)
-                .await
-                .unwrap_err();
+            let err = run_to_end(&ProcessSpec::new(program)).await.unwrap_err();
             assert!(
                 matches!(&err, SubprocessError::NotFound { program: p, .. } if p == program),
                 "{err:?}"
@@ -226,13 +217,12 @@ async fn a_missing_binary_is_a_typed_error() {
             subprocess::resolve_program("GEODE_TEST_VARIABLE_THAT_IS_NEVER_SET", "sh").unwrap();
         assert!(sh.is_absolute());
     })
-    .await
-    .unwrap();
+    .await;
 }
 
 #[tokio::test]
 async fn an_argument_at_the_kernel_limit_is_refused_before_spawning() {
-    timeout(BOUND, async {
+    bounded(async {
         // The kernel itself refuses a string of MAX_ARG_BYTES (NUL included it is one over).
         let kernel = std::process::Command::new("true")
             .arg("a".repeat(MAX_ARG_BYTES))
@@ -243,9 +233,7 @@ async fn an_argument_at_the_kernel_limit_is_refused_before_spawning() {
         let dir = tempfile::tempdir().unwrap();
         let marker = dir.path().join("ran");
         let spec = sh(&format!("touch {}", marker.display())).arg("a".repeat(MAX_ARG_BYTES));
-        let err = subprocess::run(&spec, &CancellationToken::new(), None)
-            .await
-            .unwrap_err();
+        let err = run_to_end(&spec).await.unwrap_err();
         assert!(
             matches!(err, SubprocessError::ArgTooLong { ref what, len, limit }
                 if what == "argument 3" && len == MAX_ARG_BYTES && limit == MAX_ARG_BYTES),
@@ -257,24 +245,19 @@ async fn an_argument_at_the_kernel_limit_is_refused_before_spawning() {
         let spec = sh("printf %s \"$1\" | wc -c")
             .arg("sh")
             .arg("b".repeat(MAX_ARG_BYTES - 1));
-        let out = subprocess::run(&spec, &CancellationToken::new(), None)
-            .await
-            .unwrap();
+        let out = run_to_end(&spec).await.unwrap();
         assert_eq!(out.stdout.text.trim(), (MAX_ARG_BYTES - 1).to_string());
     })
-    .await
-    .unwrap();
+    .await;
 }
 
 #[tokio::test]
 async fn stdin_is_written_then_closed_without_deadlock() {
-    timeout(BOUND, async {
+    bounded(async {
         // 4 MiB in, echoed out by cat while we are still writing: both pipes fill up.
         let input: Vec<u8> = (0..4u32 << 20).map(|i| b'a' + (i % 26) as u8).collect();
         let spec = ProcessSpec::new("cat").stdin(input.clone());
-        let out = subprocess::run(&spec, &CancellationToken::new(), None)
-            .await
-            .unwrap();
+        let out = run_to_end(&spec).await.unwrap();
         assert!(out.success(), "cat ends only when stdin is closed");
         assert_eq!(out.stdout.text.as_bytes(), input.as_slice());
         // A child that never reads its stdin is not an error.
@@ -287,21 +270,18 @@ async fn stdin_is_written_then_closed_without_deadlock() {
         .unwrap();
         assert_eq!(out.exit_code(), Some(3));
     })
-    .await
-    .unwrap();
+    .await;
 }
 
 #[tokio::test]
 async fn the_environment_is_an_allow_list() {
-    timeout(BOUND, async {
+    bounded(async {
         // cargo sets CARGO_MANIFEST_DIR and CARGO_PKG_NAME for test binaries.
         assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
         let spec = ProcessSpec::new("env")
             .allow_env("CARGO_PKG_NAME")
             .env("GEODE_EXPLICIT", "v1");
-        let out = subprocess::run(&spec, &CancellationToken::new(), None)
-            .await
-            .unwrap();
+        let out = run_to_end(&spec).await.unwrap();
         let names: Vec<&str> = out
             .stdout
             .text
@@ -318,13 +298,12 @@ async fn the_environment_is_an_allow_list() {
             );
         }
     })
-    .await
-    .unwrap();
+    .await;
 }
 
 #[tokio::test]
 async fn exit_codes_and_signals_are_reported() {
-    timeout(BOUND, async {
+    bounded(async {
         let out = subprocess::run(
             &sh("echo out; echo err >&2; exit 7"),
             &CancellationToken::new(),
@@ -338,12 +317,9 @@ async fn exit_codes_and_signals_are_reported() {
             ("out\n", "err\n")
         );
         assert_eq!(out.stderr.last_line(80), "err");
-        let out = subprocess::run(&sh("kill -TERM $$"), &CancellationToken::new(), None)
-            .await
-            .unwrap();
+        let out = run_to_end(&sh("kill -TERM $$")).await.unwrap();
         assert!(matches!(out.ending, Ending::Exited(_)));
         assert_eq!(out.exit_code(), None, "a signal death has no exit code");
     })
-    .await
-    .unwrap();
+    .await;
 }

@@ -164,6 +164,16 @@ async fn snapshot_adapter(name: &str, kind: Kind, build: impl Fn(&FakeServer) ->
     snapshot_adapter_on(name, kind, SchemaSupport::Enforce, build).await;
 }
 
+/// [`snapshot_adapter`] for an adapter built from a key variable (set to [`KEY`]) and a base-URL
+/// variable (set to the fake's URL).
+async fn snapshot_keyed(name: &str, kind: Kind, key_env: &str, base_env: &str) {
+    snapshot_adapter(name, kind, |s| {
+        let env = MapEnv::new().set(key_env, KEY).set(base_env, s.base_url());
+        built(name, env)
+    })
+    .await;
+}
+
 /// [`snapshot_adapter`] on a fake whose `json_schema` support is `support`.
 async fn snapshot_adapter_on(
     name: &str,
@@ -199,24 +209,19 @@ async fn call_once(adapter: Arc<dyn Adapter>, req: AdapterCallRequest, label: &s
 
 #[tokio::test]
 async fn openai_payg_wire() {
-    snapshot_adapter("openai-payg", Kind::Responses, |s| {
-        let env = MapEnv::new()
-            .set("OPENAI_API_KEY", KEY)
-            .set("GEODE_OPENAI_BASE_URL", s.base_url());
-        built("openai-payg", env)
-    })
+    snapshot_keyed(
+        "openai-payg",
+        Kind::Responses,
+        "OPENAI_API_KEY",
+        "GEODE_OPENAI_BASE_URL",
+    )
     .await;
 }
 
 #[tokio::test]
 async fn codex_oauth_wire() {
     let dir = tempfile::tempdir().unwrap();
-    let auth = dir.path().join("auth.json");
-    std::fs::write(
-        &auth,
-        geode_fakes::chatgpt::codex_auth_json(false).to_string(),
-    )
-    .unwrap();
+    geode_fakes::chatgpt::write_codex_auth(dir.path(), false).unwrap();
     snapshot_adapter("codex-oauth", Kind::ChatGpt, |s| {
         let env = MapEnv::new()
             .set("CODEX_HOME", dir.path().display().to_string())
@@ -229,23 +234,23 @@ async fn codex_oauth_wire() {
 
 #[tokio::test]
 async fn anthropic_payg_wire() {
-    snapshot_adapter("anthropic-payg", Kind::Messages, |s| {
-        let env = MapEnv::new()
-            .set("ANTHROPIC_API_KEY", KEY)
-            .set("GEODE_ANTHROPIC_BASE_URL", s.base_url());
-        built("anthropic-payg", env)
-    })
+    snapshot_keyed(
+        "anthropic-payg",
+        Kind::Messages,
+        "ANTHROPIC_API_KEY",
+        "GEODE_ANTHROPIC_BASE_URL",
+    )
     .await;
 }
 
 #[tokio::test]
 async fn anthropic_oauth_wire() {
-    snapshot_adapter("anthropic-oauth", Kind::Messages, |s| {
-        let env = MapEnv::new()
-            .set("CLAUDE_CODE_OAUTH_TOKEN", KEY)
-            .set("GEODE_ANTHROPIC_BASE_URL", s.base_url());
-        built("anthropic-oauth", env)
-    })
+    snapshot_keyed(
+        "anthropic-oauth",
+        Kind::Messages,
+        "CLAUDE_CODE_OAUTH_TOKEN",
+        "GEODE_ANTHROPIC_BASE_URL",
+    )
     .await;
 }
 

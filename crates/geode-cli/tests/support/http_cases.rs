@@ -1,7 +1,7 @@
 //! The six HTTP adapters as the end-to-end tests see them: which fake serves each, where its
 //! base URL and credential go, and where it puts the schema on the wire.
 
-use super::{SECRET, Sandbox, bad_enum_answer, decision_schema, write_codex_auth};
+use super::{SECRET, Sandbox, bad_enum_answer, decision_schema};
 use geode_fakes::{FakeServer, Kind, Reply, Script};
 use serde_json::Value;
 
@@ -129,7 +129,7 @@ impl Case {
             }
             Credential::CodexHome => {
                 let codex_home = sb.home().join("codex-home");
-                write_codex_auth(&codex_home);
+                geode_fakes::chatgpt::write_codex_auth(&codex_home, false).unwrap();
                 sb.var("CODEX_HOME", codex_home.display().to_string());
             }
             Credential::ClaudeToken => {

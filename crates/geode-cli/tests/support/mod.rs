@@ -290,17 +290,6 @@ pub fn bad_enum_answer() -> Value {
     serde_json::json!({"decision": "Accept", "reason": "the tests pass"})
 }
 
-/// A fake codex `auth.json` (ChatGPT mode, fresh tokens) written into `codex_home`.
-pub fn write_codex_auth(codex_home: &Path) {
-    std::fs::create_dir_all(codex_home).unwrap();
-    let auth = geode_fakes::chatgpt::codex_auth_json(false);
-    std::fs::write(
-        codex_home.join("auth.json"),
-        serde_json::to_string_pretty(&auth).unwrap(),
-    )
-    .unwrap();
-}
-
 /// A `geode-fakes` server of `kind` playing `script` on 127.0.0.1.
 pub async fn fake_of(
     kind: geode_fakes::Kind,

@@ -15,109 +15,80 @@ use crate::vocab::Require;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-fn d_max_tokens() -> u32 {
-    32768
-}
-fn d_timeout() -> f64 {
-    600.0
-}
-fn d_effort() -> String {
-    "high".to_owned()
-}
 fn is_default<T: Default + PartialEq>(v: &T) -> bool {
     *v == T::default()
 }
 
-/// One task for a worker. Field names and defaults are the reference's; geode's additions
+/// One task for a worker. Field names and defaults ([`WorkerRequest::default`], for every
+/// field but `task_id`, which [`parse_request`] requires) are the reference's; geode's additions
 /// (`validation`, `require`, `adapter`, `text_constraint`, `max_rounds`, `formats`) are omitted from JSON
 /// when they hold their defaults.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct WorkerRequest {
-    /// The task id (required).
+    /// The task id (required by [`parse_request`]).
     pub task_id: String,
     /// The task type, e.g. `analyze`.
-    #[serde(default)]
     pub task_type: String,
     /// The prompt text.
-    #[serde(default)]
     pub description: String,
     /// Parameters appended to the prompt as JSON.
-    #[serde(default)]
     pub args: Map<String, Value>,
     /// Tools the task may not use.
-    #[serde(default)]
     pub denied_tools: Vec<String>,
     /// The model ("" inherits the default).
-    #[serde(default)]
     pub model: String,
     /// The provider ("" infers it from the model).
-    #[serde(default)]
     pub provider: String,
     /// Output token limit per call.
-    #[serde(default = "d_max_tokens")]
     pub subagent_max_tokens: u32,
     /// The hard wall-clock limit in seconds; the retry gate is at 50% of it.
-    #[serde(default = "d_timeout")]
     pub timeout_s: f64,
     /// The loop's time budget in seconds (0 = none).
-    #[serde(default)]
     pub time_budget_s: f64,
     /// Extended-thinking budget.
-    #[serde(default)]
     pub thinking_budget: u32,
     /// Reasoning effort.
-    #[serde(default = "d_effort")]
     pub effort: String,
     /// Isolation mode (carried, unused).
-    #[serde(default)]
     pub isolation: String,
     /// Agent name (carried).
-    #[serde(default)]
     pub agent_name: String,
     /// The agent's system prompt.
-    #[serde(default)]
     pub agent_system_prompt: String,
     /// Toolkit name (carried).
-    #[serde(default)]
     pub toolkit: String,
     /// Parent session key (carried).
-    #[serde(default)]
     pub parent_session_key: String,
     /// Parent session id (carried).
-    #[serde(default)]
     pub parent_session_id: String,
     /// Adapter source: `payg`, `subscription`, `adapter`, or an adapter name ("" = infer).
-    #[serde(default)]
     pub source: String,
     /// Tools the task may use (empty = all).
-    #[serde(default)]
     pub agent_allowed_tools: Vec<String>,
     /// The schema of the final answer.
-    #[serde(default)]
     pub response_schema: Option<ResponseSchema>,
     /// Emit activity events (carried).
-    #[serde(default)]
     pub emit_activity: bool,
     /// Resume a session (carried).
-    #[serde(default)]
     pub resume: bool,
     /// geode: which check decides the retry and success.
-    #[serde(default, skip_serializing_if = "is_default")]
+    #[serde(skip_serializing_if = "is_default")]
     pub validation: Validation,
     /// geode: the guarantee the caller requires of the adapter.
-    #[serde(default, skip_serializing_if = "is_default")]
+    #[serde(skip_serializing_if = "is_default")]
     pub require: Require,
     /// geode: an explicit adapter name ("" = route).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub adapter: String,
     /// geode: a choice/regex/grammar constraint.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub text_constraint: Option<TextConstraint>,
     /// geode: maximum LLM rounds per attempt (0 = unlimited).
-    #[serde(default, skip_serializing_if = "is_default")]
+    #[serde(skip_serializing_if = "is_default")]
     pub max_rounds: u32,
     /// geode: how full validation treats `format`: `assert` (default) or `annotate`.
-    #[serde(default, skip_serializing_if = "is_default")]
+    #[serde(skip_serializing_if = "is_default")]
     pub formats: FormatMode,
     /// Fields geode does not know; ignored, and named in the ledger.
     #[serde(flatten, skip_serializing)]
@@ -158,11 +129,11 @@ impl Default for WorkerRequest {
             denied_tools: Vec::new(),
             model: String::new(),
             provider: String::new(),
-            subagent_max_tokens: d_max_tokens(),
-            timeout_s: d_timeout(),
+            subagent_max_tokens: 32768,
+            timeout_s: 600.0,
             time_budget_s: 0.0,
             thinking_budget: 0,
-            effort: d_effort(),
+            effort: "high".to_owned(),
             isolation: String::new(),
             agent_name: String::new(),
             agent_system_prompt: String::new(),

@@ -67,10 +67,8 @@ impl Client {
         regex: &str,
         prompt: impl Into<String>,
     ) -> Result<Extracted<String>, Error> {
-        let result = self
-            .constrained(TextConstraint::Regex(regex.to_owned()), prompt.into())
-            .await?;
-        Ok(text_value(result))
+        self.constrained_text(TextConstraint::Regex(regex.to_owned()), prompt)
+            .await
     }
 
     /// Asks for text derivable from the Lark grammar `lark` (enforced only by a constraining
@@ -80,10 +78,8 @@ impl Client {
         lark: &str,
         prompt: impl Into<String>,
     ) -> Result<Extracted<String>, Error> {
-        let result = self
-            .constrained(TextConstraint::Grammar(lark.to_owned()), prompt.into())
-            .await?;
-        Ok(text_value(result))
+        self.constrained_text(TextConstraint::Grammar(lark.to_owned()), prompt)
+            .await
     }
 
     /// Runs a reference-shaped request as `geode worker` does. Empty `adapter`/`model` take the
@@ -110,6 +106,19 @@ impl Client {
         let mut req = self.request(prompt);
         req.text_constraint = Some(c);
         self.run_with(req, |_| {}).await
+    }
+
+    /// The trimmed answer under `c`.
+    async fn constrained_text(
+        &self,
+        c: TextConstraint,
+        prompt: impl Into<String>,
+    ) -> Result<Extracted<String>, Error> {
+        let result = self.constrained(c, prompt.into()).await?;
+        Ok(Extracted {
+            value: result.output.trim().to_owned(),
+            ledger: result.ledger,
+        })
     }
 
     /// Resolves, lets `tune` add observers to the environment, runs the worker and turns a
@@ -184,12 +193,5 @@ pub(crate) fn typed_value<T: DeserializeOwned>(
             message: crate::secret::scrub(&e.to_string()),
             ledger: Box::new(result.ledger),
         }),
-    }
-}
-
-fn text_value(result: WorkerResult) -> Extracted<String> {
-    Extracted {
-        value: result.output.trim().to_owned(),
-        ledger: result.ledger,
     }
 }

@@ -84,12 +84,17 @@ pub trait Adapter: Send + Sync {
 /// An adapter around another one that changes only how a call runs (pacing, recording, ...).
 ///
 /// Every [`Wraps`] is an [`Adapter`] that describes itself as the adapter it wraps: its name,
-/// registry row ([`Adapter::spec`]), wire mode (and its settled form) and tool support pass through, so a wrapper
-/// writes only its call.
+/// registry row ([`Adapter::spec`]), wire mode (and its settled form) and tool support
+/// ([`Wraps::supports_tools_through`]) pass through, so a wrapper writes only its call.
 #[async_trait::async_trait]
 pub trait Wraps: Send + Sync {
     /// The wrapped adapter.
     fn inner(&self) -> &dyn Adapter;
+
+    /// Whether the framework's own tools are forwarded: by default as the wrapped adapter does.
+    fn supports_tools_through(&self) -> bool {
+        self.inner().supports_tools()
+    }
 
     /// Makes one call, usually through [`Wraps::inner`].
     async fn call_through(
@@ -114,7 +119,7 @@ impl<W: Wraps> Adapter for W {
     }
 
     fn supports_tools(&self) -> bool {
-        self.inner().supports_tools()
+        self.supports_tools_through()
     }
 
     async fn settle_mode(

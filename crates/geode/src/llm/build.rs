@@ -12,9 +12,9 @@
 
 use crate::config::Config;
 use crate::llm::adapter::Adapter;
-use crate::llm::adapters::claude_cli::{self, ClaudeCliAdapter, ClaudeCliConfig};
-use crate::llm::adapters::cli_common::CliOptions;
-use crate::llm::adapters::codex_cli::{self, CodexCliAdapter, CodexCliConfig};
+use crate::llm::adapters::claude_cli::{ClaudeCliAdapter, ClaudeCliConfig};
+use crate::llm::adapters::cli_common::{CliOptions, CliRow};
+use crate::llm::adapters::codex_cli::{CodexCliAdapter, CodexCliConfig};
 use crate::llm::adapters::http_adapter::HttpAdapter;
 use crate::llm::call::AdapterError;
 use crate::llm::registry::{CliTool, Environment, WireFamily, spec};
@@ -31,23 +31,26 @@ pub fn build(
         message,
     };
     let spec = spec(name).ok_or_else(|| config_err(format!("unknown adapter {name:?}")))?;
-    // A CLI's options as the machine describes them: its binary and the variables it may see.
-    let cli = |options: CliOptions, bin_env: &str, pass_env: &[&str]| {
-        options.described_by(env, bin_env, pass_env, cfg.pass_env(name))
-    };
     Ok(match spec.wire_family {
         WireFamily::Responses(_) | WireFamily::Messages | WireFamily::Chat => {
             Arc::new(HttpAdapter::from_spec(spec, cfg, env)?)
         }
-        WireFamily::Cli(CliTool::Claude) => {
-            let mut config = ClaudeCliConfig::default();
-            config.cli = cli(config.cli, claude_cli::BIN_ENV, claude_cli::PASS_ENV);
-            Arc::new(ClaudeCliAdapter::new(config))
-        }
-        WireFamily::Cli(CliTool::Codex) => {
-            let mut config = CodexCliConfig::default();
-            config.cli = cli(config.cli, codex_cli::BIN_ENV, codex_cli::PASS_ENV);
-            Arc::new(CodexCliAdapter::new(config))
+        WireFamily::Cli(cli) => {
+            let row = CliRow::of(spec)
+                .ok_or_else(|| config_err(format!("adapter {name:?} names no binary")))?;
+            // The CLI's options as the machine describes them: its binary and the variables it may see.
+            let options =
+                CliOptions::with_timeout(cli.timeout).described_by(env, &row, cfg.pass_env(name));
+            match cli.tool {
+                CliTool::Claude => Arc::new(ClaudeCliAdapter::new(ClaudeCliConfig {
+                    cli: options,
+                    ..ClaudeCliConfig::default()
+                })),
+                CliTool::Codex => Arc::new(CodexCliAdapter::new(CodexCliConfig {
+                    cli: options,
+                    ..CodexCliConfig::default()
+                })),
+            }
         }
         WireFamily::Local => {
             return Err(config_err(format!(

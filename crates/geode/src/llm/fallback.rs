@@ -8,15 +8,18 @@
 //! a fallback in another provider family cannot serve the primary's model name, so it gets
 //! the request with its own model instead.
 
-use crate::llm::adapter::Adapter;
+use crate::llm::adapter::{Adapter, Wraps};
 use crate::llm::call::{AdapterError, CallCx, RetryClass};
 use crate::llm::request::{AdapterCallRequest, AdapterResponse};
-use crate::schema::ResponseSchema;
-use crate::vocab::{AdapterTry, StructuredOutputMode};
+use crate::vocab::AdapterTry;
 use std::sync::Arc;
 
-/// A chain of adapters tried in order on retryable failures.
+/// A chain of adapters tried in order on retryable failures. It describes itself as its first
+/// link ([`Wraps`]: name, registry row, wire mode and its settled form), and forwards tools
+/// only when every link does.
 pub struct FallbackAdapter {
+    /// The first link, which the chain describes itself as.
+    first: Arc<dyn Adapter>,
     chain: Vec<Arc<dyn Adapter>>,
     /// Per link: the model to put in the request instead of the caller's (`None`: keep it).
     models: Vec<Option<String>>,
@@ -39,45 +42,26 @@ impl FallbackAdapter {
     /// A chain whose links may override the request's model (`Some(model)`); `None` when empty.
     pub fn with_models(links: Vec<(Arc<dyn Adapter>, Option<String>)>) -> Option<Self> {
         let (chain, models): (Vec<_>, Vec<_>) = links.into_iter().unzip();
-        (!chain.is_empty()).then_some(Self { chain, models })
+        let first = Arc::clone(chain.first()?);
+        Some(Self {
+            first,
+            chain,
+            models,
+        })
     }
 }
 
 #[async_trait::async_trait]
-impl Adapter for FallbackAdapter {
-    fn name(&self) -> &str {
-        self.chain.first().map(|a| a.name()).unwrap_or("fallback")
+impl Wraps for FallbackAdapter {
+    fn inner(&self) -> &dyn Adapter {
+        &*self.first
     }
 
-    fn spec(&self) -> Option<&'static crate::llm::registry::AdapterSpec> {
-        self.chain.first().and_then(|a| a.spec())
-    }
-
-    fn wire_mode(&self, schema: Option<&ResponseSchema>) -> StructuredOutputMode {
-        self.chain
-            .first()
-            .map(|a| a.wire_mode(schema))
-            .unwrap_or_default()
-    }
-
-    /// The first link's settled mode (as [`Adapter::wire_mode`] is the first link's).
-    async fn settle_mode(
-        &self,
-        model: &str,
-        schema: Option<&ResponseSchema>,
-        cx: &CallCx,
-    ) -> Result<StructuredOutputMode, AdapterError> {
-        match self.chain.first() {
-            Some(a) => a.settle_mode(model, schema, cx).await,
-            None => Ok(StructuredOutputMode::None),
-        }
-    }
-
-    fn supports_tools(&self) -> bool {
+    fn supports_tools_through(&self) -> bool {
         self.chain.iter().all(|a| a.supports_tools())
     }
 
-    async fn call(
+    async fn call_through(
         &self,
         req: AdapterCallRequest,
         cx: &CallCx,

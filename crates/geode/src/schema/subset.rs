@@ -91,6 +91,28 @@ pub struct WireSubset {
     pub formats: Option<&'static [&'static str]>,
 }
 
+impl WireSubset {
+    /// A wire whose only rule is its root's: no keyword removed, any format (the schema goes
+    /// whole, [`object_root`]), read on the same day as the other tables.
+    const fn root_only(
+        name: &'static str,
+        adapters: &'static [&'static str],
+        source: &'static str,
+        root: RootRule,
+    ) -> Self {
+        Self {
+            name,
+            adapters,
+            source,
+            read_on: "2026-11-30",
+            root,
+            removed: &[],
+            removed_annotations: &[],
+            formats: None,
+        }
+    }
+}
+
 /// OpenAI strict mode (`text.format` json_schema with `strict:true`).
 pub const OPENAI_STRICT: WireSubset = WireSubset {
     name: "OpenAI strict",
@@ -136,28 +158,20 @@ pub const ANTHROPIC_NATIVE: WireSubset = WireSubset {
 
 /// An Anthropic tool's `input_schema` (the forced output tool; the claude CLI's
 /// `StructuredOutput` tool, validated by the CLI).
-pub const ANTHROPIC_TOOL: WireSubset = WireSubset {
-    name: "Anthropic tool input_schema",
-    adapters: &["anthropic-payg", "anthropic-oauth", "claude-cli"],
-    source: "https://platform.claude.com/docs/en/agents-and-tools/tool-use/implement-tool-use",
-    read_on: "2026-11-30",
-    root: RootRule::ObjectType,
-    removed: &[],
-    removed_annotations: &[],
-    formats: None,
-};
+pub const ANTHROPIC_TOOL: WireSubset = WireSubset::root_only(
+    "Anthropic tool input_schema",
+    &["anthropic-payg", "anthropic-oauth", "claude-cli"],
+    "https://platform.claude.com/docs/en/agents-and-tools/tool-use/implement-tool-use",
+    RootRule::ObjectType,
+);
 
 /// Zhipu GLM JSON mode (`response_format: json_object`, the schema in the prompt).
-pub const GLM_JSON_OBJECT: WireSubset = WireSubset {
-    name: "GLM json_object",
-    adapters: &["glm-payg", "glm-coding-plan"],
-    source: "https://docs.z.ai/guides/capabilities/struct-output",
-    read_on: "2026-11-30",
-    root: RootRule::ObjectValue,
-    removed: &[],
-    removed_annotations: &[],
-    formats: None,
-};
+pub const GLM_JSON_OBJECT: WireSubset = WireSubset::root_only(
+    "GLM json_object",
+    &["glm-payg", "glm-coding-plan"],
+    "https://docs.z.ai/guides/capabilities/struct-output",
+    RootRule::ObjectValue,
+);
 
 /// Every subset table, for `geode schema check` and the docs.
 pub const SUBSETS: &[WireSubset] = &[
@@ -316,31 +330,31 @@ fn strip_node(
     transforms: &mut Vec<Transform>,
     residuals: &mut Vec<Residual>,
 ) {
-    for &k in subset.removed {
-        if let Some(value) = m.shift_remove(k) {
-            transforms.push(Transform {
-                pointer: ptr.to_owned(),
-                action: format!(
-                    "removed keyword {k} (not in the {} subset; checked locally)",
-                    subset.name
-                ),
-            });
+    // One ledger line per removed keyword; a constraint (`Some` value) is also checked locally.
+    let mut removed = |keyword: &str, what: String, constraint: Option<Value>| {
+        transforms.push(Transform {
+            pointer: ptr.to_owned(),
+            action: format!("removed keyword {what}"),
+        });
+        if let Some(value) = constraint {
             residuals.push(Residual {
                 pointer: ptr.to_owned(),
-                keyword: k.to_owned(),
+                keyword: keyword.to_owned(),
                 value,
             });
+        }
+    };
+    let name = subset.name;
+    for &k in subset.removed {
+        if let Some(value) = m.shift_remove(k) {
+            let what = format!("{k} (not in the {name} subset; checked locally)");
+            removed(k, what, Some(value));
         }
     }
     for &k in subset.removed_annotations {
         if m.shift_remove(k).is_some() {
-            transforms.push(Transform {
-                pointer: ptr.to_owned(),
-                action: format!(
-                    "removed keyword {k} (not permitted by {}; an annotation, nothing to check)",
-                    subset.name
-                ),
-            });
+            let what = format!("{k} (not permitted by {name}; an annotation, nothing to check)");
+            removed(k, what, None);
         }
     }
     if let Some(formats) = subset.formats
@@ -348,18 +362,8 @@ fn strip_node(
             .is_some_and(|f| f.as_str().is_none_or(|f| !formats.contains(&f)))
         && let Some(value) = m.shift_remove("format")
     {
-        transforms.push(Transform {
-            pointer: ptr.to_owned(),
-            action: format!(
-                "removed keyword format {value} (not a {} format; checked locally)",
-                subset.name
-            ),
-        });
-        residuals.push(Residual {
-            pointer: ptr.to_owned(),
-            keyword: "format".to_owned(),
-            value,
-        });
+        let what = format!("format {value} (not a {name} format; checked locally)");
+        removed("format", what, Some(value));
     }
 }
 
@@ -393,20 +397,13 @@ pub fn openai_strict(schema: &ResponseSchema) -> WirePlan {
             weaker_because: Vec::new(),
         };
     }
-    let mut transforms = Vec::new();
-    let mut wire = schema.as_value().clone();
-    let wrapped = fit_root(&mut wire, schema, &OPENAI_STRICT, &mut transforms);
     WirePlan {
-        mode: StructuredOutputMode::Hint,
-        wire: Some(wire),
-        wrapped,
-        transforms,
-        residuals: Vec::new(),
         weaker_because: verdict
             .reasons
             .iter()
             .map(|r| format!("OpenAI strict: {r}"))
             .collect(),
+        ..object_root(schema, &OPENAI_STRICT, StructuredOutputMode::Hint)
     }
 }
 

@@ -15,6 +15,13 @@ fn strict_object(props: Value) -> Value {
     json!({"type": "object", "properties": props, "required": keys, "additionalProperties": false})
 }
 
+/// The OpenAI plan of `s`, which must be `strict`.
+fn strict_plan(s: &ResponseSchema) -> WirePlan {
+    let plan = openai_strict(s);
+    assert_eq!(plan.mode, StructuredOutputMode::Strict, "{plan:?}");
+    plan
+}
+
 fn actions(plan: &WirePlan) -> Vec<String> {
     plan.transforms.iter().map(|t| t.action.clone()).collect()
 }
@@ -24,8 +31,7 @@ fn openai_a_schema_inside_the_subset_goes_strict_and_unchanged() {
     let s = schema(strict_object(
         json!({"a": {"type": "string", "format": "uuid"}}),
     ));
-    let plan = openai_strict(&s);
-    assert_eq!(plan.mode, StructuredOutputMode::Strict);
+    let plan = strict_plan(&s);
     assert_eq!(plan.wire.as_ref(), Some(s.as_value()));
     assert!(!plan.wrapped && plan.transforms.is_empty() && plan.weaker_because.is_empty());
 }
@@ -39,8 +45,7 @@ fn openai_root_not_an_object_is_wrapped_and_strict() {
         json!({"type": ["integer", "null"]}),
         json!({"const": 3}),
     ] {
-        let plan = openai_strict(&schema(root.clone()));
-        assert_eq!(plan.mode, StructuredOutputMode::Strict, "{root}");
+        let plan = strict_plan(&schema(root.clone()));
         assert!(plan.wrapped, "{root}");
         let wire = plan.wire.as_ref().unwrap();
         assert_eq!(wire["properties"]["value"], root);
@@ -59,8 +64,7 @@ fn openai_an_anyof_root_is_wrapped_and_refs_still_resolve() {
         "anyOf": [{"$ref": "#/$defs/n"}, {"type": "array", "items": {"$ref": "#"}}],
         "$defs": {"n": {"type": "integer"}}
     });
-    let plan = openai_strict(&schema(root));
-    assert_eq!(plan.mode, StructuredOutputMode::Strict);
+    let plan = strict_plan(&schema(root));
     let wire = plan.wire.unwrap();
     assert_eq!(wire["$defs"]["n"]["type"], "integer");
     assert_eq!(
@@ -78,8 +82,7 @@ fn openai_a_typeless_object_root_gets_type_object() {
     let s = schema(
         json!({"properties": {"a": {"type": "string"}}, "required": ["a"], "additionalProperties": false}),
     );
-    let plan = openai_strict(&s);
-    assert_eq!(plan.mode, StructuredOutputMode::Strict);
+    let plan = strict_plan(&s);
     assert!(!plan.wrapped);
     assert_eq!(plan.wire.as_ref().unwrap()["type"], "object");
     assert!(actions(&plan)[0].starts_with("added type object at the root"));
@@ -91,8 +94,7 @@ fn openai_unsupported_composition_keywords_are_removed_and_checked_locally() {
         "n": {"type": "integer", "not": {"const": 3}, "allOf": [{"minimum": 0}]},
         "s": {"type": "string", "if": {"const": "a"}, "then": {}, "else": {}}
     })));
-    let plan = openai_strict(&s);
-    assert_eq!(plan.mode, StructuredOutputMode::Strict);
+    let plan = strict_plan(&s);
     let wire = plan.wire.as_ref().unwrap();
     for (ptr, k) in [
         ("/properties/n", "not"),
@@ -134,8 +136,7 @@ fn openai_default_is_removed_as_an_annotation() {
     let s = schema(strict_object(
         json!({"a": {"type": "string", "default": "x"}}),
     ));
-    let plan = openai_strict(&s);
-    assert_eq!(plan.mode, StructuredOutputMode::Strict);
+    let plan = strict_plan(&s);
     assert!(
         plan.wire.as_ref().unwrap()["properties"]["a"]
             .get("default")

@@ -37,7 +37,7 @@
 //! CLI reference: <https://docs.claude.com/en/docs/claude-code/cli-reference>.
 
 use super::claude_partial::{PartialAnswer, STRUCTURED_OUTPUT_TOOL};
-use super::cli_common::{self, CliOptions};
+use super::cli_common::{self, CliOptions, CliRow};
 use crate::llm::adapter::Adapter;
 use crate::llm::call::{AdapterError, CallCx, TextSink};
 use crate::llm::request::{AdapterCallRequest, AdapterResponse, StopReason, Usage, WireReport};
@@ -45,32 +45,10 @@ use crate::llm::subprocess::{MAX_ARG_BYTES, ProcessSpec};
 use serde::Deserialize;
 use serde_json::Value;
 use std::path::PathBuf;
-use std::time::Duration;
 
-/// The adapter's registry name.
-pub const NAME: &str = "claude-cli";
-/// The variable naming the `claude` binary.
-pub const BIN_ENV: &str = "GEODE_CLAUDE_BIN";
-/// The default time limit of one call (the reference's 1800 s).
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
-
-/// Parent variables the CLI may see: its credentials and knobs (`wire.md` §6.1). Anything else
-/// it needs is named in `geode.toml` (`[adapters.claude-cli] pass_env = [...]`).
-pub const PASS_ENV: &[&str] = &[
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_AUTH_TOKEN",
-    "ANTHROPIC_BASE_URL",
-    "ANTHROPIC_CUSTOM_HEADERS",
-    "ANTHROPIC_BETAS",
-    "ANTHROPIC_MODEL",
-    "ANTHROPIC_DEFAULT_HAIKU_MODEL",
-    "ANTHROPIC_SMALL_FAST_MODEL",
-    "CLAUDE_CODE_OAUTH_TOKEN",
-    "CLAUDE_CONFIG_DIR",
-    "API_TIMEOUT_MS",
-    "CLAUDE_CODE_MAX_RETRIES",
-    "MAX_STRUCTURED_OUTPUT_RETRIES",
-];
+/// This adapter's registry row ([`crate::llm::registry::CLAUDE_CLI`]): its name, binary variable
+/// (`GEODE_CLAUDE_BIN`), the parent variables the CLI may see and its default time limit.
+pub const ROW: CliRow = CliRow::of_cli_row(&crate::llm::registry::CLAUDE_CLI);
 
 /// Always set: no update checks, telemetry or other non-essential traffic.
 const QUIET_ENV: &[(&str, &str)] = &[
@@ -103,7 +81,7 @@ pub struct ClaudeCliConfig {
 impl Default for ClaudeCliConfig {
     fn default() -> Self {
         Self {
-            cli: CliOptions::with_timeout(DEFAULT_TIMEOUT),
+            cli: CliOptions::with_timeout(ROW.cli.timeout),
             max_turns: 100,
             builtin_tools: BuiltinTools::Off,
         }
@@ -120,11 +98,6 @@ impl ClaudeCliAdapter {
     /// An adapter with `config`.
     pub fn new(config: ClaudeCliConfig) -> Self {
         Self { config }
-    }
-
-    /// The binary: the configured one, else `GEODE_CLAUDE_BIN`, else `claude` on `PATH`.
-    pub fn resolve_bin(&self) -> Result<PathBuf, AdapterError> {
-        cli_common::resolve_bin(self.config.cli.bin.as_ref(), NAME, BIN_ENV, "claude")
     }
 
     /// The process to run `bin` for `req`, without spawning it; with `partial`, the CLI also
@@ -153,7 +126,7 @@ impl ClaudeCliAdapter {
             spec = spec.args(["--system-prompt", req.system_prompt.as_str()]);
         }
         if let Some(schema) = &req.response_schema {
-            let wire = wire_plan(Some(schema)).wire_schema(schema);
+            let wire = ROW.wire_plan(Some(schema)).wire_schema(schema);
             spec = spec.arg("--json-schema").arg(wire.to_compact_json());
         }
         if partial {
@@ -167,14 +140,14 @@ impl ClaudeCliAdapter {
         for (k, v) in QUIET_ENV {
             spec = spec.env(*k, v);
         }
-        c.cli.apply(spec, PASS_ENV, &[])
+        c.cli.apply(spec, ROW.cli.pass_env, &[])
     }
 }
 
 #[async_trait::async_trait]
 impl Adapter for ClaudeCliAdapter {
     fn spec(&self) -> Option<&'static crate::llm::registry::AdapterSpec> {
-        crate::llm::registry::spec(NAME)
+        Some(ROW.spec)
     }
 
     async fn call(
@@ -183,7 +156,11 @@ impl Adapter for ClaudeCliAdapter {
         cx: &CallCx,
     ) -> Result<AdapterResponse, AdapterError> {
         let partial = cx.on_text.is_some();
-        let mut spec = self.process_spec(self.resolve_bin()?, &req, partial);
+        let mut spec = self.process_spec(
+            ROW.resolve_bin(self.config.cli.bin.as_ref())?,
+            &req,
+            partial,
+        );
         if partial {
             let picker = std::sync::Mutex::new(PartialAnswer::new(req.response_schema.is_some()));
             let cx = cx.clone();
@@ -195,10 +172,10 @@ impl Adapter for ClaudeCliAdapter {
             }));
         }
         let timeout = self.config.cli.timeout;
-        let out = cli_common::run_process(NAME, BIN_ENV, spec, cx, timeout).await?;
+        let out = ROW.run_process(spec, cx, timeout).await?;
         let Some(result) = last_result(&out.stdout.text) else {
             return Err(cli_common::no_outcome(
-                NAME,
+                ROW.name(),
                 &out,
                 "no result object on stdout",
             ));
@@ -209,15 +186,9 @@ impl Adapter for ClaudeCliAdapter {
         };
         Ok(cli_common::answered(
             resp,
-            wire_plan(req.response_schema.as_ref()),
+            ROW.wire_plan(req.response_schema.as_ref()),
         ))
     }
-}
-
-/// How the schema goes on this CLI's wire: its row's plan (the `StructuredOutput` tool's
-/// `input_schema` needs an object root, [`crate::schema::subset::ANTHROPIC_TOOL`]).
-fn wire_plan(schema: Option<&crate::schema::ResponseSchema>) -> crate::schema::subset::WirePlan {
-    cli_common::wire_plan(NAME, schema)
 }
 
 /// The CLI's `result` object (`wire.md` §6.4); unknown fields are ignored.
@@ -325,7 +296,7 @@ fn usage_of(r: &CliResult) -> Usage {
 /// Turns a result object into the answer or a typed failure (the module table).
 pub fn interpret(r: CliResult, schema_requested: bool) -> Result<AdapterResponse, AdapterError> {
     let run_failed = |kind: &str, message: String| AdapterError::RunFailed {
-        adapter: NAME.into(),
+        adapter: ROW.name().into(),
         kind: kind.into(),
         message: crate::secret::clip(&message, 300),
     };
@@ -352,17 +323,17 @@ pub fn interpret(r: CliResult, schema_requested: bool) -> Result<AdapterResponse
             ("error_max_budget_usd", _) => run_failed("max_budget", detail()),
             ("error_during_execution", _) => run_failed("during_execution", detail()),
             (_, Some(status @ (401 | 403))) => AdapterError::Auth {
-                adapter: NAME.into(),
+                adapter: ROW.name().into(),
                 status,
                 message: crate::secret::clip(&detail(), 300),
             },
             (_, Some(429)) => AdapterError::RateLimited {
-                adapter: NAME.into(),
+                adapter: ROW.name().into(),
                 retry_after: None,
                 message: crate::secret::clip(&detail(), 300),
             },
             (_, Some(status @ 500..=599)) => AdapterError::Server {
-                adapter: NAME.into(),
+                adapter: ROW.name().into(),
                 status,
                 message: crate::secret::clip(&detail(), 300),
             },

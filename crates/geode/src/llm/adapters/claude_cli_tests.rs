@@ -261,5 +261,6 @@ async fn a_missing_binary_is_a_config_error_naming_the_variable() {
     config.cli.bin = Some("/nonexistent/claude".into());
     let req = AdapterCallRequest::new("", vec![Message::user("q")]);
     let adapter = ClaudeCliAdapter::new(config);
-    super::super::cli_common::tests::assert_missing_binary_is_named(&adapter, req, BIN_ENV).await;
+    super::super::cli_common::tests::assert_missing_binary_is_named(&adapter, req, ROW.bin_env)
+        .await;
 }

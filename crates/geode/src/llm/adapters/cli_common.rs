@@ -1,5 +1,7 @@
-//! What the two vendor-CLI adapters (`claude-cli`, `codex-cli`) share: their options, the
-//! transcript they write on the CLI's stdin, and how a process outcome becomes an error.
+//! What the two vendor-CLI adapters (`claude-cli`, `codex-cli`) share: their registry row
+//! unpacked ([`CliRow`]: name, binary variable, `pass_env`, default time limit, all from the
+//! row), their options, the transcript they write on the CLI's stdin, and how a process
+//! outcome becomes an error.
 //!
 //! The transcript follows the reference (`reference-behaviour.md` §2.B): an optional `[SYSTEM]`
 //! block, then one `[ROLE]` block per message, blocks separated by a blank line, the whole text
@@ -22,7 +24,7 @@
 //! | stdout past the call's response budget | [`AdapterError::ResponseTooLarge`] (the group was killed) |
 
 use crate::llm::call::AdapterError;
-use crate::llm::registry::Environment;
+use crate::llm::registry::{AdapterSpec, Auth, CliSpec, Environment, WireFamily};
 use crate::llm::request::{AdapterCallRequest, AdapterResponse, ContentBlock, Role, WireReport};
 use crate::llm::subprocess::{
     BASE_ENV_ALLOW, DEFAULT_CAPTURE_BYTES, Ending, ProcessSpec, SubprocessError, SubprocessOutput,
@@ -31,6 +33,112 @@ use crate::schema::subset::WirePlan;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
+
+/// A CLI adapter's registry row, unpacked: the row, how its binary is found ([`Auth::Binary`])
+/// and its CLI facts ([`WireFamily::Cli`]). The adapters hold theirs as a constant, so a row
+/// that is not a CLI row fails the build.
+#[derive(Debug, Clone, Copy)]
+pub struct CliRow {
+    /// The row.
+    pub spec: &'static AdapterSpec,
+    /// The variable naming the binary (`GEODE_*_BIN`).
+    pub bin_env: &'static str,
+    /// The executable looked for on `PATH`.
+    pub program: &'static str,
+    /// Which CLI, the parent variables it may see, its default time limit.
+    pub cli: CliSpec,
+}
+
+impl CliRow {
+    /// `spec` unpacked; `None` when it is not a CLI row.
+    pub const fn of(spec: &'static AdapterSpec) -> Option<Self> {
+        match (spec.auth, spec.wire_family) {
+            (Auth::Binary { env, name }, WireFamily::Cli(cli)) => Some(Self {
+                spec,
+                bin_env: env,
+                program: name,
+                cli,
+            }),
+            _ => None,
+        }
+    }
+
+    /// `spec` unpacked, for the adapters' constants only (evaluated at compile time): a row
+    /// that is not a CLI row stops the build.
+    pub(crate) const fn of_cli_row(spec: &'static AdapterSpec) -> Self {
+        match Self::of(spec) {
+            Some(row) => row,
+            None => panic!("not a CLI row"),
+        }
+    }
+
+    /// The adapter's registry name.
+    pub fn name(&self) -> &'static str {
+        self.spec.name
+    }
+
+    /// The binary: `configured`, else the row's variable, else its program on `PATH`.
+    pub fn resolve_bin(&self, configured: Option<&PathBuf>) -> Result<PathBuf, AdapterError> {
+        match configured {
+            Some(bin) => Ok(bin.clone()),
+            None => crate::llm::subprocess::resolve_program(self.bin_env, self.program)
+                .map_err(|e| self.spawn_error(e)),
+        }
+    }
+
+    /// How `schema` goes on this CLI's wire: its row's plan
+    /// ([`crate::llm::registry::AdapterSpec::plan_for`]), the same one `geode schema check
+    /// --adapter` shows.
+    pub fn wire_plan(&self, schema: Option<&crate::schema::ResponseSchema>) -> WirePlan {
+        self.spec.plan_for(schema, false)
+    }
+
+    /// Runs the CLI's process for one call: stdout capped at the call's response budget, ended
+    /// at the earlier of the call's deadline and `timeout`, or on cancellation. A failed spawn,
+    /// a kill (deadline, cancellation, budget) are the matching adapter errors; any exit is `Ok`.
+    pub async fn run_process(
+        &self,
+        spec: ProcessSpec,
+        cx: &crate::llm::call::CallCx,
+        timeout: Duration,
+    ) -> Result<SubprocessOutput, AdapterError> {
+        let spec = spec.stdout_budget(cx.max_response_bytes);
+        let deadline = cx.with_timeout(timeout).deadline;
+        let out = crate::llm::subprocess::run(&spec, &cx.cancel, deadline)
+            .await
+            .map_err(|e| self.spawn_error(e))?;
+        match killed(self.name(), &out) {
+            Some(e) => Err(e),
+            None => Ok(out),
+        }
+    }
+
+    /// Maps a failure to run the process at all.
+    pub fn spawn_error(&self, e: SubprocessError) -> AdapterError {
+        let adapter = self.name().to_owned();
+        match e {
+            SubprocessError::NotFound { .. } => AdapterError::Config {
+                adapter,
+                message: format!(
+                    "{e} (install it with scripts/install-clis.sh or set {})",
+                    self.bin_env
+                ),
+            },
+            SubprocessError::ArgTooLong { .. } => AdapterError::Unsupported {
+                adapter,
+                message: e.to_string(),
+            },
+            SubprocessError::NonUtf8 { .. } => AdapterError::Protocol {
+                adapter,
+                message: e.to_string(),
+            },
+            _ => AdapterError::Transport {
+                adapter,
+                message: e.to_string(),
+            },
+        }
+    }
+}
 
 /// How to run a vendor CLI. `Debug` shows variable names, never values.
 #[derive(Clone)]
@@ -81,21 +189,16 @@ impl CliOptions {
 
     /// These options for a described machine `env` (the library's [`Environment`], e.g. a
     /// [`crate::Client`] built with another environment than the process's): the binary from
-    /// `bin_env`, `allow` (the configuration's `pass_env`) allowed, and the values `env` gives
-    /// for the base variables, the adapter's `own` variables and `allow` set explicitly, so the
-    /// CLI sees that machine. With the process environment this changes nothing it would see.
-    pub fn described_by(
-        mut self,
-        env: &dyn Environment,
-        bin_env: &str,
-        own: &[&str],
-        allow: &[String],
-    ) -> Self {
-        if let Some(bin) = env.var(bin_env) {
+    /// the row's variable, `allow` (the configuration's `pass_env`) allowed, and the values
+    /// `env` gives for the base variables, the row's own `pass_env` and `allow` set explicitly,
+    /// so the CLI sees that machine. With the process environment this changes nothing it
+    /// would see.
+    pub fn described_by(mut self, env: &dyn Environment, row: &CliRow, allow: &[String]) -> Self {
+        if let Some(bin) = env.var(row.bin_env) {
             self.bin = Some(PathBuf::from(bin));
         }
         self.allow_env = allow.to_vec();
-        let names = BASE_ENV_ALLOW.iter().chain(own).copied();
+        let names = BASE_ENV_ALLOW.iter().chain(row.cli.pass_env).copied();
         for name in names.chain(allow.iter().map(String::as_str)) {
             if let Some(value) = env.var(name).filter(|_| is_env_name(name)) {
                 self = self.env(name, value);
@@ -195,20 +298,6 @@ fn render_block(b: &ContentBlock) -> String {
     }
 }
 
-/// The binary: `configured`, else the variable `bin_env`, else `program` on `PATH`.
-pub fn resolve_bin(
-    configured: Option<&PathBuf>,
-    adapter: &str,
-    bin_env: &str,
-    program: &str,
-) -> Result<PathBuf, AdapterError> {
-    match configured {
-        Some(bin) => Ok(bin.clone()),
-        None => crate::llm::subprocess::resolve_program(bin_env, program)
-            .map_err(|e| spawn_error(adapter, bin_env, e)),
-    }
-}
-
 /// The error for a run whose output holds no outcome: [`AdapterError::Truncated`] saying what
 /// is `missing` when the CLI exited 0, else [`AdapterError::RunFailed`] `exit_status`.
 pub fn no_outcome(adapter: &str, out: &SubprocessOutput, missing: &str) -> AdapterError {
@@ -236,57 +325,6 @@ pub fn answered(mut resp: AdapterResponse, plan: WirePlan) -> AdapterResponse {
         ..WireReport::default()
     };
     resp
-}
-
-/// How `schema` goes on the wire of the CLI adapter `name`: its registry row's plan
-/// ([`crate::llm::registry::AdapterSpec::plan_for`]), the same one `geode schema check
-/// --adapter` shows.
-pub fn wire_plan(name: &str, schema: Option<&crate::schema::ResponseSchema>) -> WirePlan {
-    crate::llm::registry::spec(name).map_or_else(WirePlan::none, |s| s.plan_for(schema, false))
-}
-
-/// Runs a CLI's process for one call: stdout capped at the call's response budget, ended at
-/// the earlier of the call's deadline and `timeout`, or on cancellation. A failed spawn, a
-/// kill (deadline, cancellation, budget) are the matching adapter errors; any exit is `Ok`.
-pub async fn run_process(
-    adapter: &str,
-    bin_env: &str,
-    spec: ProcessSpec,
-    cx: &crate::llm::call::CallCx,
-    timeout: Duration,
-) -> Result<SubprocessOutput, AdapterError> {
-    let spec = spec.stdout_budget(cx.max_response_bytes);
-    let deadline = cx.with_timeout(timeout).deadline;
-    let out = crate::llm::subprocess::run(&spec, &cx.cancel, deadline)
-        .await
-        .map_err(|e| spawn_error(adapter, bin_env, e))?;
-    match killed(adapter, &out) {
-        Some(e) => Err(e),
-        None => Ok(out),
-    }
-}
-
-/// Maps a failure to run the process at all.
-pub fn spawn_error(adapter: &str, bin_env: &str, e: SubprocessError) -> AdapterError {
-    let adapter = adapter.to_owned();
-    match e {
-        SubprocessError::NotFound { .. } => AdapterError::Config {
-            adapter,
-            message: format!("{e} (install it with scripts/install-clis.sh or set {bin_env})"),
-        },
-        SubprocessError::ArgTooLong { .. } => AdapterError::Unsupported {
-            adapter,
-            message: e.to_string(),
-        },
-        SubprocessError::NonUtf8 { .. } => AdapterError::Protocol {
-            adapter,
-            message: e.to_string(),
-        },
-        _ => AdapterError::Transport {
-            adapter,
-            message: e.to_string(),
-        },
-    }
 }
 
 /// The error for a process killed at the deadline, on cancellation or for runaway output;
@@ -375,6 +413,29 @@ pub(crate) mod tests {
             transcript(&req, true),
             "[ASSISTANT]\n[tool call grep id=c1] {\"q\":\"x\"}\n\n[USER]\n[tool result id=c1 error] no match\n"
         );
+    }
+
+    #[test]
+    fn every_cli_row_unpacks_with_the_facts_the_adapters_had() {
+        for spec in crate::llm::registry::ADAPTERS {
+            let is_cli = matches!(spec.wire_family, WireFamily::Cli(_));
+            assert_eq!(CliRow::of(spec).is_some(), is_cli, "{}", spec.name);
+        }
+        let (claude, codex) = (super::super::claude_cli::ROW, super::super::codex_cli::ROW);
+        assert_eq!(
+            (claude.name(), claude.bin_env, claude.program),
+            ("claude-cli", "GEODE_CLAUDE_BIN", "claude")
+        );
+        assert_eq!(
+            (codex.name(), codex.bin_env, codex.program),
+            ("codex-cli", "GEODE_CODEX_BIN", "codex")
+        );
+        assert_eq!(claude.cli.timeout, Duration::from_secs(1800));
+        assert_eq!(codex.cli.timeout, Duration::from_secs(600));
+        assert_eq!(claude.cli.pass_env.len(), 13);
+        assert!(claude.cli.pass_env.contains(&"CLAUDE_CONFIG_DIR"));
+        assert_eq!(codex.cli.pass_env.len(), 6);
+        assert!(codex.cli.pass_env.contains(&"CODEX_HOME"));
     }
 
     #[test]

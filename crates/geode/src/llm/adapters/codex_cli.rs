@@ -36,7 +36,7 @@
 //! No streaming: `exec --json` prints each agent message whole, and which one is the answer is
 //! known only at `turn.completed`, so a stream (`geode run --stream`) gets the final event only.
 
-use super::cli_common::{self, CliOptions};
+use super::cli_common::{self, CliOptions, CliRow};
 use super::codex_config;
 use crate::llm::adapter::Adapter;
 use crate::llm::call::{AdapterError, CallCx};
@@ -45,25 +45,10 @@ use crate::llm::subprocess::ProcessSpec;
 use crate::schema::ResponseSchema;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-/// The adapter's registry name.
-pub const NAME: &str = "codex-cli";
-/// The variable naming the `codex` binary.
-pub const BIN_ENV: &str = "GEODE_CODEX_BIN";
-/// The default time limit of one call (the reference's 600 s).
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
-
-/// Parent variables the CLI may see: its home, credentials (with the built-in `openai`
-/// provider's organization and project headers) and CA settings.
-pub const PASS_ENV: &[&str] = &[
-    "CODEX_HOME",
-    "OPENAI_API_KEY",
-    "OPENAI_BASE_URL",
-    "OPENAI_ORGANIZATION",
-    "OPENAI_PROJECT",
-    "CODEX_CA_CERTIFICATE",
-];
+/// This adapter's registry row ([`crate::llm::registry::CODEX_CLI`]): its name, binary variable
+/// (`GEODE_CODEX_BIN`), the parent variables the CLI may see and its default time limit.
+pub const ROW: CliRow = CliRow::of_cli_row(&crate::llm::registry::CODEX_CLI);
 
 /// Flags that stop codex's own start-up lookups (update check, plugin catalogue, apps).
 const QUIET_ARGS: &[&str] = &[
@@ -112,7 +97,7 @@ pub struct CodexCliConfig {
 impl Default for CodexCliConfig {
     fn default() -> Self {
         Self {
-            cli: CliOptions::with_timeout(DEFAULT_TIMEOUT),
+            cli: CliOptions::with_timeout(ROW.cli.timeout),
             sandbox: Sandbox::ReadOnly,
             config_overrides: Vec::new(),
             temp_root: None,
@@ -170,11 +155,6 @@ impl CodexCliAdapter {
         Self { config }
     }
 
-    /// The binary: the configured one, else `GEODE_CODEX_BIN`, else `codex` on `PATH`.
-    pub fn resolve_bin(&self) -> Result<PathBuf, AdapterError> {
-        cli_common::resolve_bin(self.config.cli.bin.as_ref(), NAME, BIN_ENV, "codex")
-    }
-
     /// The process to run `bin` for `req` with the schema at `schema_path`, without spawning it.
     /// The variables of codex's own configuration are added by [`Adapter::call`], which reads
     /// it (see [`codex_config`]).
@@ -210,7 +190,7 @@ impl CodexCliAdapter {
             spec = spec.arg("--output-schema").arg(p);
         }
         spec = spec.arg("-").stdin(cli_common::transcript(req, true));
-        c.cli.apply(spec, PASS_ENV, named)
+        c.cli.apply(spec, ROW.cli.pass_env, named)
     }
 
     async fn write_schema(&self, schema: &ResponseSchema) -> Result<SchemaFile, AdapterError> {
@@ -221,7 +201,7 @@ impl CodexCliAdapter {
             .unwrap_or_else(std::env::temp_dir);
         let schema = schema.clone();
         let io_err = |message: String| AdapterError::Transport {
-            adapter: NAME.into(),
+            adapter: ROW.name().into(),
             message,
         };
         tokio::task::spawn_blocking(move || SchemaFile::create(&root, &schema))
@@ -234,7 +214,7 @@ impl CodexCliAdapter {
 #[async_trait::async_trait]
 impl Adapter for CodexCliAdapter {
     fn spec(&self) -> Option<&'static crate::llm::registry::AdapterSpec> {
-        crate::llm::registry::spec(NAME)
+        Some(ROW.spec)
     }
 
     async fn call(
@@ -242,9 +222,9 @@ impl Adapter for CodexCliAdapter {
         req: AdapterCallRequest,
         cx: &CallCx,
     ) -> Result<AdapterResponse, AdapterError> {
-        let bin = self.resolve_bin()?;
+        let bin = ROW.resolve_bin(self.config.cli.bin.as_ref())?;
         // Lives until the end of this function on every path, then removes the directory.
-        let plan = cli_common::wire_plan(NAME, req.response_schema.as_ref());
+        let plan = ROW.wire_plan(req.response_schema.as_ref());
         let schema_file = match &req.response_schema {
             Some(s) => Some(self.write_schema(&plan.wire_schema(s)).await?),
             None => None,
@@ -254,7 +234,7 @@ impl Adapter for CodexCliAdapter {
         let schema_path = schema_file.as_ref().map(SchemaFile::path);
         let spec = self.process_spec_with(bin, &req, schema_path, &named);
         let timeout = self.config.cli.timeout;
-        let out = cli_common::run_process(NAME, BIN_ENV, spec, cx, timeout).await;
+        let out = ROW.run_process(spec, cx, timeout).await;
         drop(schema_file);
         let out = out?;
         let resp = match interpret(&out.stdout.text) {
@@ -262,7 +242,7 @@ impl Adapter for CodexCliAdapter {
             Outcome::Failed(e) => return Err(e),
             Outcome::NoTerminal => {
                 let missing = "the event stream ended without turn.completed";
-                return Err(cli_common::no_outcome(NAME, &out, missing));
+                return Err(cli_common::no_outcome(ROW.name(), &out, missing));
             }
         };
         Ok(cli_common::answered(resp, plan))
@@ -340,7 +320,7 @@ pub fn interpret(stdout: &str) -> Outcome {
 
 /// The typed error for a failure codex reported with `message` (the module table).
 fn failure(kind: &str, message: &str) -> AdapterError {
-    let adapter = NAME.to_owned();
+    let adapter = ROW.name().to_owned();
     let message = crate::secret::clip(message, 300);
     let status = provider_status(&message).or_else(|| {
         // codex words a 500 from the provider this way, without the status.

@@ -163,7 +163,8 @@ async fn a_missing_binary_is_a_config_error_and_leaves_no_schema_file() {
     let mut req = AdapterCallRequest::new("m", vec![Message::user("q")]);
     req.response_schema = Some(schema());
     let adapter = CodexCliAdapter::new(config);
-    super::super::cli_common::tests::assert_missing_binary_is_named(&adapter, req, BIN_ENV).await;
+    super::super::cli_common::tests::assert_missing_binary_is_named(&adapter, req, ROW.bin_env)
+        .await;
     assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
 }
 

@@ -3,12 +3,13 @@
 //! needs a new model family, a [`Family`] variant).
 
 use super::{
-    AdapterSpec, Auth, Billing, CliTool, Endpoint, Family, KeyHeader, ModeRule, ModelPattern,
-    SdkBase, WireFamily,
+    AdapterSpec, Auth, Billing, CliSpec, CliTool, Endpoint, Family, KeyHeader, ModeRule,
+    ModelPattern, SdkBase, WireFamily,
 };
 use crate::llm::wire::responses::Backend;
 use crate::schema::dialect::Dialect;
 use crate::vocab::StructuredOutputMode;
+use std::time::Duration;
 
 const OPENAI_LIMITS: &str =
     "strict: 5,000 properties, 10 levels, 1,000 enum values, 120,000 characters";
@@ -137,6 +138,81 @@ const fn glm(
     }
 }
 
+/// `claude-cli`: the `claude -p` subprocess ([`crate::llm::adapters::claude_cli`]).
+pub const CLAUDE_CLI: AdapterSpec = AdapterSpec {
+    name: "claude-cli",
+    family: Family::Anthropic,
+    billing: Billing::Cli,
+    wire_family: WireFamily::Cli(CliSpec {
+        tool: CliTool::Claude,
+        pass_env: &[
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_AUTH_TOKEN",
+            "ANTHROPIC_BASE_URL",
+            "ANTHROPIC_CUSTOM_HEADERS",
+            "ANTHROPIC_BETAS",
+            "ANTHROPIC_MODEL",
+            "ANTHROPIC_DEFAULT_HAIKU_MODEL",
+            "ANTHROPIC_SMALL_FAST_MODEL",
+            "CLAUDE_CODE_OAUTH_TOKEN",
+            "CLAUDE_CONFIG_DIR",
+            "API_TIMEOUT_MS",
+            "CLAUDE_CODE_MAX_RETRIES",
+            "MAX_STRUCTURED_OUTPUT_RETRIES",
+        ],
+        timeout: Duration::from_secs(1800),
+    }),
+    wire: "`claude -p --output-format stream-json` subprocess",
+    schema_on_wire: "`--json-schema <inline JSON>`; `structured_output` read and re-validated",
+    mode_rule: ModeRule::Fixed(StructuredOutputMode::CliValidated),
+    framework_tools: false,
+    tools_with_schema: false,
+    streaming: false,
+    dialect: Dialect::ClaudeCli,
+    limits: "argument ≤ 128 KiB",
+    auth: Auth::Binary {
+        env: "GEODE_CLAUDE_BIN",
+        name: "claude",
+    },
+    endpoint: None,
+    default_model: "",
+    models: ANTHROPIC_MODELS,
+    reasoning_models: &[],
+};
+
+/// `codex-cli`: the `codex exec` subprocess ([`crate::llm::adapters::codex_cli`]).
+pub const CODEX_CLI: AdapterSpec = AdapterSpec {
+    name: "codex-cli",
+    family: Family::OpenAi,
+    wire_family: WireFamily::Cli(CliSpec {
+        tool: CliTool::Codex,
+        // Its home, credentials (with the built-in `openai` provider's organization and
+        // project headers) and CA settings.
+        pass_env: &[
+            "CODEX_HOME",
+            "OPENAI_API_KEY",
+            "OPENAI_BASE_URL",
+            "OPENAI_ORGANIZATION",
+            "OPENAI_PROJECT",
+            "CODEX_CA_CERTIFICATE",
+        ],
+        timeout: Duration::from_secs(600),
+    }),
+    wire: "`codex exec --json` subprocess",
+    schema_on_wire: "temp file (0600) + `--output-schema FILE`, removed on every path",
+    mode_rule: ModeRule::Fixed(StructuredOutputMode::CliFlag),
+    dialect: Dialect::CodexCli,
+    limits: OPENAI_LIMITS,
+    auth: Auth::Binary {
+        env: "GEODE_CODEX_BIN",
+        name: "codex",
+    },
+    models: OPENAI_MODELS,
+    reasoning_models: OPENAI_REASONING,
+    // A CLI row's billing and capabilities: no framework tools, no streaming, no endpoint.
+    ..CLAUDE_CLI
+};
+
 /// Every adapter, in the reference's registration order, plus `local`.
 pub const ADAPTERS: &[AdapterSpec] = &[
     ANTHROPIC_PAYG,
@@ -152,28 +228,7 @@ pub const ADAPTERS: &[AdapterSpec] = &[
         },
         ..ANTHROPIC_PAYG
     },
-    AdapterSpec {
-        name: "claude-cli",
-        family: Family::Anthropic,
-        billing: Billing::Cli,
-        wire_family: WireFamily::Cli(CliTool::Claude),
-        wire: "`claude -p --output-format stream-json` subprocess",
-        schema_on_wire: "`--json-schema <inline JSON>`; `structured_output` read and re-validated",
-        mode_rule: ModeRule::Fixed(StructuredOutputMode::CliValidated),
-        framework_tools: false,
-        tools_with_schema: false,
-        streaming: false,
-        dialect: Dialect::ClaudeCli,
-        limits: "argument ≤ 128 KiB",
-        auth: Auth::Binary {
-            env: "GEODE_CLAUDE_BIN",
-            name: "claude",
-        },
-        endpoint: None,
-        default_model: "",
-        models: ANTHROPIC_MODELS,
-        reasoning_models: &[],
-    },
+    CLAUDE_CLI,
     OPENAI_PAYG,
     AdapterSpec {
         name: "codex-oauth",
@@ -194,28 +249,7 @@ pub const ADAPTERS: &[AdapterSpec] = &[
         }),
         ..OPENAI_PAYG
     },
-    AdapterSpec {
-        name: "codex-cli",
-        family: Family::OpenAi,
-        billing: Billing::Cli,
-        wire_family: WireFamily::Cli(CliTool::Codex),
-        wire: "`codex exec --json` subprocess",
-        schema_on_wire: "temp file (0600) + `--output-schema FILE`, removed on every path",
-        mode_rule: ModeRule::Fixed(StructuredOutputMode::CliFlag),
-        framework_tools: false,
-        tools_with_schema: false,
-        streaming: false,
-        dialect: Dialect::CodexCli,
-        limits: OPENAI_LIMITS,
-        auth: Auth::Binary {
-            env: "GEODE_CODEX_BIN",
-            name: "codex",
-        },
-        endpoint: None,
-        default_model: "",
-        models: OPENAI_MODELS,
-        reasoning_models: OPENAI_REASONING,
-    },
+    CODEX_CLI,
     glm(
         "glm-payg",
         Billing::Payg,
