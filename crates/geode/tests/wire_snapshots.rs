@@ -167,8 +167,15 @@ async fn snapshot_adapter(name: &str, kind: Kind, build: impl Fn(&FakeServer) ->
 /// [`snapshot_adapter`] for an adapter built from a key variable (set to [`KEY`]) and a base-URL
 /// variable (set to the fake's URL).
 async fn snapshot_keyed(name: &str, kind: Kind, key_env: &str, base_env: &str) {
+    snapshot_keyed_under(name, kind, key_env, base_env, "").await;
+}
+
+/// [`snapshot_keyed`] with the base URL at `path` under the fake (GLM's `/api/.../v4`).
+async fn snapshot_keyed_under(name: &str, kind: Kind, key_env: &str, base_env: &str, path: &str) {
     snapshot_adapter(name, kind, |s| {
-        let env = MapEnv::new().set(key_env, KEY).set(base_env, s.base_url());
+        let env = MapEnv::new()
+            .set(key_env, KEY)
+            .set(base_env, format!("{}{path}", s.base_url()));
         built(name, env)
     })
     .await;
@@ -256,26 +263,18 @@ async fn anthropic_oauth_wire() {
 
 #[tokio::test]
 async fn glm_payg_wire() {
-    snapshot_adapter("glm-payg", Kind::Chat, |s| {
-        let env = MapEnv::new().set("ZAI_API_KEY", KEY).set(
-            "GEODE_GLM_BASE_URL",
-            format!("{}/api/paas/v4", s.base_url()),
-        );
-        built("glm-payg", env)
-    })
-    .await;
+    let (name, key, base) = ("glm-payg", "ZAI_API_KEY", "GEODE_GLM_BASE_URL");
+    snapshot_keyed_under(name, Kind::Chat, key, base, "/api/paas/v4").await;
 }
 
 #[tokio::test]
 async fn glm_coding_plan_wire() {
-    snapshot_adapter("glm-coding-plan", Kind::Chat, |s| {
-        let env = MapEnv::new().set("ZAI_CODING_PLAN_KEY", KEY).set(
-            "GEODE_GLM_CODING_BASE_URL",
-            format!("{}/api/coding/paas/v4", s.base_url()),
-        );
-        built("glm-coding-plan", env)
-    })
-    .await;
+    let (name, key, base) = (
+        "glm-coding-plan",
+        "ZAI_CODING_PLAN_KEY",
+        "GEODE_GLM_CODING_BASE_URL",
+    );
+    snapshot_keyed_under(name, Kind::Chat, key, base, "/api/coding/paas/v4").await;
 }
 
 /// `openai-compatible` on a keyless server (no `authorization` header).

@@ -166,7 +166,7 @@ const CANCELLED: Option<Expect> = fail(ErrorKind::Cancelled, 0);
 
 /// The same outcome for the seven HTTP adapters, none for the others.
 const fn http(x: Option<Expect>) -> [Option<Expect>; 10] {
-    [x, x, x, x, x, x, NA, NA, NA, x]
+    family(x, x, x)
 }
 
 /// The HTTP adapters' outcome, then `claude-cli`'s and `codex-cli`'s.
@@ -175,7 +175,7 @@ const fn http_cli(
     claude: Option<Expect>,
     codex: Option<Expect>,
 ) -> [Option<Expect>; 10] {
-    [x, x, x, x, x, x, claude, codex, NA, x]
+    with_cli(http(x), claude, codex)
 }
 
 /// Per wire family: Responses (openai-payg, codex-oauth), Messages (anthropic-*), Chat (glm-*,
@@ -192,7 +192,18 @@ const fn family(
 
 /// The two CLI adapters.
 const fn cli(claude: Option<Expect>, codex: Option<Expect>) -> [Option<Expect>; 10] {
-    [NA, NA, NA, NA, NA, NA, claude, codex, NA, NA]
+    with_cli([NA; 10], claude, codex)
+}
+
+/// `cells` with `claude-cli`'s and `codex-cli`'s outcomes set.
+const fn with_cli(
+    mut cells: [Option<Expect>; 10],
+    claude: Option<Expect>,
+    codex: Option<Expect>,
+) -> [Option<Expect>; 10] {
+    cells[6] = claude;
+    cells[7] = codex;
+    cells
 }
 
 const fn only(index: usize, x: Option<Expect>) -> [Option<Expect>; 10] {

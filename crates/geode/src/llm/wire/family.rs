@@ -12,8 +12,7 @@ use crate::llm::call::{AdapterError, CallCx};
 use crate::llm::http::{HttpClient, PostRequest, ProviderError};
 use crate::llm::request::{AdapterCallRequest, AdapterResponse, WireReport};
 use crate::llm::sse::SseEvent;
-#[cfg(doc)]
-use crate::llm::wire::parse_error::ParseError;
+use crate::llm::wire::parse_error::{ParseError, ProviderErrors};
 use bytes::Bytes;
 use serde_json::Value;
 
@@ -97,6 +96,52 @@ pub trait WireFold: Send {
     /// after each event; empty for a family that does not stream text.
     fn text_so_far(&self) -> &str {
         ""
+    }
+}
+
+/// A family's sans-IO stream fold as [`SseFold`] drives it: Messages and Chat (Responses folds
+/// its own way, answering on its terminal event).
+pub(crate) trait SseSteps: Send {
+    /// Applies one frame; `true` at the terminal event.
+    fn step(&mut self, frame: &SseEvent) -> Result<bool, ParseError>;
+    /// The answer, after the terminal event.
+    fn answer(&mut self) -> Result<AdapterResponse, ParseError>;
+    /// Reads a whole JSON reply instead.
+    fn whole(&self, body: Value) -> Result<AdapterResponse, ParseError>;
+    /// The answer text folded so far.
+    fn text_so_far(&self) -> &str;
+}
+
+/// The [`WireFold`] of an [`SseSteps`], mapping its errors with the family's provider errors.
+pub(crate) struct SseFold<S> {
+    /// The family's fold.
+    pub steps: S,
+    /// The family's provider-error vocabulary.
+    pub errors: ProviderErrors,
+}
+
+impl<S: SseSteps> WireFold for SseFold<S> {
+    fn event(
+        &mut self,
+        adapter: &str,
+        frame: &SseEvent,
+    ) -> Result<Option<AdapterResponse>, AdapterError> {
+        let errors = self.errors;
+        let typed = |e: ParseError| e.into_adapter_error(adapter, errors);
+        if !self.steps.step(frame).map_err(typed)? {
+            return Ok(None);
+        }
+        self.steps.answer().map(Some).map_err(typed)
+    }
+
+    fn body(self: Box<Self>, adapter: &str, body: Value) -> Result<AdapterResponse, AdapterError> {
+        self.steps
+            .whole(body)
+            .map_err(|e| e.into_adapter_error(adapter, self.errors))
+    }
+
+    fn text_so_far(&self) -> &str {
+        self.steps.text_so_far()
     }
 }
 

@@ -3,7 +3,7 @@
 //! error (an `error` event, an error object in the body) needs the family's vocabulary, which
 //! the family passes as a [`ProviderErrors`] mapping.
 
-use crate::llm::call::AdapterError;
+use crate::llm::call::{AdapterError, DEFAULT_MAX_RESPONSE_BYTES};
 
 /// The most characters of a provider message kept in an error.
 const MESSAGE_LIMIT: usize = 300;
@@ -83,6 +83,37 @@ impl ParseError {
     }
 }
 
+/// What a stream fold may keep (answer text, tool input): past the budget, a reply is
+/// [`ParseError::TooLarge`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TextBudget {
+    held: u64,
+    limit: u64,
+}
+
+/// The default budget: [`DEFAULT_MAX_RESPONSE_BYTES`].
+impl Default for TextBudget {
+    fn default() -> Self {
+        Self::new(DEFAULT_MAX_RESPONSE_BYTES)
+    }
+}
+
+impl TextBudget {
+    /// A budget of `limit` bytes, none held yet.
+    pub fn new(limit: u64) -> Self {
+        Self { held: 0, limit }
+    }
+
+    /// Counts `more` bytes about to be kept; past the limit that is [`ParseError::TooLarge`].
+    pub fn hold(&mut self, more: usize) -> Result<(), ParseError> {
+        self.held = self.held.saturating_add(more as u64);
+        if self.held > self.limit {
+            return Err(ParseError::TooLarge { limit: self.limit });
+        }
+        Ok(())
+    }
+}
+
 /// Decodes a whole JSON reply: a body cut short is [`ParseError::Truncated`], any other
 /// failure [`ParseError::NotJson`].
 pub fn from_json<T: serde::de::DeserializeOwned>(body: &str) -> Result<T, ParseError> {
@@ -145,6 +176,18 @@ mod tests {
         .into_adapter_error("a", fatal);
         assert_eq!(e.kind(), ErrorKind::RunFailed);
         assert!(!e.to_string().contains('\n'), "{e}");
+    }
+
+    #[test]
+    fn a_budget_holds_up_to_its_limit() {
+        let mut b = TextBudget::new(4);
+        assert_eq!(b.hold(3), Ok(()));
+        assert_eq!(b.hold(1), Ok(()));
+        assert_eq!(b.hold(1), Err(ParseError::TooLarge { limit: 4 }));
+        assert_eq!(
+            TextBudget::new(0).hold(usize::MAX),
+            Err(ParseError::TooLarge { limit: 0 })
+        );
     }
 
     #[test]

@@ -2,12 +2,12 @@
 //! [`super::stream::StreamFold`]) or one JSON reply, like the reference.
 
 use super::stream::{Flow, StreamFold};
-use super::{SchemaPlacement, StreamOptions, build_with, parse_value};
+use super::{ParseError, SchemaPlacement, StreamOptions, build_with, parse_value};
 use crate::llm::call::AdapterError;
 use crate::llm::http::ProviderError;
 use crate::llm::request::{AdapterCallRequest, AdapterResponse};
 use crate::llm::sse::SseEvent;
-use crate::llm::wire::family::{self, BuildCx, Built, Delivery, Wire, WireFold};
+use crate::llm::wire::family::{self, BuildCx, Built, Delivery, SseFold, SseSteps, Wire, WireFold};
 use serde_json::Value;
 
 /// The Chat Completions family, with the schema placed as [`Self::placement`] says (the
@@ -60,7 +60,10 @@ impl Wire for ChatWire {
     }
 
     fn fold(&self, _built: &Built, max_text_bytes: u64) -> Box<dyn WireFold> {
-        Box::new(ChatFold(StreamFold::with_max_text_bytes(max_text_bytes)))
+        Box::new(SseFold {
+            steps: ChatFold(StreamFold::with_max_text_bytes(max_text_bytes)),
+            errors: super::provider_error,
+        })
     }
 
     /// `response_format` named by the error.
@@ -72,27 +75,17 @@ impl Wire for ChatWire {
 /// Folds a streamed reply; a JSON reply is parsed whole.
 struct ChatFold(StreamFold);
 
-impl WireFold for ChatFold {
-    fn event(
-        &mut self,
-        adapter: &str,
-        frame: &SseEvent,
-    ) -> Result<Option<AdapterResponse>, AdapterError> {
-        let flow = self
-            .0
-            .push(&frame.data)
-            .map_err(|e| super::adapter_error(e, adapter))?;
-        if flow != Flow::Done {
-            return Ok(None);
-        }
-        std::mem::take(&mut self.0)
-            .finish()
-            .map(Some)
-            .map_err(|e| super::adapter_error(e, adapter))
+impl SseSteps for ChatFold {
+    fn step(&mut self, frame: &SseEvent) -> Result<bool, ParseError> {
+        Ok(self.0.push(&frame.data)? == Flow::Done)
     }
 
-    fn body(self: Box<Self>, adapter: &str, body: Value) -> Result<AdapterResponse, AdapterError> {
-        parse_value(body).map_err(|e| super::adapter_error(e, adapter))
+    fn answer(&mut self) -> Result<AdapterResponse, ParseError> {
+        std::mem::take(&mut self.0).finish()
+    }
+
+    fn whole(&self, body: Value) -> Result<AdapterResponse, ParseError> {
+        parse_value(body)
     }
 
     fn text_so_far(&self) -> &str {

@@ -19,8 +19,8 @@
 
 use super::ParseError;
 use super::response::{Answer, WireError, WireUsage, arguments_text};
-use crate::llm::call::DEFAULT_MAX_RESPONSE_BYTES;
 use crate::llm::request::AdapterResponse;
+use crate::llm::wire::parse_error::TextBudget;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -129,8 +129,9 @@ struct OpenCall {
     arguments: String,
 }
 
-/// Folds classified chunks into an [`AdapterResponse`] (see the module table).
-#[derive(Debug)]
+/// Folds classified chunks into an [`AdapterResponse`] (see the module table); the default
+/// budget is [`crate::llm::call::DEFAULT_MAX_RESPONSE_BYTES`].
+#[derive(Debug, Default)]
 pub struct StreamFold {
     text: String,
     refusal: Option<String>,
@@ -138,45 +139,21 @@ pub struct StreamFold {
     finish_reason: Option<String>,
     usage: Option<WireUsage>,
     done: bool,
-    held_bytes: u64,
-    max_text_bytes: u64,
-}
-
-impl Default for StreamFold {
-    fn default() -> Self {
-        Self::with_max_text_bytes(DEFAULT_MAX_RESPONSE_BYTES)
-    }
+    budget: TextBudget,
 }
 
 impl StreamFold {
     /// An empty fold whose text, refusal and tool arguments may not pass `bytes`.
     pub fn with_max_text_bytes(bytes: u64) -> Self {
         Self {
-            text: String::new(),
-            refusal: None,
-            calls: Vec::new(),
-            finish_reason: None,
-            usage: None,
-            done: false,
-            held_bytes: 0,
-            max_text_bytes: bytes,
+            budget: TextBudget::new(bytes),
+            ..Self::default()
         }
     }
 
     /// The answer text folded so far (it only grows).
     pub fn text_so_far(&self) -> &str {
         &self.text
-    }
-
-    /// Counts `more` bytes about to be kept; past the budget that is [`ParseError::TooLarge`].
-    fn hold(&mut self, more: usize) -> Result<(), ParseError> {
-        self.held_bytes = self.held_bytes.saturating_add(more as u64);
-        if self.held_bytes > self.max_text_bytes {
-            return Err(ParseError::TooLarge {
-                limit: self.max_text_bytes,
-            });
-        }
-        Ok(())
     }
 
     /// Classifies and applies one `data:` line.
@@ -208,11 +185,11 @@ impl StreamFold {
         }
         let delta = choice.delta.unwrap_or_default();
         if let Some(text) = delta.content {
-            self.hold(text.len())?;
+            self.budget.hold(text.len())?;
             self.text.push_str(&text);
         }
         if let Some(text) = delta.refusal {
-            self.hold(text.len())?;
+            self.budget.hold(text.len())?;
             self.refusal.get_or_insert_with(String::new).push_str(&text);
         }
         for call in delta.tool_calls.into_iter().flatten() {
@@ -239,7 +216,8 @@ impl StreamFold {
         let function = call.function;
         let (name, arguments) = function.map_or((None, None), |f| (f.name, f.arguments));
         let arguments = arguments.map(|a| arguments_text(Some(a)));
-        self.hold(arguments.as_ref().map_or(0, String::len))?;
+        self.budget
+            .hold(arguments.as_ref().map_or(0, String::len))?;
         let Some(open) = self.calls.get_mut(index) else {
             return Err(corrupt("tool call index out of range"));
         };

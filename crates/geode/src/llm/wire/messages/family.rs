@@ -1,11 +1,13 @@
 //! [`MessagesWire`]: the Messages family as a [`Wire`] (streamed, `anthropic-version` header).
 
-use super::{Delivery as MessagesDelivery, Flow, StreamFold, build, prepend_identity};
+use super::{Delivery as MessagesDelivery, Flow, ParseError, StreamFold, build, prepend_identity};
 use crate::llm::call::AdapterError;
 use crate::llm::http::ProviderError;
 use crate::llm::request::{AdapterCallRequest, AdapterResponse};
 use crate::llm::sse::SseEvent;
-use crate::llm::wire::family::{self, BuildCx, Built, Delivery, OutputTool, Wire, WireFold};
+use crate::llm::wire::family::{
+    self, BuildCx, Built, Delivery, OutputTool, SseFold, SseSteps, Wire, WireFold,
+};
 use serde_json::Value;
 
 /// The `anthropic-version` header value.
@@ -42,9 +44,12 @@ impl Wire for MessagesWire {
     }
 
     fn fold(&self, built: &Built, max_text_bytes: u64) -> Box<dyn WireFold> {
-        Box::new(MessagesFold {
-            fold: StreamFold::with_max_text_bytes(max_text_bytes),
-            output_tool: built.output_tool.as_ref().map(|t| t.name.clone()),
+        Box::new(SseFold {
+            steps: MessagesFold {
+                fold: StreamFold::with_max_text_bytes(max_text_bytes),
+                output_tool: built.output_tool.as_ref().map(|t| t.name.clone()),
+            },
+            errors: super::provider_error,
         })
     }
 
@@ -65,28 +70,17 @@ struct MessagesFold {
     output_tool: Option<String>,
 }
 
-impl WireFold for MessagesFold {
-    fn event(
-        &mut self,
-        adapter: &str,
-        frame: &SseEvent,
-    ) -> Result<Option<AdapterResponse>, AdapterError> {
-        let flow = self
-            .fold
-            .push(Some(&frame.event), &frame.data)
-            .map_err(|e| super::adapter_error(e, adapter))?;
-        if flow != Flow::Done {
-            return Ok(None);
-        }
-        let fold = std::mem::take(&mut self.fold);
-        fold.finish(self.output_tool.as_deref())
-            .map(Some)
-            .map_err(|e| super::adapter_error(e, adapter))
+impl SseSteps for MessagesFold {
+    fn step(&mut self, frame: &SseEvent) -> Result<bool, ParseError> {
+        Ok(self.fold.push(Some(&frame.event), &frame.data)? == Flow::Done)
     }
 
-    fn body(self: Box<Self>, adapter: &str, body: Value) -> Result<AdapterResponse, AdapterError> {
+    fn answer(&mut self) -> Result<AdapterResponse, ParseError> {
+        std::mem::take(&mut self.fold).finish(self.output_tool.as_deref())
+    }
+
+    fn whole(&self, body: Value) -> Result<AdapterResponse, ParseError> {
         super::parse_response(&body.to_string(), self.output_tool.as_deref())
-            .map_err(|e| super::adapter_error(e, adapter))
     }
 
     fn text_so_far(&self) -> &str {

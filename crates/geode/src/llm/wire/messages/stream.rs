@@ -18,8 +18,10 @@
 
 use super::ParseError;
 use super::response::{Collected, CollectedTool, ToolInput, UsageReport, WireError, corrupt};
+#[cfg(doc)]
 use crate::llm::call::DEFAULT_MAX_RESPONSE_BYTES;
 use crate::llm::request::AdapterResponse;
+use crate::llm::wire::parse_error::TextBudget;
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -226,19 +228,12 @@ enum Open {
 /// Folds classified events into an [`AdapterResponse`]. Text and tool-input deltas past the
 /// budget ([`StreamFold::with_max_text_bytes`], default [`DEFAULT_MAX_RESPONSE_BYTES`]) are
 /// [`ParseError::TooLarge`].
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct StreamFold {
     collected: Collected,
     open: BTreeMap<u64, Open>,
     done: bool,
-    held_bytes: u64,
-    max_text_bytes: u64,
-}
-
-impl Default for StreamFold {
-    fn default() -> Self {
-        Self::with_max_text_bytes(DEFAULT_MAX_RESPONSE_BYTES)
-    }
+    budget: TextBudget,
 }
 
 impl StreamFold {
@@ -250,23 +245,9 @@ impl StreamFold {
     /// An empty fold whose accumulated text and tool input may not pass `bytes`.
     pub fn with_max_text_bytes(bytes: u64) -> Self {
         Self {
-            collected: Collected::default(),
-            open: BTreeMap::new(),
-            done: false,
-            held_bytes: 0,
-            max_text_bytes: bytes,
+            budget: TextBudget::new(bytes),
+            ..Self::default()
         }
-    }
-
-    /// Counts `more` bytes about to be kept; past the budget that is [`ParseError::TooLarge`].
-    fn hold(&mut self, more: usize) -> Result<(), ParseError> {
-        self.held_bytes = self.held_bytes.saturating_add(more as u64);
-        if self.held_bytes > self.max_text_bytes {
-            return Err(ParseError::TooLarge {
-                limit: self.max_text_bytes,
-            });
-        }
-        Ok(())
     }
 
     /// The answer text folded so far (it only grows), for [`CallCx::forward_text`].
@@ -291,7 +272,7 @@ impl StreamFold {
             Event::BlockStart { index, block } => {
                 let open = match block {
                     BlockStart::Text(text) => {
-                        self.hold(text.len())?;
+                        self.budget.hold(text.len())?;
                         self.collected.text.push_str(&text);
                         Open::Text
                     }
@@ -307,11 +288,11 @@ impl StreamFold {
             }
             Event::BlockDelta { index, delta } => match (self.open.get_mut(&index), delta) {
                 (Some(Open::Text), Delta::Text(t)) => {
-                    self.hold(t.len())?;
+                    self.budget.hold(t.len())?;
                     self.collected.text.push_str(&t);
                 }
                 (Some(Open::Tool { .. }), Delta::InputJson(part)) => {
-                    self.hold(part.len())?;
+                    self.budget.hold(part.len())?;
                     if let Some(Open::Tool { json, .. }) = self.open.get_mut(&index) {
                         json.push_str(&part);
                     }
