@@ -1,0 +1,24 @@
+//! Release links of the `geode` binary lay out the functions a hosted-adapter task runs first and
+//! together (`link/hot-symbols.txt`, written by `scripts/hot-symbols.sh`; lld's
+//! `--symbol-ordering-file`), so a worker maps a few hundred KB of code rather than pages spread
+//! over the whole `.text` (README "A lean worker"). Names the binary no longer has are ignored.
+
+use std::path::Path;
+
+fn main() {
+    let list = Path::new("link/hot-symbols.txt");
+    println!("cargo:rerun-if-changed={}", list.display());
+    println!("cargo:rerun-if-env-changed=PROFILE");
+    let release = std::env::var("PROFILE").is_ok_and(|p| p == "release");
+    let Ok(dir) = std::env::var("CARGO_MANIFEST_DIR") else {
+        return;
+    };
+    let path = Path::new(&dir).join(list);
+    if release && path.is_file() {
+        println!(
+            "cargo:rustc-link-arg-bin=geode=-Wl,--symbol-ordering-file={}",
+            path.display()
+        );
+        println!("cargo:rustc-link-arg-bin=geode=-Wl,--no-warn-symbol-ordering");
+    }
+}
