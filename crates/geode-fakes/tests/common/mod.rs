@@ -74,6 +74,19 @@ pub async fn refusal_then_truncation(kind: Kind) -> (FakeServer, Value, Value) {
     (server, refusal, truncated)
 }
 
+/// Asserts the fakes' default usage under the wire's own names: 11 tokens in, 7 out, and 18 in
+/// all where the wire reports a total.
+pub fn assert_default_usage(usage: &Value, input: &str, output: &str) {
+    assert_eq!(
+        (usage[input].as_u64(), usage[output].as_u64()),
+        (Some(11), Some(7)),
+        "{usage}"
+    );
+    if let Some(total) = usage.get("total_tokens") {
+        assert_eq!(total, 18, "{usage}");
+    }
+}
+
 /// A client that never uses a proxy and gives up after [`LIMIT`].
 pub fn client() -> reqwest::Client {
     reqwest::Client::builder()
