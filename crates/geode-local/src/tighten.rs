@@ -29,6 +29,7 @@
 //! (its reference graph is not followed here).
 
 use geode::schema::ResponseSchema;
+use tighten_regex::bounded;
 use geode::schema::root::AnswerRoot;
 use geode::vocab::Transform;
 use serde_json::{Map, Value, json};
@@ -39,6 +40,23 @@ use std::collections::BTreeSet;
 /// JSONSchemaBench (see the README): long enough for names, titles, sentences and URLs, short
 /// enough that a looping string ends well inside a 512-token budget.
 pub const STRING_CAP: u64 = 160;
+
+/// The `maxItems` given to an array without one, raised to its `minItems`: SmolLM2 repeats list
+/// items until the budget ends. Chosen by measurement on JSONSchemaBench (see the README).
+pub const ITEM_CAP: u64 = 5;
+
+/// The `maxProperties` given to a map (keys from `patternProperties` or a schema-valued
+/// `additionalProperties`, no optional declared property), raised to its `minProperties` and
+/// its number of `required` names.
+pub const MAP_CAP: u64 = 8;
+
+/// The most repetitions of one part of a `pattern` (or of a map's key pattern): `*` becomes
+/// `{0,32}`, `+` `{1,32}` (see [`bounded`]).
+pub const REPEAT_CAP: u32 = 32;
+
+/// The key pattern of a map whose keys the schema leaves free (`additionalProperties` a
+/// schema, nothing declared): short identifier-like keys.
+pub const MAP_KEY_PATTERN: &str = "^[A-Za-z0-9_.-]{1,32}$";
 
 /// The separators of compact decoding: the spacing SmolLM2 writes on its own.
 const ITEM_SEPARATOR: &str = ", ";
@@ -101,6 +119,16 @@ pub struct Tightened {
 enum Edit {
     Close,
     CapString(u64),
+    /// A `maxLength` the schema gives, lowered: (the schema's, the new one).
+    LowerMaxLength(u64, u64),
+    /// `pattern` replaced by its bounded form.
+    BoundPattern(String),
+    CapItems(u64),
+    /// A free map's `additionalProperties` schema moved under [`MAP_KEY_PATTERN`].
+    BoundMapKeys,
+    /// The one `patternProperties` key pattern replaced by its bounded form: (old, new).
+    BoundKeyPattern(String, String),
+    CapProperties(u64),
 }
 
 /// The schema narrowed for decoding (see the module docs).
@@ -114,29 +142,90 @@ pub fn tighten(schema: &ResponseSchema) -> Tightened {
     if let Some(edit) = type_object_root(schema, &mut out) {
         transforms.push(edit);
     }
-    let schema = original;
-    if let Some(plan) = plan(schema) {
-        for (pointer, edit) in plan {
+    let relaxed = relax::relax(original, &mut out);
+    if let Some(plan) = plan(original) {
+        // Deepest first: a free map's value schema is narrowed before the map moves it.
+        let mut narrowed = Vec::new();
+        for (pointer, edit) in plan.into_iter().rev() {
             let Some(Value::Object(node)) = out.pointer_mut(&pointer) else {
                 continue;
             };
-            let action = match edit {
-                Edit::Close => {
-                    node.insert("additionalProperties".to_owned(), Value::Bool(false));
-                    "additionalProperties: false for decoding (the schema leaves the object open)"
-                        .to_owned()
-                }
-                Edit::CapString(cap) => {
-                    node.insert("maxLength".to_owned(), json!(cap));
-                    format!("maxLength: {cap} for decoding (a free string without maxLength)")
-                }
-            };
-            transforms.push(Transform { pointer, action });
+            let action = apply(node, edit);
+            narrowed.push(Transform { pointer, action });
         }
+        transforms.extend(narrowed.into_iter().rev());
     }
+    transforms.extend(relaxed);
     Tightened {
         schema: out,
         transforms,
+    }
+}
+
+/// Applies one narrowing to its node; returns the ledger's description.
+fn apply(node: &mut Map<String, Value>, edit: Edit) -> String {
+    match edit {
+        Edit::Close => {
+            let valued = node
+                .insert("additionalProperties".to_owned(), Value::Bool(false))
+                .is_some_and(|v| v.as_object().is_some_and(|o| !o.is_empty()));
+            if valued {
+                "additionalProperties: false for decoding (the schema allows other keys under \
+                 a schema; only the declared ones are decoded)"
+                    .to_owned()
+            } else {
+                "additionalProperties: false for decoding (the schema leaves the object open)"
+                    .to_owned()
+            }
+        }
+        Edit::CapString(cap) => {
+            node.insert("maxLength".to_owned(), json!(cap));
+            format!("maxLength: {cap} for decoding (a free string without maxLength)")
+        }
+        Edit::LowerMaxLength(given, cap) => {
+            node.insert("maxLength".to_owned(), json!(cap));
+            format!("maxLength: {cap} for decoding (the schema allows {given})")
+        }
+        Edit::BoundPattern(bounded) => {
+            let action = format!(
+                "pattern {bounded:?} for decoding (the schema's pattern, anchored, with each \
+                 repetition at most {REPEAT_CAP})"
+            );
+            node.insert("pattern".to_owned(), json!(bounded));
+            action
+        }
+        Edit::CapItems(cap) => {
+            node.insert("maxItems".to_owned(), json!(cap));
+            format!("maxItems: {cap} for decoding (an array without maxItems)")
+        }
+        Edit::BoundMapKeys => {
+            let value = node
+                .shift_remove("additionalProperties")
+                .unwrap_or(Value::Bool(true));
+            let mut keys = Map::new();
+            keys.insert(MAP_KEY_PATTERN.to_owned(), value);
+            node.insert("patternProperties".to_owned(), Value::Object(keys));
+            node.insert("additionalProperties".to_owned(), Value::Bool(false));
+            format!(
+                "keys matching {MAP_KEY_PATTERN:?} for decoding (a map whose keys the schema \
+                 leaves free; its additionalProperties schema applies to them)"
+            )
+        }
+        Edit::BoundKeyPattern(old, new) => {
+            if let Some(Value::Object(patterns)) = node.get_mut("patternProperties")
+                && let Some(value) = patterns.shift_remove(&old)
+            {
+                patterns.insert(new.clone(), value);
+            }
+            format!(
+                "patternProperties key {new:?} for decoding (the schema's {old:?}, anchored, \
+                 with each repetition at most {REPEAT_CAP})"
+            )
+        }
+        Edit::CapProperties(cap) => {
+            node.insert("maxProperties".to_owned(), json!(cap));
+            format!("maxProperties: {cap} for decoding (a map without maxProperties)")
+        }
     }
 }
 
@@ -233,8 +322,10 @@ impl Walk<'_> {
                 self.new_pins.insert(target);
             }
         }
+        let mut closes = false;
         if alone {
             for edit in edits_for(map) {
+                closes |= edit == Edit::Close;
                 self.edits.push((pointer.clone(), edit));
             }
         }
@@ -261,9 +352,9 @@ impl Walk<'_> {
                     }
                     other => self.visit(other, at, direct, false)?,
                 },
-                "additionalItems" | "additionalProperties" => {
-                    self.visit(value, at, direct, false)?;
-                }
+                "additionalItems" => self.visit(value, at, direct, false)?,
+                // Closing replaces it: nothing in it is decoded.
+                "additionalProperties" => self.visit(value, at, direct && !closes, false)?,
                 "anyOf" | "allOf" | "oneOf" => {
                     for (i, item) in value.as_array().into_iter().flatten().enumerate() {
                         let branch_alone = key == "anyOf" && any_of_alone;
@@ -296,7 +387,7 @@ impl Walk<'_> {
     }
 }
 
-/// The narrowings of one schema that is alone (a `type` list may get both).
+/// The narrowings of one schema that is alone (a `type` list may get several).
 fn edits_for(map: &Map<String, Value>) -> Vec<Edit> {
     let mut edits = Vec::new();
     if IN_PLACE.iter().any(|k| map.contains_key(*k)) {
@@ -305,26 +396,140 @@ fn edits_for(map: &Map<String, Value>) -> Vec<Edit> {
     let types = declared_types(map);
     let has = |t: &str| types.iter().any(|x| x == t);
     let object_like = has("object") || (types.is_empty() && map.contains_key("properties"));
-    if object_like && closable(map) {
-        edits.push(Edit::Close);
+    if object_like {
+        edits.extend(object_edits(map));
     }
-    if has("string")
-        && !map.contains_key("maxLength")
-        && !map.contains_key("pattern")
-        && !map.contains_key("format")
-    {
-        let min = map.get("minLength").and_then(Value::as_u64).unwrap_or(0);
-        edits.push(Edit::CapString(STRING_CAP.max(min)));
+    if has("string") {
+        edits.extend(string_edit(map));
+    }
+    if has("array") && !map.contains_key("maxItems") {
+        let min = map.get("minItems").and_then(Value::as_u64).unwrap_or(0);
+        edits.push(Edit::CapItems(ITEM_CAP.max(min)));
     }
     edits
+}
+
+/// Closing an open object, or bounding a map's keys and size.
+fn object_edits(map: &Map<String, Value>) -> Vec<Edit> {
+    let mut edits = Vec::new();
+    let closes = closable(map);
+    if closes {
+        edits.push(Edit::Close);
+    }
+    let mut is_map = false;
+    if free_map(map) {
+        edits.push(Edit::BoundMapKeys);
+        is_map = true;
+    } else if let Some(edit) = bound_key_pattern(map, closes) {
+        edits.push(edit);
+        is_map = true;
+    }
+    if is_map && !map.contains_key("maxProperties") {
+        let declared = map.get("properties").and_then(Value::as_object);
+        let required = names(map.get("required"));
+        // llguidance takes maxProperties only when every declared property is required.
+        let all_required =
+            declared.is_none_or(|d| d.keys().all(|k| required.iter().any(|r| r == k)));
+        let min = map.get("minProperties").and_then(Value::as_u64).unwrap_or(0);
+        let count = u64::try_from(required.len()).unwrap_or(u64::MAX);
+        if all_required {
+            edits.push(Edit::CapProperties(MAP_CAP.max(min).max(count)));
+        }
+    }
+    edits
+}
+
+/// A map whose keys are free: `additionalProperties` a schema that is not `{}`, and nothing
+/// else about keys (no properties, patternProperties, propertyNames or required).
+fn free_map(map: &Map<String, Value>) -> bool {
+    let valued = matches!(map.get("additionalProperties"), Some(Value::Object(o)) if !o.is_empty());
+    let declares = |k: &str| match map.get(k) {
+        None => false,
+        Some(Value::Object(o)) => !o.is_empty(),
+        Some(Value::Array(a)) => !a.is_empty(),
+        Some(_) => true,
+    };
+    valued
+        && !declares("properties")
+        && !declares("patternProperties")
+        && !declares("required")
+        && !map.contains_key("propertyNames")
+}
+
+/// The one `patternProperties` key pattern bounded, when that loses no key the schema gives a
+/// value schema to: the object is closed (or closing now), and every declared or required name
+/// the pattern matches still matches the bounded pattern.
+fn bound_key_pattern(map: &Map<String, Value>, closing: bool) -> Option<Edit> {
+    let Some(Value::Object(patterns)) = map.get("patternProperties") else {
+        return None;
+    };
+    let closed = closing || map.get("additionalProperties") == Some(&Value::Bool(false));
+    if patterns.len() != 1 || !closed {
+        return None;
+    }
+    let (old, _) = patterns.iter().next()?;
+    let new = bounded(old, REPEAT_CAP)?;
+    let original = regex::Regex::new(old).ok()?;
+    let narrowed = regex::Regex::new(&new).ok()?;
+    let declared = map
+        .get("properties")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flat_map(|d| d.keys().cloned());
+    let mut named = names(map.get("required"));
+    named.extend(declared);
+    let min = map.get("minProperties").and_then(Value::as_u64).unwrap_or(0);
+    let keeps = named
+        .iter()
+        .all(|n| !original.is_match(n) || narrowed.is_match(n));
+    (keeps && min <= 1).then_some(Edit::BoundKeyPattern(old.clone(), new))
+}
+
+/// The narrowing of a string: a cap on a free string, a lower cap on a large `maxLength`, or a
+/// bounded `pattern`.
+fn string_edit(map: &Map<String, Value>) -> Option<Edit> {
+    let min = map.get("minLength").and_then(Value::as_u64).unwrap_or(0);
+    let cap = STRING_CAP.max(min);
+    let max = map.get("maxLength").and_then(Value::as_u64);
+    if let Some(Value::String(pattern)) = map.get("pattern") {
+        // The bounded pattern keeps the shortest match; with a minLength it might not reach it.
+        if min > 0 || max.is_some_and(|m| m <= cap) {
+            return None;
+        }
+        return bounded(pattern, REPEAT_CAP).map(Edit::BoundPattern);
+    }
+    if map.contains_key("format") {
+        return None;
+    }
+    match max {
+        None => Some(Edit::CapString(cap)),
+        Some(given) if given > cap => Some(Edit::LowerMaxLength(given, cap)),
+        Some(_) => None,
+    }
+}
+
+/// The strings of a `required`-like list.
+fn names(list: Option<&Value>) -> Vec<String> {
+    list.and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_owned)
+        .collect()
 }
 
 /// True when closing this object schema leaves every answer it could give valid and at least
 /// one answer possible.
 fn closable(map: &Map<String, Value>) -> bool {
+    let declares_properties = map
+        .get("properties")
+        .and_then(Value::as_object)
+        .is_some_and(|p| !p.is_empty());
+    // A schema-valued additionalProperties beside declared properties is closed too (only the
+    // declared keys are decoded); without declared properties it is a map ([`free_map`]).
     let open = match map.get("additionalProperties") {
         None | Some(Value::Bool(true)) => true,
-        Some(Value::Object(o)) => o.is_empty(),
+        Some(Value::Object(o)) => o.is_empty() || declares_properties,
         Some(_) => false,
     };
     if !open || map.contains_key("unevaluatedProperties") {
@@ -384,6 +589,12 @@ fn local_pointer(reference: &Value) -> Option<String> {
 fn escape(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
 }
+
+#[path = "tighten_regex.rs"]
+mod tighten_regex;
+
+#[path = "tighten_relax.rs"]
+mod relax;
 
 #[cfg(test)]
 #[path = "tighten_tests.rs"]

@@ -6,22 +6,39 @@ fn tighten(schema: &Value) -> Tightened {
     super::tighten(&ResponseSchema::from_value(schema.clone()).unwrap())
 }
 
-fn pointers(t: &Tightened) -> Vec<(&str, &str)> {
+fn pointers(t: &Tightened) -> Vec<(&str, &'static str)> {
     t.transforms
         .iter()
-        .map(|t| {
-            let kind = if t.action.starts_with("additionalProperties") {
-                "close"
-            } else if t.action.starts_with("type: object") {
-                "root"
-            } else if t.action.starts_with("maxLength") {
-                "cap"
-            } else {
-                "whitespace"
-            };
-            (t.pointer.as_str(), kind)
-        })
+        .map(|t| (t.pointer.as_str(), kind_of(&t.action)))
         .collect()
+}
+
+/// The kind of a narrowing, from the start of its ledger action.
+fn kind_of(a: &str) -> &'static str {
+    if a.starts_with("additionalProperties") {
+        "close"
+    } else if a.starts_with("type: object") {
+        "root"
+    } else if a.starts_with("maxLength") {
+        "cap"
+    } else if a.starts_with("maxItems") {
+        "items"
+    } else if a.starts_with("maxProperties") {
+        "size"
+    } else if a.starts_with("keys matching") || a.starts_with("patternProperties key") {
+        "keys"
+    } else if a.starts_with("pattern") {
+        "pattern"
+    } else if a.starts_with("compact whitespace") {
+        "whitespace"
+    } else if a.contains("removed from the decoding grammar")
+        || a.starts_with("oneOf decoded as anyOf")
+        || a.starts_with("format: uri")
+    {
+        "relaxed"
+    } else {
+        panic!("unclassified transform {a}")
+    }
 }
 
 /// Every instance the narrowed schema accepts, the original accepts too.
@@ -57,8 +74,11 @@ fn open_objects_are_closed_at_every_level() {
             ("", "whitespace"),
             ("", "close"),
             ("/properties/place", "close"),
+            ("/properties/tags", "keys"),
+            ("/properties/tags", "size"),
             ("/properties/tags/additionalProperties", "cap"),
             ("/properties/plain", "close"),
+            ("/properties/list", "items"),
             ("/properties/list/items", "close"),
         ]
     );
@@ -67,10 +87,15 @@ fn open_objects_are_closed_at_every_level() {
         t.schema["properties"]["place"]["additionalProperties"],
         false
     );
-    // A map of strings stays a map (its entries are capped).
+    // A map of strings stays a map (its keys bounded, its entries capped).
     assert_eq!(
-        t.schema["properties"]["tags"]["additionalProperties"],
-        json!({"type": "string", "maxLength": STRING_CAP})
+        t.schema["properties"]["tags"],
+        json!({
+            "type": "object",
+            "patternProperties": {MAP_KEY_PATTERN: {"type": "string", "maxLength": STRING_CAP}},
+            "additionalProperties": false,
+            "maxProperties": MAP_CAP
+        })
     );
     assert!(
         t.transforms
@@ -117,9 +142,12 @@ fn objects_combined_in_place_stay_open() {
         pointers(&tighten(&beside)),
         vec![("", "whitespace"), ("", "root")]
     );
-    // oneOf, not, if/then: never narrowed inside.
+    // oneOf, not, if/then: never narrowed inside (oneOf is decoded as anyOf, see below).
     let one_of = json!({"oneOf": [{"type": "object"}, {"type": "string"}]});
-    assert_eq!(pointers(&tighten(&one_of)), vec![("", "whitespace")]);
+    assert_eq!(
+        pointers(&tighten(&one_of)),
+        vec![("", "whitespace"), ("", "relaxed")]
+    );
 }
 
 #[test]
@@ -239,4 +267,246 @@ fn whitespace_is_compact_unless_the_caller_chose() {
     let t = tighten(&caller);
     assert_eq!(t.schema, caller);
     assert!(t.transforms.is_empty());
+}
+
+/// llguidance compiles the schema (single-byte tokens: the grammar, not the model, is tested).
+fn compiles(schema: &Value) -> Result<(), String> {
+    let env = toktrie::ApproximateTokEnv::single_byte_env();
+    let factory = llguidance::ParserFactory::new_simple(&env).map_err(|e| e.to_string())?;
+    let grammar = llguidance::api::TopLevelGrammar::from_json_schema(schema.clone());
+    let parser = factory
+        .create_parser(grammar)
+        .map_err(|e| format!("{e:#}"))?;
+    match llguidance::Matcher::new(Ok(parser)).get_error() {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+#[test]
+fn arrays_get_a_max_items_but_never_below_min_items() {
+    let s = json!({
+        "type": "object",
+        "properties": {
+            "free": {"type": "array", "items": {"type": "integer"}},
+            "many": {"type": "array", "items": {"type": "integer"}, "minItems": 7},
+            "bounded": {"type": "array", "items": {"type": "integer"}, "maxItems": 2}
+        }
+    });
+    let t = tighten(&s);
+    let p = &t.schema["properties"];
+    assert_eq!(p["free"]["maxItems"], json!(ITEM_CAP));
+    assert_eq!(p["many"]["maxItems"], json!(7));
+    assert_eq!(p["bounded"]["maxItems"], json!(2));
+    let items: Vec<_> = pointers(&t)
+        .into_iter()
+        .filter(|(_, k)| *k == "items")
+        .collect();
+    assert_eq!(
+        items,
+        vec![("/properties/free", "items"), ("/properties/many", "items")]
+    );
+    assert_narrower(
+        &t,
+        &s,
+        &[
+            json!({"free": [1, 2, 3]}),
+            json!({"free": (0..20).collect::<Vec<_>>()}),
+            json!({"many": (0..7).collect::<Vec<_>>()}),
+            json!({"bounded": [1, 2, 3]}),
+        ],
+    );
+    compiles(&t.schema).unwrap();
+}
+
+#[test]
+fn a_large_max_length_is_lowered_and_a_pattern_bounded() {
+    let s = json!({
+        "type": "object",
+        "properties": {
+            "huge": {"type": "string", "maxLength": 65535},
+            "long_min": {"type": "string", "minLength": 200, "maxLength": 4096},
+            "prefix": {"type": "string", "pattern": "^pkg:"},
+            "word": {"type": ["string", "null"], "pattern": "^[a-z]+$"},
+            "floor": {"type": "string", "pattern": "^[a-z]+$", "minLength": 3},
+            "exact": {"type": "string", "pattern": "^[0-9]{5}$"}
+        }
+    });
+    let t = tighten(&s);
+    let p = &t.schema["properties"];
+    assert_eq!(p["huge"]["maxLength"], json!(STRING_CAP));
+    assert_eq!(p["long_min"]["maxLength"], json!(200));
+    assert_eq!(p["prefix"]["pattern"], json!("^(?:pkg:)$"));
+    assert_eq!(p["word"]["pattern"], json!("^(?:[a-z]{1,32})$"));
+    for untouched in ["floor", "exact"] {
+        assert_eq!(p[untouched], s["properties"][untouched], "{untouched}");
+    }
+    let huge = &t.transforms[t.transforms.len() - 4];
+    assert_eq!(huge.pointer, "/properties/huge");
+    assert!(huge.action.contains("the schema allows 65535"), "{huge:?}");
+    assert_narrower(
+        &t,
+        &s,
+        &[
+            json!({"huge": "x".repeat(100)}),
+            json!({"huge": "x".repeat(1000)}),
+            json!({"prefix": "pkg:"}),
+            json!({"prefix": "pkg:npm/x"}),
+            json!({"prefix": "xpkg:"}),
+            json!({"word": "abc"}),
+            json!({"word": "a".repeat(40)}),
+            json!({"word": "ab1"}),
+        ],
+    );
+    compiles(&t.schema).unwrap();
+}
+
+#[test]
+fn map_keys_are_bounded_and_maps_sized() {
+    // A map whose keys follow one pattern: the pattern bounded, the object closed and sized.
+    let s = json!({
+        "type": "object",
+        "patternProperties": {"^[a-zA-Z0-9]([a-zA-Z0-9-]+[a-zA-Z0-9])?$": {"type": "string"}}
+    });
+    let t = tighten(&s);
+    assert_eq!(
+        pointers(&t),
+        vec![("", "whitespace"), ("", "close"), ("", "keys"), ("", "size")]
+    );
+    assert_eq!(
+        t.schema["patternProperties"],
+        json!({"^(?:[a-zA-Z0-9]([a-zA-Z0-9-]{1,32}[a-zA-Z0-9])?)$": {"type": "string"}})
+    );
+    assert_eq!(t.schema["maxProperties"], json!(MAP_CAP));
+    let many: Map<String, Value> = (0..12).map(|i| (format!("k{i}"), json!("v"))).collect();
+    assert_narrower(
+        &t,
+        &s,
+        &[
+            json!({"abc": "x"}),
+            json!({"a-b": "x", "c": 1}),
+            json!({"-bad": "x"}),
+            json!({"k".repeat(50): "x"}),
+            Value::Object(many),
+        ],
+    );
+    compiles(&t.schema).unwrap();
+
+    // Declared properties beside the pattern: bounded when every declared name the pattern
+    // matches still matches; no maxProperties (llguidance needs every declared one required).
+    let beside = json!({
+        "type": "object",
+        "properties": {"basic": {"type": "object", "properties": {"text": {"type": "string"}}}},
+        "patternProperties": {"^[a-zA-Z0-9_]*$": {"type": "object", "required": ["text"]}},
+        "additionalProperties": false
+    });
+    let t = tighten(&beside);
+    assert!(pointers(&t).contains(&("", "keys")), "{:?}", t.transforms);
+    assert!(!pointers(&t).contains(&("", "size")), "{:?}", t.transforms);
+    assert_narrower(
+        &t,
+        &beside,
+        &[
+            json!({"basic": {"text": "a"}}),
+            json!({"basic": {}}),
+            json!({"label_1": {"text": "b"}}),
+            json!({"bad key": {"text": "b"}}),
+        ],
+    );
+    compiles(&t.schema).unwrap();
+
+    // A declared name longer than the bounded pattern allows, several patterns, or an open
+    // additionalProperties schema: keys left as the schema has them.
+    let long_name = "n".repeat(40);
+    let kept = [
+        json!({"type": "object", "properties": {long_name: {}}, "patternProperties": {"^[a-z]*$": {"type": "integer"}}, "additionalProperties": false}),
+        json!({"type": "object", "patternProperties": {"^a+$": {}, "^b+$": {}}}),
+        json!({"type": "object", "patternProperties": {"^a+$": {"type": "integer"}}, "additionalProperties": {"type": "string"}}),
+    ];
+    for s in kept {
+        assert!(!pointers(&tighten(&s)).contains(&("", "keys")), "{s}");
+    }
+}
+
+#[test]
+fn a_schema_valued_additional_properties_beside_declared_ones_is_closed() {
+    let s = json!({
+        "type": "object",
+        "properties": {"name": {"type": "string"}},
+        "additionalProperties": {"type": "object", "properties": {"x": {"type": "string"}}}
+    });
+    let t = tighten(&s);
+    assert_eq!(t.schema["additionalProperties"], json!(false));
+    // Nothing is narrowed inside the schema that closing replaced.
+    assert_eq!(
+        pointers(&t),
+        vec![("", "whitespace"), ("", "close"), ("/properties/name", "cap")]
+    );
+    assert!(t.transforms[1].action.contains("other keys under a schema"));
+    assert_narrower(
+        &t,
+        &s,
+        &[json!({"name": "a"}), json!({"name": "a", "other": {"x": "y"}})],
+    );
+}
+
+#[test]
+fn keywords_llguidance_cannot_compile_are_left_to_validation_and_named() {
+    let s = json!({
+        "type": "object",
+        "properties": {
+            "kind": {"oneOf": [{"const": "a"}, {"const": "b"}]},
+            "both": {"anyOf": [{"type": "string"}, {"type": "integer"}], "oneOf": [{"type": "string"}, {"minimum": 0}]},
+            "name": {"type": "string", "not": {"const": "root"}},
+            "home": {"type": "string", "format": "iri"},
+            "topic": {"type": "string", "format": "topic"},
+            "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": true, "maxItems": 3}
+        },
+        "required": ["kind"],
+        "if": {"required": ["name"]},
+        "then": {"required": ["home"]},
+        "dependencies": {"home": ["name"]}
+    });
+    let refused = compiles(&s).unwrap_err();
+    assert!(refused.contains("Unimplemented keys") || refused.contains("oneOf"), "{refused}");
+    let t = tighten(&s);
+    let relaxed: Vec<(&str, &str)> = t
+        .transforms
+        .iter()
+        .filter(|t| kind_of(&t.action) == "relaxed")
+        .map(|t| (t.pointer.as_str(), t.action.split(' ').next().unwrap_or("")))
+        .collect();
+    assert_eq!(
+        relaxed,
+        vec![
+            ("", "if"),
+            ("", "then"),
+            ("", "dependencies"),
+            ("/properties/kind", "oneOf"),
+            ("/properties/both", "oneOf"),
+            ("/properties/name", "not"),
+            ("/properties/home", "format:"),
+            ("/properties/topic", "format"),
+            ("/properties/tags", "uniqueItems"),
+        ]
+    );
+    let p = &t.schema["properties"];
+    assert_eq!(p["kind"]["anyOf"], s["properties"]["kind"]["oneOf"]);
+    assert_eq!(
+        p["both"]["allOf"],
+        json!([{"anyOf": s["properties"]["both"]["oneOf"]}])
+    );
+    assert_eq!(p["home"]["format"], "uri");
+    assert!(p["topic"].get("format").is_none() && p["name"].get("not").is_none());
+    for gone in ["if", "then", "dependencies"] {
+        assert!(t.schema.get(gone).is_none(), "{gone}");
+    }
+    // Each is named as checked by validating the answer (iri → uri is a narrowing instead).
+    for t in t.transforms.iter().filter(|t| kind_of(&t.action) == "relaxed") {
+        assert!(
+            t.action.contains("checked by validating the answer") || t.action.contains("IRI"),
+            "{t:?}"
+        );
+    }
+    compiles(&t.schema).unwrap();
 }
