@@ -62,26 +62,25 @@ pub const MAP_KEY_PATTERN: &str = "^[A-Za-z0-9_.-]{1,32}$";
 const ITEM_SEPARATOR: &str = ", ";
 const KEY_SEPARATOR: &str = ": ";
 
-/// Keywords that apply another schema to the same value, or pin the value itself: a schema with
-/// one of them is not closed or capped, and its children are not alone.
-const IN_PLACE: [&str; 17] = [
-    "allOf",
-    "anyOf",
-    "oneOf",
+/// Keywords that apply another schema to the same value in the decoding grammar, or pin the
+/// value itself: a schema with one of them is not narrowed, and its children are not alone.
+const IN_PLACE: [&str; 8] = [
+    "allOf", "anyOf", "oneOf", "$ref", "$dynamicRef", "$recursiveRef", "enum", "const",
+];
+
+/// Keywords left out of the decoding grammar and checked by validation ([`relax`]) that can
+/// still require keys: an object beside one is not closed, nor its keys bounded. Strings and
+/// arrays beside them are capped (the grammar decodes without them).
+const LEFT_TO_VALIDATION: [&str; 9] = [
     "not",
     "if",
     "then",
     "else",
-    "$ref",
-    "$dynamicRef",
-    "$recursiveRef",
-    "dependentSchemas",
     "dependencies",
     "dependentRequired",
+    "dependentSchemas",
     "unevaluatedProperties",
     "unevaluatedItems",
-    "enum",
-    "const",
 ];
 
 /// Keywords that assert nothing about the value.
@@ -142,7 +141,6 @@ pub fn tighten(schema: &ResponseSchema) -> Tightened {
     if let Some(edit) = type_object_root(schema, &mut out) {
         transforms.push(edit);
     }
-    let relaxed = relax::relax(original, &mut out);
     if let Some(plan) = plan(original) {
         // Deepest first: a free map's value schema is narrowed before the map moves it.
         let mut narrowed = Vec::new();
@@ -155,7 +153,8 @@ pub fn tighten(schema: &ResponseSchema) -> Tightened {
         }
         transforms.extend(narrowed.into_iter().rev());
     }
-    transforms.extend(relaxed);
+    // After the narrowings (their pointers cross `oneOf`, which this renames).
+    transforms.extend(relax::relax(original, &mut out));
     Tightened {
         schema: out,
         transforms,
@@ -180,7 +179,7 @@ fn apply(node: &mut Map<String, Value>, edit: Edit) -> String {
         }
         Edit::CapString(cap) => {
             node.insert("maxLength".to_owned(), json!(cap));
-            format!("maxLength: {cap} for decoding (a free string without maxLength)")
+            format!("maxLength: {cap} for decoding (a string without maxLength)")
         }
         Edit::LowerMaxLength(given, cap) => {
             node.insert("maxLength".to_owned(), json!(cap));
@@ -332,15 +331,37 @@ impl Walk<'_> {
         let clean = alone && !IN_PLACE.iter().any(|k| map.contains_key(*k));
         let direct =
             clean && !map.contains_key("patternProperties") && !map.contains_key("contains");
-        let any_of_alone = alone
-            && map
-                .keys()
-                .all(|k| k == "type" || k == "anyOf" || ANNOTATIONS.contains(&k.as_str()));
+        // Branches of the one anyOf (or oneOf, decoded as anyOf) of a schema that asserts
+        // nothing else.
+        let combinators = ["anyOf", "oneOf"]
+            .iter()
+            .filter(|k| map.contains_key(**k))
+            .count();
+        let branches_alone = alone
+            && combinators == 1
+            && map.keys().all(|k| {
+                k == "type" || k == "anyOf" || k == "oneOf" || ANNOTATIONS.contains(&k.as_str())
+            });
+        // The one pattern of an object that declares no property: it alone gives its keys'
+        // values a schema.
+        let declares = map
+            .get("properties")
+            .and_then(Value::as_object)
+            .is_some_and(|p| !p.is_empty());
+        let one_pattern = map
+            .get("patternProperties")
+            .and_then(Value::as_object)
+            .is_some_and(|p| p.len() == 1);
+        let pattern_alone = clean && one_pattern && !declares && !map.contains_key("contains");
         for (key, value) in map {
             let at = format!("{pointer}/{}", escape(key));
             match key.as_str() {
                 "properties" | "patternProperties" | "dependentSchemas" => {
-                    let children_alone = key == "properties" && direct;
+                    let children_alone = match key.as_str() {
+                        "properties" => direct,
+                        "patternProperties" => pattern_alone,
+                        _ => false,
+                    };
                     self.visit_map(value, &at, children_alone)?;
                 }
                 "$defs" | "definitions" => self.visit_map(value, &at, true)?,
@@ -357,7 +378,7 @@ impl Walk<'_> {
                 "additionalProperties" => self.visit(value, at, direct && !closes, false)?,
                 "anyOf" | "allOf" | "oneOf" => {
                     for (i, item) in value.as_array().into_iter().flatten().enumerate() {
-                        let branch_alone = key == "anyOf" && any_of_alone;
+                        let branch_alone = key != "allOf" && branches_alone;
                         self.visit(item, format!("{at}/{i}"), branch_alone, false)?;
                     }
                 }
@@ -396,7 +417,8 @@ fn edits_for(map: &Map<String, Value>) -> Vec<Edit> {
     let types = declared_types(map);
     let has = |t: &str| types.iter().any(|x| x == t);
     let object_like = has("object") || (types.is_empty() && map.contains_key("properties"));
-    if object_like {
+    let may_require_keys = LEFT_TO_VALIDATION.iter().any(|k| map.contains_key(*k));
+    if object_like && !may_require_keys {
         edits.extend(object_edits(map));
     }
     if has("string") {
@@ -498,7 +520,8 @@ fn string_edit(map: &Map<String, Value>) -> Option<Edit> {
         }
         return bounded(pattern, REPEAT_CAP).map(Edit::BoundPattern);
     }
-    if map.contains_key("format") {
+    if map.contains_key("format") && min > 0 {
+        // A format with a minLength: a short enough instance may not exist.
         return None;
     }
     match max {

@@ -58,7 +58,8 @@ pub(crate) fn relax(original: &Value, out: &mut Value) -> Vec<Transform> {
     collect(original, String::new(), &mut found);
     // Deepest first, so a rename of `oneOf` never moves a node still to be changed.
     for (pointer, change) in found.iter().rev() {
-        if let Some(Value::Object(node)) = out.pointer_mut(pointer) {
+        let at = locate(out, pointer);
+        if let Some(Value::Object(node)) = at.and_then(|at| out.pointer_mut(&at)) {
             apply(node, change);
         }
     }
@@ -69,6 +70,19 @@ pub(crate) fn relax(original: &Value, out: &mut Value) -> Vec<Transform> {
             action: describe(&change),
         })
         .collect()
+}
+
+/// Where the node at `pointer` of the caller's schema is in `out`: the same place, or, inside a
+/// map whose `additionalProperties` schema the narrowing moved under its key pattern, there.
+fn locate(out: &Value, pointer: &str) -> Option<String> {
+    if out.pointer(pointer).is_some_and(Value::is_object) {
+        return Some(pointer.to_owned());
+    }
+    let moved = format!("/patternProperties/{}", super::escape(super::MAP_KEY_PATTERN));
+    pointer
+        .match_indices("/additionalProperties")
+        .map(|(i, m)| format!("{}{moved}{}", &pointer[..i], &pointer[i + m.len()..]))
+        .find(|candidate| out.pointer(candidate).is_some_and(Value::is_object))
 }
 
 fn describe(change: &Relax) -> String {

@@ -142,10 +142,21 @@ fn objects_combined_in_place_stay_open() {
         pointers(&tighten(&beside)),
         vec![("", "whitespace"), ("", "root")]
     );
-    // oneOf, not, if/then: never narrowed inside (oneOf is decoded as anyOf, see below).
+    // oneOf is decoded as anyOf (see below): its branches are narrowed like anyOf's.
     let one_of = json!({"oneOf": [{"type": "object"}, {"type": "string"}]});
     assert_eq!(
         pointers(&tighten(&one_of)),
+        vec![
+            ("", "whitespace"),
+            ("/oneOf/0", "close"),
+            ("/oneOf/1", "cap"),
+            ("", "relaxed")
+        ]
+    );
+    // allOf branches, and not/if/then subschemas: never narrowed inside.
+    let not = json!({"type": "object", "not": {"type": "object", "properties": {"a": {}}}});
+    assert_eq!(
+        pointers(&tighten(&not)),
         vec![("", "whitespace"), ("", "relaxed")]
     );
 }
@@ -228,10 +239,11 @@ fn free_strings_are_capped_but_never_below_what_the_schema_needs() {
     assert_eq!(p["free"]["maxLength"], json!(STRING_CAP));
     assert_eq!(p["long"]["maxLength"], json!(500));
     assert_eq!(p["bounded"]["maxLength"], json!(10));
-    for untouched in ["patterned", "dated", "named"] {
+    for untouched in ["patterned", "named"] {
         assert_eq!(p[untouched], s["properties"][untouched], "{untouched}");
     }
     assert_eq!(p["maybe"]["maxLength"], json!(STRING_CAP));
+    assert_eq!(p["dated"]["maxLength"], json!(STRING_CAP));
     let capped: Vec<_> = pointers(&t)
         .into_iter()
         .filter(|(_, k)| *k == "cap")
@@ -241,6 +253,7 @@ fn free_strings_are_capped_but_never_below_what_the_schema_needs() {
         vec![
             ("/properties/free", "cap"),
             ("/properties/long", "cap"),
+            ("/properties/dated", "cap"),
             ("/properties/maybe", "cap"),
         ]
     );
@@ -371,11 +384,18 @@ fn map_keys_are_bounded_and_maps_sized() {
     let t = tighten(&s);
     assert_eq!(
         pointers(&t),
-        vec![("", "whitespace"), ("", "close"), ("", "keys"), ("", "size")]
+        vec![
+            ("", "whitespace"),
+            ("", "close"),
+            ("", "keys"),
+            ("", "size"),
+            ("/patternProperties/^[a-zA-Z0-9]([a-zA-Z0-9-]+[a-zA-Z0-9])?$", "cap")
+        ]
     );
     assert_eq!(
         t.schema["patternProperties"],
-        json!({"^(?:[a-zA-Z0-9]([a-zA-Z0-9-]{1,32}[a-zA-Z0-9])?)$": {"type": "string"}})
+        json!({"^(?:[a-zA-Z0-9]([a-zA-Z0-9-]{1,32}[a-zA-Z0-9])?)$":
+            {"type": "string", "maxLength": STRING_CAP}})
     );
     assert_eq!(t.schema["maxProperties"], json!(MAP_CAP));
     let many: Map<String, Value> = (0..12).map(|i| (format!("k{i}"), json!("v"))).collect();
@@ -507,6 +527,78 @@ fn keywords_llguidance_cannot_compile_are_left_to_validation_and_named() {
             t.action.contains("checked by validating the answer") || t.action.contains("IRI"),
             "{t:?}"
         );
+    }
+    compiles(&t.schema).unwrap();
+}
+
+#[test]
+fn strings_with_a_format_are_capped_and_still_compile() {
+    for format in [
+        "date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid", "uri",
+    ] {
+        let s = json!({"type": "string", "format": format});
+        let t = tighten(&s);
+        assert_eq!(t.schema["maxLength"], json!(STRING_CAP), "{format}");
+        compiles(&t.schema).unwrap_or_else(|e| panic!("{format}: {e}"));
+    }
+    // With a minLength, a short enough instance may not exist: left alone.
+    let floor = json!({"type": "string", "format": "email", "minLength": 3});
+    assert!(tighten(&floor).schema.get("maxLength").is_none());
+}
+
+#[test]
+fn narrowing_reaches_beside_and_inside_keywords_left_to_validation() {
+    let s = json!({
+        "type": "object",
+        "properties": {
+            "id": {"type": "string", "not": {"const": ""}},
+            "kind": {"oneOf": [
+                {"type": "object", "properties": {"name": {"type": "string"}}},
+                {"type": "array", "items": {"type": "integer"}}
+            ]},
+            "extra": {
+                "type": "object",
+                "properties": {"a": {"type": "integer"}},
+                "dependencies": {"a": ["b"]}
+            },
+            "labels": {
+                "type": "object",
+                "patternProperties": {"^[a-z]+$": {"type": "string"}}
+            },
+            "map": {"type": "object", "additionalProperties": {"type": "string", "not": {"const": "x"}}}
+        }
+    });
+    let t = tighten(&s);
+    let p = &t.schema["properties"];
+    // Beside `not`: the string is capped, and `not` left to validation.
+    assert_eq!(p["id"]["maxLength"], json!(STRING_CAP));
+    assert!(p["id"].get("not").is_none());
+    // Inside oneOf (decoded as anyOf): each branch narrowed.
+    assert_eq!(p["kind"]["anyOf"][0]["additionalProperties"], json!(false));
+    assert_eq!(p["kind"]["anyOf"][1]["maxItems"], json!(ITEM_CAP));
+    // Beside dependencies: the object is not closed (the dependency may need another key).
+    assert!(p["extra"].get("additionalProperties").is_none());
+    // The one pattern of a map: its values are narrowed too.
+    assert_eq!(
+        p["labels"]["patternProperties"]["^(?:[a-z]{1,32})$"]["maxLength"],
+        json!(STRING_CAP)
+    );
+    // A moved map value still loses its `not`.
+    assert_eq!(
+        p["map"]["patternProperties"][MAP_KEY_PATTERN],
+        json!({"type": "string", "maxLength": STRING_CAP})
+    );
+    let at: Vec<(&str, &str)> = pointers(&t);
+    for expected in [
+        ("/properties/id", "cap"),
+        ("/properties/id", "relaxed"),
+        ("/properties/kind", "relaxed"),
+        ("/properties/kind/oneOf/0", "close"),
+        ("/properties/kind/oneOf/1", "items"),
+        ("/properties/labels/patternProperties/^[a-z]+$", "cap"),
+        ("/properties/map/additionalProperties", "relaxed"),
+    ] {
+        assert!(at.contains(&expected), "{expected:?} not in {at:?}");
     }
     compiles(&t.schema).unwrap();
 }
