@@ -1,42 +1,53 @@
 //! [`tighten`]: the caller's JSON Schema narrowed for decoding, so a small model cannot wander.
 //!
 //! A small model under a schema that leaves room invents property after property, pads the
-//! text with blank lines, or writes a free string until the token budget ends. The grammar
-//! given to llguidance is therefore built from a narrowed copy of the schema. Every narrowing
-//! only removes answers (each answer of the narrowed schema is an answer of the original), and
-//! the answer is still validated against the caller's original schema. Each narrowing is named
-//! as a [`Transform`] (JSON Pointer into the caller's schema, and what was done) for the
-//! ledger's `transforms`.
+//! text with blank lines, writes a free string, a key or a list until the token budget ends.
+//! The grammar given to llguidance is therefore built from a narrowed copy of the schema. Every
+//! narrowing only removes answers (each answer of the narrowed schema is an answer of the
+//! schema it narrows), and the answer is still validated against the caller's original schema.
+//! Each narrowing is named as a [`Transform`] (JSON Pointer into the caller's schema, and what
+//! was done) for the ledger's `transforms`.
 //!
 //! | narrowing | where | never when |
 //! |---|---|---|
 //! | the root typed: `type: object` | a root whose type the schema leaves open (`{"properties": ...}` without `type`): geode reads such an answer as a JSON object ([`AnswerRoot`]), so the decoder must write one | the root is typed `object` already |
 //! | compact whitespace: `x-guidance` with `whitespace_flexible: false` and the separators `", "` and `": "` (the model's own spacing), no other whitespace | the root | the caller's schema sets `x-guidance.whitespace_flexible` or `whitespace_pattern` itself |
-//! | objects closed: `additionalProperties: false` | an object schema that leaves `additionalProperties` open (absent, `true` or `{}`) | see below; `required` names a key not in `properties`; `minProperties` needs more keys than `properties` has (without `patternProperties`) |
-//! | free strings capped: `maxLength: max(`[`STRING_CAP`]`, minLength)` | a `type: string` schema without `maxLength`, `pattern` or `format` | see below |
+//! | objects closed: `additionalProperties: false` | an object schema that leaves `additionalProperties` open (absent, `true` or `{}`), or gives it a schema beside declared `properties` | see below; `required` names a key not in `properties`; `minProperties` needs more keys than `properties` has (without `patternProperties`); a keyword left to validation beside it (`not`, `if`, `dependencies`, ...) |
+//! | strings capped: `maxLength: max(`[`STRING_CAP`]`, minLength)` | a `type: string` schema without `maxLength` and `pattern` (with a `format`: only without `minLength`) | see below |
+//! | a large `maxLength` lowered to `max(`[`STRING_CAP`]`, minLength)` | a string without `pattern` or `format` whose `maxLength` is larger | |
+//! | a `pattern` bounded: anchored, each unbounded repetition at most [`REPEAT_CAP`] ([`tighten_regex::bounded`]) | a string whose pattern is unbounded, without `minLength` | the pattern does not parse as a Rust regex, or has an assertion inside |
+//! | arrays capped: `maxItems: max(`[`ITEM_CAP`]`, minItems)` | a `type: array` schema without `maxItems` | |
+//! | a free map's keys: its `additionalProperties` schema moved under `patternProperties` [`MAP_KEY_PATTERN`], `additionalProperties: false` | an object with a schema-valued `additionalProperties` and no `properties`, `patternProperties`, `propertyNames` or `required` | |
+//! | a map's key pattern bounded (as a `pattern`) | the one `patternProperties` entry of an object that is closed (or being closed) | a declared or required name the pattern matches would no longer match; `minProperties` above 1 |
+//! | maps sized: `maxProperties: max(`[`MAP_CAP`]`, minProperties, required)` | a map bounded as above, without `maxProperties` | a declared property is optional (llguidance takes `maxProperties` only when all are required) |
 //!
 //! A schema is only narrowed where it is evaluated **alone**: the root, and the schemas it
 //! reaches through `properties`, `items`, `prefixItems`, `additionalItems`,
-//! `additionalProperties`, `anyOf` (when the parent asserts nothing besides `type`) and
-//! `$defs`/`definitions`, from a parent that is itself alone and has no in-place applicator
-//! (`allOf`, `anyOf`, `oneOf`, `not`, `if`/`then`/`else`, `$ref`, `dependentSchemas`,
-//! `dependencies`, `dependentRequired`, `unevaluated*`, `enum`, `const`), nor
-//! `patternProperties` or `contains` beside them. Elsewhere another schema applies to the same
-//! value, and closing one side could reject what the other requires (`allOf: [{properties:
-//! {a}}, {properties: {b}}]`). A `$defs` entry is alone only while every `$ref` to it sits alone
-//! with nothing but annotations beside it. A schema with a `$ref` that is not a local JSON
-//! Pointer (`#...`), a nested `$id`, `$dynamicRef` or `$recursiveRef` is not narrowed at all
-//! (its reference graph is not followed here).
+//! `additionalProperties`, the one `patternProperties` entry of an object without `properties`,
+//! `anyOf` or `oneOf` (when the parent asserts nothing besides `type`; `oneOf` is decoded as
+//! `anyOf`, see below) and `$defs`/`definitions`, from a parent that is itself alone and has no
+//! in-place applicator of the decoding grammar (`allOf`, `anyOf`, `oneOf`, `$ref`, `enum`,
+//! `const`), nor `patternProperties` or `contains` beside them. Elsewhere another schema applies
+//! to the same value, and closing one side could reject what the other requires (`allOf:
+//! [{properties: {a}}, {properties: {b}}]`). A `$defs` entry is alone only while every `$ref` to
+//! it sits alone with nothing but annotations beside it. A schema with a `$ref` that is not a
+//! local JSON Pointer (`#...`), a nested `$id`, `$dynamicRef` or `$recursiveRef` is not narrowed
+//! at all (its reference graph is not followed here).
+//!
+//! Keywords llguidance cannot compile (`oneOf`, `not`, `if`/`then`/`else`, `dependencies`,
+//! formats it does not know, ...) are taken out of the decoding grammar and left to validation,
+//! each named in the ledger ([`relax`]); those are the only places where the decoding grammar
+//! is wider than the caller's schema, and the narrowings above apply to that grammar.
 
+use edits::{Edit, apply, edits_for};
 use geode::schema::ResponseSchema;
-use tighten_regex::bounded;
 use geode::schema::root::AnswerRoot;
 use geode::vocab::Transform;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
 
-/// The `maxLength` given to a free string (one without `maxLength`, `pattern` or `format`), in
-/// characters; raised to the schema's `minLength` when that is larger. Chosen by measurement on
+/// The `maxLength` given to a string without `maxLength` or `pattern` (and the most a given
+/// `maxLength` keeps), in characters; raised to the schema's `minLength` when that is larger. Chosen by measurement on
 /// JSONSchemaBench (see the README): long enough for names, titles, sentences and URLs, short
 /// enough that a looping string ends well inside a 512-token budget.
 pub const STRING_CAP: u64 = 160;
@@ -51,7 +62,7 @@ pub const ITEM_CAP: u64 = 5;
 pub const MAP_CAP: u64 = 8;
 
 /// The most repetitions of one part of a `pattern` (or of a map's key pattern): `*` becomes
-/// `{0,32}`, `+` `{1,32}` (see [`bounded`]).
+/// `{0,32}`, `+` `{1,32}` (see [`tighten_regex::bounded`]).
 pub const REPEAT_CAP: u32 = 32;
 
 /// The key pattern of a map whose keys the schema leaves free (`additionalProperties` a
@@ -113,23 +124,6 @@ pub struct Tightened {
     pub transforms: Vec<Transform>,
 }
 
-/// One narrowing to apply.
-#[derive(Debug, Clone, PartialEq)]
-enum Edit {
-    Close,
-    CapString(u64),
-    /// A `maxLength` the schema gives, lowered: (the schema's, the new one).
-    LowerMaxLength(u64, u64),
-    /// `pattern` replaced by its bounded form.
-    BoundPattern(String),
-    CapItems(u64),
-    /// A free map's `additionalProperties` schema moved under [`MAP_KEY_PATTERN`].
-    BoundMapKeys,
-    /// The one `patternProperties` key pattern replaced by its bounded form: (old, new).
-    BoundKeyPattern(String, String),
-    CapProperties(u64),
-}
-
 /// The schema narrowed for decoding (see the module docs).
 pub fn tighten(schema: &ResponseSchema) -> Tightened {
     let original = schema.as_value();
@@ -158,73 +152,6 @@ pub fn tighten(schema: &ResponseSchema) -> Tightened {
     Tightened {
         schema: out,
         transforms,
-    }
-}
-
-/// Applies one narrowing to its node; returns the ledger's description.
-fn apply(node: &mut Map<String, Value>, edit: Edit) -> String {
-    match edit {
-        Edit::Close => {
-            let valued = node
-                .insert("additionalProperties".to_owned(), Value::Bool(false))
-                .is_some_and(|v| v.as_object().is_some_and(|o| !o.is_empty()));
-            if valued {
-                "additionalProperties: false for decoding (the schema allows other keys under \
-                 a schema; only the declared ones are decoded)"
-                    .to_owned()
-            } else {
-                "additionalProperties: false for decoding (the schema leaves the object open)"
-                    .to_owned()
-            }
-        }
-        Edit::CapString(cap) => {
-            node.insert("maxLength".to_owned(), json!(cap));
-            format!("maxLength: {cap} for decoding (a string without maxLength)")
-        }
-        Edit::LowerMaxLength(given, cap) => {
-            node.insert("maxLength".to_owned(), json!(cap));
-            format!("maxLength: {cap} for decoding (the schema allows {given})")
-        }
-        Edit::BoundPattern(bounded) => {
-            let action = format!(
-                "pattern {bounded:?} for decoding (the schema's pattern, anchored, with each \
-                 repetition at most {REPEAT_CAP})"
-            );
-            node.insert("pattern".to_owned(), json!(bounded));
-            action
-        }
-        Edit::CapItems(cap) => {
-            node.insert("maxItems".to_owned(), json!(cap));
-            format!("maxItems: {cap} for decoding (an array without maxItems)")
-        }
-        Edit::BoundMapKeys => {
-            let value = node
-                .shift_remove("additionalProperties")
-                .unwrap_or(Value::Bool(true));
-            let mut keys = Map::new();
-            keys.insert(MAP_KEY_PATTERN.to_owned(), value);
-            node.insert("patternProperties".to_owned(), Value::Object(keys));
-            node.insert("additionalProperties".to_owned(), Value::Bool(false));
-            format!(
-                "keys matching {MAP_KEY_PATTERN:?} for decoding (a map whose keys the schema \
-                 leaves free; its additionalProperties schema applies to them)"
-            )
-        }
-        Edit::BoundKeyPattern(old, new) => {
-            if let Some(Value::Object(patterns)) = node.get_mut("patternProperties")
-                && let Some(value) = patterns.shift_remove(&old)
-            {
-                patterns.insert(new.clone(), value);
-            }
-            format!(
-                "patternProperties key {new:?} for decoding (the schema's {old:?}, anchored, \
-                 with each repetition at most {REPEAT_CAP})"
-            )
-        }
-        Edit::CapProperties(cap) => {
-            node.insert("maxProperties".to_owned(), json!(cap));
-            format!("maxProperties: {cap} for decoding (a map without maxProperties)")
-        }
     }
 }
 
@@ -408,189 +335,6 @@ impl Walk<'_> {
     }
 }
 
-/// The narrowings of one schema that is alone (a `type` list may get several).
-fn edits_for(map: &Map<String, Value>) -> Vec<Edit> {
-    let mut edits = Vec::new();
-    if IN_PLACE.iter().any(|k| map.contains_key(*k)) {
-        return edits;
-    }
-    let types = declared_types(map);
-    let has = |t: &str| types.iter().any(|x| x == t);
-    let object_like = has("object") || (types.is_empty() && map.contains_key("properties"));
-    let may_require_keys = LEFT_TO_VALIDATION.iter().any(|k| map.contains_key(*k));
-    if object_like && !may_require_keys {
-        edits.extend(object_edits(map));
-    }
-    if has("string") {
-        edits.extend(string_edit(map));
-    }
-    if has("array") && !map.contains_key("maxItems") {
-        let min = map.get("minItems").and_then(Value::as_u64).unwrap_or(0);
-        edits.push(Edit::CapItems(ITEM_CAP.max(min)));
-    }
-    edits
-}
-
-/// Closing an open object, or bounding a map's keys and size.
-fn object_edits(map: &Map<String, Value>) -> Vec<Edit> {
-    let mut edits = Vec::new();
-    let closes = closable(map);
-    if closes {
-        edits.push(Edit::Close);
-    }
-    let mut is_map = false;
-    if free_map(map) {
-        edits.push(Edit::BoundMapKeys);
-        is_map = true;
-    } else if let Some(edit) = bound_key_pattern(map, closes) {
-        edits.push(edit);
-        is_map = true;
-    }
-    if is_map && !map.contains_key("maxProperties") {
-        let declared = map.get("properties").and_then(Value::as_object);
-        let required = names(map.get("required"));
-        // llguidance takes maxProperties only when every declared property is required.
-        let all_required =
-            declared.is_none_or(|d| d.keys().all(|k| required.iter().any(|r| r == k)));
-        let min = map.get("minProperties").and_then(Value::as_u64).unwrap_or(0);
-        let count = u64::try_from(required.len()).unwrap_or(u64::MAX);
-        if all_required {
-            edits.push(Edit::CapProperties(MAP_CAP.max(min).max(count)));
-        }
-    }
-    edits
-}
-
-/// A map whose keys are free: `additionalProperties` a schema that is not `{}`, and nothing
-/// else about keys (no properties, patternProperties, propertyNames or required).
-fn free_map(map: &Map<String, Value>) -> bool {
-    let valued = matches!(map.get("additionalProperties"), Some(Value::Object(o)) if !o.is_empty());
-    let declares = |k: &str| match map.get(k) {
-        None => false,
-        Some(Value::Object(o)) => !o.is_empty(),
-        Some(Value::Array(a)) => !a.is_empty(),
-        Some(_) => true,
-    };
-    valued
-        && !declares("properties")
-        && !declares("patternProperties")
-        && !declares("required")
-        && !map.contains_key("propertyNames")
-}
-
-/// The one `patternProperties` key pattern bounded, when that loses no key the schema gives a
-/// value schema to: the object is closed (or closing now), and every declared or required name
-/// the pattern matches still matches the bounded pattern.
-fn bound_key_pattern(map: &Map<String, Value>, closing: bool) -> Option<Edit> {
-    let Some(Value::Object(patterns)) = map.get("patternProperties") else {
-        return None;
-    };
-    let closed = closing || map.get("additionalProperties") == Some(&Value::Bool(false));
-    if patterns.len() != 1 || !closed {
-        return None;
-    }
-    let (old, _) = patterns.iter().next()?;
-    let new = bounded(old, REPEAT_CAP)?;
-    let original = regex::Regex::new(old).ok()?;
-    let narrowed = regex::Regex::new(&new).ok()?;
-    let declared = map
-        .get("properties")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flat_map(|d| d.keys().cloned());
-    let mut named = names(map.get("required"));
-    named.extend(declared);
-    let min = map.get("minProperties").and_then(Value::as_u64).unwrap_or(0);
-    let keeps = named
-        .iter()
-        .all(|n| !original.is_match(n) || narrowed.is_match(n));
-    (keeps && min <= 1).then_some(Edit::BoundKeyPattern(old.clone(), new))
-}
-
-/// The narrowing of a string: a cap on a free string, a lower cap on a large `maxLength`, or a
-/// bounded `pattern`.
-fn string_edit(map: &Map<String, Value>) -> Option<Edit> {
-    let min = map.get("minLength").and_then(Value::as_u64).unwrap_or(0);
-    let cap = STRING_CAP.max(min);
-    let max = map.get("maxLength").and_then(Value::as_u64);
-    if let Some(Value::String(pattern)) = map.get("pattern") {
-        // The bounded pattern keeps the shortest match; with a minLength it might not reach it.
-        if min > 0 || max.is_some_and(|m| m <= cap) {
-            return None;
-        }
-        return bounded(pattern, REPEAT_CAP).map(Edit::BoundPattern);
-    }
-    if map.contains_key("format") && min > 0 {
-        // A format with a minLength: a short enough instance may not exist.
-        return None;
-    }
-    match max {
-        None => Some(Edit::CapString(cap)),
-        Some(given) if given > cap => Some(Edit::LowerMaxLength(given, cap)),
-        Some(_) => None,
-    }
-}
-
-/// The strings of a `required`-like list.
-fn names(list: Option<&Value>) -> Vec<String> {
-    list.and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .map(str::to_owned)
-        .collect()
-}
-
-/// True when closing this object schema leaves every answer it could give valid and at least
-/// one answer possible.
-fn closable(map: &Map<String, Value>) -> bool {
-    let declares_properties = map
-        .get("properties")
-        .and_then(Value::as_object)
-        .is_some_and(|p| !p.is_empty());
-    // A schema-valued additionalProperties beside declared properties is closed too (only the
-    // declared keys are decoded); without declared properties it is a map ([`free_map`]).
-    let open = match map.get("additionalProperties") {
-        None | Some(Value::Bool(true)) => true,
-        Some(Value::Object(o)) => o.is_empty() || declares_properties,
-        Some(_) => false,
-    };
-    if !open || map.contains_key("unevaluatedProperties") {
-        return false;
-    }
-    let declared = map.get("properties").and_then(Value::as_object);
-    let declared_count = declared.map_or(0, Map::len);
-    let required_declared = map
-        .get("required")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .all(|k| {
-            k.as_str()
-                .is_some_and(|k| declared.is_some_and(|d| d.contains_key(k)))
-        });
-    let min_props = map
-        .get("minProperties")
-        .and_then(Value::as_u64)
-        .unwrap_or(0);
-    let enough_keys = map.contains_key("patternProperties")
-        || usize::try_from(min_props).is_ok_and(|m| m <= declared_count);
-    required_declared && enough_keys
-}
-
-/// The `type` keyword as a list of names (empty when absent).
-fn declared_types(map: &Map<String, Value>) -> Vec<String> {
-    match map.get("type") {
-        Some(Value::String(t)) => vec![t.clone()],
-        Some(Value::Array(ts)) => ts
-            .iter()
-            .filter_map(Value::as_str)
-            .map(str::to_owned)
-            .collect(),
-        _ => Vec::new(),
-    }
-}
-
 /// A draft-04 `id` that changes the base URI (a fragment-only `id` does not).
 fn is_resource_id(id: Option<&Value>) -> bool {
     id.and_then(Value::as_str)
@@ -616,9 +360,16 @@ fn escape(key: &str) -> String {
 #[path = "tighten_regex.rs"]
 mod tighten_regex;
 
+#[path = "tighten_edits.rs"]
+mod edits;
+
 #[path = "tighten_relax.rs"]
 mod relax;
 
 #[cfg(test)]
 #[path = "tighten_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "tighten_relax_tests.rs"]
+mod relax_tests;

@@ -2,11 +2,11 @@
 
 use super::*;
 
-fn tighten(schema: &Value) -> Tightened {
+pub(super) fn tighten(schema: &Value) -> Tightened {
     super::tighten(&ResponseSchema::from_value(schema.clone()).unwrap())
 }
 
-fn pointers(t: &Tightened) -> Vec<(&str, &'static str)> {
+pub(super) fn pointers(t: &Tightened) -> Vec<(&str, &'static str)> {
     t.transforms
         .iter()
         .map(|t| (t.pointer.as_str(), kind_of(&t.action)))
@@ -14,7 +14,7 @@ fn pointers(t: &Tightened) -> Vec<(&str, &'static str)> {
 }
 
 /// The kind of a narrowing, from the start of its ledger action.
-fn kind_of(a: &str) -> &'static str {
+pub(super) fn kind_of(a: &str) -> &'static str {
     if a.starts_with("additionalProperties") {
         "close"
     } else if a.starts_with("type: object") {
@@ -42,7 +42,7 @@ fn kind_of(a: &str) -> &'static str {
 }
 
 /// Every instance the narrowed schema accepts, the original accepts too.
-fn assert_narrower(t: &Tightened, original: &Value, instances: &[Value]) {
+pub(super) fn assert_narrower(t: &Tightened, original: &Value, instances: &[Value]) {
     let mut narrowed = t.schema.clone();
     narrowed.as_object_mut().unwrap().remove("x-guidance");
     let narrowed = jsonschema::validator_for(&narrowed).unwrap();
@@ -283,7 +283,7 @@ fn whitespace_is_compact_unless_the_caller_chose() {
 }
 
 /// llguidance compiles the schema (single-byte tokens: the grammar, not the model, is tested).
-fn compiles(schema: &Value) -> Result<(), String> {
+pub(super) fn compiles(schema: &Value) -> Result<(), String> {
     let env = toktrie::ApproximateTokEnv::single_byte_env();
     let factory = llguidance::ParserFactory::new_simple(&env).map_err(|e| e.to_string())?;
     let grammar = llguidance::api::TopLevelGrammar::from_json_schema(schema.clone());
@@ -471,67 +471,6 @@ fn a_schema_valued_additional_properties_beside_declared_ones_is_closed() {
 }
 
 #[test]
-fn keywords_llguidance_cannot_compile_are_left_to_validation_and_named() {
-    let s = json!({
-        "type": "object",
-        "properties": {
-            "kind": {"oneOf": [{"const": "a"}, {"const": "b"}]},
-            "both": {"anyOf": [{"type": "string"}, {"type": "integer"}], "oneOf": [{"type": "string"}, {"minimum": 0}]},
-            "name": {"type": "string", "not": {"const": "root"}},
-            "home": {"type": "string", "format": "iri"},
-            "topic": {"type": "string", "format": "topic"},
-            "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": true, "maxItems": 3}
-        },
-        "required": ["kind"],
-        "if": {"required": ["name"]},
-        "then": {"required": ["home"]},
-        "dependencies": {"home": ["name"]}
-    });
-    let refused = compiles(&s).unwrap_err();
-    assert!(refused.contains("Unimplemented keys") || refused.contains("oneOf"), "{refused}");
-    let t = tighten(&s);
-    let relaxed: Vec<(&str, &str)> = t
-        .transforms
-        .iter()
-        .filter(|t| kind_of(&t.action) == "relaxed")
-        .map(|t| (t.pointer.as_str(), t.action.split(' ').next().unwrap_or("")))
-        .collect();
-    assert_eq!(
-        relaxed,
-        vec![
-            ("", "if"),
-            ("", "then"),
-            ("", "dependencies"),
-            ("/properties/kind", "oneOf"),
-            ("/properties/both", "oneOf"),
-            ("/properties/name", "not"),
-            ("/properties/home", "format:"),
-            ("/properties/topic", "format"),
-            ("/properties/tags", "uniqueItems"),
-        ]
-    );
-    let p = &t.schema["properties"];
-    assert_eq!(p["kind"]["anyOf"], s["properties"]["kind"]["oneOf"]);
-    assert_eq!(
-        p["both"]["allOf"],
-        json!([{"anyOf": s["properties"]["both"]["oneOf"]}])
-    );
-    assert_eq!(p["home"]["format"], "uri");
-    assert!(p["topic"].get("format").is_none() && p["name"].get("not").is_none());
-    for gone in ["if", "then", "dependencies"] {
-        assert!(t.schema.get(gone).is_none(), "{gone}");
-    }
-    // Each is named as checked by validating the answer (iri → uri is a narrowing instead).
-    for t in t.transforms.iter().filter(|t| kind_of(&t.action) == "relaxed") {
-        assert!(
-            t.action.contains("checked by validating the answer") || t.action.contains("IRI"),
-            "{t:?}"
-        );
-    }
-    compiles(&t.schema).unwrap();
-}
-
-#[test]
 fn strings_with_a_format_are_capped_and_still_compile() {
     for format in [
         "date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid", "uri",
@@ -544,61 +483,4 @@ fn strings_with_a_format_are_capped_and_still_compile() {
     // With a minLength, a short enough instance may not exist: left alone.
     let floor = json!({"type": "string", "format": "email", "minLength": 3});
     assert!(tighten(&floor).schema.get("maxLength").is_none());
-}
-
-#[test]
-fn narrowing_reaches_beside_and_inside_keywords_left_to_validation() {
-    let s = json!({
-        "type": "object",
-        "properties": {
-            "id": {"type": "string", "not": {"const": ""}},
-            "kind": {"oneOf": [
-                {"type": "object", "properties": {"name": {"type": "string"}}},
-                {"type": "array", "items": {"type": "integer"}}
-            ]},
-            "extra": {
-                "type": "object",
-                "properties": {"a": {"type": "integer"}},
-                "dependencies": {"a": ["b"]}
-            },
-            "labels": {
-                "type": "object",
-                "patternProperties": {"^[a-z]+$": {"type": "string"}}
-            },
-            "map": {"type": "object", "additionalProperties": {"type": "string", "not": {"const": "x"}}}
-        }
-    });
-    let t = tighten(&s);
-    let p = &t.schema["properties"];
-    // Beside `not`: the string is capped, and `not` left to validation.
-    assert_eq!(p["id"]["maxLength"], json!(STRING_CAP));
-    assert!(p["id"].get("not").is_none());
-    // Inside oneOf (decoded as anyOf): each branch narrowed.
-    assert_eq!(p["kind"]["anyOf"][0]["additionalProperties"], json!(false));
-    assert_eq!(p["kind"]["anyOf"][1]["maxItems"], json!(ITEM_CAP));
-    // Beside dependencies: the object is not closed (the dependency may need another key).
-    assert!(p["extra"].get("additionalProperties").is_none());
-    // The one pattern of a map: its values are narrowed too.
-    assert_eq!(
-        p["labels"]["patternProperties"]["^(?:[a-z]{1,32})$"]["maxLength"],
-        json!(STRING_CAP)
-    );
-    // A moved map value still loses its `not`.
-    assert_eq!(
-        p["map"]["patternProperties"][MAP_KEY_PATTERN],
-        json!({"type": "string", "maxLength": STRING_CAP})
-    );
-    let at: Vec<(&str, &str)> = pointers(&t);
-    for expected in [
-        ("/properties/id", "cap"),
-        ("/properties/id", "relaxed"),
-        ("/properties/kind", "relaxed"),
-        ("/properties/kind/oneOf/0", "close"),
-        ("/properties/kind/oneOf/1", "items"),
-        ("/properties/labels/patternProperties/^[a-z]+$", "cap"),
-        ("/properties/map/additionalProperties", "relaxed"),
-    ] {
-        assert!(at.contains(&expected), "{expected:?} not in {at:?}");
-    }
-    compiles(&t.schema).unwrap();
 }
