@@ -125,7 +125,10 @@ fn check_adapter(file: &std::path::Path, json: bool, name: &str) -> anyhow::Resu
         match &decoding {
             Some(Ok(d)) => {
                 for t in d["transforms"].as_array().into_iter().flatten() {
-                    let at = t["pointer"].as_str().filter(|p| !p.is_empty()).unwrap_or("/");
+                    let at = t["pointer"]
+                        .as_str()
+                        .filter(|p| !p.is_empty())
+                        .unwrap_or("/");
                     let action = t["action"].as_str().unwrap_or_default();
                     println!("  decoding {at}: {action}");
                 }

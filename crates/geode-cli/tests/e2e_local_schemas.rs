@@ -143,7 +143,10 @@ fn corpus() -> Vec<Case> {
                 ("/properties/features", "maxItems: 5"),
                 ("/properties/stock", "keys matching"),
                 ("/properties/stock", "maxProperties: 8"),
-                ("/properties/colours", "patternProperties key \"^(?:[a-z]{1,32})$\""),
+                (
+                    "/properties/colours",
+                    "patternProperties key \"^(?:[a-z]{1,32})$\"",
+                ),
                 ("/properties/colours", "additionalProperties: false"),
             ],
         },
@@ -253,7 +256,10 @@ async fn schema_check_for_local_shows_each_narrowing_and_each_keyword_left_to_va
         decoding["schema"]["properties"]["kind"]["anyOf"], schema["properties"]["kind"]["oneOf"],
         "{report}"
     );
-    assert_eq!(decoding["schema"]["properties"]["tags"]["maxItems"], 5, "{report}");
+    assert_eq!(
+        decoding["schema"]["properties"]["tags"]["maxItems"], 5,
+        "{report}"
+    );
     let transforms = decoding["transforms"].as_array().unwrap();
     for (pointer, action) in case
         .transforms
@@ -261,8 +267,10 @@ async fn schema_check_for_local_shows_each_narrowing_and_each_keyword_left_to_va
         .chain(&[("/properties/tags", "maxItems: 5")])
     {
         assert!(
-            transforms.iter().any(|t| t["pointer"] == *pointer
-                && t["action"].as_str().unwrap().starts_with(action)),
+            transforms
+                .iter()
+                .any(|t| t["pointer"] == *pointer
+                    && t["action"].as_str().unwrap().starts_with(action)),
             "no {action:?} at {pointer:?} in {report}"
         );
     }

@@ -76,7 +76,14 @@ const KEY_SEPARATOR: &str = ": ";
 /// Keywords that apply another schema to the same value in the decoding grammar, or pin the
 /// value itself: a schema with one of them is not narrowed, and its children are not alone.
 const IN_PLACE: [&str; 8] = [
-    "allOf", "anyOf", "oneOf", "$ref", "$dynamicRef", "$recursiveRef", "enum", "const",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "$ref",
+    "$dynamicRef",
+    "$recursiveRef",
+    "enum",
+    "const",
 ];
 
 /// Keywords left out of the decoding grammar and checked by validation ([`relax`]) that can
@@ -301,8 +308,9 @@ impl Walk<'_> {
                     other => self.visit(other, at, direct, false)?,
                 },
                 "additionalItems" => self.visit(value, at, direct, false)?,
-                // Closing replaces it: nothing in it is decoded.
-                "additionalProperties" => self.visit(value, at, direct && !closes, false)?,
+                // Closing replaces it: nothing in it is decoded (nor are its `$ref`s followed).
+                "additionalProperties" if closes => {}
+                "additionalProperties" => self.visit(value, at, direct, false)?,
                 "anyOf" | "allOf" | "oneOf" => {
                     for (i, item) in value.as_array().into_iter().flatten().enumerate() {
                         let branch_alone = key != "allOf" && branches_alone;

@@ -135,7 +135,10 @@ fn object_edits(map: &Map<String, Value>) -> Vec<Edit> {
         // llguidance takes maxProperties only when every declared property is required.
         let all_required =
             declared.is_none_or(|d| d.keys().all(|k| required.iter().any(|r| r == k)));
-        let min = map.get("minProperties").and_then(Value::as_u64).unwrap_or(0);
+        let min = map
+            .get("minProperties")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
         let count = u64::try_from(required.len()).unwrap_or(u64::MAX);
         if all_required {
             edits.push(Edit::CapProperties(MAP_CAP.max(min).max(count)));
@@ -183,7 +186,10 @@ fn bound_key_pattern(map: &Map<String, Value>, closing: bool) -> Option<Edit> {
         .flat_map(|d| d.keys().cloned());
     let mut named = names(map.get("required"));
     named.extend(declared);
-    let min = map.get("minProperties").and_then(Value::as_u64).unwrap_or(0);
+    let min = map
+        .get("minProperties")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
     let keeps = named
         .iter()
         .all(|n| !original.is_match(n) || narrowed.is_match(n));

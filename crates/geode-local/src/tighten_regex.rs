@@ -12,7 +12,7 @@
 
 use regex_syntax::ast::parse::Parser;
 use regex_syntax::ast::print::Printer;
-use regex_syntax::ast::{Ast, AssertionKind, RepetitionKind, RepetitionRange};
+use regex_syntax::ast::{AssertionKind, Ast, RepetitionKind, RepetitionRange};
 
 /// The pattern with its length bounded (see the module docs); `None` when it is not rewritten
 /// (unparseable, an inner assertion, or already anchored and bounded).
@@ -34,9 +34,7 @@ pub(crate) fn bounded(pattern: &str, repeat_cap: u32) -> Option<String> {
 /// Removes a leading `^`/`\A` and a trailing `$`/`\z` of a top-level concatenation (or a lone
 /// anchor); returns which were there.
 fn strip_anchors(ast: &mut Ast) -> (bool, bool) {
-    let is = |a: &Ast, kinds: &[AssertionKind]| {
-        matches!(a, Ast::Assertion(x) if kinds.contains(&x.kind))
-    };
+    let is = |a: &Ast, kinds: &[AssertionKind]| matches!(a, Ast::Assertion(x) if kinds.contains(&x.kind));
     let starts = [AssertionKind::StartLine, AssertionKind::StartText];
     let ends = [AssertionKind::EndLine, AssertionKind::EndText];
     match ast {
@@ -91,16 +89,19 @@ fn cap_repetitions(ast: &mut Ast, cap: u32) -> bool {
             inner || bounded.is_some()
         }
         Ast::Group(g) => cap_repetitions(&mut g.ast, cap),
-        Ast::Concat(c) => c
-            .asts
-            .iter_mut()
-            .fold(false, |any, a| cap_repetitions(a, cap) || any),
-        Ast::Alternation(a) => a
-            .asts
-            .iter_mut()
-            .fold(false, |any, a| cap_repetitions(a, cap) || any),
+        Ast::Concat(c) => cap_all(&mut c.asts, cap),
+        Ast::Alternation(a) => cap_all(&mut a.asts, cap),
         _ => false,
     }
+}
+
+/// Caps every part (all of them, not only up to the first capped).
+fn cap_all(asts: &mut [Ast], cap: u32) -> bool {
+    let mut capped = false;
+    for ast in asts {
+        capped |= cap_repetitions(ast, cap);
+    }
+    capped
 }
 
 #[cfg(test)]
@@ -126,18 +127,30 @@ mod tests {
     #[test]
     fn bounded_patterns_match_only_what_the_original_matches() {
         for (pattern, samples) in [
-            ("^[a-zA-Z0-9_]*$", &["", "abc", "a b", "x".repeat(40).as_str()][..]),
+            (
+                "^[a-zA-Z0-9_]*$",
+                &["", "abc", "a b", "x".repeat(40).as_str()][..],
+            ),
             ("pkg:", &["pkg:", "xpkg:y", "pk"][..]),
-            ("^(ab)+c?$", &["ab", "ababc", "abab".repeat(20).as_str(), "c"][..]),
+            (
+                "^(ab)+c?$",
+                &["ab", "ababc", "abab".repeat(20).as_str(), "c"][..],
+            ),
         ] {
             let original = regex::Regex::new(pattern).unwrap();
             let narrowed = regex::Regex::new(&bounded(pattern, 8).unwrap()).unwrap();
             for s in samples {
                 if narrowed.is_match(s) {
-                    assert!(original.is_match(s), "{s:?} matches only the bounded {pattern}");
+                    assert!(
+                        original.is_match(s),
+                        "{s:?} matches only the bounded {pattern}"
+                    );
                 }
             }
-            assert!(!narrowed.is_match(&"a".repeat(100)), "{pattern} still unbounded");
+            assert!(
+                !narrowed.is_match(&"a".repeat(100)),
+                "{pattern} still unbounded"
+            );
         }
     }
 }

@@ -38,7 +38,16 @@ const UNCOMPILED: [&str; 14] = [
 
 /// The formats llguidance 1.9 compiles (`llguidance::json::formats`).
 const COMPILED_FORMATS: [&str; 11] = [
-    "date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid", "uri",
+    "date-time",
+    "time",
+    "date",
+    "duration",
+    "email",
+    "hostname",
+    "ipv4",
+    "ipv6",
+    "uuid",
+    "uri",
     "unknown",
 ];
 
@@ -56,20 +65,22 @@ enum Relax {
 pub(crate) fn relax(original: &Value, out: &mut Value) -> Vec<Transform> {
     let mut found = Vec::new();
     collect(original, String::new(), &mut found);
-    // Deepest first, so a rename of `oneOf` never moves a node still to be changed.
-    for (pointer, change) in found.iter().rev() {
-        let at = locate(out, pointer);
+    // Deepest first, so a rename of `oneOf` never moves a node still to be changed. A node that
+    // a narrowing removed (a closed object's additionalProperties) is not decoded at all: no
+    // change, and nothing to name.
+    let mut applied = Vec::new();
+    for (pointer, change) in found.into_iter().rev() {
+        let at = locate(out, &pointer);
         if let Some(Value::Object(node)) = at.and_then(|at| out.pointer_mut(&at)) {
-            apply(node, change);
+            apply(node, &change);
+            applied.push(Transform {
+                pointer,
+                action: describe(&change),
+            });
         }
     }
-    found
-        .into_iter()
-        .map(|(pointer, change)| Transform {
-            pointer,
-            action: describe(&change),
-        })
-        .collect()
+    applied.reverse();
+    applied
 }
 
 /// Where the node at `pointer` of the caller's schema is in `out`: the same place, or, inside a
@@ -78,7 +89,10 @@ fn locate(out: &Value, pointer: &str) -> Option<String> {
     if out.pointer(pointer).is_some_and(Value::is_object) {
         return Some(pointer.to_owned());
     }
-    let moved = format!("/patternProperties/{}", super::escape(super::MAP_KEY_PATTERN));
+    let moved = format!(
+        "/patternProperties/{}",
+        super::escape(super::MAP_KEY_PATTERN)
+    );
     pointer
         .match_indices("/additionalProperties")
         .map(|(i, m)| format!("{}{moved}{}", &pointer[..i], &pointer[i + m.len()..]))

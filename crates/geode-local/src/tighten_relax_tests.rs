@@ -22,7 +22,10 @@ fn keywords_llguidance_cannot_compile_are_left_to_validation_and_named() {
         "dependencies": {"home": ["name"]}
     });
     let refused = compiles(&s).unwrap_err();
-    assert!(refused.contains("Unimplemented keys") || refused.contains("oneOf"), "{refused}");
+    assert!(
+        refused.contains("Unimplemented keys") || refused.contains("oneOf"),
+        "{refused}"
+    );
     let t = tighten(&s);
     let relaxed: Vec<(&str, &str)> = t
         .transforms
@@ -56,7 +59,11 @@ fn keywords_llguidance_cannot_compile_are_left_to_validation_and_named() {
         assert!(t.schema.get(gone).is_none(), "{gone}");
     }
     // Each is named as checked by validating the answer (iri → uri is a narrowing instead).
-    for t in t.transforms.iter().filter(|t| kind_of(&t.action) == "relaxed") {
+    for t in t
+        .transforms
+        .iter()
+        .filter(|t| kind_of(&t.action) == "relaxed")
+    {
         assert!(
             t.action.contains("checked by validating the answer") || t.action.contains("IRI"),
             "{t:?}"

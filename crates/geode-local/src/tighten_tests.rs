@@ -389,7 +389,10 @@ fn map_keys_are_bounded_and_maps_sized() {
             ("", "close"),
             ("", "keys"),
             ("", "size"),
-            ("/patternProperties/^[a-zA-Z0-9]([a-zA-Z0-9-]+[a-zA-Z0-9])?$", "cap")
+            (
+                "/patternProperties/^[a-zA-Z0-9]([a-zA-Z0-9-]+[a-zA-Z0-9])?$",
+                "cap"
+            )
         ]
     );
     assert_eq!(
@@ -460,20 +463,36 @@ fn a_schema_valued_additional_properties_beside_declared_ones_is_closed() {
     // Nothing is narrowed inside the schema that closing replaced.
     assert_eq!(
         pointers(&t),
-        vec![("", "whitespace"), ("", "close"), ("/properties/name", "cap")]
+        vec![
+            ("", "whitespace"),
+            ("", "close"),
+            ("/properties/name", "cap")
+        ]
     );
     assert!(t.transforms[1].action.contains("other keys under a schema"));
     assert_narrower(
         &t,
         &s,
-        &[json!({"name": "a"}), json!({"name": "a", "other": {"x": "y"}})],
+        &[
+            json!({"name": "a"}),
+            json!({"name": "a", "other": {"x": "y"}}),
+        ],
     );
 }
 
 #[test]
 fn strings_with_a_format_are_capped_and_still_compile() {
     for format in [
-        "date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid", "uri",
+        "date-time",
+        "time",
+        "date",
+        "duration",
+        "email",
+        "hostname",
+        "ipv4",
+        "ipv6",
+        "uuid",
+        "uri",
     ] {
         let s = json!({"type": "string", "format": format});
         let t = tighten(&s);
@@ -483,4 +502,31 @@ fn strings_with_a_format_are_capped_and_still_compile() {
     // With a minLength, a short enough instance may not exist: left alone.
     let floor = json!({"type": "string", "format": "email", "minLength": 3});
     assert!(tighten(&floor).schema.get("maxLength").is_none());
+}
+
+#[test]
+fn a_closed_object_whose_additional_properties_refer_to_the_root_is_still_narrowed() {
+    // JSON Document Transforms: the root's extra keys are documents of the root's own kind.
+    let s = json!({
+        "type": "object",
+        "properties": {"@jdt.path": {"type": "string"}},
+        "additionalProperties": {"$ref": "#", "not": {"type": "null"}}
+    });
+    let t = tighten(&s);
+    assert_eq!(
+        pointers(&t),
+        vec![
+            ("", "whitespace"),
+            ("", "close"),
+            ("/properties/@jdt.path", "cap")
+        ]
+    );
+    assert_narrower(
+        &t,
+        &s,
+        &[
+            json!({"@jdt.path": "$.a"}),
+            json!({"@jdt.path": "$.a", "x": {}}),
+        ],
+    );
 }
