@@ -120,29 +120,40 @@ fn corpus() -> Vec<Case> {
             transforms: &[("", "type: object"), ("", "additionalProperties: false")],
         },
         Case {
-            name: "lists, maps and long strings (a product page)",
+            name: "a list and a map (a kettle's stock)",
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "features": {"type": "array", "items": {"type": "string", "maxLength": 40}},
+                    "stock": {"type": "object", "additionalProperties": {"type": "integer"}}
+                },
+                "required": ["features", "stock"]
+            }),
+            prompt: "Name two features of a kettle, and how many are in stock in two shops.",
+            transforms: &[
+                ("/properties/features", "maxItems: 5"),
+                ("/properties/stock", "keys matching"),
+                ("/properties/stock", "maxProperties: 8"),
+            ],
+        },
+        Case {
+            name: "a patterned code, a huge maxLength, a pattern map (a kettle's label)",
             schema: json!({
                 "type": "object",
                 "properties": {
                     "sku": {"type": "string", "pattern": "^[A-Z]+-"},
                     "blurb": {"type": "string", "maxLength": 65535},
-                    "features": {"type": "array", "items": {"type": "string"}},
-                    "stock": {"type": "object", "additionalProperties": {"type": "integer"}},
                     "colours": {
                         "type": "object",
-                        "patternProperties": {"^[a-z]+$": {"type": "string"}}
+                        "patternProperties": {"^[a-z]+$": {"type": "string", "maxLength": 20}}
                     }
                 },
-                "required": ["sku", "blurb", "features", "stock", "colours"]
+                "required": ["sku", "blurb", "colours"]
             }),
-            prompt: "Describe a kettle for sale: its features, the stock per shop, and its \
-                     colours by part.",
+            prompt: "Label a kettle: its code, one sentence about it, and the colour of its lid.",
             transforms: &[
                 ("/properties/sku", "pattern \"^(?:[A-Z]{1,32}-)$\""),
                 ("/properties/blurb", "maxLength: 160"),
-                ("/properties/features", "maxItems: 5"),
-                ("/properties/stock", "keys matching"),
-                ("/properties/stock", "maxProperties: 8"),
                 (
                     "/properties/colours",
                     "patternProperties key \"^(?:[a-z]{1,32})$\"",

@@ -180,7 +180,11 @@ fn cpu_seconds() -> f64 {
         .unwrap_or_default()
         .split_whitespace()
         .collect();
-    let ticks = |i: usize| rest.get(i).and_then(|t| t.parse::<f64>().ok()).unwrap_or(0.0);
+    let ticks = |i: usize| {
+        rest.get(i)
+            .and_then(|t| t.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
     (ticks(11) + ticks(12)) / 100.0
 }
 
@@ -218,11 +222,7 @@ async fn run_one(path: &Path, adapter: &Arc<dyn Adapter>) -> (WorkerResult, f64,
             }
         }
     };
-    (
-        result,
-        started.elapsed().as_secs_f64(),
-        cpu_seconds() - cpu,
-    )
+    (result, started.elapsed().as_secs_f64(), cpu_seconds() - cpu)
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]

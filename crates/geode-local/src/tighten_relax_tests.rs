@@ -128,3 +128,16 @@ fn narrowing_reaches_beside_and_inside_keywords_left_to_validation() {
     }
     compiles(&t.schema).unwrap();
 }
+
+#[test]
+fn what_llguidance_still_refuses_is_named_in_its_error() {
+    // An unsatisfiable string: nothing to leave to validation, the call is refused (fail
+    // closed) with the keywords in the reason.
+    let s = json!({
+        "type": "object",
+        "properties": {"code": {"type": "string", "minLength": 5, "maxLength": 2}},
+        "required": ["code"]
+    });
+    let refused = compiles(&tighten(&s).schema).unwrap_err();
+    assert!(refused.contains("minLength"), "{refused}");
+}
