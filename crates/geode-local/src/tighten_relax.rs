@@ -37,7 +37,7 @@ const UNCOMPILED: [&str; 14] = [
 ];
 
 /// The formats llguidance 1.9 compiles (`llguidance::json::formats`).
-const COMPILED_FORMATS: [&str; 11] = [
+pub(super) const COMPILED_FORMATS: [&str; 11] = [
     "date-time",
     "time",
     "date",
