@@ -1,6 +1,8 @@
 //! `geode schema check FILE [--adapter NAME]`: the strict verdict with reasons, or, for one
 //! adapter, the plan `run` uses (mode, rewrites, residuals, why a weaker mode), from the same
 //! function the adapter's body is built with ([`geode::llm::registry::AdapterSpec::plan_for`]).
+//! For `local`, also how the engine decodes the schema (each narrowing, and each keyword left to
+//! validation), from `geode-engine --narrow`.
 
 use crate::resolve::limit_violations;
 use clap::Subcommand;
@@ -23,7 +25,8 @@ pub(crate) enum SchemaCommand {
         json: bool,
         /// Show the plan `run` uses on this adapter: the mode, every rewrite of the schema for
         /// its wire (wrap, removed keywords), what is checked locally, and why a weaker mode was
-        /// used. Exit 0 when the adapter uses its strongest mode within its limits, 1 not.
+        /// used; for `local`, how the engine narrows the schema for decoding. Exit 0 when the
+        /// adapter uses its strongest mode within its limits, 1 not.
         #[arg(long, value_name = "NAME")]
         adapter: Option<String>,
     },
@@ -86,6 +89,7 @@ fn check_adapter(file: &std::path::Path, json: bool, name: &str) -> anyhow::Resu
     let plan = spec.plan_for(Some(&schema), false);
     let violations = limit_violations(&schema, spec);
     let best = plan.weaker_because.is_empty() && violations.is_empty();
+    let decoding = (spec.name == "local").then(|| local_decoding(&schema));
     if json {
         let out = serde_json::json!({
             "adapter": spec.name,
@@ -98,6 +102,12 @@ fn check_adapter(file: &std::path::Path, json: bool, name: &str) -> anyhow::Resu
             "wire_schema": plan.wire,
             "preflight": {"refused": !violations.is_empty(), "violations": violations},
         });
+        let mut out = out;
+        match decoding {
+            Some(Ok(d)) => out["decoding"] = d,
+            Some(Err(e)) => out["decoding_error"] = e.into(),
+            None => {}
+        }
         println!("{out}");
     } else {
         println!(
@@ -120,6 +130,20 @@ fn check_adapter(file: &std::path::Path, json: bool, name: &str) -> anyhow::Resu
         for r in &plan.residuals {
             println!("  checked locally {r}");
         }
+        match &decoding {
+            Some(Ok(d)) => {
+                for t in d["transforms"].as_array().into_iter().flatten() {
+                    let at = t["pointer"]
+                        .as_str()
+                        .filter(|p| !p.is_empty())
+                        .unwrap_or("/");
+                    let action = t["action"].as_str().unwrap_or_default();
+                    println!("  decoding {at}: {action}");
+                }
+            }
+            Some(Err(e)) => println!("  decoding: unknown ({e})"),
+            None => {}
+        }
         if violations.is_empty() {
             println!("provider limits: within the limits of {}", spec.name);
         } else {
@@ -127,6 +151,36 @@ fn check_adapter(file: &std::path::Path, json: bool, name: &str) -> anyhow::Resu
         }
     }
     Ok(if best { 0 } else { 1 })
+}
+
+/// How the local engine decodes `schema`: `geode-engine --narrow` (it links the engine's
+/// narrowing, which this binary does not) prints the decoding schema and every narrowing.
+fn local_decoding(schema: &ResponseSchema) -> Result<serde_json::Value, String> {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let program =
+        geode::llm::engine::EngineProcess::default_program(&geode::llm::registry::ProcessEnv);
+    let shown = program.display().to_string();
+    let mut child = Command::new(&program)
+        .arg("--narrow")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start {shown}: {e}"))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(schema.as_value().to_string().as_bytes())
+            .map_err(|e| format!("cannot write to {shown}: {e}"))?;
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("{shown} failed: {e}"))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        return Err(format!("{shown} {}: {}", out.status, err.trim()));
+    }
+    serde_json::from_slice(&out.stdout).map_err(|e| format!("{shown} answered no JSON: {e}"))
 }
 
 fn check(file: &std::path::Path, json: bool) -> anyhow::Result<u8> {

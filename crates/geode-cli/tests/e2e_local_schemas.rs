@@ -1,6 +1,8 @@
 //! Real-world-like schemas on the local model (issue 13.3 / 14.7): `geode run --adapter local
 //! --require enforced --max-tokens 512` on schemas that leave objects open, ask for long free
-//! strings, nest objects, or leave the root's type open. Each answer is valid, no attempt ends
+//! strings, nest objects, leave the root's type open, leave lists, map keys and patterned
+//! strings unbounded, or use keywords llguidance cannot compile (`oneOf`, `not`, formats it does
+//! not know: decoded without them and validated afterwards). Each answer is valid, no attempt ends
 //! at the token budget, the text carries no whitespace padding, and the ledger names how
 //! decoding was narrowed.
 
@@ -117,6 +119,68 @@ fn corpus() -> Vec<Case> {
             prompt: "Give the subtype of a blog post.",
             transforms: &[("", "type: object"), ("", "additionalProperties: false")],
         },
+        Case {
+            name: "a list and a map (a kettle's stock)",
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "features": {"type": "array", "items": {"type": "string", "maxLength": 40}},
+                    "stock": {"type": "object", "additionalProperties": {"type": "integer"}}
+                },
+                "required": ["features", "stock"]
+            }),
+            prompt: "Name two features of a kettle, and how many are in stock in two shops.",
+            transforms: &[
+                ("/properties/features", "maxItems: 5"),
+                ("/properties/stock", "keys matching"),
+                ("/properties/stock", "maxProperties: 8"),
+            ],
+        },
+        Case {
+            name: "a patterned code, a huge maxLength, a pattern map (a kettle's label)",
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "sku": {"type": "string", "pattern": "^[A-Z]+-"},
+                    "blurb": {"type": "string", "maxLength": 65535},
+                    "colours": {
+                        "type": "object",
+                        "patternProperties": {"^[a-z]+$": {"type": "string", "maxLength": 20}}
+                    }
+                },
+                "required": ["sku", "blurb", "colours"]
+            }),
+            prompt: "Label a kettle: its code, one sentence about it, and the colour of its lid.",
+            transforms: &[
+                ("/properties/sku", "pattern \"^(?:[A-Z]{1,32}-)$\""),
+                ("/properties/blurb", "maxLength: 160"),
+                (
+                    "/properties/colours",
+                    "patternProperties key \"^(?:[a-z]{1,32})$\"",
+                ),
+                ("/properties/colours", "additionalProperties: false"),
+            ],
+        },
+        Case {
+            name: "keywords llguidance cannot compile (a catalogue entry)",
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "kind": {"oneOf": [{"const": "book"}, {"const": "film"}]},
+                    "title": {"type": "string", "not": {"const": ""}},
+                    "homepage": {"type": "string", "format": "iri"},
+                    "shelf": {"type": "string", "format": "shelf-code"}
+                },
+                "required": ["kind", "title"]
+            }),
+            prompt: "Catalogue the film Casablanca.",
+            transforms: &[
+                ("/properties/kind", "oneOf decoded as anyOf"),
+                ("/properties/title", "not removed from the decoding grammar"),
+                ("/properties/homepage", "format: uri for decoding"),
+                ("/properties/shelf", "format \"shelf-code\" removed"),
+            ],
+        },
     ]
 }
 
@@ -178,4 +242,76 @@ async fn real_world_like_schemas_get_a_valid_answer_within_budget_and_name_the_n
             "{name}: {ledger}"
         );
     }
+}
+
+#[tokio::test]
+async fn schema_check_for_local_shows_each_narrowing_and_each_keyword_left_to_validation() {
+    let mut sb = Sandbox::with_local_model();
+    let path = sb.home().join("catalogue.json");
+    let cases = corpus();
+    let case = cases
+        .iter()
+        .find(|c| c.name.starts_with("keywords llguidance"))
+        .unwrap();
+    let mut schema = case.schema.clone();
+    schema["properties"]["tags"] = json!({"type": "array", "items": {"type": "string"}});
+    std::fs::write(&path, schema.to_string()).unwrap();
+    let path = path.display().to_string();
+    let args = ["schema", "check", "--adapter", "local", "--json", &path];
+    let out = sb.geode(&args, "").await;
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+    let report = out.json();
+    assert_eq!(report["mode"], "constrained", "{report}");
+    let decoding = &report["decoding"];
+    assert_eq!(
+        decoding["schema"]["properties"]["kind"]["anyOf"], schema["properties"]["kind"]["oneOf"],
+        "{report}"
+    );
+    assert_eq!(
+        decoding["schema"]["properties"]["tags"]["maxItems"], 5,
+        "{report}"
+    );
+    let transforms = decoding["transforms"].as_array().unwrap();
+    for (pointer, action) in case
+        .transforms
+        .iter()
+        .chain(&[("/properties/tags", "maxItems: 5")])
+    {
+        assert!(
+            transforms
+                .iter()
+                .any(|t| t["pointer"] == *pointer
+                    && t["action"].as_str().unwrap().starts_with(action)),
+            "no {action:?} at {pointer:?} in {report}"
+        );
+    }
+    // The text form names them too.
+    let text = sb
+        .geode(&["schema", "check", "--adapter", "local", &path], "")
+        .await;
+    assert!(
+        text.stdout
+            .contains("  decoding /properties/tags: maxItems: 5 for decoding"),
+        "{}",
+        text.dump()
+    );
+    assert!(
+        text.stdout
+            .contains("  decoding /properties/title: not removed from the decoding grammar"),
+        "{}",
+        text.dump()
+    );
+    // Without the engine the plan is still shown, and the narrowings are said to be unknown.
+    sb.var("GEODE_ENGINE_BIN", "/nonexistent/geode-engine");
+    let missing = sb.geode(&args, "").await;
+    assert_eq!(missing.code, Some(0), "{}", missing.dump());
+    let report = missing.json();
+    assert!(report.get("decoding").is_none(), "{report}");
+    assert!(
+        report["decoding_error"]
+            .as_str()
+            .unwrap()
+            .contains("/nonexistent/geode-engine"),
+        "{report}"
+    );
 }

@@ -19,6 +19,10 @@
 //! | `invalid` | answered to the end, and the answer failed validation (constraint and validator disagree) |
 //! | `budget` | an attempt ended at the token budget |
 //! | `error` | anything else (timeout, engine error) |
+//!
+//! Each record also has the schema's CPU seconds beside its wall seconds: on a shared machine a
+//! timeout with little CPU time is a starved run, not a slow decode. `SWEEP_ONLY=a.json,b.json`
+//! keeps only those files of the sample; `SWEEP_TIMEOUT_S` changes the limit per schema.
 
 use geode::agent::worker::{WorkerRequest, WorkerResult, run_worker};
 use geode::client::resolve::Resolver;
@@ -39,7 +43,8 @@ use std::time::Instant;
 const PROMPT: &str = "Give one realistic example value for this schema.";
 /// `--max-tokens` of the sweep.
 const MAX_TOKENS: u32 = 512;
-/// The worker's hard limit per schema, in seconds (a hang guard, not a measurement).
+/// The worker's hard limit per schema, in seconds (a hang guard, not a measurement);
+/// `SWEEP_TIMEOUT_S` overrides it.
 const TIMEOUT_S: f64 = 90.0;
 
 /// The outcome of one schema.
@@ -162,14 +167,40 @@ fn fnv(text: &str) -> u64 {
     })
 }
 
-/// Runs one schema file as `geode run --adapter local --require enforced --max-tokens 512`.
-async fn run_one(path: &Path, adapter: &Arc<dyn Adapter>) -> (WorkerResult, f64) {
+/// CPU seconds this process has used (user + system, from `/proc/self/stat`; 0 elsewhere). On a
+/// shared machine a schema's CPU time tells a slow decode from a starved one.
+fn cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    // Fields after the command name (which is in parentheses): utime and stime are 14 and 15.
+    let rest: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    let ticks = |i: usize| {
+        rest.get(i)
+            .and_then(|t| t.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// Runs one schema file as `geode run --adapter local --require enforced --max-tokens 512`;
+/// returns the result, its wall seconds and the CPU seconds it used.
+async fn run_one(path: &Path, adapter: &Arc<dyn Adapter>) -> (WorkerResult, f64, f64) {
+    let cpu = cpu_seconds();
     let started = Instant::now();
     let mut req = WorkerRequest::new("sweep", PROMPT);
     req.adapter = "local".to_owned();
     req.require = Require::Enforced;
     req.subagent_max_tokens = MAX_TOKENS;
-    req.timeout_s = TIMEOUT_S;
+    req.timeout_s = std::env::var("SWEEP_TIMEOUT_S")
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(TIMEOUT_S);
     let schema = std::fs::read_to_string(path)
         .map_err(|e| e.to_string())
         .and_then(|t| ResponseSchema::from_json_str(&t).map_err(|e| e.to_string()));
@@ -191,7 +222,7 @@ async fn run_one(path: &Path, adapter: &Arc<dyn Adapter>) -> (WorkerResult, f64)
             }
         }
     };
-    (result, started.elapsed().as_secs_f64())
+    (result, started.elapsed().as_secs_f64(), cpu_seconds() - cpu)
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -208,14 +239,22 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some(p) => Some(std::fs::File::create(p)?),
         None => None,
     };
-    let picked = sample(&bench, per_subset, seed)?;
+    let mut picked = sample(&bench, per_subset, seed)?;
+    // `SWEEP_ONLY=a.json,b.json`: only these files of the sample (re-running a few one by one).
+    if let Ok(only) = std::env::var("SWEEP_ONLY") {
+        let names: Vec<&str> = only.split(',').map(str::trim).collect();
+        picked.retain(|(_, p)| {
+            p.file_name()
+                .is_some_and(|n| names.iter().any(|x| n.to_string_lossy() == *x))
+        });
+    }
     eprintln!("sweep: {} schemas, seed {seed}", picked.len());
     let adapter: Arc<dyn Adapter> = Arc::new(geode_local::LocalAdapter::shared());
     // subset -> outcome -> count; and totals of time and tokens per outcome.
     let mut table: BTreeMap<String, BTreeMap<Outcome, usize>> = BTreeMap::new();
     let mut totals: BTreeMap<Outcome, (usize, f64, u64)> = BTreeMap::new();
     for (i, (subset, path)) in picked.iter().enumerate() {
-        let (result, secs) = run_one(path, &adapter).await;
+        let (result, secs, cpu) = run_one(path, &adapter).await;
         let (outcome, reason) = classify(&result);
         *table
             .entry(subset.clone())
@@ -236,17 +275,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             "outcome": outcome.name(),
             "reason": geode::secret::clip(&reason, 300),
             "seconds": (secs * 1000.0).round() / 1000.0,
+            "cpu_seconds": (cpu * 100.0).round() / 100.0,
             "attempts": result.ledger.attempts.len(),
             "completion_tokens": result.completion_tokens,
             "transforms": result.ledger.transforms.len(),
             "output": geode::secret::clip(&result.output, 400),
         });
         eprintln!(
-            "[{}/{}] {subset}/{file}: {} {:.2}s {} tok {}",
+            "[{}/{}] {subset}/{file}: {} {:.2}s (cpu {:.2}s) {} tok {}",
             i + 1,
             picked.len(),
             outcome.name(),
             secs,
+            cpu,
             result.completion_tokens,
             geode::secret::clip(&reason, 160)
         );

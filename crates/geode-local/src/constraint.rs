@@ -6,8 +6,8 @@
 //!
 //! * JSON Schema: compiled from the schema narrowed for decoding by [`crate::tighten`] (objects
 //!   closed where the schema leaves them open, compact whitespace with the model's own `", "` and
-//!   `": "` spacing, free strings capped), each narrowing named by
-//!   [`Constraint::decoding_transforms`]. Fully compact separators (`","`, `":"`) pushed SmolLM2
+//!   `": "` spacing, strings, patterns, lists and map keys bounded; keywords llguidance cannot
+//!   compile left to validation), each named by [`Constraint::decoding_transforms`]. Fully compact separators (`","`, `":"`) pushed SmolLM2
 //!   off its usual spacing and made free strings loop in our tests, so they are not used. A caller
 //!   may set llguidance's options in the schema's `x-guidance`; whitespace set there is kept.
 //! * Choice: a Lark grammar `start: "a" | "b" | ...` whose literals are JSON strings (llguidance's

@@ -4,7 +4,7 @@
 //! | module | job |
 //! |---|---|
 //! | [`engine`] | [`LocalEngine`]: the model loaded once, one context, calls serialised, KV prefix reuse |
-//! | [`tighten`] | the caller's schema narrowed for decoding (closed objects, compact whitespace, capped strings), each narrowing named |
+//! | [`tighten`] | the caller's schema narrowed for decoding (closed objects, compact whitespace, bounded strings, lists and map keys; keywords llguidance cannot compile left to validation), each change named |
 //! | [`constraint`] | [`Constraint`]: JSON Schema, choice, regex, Lark grammar → llguidance matcher (fail closed) |
 //! | [`prompt`] | chat turns from a request, rendered with the GGUF's chat template |
 //! | [`decode`] | the masked sampling loop, stop reasons, usage |

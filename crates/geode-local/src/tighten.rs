@@ -1,69 +1,105 @@
 //! [`tighten`]: the caller's JSON Schema narrowed for decoding, so a small model cannot wander.
 //!
 //! A small model under a schema that leaves room invents property after property, pads the
-//! text with blank lines, or writes a free string until the token budget ends. The grammar
-//! given to llguidance is therefore built from a narrowed copy of the schema. Every narrowing
-//! only removes answers (each answer of the narrowed schema is an answer of the original), and
-//! the answer is still validated against the caller's original schema. Each narrowing is named
-//! as a [`Transform`] (JSON Pointer into the caller's schema, and what was done) for the
-//! ledger's `transforms`.
+//! text with blank lines, writes a free string, a key or a list until the token budget ends.
+//! The grammar given to llguidance is therefore built from a narrowed copy of the schema. Every
+//! narrowing only removes answers (each answer of the narrowed schema is an answer of the
+//! schema it narrows), and the answer is still validated against the caller's original schema.
+//! Each narrowing is named as a [`Transform`] (JSON Pointer into the caller's schema, and what
+//! was done) for the ledger's `transforms`.
 //!
 //! | narrowing | where | never when |
 //! |---|---|---|
 //! | the root typed: `type: object` | a root whose type the schema leaves open (`{"properties": ...}` without `type`): geode reads such an answer as a JSON object ([`AnswerRoot`]), so the decoder must write one | the root is typed `object` already |
 //! | compact whitespace: `x-guidance` with `whitespace_flexible: false` and the separators `", "` and `": "` (the model's own spacing), no other whitespace | the root | the caller's schema sets `x-guidance.whitespace_flexible` or `whitespace_pattern` itself |
-//! | objects closed: `additionalProperties: false` | an object schema that leaves `additionalProperties` open (absent, `true` or `{}`) | see below; `required` names a key not in `properties`; `minProperties` needs more keys than `properties` has (without `patternProperties`) |
-//! | free strings capped: `maxLength: max(`[`STRING_CAP`]`, minLength)` | a `type: string` schema without `maxLength`, `pattern` or `format` | see below |
+//! | objects closed: `additionalProperties: false` | an object schema that leaves `additionalProperties` open (absent, `true` or `{}`), or gives it a schema beside declared `properties` | see below; `required` names a key not in `properties`; `minProperties` needs more keys than `properties` has (without `patternProperties`); a keyword left to validation beside it (`not`, `if`, `dependencies`, ...) |
+//! | strings capped: `maxLength: max(`[`STRING_CAP`]`, minLength)` | a `type: string` schema without `maxLength` and `pattern` (with a `format`: only without `minLength`) | see below |
+//! | a large `maxLength` lowered to `max(`[`STRING_CAP`]`, minLength)` | a string without `pattern` or `format` whose `maxLength` is larger | |
+//! | a `pattern` bounded: anchored, each unbounded repetition at most [`REPEAT_CAP`] ([`tighten_regex::bounded`]) | a string whose pattern is unbounded, without `minLength` | the pattern does not parse as a Rust regex, or has an assertion inside |
+//! | arrays capped: `maxItems: max(`[`ITEM_CAP`]`, minItems)` | a `type: array` schema without `maxItems` | |
+//! | a free map's keys: its `additionalProperties` schema moved under `patternProperties` [`MAP_KEY_PATTERN`], `additionalProperties: false` | an object with a schema-valued `additionalProperties` and no `properties`, `patternProperties`, `propertyNames` or `required` | |
+//! | a map's key pattern bounded (as a `pattern`) | the one `patternProperties` entry of an object that is closed (or being closed) | a declared or required name the pattern matches would no longer match; `minProperties` above 1 |
+//! | maps sized: `maxProperties: max(`[`MAP_CAP`]`, minProperties, required)` | a map bounded as above, without `maxProperties` | a declared property is optional (llguidance takes `maxProperties` only when all are required) |
 //!
 //! A schema is only narrowed where it is evaluated **alone**: the root, and the schemas it
 //! reaches through `properties`, `items`, `prefixItems`, `additionalItems`,
-//! `additionalProperties`, `anyOf` (when the parent asserts nothing besides `type`) and
-//! `$defs`/`definitions`, from a parent that is itself alone and has no in-place applicator
-//! (`allOf`, `anyOf`, `oneOf`, `not`, `if`/`then`/`else`, `$ref`, `dependentSchemas`,
-//! `dependencies`, `dependentRequired`, `unevaluated*`, `enum`, `const`), nor
-//! `patternProperties` or `contains` beside them. Elsewhere another schema applies to the same
-//! value, and closing one side could reject what the other requires (`allOf: [{properties:
-//! {a}}, {properties: {b}}]`). A `$defs` entry is alone only while every `$ref` to it sits alone
-//! with nothing but annotations beside it. A schema with a `$ref` that is not a local JSON
-//! Pointer (`#...`), a nested `$id`, `$dynamicRef` or `$recursiveRef` is not narrowed at all
-//! (its reference graph is not followed here).
+//! `additionalProperties`, the one `patternProperties` entry of an object without `properties`,
+//! `anyOf` or `oneOf` (when the parent asserts nothing besides `type`; `oneOf` is decoded as
+//! `anyOf`, see below) and `$defs`/`definitions`, from a parent that is itself alone and has no
+//! in-place applicator of the decoding grammar (`allOf`, `anyOf`, `oneOf`, `$ref`, `enum`,
+//! `const`), nor `patternProperties` or `contains` beside them. Elsewhere another schema applies
+//! to the same value, and closing one side could reject what the other requires (`allOf:
+//! [{properties: {a}}, {properties: {b}}]`). A `$defs` entry is alone only while every `$ref` to
+//! it sits alone with nothing but annotations beside it. A schema with a `$ref` that is not a
+//! local JSON Pointer (`#...`), a nested `$id`, `$dynamicRef` or `$recursiveRef` is not narrowed
+//! at all (its reference graph is not followed here).
+//!
+//! Keywords llguidance cannot compile (`oneOf`, `not`, `if`/`then`/`else`, `dependencies`,
+//! formats it does not know, ...) are taken out of the decoding grammar and left to validation,
+//! each named in the ledger ([`relax`]); those are the only places where the decoding grammar
+//! is wider than the caller's schema, and the narrowings above apply to that grammar.
 
+use edits::{Edit, apply, edits_for};
 use geode::schema::ResponseSchema;
 use geode::schema::root::AnswerRoot;
 use geode::vocab::Transform;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
 
-/// The `maxLength` given to a free string (one without `maxLength`, `pattern` or `format`), in
-/// characters; raised to the schema's `minLength` when that is larger. Chosen by measurement on
-/// JSONSchemaBench (see the README): long enough for names, titles, sentences and URLs, short
-/// enough that a looping string ends well inside a 512-token budget.
+/// The `maxLength` given to a string without `maxLength` or `pattern` (and the most a given
+/// `maxLength` keeps), in characters; raised to the schema's `minLength` when that is larger.
+/// Chosen by measurement on JSONSchemaBench (see the README): long enough for names, titles,
+/// sentences and URLs, short enough that a looping string ends well inside a 512-token budget.
 pub const STRING_CAP: u64 = 160;
+
+/// The `maxItems` given to an array without one, raised to its `minItems`: SmolLM2 repeats list
+/// items until the budget ends. Measured on JSONSchemaBench against 3 (with 64-character
+/// strings), which did not end fewer answers at the budget (see the README).
+pub const ITEM_CAP: u64 = 5;
+
+/// The `maxProperties` given to a map (keys from `patternProperties` or a schema-valued
+/// `additionalProperties`, no optional declared property), raised to its `minProperties` and
+/// its number of `required` names.
+pub const MAP_CAP: u64 = 8;
+
+/// The most repetitions of one part of a `pattern` (or of a map's key pattern): `*` becomes
+/// `{0,32}`, `+` `{1,32}` (see [`tighten_regex::bounded`]).
+pub const REPEAT_CAP: u32 = 32;
+
+/// The key pattern of a map whose keys the schema leaves free (`additionalProperties` a
+/// schema, nothing declared): short identifier-like keys.
+pub const MAP_KEY_PATTERN: &str = "^[A-Za-z0-9_.-]{1,32}$";
 
 /// The separators of compact decoding: the spacing SmolLM2 writes on its own.
 const ITEM_SEPARATOR: &str = ", ";
 const KEY_SEPARATOR: &str = ": ";
 
-/// Keywords that apply another schema to the same value, or pin the value itself: a schema with
-/// one of them is not closed or capped, and its children are not alone.
-const IN_PLACE: [&str; 17] = [
+/// Keywords that apply another schema to the same value in the decoding grammar, or pin the
+/// value itself: a schema with one of them is not narrowed, and its children are not alone.
+const IN_PLACE: [&str; 8] = [
     "allOf",
     "anyOf",
     "oneOf",
+    "$ref",
+    "$dynamicRef",
+    "$recursiveRef",
+    "enum",
+    "const",
+];
+
+/// Keywords left out of the decoding grammar and checked by validation ([`relax`]) that can
+/// still require keys: an object beside one is not closed, nor its keys bounded. Strings and
+/// arrays beside them are capped (the grammar decodes without them).
+const LEFT_TO_VALIDATION: [&str; 9] = [
     "not",
     "if",
     "then",
     "else",
-    "$ref",
-    "$dynamicRef",
-    "$recursiveRef",
-    "dependentSchemas",
     "dependencies",
     "dependentRequired",
+    "dependentSchemas",
     "unevaluatedProperties",
     "unevaluatedItems",
-    "enum",
-    "const",
 ];
 
 /// Keywords that assert nothing about the value.
@@ -96,13 +132,6 @@ pub struct Tightened {
     pub transforms: Vec<Transform>,
 }
 
-/// One narrowing to apply.
-#[derive(Debug, Clone, PartialEq)]
-enum Edit {
-    Close,
-    CapString(u64),
-}
-
 /// The schema narrowed for decoding (see the module docs).
 pub fn tighten(schema: &ResponseSchema) -> Tightened {
     let original = schema.as_value();
@@ -114,26 +143,20 @@ pub fn tighten(schema: &ResponseSchema) -> Tightened {
     if let Some(edit) = type_object_root(schema, &mut out) {
         transforms.push(edit);
     }
-    let schema = original;
-    if let Some(plan) = plan(schema) {
-        for (pointer, edit) in plan {
+    if let Some(plan) = plan(original) {
+        // Deepest first: a free map's value schema is narrowed before the map moves it.
+        let mut narrowed = Vec::new();
+        for (pointer, edit) in plan.into_iter().rev() {
             let Some(Value::Object(node)) = out.pointer_mut(&pointer) else {
                 continue;
             };
-            let action = match edit {
-                Edit::Close => {
-                    node.insert("additionalProperties".to_owned(), Value::Bool(false));
-                    "additionalProperties: false for decoding (the schema leaves the object open)"
-                        .to_owned()
-                }
-                Edit::CapString(cap) => {
-                    node.insert("maxLength".to_owned(), json!(cap));
-                    format!("maxLength: {cap} for decoding (a free string without maxLength)")
-                }
-            };
-            transforms.push(Transform { pointer, action });
+            let action = apply(node, edit);
+            narrowed.push(Transform { pointer, action });
         }
+        transforms.extend(narrowed.into_iter().rev());
     }
+    // After the narrowings (their pointers cross `oneOf`, which this renames).
+    transforms.extend(relax::relax(original, &mut out));
     Tightened {
         schema: out,
         transforms,
@@ -233,23 +256,47 @@ impl Walk<'_> {
                 self.new_pins.insert(target);
             }
         }
+        let mut closes = false;
         if alone {
             for edit in edits_for(map) {
+                closes |= edit == Edit::Close;
                 self.edits.push((pointer.clone(), edit));
             }
         }
         let clean = alone && !IN_PLACE.iter().any(|k| map.contains_key(*k));
         let direct =
             clean && !map.contains_key("patternProperties") && !map.contains_key("contains");
-        let any_of_alone = alone
-            && map
-                .keys()
-                .all(|k| k == "type" || k == "anyOf" || ANNOTATIONS.contains(&k.as_str()));
+        // Branches of the one anyOf (or oneOf, decoded as anyOf) of a schema that asserts
+        // nothing else.
+        let combinators = ["anyOf", "oneOf"]
+            .iter()
+            .filter(|k| map.contains_key(**k))
+            .count();
+        let branches_alone = alone
+            && combinators == 1
+            && map.keys().all(|k| {
+                k == "type" || k == "anyOf" || k == "oneOf" || ANNOTATIONS.contains(&k.as_str())
+            });
+        // The one pattern of an object that declares no property: it alone gives its keys'
+        // values a schema.
+        let declares = map
+            .get("properties")
+            .and_then(Value::as_object)
+            .is_some_and(|p| !p.is_empty());
+        let one_pattern = map
+            .get("patternProperties")
+            .and_then(Value::as_object)
+            .is_some_and(|p| p.len() == 1);
+        let pattern_alone = clean && one_pattern && !declares && !map.contains_key("contains");
         for (key, value) in map {
             let at = format!("{pointer}/{}", escape(key));
             match key.as_str() {
                 "properties" | "patternProperties" | "dependentSchemas" => {
-                    let children_alone = key == "properties" && direct;
+                    let children_alone = match key.as_str() {
+                        "properties" => direct,
+                        "patternProperties" => pattern_alone,
+                        _ => false,
+                    };
                     self.visit_map(value, &at, children_alone)?;
                 }
                 "$defs" | "definitions" => self.visit_map(value, &at, true)?,
@@ -261,12 +308,13 @@ impl Walk<'_> {
                     }
                     other => self.visit(other, at, direct, false)?,
                 },
-                "additionalItems" | "additionalProperties" => {
-                    self.visit(value, at, direct, false)?;
-                }
+                "additionalItems" => self.visit(value, at, direct, false)?,
+                // Closing replaces it: nothing in it is decoded (nor are its `$ref`s followed).
+                "additionalProperties" if closes => {}
+                "additionalProperties" => self.visit(value, at, direct, false)?,
                 "anyOf" | "allOf" | "oneOf" => {
                     for (i, item) in value.as_array().into_iter().flatten().enumerate() {
-                        let branch_alone = key == "anyOf" && any_of_alone;
+                        let branch_alone = key != "allOf" && branches_alone;
                         self.visit(item, format!("{at}/{i}"), branch_alone, false)?;
                     }
                 }
@@ -296,73 +344,6 @@ impl Walk<'_> {
     }
 }
 
-/// The narrowings of one schema that is alone (a `type` list may get both).
-fn edits_for(map: &Map<String, Value>) -> Vec<Edit> {
-    let mut edits = Vec::new();
-    if IN_PLACE.iter().any(|k| map.contains_key(*k)) {
-        return edits;
-    }
-    let types = declared_types(map);
-    let has = |t: &str| types.iter().any(|x| x == t);
-    let object_like = has("object") || (types.is_empty() && map.contains_key("properties"));
-    if object_like && closable(map) {
-        edits.push(Edit::Close);
-    }
-    if has("string")
-        && !map.contains_key("maxLength")
-        && !map.contains_key("pattern")
-        && !map.contains_key("format")
-    {
-        let min = map.get("minLength").and_then(Value::as_u64).unwrap_or(0);
-        edits.push(Edit::CapString(STRING_CAP.max(min)));
-    }
-    edits
-}
-
-/// True when closing this object schema leaves every answer it could give valid and at least
-/// one answer possible.
-fn closable(map: &Map<String, Value>) -> bool {
-    let open = match map.get("additionalProperties") {
-        None | Some(Value::Bool(true)) => true,
-        Some(Value::Object(o)) => o.is_empty(),
-        Some(_) => false,
-    };
-    if !open || map.contains_key("unevaluatedProperties") {
-        return false;
-    }
-    let declared = map.get("properties").and_then(Value::as_object);
-    let declared_count = declared.map_or(0, Map::len);
-    let required_declared = map
-        .get("required")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .all(|k| {
-            k.as_str()
-                .is_some_and(|k| declared.is_some_and(|d| d.contains_key(k)))
-        });
-    let min_props = map
-        .get("minProperties")
-        .and_then(Value::as_u64)
-        .unwrap_or(0);
-    let enough_keys = map.contains_key("patternProperties")
-        || usize::try_from(min_props).is_ok_and(|m| m <= declared_count);
-    required_declared && enough_keys
-}
-
-/// The `type` keyword as a list of names (empty when absent).
-fn declared_types(map: &Map<String, Value>) -> Vec<String> {
-    match map.get("type") {
-        Some(Value::String(t)) => vec![t.clone()],
-        Some(Value::Array(ts)) => ts
-            .iter()
-            .filter_map(Value::as_str)
-            .map(str::to_owned)
-            .collect(),
-        _ => Vec::new(),
-    }
-}
-
 /// A draft-04 `id` that changes the base URI (a fragment-only `id` does not).
 fn is_resource_id(id: Option<&Value>) -> bool {
     id.and_then(Value::as_str)
@@ -385,6 +366,19 @@ fn escape(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
 }
 
+#[path = "tighten_regex.rs"]
+mod tighten_regex;
+
+#[path = "tighten_edits.rs"]
+mod edits;
+
+#[path = "tighten_relax.rs"]
+mod relax;
+
 #[cfg(test)]
 #[path = "tighten_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "tighten_relax_tests.rs"]
+mod relax_tests;

@@ -2,30 +2,47 @@
 
 use super::*;
 
-fn tighten(schema: &Value) -> Tightened {
+pub(super) fn tighten(schema: &Value) -> Tightened {
     super::tighten(&ResponseSchema::from_value(schema.clone()).unwrap())
 }
 
-fn pointers(t: &Tightened) -> Vec<(&str, &str)> {
+pub(super) fn pointers(t: &Tightened) -> Vec<(&str, &'static str)> {
     t.transforms
         .iter()
-        .map(|t| {
-            let kind = if t.action.starts_with("additionalProperties") {
-                "close"
-            } else if t.action.starts_with("type: object") {
-                "root"
-            } else if t.action.starts_with("maxLength") {
-                "cap"
-            } else {
-                "whitespace"
-            };
-            (t.pointer.as_str(), kind)
-        })
+        .map(|t| (t.pointer.as_str(), kind_of(&t.action)))
         .collect()
 }
 
+/// The kind of a narrowing, from the start of its ledger action.
+pub(super) fn kind_of(a: &str) -> &'static str {
+    if a.starts_with("additionalProperties") {
+        "close"
+    } else if a.starts_with("type: object") {
+        "root"
+    } else if a.starts_with("maxLength") {
+        "cap"
+    } else if a.starts_with("maxItems") {
+        "items"
+    } else if a.starts_with("maxProperties") {
+        "size"
+    } else if a.starts_with("keys matching") || a.starts_with("patternProperties key") {
+        "keys"
+    } else if a.starts_with("pattern") {
+        "pattern"
+    } else if a.starts_with("compact whitespace") {
+        "whitespace"
+    } else if a.contains("removed from the decoding grammar")
+        || a.starts_with("oneOf decoded as anyOf")
+        || a.starts_with("format: uri")
+    {
+        "relaxed"
+    } else {
+        panic!("unclassified transform {a}")
+    }
+}
+
 /// Every instance the narrowed schema accepts, the original accepts too.
-fn assert_narrower(t: &Tightened, original: &Value, instances: &[Value]) {
+pub(super) fn assert_narrower(t: &Tightened, original: &Value, instances: &[Value]) {
     let mut narrowed = t.schema.clone();
     narrowed.as_object_mut().unwrap().remove("x-guidance");
     let narrowed = jsonschema::validator_for(&narrowed).unwrap();
@@ -57,8 +74,11 @@ fn open_objects_are_closed_at_every_level() {
             ("", "whitespace"),
             ("", "close"),
             ("/properties/place", "close"),
+            ("/properties/tags", "keys"),
+            ("/properties/tags", "size"),
             ("/properties/tags/additionalProperties", "cap"),
             ("/properties/plain", "close"),
+            ("/properties/list", "items"),
             ("/properties/list/items", "close"),
         ]
     );
@@ -67,10 +87,15 @@ fn open_objects_are_closed_at_every_level() {
         t.schema["properties"]["place"]["additionalProperties"],
         false
     );
-    // A map of strings stays a map (its entries are capped).
+    // A map of strings stays a map (its keys bounded, its entries capped).
     assert_eq!(
-        t.schema["properties"]["tags"]["additionalProperties"],
-        json!({"type": "string", "maxLength": STRING_CAP})
+        t.schema["properties"]["tags"],
+        json!({
+            "type": "object",
+            "patternProperties": {MAP_KEY_PATTERN: {"type": "string", "maxLength": STRING_CAP}},
+            "additionalProperties": false,
+            "maxProperties": MAP_CAP
+        })
     );
     assert!(
         t.transforms
@@ -117,9 +142,23 @@ fn objects_combined_in_place_stay_open() {
         pointers(&tighten(&beside)),
         vec![("", "whitespace"), ("", "root")]
     );
-    // oneOf, not, if/then: never narrowed inside.
+    // oneOf is decoded as anyOf (see below): its branches are narrowed like anyOf's.
     let one_of = json!({"oneOf": [{"type": "object"}, {"type": "string"}]});
-    assert_eq!(pointers(&tighten(&one_of)), vec![("", "whitespace")]);
+    assert_eq!(
+        pointers(&tighten(&one_of)),
+        vec![
+            ("", "whitespace"),
+            ("/oneOf/0", "close"),
+            ("/oneOf/1", "cap"),
+            ("", "relaxed")
+        ]
+    );
+    // allOf branches, and not/if/then subschemas: never narrowed inside.
+    let not = json!({"type": "object", "not": {"type": "object", "properties": {"a": {}}}});
+    assert_eq!(
+        pointers(&tighten(&not)),
+        vec![("", "whitespace"), ("", "relaxed")]
+    );
 }
 
 #[test]
@@ -200,10 +239,11 @@ fn free_strings_are_capped_but_never_below_what_the_schema_needs() {
     assert_eq!(p["free"]["maxLength"], json!(STRING_CAP));
     assert_eq!(p["long"]["maxLength"], json!(500));
     assert_eq!(p["bounded"]["maxLength"], json!(10));
-    for untouched in ["patterned", "dated", "named"] {
+    for untouched in ["patterned", "named"] {
         assert_eq!(p[untouched], s["properties"][untouched], "{untouched}");
     }
     assert_eq!(p["maybe"]["maxLength"], json!(STRING_CAP));
+    assert_eq!(p["dated"]["maxLength"], json!(STRING_CAP));
     let capped: Vec<_> = pointers(&t)
         .into_iter()
         .filter(|(_, k)| *k == "cap")
@@ -213,6 +253,7 @@ fn free_strings_are_capped_but_never_below_what_the_schema_needs() {
         vec![
             ("/properties/free", "cap"),
             ("/properties/long", "cap"),
+            ("/properties/dated", "cap"),
             ("/properties/maybe", "cap"),
         ]
     );
@@ -239,4 +280,243 @@ fn whitespace_is_compact_unless_the_caller_chose() {
     let t = tighten(&caller);
     assert_eq!(t.schema, caller);
     assert!(t.transforms.is_empty());
+}
+
+/// llguidance compiles the schema (single-byte tokens: the grammar, not the model, is tested).
+pub(super) fn compiles(schema: &Value) -> Result<(), String> {
+    let env = toktrie::ApproximateTokEnv::single_byte_env();
+    let factory = llguidance::ParserFactory::new_simple(&env).map_err(|e| e.to_string())?;
+    let grammar = llguidance::api::TopLevelGrammar::from_json_schema(schema.clone());
+    let parser = factory
+        .create_parser(grammar)
+        .map_err(|e| format!("{e:#}"))?;
+    match llguidance::Matcher::new(Ok(parser)).get_error() {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+#[test]
+fn arrays_get_a_max_items_but_never_below_min_items() {
+    let s = json!({
+        "type": "object",
+        "properties": {
+            "free": {"type": "array", "items": {"type": "integer"}},
+            "many": {"type": "array", "items": {"type": "integer"}, "minItems": 7},
+            "bounded": {"type": "array", "items": {"type": "integer"}, "maxItems": 2}
+        }
+    });
+    let t = tighten(&s);
+    let p = &t.schema["properties"];
+    assert_eq!(p["free"]["maxItems"], json!(ITEM_CAP));
+    assert_eq!(p["many"]["maxItems"], json!(7));
+    assert_eq!(p["bounded"]["maxItems"], json!(2));
+    let items: Vec<_> = pointers(&t)
+        .into_iter()
+        .filter(|(_, k)| *k == "items")
+        .collect();
+    assert_eq!(
+        items,
+        vec![("/properties/free", "items"), ("/properties/many", "items")]
+    );
+    assert_narrower(
+        &t,
+        &s,
+        &[
+            json!({"free": [1, 2, 3]}),
+            json!({"free": (0..20).collect::<Vec<_>>()}),
+            json!({"many": (0..7).collect::<Vec<_>>()}),
+            json!({"bounded": [1, 2, 3]}),
+        ],
+    );
+    compiles(&t.schema).unwrap();
+}
+
+#[test]
+fn a_large_max_length_is_lowered_and_a_pattern_bounded() {
+    let s = json!({
+        "type": "object",
+        "properties": {
+            "huge": {"type": "string", "maxLength": 65535},
+            "long_min": {"type": "string", "minLength": 200, "maxLength": 4096},
+            "prefix": {"type": "string", "pattern": "^pkg:"},
+            "word": {"type": ["string", "null"], "pattern": "^[a-z]+$"},
+            "floor": {"type": "string", "pattern": "^[a-z]+$", "minLength": 3},
+            "exact": {"type": "string", "pattern": "^[0-9]{5}$"}
+        }
+    });
+    let t = tighten(&s);
+    let p = &t.schema["properties"];
+    assert_eq!(p["huge"]["maxLength"], json!(STRING_CAP));
+    assert_eq!(p["long_min"]["maxLength"], json!(200));
+    assert_eq!(p["prefix"]["pattern"], json!("^(?:pkg:)$"));
+    assert_eq!(p["word"]["pattern"], json!("^(?:[a-z]{1,32})$"));
+    for untouched in ["floor", "exact"] {
+        assert_eq!(p[untouched], s["properties"][untouched], "{untouched}");
+    }
+    let huge = &t.transforms[t.transforms.len() - 4];
+    assert_eq!(huge.pointer, "/properties/huge");
+    assert!(huge.action.contains("the schema allows 65535"), "{huge:?}");
+    assert_narrower(
+        &t,
+        &s,
+        &[
+            json!({"huge": "x".repeat(100)}),
+            json!({"huge": "x".repeat(1000)}),
+            json!({"prefix": "pkg:"}),
+            json!({"prefix": "pkg:npm/x"}),
+            json!({"prefix": "xpkg:"}),
+            json!({"word": "abc"}),
+            json!({"word": "a".repeat(40)}),
+            json!({"word": "ab1"}),
+        ],
+    );
+    compiles(&t.schema).unwrap();
+}
+
+#[test]
+fn map_keys_are_bounded_and_maps_sized() {
+    // A map whose keys follow one pattern: the pattern bounded, the object closed and sized.
+    let s = json!({
+        "type": "object",
+        "patternProperties": {"^[a-zA-Z0-9]([a-zA-Z0-9-]+[a-zA-Z0-9])?$": {"type": "string"}}
+    });
+    let t = tighten(&s);
+    assert_eq!(
+        pointers(&t),
+        vec![
+            ("", "whitespace"),
+            ("", "close"),
+            ("", "keys"),
+            ("", "size"),
+            (
+                "/patternProperties/^[a-zA-Z0-9]([a-zA-Z0-9-]+[a-zA-Z0-9])?$",
+                "cap"
+            )
+        ]
+    );
+    assert_eq!(
+        t.schema["patternProperties"],
+        json!({"^(?:[a-zA-Z0-9]([a-zA-Z0-9-]{1,32}[a-zA-Z0-9])?)$":
+            {"type": "string", "maxLength": STRING_CAP}})
+    );
+    assert_eq!(t.schema["maxProperties"], json!(MAP_CAP));
+    let many: Map<String, Value> = (0..12).map(|i| (format!("k{i}"), json!("v"))).collect();
+    assert_narrower(
+        &t,
+        &s,
+        &[
+            json!({"abc": "x"}),
+            json!({"a-b": "x", "c": 1}),
+            json!({"-bad": "x"}),
+            json!({"k".repeat(50): "x"}),
+            Value::Object(many),
+        ],
+    );
+    compiles(&t.schema).unwrap();
+
+    // Declared properties beside the pattern: bounded when every declared name the pattern
+    // matches still matches; no maxProperties (llguidance needs every declared one required).
+    let beside = json!({
+        "type": "object",
+        "properties": {"basic": {"type": "object", "properties": {"text": {"type": "string"}}}},
+        "patternProperties": {"^[a-zA-Z0-9_]*$": {"type": "object", "required": ["text"]}},
+        "additionalProperties": false
+    });
+    let t = tighten(&beside);
+    assert!(pointers(&t).contains(&("", "keys")), "{:?}", t.transforms);
+    assert!(!pointers(&t).contains(&("", "size")), "{:?}", t.transforms);
+    assert_narrower(
+        &t,
+        &beside,
+        &[
+            json!({"basic": {"text": "a"}}),
+            json!({"basic": {}}),
+            json!({"label_1": {"text": "b"}}),
+            json!({"bad key": {"text": "b"}}),
+        ],
+    );
+    compiles(&t.schema).unwrap();
+
+    // A declared name longer than the bounded pattern allows, several patterns, or an open
+    // additionalProperties schema: keys left as the schema has them.
+    let long_name = "n".repeat(40);
+    let kept = [
+        json!({"type": "object", "properties": {long_name: {}}, "patternProperties": {"^[a-z]*$": {"type": "integer"}}, "additionalProperties": false}),
+        json!({"type": "object", "patternProperties": {"^a+$": {}, "^b+$": {}}}),
+        json!({"type": "object", "patternProperties": {"^a+$": {"type": "integer"}}, "additionalProperties": {"type": "string"}}),
+    ];
+    for s in kept {
+        assert!(!pointers(&tighten(&s)).contains(&("", "keys")), "{s}");
+    }
+}
+
+#[test]
+fn a_schema_valued_additional_properties_beside_declared_ones_is_closed() {
+    let s = json!({
+        "type": "object",
+        "properties": {"name": {"type": "string"}},
+        "additionalProperties": {"type": "object", "properties": {"x": {"type": "string"}}}
+    });
+    let t = tighten(&s);
+    assert_eq!(t.schema["additionalProperties"], json!(false));
+    // Nothing is narrowed inside the schema that closing replaced.
+    assert_eq!(
+        pointers(&t),
+        vec![
+            ("", "whitespace"),
+            ("", "close"),
+            ("/properties/name", "cap")
+        ]
+    );
+    assert!(t.transforms[1].action.contains("other keys under a schema"));
+    assert_narrower(
+        &t,
+        &s,
+        &[
+            json!({"name": "a"}),
+            json!({"name": "a", "other": {"x": "y"}}),
+        ],
+    );
+}
+
+#[test]
+fn strings_with_a_format_are_capped_and_still_compile() {
+    // Every format llguidance compiles (its `unknown` matches anything).
+    for format in relax::COMPILED_FORMATS.iter().filter(|f| **f != "unknown") {
+        let s = json!({"type": "string", "format": format});
+        let t = tighten(&s);
+        assert_eq!(t.schema["maxLength"], json!(STRING_CAP), "{format}");
+        compiles(&t.schema).unwrap_or_else(|e| panic!("{format}: {e}"));
+    }
+    // With a minLength, a short enough instance may not exist: left alone.
+    let floor = json!({"type": "string", "format": "email", "minLength": 3});
+    assert!(tighten(&floor).schema.get("maxLength").is_none());
+}
+
+#[test]
+fn a_closed_object_whose_additional_properties_refer_to_the_root_is_still_narrowed() {
+    // JSON Document Transforms: the root's extra keys are documents of the root's own kind.
+    let s = json!({
+        "type": "object",
+        "properties": {"@jdt.path": {"type": "string"}},
+        "additionalProperties": {"$ref": "#", "not": {"type": "null"}}
+    });
+    let t = tighten(&s);
+    assert_eq!(
+        pointers(&t),
+        vec![
+            ("", "whitespace"),
+            ("", "close"),
+            ("/properties/@jdt.path", "cap")
+        ]
+    );
+    assert_narrower(
+        &t,
+        &s,
+        &[
+            json!({"@jdt.path": "$.a"}),
+            json!({"@jdt.path": "$.a", "x": {}}),
+        ],
+    );
 }

@@ -55,11 +55,11 @@ async fn local_cell(fault: Fault, expect: Expect) -> Verdict {
             (with_path(path), Some(decision()), None)
         }
         Fault::UncompilableConstraint => {
-            // llguidance does not implement `uniqueItems`: the call must fail closed.
+            // An unsatisfiable string llguidance refuses (a keyword it cannot compile, such as
+            // `uniqueItems`, is left to validation instead): the call must fail closed.
             let schema = ResponseSchema::from_value(json!({"type": "object",
-                "properties": {"tags": {"type": "array", "items": {"type": "string"},
-                                        "uniqueItems": true}},
-                "required": ["tags"]}))
+                "properties": {"code": {"type": "string", "minLength": 5, "maxLength": 2}},
+                "required": ["code"]}))
             .unwrap();
             (LocalAdapter::shared(), Some(schema), None)
         }

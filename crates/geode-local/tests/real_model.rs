@@ -262,21 +262,21 @@ async fn unconstrained_output_is_reported_not_enforced() {
 async fn schema_llguidance_rejects_fails_closed_with_the_reason() {
     let _serial = serial().await;
     let adapter = LocalAdapter::new(engine());
-    // llguidance 1.9.1 does not implement `uniqueItems` ("Unimplemented keys"); note that a
-    // `oneOf` whose options have disjoint types IS accepted (it is exact as an `anyOf`).
+    // A keyword llguidance cannot compile (`uniqueItems`, `not`, ...) is left to validation
+    // (`geode_local::tighten`); an unsatisfiable schema is still refused, with the reason.
     let schema = ResponseSchema::from_value(json!({
         "type": "object",
         "properties": {
-            "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": true}
+            "code": {"type": "string", "minLength": 5, "maxLength": 2}
         },
-        "required": ["tags"]
+        "required": ["code"]
     }))
     .unwrap();
     let mut req = request(0, JSON_FORMAT, 32);
     req.response_schema = Some(schema.clone());
     match adapter.call(req, &CallCx::new()).await {
         Err(e @ AdapterError::Unsupported { .. }) => {
-            assert!(e.to_string().contains("uniqueItems"), "{e}");
+            assert!(e.to_string().contains("minLength"), "{e}");
         }
         other => panic!("expected a fail-closed Unsupported error, got {other:?}"),
     }
@@ -293,7 +293,7 @@ async fn schema_llguidance_rejects_fails_closed_with_the_reason() {
     match err {
         Some(LocalError::Constraint { kind, reason }) => {
             assert_eq!(kind, "json_schema");
-            assert!(reason.contains("uniqueItems"), "{reason}");
+            assert!(reason.contains("minLength"), "{reason}");
         }
         other => panic!("expected LocalError::Constraint, got {other:?}"),
     }

@@ -1,0 +1,281 @@
+//! The narrowings of one schema for [`super`]: which apply to a schema that is alone
+//! ([`edits_for`]), and each applied to its node with the ledger's description ([`apply`]).
+
+use super::tighten_regex::bounded;
+use super::{
+    IN_PLACE, ITEM_CAP, LEFT_TO_VALIDATION, MAP_CAP, MAP_KEY_PATTERN, REPEAT_CAP, STRING_CAP,
+};
+use serde_json::{Map, Value, json};
+
+/// One narrowing to apply.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Edit {
+    Close,
+    CapString(u64),
+    /// A `maxLength` the schema gives, lowered: (the schema's, the new one).
+    LowerMaxLength(u64, u64),
+    /// `pattern` replaced by its bounded form.
+    BoundPattern(String),
+    CapItems(u64),
+    /// A free map's `additionalProperties` schema moved under [`MAP_KEY_PATTERN`].
+    BoundMapKeys,
+    /// The one `patternProperties` key pattern replaced by its bounded form: (old, new).
+    BoundKeyPattern(String, String),
+    CapProperties(u64),
+}
+
+/// Applies one narrowing to its node; returns the ledger's description.
+pub(super) fn apply(node: &mut Map<String, Value>, edit: Edit) -> String {
+    match edit {
+        Edit::Close => {
+            let valued = node
+                .insert("additionalProperties".to_owned(), Value::Bool(false))
+                .is_some_and(|v| v.as_object().is_some_and(|o| !o.is_empty()));
+            if valued {
+                "additionalProperties: false for decoding (the schema allows other keys under \
+                 a schema; only the declared ones are decoded)"
+                    .to_owned()
+            } else {
+                "additionalProperties: false for decoding (the schema leaves the object open)"
+                    .to_owned()
+            }
+        }
+        Edit::CapString(cap) => {
+            node.insert("maxLength".to_owned(), json!(cap));
+            format!("maxLength: {cap} for decoding (a string without maxLength)")
+        }
+        Edit::LowerMaxLength(given, cap) => {
+            node.insert("maxLength".to_owned(), json!(cap));
+            format!("maxLength: {cap} for decoding (the schema allows {given})")
+        }
+        Edit::BoundPattern(bounded) => {
+            let action = format!(
+                "pattern {bounded:?} for decoding (the schema's pattern, anchored, with each \
+                 repetition at most {REPEAT_CAP})"
+            );
+            node.insert("pattern".to_owned(), json!(bounded));
+            action
+        }
+        Edit::CapItems(cap) => {
+            node.insert("maxItems".to_owned(), json!(cap));
+            format!("maxItems: {cap} for decoding (an array without maxItems)")
+        }
+        Edit::BoundMapKeys => {
+            let value = node
+                .shift_remove("additionalProperties")
+                .unwrap_or(Value::Bool(true));
+            let mut keys = Map::new();
+            keys.insert(MAP_KEY_PATTERN.to_owned(), value);
+            node.insert("patternProperties".to_owned(), Value::Object(keys));
+            node.insert("additionalProperties".to_owned(), Value::Bool(false));
+            format!(
+                "keys matching {MAP_KEY_PATTERN:?} for decoding (a map whose keys the schema \
+                 leaves free; its additionalProperties schema applies to them)"
+            )
+        }
+        Edit::BoundKeyPattern(old, new) => {
+            if let Some(Value::Object(patterns)) = node.get_mut("patternProperties")
+                && let Some(value) = patterns.shift_remove(&old)
+            {
+                patterns.insert(new.clone(), value);
+            }
+            format!(
+                "patternProperties key {new:?} for decoding (the schema's {old:?}, anchored, \
+                 with each repetition at most {REPEAT_CAP})"
+            )
+        }
+        Edit::CapProperties(cap) => {
+            node.insert("maxProperties".to_owned(), json!(cap));
+            format!("maxProperties: {cap} for decoding (a map without maxProperties)")
+        }
+    }
+}
+
+/// The narrowings of one schema that is alone (a `type` list may get several).
+pub(super) fn edits_for(map: &Map<String, Value>) -> Vec<Edit> {
+    let mut edits = Vec::new();
+    if IN_PLACE.iter().any(|k| map.contains_key(*k)) {
+        return edits;
+    }
+    let types = declared_types(map);
+    let has = |t: &str| types.iter().any(|x| x == t);
+    let object_like = has("object") || (types.is_empty() && map.contains_key("properties"));
+    let may_require_keys = LEFT_TO_VALIDATION.iter().any(|k| map.contains_key(*k));
+    if object_like && !may_require_keys {
+        edits.extend(object_edits(map));
+    }
+    if has("string") {
+        edits.extend(string_edit(map));
+    }
+    if has("array") && !map.contains_key("maxItems") {
+        let min = map.get("minItems").and_then(Value::as_u64).unwrap_or(0);
+        edits.push(Edit::CapItems(ITEM_CAP.max(min)));
+    }
+    edits
+}
+
+/// Closing an open object, or bounding a map's keys and size.
+fn object_edits(map: &Map<String, Value>) -> Vec<Edit> {
+    let mut edits = Vec::new();
+    let closes = closable(map);
+    if closes {
+        edits.push(Edit::Close);
+    }
+    let mut is_map = false;
+    if free_map(map) {
+        edits.push(Edit::BoundMapKeys);
+        is_map = true;
+    } else if let Some(edit) = bound_key_pattern(map, closes) {
+        edits.push(edit);
+        is_map = true;
+    }
+    if is_map && !map.contains_key("maxProperties") {
+        let declared = map.get("properties").and_then(Value::as_object);
+        let required = names(map.get("required"));
+        // llguidance takes maxProperties only when every declared property is required.
+        let all_required =
+            declared.is_none_or(|d| d.keys().all(|k| required.iter().any(|r| r == k)));
+        let min = map
+            .get("minProperties")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        let count = u64::try_from(required.len()).unwrap_or(u64::MAX);
+        if all_required {
+            edits.push(Edit::CapProperties(MAP_CAP.max(min).max(count)));
+        }
+    }
+    edits
+}
+
+/// A map whose keys are free: `additionalProperties` a schema that is not `{}`, and nothing
+/// else about keys (no properties, patternProperties, propertyNames or required).
+fn free_map(map: &Map<String, Value>) -> bool {
+    let valued = matches!(map.get("additionalProperties"), Some(Value::Object(o)) if !o.is_empty());
+    let declares = |k: &str| match map.get(k) {
+        None => false,
+        Some(Value::Object(o)) => !o.is_empty(),
+        Some(Value::Array(a)) => !a.is_empty(),
+        Some(_) => true,
+    };
+    valued
+        && !declares("properties")
+        && !declares("patternProperties")
+        && !declares("required")
+        && !map.contains_key("propertyNames")
+}
+
+/// The one `patternProperties` key pattern bounded, when that loses no key the schema gives a
+/// value schema to: the object is closed (or closing now), and every declared or required name
+/// the pattern matches still matches the bounded pattern.
+fn bound_key_pattern(map: &Map<String, Value>, closing: bool) -> Option<Edit> {
+    let Some(Value::Object(patterns)) = map.get("patternProperties") else {
+        return None;
+    };
+    let closed = closing || map.get("additionalProperties") == Some(&Value::Bool(false));
+    if patterns.len() != 1 || !closed {
+        return None;
+    }
+    let (old, _) = patterns.iter().next()?;
+    let new = bounded(old, REPEAT_CAP)?;
+    let original = regex::Regex::new(old).ok()?;
+    let narrowed = regex::Regex::new(&new).ok()?;
+    let declared = map
+        .get("properties")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flat_map(|d| d.keys().cloned());
+    let mut named = names(map.get("required"));
+    named.extend(declared);
+    let min = map
+        .get("minProperties")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    let keeps = named
+        .iter()
+        .all(|n| !original.is_match(n) || narrowed.is_match(n));
+    (keeps && min <= 1).then_some(Edit::BoundKeyPattern(old.clone(), new))
+}
+
+/// The narrowing of a string: a cap on a free string, a lower cap on a large `maxLength`, or a
+/// bounded `pattern`.
+fn string_edit(map: &Map<String, Value>) -> Option<Edit> {
+    let min = map.get("minLength").and_then(Value::as_u64).unwrap_or(0);
+    let cap = STRING_CAP.max(min);
+    let max = map.get("maxLength").and_then(Value::as_u64);
+    if let Some(Value::String(pattern)) = map.get("pattern") {
+        // The bounded pattern keeps the shortest match; with a minLength it might not reach it.
+        if min > 0 || max.is_some_and(|m| m <= cap) {
+            return None;
+        }
+        return bounded(pattern, REPEAT_CAP).map(Edit::BoundPattern);
+    }
+    if map.contains_key("format") && min > 0 {
+        // A format with a minLength: a short enough instance may not exist.
+        return None;
+    }
+    match max {
+        None => Some(Edit::CapString(cap)),
+        Some(given) if given > cap => Some(Edit::LowerMaxLength(given, cap)),
+        Some(_) => None,
+    }
+}
+
+/// The strings of a `required`-like list.
+fn names(list: Option<&Value>) -> Vec<String> {
+    list.and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_owned)
+        .collect()
+}
+
+/// True when closing this object schema leaves every answer it could give valid and at least
+/// one answer possible.
+fn closable(map: &Map<String, Value>) -> bool {
+    let declares_properties = map
+        .get("properties")
+        .and_then(Value::as_object)
+        .is_some_and(|p| !p.is_empty());
+    // A schema-valued additionalProperties beside declared properties is closed too (only the
+    // declared keys are decoded); without declared properties it is a map ([`free_map`]).
+    let open = match map.get("additionalProperties") {
+        None | Some(Value::Bool(true)) => true,
+        Some(Value::Object(o)) => o.is_empty() || declares_properties,
+        Some(_) => false,
+    };
+    if !open || map.contains_key("unevaluatedProperties") {
+        return false;
+    }
+    let declared = map.get("properties").and_then(Value::as_object);
+    let declared_count = declared.map_or(0, Map::len);
+    let required_declared = map
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .all(|k| {
+            k.as_str()
+                .is_some_and(|k| declared.is_some_and(|d| d.contains_key(k)))
+        });
+    let min_props = map
+        .get("minProperties")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    let enough_keys = map.contains_key("patternProperties")
+        || usize::try_from(min_props).is_ok_and(|m| m <= declared_count);
+    required_declared && enough_keys
+}
+
+/// The `type` keyword as a list of names (empty when absent).
+fn declared_types(map: &Map<String, Value>) -> Vec<String> {
+    match map.get("type") {
+        Some(Value::String(t)) => vec![t.clone()],
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+        _ => Vec::new(),
+    }
+}

@@ -1,0 +1,143 @@
+//! Unit tests of [`super`]'s keywords left to validation ([`super::relax`]), and of the
+//! narrowings beside and inside them.
+
+use super::tests::{compiles, kind_of, pointers, tighten};
+use super::*;
+
+#[test]
+fn keywords_llguidance_cannot_compile_are_left_to_validation_and_named() {
+    let s = json!({
+        "type": "object",
+        "properties": {
+            "kind": {"oneOf": [{"const": "a"}, {"const": "b"}]},
+            "both": {"anyOf": [{"type": "string"}, {"type": "integer"}], "oneOf": [{"type": "string"}, {"minimum": 0}]},
+            "name": {"type": "string", "not": {"const": "root"}},
+            "home": {"type": "string", "format": "iri"},
+            "topic": {"type": "string", "format": "topic"},
+            "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": true, "maxItems": 3}
+        },
+        "required": ["kind"],
+        "if": {"required": ["name"]},
+        "then": {"required": ["home"]},
+        "dependencies": {"home": ["name"]}
+    });
+    let refused = compiles(&s).unwrap_err();
+    assert!(
+        refused.contains("Unimplemented keys") || refused.contains("oneOf"),
+        "{refused}"
+    );
+    let t = tighten(&s);
+    let relaxed: Vec<(&str, &str)> = t
+        .transforms
+        .iter()
+        .filter(|t| kind_of(&t.action) == "relaxed")
+        .map(|t| (t.pointer.as_str(), t.action.split(' ').next().unwrap_or("")))
+        .collect();
+    assert_eq!(
+        relaxed,
+        vec![
+            ("", "if"),
+            ("", "then"),
+            ("", "dependencies"),
+            ("/properties/kind", "oneOf"),
+            ("/properties/both", "oneOf"),
+            ("/properties/name", "not"),
+            ("/properties/home", "format:"),
+            ("/properties/topic", "format"),
+            ("/properties/tags", "uniqueItems"),
+        ]
+    );
+    let p = &t.schema["properties"];
+    assert_eq!(p["kind"]["anyOf"], s["properties"]["kind"]["oneOf"]);
+    assert_eq!(
+        p["both"]["allOf"],
+        json!([{"anyOf": s["properties"]["both"]["oneOf"]}])
+    );
+    assert_eq!(p["home"]["format"], "uri");
+    assert!(p["topic"].get("format").is_none() && p["name"].get("not").is_none());
+    for gone in ["if", "then", "dependencies"] {
+        assert!(t.schema.get(gone).is_none(), "{gone}");
+    }
+    // Each is named as checked by validating the answer (iri → uri is a narrowing instead).
+    for t in t
+        .transforms
+        .iter()
+        .filter(|t| kind_of(&t.action) == "relaxed")
+    {
+        assert!(
+            t.action.contains("checked by validating the answer") || t.action.contains("IRI"),
+            "{t:?}"
+        );
+    }
+    compiles(&t.schema).unwrap();
+}
+
+#[test]
+fn narrowing_reaches_beside_and_inside_keywords_left_to_validation() {
+    let s = json!({
+        "type": "object",
+        "properties": {
+            "id": {"type": "string", "not": {"const": ""}},
+            "kind": {"oneOf": [
+                {"type": "object", "properties": {"name": {"type": "string"}}},
+                {"type": "array", "items": {"type": "integer"}}
+            ]},
+            "extra": {
+                "type": "object",
+                "properties": {"a": {"type": "integer"}},
+                "dependencies": {"a": ["b"]}
+            },
+            "labels": {
+                "type": "object",
+                "patternProperties": {"^[a-z]+$": {"type": "string"}}
+            },
+            "map": {"type": "object", "additionalProperties": {"type": "string", "not": {"const": "x"}}}
+        }
+    });
+    let t = tighten(&s);
+    let p = &t.schema["properties"];
+    // Beside `not`: the string is capped, and `not` left to validation.
+    assert_eq!(p["id"]["maxLength"], json!(STRING_CAP));
+    assert!(p["id"].get("not").is_none());
+    // Inside oneOf (decoded as anyOf): each branch narrowed.
+    assert_eq!(p["kind"]["anyOf"][0]["additionalProperties"], json!(false));
+    assert_eq!(p["kind"]["anyOf"][1]["maxItems"], json!(ITEM_CAP));
+    // Beside dependencies: the object is not closed (the dependency may need another key).
+    assert!(p["extra"].get("additionalProperties").is_none());
+    // The one pattern of a map: its values are narrowed too.
+    assert_eq!(
+        p["labels"]["patternProperties"]["^(?:[a-z]{1,32})$"]["maxLength"],
+        json!(STRING_CAP)
+    );
+    // A moved map value still loses its `not`.
+    assert_eq!(
+        p["map"]["patternProperties"][MAP_KEY_PATTERN],
+        json!({"type": "string", "maxLength": STRING_CAP})
+    );
+    let at: Vec<(&str, &str)> = pointers(&t);
+    for expected in [
+        ("/properties/id", "cap"),
+        ("/properties/id", "relaxed"),
+        ("/properties/kind", "relaxed"),
+        ("/properties/kind/oneOf/0", "close"),
+        ("/properties/kind/oneOf/1", "items"),
+        ("/properties/labels/patternProperties/^[a-z]+$", "cap"),
+        ("/properties/map/additionalProperties", "relaxed"),
+    ] {
+        assert!(at.contains(&expected), "{expected:?} not in {at:?}");
+    }
+    compiles(&t.schema).unwrap();
+}
+
+#[test]
+fn what_llguidance_still_refuses_is_named_in_its_error() {
+    // An unsatisfiable string: nothing to leave to validation, the call is refused (fail
+    // closed) with the keywords in the reason.
+    let s = json!({
+        "type": "object",
+        "properties": {"code": {"type": "string", "minLength": 5, "maxLength": 2}},
+        "required": ["code"]
+    });
+    let refused = compiles(&tighten(&s).schema).unwrap_err();
+    assert!(refused.contains("minLength"), "{refused}");
+}
