@@ -300,6 +300,12 @@ impl HttpClient {
                 self.with_retries(req, cx, || self.send_once(req, "text/event-stream")),
             )
             .await?;
+        if let Some(kind) = not_an_event_stream(resp.headers()) {
+            return Err(AdapterError::Protocol {
+                adapter: req.adapter.clone(),
+                message: format!("expected an event stream, got a {kind} reply"),
+            });
+        }
         let stream: BodyStream = Box::pin(resp.bytes_stream());
         Ok(
             SseReader::new(req.adapter.clone(), stream, self.config.sse_idle_timeout)
@@ -557,6 +563,16 @@ pub fn join_url(base: &str, path: &str) -> String {
 /// characters ([`crate::secret::clip`]).
 pub fn truncate(text: &str) -> String {
     crate::secret::clip(text, MAX_ERROR_MESSAGE)
+}
+
+/// The content type of a 2xx reply to an SSE request when it is not an event stream (an HTML
+/// proxy page, a JSON body from a server that ignored `stream: true`), cut to one short token.
+/// A missing content type is read as a stream: the ChatGPT backend sends none.
+fn not_an_event_stream(headers: &reqwest::header::HeaderMap) -> Option<String> {
+    let kind = headers.get(reqwest::header::CONTENT_TYPE)?;
+    let kind = String::from_utf8_lossy(kind.as_bytes()).to_ascii_lowercase();
+    let essence = kind.split(';').next().unwrap_or("").trim();
+    (!essence.contains("event-stream")).then(|| crate::secret::clip(essence, 60))
 }
 
 #[cfg(test)]

@@ -386,6 +386,38 @@ async fn post_sse_returns_a_reader_and_a_cut_stream_is_truncated() {
     assert!(matches!(err, AdapterError::Truncated { .. }), "{err:?}");
 }
 
+#[tokio::test]
+async fn post_sse_refuses_a_reply_that_is_not_an_event_stream() {
+    for (kind, body) in [
+        ("text/html; charset=utf-8", "<html>proxy</html>"),
+        ("application/json", "{\"id\":\"chatcmpl-1\"}"),
+    ] {
+        let (url, _) = serve(vec![Some(format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: {kind}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        ))])
+        .await;
+        let err = bounded(client(0).post_sse(&req(&url), &CallCx::new()))
+            .await
+            .err()
+            .unwrap();
+        assert!(matches!(err, AdapterError::Protocol { .. }), "{err:?}");
+        let essence = kind.split(';').next().unwrap();
+        assert!(err.to_string().contains(essence), "{err}");
+    }
+    let body = "data: {}\n\n";
+    let (url, _) = serve(vec![Some(format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    ))])
+    .await;
+    assert!(
+        bounded(client(0).post_sse(&req(&url), &CallCx::new()))
+            .await
+            .is_ok()
+    );
+}
+
 #[test]
 fn urls_join_with_one_slash() {
     assert_eq!(join_url("http://h/", "/v1/x"), "http://h/v1/x");

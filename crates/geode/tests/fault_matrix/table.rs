@@ -301,7 +301,7 @@ pub const ROWS: &[Row] = &[
         Fault::GarbageBody,
         family(TRUNC, PROTO, PROTO),
     ),
-    row("non-JSON (HTML) body", Fault::NonJsonBody, http(TRUNC)),
+    row("non-JSON (HTML) body", Fault::NonJsonBody, http(PROTO)),
     row(
         "in-band error event",
         Fault::InBandError,
