@@ -295,6 +295,7 @@ fn main() {
         model_path: options.model.clone(),
         n_ctx: options.ctx,
         threads: i32::try_from(threads).unwrap_or(2),
+        ..EngineConfig::default()
     };
     let started = Instant::now();
     let engine = LocalEngine::load(&config).unwrap_or_else(|e| panic!("{e}"));

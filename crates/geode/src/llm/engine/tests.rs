@@ -26,6 +26,7 @@ fn answer(text: &str) -> AdapterResponse {
 
 fn call_line(stream: bool) -> String {
     let call = EngineCall {
+        id: None,
         request: request(),
         max_response_bytes: 1 << 20,
         timeout_ms: None,
