@@ -5,10 +5,11 @@
 //! * A context has `slots` sequences (`n_seq_max`) over one unified KV cache. Each slot keeps
 //!   the tokens whose keys/values it holds (`cached`), also after its call ended, for reuse.
 //! * A new call takes a free slot (queued in arrival order when none is free). Its prompt reuses
-//!   the longest common token prefix held by any slot: the slot's own cells beyond it are
-//!   removed, and when another slot holds a longer prefix, those cells are shared into the new
-//!   slot (`llama_memory_seq_cp`, no recomputation). At least the last prompt token is
-//!   evaluated, for its logits.
+//!   the longest common token prefix held by any slot: when another slot holds it (or taking
+//!   that slot would drop tokens it keeps), those cells are shared into the least recently used
+//!   free slot (`llama_memory_seq_cp`, no recomputation); the target's cells beyond the prefix
+//!   are removed. At least the last prompt token is evaluated, for its logits. When the cache
+//!   is full, what idle slots keep is dropped.
 //! * Each step samples the next token of every generating call (each with its own llguidance
 //!   matcher), then evaluates those tokens and the next chunk of any prompt still being
 //!   evaluated in one `llama_decode`, at most `n_batch` tokens.
@@ -206,13 +207,17 @@ impl<'m, 'c> Scheduler<'m, 'c> {
         let best = (0..self.slots.len())
             .max_by_key(|&i| (common[i], free(&i)))
             .unwrap_or(0);
-        let target = if free(&best) {
-            best
-        } else {
-            (0..self.slots.len())
-                .filter(free)
-                .min_by_key(|&i| self.slots[i].last_used)
-                .ok_or_else(|| decode_err("no free sequence slot"))?
+        // Reuse the best slot itself only when that loses nothing it holds; otherwise share
+        // its prefix into the least recently used free slot, keeping both for later calls.
+        let loses_nothing = self.slots[best].cached.len() <= common[best] + 1;
+        let lru = (0..self.slots.len())
+            .filter(|i| free(i) && (*i != best || loses_nothing))
+            .min_by_key(|&i| self.slots[i].last_used);
+        let target = match lru {
+            _ if free(&best) && loses_nothing => best,
+            Some(i) => i,
+            None if free(&best) => best,
+            None => return Err(decode_err("no free sequence slot")),
         };
         let seq = slot_id(target)?;
         let mut reused = common[target];
