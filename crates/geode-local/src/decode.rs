@@ -14,14 +14,14 @@
 
 use crate::error::LocalError;
 use geode::llm::adapter::TextSink;
-use llama_cpp_2::vocab::LlamaVocab;
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
 use llama_cpp_2::token::data::LlamaTokenData;
 use llama_cpp_2::token::data_array::LlamaTokenDataArray;
+use llama_cpp_2::vocab::LlamaVocab;
 use llguidance::Matcher;
-use toktrie::SimpleVob;
 use std::time::{Duration, Instant};
+use toktrie::SimpleVob;
 
 /// The default sampling temperature when a request sets none.
 pub const DEFAULT_TEMPERATURE: f32 = 0.7;

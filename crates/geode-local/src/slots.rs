@@ -154,8 +154,7 @@ impl<'m, 'c> Scheduler<'m, 'c> {
                 let _ = job.reply.send(Err(why.into()));
                 continue;
             }
-            if let Err(e) = self.start(job.turns, job.matcher, &job.options, job.stop, &job.reply)
-            {
+            if let Err(e) = self.start(job.turns, job.matcher, &job.options, job.stop, &job.reply) {
                 let _ = job.reply.send(Err(e));
             }
         }

@@ -76,7 +76,14 @@ async fn sequential(adapter: &LocalAdapter) -> Vec<String> {
 async fn a_repeated_call_evaluates_only_its_last_prompt_token_and_answers_the_same() {
     let _serial = serial().await;
     let adapter = LocalAdapter::new(engine());
+    // A system prompt of its own: no other test's calls share more than its first tokens.
+    let request = |i: usize| {
+        let mut req = request(i);
+        req.system_prompt = format!("{SYSTEM} Be brief.");
+        req
+    };
     let first = call(&adapter, request(0)).await;
+    assert!(first.usage.cached_input_tokens < first.usage.input_tokens / 2);
     let second = call(&adapter, request(0)).await;
     assert_eq!(first.text, second.text);
     assert_eq!(first.usage.input_tokens, second.usage.input_tokens);
@@ -126,7 +133,9 @@ async fn a_cancelled_or_refused_call_does_not_disturb_the_others() {
     let mut tasks = Vec::new();
     for i in 0..PRS.len() {
         let adapter = Arc::clone(&adapter);
-        tasks.push(tokio::spawn(async move { call(&adapter, request(i)).await.text }));
+        tasks.push(tokio::spawn(async move {
+            call(&adapter, request(i)).await.text
+        }));
     }
     // A call cancelled after its first streamed text, while the others decode.
     let cancelled = {

@@ -363,7 +363,12 @@ impl Drop for Pending {
                     }
                 }
             };
-            if tokio::time::timeout(CANCEL_GRACE, ended).await.ok().flatten().is_none() {
+            if tokio::time::timeout(CANCEL_GRACE, ended)
+                .await
+                .ok()
+                .flatten()
+                .is_none()
+            {
                 engine.kill();
             }
             engine.routes.lock().remove(&id);
@@ -386,7 +391,6 @@ impl Adapter for EngineProcess {
         req: AdapterCallRequest,
         cx: &CallCx,
     ) -> Result<AdapterResponse, AdapterError> {
-        cx.run(&self.name, self.exchange(req, cx))
-        .await
+        cx.run(&self.name, self.exchange(req, cx)).await
     }
 }
