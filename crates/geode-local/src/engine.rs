@@ -17,6 +17,7 @@ use crate::constraint::Constraint;
 use crate::decode::{GenerateOptions, Generation, Interruption};
 use crate::error::LocalError;
 use crate::prompt::ChatTurn;
+pub use crate::slots::SharedInterrupt;
 use crate::slots::{Job, Scheduler, StopFlag};
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::context::params::LlamaContextParams;
@@ -26,7 +27,7 @@ use llama_cpp_2::model::{LlamaChatTemplate, LlamaModel};
 use llguidance::ParserFactory;
 use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -201,8 +202,9 @@ impl LocalEngine {
 
     /// Generates the assistant's answer to `turns` under `constraint`.
     ///
-    /// `interrupt` is polled while the call waits for a slot and while it runs; when it returns
-    /// an [`Interruption`] the call ends with [`LocalError::Cancelled`] or [`LocalError::Timeout`].
+    /// `interrupt` is polled (every few milliseconds) while the call waits for a slot and while
+    /// it runs; when it returns an [`Interruption`] the call ends with [`LocalError::Cancelled`]
+    /// or [`LocalError::Timeout`]. [`LocalEngine::generate_shared`] avoids the polling.
     pub fn generate(
         &self,
         turns: &[ChatTurn],
@@ -210,24 +212,11 @@ impl LocalEngine {
         options: &GenerateOptions,
         interrupt: &dyn Fn() -> Option<Interruption>,
     ) -> Result<Generation, LocalError> {
-        let matcher = constraint.compile(&self.factory)?;
         if let Some(why) = interrupt() {
             return Err(why.into());
         }
-        let gone = || LocalError::Decode {
-            message: "the decoding thread has stopped".to_owned(),
-        };
         let stop = Arc::new(StopFlag::default());
-        let (reply, answer) = mpsc::channel();
-        self.jobs
-            .send(Job {
-                turns: turns.to_vec(),
-                matcher,
-                options: options.clone(),
-                stop: Arc::clone(&stop),
-                reply,
-            })
-            .map_err(|_| gone())?;
+        let answer = self.submit(turns, constraint, options, Arc::clone(&stop))?;
         loop {
             match answer.recv_timeout(STOP_POLL) {
                 Ok(result) => return result,
@@ -236,9 +225,55 @@ impl LocalEngine {
                         stop.raise(why);
                     }
                 }
-                Err(RecvTimeoutError::Disconnected) => return Err(gone()),
+                Err(RecvTimeoutError::Disconnected) => return Err(thread_gone()),
             }
         }
+    }
+
+    /// As [`LocalEngine::generate`], but the decoding thread checks `interrupt` itself between
+    /// steps, so the calling thread sleeps until the answer (no periodic wake-up competing for
+    /// the cores llama.cpp's threads use).
+    pub fn generate_shared(
+        &self,
+        turns: &[ChatTurn],
+        constraint: &Constraint,
+        options: &GenerateOptions,
+        interrupt: SharedInterrupt,
+    ) -> Result<Generation, LocalError> {
+        if let Some(why) = interrupt() {
+            return Err(why.into());
+        }
+        let stop = Arc::new(StopFlag::with_check(interrupt));
+        let answer = self.submit(turns, constraint, options, stop)?;
+        answer.recv().map_err(|_| thread_gone())?
+    }
+
+    /// Compiles the constraint and hands the call to the decoding thread.
+    fn submit(
+        &self,
+        turns: &[ChatTurn],
+        constraint: &Constraint,
+        options: &GenerateOptions,
+        stop: Arc<StopFlag>,
+    ) -> Result<Receiver<Result<Generation, LocalError>>, LocalError> {
+        let matcher = constraint.compile(&self.factory)?;
+        let (reply, answer) = mpsc::channel();
+        self.jobs
+            .send(Job {
+                turns: turns.to_vec(),
+                matcher,
+                options: options.clone(),
+                stop,
+                reply,
+            })
+            .map_err(|_| thread_gone())?;
+        Ok(answer)
+    }
+}
+
+fn thread_gone() -> LocalError {
+    LocalError::Decode {
+        message: "the decoding thread has stopped".to_owned(),
     }
 }
 

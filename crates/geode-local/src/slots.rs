@@ -49,25 +49,40 @@ pub(crate) struct Job {
     pub reply: Reply,
 }
 
-/// A caller's request to stop its call, read by the decoding thread between steps.
-#[derive(Debug, Default)]
-pub(crate) struct StopFlag(AtomicU8);
+/// An interruption check the decoding thread can call itself.
+pub type SharedInterrupt = Arc<dyn Fn() -> Option<Interruption> + Send + Sync>;
+
+/// Whether a call must stop, read by the decoding thread between steps: raised by a caller
+/// that polls its own check, or a check the decoding thread calls.
+#[derive(Default)]
+pub(crate) struct StopFlag {
+    raised: AtomicU8,
+    check: Option<SharedInterrupt>,
+}
 
 impl StopFlag {
+    /// A flag that also calls `check` (so its caller need not wake up to poll).
+    pub fn with_check(check: SharedInterrupt) -> Self {
+        Self {
+            raised: AtomicU8::new(0),
+            check: Some(check),
+        }
+    }
+
     /// Asks the decoding thread to end the call with `why`.
     pub fn raise(&self, why: Interruption) {
         let code = match why {
             Interruption::Cancelled => 1,
             Interruption::Timeout => 2,
         };
-        self.0.store(code, Ordering::Relaxed);
+        self.raised.store(code, Ordering::Relaxed);
     }
 
     fn get(&self) -> Option<Interruption> {
-        match self.0.load(Ordering::Relaxed) {
+        match self.raised.load(Ordering::Relaxed) {
             1 => Some(Interruption::Cancelled),
             2 => Some(Interruption::Timeout),
-            _ => None,
+            _ => self.check.as_ref().and_then(|check| check()),
         }
     }
 }
@@ -138,6 +153,14 @@ impl<'m, 'c> Scheduler<'m, 'c> {
             while let Ok(job) = jobs.try_recv() {
                 self.queue.push_back(job);
             }
+            // A queued call stopped by its caller ends now, not when a slot frees.
+            self.queue.retain(|job| match job.stop.get() {
+                Some(why) => {
+                    let _ = job.reply.send(Err(why.into()));
+                    false
+                }
+                None => true,
+            });
             self.admit();
             self.sample();
             self.evaluate(&mut batch, n_batch);
