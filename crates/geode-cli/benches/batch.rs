@@ -258,11 +258,11 @@ fn main() {
 }
 
 /// `geode batch --adapter local --concurrency C` against one `geode run --adapter local` per
-/// task (`GEODE_BENCH_LOCAL_TASKS`, default 10; `GEODE_BENCH_LOCAL_CONCURRENCY`, default 8, the
-/// engine's default number of sequence slots). `GEODE_BENCH_ONLY_LOCAL=1` runs only this part.
+/// task (`GEODE_BENCH_LOCAL_TASKS`, default 10; `GEODE_BENCH_LOCAL_CONCURRENCY`, default 10: every
+/// task at once, within the engine's 16 sequence slots). `GEODE_BENCH_ONLY_LOCAL=1` runs only this part.
 fn local() {
     let n = env_usize("GEODE_BENCH_LOCAL_TASKS", 10);
-    let concurrency = env_usize("GEODE_BENCH_LOCAL_CONCURRENCY", 8).to_string();
+    let concurrency = env_usize("GEODE_BENCH_LOCAL_CONCURRENCY", 10).to_string();
     let dir = tempfile::tempdir().unwrap();
     let schema = schema();
     let home = std::env::var("HOME").unwrap_or_default();

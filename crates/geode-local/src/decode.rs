@@ -163,6 +163,8 @@ pub(crate) enum Next {
 pub(crate) struct Sequence {
     matcher: Option<Matcher>,
     sampler: LlamaSampler,
+    /// Greedy sampling (temperature `<= 0`).
+    greedy: bool,
     stop_sequences: Vec<String>,
     streamed: Streamed,
     out: Vec<u8>,
@@ -187,6 +189,7 @@ impl Sequence {
         Self {
             matcher,
             sampler: sampler(options),
+            greedy: is_greedy(options),
             stop_sequences: options.stop_sequences.clone(),
             streamed: Streamed::new(options),
             out: Vec::new(),
@@ -214,6 +217,13 @@ impl Sequence {
     pub(crate) fn step(&mut self, vocab: &LlamaVocab, logits: &[f32]) -> Result<Next, LocalError> {
         if self.generated >= self.budget {
             return Ok(Next::Done(FinishReason::MaxTokens));
+        }
+        if self.greedy && self.matcher.is_none() {
+            // Unconstrained greedy: the highest logit, without building a candidate array.
+            let token = argmax(logits).ok_or_else(|| LocalError::Decode {
+                message: "the model returned no logits".to_owned(),
+            })?;
+            return Ok(self.accept(vocab, token));
         }
         let mut candidates = match self.matcher.as_mut() {
             Some(m) => {
@@ -247,20 +257,25 @@ impl Sequence {
                 ));
             }
         }
+        Ok(self.accept(vocab, token))
+    }
+
+    /// Appends the sampled `token` to the answer and says what comes next.
+    fn accept(&mut self, vocab: &LlamaVocab, token: LlamaToken) -> Next {
         if vocab.is_eog(token) {
-            return Ok(Next::Done(FinishReason::EndTurn));
+            return Next::Done(FinishReason::EndTurn);
         }
         self.out.extend(vocab.token_to_piece(token, false, None));
         self.generated += 1;
         if let Some(cut) = stop_sequence_end(&self.out, &self.stop_sequences) {
             self.out.truncate(cut);
-            return Ok(Next::Done(FinishReason::StopSequence));
+            return Next::Done(FinishReason::StopSequence);
         }
         self.streamed.send(&self.out, false);
         if self.generated >= self.budget {
-            return Ok(Next::Done(FinishReason::MaxTokens));
+            return Next::Done(FinishReason::MaxTokens);
         }
-        Ok(Next::Feed(token))
+        Next::Feed(token)
     }
 
     /// The call's result (the rest of the text is streamed).
@@ -298,10 +313,28 @@ fn allowed_candidates(logits: &[f32], mask: &SimpleVob) -> Result<LlamaTokenData
     Ok(LlamaTokenDataArray::new(data, false))
 }
 
+/// Whether the options ask for greedy decoding (a temperature `<= 0`, or not a number).
+fn is_greedy(options: &GenerateOptions) -> bool {
+    let temperature = options.temperature.unwrap_or(DEFAULT_TEMPERATURE);
+    temperature <= 0.0 || !temperature.is_finite()
+}
+
+/// The token with the highest logit (the first of equals).
+fn argmax(logits: &[f32]) -> Option<LlamaToken> {
+    let mut best: Option<(usize, f32)> = None;
+    for (i, &logit) in logits.iter().enumerate() {
+        if best.is_none_or(|(_, b)| logit > b) {
+            best = Some((i, logit));
+        }
+    }
+    best.and_then(|(i, _)| i32::try_from(i).ok())
+        .map(LlamaToken)
+}
+
 /// The sampler chain for the options (the constraint mask is applied before it).
 fn sampler(options: &GenerateOptions) -> LlamaSampler {
     let temperature = options.temperature.unwrap_or(DEFAULT_TEMPERATURE);
-    if temperature <= 0.0 || !temperature.is_finite() {
+    if is_greedy(options) {
         return LlamaSampler::greedy();
     }
     LlamaSampler::chain_simple([
@@ -343,6 +376,13 @@ mod tests {
         assert_eq!(stop_sequence_end(b"abc", &stops), None);
         assert_eq!(stop_sequence_end(b"ab\n\ncdEND", &stops), Some(2));
         assert_eq!(stop_sequence_end(b"xEND", &stops), Some(1));
+    }
+
+    #[test]
+    fn argmax_takes_the_first_highest_logit() {
+        assert_eq!(argmax(&[0.5, 2.0, -1.0, 2.0]), Some(LlamaToken(1)));
+        assert_eq!(argmax(&[f32::NEG_INFINITY, -3.0]), Some(LlamaToken(1)));
+        assert_eq!(argmax(&[]), None);
     }
 
     #[test]

@@ -36,7 +36,7 @@ pub const MODEL_ENV: &str = "GEODE_LOCAL_MODEL";
 /// The environment variable overriding the thread count (a positive integer; default 2).
 pub const THREADS_ENV: &str = "GEODE_LOCAL_THREADS";
 /// The environment variable overriding the number of sequence slots (calls decoded at once;
-/// a positive integer; default 8).
+/// a positive integer; default 16).
 pub const SLOTS_ENV: &str = "GEODE_LOCAL_SLOTS";
 /// The model file name in the cache directory.
 pub const MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
@@ -74,7 +74,7 @@ pub struct EngineConfig {
 
 impl Default for EngineConfig {
     /// [`default_model_path`], a 4,096-token context, 2 threads (or `$GEODE_LOCAL_THREADS`),
-    /// 8 slots (or `$GEODE_LOCAL_SLOTS`).
+    /// 16 slots (or `$GEODE_LOCAL_SLOTS`).
     ///
     /// llama.cpp's worker threads spin at barriers: on a machine whose cores are busy with other
     /// work, 1 thread can be much faster than 2.
@@ -83,7 +83,7 @@ impl Default for EngineConfig {
             model_path: default_model_path(),
             n_ctx: 4096,
             threads: positive_env(THREADS_ENV).unwrap_or(2),
-            slots: positive_env(SLOTS_ENV).unwrap_or(8),
+            slots: positive_env(SLOTS_ENV).unwrap_or(16),
         }
     }
 }

@@ -15,7 +15,8 @@
 //!   evaluated in one `llama_decode`, at most `n_batch` tokens.
 //! * A call's error (a matcher error fails closed, a cancellation, a deadline) ends that call
 //!   only; the others go on. A failed evaluation ends the calls of that batch and drops their
-//!   uncertain cells.
+//!   uncertain cells. A call is admitted only while the running calls' prompts and budgets
+//!   leave room for its own in the cache, so a full cache is not reached in practice.
 //! * The thread ends when the engine is dropped (its job channel closes).
 
 use crate::decode::{Interruption, Next, Sequence, decode_err};
@@ -98,6 +99,14 @@ struct Running {
     logits_at: Option<i32>,
     /// The token sampled this step, to evaluate.
     next: Option<LlamaToken>,
+    /// The most KV cells the call can fill: its prompt and its token budget.
+    reserve: usize,
+}
+
+/// A call waiting for a slot, with its prompt once tokenized.
+struct Queued {
+    job: Job,
+    prompt: Option<Vec<LlamaToken>>,
 }
 
 /// One sequence of the context.
@@ -116,7 +125,7 @@ pub(crate) struct Scheduler<'m, 'c> {
     ctx: &'c mut LlamaContext<'m>,
     template: LlamaChatTemplate,
     slots: Vec<Slot>,
-    queue: VecDeque<Job>,
+    queue: VecDeque<Queued>,
     clock: u64,
 }
 
@@ -146,17 +155,17 @@ impl<'m, 'c> Scheduler<'m, 'c> {
             let busy = self.slots.iter().any(|s| s.running.is_some());
             if !busy && self.queue.is_empty() {
                 match jobs.recv() {
-                    Ok(job) => self.queue.push_back(job),
+                    Ok(job) => self.queue.push_back(Queued { job, prompt: None }),
                     Err(_) => return,
                 }
             }
             while let Ok(job) = jobs.try_recv() {
-                self.queue.push_back(job);
+                self.queue.push_back(Queued { job, prompt: None });
             }
             // A queued call stopped by its caller ends now, not when a slot frees.
-            self.queue.retain(|job| match job.stop.get() {
+            self.queue.retain(|queued| match queued.job.stop.get() {
                 Some(why) => {
-                    let _ = job.reply.send(Err(why.into()));
+                    let _ = queued.job.reply.send(Err(why.into()));
                     false
                 }
                 None => true,
@@ -167,17 +176,42 @@ impl<'m, 'c> Scheduler<'m, 'c> {
         }
     }
 
-    /// Moves queued jobs into free slots, preparing each slot's cache for the prompt.
+    /// Moves queued jobs into free slots, preparing each slot's cache for the prompt. A job
+    /// waits while the running calls could fill the KV cache with it (each counted at its
+    /// prompt plus its token budget), so a full cache does not fail calls mid-answer.
     fn admit(&mut self) {
+        let n_ctx = usize::try_from(self.ctx.n_ctx()).unwrap_or(usize::MAX);
         while self.slots.iter().any(|s| s.running.is_none()) {
-            let Some(job) = self.queue.pop_front() else {
+            let Some(front) = self.queue.front_mut() else {
                 return;
             };
-            if let Some(why) = job.stop.get() {
-                let _ = job.reply.send(Err(why.into()));
-                continue;
+            let prompt = match front.prompt.take() {
+                Some(prompt) => Ok(prompt),
+                None => tokenize(self.model, &self.template, &front.job.turns),
+            };
+            let prompt = match prompt {
+                Ok(prompt) => prompt,
+                Err(e) => {
+                    if let Some(queued) = self.queue.pop_front() {
+                        let _ = queued.job.reply.send(Err(e));
+                    }
+                    continue;
+                }
+            };
+            let reserve = reserve(prompt.len(), front.job.options.max_tokens, n_ctx);
+            let reserved: usize = self
+                .slots
+                .iter()
+                .filter_map(|s| s.running.as_ref().map(|r| r.reserve))
+                .sum();
+            if reserved > 0 && reserved + reserve > n_ctx {
+                front.prompt = Some(prompt);
+                return;
             }
-            if let Err(e) = self.start(job.turns, job.matcher, &job.options, job.stop, &job.reply) {
+            let Some(Queued { job, .. }) = self.queue.pop_front() else {
+                return;
+            };
+            if let Err(e) = self.start(prompt, job.matcher, &job.options, job.stop, &job.reply) {
                 let _ = job.reply.send(Err(e));
             }
         }
@@ -185,14 +219,12 @@ impl<'m, 'c> Scheduler<'m, 'c> {
 
     fn start(
         &mut self,
-        turns: Vec<ChatTurn>,
+        prompt: Vec<LlamaToken>,
         matcher: Option<Matcher>,
         options: &GenerateOptions,
         stop: Arc<StopFlag>,
         reply: &Reply,
     ) -> Result<(), LocalError> {
-        let text = prompt::render(self.model, &self.template, &turns)?;
-        let prompt = self.model.vocab().tokenize(text.as_bytes(), true, true);
         let n_ctx = self.ctx.n_ctx();
         let n_ctx_usize = usize::try_from(n_ctx).unwrap_or(usize::MAX);
         if prompt.is_empty() || prompt.len() >= n_ctx_usize {
@@ -213,6 +245,7 @@ impl<'m, 'c> Scheduler<'m, 'c> {
             pending: prompt[reused..].iter().copied().collect(),
             logits_at: None,
             next: None,
+            reserve: reserve(prompt.len(), options.max_tokens, n_ctx_usize),
         });
         Ok(())
     }
@@ -388,6 +421,22 @@ impl<'m, 'c> Scheduler<'m, 'c> {
             }
         }
     }
+}
+
+/// The prompt's tokens, rendered with the model's chat template.
+fn tokenize(
+    model: &LlamaModel,
+    template: &LlamaChatTemplate,
+    turns: &[ChatTurn],
+) -> Result<Vec<LlamaToken>, LocalError> {
+    let text = prompt::render(model, template, turns)?;
+    Ok(model.vocab().tokenize(text.as_bytes(), true, true))
+}
+
+/// The KV cells a call can fill: its prompt and its budget (which never runs past the context).
+fn reserve(prompt: usize, max_tokens: u32, n_ctx: usize) -> usize {
+    let budget = usize::try_from(max_tokens).unwrap_or(usize::MAX);
+    prompt.saturating_add(budget).min(n_ctx)
 }
 
 /// Ends the slot's call with `result`.
