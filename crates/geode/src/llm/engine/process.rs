@@ -25,8 +25,12 @@ pub const ENGINE_BIN_ENV: &str = "GEODE_ENGINE_BIN";
 /// its response budget) before it is killed as hung.
 pub const CANCEL_GRACE: Duration = Duration::from_secs(2);
 
-/// The OpenMP variable the engine is started with (`passive` unless the caller set it).
+/// OpenMP's wait policy; when the caller sets it (or [`GOMP_SPINCOUNT`]), the engine gets the
+/// caller's choice.
 const OMP_WAIT_POLICY: &str = "OMP_WAIT_POLICY";
+/// How long libgomp's threads spin before sleeping; the engine is started with 10,000 unless
+/// the caller chose.
+const GOMP_SPINCOUNT: &str = "GOMP_SPINCOUNT";
 
 /// How much of the engine's stderr is kept for error messages.
 const STDERR_TAIL: usize = 2048;
@@ -198,11 +202,15 @@ impl EngineProcess {
 
     fn start(&self) -> Result<Engine, AdapterError> {
         let mut command = tokio::process::Command::new(&self.program);
-        if std::env::var_os(OMP_WAIT_POLICY).is_none() {
-            // llama.cpp's OpenMP threads otherwise spin between evaluations, taking the cores
-            // from the sampling thread and from every other process: on this 2-core machine
-            // under load, 10 batch tasks took 21.9 s spinning and 2.9 s passive.
-            command.env(OMP_WAIT_POLICY, "passive");
+        if std::env::var_os(OMP_WAIT_POLICY).is_none() && std::env::var_os(GOMP_SPINCOUNT).is_none()
+        {
+            // llama.cpp's OpenMP threads spin at every barrier (300,000 turns by default)
+            // before sleeping: on a busy 2-core machine they take the cores from each other
+            // and from every other process (a Decision call beside two busy loops: 4.1 s).
+            // Not spinning at all (`OMP_WAIT_POLICY=passive`) costs a futex wake-up per
+            // barrier (1.1 s where spinning takes 0.56 s on a quiet machine). A short spin is
+            // as fast as either in both cases (0.56 s quiet, 1.1 s beside the busy loops).
+            command.env(GOMP_SPINCOUNT, "10000");
         }
         let mut child = command
             .stdin(Stdio::piped())
