@@ -170,6 +170,10 @@ fn main() {
         println!("benchmark: run with `make bench` (cargo bench)");
         return;
     }
+    if std::env::var_os("GEODE_BENCH_ONLY_LOCAL").is_some_and(|v| !v.is_empty()) {
+        local();
+        return;
+    }
     let tasks = env_usize("GEODE_BENCH_TASKS", 10_000);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -250,12 +254,15 @@ fn main() {
         machines * per_worker * commands,
         machines * per_worker * bytes / 1e6
     );
-    local(&rt);
+    local();
 }
 
-/// `geode batch --adapter local` against one `geode run --adapter local` per task.
-fn local(_rt: &tokio::runtime::Runtime) {
+/// `geode batch --adapter local --concurrency C` against one `geode run --adapter local` per
+/// task (`GEODE_BENCH_LOCAL_TASKS`, default 10; `GEODE_BENCH_LOCAL_CONCURRENCY`, default 10: every
+/// task at once, within the engine's 16 sequence slots). `GEODE_BENCH_ONLY_LOCAL=1` runs only this part.
+fn local() {
     let n = env_usize("GEODE_BENCH_LOCAL_TASKS", 10);
+    let concurrency = env_usize("GEODE_BENCH_LOCAL_CONCURRENCY", 10).to_string();
     let dir = tempfile::tempdir().unwrap();
     let schema = schema();
     let home = std::env::var("HOME").unwrap_or_default();
@@ -288,11 +295,11 @@ fn local(_rt: &tokio::runtime::Runtime) {
             "--output",
             "out.jsonl",
             "--concurrency",
-            "1",
+            &concurrency,
         ],
     );
     let batch = started.elapsed();
-    println!("## local model: {n} tasks\n");
+    println!("## local model: {n} tasks, geode batch --concurrency {concurrency}\n");
     println!("| how | wall | tasks/s |");
     println!("|---|---|---|");
     println!(

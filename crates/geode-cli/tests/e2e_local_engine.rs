@@ -83,3 +83,59 @@ async fn a_missing_engine_is_a_configuration_error() {
     assert_eq!(out.code, Some(2), "{}", out.dump());
     assert!(out.stderr.contains("GEODE_ENGINE_BIN"), "{}", out.dump());
 }
+
+#[tokio::test]
+async fn batch_runs_concurrent_local_tasks_through_one_engine() {
+    let sb = local_sandbox();
+    let schema = decision_schema_path();
+    let input = sb.home().join("tasks.jsonl");
+    let output = sb.home().join("results.jsonl");
+    let prompts = [
+        "Decide whether to accept a change that deletes all tests.",
+        "Decide whether to accept a typo fix in the README.",
+        "Decide whether to accept a hardcoded production API key.",
+    ];
+    // Six tasks, each prompt twice, all sent to the engine at once.
+    let lines: String = (0..6)
+        .map(|i| {
+            let task = serde_json::json!({"task_id": format!("t{i}"), "prompt": prompts[i % 3]});
+            format!("{task}\n")
+        })
+        .collect();
+    std::fs::write(&input, lines).unwrap();
+    let (input, output_arg) = (input.display().to_string(), output.display().to_string());
+    let out = sb
+        .geode(
+            &[
+                "batch",
+                "--adapter",
+                "local",
+                "--schema",
+                &schema,
+                "--max-tokens",
+                "64",
+                "--concurrency",
+                "6",
+                "--input",
+                &input,
+                "--output",
+                &output_arg,
+            ],
+            "",
+        )
+        .await;
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+    let results: Vec<serde_json::Value> = std::fs::read_to_string(&output)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(results.len(), 6);
+    for r in &results {
+        assert_eq!(r["success"], true, "{r}");
+        assert_eq!(r["ledger"]["adapter"], "local", "{r}");
+        assert_eq!(r["ledger"]["wire_mode"], "constrained", "{r}");
+        let decision = r["answer"]["decision"].as_str().unwrap();
+        assert!(decision == "accept" || decision == "reject", "{r}");
+    }
+}

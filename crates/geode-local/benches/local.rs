@@ -92,7 +92,12 @@ fn run(
         ..GenerateOptions::default()
     };
     let started = Instant::now();
-    match engine.generate(&turns(i), constraint, &options, &|| None) {
+    match engine.generate_shared(
+        &turns(i),
+        constraint,
+        &options,
+        std::sync::Arc::new(|| None),
+    ) {
         Ok(g) => (g, started.elapsed()),
         Err(e) => panic!("generate: {e}"),
     }

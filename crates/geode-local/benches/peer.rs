@@ -215,7 +215,7 @@ fn geode_call(
     let turns = turns_from_request(&req);
     let started = Instant::now();
     let g = engine
-        .generate(&turns, constraint, options, &|| None)
+        .generate_shared(&turns, constraint, options, std::sync::Arc::new(|| None))
         .unwrap_or_else(|e| panic!("generate: {e}"));
     let latency = started.elapsed();
     Call {
@@ -295,6 +295,7 @@ fn main() {
         model_path: options.model.clone(),
         n_ctx: options.ctx,
         threads: i32::try_from(threads).unwrap_or(2),
+        ..EngineConfig::default()
     };
     let started = Instant::now();
     let engine = LocalEngine::load(&config).unwrap_or_else(|e| panic!("{e}"));

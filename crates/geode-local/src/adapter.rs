@@ -18,7 +18,7 @@
 
 use crate::constraint::Constraint;
 use crate::decode::{DEFAULT_SEED, FinishReason, GenerateOptions, Interruption};
-use crate::engine::{EngineConfig, LocalEngine};
+use crate::engine::{EngineConfig, LocalEngine, SharedInterrupt};
 use crate::error::LocalError;
 use crate::prompt::turns_from_request;
 use geode::ledger::StructuredOutputMode;
@@ -126,7 +126,7 @@ impl Adapter for LocalAdapter {
         let cancel = cx.cancel.clone();
         let deadline = cx.deadline.map(tokio::time::Instant::into_std);
         let job = tokio::task::spawn_blocking(move || {
-            let interrupt = || {
+            let interrupt: SharedInterrupt = Arc::new(move || {
                 if cancel.is_cancelled() {
                     Some(Interruption::Cancelled)
                 } else if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
@@ -134,9 +134,9 @@ impl Adapter for LocalAdapter {
                 } else {
                     None
                 }
-            };
+            });
             let engine = source.engine()?;
-            engine.generate(&turns, &constraint, &options, &interrupt)
+            engine.generate_shared(&turns, &constraint, &options, interrupt)
         });
         let generation = cx
             .run(ADAPTER_NAME, async {

@@ -1,5 +1,5 @@
-//! The decoding loop: evaluate the prompt (reusing the cached prefix), then sample token by token
-//! under the constraint's mask.
+//! One call's decoding: sample token by token under the constraint's mask ([`Sequence`]); the
+//! scheduler ([`crate::slots`]) evaluates prompts and steps many sequences in one batch.
 //!
 //! Contract:
 //! * Masking is done here with our own llguidance [`Matcher`], not with llama-cpp-2's llguidance
@@ -14,14 +14,14 @@
 
 use crate::error::LocalError;
 use geode::llm::adapter::TextSink;
-use llama_cpp_2::context::LlamaContext;
-use llama_cpp_2::llama_batch::LlamaBatch;
-use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
+use llama_cpp_2::token::data::LlamaTokenData;
 use llama_cpp_2::token::data_array::LlamaTokenDataArray;
+use llama_cpp_2::vocab::LlamaVocab;
 use llguidance::Matcher;
 use std::time::{Duration, Instant};
+use toktrie::SimpleVob;
 
 /// The default sampling temperature when a request sets none.
 pub const DEFAULT_TEMPERATURE: f32 = 0.7;
@@ -105,16 +105,16 @@ pub struct Generation {
 }
 
 /// What of the answer was handed to [`GenerateOptions::on_text`] so far.
-struct Streamed<'a> {
-    sink: Option<&'a TextSink>,
+struct Streamed {
+    sink: Option<TextSink>,
     sent: usize,
     hold: usize,
 }
 
-impl<'a> Streamed<'a> {
-    fn new(options: &'a GenerateOptions) -> Self {
+impl Streamed {
+    fn new(options: &GenerateOptions) -> Self {
         Self {
-            sink: options.on_text.as_ref(),
+            sink: options.on_text.clone(),
             sent: 0,
             hold: options
                 .stop_sequences
@@ -128,7 +128,7 @@ impl<'a> Streamed<'a> {
     /// Sends the whole characters of `out` past what was sent (all of it when `last`, else
     /// short of a possible stop sequence's start).
     fn send(&mut self, out: &[u8], last: bool) {
-        let Some(sink) = self.sink else { return };
+        let Some(sink) = &self.sink else { return };
         let end = if last {
             out.len()
         } else {
@@ -149,61 +149,103 @@ impl<'a> Streamed<'a> {
     }
 }
 
-/// Runs one call on `ctx`; `cached` mirrors the KV cache of sequence 0 and is kept up to date.
-pub(crate) fn run(
-    model: &LlamaModel,
-    ctx: &mut LlamaContext<'_>,
-    cached: &mut Vec<LlamaToken>,
-    prompt: &[LlamaToken],
-    mut matcher: Option<Matcher>,
-    options: &GenerateOptions,
-    interrupt: &dyn Fn() -> Option<Interruption>,
-) -> Result<Generation, LocalError> {
-    let n_ctx = ctx.n_ctx();
-    let n_ctx_usize = usize::try_from(n_ctx).unwrap_or(usize::MAX);
-    if prompt.is_empty() || prompt.len() >= n_ctx_usize {
-        return Err(LocalError::PromptTooLong {
-            prompt_tokens: prompt.len(),
-            n_ctx,
-        });
-    }
-    let started = Instant::now();
-    let (reused, mut logits_at) = eval_prompt(ctx, cached, prompt, interrupt)?;
-    let prompt_time = started.elapsed();
-    let started = Instant::now();
+/// What a sequence does after a sampling step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Next {
+    /// Evaluate this token and sample again from its logits.
+    Feed(LlamaToken),
+    /// The call is over.
+    Done(FinishReason),
+}
 
-    let budget = usize::try_from(options.max_tokens)
-        .unwrap_or(usize::MAX)
-        .min(n_ctx_usize - prompt.len());
-    let mut sampler = sampler(options);
-    let mut batch = LlamaBatch::new(1, 1);
-    let mut out: Vec<u8> = Vec::new();
-    let mut generated = 0usize;
-    let vocab = model.vocab();
-    let mut streamed = Streamed::new(options);
-    let finish = loop {
-        if generated >= budget {
-            break FinishReason::MaxTokens;
+/// One call being decoded: its constraint, sampler, text so far and timings. The scheduler
+/// ([`crate::slots`]) evaluates its prompt and feeds it the logits of each step.
+pub(crate) struct Sequence {
+    matcher: Option<Matcher>,
+    sampler: LlamaSampler,
+    /// Greedy sampling (temperature `<= 0`).
+    greedy: bool,
+    stop_sequences: Vec<String>,
+    streamed: Streamed,
+    out: Vec<u8>,
+    generated: usize,
+    budget: usize,
+    prompt_tokens: usize,
+    reused: usize,
+    started: Instant,
+    prompt_time: Option<Duration>,
+}
+
+impl Sequence {
+    /// A call on a prompt of `prompt_tokens` tokens of which `reused` come from the cache, in a
+    /// context of `n_ctx` tokens (the budget never runs past it). The prompt clock starts now.
+    pub(crate) fn new(
+        matcher: Option<Matcher>,
+        options: &GenerateOptions,
+        prompt_tokens: usize,
+        reused: usize,
+        n_ctx: usize,
+    ) -> Self {
+        Self {
+            matcher,
+            sampler: sampler(options),
+            greedy: is_greedy(options),
+            stop_sequences: options.stop_sequences.clone(),
+            streamed: Streamed::new(options),
+            out: Vec::new(),
+            generated: 0,
+            budget: usize::try_from(options.max_tokens)
+                .unwrap_or(usize::MAX)
+                .min(n_ctx.saturating_sub(prompt_tokens)),
+            prompt_tokens,
+            reused,
+            started: Instant::now(),
+            prompt_time: None,
         }
-        if let Some(why) = interrupt() {
-            return Err(why.into());
+    }
+
+    /// Marks the prompt as evaluated: the prompt clock stops, the generation clock starts.
+    pub(crate) fn prompt_done(&mut self) {
+        if self.prompt_time.is_none() {
+            self.prompt_time = Some(self.started.elapsed());
+            self.started = Instant::now();
         }
-        let mut candidates = LlamaTokenDataArray::from_iter(ctx.candidates_ith(logits_at), false);
-        if let Some(m) = matcher.as_mut() {
-            let mask = m.compute_mask_or_eos().map_err(matcher_err)?;
-            for item in &mut candidates.data {
-                if !mask.is_allowed(item.id().0.cast_unsigned()) {
-                    item.set_logit(f32::NEG_INFINITY);
-                }
+    }
+
+    /// One step: masks `logits` (the distribution after the last evaluated token) with the
+    /// constraint, samples, and says what comes next. A matcher error fails the call closed.
+    pub(crate) fn step(&mut self, vocab: &LlamaVocab, logits: &[f32]) -> Result<Next, LocalError> {
+        if self.generated >= self.budget {
+            return Ok(Next::Done(FinishReason::MaxTokens));
+        }
+        if self.greedy && self.matcher.is_none() {
+            // Unconstrained greedy: the highest logit, without building a candidate array.
+            let token = argmax(logits).ok_or_else(|| LocalError::Decode {
+                message: "the model returned no logits".to_owned(),
+            })?;
+            return Ok(self.accept(vocab, token));
+        }
+        let mut candidates = match self.matcher.as_mut() {
+            Some(m) => {
+                let mask = m.compute_mask_or_eos().map_err(matcher_err)?;
+                allowed_candidates(logits, &mask)?
             }
-        }
-        candidates.apply_sampler(&mut sampler);
+            None => LlamaTokenDataArray::new(
+                logits
+                    .iter()
+                    .zip(0i32..)
+                    .map(|(&logit, id)| LlamaTokenData::new(LlamaToken(id), logit, 0.0))
+                    .collect(),
+                false,
+            ),
+        };
+        candidates.apply_sampler(&mut self.sampler);
         let token = candidates
             .selected_token()
             .ok_or_else(|| LocalError::Decode {
                 message: "the sampler selected no token".to_owned(),
             })?;
-        if let Some(m) = matcher.as_mut() {
+        if let Some(m) = self.matcher.as_mut() {
             // A stopped matcher (the constraint is complete) only allowed EOS, and consuming
             // into a stopped parser is an error; anything else must be consumed.
             if !m.is_stopped() {
@@ -215,91 +257,84 @@ pub(crate) fn run(
                 ));
             }
         }
+        Ok(self.accept(vocab, token))
+    }
+
+    /// Appends the sampled `token` to the answer and says what comes next.
+    fn accept(&mut self, vocab: &LlamaVocab, token: LlamaToken) -> Next {
         if vocab.is_eog(token) {
-            break FinishReason::EndTurn;
+            return Next::Done(FinishReason::EndTurn);
         }
-        out.extend(vocab.token_to_piece(token, false, None));
-        generated += 1;
-        if let Some(cut) = stop_sequence_end(&out, &options.stop_sequences) {
-            out.truncate(cut);
-            break FinishReason::StopSequence;
+        self.out.extend(vocab.token_to_piece(token, false, None));
+        self.generated += 1;
+        if let Some(cut) = stop_sequence_end(&self.out, &self.stop_sequences) {
+            self.out.truncate(cut);
+            return Next::Done(FinishReason::StopSequence);
         }
-        streamed.send(&out, false);
-        if generated >= budget {
-            break FinishReason::MaxTokens;
+        self.streamed.send(&self.out, false);
+        if self.generated >= self.budget {
+            return Next::Done(FinishReason::MaxTokens);
         }
-        batch.clear();
-        let pos = i32::try_from(cached.len()).map_err(decode_err)?;
-        batch.add(token, pos, &[0], true).map_err(decode_err)?;
-        ctx.decode(&mut batch).map_err(decode_err)?;
-        cached.push(token);
-        logits_at = 0;
-    };
-    streamed.send(&out, true);
-    Ok(Generation {
-        text: String::from_utf8_lossy(&out).into_owned(),
-        finish,
-        prompt_tokens: prompt.len(),
-        cached_prompt_tokens: reused,
-        completion_tokens: generated,
-        prompt_time,
-        generation_time: started.elapsed(),
-    })
+        Next::Feed(token)
+    }
+
+    /// The call's result (the rest of the text is streamed).
+    pub(crate) fn finish(mut self, finish: FinishReason) -> Generation {
+        self.streamed.send(&self.out, true);
+        let (prompt_time, generation_time) = match self.prompt_time {
+            Some(p) => (p, self.started.elapsed()),
+            None => (self.started.elapsed(), Duration::ZERO),
+        };
+        Generation {
+            text: String::from_utf8_lossy(&self.out).into_owned(),
+            finish,
+            prompt_tokens: self.prompt_tokens,
+            cached_prompt_tokens: self.reused,
+            completion_tokens: self.generated,
+            prompt_time,
+            generation_time,
+        }
+    }
 }
 
-/// Evaluates the part of `prompt` the cache does not hold. Returns the reused prefix length and
-/// the batch index holding the last prompt token's logits (that token is always evaluated).
-fn eval_prompt(
-    ctx: &mut LlamaContext<'_>,
-    cached: &mut Vec<LlamaToken>,
-    prompt: &[LlamaToken],
-    interrupt: &dyn Fn() -> Option<Interruption>,
-) -> Result<(usize, i32), LocalError> {
-    let common = cached
-        .iter()
-        .zip(prompt)
-        .take_while(|(a, b)| a == b)
-        .count();
-    let mut reused = common.min(prompt.len() - 1);
-    let keep = u32::try_from(reused).map_err(decode_err)?;
-    if ctx.kv_cache_seq_rm(0, Some(keep), None).is_err() {
-        ctx.clear_kv_cache();
-        reused = 0;
-    }
-    cached.truncate(reused);
-    let n_batch = usize::try_from(ctx.n_batch()).unwrap_or(512).max(1);
-    let rest = &prompt[reused..];
-    let mut batch = LlamaBatch::new(n_batch, 1);
-    let chunks = rest.chunks(n_batch).count();
-    for (i, chunk) in rest.chunks(n_batch).enumerate() {
-        if let Some(why) = interrupt() {
-            return Err(why.into());
+/// The candidates the mask allows, built from its set bits only (not all 49,152 logits with
+/// the rest set to minus infinity). A mask that allows no token of the model is a matcher
+/// error (fail closed).
+fn allowed_candidates(logits: &[f32], mask: &SimpleVob) -> Result<LlamaTokenDataArray, LocalError> {
+    let mut data = Vec::with_capacity(mask.num_set().min(logits.len()));
+    mask.iter_set_entries(|id| {
+        if let (Some(&logit), Ok(id)) = (logits.get(id), i32::try_from(id)) {
+            data.push(LlamaTokenData::new(LlamaToken(id), logit, 0.0));
         }
-        batch.clear();
-        let last_chunk = i + 1 == chunks;
-        for (j, &token) in chunk.iter().enumerate() {
-            let pos = i32::try_from(cached.len() + j).map_err(decode_err)?;
-            let wants_logits = last_chunk && j + 1 == chunk.len();
-            batch
-                .add(token, pos, &[0], wants_logits)
-                .map_err(decode_err)?;
-        }
-        ctx.decode(&mut batch).map_err(decode_err)?;
-        cached.extend_from_slice(chunk);
+    });
+    if data.is_empty() {
+        return Err(matcher_err("the constraint allows no token of the model"));
     }
-    let logits_at = i32::try_from(last_index_in_chunk(rest.len(), n_batch)).map_err(decode_err)?;
-    Ok((reused, logits_at))
+    Ok(LlamaTokenDataArray::new(data, false))
 }
 
-/// The index of the last of `len` tokens within its chunk, when evaluated in chunks of `n_batch`.
-fn last_index_in_chunk(len: usize, n_batch: usize) -> usize {
-    len.saturating_sub(1) % n_batch.max(1)
+/// Whether the options ask for greedy decoding (a temperature `<= 0`, or not a number).
+fn is_greedy(options: &GenerateOptions) -> bool {
+    let temperature = options.temperature.unwrap_or(DEFAULT_TEMPERATURE);
+    temperature <= 0.0 || !temperature.is_finite()
+}
+
+/// The token with the highest logit (the first of equals).
+fn argmax(logits: &[f32]) -> Option<LlamaToken> {
+    let mut best: Option<(usize, f32)> = None;
+    for (i, &logit) in logits.iter().enumerate() {
+        if best.is_none_or(|(_, b)| logit > b) {
+            best = Some((i, logit));
+        }
+    }
+    best.and_then(|(i, _)| i32::try_from(i).ok())
+        .map(LlamaToken)
 }
 
 /// The sampler chain for the options (the constraint mask is applied before it).
 fn sampler(options: &GenerateOptions) -> LlamaSampler {
     let temperature = options.temperature.unwrap_or(DEFAULT_TEMPERATURE);
-    if temperature <= 0.0 || !temperature.is_finite() {
+    if is_greedy(options) {
         return LlamaSampler::greedy();
     }
     LlamaSampler::chain_simple([
@@ -319,7 +354,7 @@ fn stop_sequence_end(out: &[u8], stops: &[String]) -> Option<usize> {
         .min()
 }
 
-fn decode_err(e: impl std::fmt::Display) -> LocalError {
+pub(crate) fn decode_err(e: impl std::fmt::Display) -> LocalError {
     LocalError::Decode {
         message: e.to_string(),
     }
@@ -344,11 +379,10 @@ mod tests {
     }
 
     #[test]
-    fn last_token_index_within_its_chunk() {
-        assert_eq!(last_index_in_chunk(1, 512), 0);
-        assert_eq!(last_index_in_chunk(512, 512), 511);
-        assert_eq!(last_index_in_chunk(513, 512), 0);
-        assert_eq!(last_index_in_chunk(700, 512), 187);
+    fn argmax_takes_the_first_highest_logit() {
+        assert_eq!(argmax(&[0.5, 2.0, -1.0, 2.0]), Some(LlamaToken(1)));
+        assert_eq!(argmax(&[f32::NEG_INFINITY, -3.0]), Some(LlamaToken(1)));
+        assert_eq!(argmax(&[]), None);
     }
 
     #[test]

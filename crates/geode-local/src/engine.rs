@@ -1,41 +1,48 @@
-//! [`LocalEngine`]: one GGUF model loaded once, one llama.cpp context, calls serialised.
+//! [`LocalEngine`]: one GGUF model loaded once, one llama.cpp context with several sequence
+//! slots, driven by one decoding thread ([`crate::slots`]).
 //!
 //! Contract:
 //! * The model is loaded once per engine; the llguidance token environment and parser factory are
 //!   built once per engine (~0.1 s) and shared by every call.
-//! * Calls are serialised on a mutex around the single context. A waiting call polls the lock and
-//!   honours its cancellation/deadline while it waits, so no wait is unbounded.
+//! * Concurrent calls run together, up to [`EngineConfig::slots`] at once, each in its own
+//!   sequence; the tokens of all of them are evaluated in one batch per step. Further calls
+//!   queue. A waiting or running call polls its cancellation/deadline, so no wait is unbounded.
 //! * The KV cache is kept between calls. A new prompt reuses the longest common token prefix with
-//!   what the cache holds (the previous prompt and its generated tokens); only the rest is
+//!   what any slot holds (earlier prompts and their generated tokens); only the rest is
 //!   evaluated. Usage reports the reused tokens as `cached_prompt_tokens`.
-//! * Constraints are compiled before the lock is taken; one llguidance cannot compile is refused
+//! * Constraints are compiled on the caller's thread; one llguidance cannot compile is refused
 //!   with its reason ([`LocalError::Constraint`]).
 
 use crate::constraint::Constraint;
-use crate::decode::{self, GenerateOptions, Generation, Interruption};
+use crate::decode::{GenerateOptions, Generation, Interruption};
 use crate::error::LocalError;
-use crate::prompt::{self, ChatTurn};
+use crate::prompt::ChatTurn;
+pub use crate::slots::SharedInterrupt;
+use crate::slots::{Job, Scheduler, StopFlag};
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaChatTemplate, LlamaModel};
-use llama_cpp_2::token::LlamaToken;
 use llguidance::ParserFactory;
 use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, TryLockError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 /// The environment variable naming the GGUF model file.
 pub const MODEL_ENV: &str = "GEODE_LOCAL_MODEL";
 /// The environment variable overriding the thread count (a positive integer; default 2).
 pub const THREADS_ENV: &str = "GEODE_LOCAL_THREADS";
+/// The environment variable overriding the number of sequence slots (calls decoded at once;
+/// a positive integer; default 16).
+pub const SLOTS_ENV: &str = "GEODE_LOCAL_SLOTS";
 /// The model file name in the cache directory.
 pub const MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 
-/// How long a queued call sleeps between attempts to take the context.
-const LOCK_POLL: Duration = Duration::from_millis(2);
+/// How often a waiting caller checks its cancellation and deadline.
+const STOP_POLL: Duration = Duration::from_millis(5);
 
 /// Where the model is looked up: `$GEODE_LOCAL_MODEL` when set and non-empty, else
 /// `${XDG_CACHE_HOME:-$HOME/.cache}/geode/models/SmolLM2-135M-Instruct.Q4_1.gguf`
@@ -61,23 +68,22 @@ pub struct EngineConfig {
     pub n_ctx: u32,
     /// CPU threads for prompt evaluation and generation.
     pub threads: i32,
+    /// Sequence slots: how many calls are decoded at once (one batch per step); more queue.
+    pub slots: u32,
 }
 
 impl Default for EngineConfig {
-    /// [`default_model_path`], a 4,096-token context, 2 threads (or `$GEODE_LOCAL_THREADS`).
+    /// [`default_model_path`], a 4,096-token context, 2 threads (or `$GEODE_LOCAL_THREADS`),
+    /// 16 slots (or `$GEODE_LOCAL_SLOTS`).
     ///
     /// llama.cpp's worker threads spin at barriers: on a machine whose cores are busy with other
     /// work, 1 thread can be much faster than 2.
     fn default() -> Self {
-        let threads = std::env::var(THREADS_ENV)
-            .ok()
-            .and_then(|t| t.trim().parse::<i32>().ok())
-            .filter(|t| *t > 0)
-            .unwrap_or(2);
         Self {
             model_path: default_model_path(),
             n_ctx: 4096,
-            threads,
+            threads: positive_env(THREADS_ENV).unwrap_or(2),
+            slots: positive_env(SLOTS_ENV).unwrap_or(16),
         }
     }
 }
@@ -93,18 +99,11 @@ self_cell::self_cell!(
     }
 );
 
-/// The mutable state behind the lock.
-struct State {
-    cell: ModelCell,
-    /// The tokens whose keys/values are in the KV cache (sequence 0, positions 0..len).
-    cached: Vec<LlamaToken>,
-}
-
-/// A loaded local model. Share it with `Arc`; calls are serialised internally.
+/// A loaded local model. Share it with `Arc`; concurrent calls are decoded together.
 pub struct LocalEngine {
-    state: Mutex<State>,
+    /// Hands calls to the decoding thread; dropping it ends that thread.
+    jobs: Sender<Job>,
     factory: ParserFactory,
-    template: LlamaChatTemplate,
     path: PathBuf,
 }
 
@@ -172,15 +171,26 @@ impl LocalEngine {
             .with_n_batch(512)
             .with_n_threads(config.threads)
             .with_n_threads_batch(config.threads);
-        let cell = ModelCell::try_new(model, |m| m.new_context(backend, params))
+        let slots = config.slots.max(1);
+        let params = params
+            .with_n_seq_max(slots)
+            // One cache for all sequences: a shared prefix is stored once.
+            .with_kv_unified(true);
+        let mut cell = ModelCell::try_new(model, |m| m.new_context(backend, params))
             .map_err(|e| load_err(format!("cannot create context: {e}")))?;
+        let (jobs, queue) = mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("geode-decode".to_owned())
+            .spawn(move || {
+                cell.with_dependent_mut(|model, ctx| {
+                    let slots = usize::try_from(slots).unwrap_or(1);
+                    Scheduler::new(model, ctx, template, slots).run(&queue);
+                });
+            })
+            .map_err(|e| load_err(format!("cannot start the decoding thread: {e}")))?;
         Ok(Self {
-            state: Mutex::new(State {
-                cell,
-                cached: Vec::new(),
-            }),
+            jobs,
             factory,
-            template,
             path,
         })
     }
@@ -192,8 +202,9 @@ impl LocalEngine {
 
     /// Generates the assistant's answer to `turns` under `constraint`.
     ///
-    /// `interrupt` is polled while waiting for the context and between tokens; when it returns
-    /// an [`Interruption`] the call ends with [`LocalError::Cancelled`] or [`LocalError::Timeout`].
+    /// `interrupt` is polled (every few milliseconds) while the call waits for a slot and while
+    /// it runs; when it returns an [`Interruption`] the call ends with [`LocalError::Cancelled`]
+    /// or [`LocalError::Timeout`]. [`LocalEngine::generate_shared`] avoids the polling.
     pub fn generate(
         &self,
         turns: &[ChatTurn],
@@ -201,52 +212,75 @@ impl LocalEngine {
         options: &GenerateOptions,
         interrupt: &dyn Fn() -> Option<Interruption>,
     ) -> Result<Generation, LocalError> {
-        let matcher = constraint.compile(&self.factory)?;
-        let mut guard = self.lock(interrupt)?;
-        let state = &mut *guard;
-        let cached = &mut state.cached;
-        let template = &self.template;
-        let result = state.cell.with_dependent_mut(|model, ctx| {
-            let text = prompt::render(model, template, turns)?;
-            let tokens = model.vocab().tokenize(text.as_bytes(), true, true);
-            decode::run(model, ctx, cached, &tokens, matcher, options, interrupt)
-        });
-        if result.is_err() {
-            // The cache content is uncertain after a failed decode: start afresh next time.
-            state.reset_cache();
+        if let Some(why) = interrupt() {
+            return Err(why.into());
         }
-        result
-    }
-
-    /// Takes the context, polling so that cancellation and the deadline are honoured while queued.
-    fn lock(
-        &self,
-        interrupt: &dyn Fn() -> Option<Interruption>,
-    ) -> Result<MutexGuard<'_, State>, LocalError> {
+        let stop = Arc::new(StopFlag::default());
+        let answer = self.submit(turns, constraint, options, Arc::clone(&stop))?;
         loop {
-            match self.state.try_lock() {
-                Ok(guard) => return Ok(guard),
-                Err(TryLockError::Poisoned(poisoned)) => {
-                    // A panic mid-call left the KV cache in an unknown state: clear it.
-                    let mut guard = poisoned.into_inner();
-                    guard.reset_cache();
-                    self.state.clear_poison();
-                    return Ok(guard);
-                }
-                Err(TryLockError::WouldBlock) => {
+            match answer.recv_timeout(STOP_POLL) {
+                Ok(result) => return result,
+                Err(RecvTimeoutError::Timeout) => {
                     if let Some(why) = interrupt() {
-                        return Err(why.into());
+                        stop.raise(why);
                     }
-                    std::thread::sleep(LOCK_POLL);
                 }
+                Err(RecvTimeoutError::Disconnected) => return Err(thread_gone()),
             }
         }
     }
+
+    /// As [`LocalEngine::generate`], but the decoding thread checks `interrupt` itself between
+    /// steps, so the calling thread sleeps until the answer (no periodic wake-up competing for
+    /// the cores llama.cpp's threads use).
+    pub fn generate_shared(
+        &self,
+        turns: &[ChatTurn],
+        constraint: &Constraint,
+        options: &GenerateOptions,
+        interrupt: SharedInterrupt,
+    ) -> Result<Generation, LocalError> {
+        if let Some(why) = interrupt() {
+            return Err(why.into());
+        }
+        let stop = Arc::new(StopFlag::with_check(interrupt));
+        let answer = self.submit(turns, constraint, options, stop)?;
+        answer.recv().map_err(|_| thread_gone())?
+    }
+
+    /// Compiles the constraint and hands the call to the decoding thread.
+    fn submit(
+        &self,
+        turns: &[ChatTurn],
+        constraint: &Constraint,
+        options: &GenerateOptions,
+        stop: Arc<StopFlag>,
+    ) -> Result<Receiver<Result<Generation, LocalError>>, LocalError> {
+        let matcher = constraint.compile(&self.factory)?;
+        let (reply, answer) = mpsc::channel();
+        self.jobs
+            .send(Job {
+                turns: turns.to_vec(),
+                matcher,
+                options: options.clone(),
+                stop,
+                reply,
+            })
+            .map_err(|_| thread_gone())?;
+        Ok(answer)
+    }
 }
 
-impl State {
-    fn reset_cache(&mut self) {
-        self.cached.clear();
-        self.cell.with_dependent_mut(|_, ctx| ctx.clear_kv_cache());
+fn thread_gone() -> LocalError {
+    LocalError::Decode {
+        message: "the decoding thread has stopped".to_owned(),
     }
+}
+
+/// A positive integer from the environment variable `name`.
+fn positive_env<T: std::str::FromStr + PartialOrd + Default>(name: &str) -> Option<T> {
+    std::env::var(name)
+        .ok()
+        .and_then(|t| t.trim().parse::<T>().ok())
+        .filter(|t| *t > T::default())
 }

@@ -3,7 +3,8 @@
 //!
 //! | module | job |
 //! |---|---|
-//! | [`engine`] | [`LocalEngine`]: the model loaded once, one context, calls serialised, KV prefix reuse |
+//! | [`engine`] | [`LocalEngine`]: the model loaded once, one context, its decoding thread, KV prefix reuse |
+//! | `slots` | the scheduler: concurrent calls in sequence slots, stepped together in one batch |
 //! | [`tighten`] | the caller's schema narrowed for decoding (closed objects, compact whitespace, bounded strings, lists and map keys; keywords llguidance cannot compile left to validation), each change named |
 //! | [`constraint`] | [`Constraint`]: JSON Schema, choice, regex, Lark grammar → llguidance matcher (fail closed) |
 //! | [`prompt`] | chat turns from a request, rendered with the GGUF's chat template |
@@ -12,14 +13,18 @@
 //! | [`error`] | [`LocalError`] |
 //!
 //! Design choices:
-//! * **One context, serialised.** A [`LocalEngine`] owns one llama.cpp context behind a mutex;
-//!   concurrent calls queue (honouring their cancellation/deadline while queued). On two cores a
+//! * **One context, several sequences.** A [`LocalEngine`] owns one llama.cpp context with
+//!   [`EngineConfig::slots`] sequences, driven by one decoding thread: concurrent calls decode
+//!   together, the next token of each in one batch per step (one matrix pass costs little more
+//!   for 8 tokens than for 1 on this small model), each under its own llguidance matcher. More
+//!   calls than slots queue (honouring their cancellation/deadline while queued). On two cores a
 //!   second context would only split the same CPU.
 //! * **Prefix reuse.** The KV cache survives between calls. A new prompt reuses the longest
-//!   common token prefix with the cache (typically the system prompt and the shared start of the
-//!   user turn; all of it when the same prompt is sent again), so only the new tail is
-//!   evaluated. Numerically a reused prefix can differ from a fresh evaluation in the last bits,
-//!   so byte-identical outputs are only expected for identical call sequences.
+//!   common token prefix held by any slot (typically the system prompt and the shared start of
+//!   the user turn; all of it when the same prompt is sent again), sharing those cells rather
+//!   than computing them again, so only the new tail is evaluated. Numerically a reused prefix,
+//!   or a batch shared with other calls, can differ from a fresh evaluation in the last bits, so
+//!   byte-identical outputs are only expected for identical call sequences.
 //! * **Fail closed.** Masking uses our own llguidance `Matcher` (not llama-cpp-2's sampler, which
 //!   ignores matcher errors). A constraint llguidance cannot compile, or a matcher error while
 //!   decoding, is an error, never unconstrained output.
@@ -38,6 +43,7 @@ pub mod decode;
 pub mod engine;
 pub mod error;
 pub mod prompt;
+mod slots;
 pub mod tighten;
 
 pub use adapter::LocalAdapter;

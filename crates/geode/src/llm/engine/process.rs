@@ -1,40 +1,166 @@
 //! The parent side of the protocol: [`EngineProcess`], an adapter whose calls are served by a
-//! long-lived engine process (see the module table in [`super`]).
+//! long-lived engine process (see the module table in [`super`]). Calls run concurrently over
+//! one engine: each is sent with its own id and a reader task routes the engine's lines back
+//! by id.
 
-use super::{EngineCall, EngineLine};
+use super::{EngineCall, EngineCancel, EngineLine, EngineReply};
 use crate::llm::adapter::Adapter;
 use crate::llm::call::{AdapterError, CallCx};
 use crate::llm::registry::AdapterSpec;
 use crate::llm::request::{AdapterCallRequest, AdapterResponse};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, Lines};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout};
+use tokio::sync::mpsc;
 
 /// The variable naming the engine binary (default: `geode-engine` beside the running binary).
 pub const ENGINE_BIN_ENV: &str = "GEODE_ENGINE_BIN";
 
+/// How long the engine has to end a call after it was cancelled (or passed its deadline or
+/// its response budget) before it is killed as hung.
+pub const CANCEL_GRACE: Duration = Duration::from_secs(2);
+
+/// OpenMP's wait policy; when the caller sets it (or [`GOMP_SPINCOUNT`]), the engine gets the
+/// caller's choice.
+const OMP_WAIT_POLICY: &str = "OMP_WAIT_POLICY";
+/// How long libgomp's threads spin before sleeping; the engine is started with 10,000 unless
+/// the caller chose.
+const GOMP_SPINCOUNT: &str = "GOMP_SPINCOUNT";
+
 /// How much of the engine's stderr is kept for error messages.
 const STDERR_TAIL: usize = 2048;
 
-/// A running engine: its pipes and the tail of its stderr. Dropping it kills the process.
+/// The routes from call ids to their callers, and whether the engine is gone.
+#[derive(Default)]
+struct Routes {
+    calls: Mutex<BTreeMap<u64, mpsc::UnboundedSender<EngineLine>>>,
+    /// Set once the engine's output ended or it was killed: the next call starts another.
+    dead: AtomicBool,
+    stderr_tail: Mutex<Vec<u8>>,
+}
+
+impl Routes {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, mpsc::UnboundedSender<EngineLine>>> {
+        self.calls.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Hands `reply` to its call: by id, or (an engine that sends no ids serves one call at a
+    /// time) to the oldest call. The route ends with the call's last line.
+    fn deliver(&self, reply: EngineReply) {
+        let mut calls = self.lock();
+        let id = match reply.id {
+            Some(id) => id,
+            None => match calls.keys().next() {
+                Some(id) => *id,
+                None => return,
+            },
+        };
+        let last = !matches!(reply.line, EngineLine::Text { .. });
+        if let Some(route) = calls.get(&id) {
+            let _ = route.send(reply.line);
+        }
+        if last {
+            calls.remove(&id);
+        }
+    }
+
+    /// The engine is gone: every call in flight sees its route close.
+    fn close(&self) {
+        self.dead.store(true, Ordering::SeqCst);
+        self.lock().clear();
+    }
+
+    /// `: <last stderr line>` when the engine said something, for error messages.
+    fn tail(&self) -> String {
+        let t = self.stderr_tail.lock().unwrap_or_else(|p| p.into_inner());
+        let text = String::from_utf8_lossy(&t);
+        match text.lines().rev().find(|l| !l.trim().is_empty()) {
+            Some(last) => format!(": {}", crate::secret::scrub(last.trim())),
+            None => String::new(),
+        }
+    }
+}
+
+/// A running engine shared by the calls in flight. Dropping it kills the process.
 struct Engine {
-    _child: Child,
-    stdin: ChildStdin,
-    stdout: Lines<BufReader<ChildStdout>>,
-    stderr_tail: Arc<Mutex<Vec<u8>>>,
-    /// Reads stderr into the tail until the engine closes it.
+    child: Mutex<Option<Child>>,
+    stdin: tokio::sync::Mutex<ChildStdin>,
+    routes: Arc<Routes>,
+    /// Reads the engine's stdout into the routes.
+    reader: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
+}
+
+impl Engine {
+    /// Kills the process (a hung or broken engine); the calls in flight fail.
+    fn kill(&self) {
+        let child = self.child.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(mut child) = child {
+            let _ = child.start_kill();
+        }
+        self.routes.close();
+    }
+
+    async fn send(&self, line: &[u8]) -> std::io::Result<()> {
+        let mut stdin = self.stdin.lock().await;
+        stdin.write_all(line).await?;
+        stdin.flush().await
+    }
+}
+
+/// Reads the engine's lines and routes them until its stdout ends or is not the protocol.
+async fn read_lines(
+    stdout: ChildStdout,
+    routes: Arc<Routes>,
     stderr_reader: tokio::task::JoinHandle<()>,
+    adapter: String,
+) {
+    let mut lines = BufReader::new(stdout).lines();
+    loop {
+        match lines.next_line().await {
+            Ok(Some(line)) => match serde_json::from_str::<EngineReply>(&line) {
+                Ok(reply) => routes.deliver(reply),
+                Err(e) => {
+                    let message = format!("the engine wrote a line that is not the protocol: {e}");
+                    let calls = std::mem::take(&mut *routes.lock());
+                    for route in calls.values() {
+                        let error = AdapterError::Protocol {
+                            adapter: adapter.clone(),
+                            message: message.clone(),
+                        };
+                        let _ = route.send(EngineLine::Failed { error });
+                    }
+                    break;
+                }
+            },
+            Ok(None) | Err(_) => {
+                // Its last words may still be in the pipe.
+                let _ = tokio::time::timeout(Duration::from_millis(500), stderr_reader).await;
+                break;
+            }
+        }
+    }
+    routes.close();
 }
 
 /// An adapter served by an engine process (`geode-engine`), started on the first call and
-/// kept for the next ones; calls are served one at a time, in order.
+/// kept for the next ones; concurrent calls are sent to it together.
 pub struct EngineProcess {
     name: String,
     spec: Option<&'static AdapterSpec>,
     program: PathBuf,
-    engine: tokio::sync::Mutex<Option<Engine>>,
+    engine: Mutex<Option<Arc<Engine>>>,
+    next_id: AtomicU64,
 }
 
 impl std::fmt::Debug for EngineProcess {
@@ -53,7 +179,8 @@ impl EngineProcess {
             name: name.to_owned(),
             spec: crate::llm::registry::spec(name),
             program: program.into(),
-            engine: tokio::sync::Mutex::new(None),
+            engine: Mutex::new(None),
+            next_id: AtomicU64::new(1),
         }
     }
 
@@ -74,7 +201,18 @@ impl EngineProcess {
     }
 
     fn start(&self) -> Result<Engine, AdapterError> {
-        let mut child = tokio::process::Command::new(&self.program)
+        let mut command = tokio::process::Command::new(&self.program);
+        if std::env::var_os(OMP_WAIT_POLICY).is_none() && std::env::var_os(GOMP_SPINCOUNT).is_none()
+        {
+            // llama.cpp's OpenMP threads spin at every barrier (300,000 turns by default)
+            // before sleeping: on a busy 2-core machine they take the cores from each other
+            // and from every other process (a Decision call beside two busy loops: 4.1 s).
+            // Not spinning at all (`OMP_WAIT_POLICY=passive`) costs a futex wake-up per
+            // barrier (1.1 s where spinning takes 0.56 s on a quiet machine). A short spin is
+            // as fast as either in both cases (0.56 s quiet, 1.1 s beside the busy loops).
+            command.env(GOMP_SPINCOUNT, "10000");
+        }
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -97,34 +235,55 @@ impl EngineProcess {
                 message: "the engine's pipes are missing".to_owned(),
             }));
         };
-        let stderr_tail = Arc::new(Mutex::new(Vec::new()));
-        let tail = stderr_tail.clone();
+        let routes = Arc::new(Routes::default());
+        let tail = routes.clone();
         let stderr_reader = tokio::spawn(async move {
             let mut chunk = [0u8; 4096];
             while let Ok(n @ 1..) = stderr.read(&mut chunk).await {
-                let mut t = tail.lock().unwrap_or_else(|p| p.into_inner());
+                let mut t = tail.stderr_tail.lock().unwrap_or_else(|p| p.into_inner());
                 t.extend_from_slice(&chunk[..n]);
                 let excess = t.len().saturating_sub(STDERR_TAIL);
                 t.drain(..excess);
             }
         });
-        Ok(Engine {
-            _child: child,
-            stdin,
-            stdout: BufReader::new(stdout).lines(),
-            stderr_tail,
+        let reader = tokio::spawn(read_lines(
+            stdout,
+            routes.clone(),
             stderr_reader,
+            self.name.clone(),
+        ));
+        Ok(Engine {
+            child: Mutex::new(Some(child)),
+            stdin: tokio::sync::Mutex::new(stdin),
+            routes,
+            reader,
         })
     }
 
-    /// One exchange on `engine`: the call line out, deltas and the end back.
+    /// The running engine, started when there is none or the last one is gone.
+    fn engine(&self) -> Result<Arc<Engine>, AdapterError> {
+        let mut slot = self.engine.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(engine) = slot.as_ref()
+            && !engine.routes.dead.load(Ordering::SeqCst)
+        {
+            return Ok(engine.clone());
+        }
+        let engine = Arc::new(self.start()?);
+        *slot = Some(engine.clone());
+        Ok(engine)
+    }
+
+    /// One exchange: the call line out, deltas and the end back. If it is dropped or ends
+    /// early (cancelled, deadline, budget), its [`Pending`] asks the engine to stop the call.
     async fn exchange(
         &self,
-        engine: &mut Engine,
         req: AdapterCallRequest,
         cx: &CallCx,
     ) -> Result<AdapterResponse, AdapterError> {
+        let engine = self.engine()?;
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let call = EngineCall {
+            id: Some(id),
             request: req,
             max_response_bytes: cx.max_response_bytes,
             timeout_ms: cx.remaining().map(|d| d.as_millis() as u64),
@@ -137,60 +296,101 @@ impl EngineProcess {
             })
         })?;
         line.push(b'\n');
+        let (route, lines) = mpsc::unbounded_channel();
+        engine.routes.lock().insert(id, route);
+        let mut pending = Pending {
+            engine: engine.clone(),
+            id,
+            lines: Some(lines),
+        };
         let lost = |what: String| {
-            let tail = engine_tail(&engine.stderr_tail);
+            let tail = engine.routes.tail();
             self.error(|adapter| AdapterError::Transport {
                 adapter,
                 message: format!("the engine {what}{tail}"),
             })
         };
-        if let Err(e) = engine.stdin.write_all(&line).await {
+        if let Err(e) = engine.send(&line).await {
+            engine.kill();
+            pending.lines = None;
             return Err(lost(format!("does not take calls ({e})")));
         }
-        let _ = engine.stdin.flush().await;
         let mut streamed: u64 = 0;
         loop {
-            let next = match engine.stdout.next_line().await {
-                Ok(Some(l)) => l,
-                Ok(None) => {
-                    // Its last words may still be in the pipe.
-                    let _ = tokio::time::timeout(
-                        std::time::Duration::from_millis(500),
-                        &mut engine.stderr_reader,
-                    )
-                    .await;
-                    return Err(lost("exited mid-call".to_owned()));
-                }
-                Err(e) => return Err(lost(format!("output is unreadable ({e})"))),
+            let next = match pending.lines.as_mut() {
+                Some(lines) => lines.recv().await,
+                None => None,
             };
-            match serde_json::from_str::<EngineLine>(&next) {
-                Ok(EngineLine::Text { text }) => {
+            match next {
+                Some(EngineLine::Text { text }) => {
                     streamed = streamed.saturating_add(text.len() as u64);
                     if streamed > cx.max_response_bytes {
                         return Err(cx.response_too_large(&self.name));
                     }
                     cx.text_delta(&text);
                 }
-                Ok(EngineLine::Done { response }) => return Ok(response),
-                Ok(EngineLine::Failed { error }) => return Err(error),
-                Err(e) => {
-                    return Err(self.error(|adapter| AdapterError::Protocol {
-                        adapter,
-                        message: format!("the engine wrote a line that is not the protocol: {e}"),
-                    }));
+                Some(EngineLine::Done { response }) => {
+                    pending.lines = None;
+                    return Ok(response);
+                }
+                Some(EngineLine::Failed { error }) => {
+                    pending.lines = None;
+                    if matches!(error, AdapterError::Protocol { .. }) {
+                        engine.kill();
+                    }
+                    return Err(error);
+                }
+                None => {
+                    pending.lines = None;
+                    return Err(lost("exited mid-call".to_owned()));
                 }
             }
         }
     }
 }
 
-/// `: <last stderr line>` when the engine said something, for error messages.
-fn engine_tail(tail: &Mutex<Vec<u8>>) -> String {
-    let t = tail.lock().unwrap_or_else(|p| p.into_inner());
-    let text = String::from_utf8_lossy(&t);
-    match text.lines().rev().find(|l| !l.trim().is_empty()) {
-        Some(last) => format!(": {}", crate::secret::scrub(last.trim())),
-        None => String::new(),
+/// A call sent to the engine whose end has not been read. Dropped so (the call was cancelled,
+/// passed its deadline or its budget), it asks the engine to cancel the call and kills an
+/// engine that does not end it within [`CANCEL_GRACE`].
+struct Pending {
+    engine: Arc<Engine>,
+    id: u64,
+    lines: Option<mpsc::UnboundedReceiver<EngineLine>>,
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        let Some(mut lines) = self.lines.take() else {
+            return;
+        };
+        let engine = self.engine.clone();
+        let id = self.id;
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            engine.kill();
+            return;
+        };
+        runtime.spawn(async move {
+            let mut line = serde_json::to_vec(&EngineCancel { cancel: id }).unwrap_or_default();
+            line.push(b'\n');
+            let ended = async {
+                engine.send(&line).await.ok()?;
+                loop {
+                    match lines.recv().await? {
+                        EngineLine::Text { .. } => {}
+                        EngineLine::Done { .. } | EngineLine::Failed { .. } => return Some(()),
+                    }
+                }
+            };
+            if tokio::time::timeout(CANCEL_GRACE, ended)
+                .await
+                .ok()
+                .flatten()
+                .is_none()
+            {
+                engine.kill();
+            }
+            engine.routes.lock().remove(&id);
+        });
     }
 }
 
@@ -209,29 +409,6 @@ impl Adapter for EngineProcess {
         req: AdapterCallRequest,
         cx: &CallCx,
     ) -> Result<AdapterResponse, AdapterError> {
-        cx.run(&self.name, async {
-            let mut slot = self.engine.lock().await;
-            // Taken out for the exchange: if the call is dropped mid-way (cancelled, deadline)
-            // or fails, the engine is dropped, which kills it; only a clean end puts it back.
-            let mut engine = match slot.take() {
-                Some(engine) => engine,
-                None => self.start()?,
-            };
-            let result = self.exchange(&mut engine, req, cx).await;
-            let keep = match &result {
-                Ok(_) => true,
-                Err(e) => !matches!(
-                    e,
-                    AdapterError::Transport { .. }
-                        | AdapterError::Protocol { .. }
-                        | AdapterError::ResponseTooLarge { .. }
-                ),
-            };
-            if keep {
-                *slot = Some(engine);
-            }
-            result
-        })
-        .await
+        cx.run(&self.name, self.exchange(req, cx)).await
     }
 }

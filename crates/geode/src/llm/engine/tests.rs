@@ -26,6 +26,7 @@ fn answer(text: &str) -> AdapterResponse {
 
 fn call_line(stream: bool) -> String {
     let call = EngineCall {
+        id: None,
         request: request(),
         max_response_bytes: 1 << 20,
         timeout_ms: None,
@@ -221,4 +222,118 @@ async fn the_engine_ends_when_its_input_closes() {
         .unwrap()
         .unwrap()
         .unwrap();
+}
+
+async fn next_reply(
+    lines: &mut tokio::io::Lines<BufReader<tokio::io::DuplexStream>>,
+) -> EngineReply {
+    let line = tokio::time::timeout(Duration::from_secs(5), lines.next_line())
+        .await
+        .expect("the engine answers")
+        .unwrap()
+        .unwrap();
+    serde_json::from_str(&line).unwrap()
+}
+
+fn call_line_with_id(id: u64) -> String {
+    let call = EngineCall {
+        id: Some(id),
+        request: request(),
+        max_response_bytes: 1 << 20,
+        timeout_ms: None,
+        stream: false,
+    };
+    serde_json::to_string(&call).unwrap() + "\n"
+}
+
+#[tokio::test]
+async fn calls_with_ids_run_together_and_a_cancel_line_ends_only_its_call() {
+    use crate::llm::scripted::Step;
+    let (mut to_engine, input) = tokio::io::duplex(4096);
+    let (output, from_engine) = tokio::io::duplex(4096);
+    let adapter = ScriptedAdapter::with_steps(vec![
+        Step {
+            outcome: Ok(answer("slow")),
+            delay: Duration::from_secs(30),
+        },
+        Step {
+            outcome: Ok(answer("fast")),
+            delay: Duration::ZERO,
+        },
+    ]);
+    let server = tokio::spawn(async move { serve(&adapter, input, output).await });
+    let mut lines = BufReader::new(from_engine).lines();
+    let both = call_line_with_id(1) + &call_line_with_id(2);
+    to_engine.write_all(both.as_bytes()).await.unwrap();
+    // The second call is answered while the first still runs.
+    let first = next_reply(&mut lines).await;
+    assert_eq!(first.id, Some(2));
+    assert!(matches!(&first.line, EngineLine::Done { response } if response.text == "fast"));
+    to_engine
+        .write_all(b"{\"cancel\": 1}\n{\"cancel\": 99}\n")
+        .await
+        .unwrap();
+    let second = next_reply(&mut lines).await;
+    assert_eq!(second.id, Some(1));
+    assert!(
+        matches!(&second.line, EngineLine::Failed { error } if error.kind() == ErrorKind::Cancelled),
+        "{second:?}"
+    );
+    drop(to_engine);
+    tokio::time::timeout(Duration::from_secs(5), server)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_call_the_engine_cancels_in_time_leaves_it_serving_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    // Answers a call at once unless its prompt says "slow"; answers a cancel line with the
+    // cancelled call's failure. Each start appends to `starts`.
+    let script = dir.path().join("engine.sh");
+    std::fs::write(
+        &script,
+        format!(
+            r#"#!/bin/sh
+echo start >> {starts}
+while read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9]*\).*/\1/p')
+  cancel=$(printf '%s' "$line" | sed -n 's/.*"cancel":\([0-9]*\).*/\1/p')
+  if [ -n "$cancel" ]; then
+    echo '{{"id":'$cancel',"line":"failed","error":{{"error":"cancelled","adapter":"local"}}}}'
+  elif printf '%s' "$line" | grep -q slow; then
+    :
+  else
+    echo '{{"id":'$id',"line":"done","response":{{"text":"ok '$id'"}}}}'
+  fi
+done
+"#,
+            starts = dir.path().join("starts").display()
+        ),
+    )
+    .unwrap();
+    let mut perms = std::fs::metadata(&script).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&script, perms).unwrap();
+    let engine = Arc::new(EngineProcess::new("local", &script));
+    let slow = {
+        let engine = engine.clone();
+        tokio::spawn(async move {
+            let req = AdapterCallRequest::new("m", vec![Message::user("slow")]);
+            let cx = CallCx::new().with_timeout(Duration::from_millis(300));
+            engine.call(req, &cx).await
+        })
+    };
+    let fast = engine.call(request(), &CallCx::new()).await.unwrap();
+    assert!(fast.text.starts_with("ok "), "{}", fast.text);
+    let err = slow.await.unwrap().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout);
+    // Past the grace period: the engine that ended the call in time is still the one serving.
+    tokio::time::sleep(CANCEL_GRACE + Duration::from_millis(500)).await;
+    let again = engine.call(request(), &CallCx::new()).await.unwrap();
+    assert!(again.text.starts_with("ok "), "{}", again.text);
+    let starts = std::fs::read_to_string(dir.path().join("starts")).unwrap();
+    assert_eq!(starts.lines().count(), 1, "the engine was restarted");
 }
