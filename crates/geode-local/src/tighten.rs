@@ -87,21 +87,6 @@ const IN_PLACE: [&str; 8] = [
     "const",
 ];
 
-/// Keywords left out of the decoding grammar and checked by validation ([`relax`]) that can
-/// still require keys: an object beside one is not closed, nor its keys bounded. Strings and
-/// arrays beside them are capped (the grammar decodes without them).
-const LEFT_TO_VALIDATION: [&str; 9] = [
-    "not",
-    "if",
-    "then",
-    "else",
-    "dependencies",
-    "dependentRequired",
-    "dependentSchemas",
-    "unevaluatedProperties",
-    "unevaluatedItems",
-];
-
 /// Keywords that assert nothing about the value.
 const ANNOTATIONS: [&str; 17] = [
     "x-guidance",

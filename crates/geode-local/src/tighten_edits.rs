@@ -1,10 +1,9 @@
 //! The narrowings of one schema for [`super`]: which apply to a schema that is alone
 //! ([`edits_for`]), and each applied to its node with the ledger's description ([`apply`]).
 
+use super::relax::may_require_keys;
 use super::tighten_regex::bounded;
-use super::{
-    IN_PLACE, ITEM_CAP, LEFT_TO_VALIDATION, MAP_CAP, MAP_KEY_PATTERN, REPEAT_CAP, STRING_CAP,
-};
+use super::{IN_PLACE, ITEM_CAP, MAP_CAP, MAP_KEY_PATTERN, REPEAT_CAP, STRING_CAP};
 use serde_json::{Map, Value, json};
 
 /// One narrowing to apply.
@@ -100,7 +99,7 @@ pub(super) fn edits_for(map: &Map<String, Value>) -> Vec<Edit> {
     let types = declared_types(map);
     let has = |t: &str| types.iter().any(|x| x == t);
     let object_like = has("object") || (types.is_empty() && map.contains_key("properties"));
-    let may_require_keys = LEFT_TO_VALIDATION.iter().any(|k| map.contains_key(*k));
+    let may_require_keys = map.keys().any(|k| may_require_keys(k));
     if object_like && !may_require_keys {
         edits.extend(object_edits(map));
     }

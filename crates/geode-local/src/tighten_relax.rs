@@ -19,7 +19,7 @@ use geode::vocab::Transform;
 use serde_json::{Map, Value, json};
 
 /// Keywords llguidance 1.9 knows but does not compile.
-const UNCOMPILED: [&str; 14] = [
+pub(super) const UNCOMPILED: [&str; 14] = [
     "not",
     "if",
     "then",
@@ -35,6 +35,23 @@ const UNCOMPILED: [&str; 14] = [
     "unevaluatedProperties",
     "unevaluatedItems",
 ];
+
+/// Of [`UNCOMPILED`], those that constrain only array items or key names, never which keys an
+/// object must have.
+const NEVER_REQUIRE_KEYS: [&str; 5] = [
+    "uniqueItems",
+    "contains",
+    "minContains",
+    "maxContains",
+    "propertyNames",
+];
+
+/// Whether `keyword` is left to validation ([`UNCOMPILED`]) and can still require keys: an object
+/// beside one is not closed, nor its keys bounded. Strings and arrays beside them are capped (the
+/// grammar decodes without them).
+pub(super) fn may_require_keys(keyword: &str) -> bool {
+    UNCOMPILED.contains(&keyword) && !NEVER_REQUIRE_KEYS.contains(&keyword)
+}
 
 /// The formats llguidance 1.9 compiles (`llguidance::json::formats`).
 pub(super) const COMPILED_FORMATS: [&str; 11] = [

@@ -6,6 +6,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may unwrap (team guide)
 
+mod common;
+use common::{engine, serial};
+
 use geode::ledger::StructuredOutputMode;
 use geode::llm::adapter::{Adapter, AdapterError, CallCx};
 use geode::llm::request::{AdapterCallRequest, AdapterResponse, Message, StopReason};
@@ -18,7 +21,6 @@ use geode_local::{
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::sync::Arc;
-use tokio::sync::{Mutex, MutexGuard};
 
 const SYSTEM: &str = "You are a careful senior software engineer reviewing pull requests.";
 
@@ -91,20 +93,6 @@ const JSON_FORMAT: &str = "Answer as JSON with keys \"decision\" (either \"accep
 fn decision_schema() -> ResponseSchema {
     let text = include_str!("../../../examples/decision.schema.json");
     ResponseSchema::from_value(serde_json::from_str(text).unwrap()).unwrap()
-}
-
-/// The shared engine; a missing model fails the test with the fetch instructions.
-fn engine() -> Arc<LocalEngine> {
-    match LocalEngine::shared() {
-        Ok(engine) => engine,
-        Err(e) => panic!("the local model is required for these tests: {e}"),
-    }
-}
-
-/// Serialises the tests of this binary.
-async fn serial() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::const_new(());
-    LOCK.lock().await
 }
 
 fn request(i: usize, answer_format: &str, max_tokens: u32) -> AdapterCallRequest {

@@ -7,15 +7,17 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may unwrap (team guide)
 
+mod common;
+use common::{engine, serial};
+
 use geode::llm::adapter::{Adapter, AdapterError, CallCx};
 use geode::llm::call::TextSink;
 use geode::llm::request::{AdapterCallRequest, AdapterResponse, Message};
 use geode::schema::ResponseSchema;
-use geode_local::{LocalAdapter, LocalEngine};
+use geode_local::LocalAdapter;
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{Mutex, MutexGuard};
 
 const SYSTEM: &str = "You are a careful senior software engineer reviewing pull requests.";
 
@@ -25,18 +27,6 @@ const PRS: [&str; 4] = [
     "Title: Disable TLS verification\nDiff:\n+r = requests.get(url, verify=False)",
     "Title: Bump serde to 1.0.219\nDiff:\n-serde = \"1.0.210\"\n+serde = \"1.0.219\"",
 ];
-
-fn engine() -> Arc<LocalEngine> {
-    match LocalEngine::shared() {
-        Ok(engine) => engine,
-        Err(e) => panic!("the local model is required for these tests: {e}"),
-    }
-}
-
-async fn serial() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::const_new(());
-    LOCK.lock().await
-}
 
 /// A greedy Decision call on pull request `i`.
 fn request(i: usize) -> AdapterCallRequest {

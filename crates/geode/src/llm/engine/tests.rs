@@ -216,6 +216,14 @@ async fn the_engine_ends_when_its_input_closes() {
     let mut lines = BufReader::new(from_engine).lines();
     let first = lines.next_line().await.unwrap().unwrap();
     assert!(first.contains("\"done\""), "{first}");
+    closes_and_ends(to_engine, server).await;
+}
+
+/// Closes the engine's input and waits (5 s at most) for `server` to end cleanly.
+async fn closes_and_ends<T, E: std::fmt::Debug>(
+    to_engine: tokio::io::DuplexStream,
+    server: tokio::task::JoinHandle<Result<T, E>>,
+) {
     drop(to_engine);
     tokio::time::timeout(Duration::from_secs(5), server)
         .await
@@ -279,12 +287,7 @@ async fn calls_with_ids_run_together_and_a_cancel_line_ends_only_its_call() {
         matches!(&second.line, EngineLine::Failed { error } if error.kind() == ErrorKind::Cancelled),
         "{second:?}"
     );
-    drop(to_engine);
-    tokio::time::timeout(Duration::from_secs(5), server)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    closes_and_ends(to_engine, server).await;
 }
 
 #[tokio::test]
