@@ -52,6 +52,7 @@ pub use decode::{FinishReason, GenerateOptions, Generation, Interruption};
 pub use engine::{EngineConfig, LocalEngine, default_model_path};
 pub use error::LocalError;
 pub use prompt::{ChatRole, ChatTurn};
+pub use slots::IDLE_KEEP_TOKENS;
 
 /// A [`geode::client::ClientBuilder`] that can build the `local` adapter: the process-wide
 /// engine ([`LocalAdapter::shared`]), loaded once on the first call and reused by every call of

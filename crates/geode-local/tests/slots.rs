@@ -191,3 +191,34 @@ async fn a_cancelled_or_refused_call_does_not_disturb_the_others() {
     }
     assert_same_answers(&got, &expected);
 }
+
+#[tokio::test]
+async fn idle_slots_keep_a_bounded_number_of_tokens_the_newest_always() {
+    let _serial = serial().await;
+    let adapter = LocalAdapter::new(engine());
+    // Long prompts of their own: each one alone passes the idle bound.
+    let long = |tag: &str| {
+        let filler = (0..geode_local::IDLE_KEEP_TOKENS / 2)
+            .map(|i| format!("{tag}{i}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let mut req = request(0);
+        req.system_prompt = format!("{tag}: {filler}");
+        req
+    };
+    let a = call(&adapter, long("alpha")).await;
+    assert!(a.usage.input_tokens > geode_local::IDLE_KEEP_TOKENS as u64);
+    let b = call(&adapter, long("beta")).await;
+    // When `c` comes, `b` is the newest idle slot and keeps its prompt whatever its size; `a`
+    // is past the bound and is dropped.
+    call(&adapter, long("gamma")).await;
+    let b_again = call(&adapter, long("beta")).await;
+    assert_eq!(b_again.usage.cached_input_tokens, b.usage.input_tokens - 1);
+    let a_again = call(&adapter, long("alpha")).await;
+    assert!(
+        a_again.usage.cached_input_tokens < 16,
+        "{} of {} tokens reused",
+        a_again.usage.cached_input_tokens,
+        a_again.usage.input_tokens
+    );
+}
