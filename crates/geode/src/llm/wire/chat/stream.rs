@@ -241,7 +241,7 @@ impl StreamFold {
             });
         }
         Answer {
-            content: (!self.text.is_empty() || self.refusal.is_none()).then_some(self.text),
+            content: Some(self.text),
             refusal: self.refusal,
             tool_calls: self
                 .calls
