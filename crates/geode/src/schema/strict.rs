@@ -198,10 +198,13 @@ fn walk(schema: &Value, server_rules: bool, record: bool) -> StrictVerdict {
         visited_refs: HashSet::new(),
         server_rules,
     };
-    let root_is_object = schema.get("type").and_then(Value::as_str) == Some("object")
-        && schema.get("anyOf").is_none();
-    if server_rules && !root_is_object {
-        w.reason(0, StrictRule::RootNotObject);
+    if server_rules {
+        let root_is_object = schema.as_object().is_some_and(|m| {
+            get(m, "type").and_then(Value::as_str) == Some("object") && get(m, "anyOf").is_none()
+        });
+        if !root_is_object {
+            w.reason(0, StrictRule::RootNotObject);
+        }
     }
     // Children are pushed in document order, then their run is reversed so they pop in order.
     let mut stack: Vec<(&Value, usize)> = Vec::with_capacity(16);
@@ -305,7 +308,7 @@ impl<'a> Walk<'a> {
         if is_object {
             self.check_object(m, at);
         }
-        if self.server_rules && m.contains_key("default") {
+        if self.server_rules && get(m, "default").is_some() {
             let keyword = "default".to_owned();
             self.reason(at, StrictRule::KeywordNotPermitted { keyword });
         }
