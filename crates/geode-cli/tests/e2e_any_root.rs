@@ -276,10 +276,12 @@ async fn run_with_an_array_schema_succeeds_on_every_hosted_fake() {
 #[tokio::test]
 async fn schema_check_per_adapter_names_mode_rewrites_and_reasons() {
     let sb = Sandbox::new();
+    // A map: strict mode cannot take an `additionalProperties` schema.
     let loose = schema_file(
         &sb,
         "loose.json",
-        &json!({"type": "object", "properties": {"a": {"type": "string"}}}),
+        &json!({"type": "object", "properties": {"a": {"type": "string"}},
+                "additionalProperties": {"type": "integer"}}),
     );
     let out = sb
         .geode(&["schema", "check", "--adapter", "openai-payg", &loose], "")
@@ -310,6 +312,27 @@ async fn schema_check_per_adapter_names_mode_rewrites_and_reasons() {
         "rewrite /items: removed keyword format",
         "rewrite /items: removed keyword default",
         "checked locally /items: format \"uri\"",
+    ] {
+        assert!(out.stdout.contains(needle), "{needle}: {}", out.dump());
+    }
+    // An optional property in an open object: strict, required and nullable, the object closed.
+    let optional = schema_file(
+        &sb,
+        "optional.json",
+        &json!({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}},
+                "required": ["a"]}),
+    );
+    let out = sb
+        .geode(
+            &["schema", "check", "--adapter", "openai-payg", &optional],
+            "",
+        )
+        .await;
+    out.assert_exit(0);
+    for needle in [
+        "mode strict",
+        "rewrite /: additionalProperties: false for OpenAI strict",
+        "rewrite /properties/b: required and nullable for OpenAI strict",
     ] {
         assert!(out.stdout.contains(needle), "{needle}: {}", out.dump());
     }

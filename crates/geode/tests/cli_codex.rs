@@ -179,22 +179,23 @@ netns_test!(
 netns_test!(
     codex_a_schema_strict_mode_cannot_take_goes_in_the_prompt_not_the_flag,
     async {
-        // codex would send --output-schema as strict: true, and OpenAI answers an optional
-        // property with 400 invalid_json_schema: the schema goes in the transcript instead.
+        // codex would send --output-schema as strict: true, and OpenAI answers a map (an
+        // `additionalProperties` schema) with 400 invalid_json_schema: the schema goes in the
+        // transcript instead.
         let rig = rig(
             Script::always(Reply::Json(json!({"answer": "fake"}))),
             Duration::from_secs(60),
         )
         .await;
-        let optional = geode::schema::ResponseSchema::from_value(json!({
+        let map = geode::schema::ResponseSchema::from_value(json!({
             "type": "object",
-            "properties": {"answer": {"type": "string"}, "note": {"type": "string"}},
+            "properties": {"answer": {"type": "string"}},
             "required": ["answer"],
-            "additionalProperties": false
+            "additionalProperties": {"type": "string", "title": "extra_note"}
         }))
         .unwrap();
         let mut req = request();
-        req.response_schema = Some(optional);
+        req.response_schema = Some(map);
         let resp = rig.call_with(req).await.unwrap();
         assert_eq!(resp.text, r#"{"answer":"fake"}"#);
         assert_eq!(resp.wire.mode, StructuredOutputMode::Prompt);
@@ -209,13 +210,45 @@ netns_test!(
         let heading = geode::llm::wire::schema_prompt::INSTRUCTION_HEADING;
         assert!(input.contains(heading), "{input}");
         assert!(
-            input.contains("\\\"note\\\""),
+            input.contains("extra_note"),
             "the caller's schema is in it: {input}"
         );
         assert!(
             input.contains("[USER]\\nReply with the answer JSON"),
             "{input}"
         );
+        rig.assert_clean().await;
+    }
+);
+
+netns_test!(
+    codex_an_optional_property_goes_as_the_flag_required_and_nullable,
+    async {
+        let rig = rig(
+            Script::always(Reply::Json(json!({"answer": "fake", "note": null}))),
+            Duration::from_secs(60),
+        )
+        .await;
+        let optional = geode::schema::ResponseSchema::from_value(json!({
+            "type": "object",
+            "properties": {"answer": {"type": "string"}, "note": {"type": "string"}},
+            "required": ["answer"]
+        }))
+        .unwrap();
+        let mut req = request();
+        req.response_schema = Some(optional);
+        let resp = rig.call_with(req).await.unwrap();
+        assert_eq!(resp.wire.mode, StructuredOutputMode::CliFlag);
+        let note = geode::schema::nullable::AnswerStep::Key("note".into());
+        assert_eq!(resp.wire.absent_nulls, vec![vec![note]]);
+        let calls = rig.model_calls();
+        let schema = &calls[0]["text"]["format"]["schema"];
+        assert_eq!(schema["required"], json!(["answer", "note"]), "{schema}");
+        assert_eq!(
+            schema["properties"]["note"]["type"],
+            json!(["string", "null"])
+        );
+        assert_eq!(schema["additionalProperties"], json!(false));
         rig.assert_clean().await;
     }
 );

@@ -106,6 +106,56 @@ async fn extract_gets_the_type_back_over_every_http_adapter() {
     }
 }
 
+/// A book whose page count may be left out (`#[serde(default)]`: optional, never `null`).
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+struct Book {
+    /// The title.
+    title: String,
+    /// Pages, when known.
+    #[serde(default)]
+    pages: u32,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_optional_property_goes_strict_on_openai_and_its_null_is_read_as_left_out() {
+    for adapter in ["openai-payg", "codex-oauth"] {
+        // What a strict model answers for a property made required and nullable on the wire.
+        let answer = r#"{"title": "T", "pages": null}"#;
+        let (server, c, _home) = serve(adapter, Script::always(Reply::text(answer))).await;
+        let got = support::bounded(c.extract::<Book>("a book"))
+            .await
+            .unwrap_or_else(|e| panic!("{adapter}: {e}"));
+        let book = Book {
+            title: "T".into(),
+            pages: 0,
+        };
+        assert_eq!(got.value, book, "{adapter}");
+        assert_eq!(
+            got.ledger.wire_mode,
+            StructuredOutputMode::Strict,
+            "{adapter}"
+        );
+        assert_eq!(got.ledger.retry, RetryDecision::FirstPassed, "{adapter}");
+        assert!(
+            got.ledger
+                .transforms
+                .iter()
+                .any(|t| t.pointer == "/properties/pages"
+                    && t.action.contains("required and nullable")),
+            "{adapter}: {:?}",
+            got.ledger.transforms
+        );
+        let calls = http::model_calls(adapter, server.requests());
+        let format = &calls[0].body["text"]["format"];
+        assert_eq!(format["strict"], true, "{adapter}");
+        assert_eq!(
+            format["schema"]["required"],
+            serde_json::json!(["title", "pages"])
+        );
+        server.shutdown().await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_retry_runs_over_the_wire_and_a_second_failure_is_invalid_with_its_ledger() {
     for adapter in ["openai-payg", "anthropic-payg", "glm-payg"] {

@@ -10,7 +10,9 @@
 
 use crate::agent::agent_loop::AgenticResult;
 use crate::ledger::{CheckFailure, ValidationVerdict, WorkerCheck};
+use crate::llm::request::WireReport;
 use crate::schema::extract::{NoObject, explain_no_object, extract_answer};
+use crate::schema::nullable::absent_nulls;
 use crate::schema::root::{AnswerRoot, unwrap_root};
 use crate::schema::validate::{
     CompiledSchema, Validation, ValidationIssue, missing_required_keys, render_issues,
@@ -102,7 +104,7 @@ pub fn check_answer(
     };
     if let Some((schema, compiled)) = schema {
         let root = AnswerRoot::of(schema);
-        let Some(object) = answer_value(text, root, result.wire.wrapped_root) else {
+        let Some(object) = answer_value(text, root, &result.wire) else {
             if !root.is_object() {
                 return fail(CheckFailure::NoValue {
                     expected: root.describe(),
@@ -151,17 +153,21 @@ pub fn check_answer(
     check
 }
 
-/// The answer value in `text` for a schema whose root is `root`. When the wire wrapped the root
-/// under `value` ([`crate::schema::subset`]), the wrapper object's `value` is the answer; an
-/// answer that came back unwrapped anyway is still found by the root's own rule (the caller's
-/// schema decides either way).
-fn answer_value(text: &str, root: AnswerRoot, wrapped: bool) -> Option<Value> {
+/// The answer value in `text` for a schema whose root is `root`, as the caller's schema reads
+/// it. When the wire wrapped the root under `value` ([`crate::schema::subset`]), the wrapper
+/// object's `value` is the answer; an answer that came back unwrapped anyway is still found by
+/// the root's own rule (the caller's schema decides either way). A `null` the wire allowed for
+/// an optional property ([`crate::schema::nullable`]) is read as the property left out.
+fn answer_value(text: &str, root: AnswerRoot, wire: &WireReport) -> Option<Value> {
     let unwrapped =
         || extract_answer(text, AnswerRoot::Object).and_then(|(_, wrapper)| unwrap_root(wrapper));
-    wrapped
+    let mut value = wire
+        .wrapped_root
         .then(unwrapped)
         .flatten()
-        .or_else(|| extract_answer(text, root).map(|(_, v)| v))
+        .or_else(|| extract_answer(text, root).map(|(_, v)| v))?;
+    absent_nulls(&mut value, &wire.absent_nulls);
+    Some(value)
 }
 
 /// Whether `text` satisfies a choice or regex constraint. A grammar cannot be checked here and

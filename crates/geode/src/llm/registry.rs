@@ -62,8 +62,8 @@ pub enum ModeRule {
     Fixed(StructuredOutputMode),
     /// `codex-cli`: `cli-flag` when OpenAI's strict mode takes the schema (after the strict
     /// fit's rewrites), else `prompt`. codex sends `--output-schema` as `strict: true` whatever
-    /// the schema (`wire.md` §1), and OpenAI answers a schema strict mode cannot take (an
-    /// optional property, an open object) with 400 `invalid_json_schema`; such a schema goes in
+    /// the schema (`wire.md` §1), and OpenAI answers a schema strict mode cannot take (a map,
+    /// an optional property under `anyOf`) with 400 `invalid_json_schema`; such a schema goes in
     /// the prompt instead, and the worker's validation is the check.
     CliFlagOrPrompt,
     /// Found per server and model by a probe (`openai-compatible`): `strict` when the server

@@ -259,6 +259,10 @@ pub struct WireReport {
     /// ([`crate::schema::root::wrap_root`]): the answer's `value` is the caller's answer.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub wrapped_root: bool,
+    /// Properties the wire made required and nullable ([`crate::schema::nullable`]): a `null`
+    /// there in the answer is read as the property left out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub absent_nulls: Vec<crate::schema::nullable::AnswerPath>,
     /// Set by a fallback chain: every adapter tried, the last one being the one that answered.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub adapters_tried: Vec<AdapterTry>,

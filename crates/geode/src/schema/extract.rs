@@ -392,7 +392,43 @@ pub fn explain_no_object(text: &str) -> NoObject {
 /// Like [`extract_last_object`] but checks JSON syntax only, without building a `Value`
 /// (several times faster on large answers).
 pub fn find_last_object(text: &str) -> Option<&str> {
-    super::json_scan::last_valid_object(text, &[]).map(|(s, _)| s)
+    last_valid_object(text, &[]).map(|(s, _)| s)
+}
+
+/// The reference's object rule ([`super::extract`]'s module docs) with syntax checking only, in
+/// one pass: the last top-level `{…}` span of `text` that is valid JSON, with the `required`
+/// names present among its keys. Each span is checked as it is met (a valid object is exactly one
+/// span: its braces balance where the value ends), and only a span that fails is walked again,
+/// byte by byte, to find where it ends. So a text that is one object, or holds one inside prose
+/// and a fence, is read once, where finding the spans first and checking the last read it twice.
+///
+/// ```
+/// use geode::schema::extract::last_valid_object;
+/// let text = r#"Plan {not json}. Answer: {"a": {"b": 1}} and {"b": 2} {broken"#;
+/// assert_eq!(last_valid_object(text, &["a", "b"]), Some((r#"{"b": 2}"#, vec![false, true])));
+/// assert_eq!(last_valid_object("{nope}", &[]), None);
+/// ```
+pub fn last_valid_object<'a>(text: &'a str, required: &[&str]) -> Option<(&'a str, Vec<bool>)> {
+    let b = text.as_bytes();
+    let mut values = super::json_scan::Values::default();
+    let (mut seen, mut best_seen) = (vec![false; required.len()], vec![false; required.len()]);
+    let mut best = None;
+    let mut i = 0;
+    while let Some(open) = next_open_brace(b, i) {
+        seen.iter_mut().for_each(|s| *s = false);
+        match values.end_of(b, open, required, &mut seen) {
+            Some(end) => {
+                best = Some(open..end);
+                std::mem::swap(&mut seen, &mut best_seen);
+                i = end;
+            }
+            None => match span_end(b, open) {
+                Some(end) => i = end,
+                None => break,
+            },
+        }
+    }
+    Some((text.get(best?)?, best_seen))
 }
 
 #[path = "extract_value.rs"]

@@ -1,6 +1,7 @@
 //! The scanner against serde_json: the same verdict on valid, broken and mutated JSON.
 
 use super::*;
+use crate::schema::extract::last_valid_object;
 use proptest::prelude::*;
 use serde::de::IgnoredAny;
 use serde_json::{Value, json};

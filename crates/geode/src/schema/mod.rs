@@ -32,6 +32,7 @@ pub mod dialect;
 pub mod extract;
 pub mod formats;
 pub mod json_scan;
+pub mod nullable;
 pub mod resources;
 pub mod root;
 pub mod strict;

@@ -50,6 +50,7 @@
 
 use super::ResponseSchema;
 use super::dialect::Residual;
+use super::nullable::AnswerPath;
 use super::root::{AnswerRoot, wrap_root};
 use super::strict::{check_strict, child};
 use crate::vocab::{StructuredOutputMode, Transform};
@@ -197,6 +198,9 @@ pub struct WirePlan {
     pub residuals: Vec<Residual>,
     /// Why the wire's strongest mode was not used (empty when it was).
     pub weaker_because: Vec<String>,
+    /// Properties made required and nullable for the wire ([`super::nullable`]): a `null` there
+    /// in the answer is read as the property left out.
+    pub absent_nulls: Vec<AnswerPath>,
 }
 
 impl WirePlan {
@@ -214,6 +218,7 @@ impl WirePlan {
             transforms: Vec::new(),
             residuals: Vec::new(),
             weaker_because: Vec::new(),
+            absent_nulls: Vec::new(),
         }
     }
 
@@ -385,6 +390,7 @@ pub fn openai_strict(schema: &ResponseSchema) -> WirePlan {
     let mut residuals = Vec::new();
     let mut wire = schema.as_value().clone();
     strip_keywords(&mut wire, &OPENAI_STRICT, &mut transforms, &mut residuals);
+    let absent_nulls = super::nullable::require_optionals(&mut wire, &mut transforms);
     let wrapped = fit_root(&mut wire, schema, &OPENAI_STRICT, &mut transforms);
     let verdict = check_strict(&wire);
     if verdict.compatible {
@@ -395,6 +401,7 @@ pub fn openai_strict(schema: &ResponseSchema) -> WirePlan {
             transforms,
             residuals,
             weaker_because: Vec::new(),
+            absent_nulls,
         };
     }
     WirePlan {
@@ -434,6 +441,7 @@ pub fn object_root(
         transforms,
         residuals: Vec::new(),
         weaker_because: Vec::new(),
+        absent_nulls: Vec::new(),
     }
 }
 

@@ -148,8 +148,11 @@ fn openai_default_is_removed_as_an_annotation() {
 
 #[test]
 fn openai_objects_outside_the_strict_rules_go_as_a_hint_with_the_reasons() {
-    let s =
-        schema(json!({"type": "object", "properties": {"a": {"type": "string", "default": "x"}}}));
+    // A map (`additionalProperties` a schema) cannot be closed without losing its entries.
+    let s = schema(
+        json!({"type": "object", "properties": {"a": {"type": "string", "default": "x"}},
+        "additionalProperties": {"type": "string"}}),
+    );
     let plan = openai_strict(&s);
     assert_eq!(plan.mode, StructuredOutputMode::Hint);
     // The caller's schema, not the stripped copy: a hint claims nothing.

@@ -322,6 +322,7 @@ pub fn answered(mut resp: AdapterResponse, plan: WirePlan) -> AdapterResponse {
         mode: plan.mode,
         transforms: plan.transforms,
         wrapped_root: plan.wrapped,
+        absent_nulls: plan.absent_nulls,
         ..WireReport::default()
     };
     resp

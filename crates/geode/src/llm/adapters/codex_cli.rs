@@ -8,9 +8,10 @@
 //! The four start-up flags keep codex from looking up hosts of its own (`wire.md` §7.5).
 //!
 //! The schema, fitted to OpenAI strict by the row's plan ([`crate::schema::subset::openai_strict`]:
-//! a non-object root wrapped under `value`, refused keywords removed; the ledger names each
-//! rewrite). codex sends `--output-schema` as `strict: true` whatever it holds, and OpenAI
-//! refuses a schema strict mode cannot take (an optional property, an open object) with 400
+//! a non-object root wrapped under `value`, refused keywords removed, optional properties made
+//! required and nullable; the ledger names each rewrite). codex sends `--output-schema` as
+//! `strict: true` whatever it holds, and OpenAI refuses a schema strict mode still cannot take
+//! (a map whose `additionalProperties` is a schema, an optional property under `anyOf`) with 400
 //! `invalid_json_schema`; so such a schema is not passed as a flag but written into the
 //! transcript's system block as an instruction (mode `prompt`, the reasons in the ledger). A
 //! schema that fits is written as compact JSON to `schema.json` (mode 0600) in a fresh private

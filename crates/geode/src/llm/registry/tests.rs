@@ -13,9 +13,11 @@ fn ten_adapters_with_unique_names() {
 #[test]
 fn openai_mode_follows_the_strict_check() {
     let strict = ResponseSchema::from_value(json!({"type":"object","properties":{"a":{"type":"string"}},"required":["a"],"additionalProperties":false})).unwrap();
-    let loose =
-        ResponseSchema::from_value(json!({"type":"object","properties":{"a":{"type":"string"}}}))
-            .unwrap();
+    // A map: strict mode cannot take it (an optional property or an open object it can).
+    let loose = ResponseSchema::from_value(
+        json!({"type":"object","properties":{"a":{"type":"string"}},"additionalProperties":{"type":"string"}}),
+    )
+    .unwrap();
     let s = spec("openai-payg").unwrap();
     assert_eq!(
         s.mode_for(Some(&strict), false),

@@ -122,6 +122,7 @@ pub fn build(
         wire.mode = plan.mode;
         wire.transforms.clone_from(&plan.transforms);
         wire.wrapped_root = plan.wrapped;
+        wire.absent_nulls.clone_from(&plan.absent_nulls);
         body::Text {
             format: body::Format {
                 kind: "json_schema",

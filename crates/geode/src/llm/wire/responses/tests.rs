@@ -29,9 +29,13 @@ fn strict_schema() -> ResponseSchema {
     .unwrap()
 }
 
+/// A map: strict mode cannot take it (its `additionalProperties` is a schema).
 fn loose_schema() -> ResponseSchema {
-    ResponseSchema::from_value(json!({"type": "object", "properties": {"a": {"type": "string"}}}))
-        .unwrap()
+    ResponseSchema::from_value(
+        json!({"type": "object", "properties": {"a": {"type": "string"}},
+        "additionalProperties": {"type": "integer"}}),
+    )
+    .unwrap()
 }
 
 /// A capture from `shared/spec/captures` (beside the repository); missing is a loud failure.
@@ -74,6 +78,33 @@ fn schema_goes_to_text_format_with_strict_verdict_and_mode() {
     assert_eq!(b["text"]["format"]["strict"], json!(false));
     assert_eq!(b["text"]["format"]["name"], json!("response"));
     assert_eq!(&b["text"]["format"]["schema"], loose_schema().as_value());
+}
+
+#[test]
+fn optional_properties_go_strict_as_required_and_nullable() {
+    let mut r = base();
+    r.response_schema = Some(
+        ResponseSchema::from_value(json!({"type": "object",
+            "properties": {"a": {"type": "string"}, "b": {"type": "integer"}}, "required": ["a"]}))
+        .unwrap(),
+    );
+    let built = build("t", &r, &PLATFORM).unwrap();
+    assert_eq!(built.wire.mode, StructuredOutputMode::Strict);
+    let b: Value = serde_json::from_slice(&built.body).unwrap();
+    assert_eq!(b["text"]["format"]["strict"], json!(true));
+    assert_eq!(
+        b["text"]["format"]["schema"],
+        json!({"type": "object", "additionalProperties": false, "required": ["a", "b"],
+               "properties": {"a": {"type": "string"}, "b": {"type": ["integer", "null"]}}})
+    );
+    let path = vec![crate::schema::nullable::AnswerStep::Key("b".into())];
+    assert_eq!(built.wire.absent_nulls, vec![path]);
+    assert_eq!(
+        built.wire.transforms.len(),
+        2,
+        "{:?}",
+        built.wire.transforms
+    );
 }
 
 #[test]
