@@ -98,6 +98,10 @@ pub enum Reply {
     /// `error` event (`overloaded_error`; an error object when not streamed), a Chat
     /// `{"error": {...}}` body.
     InBandError(String),
+    /// Plays the inner reply as if the request had not asked to stream: one JSON body even to
+    /// `"stream": true` (what some OpenAI-compatible servers and proxies do). The ChatGPT
+    /// backend always streams, so there it changes nothing.
+    IgnoreStream(Box<Reply>),
     /// A 200 whose Responses (and ChatGPT) stream ends with the terminal `response.failed`
     /// carrying this message (a `status: "failed"` body when not streamed); the other wires play
     /// [`Reply::InBandError`].

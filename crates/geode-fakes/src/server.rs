@@ -362,6 +362,14 @@ async fn play(state: &State, body: &Value, reply: Reply) -> Result<Response<Body
                 tokio::time::sleep(delay).await;
                 return Err(ResetByScript);
             }
+            Reply::IgnoreStream(then) => {
+                let mut whole = body.clone();
+                if let Some(stream) = whole.get_mut("stream") {
+                    *stream = Value::Bool(false);
+                }
+                tokio::time::sleep(delay).await;
+                return Box::pin(play(state, &whole, *then)).await;
+            }
             Reply::Hang => std::future::pending().await,
             Reply::StreamCut => (
                 kind.answer(&call, &Content::Text(CUT_TEXT.to_owned())),

@@ -176,6 +176,50 @@ netns_test!(
     }
 );
 
+netns_test!(
+    codex_a_schema_strict_mode_cannot_take_goes_in_the_prompt_not_the_flag,
+    async {
+        // codex would send --output-schema as strict: true, and OpenAI answers an optional
+        // property with 400 invalid_json_schema: the schema goes in the transcript instead.
+        let rig = rig(
+            Script::always(Reply::Json(json!({"answer": "fake"}))),
+            Duration::from_secs(60),
+        )
+        .await;
+        let optional = geode::schema::ResponseSchema::from_value(json!({
+            "type": "object",
+            "properties": {"answer": {"type": "string"}, "note": {"type": "string"}},
+            "required": ["answer"],
+            "additionalProperties": false
+        }))
+        .unwrap();
+        let mut req = request();
+        req.response_schema = Some(optional);
+        let resp = rig.call_with(req).await.unwrap();
+        assert_eq!(resp.text, r#"{"answer":"fake"}"#);
+        assert_eq!(resp.wire.mode, StructuredOutputMode::Prompt);
+        let calls = rig.model_calls();
+        assert_eq!(calls.len(), 1);
+        assert_ne!(
+            calls[0]["text"]["format"]["type"], "json_schema",
+            "{}",
+            calls[0]
+        );
+        let input = calls[0]["input"].to_string();
+        let heading = geode::llm::wire::schema_prompt::INSTRUCTION_HEADING;
+        assert!(input.contains(heading), "{input}");
+        assert!(
+            input.contains("\\\"note\\\""),
+            "the caller's schema is in it: {input}"
+        );
+        assert!(
+            input.contains("[USER]\\nReply with the answer JSON"),
+            "{input}"
+        );
+        rig.assert_clean().await;
+    }
+);
+
 netns_test!(codex_schema_breaking_text_is_passed_through, async {
     let rig = rig(
         Script::always(Reply::text("Sure! The answer is fake.")),

@@ -284,33 +284,40 @@ impl HttpClient {
                 }),
             )
             .await?;
-        serde_json::from_slice(&bytes).map_err(|e| AdapterError::Protocol {
-            adapter: req.adapter.clone(),
-            message: format!("reply is not JSON ({} bytes): {e}", bytes.len()),
-        })
+        json_reply(req, &bytes)
     }
 
-    /// POSTs with `accept: text/event-stream` and returns an SSE reader once a 2xx status
-    /// arrives (retrying the status as for [`HttpClient::post_json`]). Read it with
-    /// [`SseReader::next_event`] under the same `cx`.
-    pub async fn post_sse(&self, req: &PostRequest, cx: &CallCx) -> Result<HttpSse, AdapterError> {
+    /// POSTs with `accept: text/event-stream` and returns the reply once a 2xx status arrives
+    /// (retrying the status as for [`HttpClient::post_json`]): an SSE reader, to read with
+    /// [`SseReader::next_event`] under the same `cx`; or, from a server that ignored the request
+    /// to stream (some OpenAI-compatible servers and proxies do), its whole JSON body, which the
+    /// wire family reads as a reply it asked for whole. Any other content type (an HTML proxy
+    /// page) is a `Protocol` error naming it.
+    pub async fn post_sse(&self, req: &PostRequest, cx: &CallCx) -> Result<SseReply, AdapterError> {
         let resp = cx
             .run(
                 &req.adapter,
                 self.with_retries(req, cx, || self.send_once(req, "text/event-stream")),
             )
             .await?;
-        if let Some(kind) = not_an_event_stream(resp.headers()) {
-            return Err(AdapterError::Protocol {
+        match reply_kind(resp.headers()) {
+            ReplyKind::Events => {
+                let stream: BodyStream = Box::pin(resp.bytes_stream());
+                Ok(SseReply::Events(
+                    SseReader::new(req.adapter.clone(), stream, self.config.sse_idle_timeout)
+                        .with_max_total_bytes(cx.max_response_bytes),
+                ))
+            }
+            ReplyKind::Json => {
+                let read = read_limited(req, resp, cx.max_response_bytes);
+                let bytes = cx.run(&req.adapter, read).await?;
+                json_reply(req, &bytes).map(SseReply::Whole)
+            }
+            ReplyKind::Other(kind) => Err(AdapterError::Protocol {
                 adapter: req.adapter.clone(),
                 message: format!("expected an event stream, got a {kind} reply"),
-            });
+            }),
         }
-        let stream: BodyStream = Box::pin(resp.bytes_stream());
-        Ok(
-            SseReader::new(req.adapter.clone(), stream, self.config.sse_idle_timeout)
-                .with_max_total_bytes(cx.max_response_bytes),
-        )
     }
 
     async fn with_retries<T, F, Fut>(
@@ -436,120 +443,6 @@ async fn read_limited(
     Ok(Bytes::from(out))
 }
 
-/// The provider's wait hint: `retry-after-ms` (milliseconds) or `retry-after` (seconds).
-/// An HTTP-date `retry-after` is ignored (the backoff applies).
-pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let num = |name: &str| {
-        headers
-            .get(name)?
-            .to_str()
-            .ok()?
-            .trim()
-            .parse::<f64>()
-            .ok()
-            .filter(|v| v.is_finite() && *v >= 0.0)
-    };
-    if let Some(ms) = num("retry-after-ms") {
-        return Some(Duration::from_secs_f64(ms.min(86_400_000.0) / 1000.0));
-    }
-    num("retry-after").map(|s| Duration::from_secs_f64(s.min(86_400.0)))
-}
-
-/// The useful parts of a JSON error body.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ProviderError {
-    /// The human message (`error.message`, `detail`, `message`, `error` as a string).
-    pub message: String,
-    /// The machine code (`error.code`, else `error.type`, else top-level `code`).
-    pub code: Option<String>,
-    /// The request field at fault (`error.param`).
-    pub param: Option<String>,
-}
-
-/// Reads the common error-body shapes: OpenAI `{"error":{"message","type","param","code"}}`,
-/// Anthropic `{"type":"error","error":{"type","message"}}`, ChatGPT `{"detail": ...}`, GLM
-/// `{"error":{"code","message"}}`. `None` when the body is not JSON.
-pub fn provider_error(body: &[u8]) -> Option<ProviderError> {
-    let v: Value = serde_json::from_slice(body).ok()?;
-    let text = |v: Option<&Value>| -> Option<String> {
-        match v? {
-            Value::String(s) if !s.is_empty() => Some(s.clone()),
-            Value::Number(n) => Some(n.to_string()),
-            Value::Null | Value::String(_) => None,
-            other => Some(other.to_string()),
-        }
-    };
-    let err = v.get("error");
-    let nested = err.filter(|e| e.is_object());
-    let message = text(nested.and_then(|e| e.get("message")))
-        .or_else(|| text(v.get("detail")))
-        .or_else(|| text(v.get("message")))
-        .or_else(|| text(err.filter(|e| e.is_string())))
-        .unwrap_or_default();
-    let code = text(nested.and_then(|e| e.get("code")))
-        .or_else(|| text(nested.and_then(|e| e.get("type"))))
-        .or_else(|| text(v.get("code")));
-    let param = text(nested.and_then(|e| e.get("param")));
-    Some(ProviderError {
-        message,
-        code,
-        param,
-    })
-}
-
-/// Maps a non-2xx reply to an [`AdapterError`] (table in the module docs); `rejects_schema`
-/// judges a 400/422 (the wire family's [`crate::llm::wire::family::Wire::rejects_schema`]).
-pub fn classify_status(
-    adapter: &str,
-    status: u16,
-    retry_after: Option<Duration>,
-    body: &[u8],
-    rejects_schema: &dyn Fn(&ProviderError) -> bool,
-) -> AdapterError {
-    let parsed = provider_error(body);
-    let message = match &parsed {
-        Some(p) if !p.message.is_empty() => truncate(&p.message),
-        Some(_) => format!("no message in the error body ({} bytes)", body.len()),
-        None if body.is_empty() => "empty body".to_owned(),
-        None => format!("non-JSON error body ({} bytes)", body.len()),
-    };
-    let adapter = adapter.to_owned();
-    match status {
-        401 | 403 => AdapterError::Auth {
-            adapter,
-            status,
-            message,
-        },
-        429 => AdapterError::RateLimited {
-            adapter,
-            retry_after,
-            message,
-        },
-        400 | 422 if parsed.as_ref().is_some_and(rejects_schema) => {
-            let code = parsed
-                .and_then(|p| p.code)
-                .map(|c| truncate(&c))
-                .unwrap_or_else(|| "-".to_owned());
-            AdapterError::SchemaRejected {
-                adapter,
-                status,
-                code,
-                message,
-            }
-        }
-        500..=599 => AdapterError::Server {
-            adapter,
-            status,
-            message,
-        },
-        _ => AdapterError::BadRequest {
-            adapter,
-            status,
-            message,
-        },
-    }
-}
-
 /// Joins a base URL and a path with exactly one `/`.
 pub fn join_url(base: &str, path: &str) -> String {
     format!(
@@ -559,21 +452,50 @@ pub fn join_url(base: &str, path: &str) -> String {
     )
 }
 
-/// Provider text as an error message: scrubbed, one line, at most [`MAX_ERROR_MESSAGE`]
-/// characters ([`crate::secret::clip`]).
-pub fn truncate(text: &str) -> String {
-    crate::secret::clip(text, MAX_ERROR_MESSAGE)
+/// A 2xx reply to [`HttpClient::post_sse`].
+pub enum SseReply {
+    /// An event stream.
+    Events(HttpSse),
+    /// One whole JSON body (the server ignored the request to stream).
+    Whole(Value),
 }
 
-/// The content type of a 2xx reply to an SSE request when it is not an event stream (an HTML
-/// proxy page, a JSON body from a server that ignored `stream: true`), cut to one short token.
-/// A missing content type is read as a stream: the ChatGPT backend sends none.
-fn not_an_event_stream(headers: &reqwest::header::HeaderMap) -> Option<String> {
-    let kind = headers.get(reqwest::header::CONTENT_TYPE)?;
+/// What the content type of a 2xx reply to an SSE request says it is.
+enum ReplyKind {
+    /// `text/event-stream`, or no content type at all (the ChatGPT backend sends none).
+    Events,
+    /// `application/json` or another `+json` type.
+    Json,
+    /// Anything else, cut to one short token.
+    Other(String),
+}
+
+fn reply_kind(headers: &reqwest::header::HeaderMap) -> ReplyKind {
+    let Some(kind) = headers.get(reqwest::header::CONTENT_TYPE) else {
+        return ReplyKind::Events;
+    };
     let kind = String::from_utf8_lossy(kind.as_bytes()).to_ascii_lowercase();
     let essence = kind.split(';').next().unwrap_or("").trim();
-    (!essence.contains("event-stream")).then(|| crate::secret::clip(essence, 60))
+    if essence.contains("event-stream") {
+        ReplyKind::Events
+    } else if essence == "application/json" || essence.ends_with("+json") {
+        ReplyKind::Json
+    } else {
+        ReplyKind::Other(crate::secret::clip(essence, 60))
+    }
 }
+
+/// A reply body parsed as JSON, or the `Protocol` error saying it is not.
+fn json_reply(req: &PostRequest, bytes: &[u8]) -> Result<Value, AdapterError> {
+    serde_json::from_slice(bytes).map_err(|e| AdapterError::Protocol {
+        adapter: req.adapter.clone(),
+        message: format!("reply is not JSON ({} bytes): {e}", bytes.len()),
+    })
+}
+
+#[path = "http_errors.rs"]
+mod errors;
+pub use errors::{ProviderError, classify_status, provider_error, retry_after, truncate};
 
 #[cfg(test)]
 #[path = "http_tests.rs"]

@@ -376,7 +376,10 @@ async fn post_sse_returns_a_reader_and_a_cut_stream_is_truncated() {
     ))])
     .await;
     let cx = CallCx::new();
-    let mut sse = bounded(client(0).post_sse(&req(&url), &cx)).await.unwrap();
+    let SseReply::Events(mut sse) = bounded(client(0).post_sse(&req(&url), &cx)).await.unwrap()
+    else {
+        panic!("an event stream is read as events")
+    };
     let first = bounded(sse.next_event(&cx)).await.unwrap();
     assert_eq!(
         (first.event.as_str(), first.data.as_str()),
@@ -386,18 +389,23 @@ async fn post_sse_returns_a_reader_and_a_cut_stream_is_truncated() {
     assert!(matches!(err, AdapterError::Truncated { .. }), "{err:?}");
 }
 
+/// A 200 with `body` of content type `kind` (`None`: no content-type header) from a fresh server.
+async fn sse_reply(kind: Option<&str>, body: &str) -> Result<SseReply, AdapterError> {
+    let header = kind
+        .map(|k| format!("content-type: {k}\r\n"))
+        .unwrap_or_default();
+    let (url, _) = serve(vec![Some(format!(
+        "HTTP/1.1 200 OK\r\n{header}content-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    ))])
+    .await;
+    bounded(client(0).post_sse(&req(&url), &CallCx::new())).await
+}
+
 #[tokio::test]
-async fn post_sse_refuses_a_reply_that_is_not_an_event_stream() {
-    for (kind, body) in [
-        ("text/html; charset=utf-8", "<html>proxy</html>"),
-        ("application/json", "{\"id\":\"chatcmpl-1\"}"),
-    ] {
-        let (url, _) = serve(vec![Some(format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: {kind}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-            body.len()
-        ))])
-        .await;
-        let err = bounded(client(0).post_sse(&req(&url), &CallCx::new()))
+async fn post_sse_refuses_a_reply_that_is_neither_a_stream_nor_json() {
+    for kind in ["text/html; charset=utf-8", "text/plain"] {
+        let err = sse_reply(Some(kind), "<html>proxy</html>")
             .await
             .err()
             .unwrap();
@@ -405,17 +413,35 @@ async fn post_sse_refuses_a_reply_that_is_not_an_event_stream() {
         let essence = kind.split(';').next().unwrap();
         assert!(err.to_string().contains(essence), "{err}");
     }
-    let body = "data: {}\n\n";
-    let (url, _) = serve(vec![Some(format!(
-        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-        body.len()
-    ))])
-    .await;
-    assert!(
-        bounded(client(0).post_sse(&req(&url), &CallCx::new()))
-            .await
-            .is_ok()
-    );
+    // JSON that does not parse is a protocol error too, not a stream.
+    let err = sse_reply(Some("application/json"), "{\"id\":")
+        .await
+        .err()
+        .unwrap();
+    assert!(matches!(err, AdapterError::Protocol { .. }), "{err:?}");
+}
+
+#[tokio::test]
+async fn post_sse_hands_on_a_whole_json_body_from_a_server_that_ignored_stream() {
+    for kind in [
+        "application/json",
+        "application/json; charset=utf-8",
+        "application/problem+json",
+    ] {
+        match sse_reply(Some(kind), "{\"id\":\"chatcmpl-1\"}").await {
+            Ok(SseReply::Whole(v)) => assert_eq!(v["id"], "chatcmpl-1", "{kind}"),
+            Ok(SseReply::Events(_)) => panic!("{kind}: read as a stream"),
+            Err(e) => panic!("{kind}: {e}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn post_sse_reads_an_event_stream_or_a_reply_without_a_content_type_as_events() {
+    for kind in [Some("text/event-stream; charset=utf-8"), None] {
+        let reply = sse_reply(kind, "data: {}\n\n").await;
+        assert!(matches!(reply, Ok(SseReply::Events(_))), "{kind:?}");
+    }
 }
 
 #[test]

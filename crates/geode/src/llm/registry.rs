@@ -60,6 +60,12 @@ pub enum ModeRule {
     AnthropicLadder,
     /// Always this mode.
     Fixed(StructuredOutputMode),
+    /// `codex-cli`: `cli-flag` when OpenAI's strict mode takes the schema (after the strict
+    /// fit's rewrites), else `prompt`. codex sends `--output-schema` as `strict: true` whatever
+    /// the schema (`wire.md` §1), and OpenAI answers a schema strict mode cannot take (an
+    /// optional property, an open object) with 400 `invalid_json_schema`; such a schema goes in
+    /// the prompt instead, and the worker's validation is the check.
+    CliFlagOrPrompt,
     /// Found per server and model by a probe (`openai-compatible`): `strict` when the server
     /// enforces `json_schema`, `hint` when it answers but ignores it, `json-mode` when it
     /// refuses it. Before the probe the row claims `strict`, its best; the worker probes before
@@ -359,10 +365,23 @@ impl AdapterSpec {
             (ModeRule::AnthropicLadder, _) => {
                 crate::llm::wire::messages::plan_for_thinking(schema, thinking)
             }
-            (ModeRule::Fixed(m), Dialect::CodexCli) => WirePlan {
-                mode: m,
-                ..subset::openai_strict(schema)
-            },
+            (ModeRule::CliFlagOrPrompt, _) => {
+                let strict = subset::openai_strict(schema);
+                if strict.weaker_because.is_empty() {
+                    return WirePlan {
+                        mode: StructuredOutputMode::CliFlag,
+                        ..strict
+                    };
+                }
+                let mut plan = WirePlan::identity(StructuredOutputMode::Prompt, None);
+                plan.weaker_because = strict.weaker_because;
+                plan.weaker_because.push(
+                    "codex sends --output-schema as strict: true, which OpenAI refuses for this \
+                     schema (400 invalid_json_schema): the schema goes in the prompt"
+                        .to_owned(),
+                );
+                plan
+            }
             (ModeRule::Fixed(m), Dialect::ClaudeCli) => {
                 subset::object_root(schema, &subset::ANTHROPIC_TOOL, m)
             }
@@ -379,6 +398,7 @@ impl AdapterSpec {
             ModeRule::StrictOrHint => "strict / hint",
             ModeRule::AnthropicLadder => "strict / tool / prompt",
             ModeRule::Fixed(m) => m.as_str(),
+            ModeRule::CliFlagOrPrompt => "cli-flag / prompt",
             ModeRule::Probed => "strict / hint / json-mode (probed)",
         }
     }
@@ -469,6 +489,7 @@ pub fn markdown_table() -> String {
                 StructuredOutputMode::Strict
             }
             ModeRule::Fixed(m) => m,
+            ModeRule::CliFlagOrPrompt => StructuredOutputMode::CliFlag,
         };
         out.push_str(&format!(
             "| `{}` | {} | {} | {} | {} | {} | {} | {} |\n",

@@ -55,7 +55,7 @@ pub fn top_level_spans(text: &str) -> Vec<Range<usize>> {
     let b = text.as_bytes();
     let mut spans = Vec::new();
     let mut i = 0;
-    'prose: while let Some(first) = find(b, i, |c| c == b'{', |h| memchr(b'{', h)) {
+    'prose: while let Some(first) = next_open_brace(b, i) {
         let mut start = first;
         let mut st = Scan::open();
         i = start + 1;
@@ -134,6 +134,20 @@ pub fn top_level_spans(text: &str) -> Vec<Range<usize>> {
         break;
     }
     spans
+}
+
+/// The index of the first `{` at or after `from`.
+#[inline(always)]
+pub(crate) fn next_open_brace(b: &[u8], from: usize) -> Option<usize> {
+    find(b, from, |c| c == b'{', |h| memchr(b'{', h))
+}
+
+/// The index just after the top-level span that opens at `b[open]` (a `{`), by the rule of
+/// [`top_level_spans`], byte by byte; `None` when it never closes.
+pub(crate) fn span_end(b: &[u8], open: usize) -> Option<usize> {
+    let mut st = Scan::open();
+    let k = b.get(open + 1..)?.iter().position(|&c| st.step(c))?;
+    Some(open + 1 + k + 1)
 }
 
 /// How many bytes to look at one by one before handing the search for `{` to memchr: dense
@@ -378,7 +392,7 @@ pub fn explain_no_object(text: &str) -> NoObject {
 /// Like [`extract_last_object`] but checks JSON syntax only, without building a `Value`
 /// (several times faster on large answers).
 pub fn find_last_object(text: &str) -> Option<&str> {
-    last_object_with(text, |s| super::json_scan::scan_keys(s, &[])).map(|(s, _)| s)
+    super::json_scan::last_valid_object(text, &[]).map(|(s, _)| s)
 }
 
 #[path = "extract_value.rs"]

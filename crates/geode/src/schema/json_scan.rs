@@ -14,72 +14,126 @@
 pub fn scan_keys(text: &str, required: &[&str]) -> Option<Vec<bool>> {
     let b = text.as_bytes();
     let mut seen = vec![false; required.len()];
-    let mut stack: Vec<u8> = Vec::new();
-    let mut i = skip_ws(b, 0);
-    let top_is_object = b.get(i) == Some(&b'{');
-    // Parse one value at `i`, then loop on what follows it.
-    'value: loop {
-        match *b.get(i)? {
-            open @ (b'{' | b'[') => {
-                let close = if open == b'{' { b'}' } else { b']' };
-                i = skip_ws(b, i + 1);
-                if b.get(i) == Some(&close) {
-                    i += 1;
-                } else {
-                    stack.push(open);
-                    if open == b'{' {
-                        i = key(b, i, stack.len() == 1 && top_is_object, required, &mut seen)?;
-                    }
-                    continue 'value;
-                }
-            }
-            b'"' => i = string_end(b, i + 1)?,
-            b't' => i = literal(b, i, b"true")?,
-            b'f' => i = literal(b, i, b"false")?,
-            b'n' => i = literal(b, i, b"null")?,
-            _ => i = number_end(b, i)?,
-        }
-        // After a value: close containers or go on to the next member.
-        loop {
-            i = skip_ws(b, i);
-            let Some(&top) = stack.last() else {
-                break 'value;
-            };
-            match (top, b.get(i)?) {
-                (b'{', b',') => {
-                    let at = skip_ws(b, i + 1);
-                    i = key(
-                        b,
-                        at,
-                        stack.len() == 1 && top_is_object,
-                        required,
-                        &mut seen,
-                    )?;
-                    continue 'value;
-                }
-                (b'[', b',') => {
-                    i = skip_ws(b, i + 1);
-                    continue 'value;
-                }
-                (b'{', b'}') | (b'[', b']') => {
-                    stack.pop();
-                    i += 1;
-                }
-                _ => return None,
-            }
-        }
-    }
-    if i != b.len() {
+    let start = skip_ws(b, 0);
+    let end = Values::default().end_of(b, start, required, &mut seen)?;
+    if skip_ws(b, end) != b.len() {
         return None;
     }
-    if !top_is_object {
+    if b[start] != b'{' {
         seen.iter_mut().for_each(|s| *s = true);
     }
     Some(seen)
 }
 
+/// The reference's object rule ([`super::extract`]'s module docs) with syntax checking only, in
+/// one pass: the last top-level `{…}` span of `text` that is valid JSON, with the `required`
+/// names present among its keys. Each span is checked as it is met (a valid object is exactly one
+/// span: its braces balance where the value ends), and only a span that fails is walked again,
+/// byte by byte, to find where it ends. So a text that is one object, or holds one inside prose
+/// and a fence, is read once, where finding the spans first and checking the last read it twice.
+///
+/// ```
+/// use geode::schema::json_scan::last_valid_object;
+/// let text = r#"Plan {not json}. Answer: {"a": {"b": 1}} and {"b": 2} {broken"#;
+/// assert_eq!(last_valid_object(text, &["a", "b"]), Some((r#"{"b": 2}"#, vec![false, true])));
+/// assert_eq!(last_valid_object("{nope}", &[]), None);
+/// ```
+pub fn last_valid_object<'a>(text: &'a str, required: &[&str]) -> Option<(&'a str, Vec<bool>)> {
+    let b = text.as_bytes();
+    let mut values = Values::default();
+    let (mut seen, mut best_seen) = (vec![false; required.len()], vec![false; required.len()]);
+    let mut best = None;
+    let mut i = 0;
+    while let Some(open) = super::extract::next_open_brace(b, i) {
+        seen.iter_mut().for_each(|s| *s = false);
+        match values.end_of(b, open, required, &mut seen) {
+            Some(end) => {
+                best = Some(open..end);
+                std::mem::swap(&mut seen, &mut best_seen);
+                i = end;
+            }
+            None => match super::extract::span_end(b, open) {
+                Some(end) => i = end,
+                None => break,
+            },
+        }
+    }
+    Some((text.get(best?)?, best_seen))
+}
+
+/// A reusable container stack for [`Values::end_of`] (one allocation for many values).
+#[derive(Default)]
+struct Values {
+    stack: Vec<u8>,
+}
+
+impl Values {
+    /// The index just after the one JSON value that starts at `i` (no whitespace skipped before
+    /// or after it), or `None` when no valid value starts there. When that value is an object,
+    /// its keys among `required` are marked in `seen`.
+    fn end_of(
+        &mut self,
+        b: &[u8],
+        mut i: usize,
+        required: &[&str],
+        seen: &mut [bool],
+    ) -> Option<usize> {
+        let stack = &mut self.stack;
+        stack.clear();
+        let top_is_object = b.get(i) == Some(&b'{');
+        // Parse one value at `i`, then loop on what follows it.
+        'value: loop {
+            match *b.get(i)? {
+                open @ (b'{' | b'[') => {
+                    let close = if open == b'{' { b'}' } else { b']' };
+                    i = skip_ws(b, i + 1);
+                    if b.get(i) == Some(&close) {
+                        i += 1;
+                    } else {
+                        stack.push(open);
+                        if open == b'{' {
+                            i = key(b, i, stack.len() == 1 && top_is_object, required, seen)?;
+                        }
+                        continue 'value;
+                    }
+                }
+                b'"' => i = string_end(b, i + 1)?,
+                b't' => i = literal(b, i, b"true")?,
+                b'f' => i = literal(b, i, b"false")?,
+                b'n' => i = literal(b, i, b"null")?,
+                _ => i = number_end(b, i)?,
+            }
+            // After a value: close containers or go on to the next member.
+            loop {
+                let Some(&top) = stack.last() else {
+                    return Some(i);
+                };
+                i = skip_ws(b, i);
+                match (top, *b.get(i)?) {
+                    (b'{', b',') => {
+                        let at = skip_ws(b, i + 1);
+                        let record = stack.len() == 1 && top_is_object;
+                        i = key(b, at, record, required, seen)?;
+                        continue 'value;
+                    }
+                    (b'[', b',') => {
+                        i = skip_ws(b, i + 1);
+                        continue 'value;
+                    }
+                    (b'{', b'}') | (b'[', b']') => {
+                        stack.pop();
+                        i += 1;
+                    }
+                    _ => return None,
+                }
+            }
+        }
+    }
+}
+
 /// Parses `"key"` and `:` at `i` (records the key when `record`); returns the index after `:`
 /// and its whitespace.
+#[inline(always)]
 fn key(b: &[u8], i: usize, record: bool, required: &[&str], seen: &mut [bool]) -> Option<usize> {
     if b.get(i) != Some(&b'"') {
         return None;

@@ -136,3 +136,66 @@ proptest! {
         }
     }
 }
+
+/// The two-pass rule [`last_valid_object`] must equal: find the spans, then check the last first.
+fn two_pass<'a>(text: &'a str, required: &[&str]) -> Option<(&'a str, Vec<bool>)> {
+    crate::schema::extract::last_object_with(text, |s| scan_keys(s, required))
+}
+
+#[test]
+fn the_one_pass_object_rule_equals_spans_then_checks() {
+    let cases = [
+        "",
+        "prose only",
+        "{}",
+        r#"{"a":1}"#,
+        r#" {"a":1} "#,
+        r#"Plan {not json}. Answer: {"a": {"b": 1}} and {"b": 2} {broken"#,
+        r#"{"a":1} {"b":2}"#,
+        r#"{"a":1} {"b":2"#,
+        r#"{"a":1}} trailing brace at depth 0 {"b":[1}"#,
+        r#"{"a":[1,2}], "b": 1} then {"a": 2}"#,
+        r#"{"s":"}"} {"t":"{"}"#,
+        r#"{"esc":"\"}{"} x"#,
+        r#"The 5" screen {"a": 1}"#,
+        "```json\n{\"a\": 1}\n```\nDone {x}",
+        r#"{"a": NaN} {"a": 1e400}"#,
+        r#"{"a": 1e400} {"a": NaN}"#,
+        r#"{{"a":1}}"#,
+        r#"{"a":{"b":1}"#,
+        "{\"a\":\"\u{1}\"} {\"a\":2}",
+        r#"{"a":1}{"a":2}{"a":"#,
+    ];
+    for c in cases {
+        for required in [&[][..], &["a", "b", "s"][..]] {
+            assert_eq!(
+                last_valid_object(c, required),
+                two_pass(c, required),
+                "{c:?} {required:?}"
+            );
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    /// Values, broken values and prose in any order: the one pass picks what the two passes do.
+    #[test]
+    fn prose_and_objects_in_any_order_agree_with_the_two_pass_rule(
+        parts in prop::collection::vec((json_value(), 0u8..4, any::<prop::sample::Index>()), 0..5),
+    ) {
+        let mut text = String::new();
+        for (v, kind, at) in &parts {
+            let json = v.to_string();
+            match kind {
+                0 => text.push_str(&json),
+                1 => text.push_str(&json[..json.floor_char_boundary(at.index(json.len() + 1))]),
+                2 => text.push_str(" {prose \"quoted} } "),
+                _ => text.push_str("\n```json\n"),
+            }
+        }
+        let required = ["a", "b", ""];
+        prop_assert_eq!(last_valid_object(&text, &required), two_pass(&text, &required), "{:?}", text);
+    }
+}

@@ -152,7 +152,7 @@ pub struct StrictVerdict {
 /// assert_eq!(verdict.reasons.len(), 2); // additionalProperties, and "a" not required
 /// ```
 pub fn check_strict(schema: &Value) -> StrictVerdict {
-    walk(schema, false)
+    verdict(schema, false)
 }
 
 /// What OpenAI's strict mode takes on the wire (`openai-payg`, `codex-oauth`): [`check_strict`]
@@ -168,31 +168,58 @@ pub fn check_strict(schema: &Value) -> StrictVerdict {
 /// assert!(!check_openai_wire(&array).compatible); // the provider's
 /// ```
 pub fn check_openai_wire(schema: &Value) -> StrictVerdict {
-    walk(schema, true)
+    verdict(schema, true)
 }
 
-fn walk(schema: &Value, server_rules: bool) -> StrictVerdict {
+/// A first walk records nothing and stops at the first broken rule, so a compatible schema (the
+/// common case) is decided without building a pointer; only a schema that breaks a rule is
+/// walked again to say where and why.
+fn verdict(schema: &Value, server_rules: bool) -> StrictVerdict {
+    let first = walk(schema, server_rules, false);
+    if first.compatible {
+        return first;
+    }
+    walk(schema, server_rules, true)
+}
+
+/// One walk over `schema`; with `record` false it stops at the first broken rule and its
+/// verdict has no reasons.
+fn walk(schema: &Value, server_rules: bool, record: bool) -> StrictVerdict {
     let mut w = Walk {
         root: schema,
-        paths: vec![(NO_PARENT, Tok::Root)],
+        paths: if record {
+            vec![(NO_PARENT, Tok::Root)]
+        } else {
+            Vec::new()
+        },
         reasons: Vec::new(),
+        broken: false,
+        record,
         visited_refs: HashSet::new(),
         server_rules,
     };
-    let root_is_object = schema.get("type").and_then(Value::as_str) == Some("object")
-        && schema.get("anyOf").is_none();
-    if server_rules && !root_is_object {
-        w.reason(0, StrictRule::RootNotObject);
+    if server_rules {
+        let root_is_object = schema.as_object().is_some_and(|m| {
+            get(m, "type").and_then(Value::as_str) == Some("object") && get(m, "anyOf").is_none()
+        });
+        if !root_is_object {
+            w.reason(0, StrictRule::RootNotObject);
+        }
     }
-    let mut stack: Vec<(&Value, usize)> = vec![(schema, 0)];
-    let mut children: Vec<(&Value, usize)> = Vec::new();
+    // Children are pushed in document order, then their run is reversed so they pop in order.
+    let mut stack: Vec<(&Value, usize)> = Vec::with_capacity(16);
+    stack.push((schema, 0));
     while let Some((node, at)) = stack.pop() {
+        if w.broken && !w.record {
+            break;
+        }
         let Value::Object(m) = node else { continue };
-        w.visit(m, at, &mut children);
-        stack.extend(children.drain(..).rev());
+        let first_child = stack.len();
+        w.visit(m, at, &mut stack);
+        stack[first_child..].reverse();
     }
     StrictVerdict {
-        compatible: w.reasons.is_empty(),
+        compatible: !w.broken,
         reasons: w.reasons,
     }
 }
@@ -218,8 +245,13 @@ enum Tok<'a> {
 /// string is built unless a reason is reported.
 struct Walk<'a> {
     root: &'a Value,
+    /// The pointer arena (empty when not `record`ing).
     paths: Vec<(usize, Tok<'a>)>,
     reasons: Vec<StrictReason>,
+    /// A rule is broken (when not `record`ing, the walk stops there).
+    broken: bool,
+    /// Record the pointer and rule of every broken rule.
+    record: bool,
     visited_refs: HashSet<String>,
     /// Also apply the provider's rules ([`check_openai_wire`]).
     server_rules: bool,
@@ -248,16 +280,24 @@ impl<'a> Walk<'a> {
     }
 
     fn reason(&mut self, at: usize, rule: StrictRule) {
-        let pointer = self.pointer(at);
-        self.reasons.push(StrictReason { pointer, rule });
+        self.broken = true;
+        if self.record {
+            let pointer = self.pointer(at);
+            self.reasons.push(StrictReason { pointer, rule });
+        }
     }
 
+    /// The arena entry of a child step (nothing is stored when not `record`ing).
+    #[inline(always)]
     fn add(&mut self, parent: usize, tok: Tok<'a>) -> usize {
+        if !self.record {
+            return 0;
+        }
         self.paths.push((parent, tok));
         self.paths.len() - 1
     }
 
-    /// Checks one schema object and lists its subschemas (in document order) into `children`.
+    /// Checks one schema object and pushes its subschemas (in document order) onto `children`.
     fn visit(
         &mut self,
         m: &'a Map<String, Value>,
@@ -268,7 +308,7 @@ impl<'a> Walk<'a> {
         if is_object {
             self.check_object(m, at);
         }
-        if self.server_rules && m.contains_key("default") {
+        if self.server_rules && get(m, "default").is_some() {
             let keyword = "default".to_owned();
             self.reason(at, StrictRule::KeywordNotPermitted { keyword });
         }
@@ -394,97 +434,6 @@ fn get<'a>(m: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
     }
 }
 
-/// The reference's predicate (`_is_openai_strict_compatible`), exactly: no `$ref` following, no
-/// `prefixItems`/`not`/`additionalProperties`-schema inspection, Python truthiness and set
-/// semantics on `properties`/`required`.
-///
-/// Where the Python code would raise (a truthy non-dict `properties`, a `required` that is a number
-/// or holds arrays/objects), this returns `false`: the reference never sends `strict:true` then.
-pub fn is_reference_strict(schema: &Value) -> bool {
-    let mut stack: Vec<&Value> = vec![schema];
-    while let Some(node) = stack.pop() {
-        let Value::Object(m) = node else { continue };
-        if get(m, "type").and_then(Value::as_str) == Some("object") {
-            if get(m, "additionalProperties") != Some(&Value::Bool(false)) {
-                return false;
-            }
-            let props = match get(m, "properties") {
-                Some(v) if py_truthy(v) => match v {
-                    Value::Object(p) => Some(p),
-                    _ => return false,
-                },
-                _ => None,
-            };
-            let required = get(m, "required");
-            if !same_names_in_order(props, required) {
-                let Some(required) = py_required_set(required) else {
-                    return false;
-                };
-                let keys: HashSet<&str> = props
-                    .map(|p| p.keys().map(String::as_str).collect())
-                    .unwrap_or_default();
-                if keys != required {
-                    return false;
-                }
-            }
-            if let Some(p) = props {
-                stack.extend(p.values());
-            }
-        }
-        if let Some(items) = get(m, "items") {
-            stack.push(items);
-        }
-        for key in ["oneOf", "anyOf", "allOf"] {
-            if let Some(Value::Array(branches)) = get(m, key) {
-                stack.extend(branches);
-            }
-        }
-    }
-    true
-}
-
-/// True when `required` is an array naming exactly the properties, in order (the common case,
-/// decided without hashing).
-fn same_names_in_order(props: Option<&Map<String, Value>>, required: Option<&Value>) -> bool {
-    match (props, required) {
-        (Some(p), Some(Value::Array(r))) => {
-            p.len() == r.len() && r.iter().zip(p.keys()).all(|(r, k)| r.as_str() == Some(k))
-        }
-        _ => false,
-    }
-}
-
-/// Python truthiness of a JSON value.
-fn py_truthy(v: &Value) -> bool {
-    match v {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
-        Value::String(s) => !s.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(o) => !o.is_empty(),
-    }
-}
-
-/// `set(s.get("required") or [])` in Python, restricted to what can equal a set of property
-/// names. `None` when Python would raise or when the set holds a non-string (which can never equal
-/// a set of names, so the caller's comparison fails either way).
-fn py_required_set(v: Option<&Value>) -> Option<HashSet<&str>> {
-    let Some(v) = v.filter(|v| py_truthy(v)) else {
-        return Some(HashSet::new());
-    };
-    match v {
-        Value::Array(items) => items.iter().map(Value::as_str).collect(),
-        Value::Object(o) => Some(o.keys().map(String::as_str).collect()),
-        Value::String(s) => Some(
-            s.char_indices()
-                .map(|(i, c)| &s[i..i + c.len_utf8()])
-                .collect(),
-        ),
-        _ => None,
-    }
-}
-
 /// Where a `$ref` points.
 pub(crate) enum RefTarget<'a> {
     /// A local target: the value and its normalised (decoded) JSON Pointer.
@@ -554,6 +503,10 @@ pub(crate) fn child(ptr: &str, tokens: &[&str]) -> String {
     }
     out
 }
+
+#[path = "strict_reference.rs"]
+mod reference;
+pub use reference::is_reference_strict;
 
 #[cfg(test)]
 #[path = "strict_tests.rs"]

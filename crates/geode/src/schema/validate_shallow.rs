@@ -27,8 +27,8 @@ pub enum ShallowCheck<'a> {
 /// parses must have every top-level `required` key. For a schema whose root is not an object
 /// ([`AnswerRoot::Values`]) the answer is found by [`extract::find_answer`]'s rule and must parse
 /// as a value of the root's type; `required` applies only when that value is an object.
-/// Values are not built, only syntax-checked ([`json_scan::scan_keys`])
-/// (several times faster than parsing into a `Value`). Like
+/// Values are not built, only syntax-checked ([`json_scan::last_valid_object`],
+/// [`json_scan::scan_keys`]; several times faster than parsing into a `Value`). Like
 /// [`extract::find_last_object`], it accepts numbers that do not fit an `f64` (`1e400`), as
 /// Python's `json.loads` does; [`extract::extract_last_object`] does not.
 ///
@@ -40,10 +40,11 @@ pub enum ShallowCheck<'a> {
 /// ```
 pub fn shallow_check<'a>(schema: &ResponseSchema, text: &'a str) -> ShallowCheck<'a> {
     let required = schema.required_keys();
-    let parse = |s: &'a str| json_scan::scan_keys(s, &required);
     let found = match AnswerRoot::of(schema) {
-        AnswerRoot::Object => extract::last_object_with(text, parse),
-        AnswerRoot::Values(types) => extract::last_value_with(text, types, parse),
+        AnswerRoot::Object => json_scan::last_valid_object(text, &required),
+        AnswerRoot::Values(types) => {
+            extract::last_value_with(text, types, |s| json_scan::scan_keys(s, &required))
+        }
     };
     match found {
         None => ShallowCheck::NoObject,

@@ -116,6 +116,9 @@ fn reply(fault: Fault, kind: Kind, secret: &str) -> Reply {
         Fault::OversizedBody => Reply::Text("x".repeat(17 << 20)),
         Fault::GarbageBody => Reply::Garbage,
         Fault::NonJsonBody => Reply::Html,
+        Fault::JsonToStreamRequest => {
+            Reply::IgnoreStream(Box::new(Reply::Json(decision_answer("answered whole"))))
+        }
         Fault::InBandError => Reply::InBandError("The service is overloaded.".into()),
         Fault::SecretInErrorBody => status(
             401,

@@ -47,6 +47,8 @@ pub enum Fault {
     GarbageBody,
     /// A 200 HTML page instead of the answer.
     NonJsonBody,
+    /// A server that ignores `"stream": true` and answers one JSON body.
+    JsonToStreamRequest,
     /// A provider failure reported inside a 200 answer.
     InBandError,
     /// A 401 whose message quotes the credential.
@@ -302,6 +304,12 @@ pub const ROWS: &[Row] = &[
         family(TRUNC, PROTO, PROTO),
     ),
     row("non-JSON (HTML) body", Fault::NonJsonBody, http(PROTO)),
+    // The ChatGPT backend always streams (codex-oauth's fake cannot answer otherwise).
+    row(
+        "JSON body to a stream request",
+        Fault::JsonToStreamRequest,
+        [OK, NA, OK, OK, OK, OK, NA, NA, NA, OK],
+    ),
     row(
         "in-band error event",
         Fault::InBandError,

@@ -9,7 +9,11 @@
 //!
 //! The schema, fitted to OpenAI strict by the row's plan ([`crate::schema::subset::openai_strict`]:
 //! a non-object root wrapped under `value`, refused keywords removed; the ledger names each
-//! rewrite) is written as compact JSON to `schema.json` (mode 0600) in a fresh private
+//! rewrite). codex sends `--output-schema` as `strict: true` whatever it holds, and OpenAI
+//! refuses a schema strict mode cannot take (an optional property, an open object) with 400
+//! `invalid_json_schema`; so such a schema is not passed as a flag but written into the
+//! transcript's system block as an instruction (mode `prompt`, the reasons in the ledger). A
+//! schema that fits is written as compact JSON to `schema.json` (mode 0600) in a fresh private
 //! directory (mode 0700) under the temp root; a guard removes the directory when the call ends
 //! on any path: normal exit, non-zero exit, timeout kill, cancellation, or the future dropped.
 //! Codex sends it verbatim as `text.format` but does not validate the answer, so the wire mode
@@ -42,7 +46,9 @@ use crate::llm::adapter::Adapter;
 use crate::llm::call::{AdapterError, CallCx};
 use crate::llm::request::{AdapterCallRequest, AdapterResponse, StopReason, Usage, WireReport};
 use crate::llm::subprocess::ProcessSpec;
+use crate::llm::wire::schema_prompt::append_to_system;
 use crate::schema::ResponseSchema;
+use crate::vocab::StructuredOutputMode;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -225,9 +231,19 @@ impl Adapter for CodexCliAdapter {
         let bin = ROW.resolve_bin(self.config.cli.bin.as_ref())?;
         // Lives until the end of this function on every path, then removes the directory.
         let plan = ROW.wire_plan(req.response_schema.as_ref());
-        let schema_file = match &req.response_schema {
-            Some(s) => Some(self.write_schema(&plan.wire_schema(s)).await?),
-            None => None,
+        let (schema_file, req) = match &req.response_schema {
+            Some(s) if plan.mode == StructuredOutputMode::Prompt => {
+                let system_prompt = append_to_system(&req.system_prompt, s);
+                (
+                    None,
+                    AdapterCallRequest {
+                        system_prompt,
+                        ..req
+                    },
+                )
+            }
+            Some(s) => (Some(self.write_schema(&plan.wire_schema(s)).await?), req),
+            None => (None, req),
         };
         let named =
             codex_config::read_env_names(&self.config.cli, &self.config.config_overrides).await;

@@ -199,8 +199,8 @@ pub const CODEX_CLI: AdapterSpec = AdapterSpec {
         timeout: Duration::from_secs(600),
     }),
     wire: "`codex exec --json` subprocess",
-    schema_on_wire: "temp file (0600) + `--output-schema FILE`, removed on every path",
-    mode_rule: ModeRule::Fixed(StructuredOutputMode::CliFlag),
+    schema_on_wire: "temp file (0600) + `--output-schema FILE`, removed on every path; a schema OpenAI strict cannot take: in the prompt",
+    mode_rule: ModeRule::CliFlagOrPrompt,
     dialect: Dialect::CodexCli,
     limits: OPENAI_LIMITS,
     auth: Auth::Binary {

@@ -9,7 +9,7 @@
 //! [`exchange`] is the single POST-and-fold loop every HTTP adapter runs.
 
 use crate::llm::call::{AdapterError, CallCx};
-use crate::llm::http::{HttpClient, PostRequest, ProviderError};
+use crate::llm::http::{HttpClient, PostRequest, ProviderError, SseReply};
 use crate::llm::request::{AdapterCallRequest, AdapterResponse, WireReport};
 use crate::llm::sse::SseEvent;
 use crate::llm::wire::parse_error::{ParseError, ProviderErrors};
@@ -157,18 +157,21 @@ pub async fn exchange(
     let adapter = post.adapter();
     let mut fold = wire.fold(built, cx.max_response_bytes);
     let mut resp = match wire.delivery() {
-        Delivery::Sse => {
-            let mut sse = http.post_sse(post, cx).await?;
-            let mut sent = 0;
-            loop {
-                let frame = sse.next_event(cx).await?;
-                let done = fold.event(adapter, &frame)?;
-                cx.forward_text(&mut sent, fold.text_so_far());
-                if let Some(resp) = done {
-                    break resp;
+        Delivery::Sse => match http.post_sse(post, cx).await? {
+            SseReply::Events(mut sse) => {
+                let mut sent = 0;
+                loop {
+                    let frame = sse.next_event(cx).await?;
+                    let done = fold.event(adapter, &frame)?;
+                    cx.forward_text(&mut sent, fold.text_so_far());
+                    if let Some(resp) = done {
+                        break resp;
+                    }
                 }
             }
-        }
+            // A server that ignored `stream: true`: its one JSON body is the whole answer.
+            SseReply::Whole(body) => fold.body(adapter, body)?,
+        },
         Delivery::Json => fold.body(adapter, http.post_json(post, cx).await?)?,
     };
     resp.wire = built.wire.clone();
