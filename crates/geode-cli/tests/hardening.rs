@@ -348,7 +348,7 @@ async fn an_answer_with_1e400_says_the_number_is_out_of_range() {
     out.assert_exit(1);
     assert!(
         out.stderr
-            .contains("worker_check=fail(no JSON object: number out of range"),
+            .contains("worker_check=fail(no parseable JSON object (number out of range"),
         "{}",
         out.dump()
     );

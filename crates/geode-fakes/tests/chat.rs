@@ -59,12 +59,10 @@ async fn refusal_and_max_tokens() {
 async fn any_prefix_is_accepted() {
     let server = start(Kind::Chat, [Reply::text("hi")]).await;
     for prefix in ["/api/paas/v4", "/api/coding/paas/v4", "", "/v1"] {
-        let response = send(
-            client()
-                .post(format!("{}{prefix}/chat/completions", server.base_url()))
-                .bearer_auth(SECRET)
-                .json(&body(Kind::Chat, false)),
-        )
+        let response = send(model_call_at(
+            &server,
+            &format!("{prefix}/chat/completions"),
+        ))
         .await;
         assert_eq!(response.status(), 200, "{prefix}");
     }

@@ -123,13 +123,7 @@ async fn auto_answers_with_an_instance_of_the_requested_schema() {
 #[tokio::test]
 async fn bare_responses_path_and_models_list_are_served() {
     let server = start(Kind::Responses, [Reply::text("ok")]).await;
-    let response = send(
-        client()
-            .post(format!("{}/responses", server.base_url()))
-            .bearer_auth(SECRET)
-            .json(&body(Kind::Responses, false)),
-    )
-    .await;
+    let response = send(model_call_at(&server, "/responses")).await;
     assert_eq!(response.status(), 200);
     let v = json_of(response).await;
     assert_eq!(v["output"][0]["content"][0]["text"], "ok");

@@ -15,6 +15,7 @@
 //! | `format: iri` | `format: uri` (a narrowing: every URI is an IRI) |
 //! | any other `format` llguidance does not know | removed (checked afterwards, as far as geode's validator knows the format) |
 
+use geode::schema::dialect;
 use geode::vocab::Transform;
 use serde_json::{Map, Value, json};
 
@@ -53,20 +54,10 @@ pub(super) fn may_require_keys(keyword: &str) -> bool {
     UNCOMPILED.contains(&keyword) && !NEVER_REQUIRE_KEYS.contains(&keyword)
 }
 
-/// The formats llguidance 1.9 compiles (`llguidance::json::formats`).
-pub(super) const COMPILED_FORMATS: [&str; 11] = [
-    "date-time",
-    "time",
-    "date",
-    "duration",
-    "email",
-    "hostname",
-    "ipv4",
-    "ipv6",
-    "uuid",
-    "uri",
-    "unknown",
-];
+/// The formats llguidance 1.9 compiles (`llguidance::json::formats`): the strict ones, `uri` and
+/// `unknown`.
+pub(super) const COMPILED_FORMATS: [&str; 11] =
+    dialect::joined(&dialect::STRICT_FORMATS, &["uri", "unknown"]);
 
 /// One change for llguidance.
 #[derive(Debug, Clone, PartialEq)]

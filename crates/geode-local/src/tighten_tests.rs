@@ -13,6 +13,25 @@ pub(super) fn pointers(t: &Tightened) -> Vec<(&str, &'static str)> {
         .collect()
 }
 
+/// The pointers of the narrowings of one kind, in order.
+fn of_kind<'a>(t: &'a Tightened, kind: &str) -> Vec<&'a str> {
+    pointers(t)
+        .into_iter()
+        .filter(|(_, k)| *k == kind)
+        .map(|(p, _)| p)
+        .collect()
+}
+
+/// Tightens `schema` and checks its narrowings: the root's compact whitespace first (every
+/// schema without a whitespace choice of its own gets it), then `expected` in order.
+fn tightened(schema: &Value, expected: &[(&str, &str)]) -> Tightened {
+    let t = tighten(schema);
+    let kinds = pointers(&t);
+    assert_eq!(kinds.first(), Some(&("", "whitespace")), "{schema}");
+    assert_eq!(&kinds[1..], expected, "{schema}");
+    t
+}
+
 /// The kind of a narrowing, from the start of its ledger action.
 pub(super) fn kind_of(a: &str) -> &'static str {
     if a.starts_with("additionalProperties") {
@@ -67,11 +86,9 @@ fn open_objects_are_closed_at_every_level() {
         },
         "required": ["place"]
     });
-    let t = tighten(&s);
-    assert_eq!(
-        pointers(&t),
-        vec![
-            ("", "whitespace"),
+    let t = tightened(
+        &s,
+        &[
             ("", "close"),
             ("/properties/place", "close"),
             ("/properties/tags", "keys"),
@@ -80,7 +97,7 @@ fn open_objects_are_closed_at_every_level() {
             ("/properties/plain", "close"),
             ("/properties/list", "items"),
             ("/properties/list/items", "close"),
-        ]
+        ],
     );
     assert_eq!(t.schema["additionalProperties"], false);
     assert_eq!(
@@ -121,60 +138,33 @@ fn objects_combined_in_place_stay_open() {
             {"type": "object", "properties": {"b": {"type": "integer"}}}
         ]
     });
-    assert_eq!(
-        pointers(&tighten(&s)),
-        vec![("", "whitespace"), ("", "root")]
-    );
+    tightened(&s, &[("", "root")]);
     // anyOf branches are closed only when the parent asserts nothing else.
     let alone =
         json!({"type": "object", "anyOf": [{"properties": {"a": {}}}, {"properties": {"b": {}}}]});
-    assert_eq!(
-        pointers(&tighten(&alone)),
-        vec![
-            ("", "whitespace"),
-            ("/anyOf/0", "close"),
-            ("/anyOf/1", "close")
-        ]
-    );
+    tightened(&alone, &[("/anyOf/0", "close"), ("/anyOf/1", "close")]);
     let beside =
         json!({"properties": {"a": {}}, "required": ["a"], "anyOf": [{"properties": {"b": {}}}]});
-    assert_eq!(
-        pointers(&tighten(&beside)),
-        vec![("", "whitespace"), ("", "root")]
-    );
+    tightened(&beside, &[("", "root")]);
     // oneOf is decoded as anyOf (see below): its branches are narrowed like anyOf's.
     let one_of = json!({"oneOf": [{"type": "object"}, {"type": "string"}]});
-    assert_eq!(
-        pointers(&tighten(&one_of)),
-        vec![
-            ("", "whitespace"),
-            ("/oneOf/0", "close"),
-            ("/oneOf/1", "cap"),
-            ("", "relaxed")
-        ]
+    tightened(
+        &one_of,
+        &[("/oneOf/0", "close"), ("/oneOf/1", "cap"), ("", "relaxed")],
     );
     // allOf branches, and not/if/then subschemas: never narrowed inside.
     let not = json!({"type": "object", "not": {"type": "object", "properties": {"a": {}}}});
-    assert_eq!(
-        pointers(&tighten(&not)),
-        vec![("", "whitespace"), ("", "relaxed")]
-    );
+    tightened(&not, &[("", "relaxed")]);
 }
 
 #[test]
 fn an_untyped_root_is_decoded_as_the_object_geode_reads() {
     let s = json!({"properties": {"subtype": {"type": "string"}}});
-    let t = tighten(&s);
-    assert_eq!(t.schema["type"], "object");
-    assert_eq!(
-        pointers(&t),
-        vec![
-            ("", "whitespace"),
-            ("", "root"),
-            ("", "close"),
-            ("/properties/subtype", "cap")
-        ]
+    let t = tightened(
+        &s,
+        &[("", "root"), ("", "close"), ("/properties/subtype", "cap")],
     );
+    assert_eq!(t.schema["type"], "object");
     // A root that admits other types is left as it is.
     let array = tighten(&json!({"type": "array", "items": {"type": "integer"}}));
     assert!(array.schema.get("type") == Some(&json!("array")));
@@ -184,11 +174,11 @@ fn an_untyped_root_is_decoded_as_the_object_geode_reads() {
 fn closing_never_makes_an_object_unsatisfiable() {
     // A required key that is not declared, and more keys needed than declared.
     let undeclared = json!({"type": "object", "properties": {"a": {}}, "required": ["a", "b"]});
-    assert_eq!(pointers(&tighten(&undeclared)), vec![("", "whitespace")]);
+    tightened(&undeclared, &[]);
     let min = json!({"type": "object", "properties": {"a": {}}, "minProperties": 2});
-    assert_eq!(pointers(&tighten(&min)), vec![("", "whitespace")]);
+    tightened(&min, &[]);
     let enumerated = json!({"type": "object", "enum": [{"a": 1}]});
-    assert_eq!(pointers(&tighten(&enumerated)), vec![("", "whitespace")]);
+    tightened(&enumerated, &[]);
 }
 
 #[test]
@@ -205,11 +195,7 @@ fn definitions_are_closed_only_when_every_reference_is_alone() {
         },
         "required": ["at"]
     });
-    let t = tighten(&s);
-    assert_eq!(
-        pointers(&t),
-        vec![("", "whitespace"), ("", "close"), ("/$defs/Point", "close")]
-    );
+    let t = tightened(&s, &[("", "close"), ("/$defs/Point", "close")]);
     assert!(
         t.schema["$defs"]["Base"]
             .get("additionalProperties")
@@ -217,7 +203,7 @@ fn definitions_are_closed_only_when_every_reference_is_alone() {
     );
     // A reference that is not a local pointer: nothing but whitespace is narrowed.
     let remote = json!({"type": "object", "properties": {"a": {"$ref": "other.json"}}});
-    assert_eq!(pointers(&tighten(&remote)), vec![("", "whitespace")]);
+    tightened(&remote, &[]);
 }
 
 #[test]
@@ -244,17 +230,13 @@ fn free_strings_are_capped_but_never_below_what_the_schema_needs() {
     }
     assert_eq!(p["maybe"]["maxLength"], json!(STRING_CAP));
     assert_eq!(p["dated"]["maxLength"], json!(STRING_CAP));
-    let capped: Vec<_> = pointers(&t)
-        .into_iter()
-        .filter(|(_, k)| *k == "cap")
-        .collect();
     assert_eq!(
-        capped,
-        vec![
-            ("/properties/free", "cap"),
-            ("/properties/long", "cap"),
-            ("/properties/dated", "cap"),
-            ("/properties/maybe", "cap"),
+        of_kind(&t, "cap"),
+        [
+            "/properties/free",
+            "/properties/long",
+            "/properties/dated",
+            "/properties/maybe"
         ]
     );
     let long = "y".repeat(600);
@@ -311,13 +293,9 @@ fn arrays_get_a_max_items_but_never_below_min_items() {
     assert_eq!(p["free"]["maxItems"], json!(ITEM_CAP));
     assert_eq!(p["many"]["maxItems"], json!(7));
     assert_eq!(p["bounded"]["maxItems"], json!(2));
-    let items: Vec<_> = pointers(&t)
-        .into_iter()
-        .filter(|(_, k)| *k == "items")
-        .collect();
     assert_eq!(
-        items,
-        vec![("/properties/free", "items"), ("/properties/many", "items")]
+        of_kind(&t, "items"),
+        ["/properties/free", "/properties/many"]
     );
     assert_narrower(
         &t,
@@ -381,19 +359,17 @@ fn map_keys_are_bounded_and_maps_sized() {
         "type": "object",
         "patternProperties": {"^[a-zA-Z0-9]([a-zA-Z0-9-]+[a-zA-Z0-9])?$": {"type": "string"}}
     });
-    let t = tighten(&s);
-    assert_eq!(
-        pointers(&t),
-        vec![
-            ("", "whitespace"),
+    let t = tightened(
+        &s,
+        &[
             ("", "close"),
             ("", "keys"),
             ("", "size"),
             (
                 "/patternProperties/^[a-zA-Z0-9]([a-zA-Z0-9-]+[a-zA-Z0-9])?$",
-                "cap"
-            )
-        ]
+                "cap",
+            ),
+        ],
     );
     assert_eq!(
         t.schema["patternProperties"],
@@ -458,17 +434,9 @@ fn a_schema_valued_additional_properties_beside_declared_ones_is_closed() {
         "properties": {"name": {"type": "string"}},
         "additionalProperties": {"type": "object", "properties": {"x": {"type": "string"}}}
     });
-    let t = tighten(&s);
-    assert_eq!(t.schema["additionalProperties"], json!(false));
     // Nothing is narrowed inside the schema that closing replaced.
-    assert_eq!(
-        pointers(&t),
-        vec![
-            ("", "whitespace"),
-            ("", "close"),
-            ("/properties/name", "cap")
-        ]
-    );
+    let t = tightened(&s, &[("", "close"), ("/properties/name", "cap")]);
+    assert_eq!(t.schema["additionalProperties"], json!(false));
     assert!(t.transforms[1].action.contains("other keys under a schema"));
     assert_narrower(
         &t,
@@ -502,15 +470,7 @@ fn a_closed_object_whose_additional_properties_refer_to_the_root_is_still_narrow
         "properties": {"@jdt.path": {"type": "string"}},
         "additionalProperties": {"$ref": "#", "not": {"type": "null"}}
     });
-    let t = tighten(&s);
-    assert_eq!(
-        pointers(&t),
-        vec![
-            ("", "whitespace"),
-            ("", "close"),
-            ("/properties/@jdt.path", "cap")
-        ]
-    );
+    let t = tightened(&s, &[("", "close"), ("/properties/@jdt.path", "cap")]);
     assert_narrower(
         &t,
         &s,

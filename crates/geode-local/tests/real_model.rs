@@ -103,6 +103,13 @@ fn request(i: usize, answer_format: &str, max_tokens: u32) -> AdapterCallRequest
     req
 }
 
+/// [`request`] for a Decision (the JSON answer format, under the Decision schema).
+fn decision_request(i: usize, max_tokens: u32) -> AdapterCallRequest {
+    let mut req = request(i, JSON_FORMAT, max_tokens);
+    req.response_schema = Some(decision_schema());
+    req
+}
+
 async fn call(adapter: &LocalAdapter, req: AdapterCallRequest) -> AdapterResponse {
     match adapter.call(req, &CallCx::new()).await {
         Ok(resp) => resp,
@@ -126,12 +133,9 @@ fn assert_constrained_plumbing(resp: &AdapterResponse) {
 async fn decision_schema_output_always_validates() {
     let _serial = serial().await;
     let adapter = LocalAdapter::new(engine());
-    let schema = decision_schema();
-    let compiled = CompiledSchema::compile(&schema).unwrap();
+    let compiled = CompiledSchema::compile(&decision_schema()).unwrap();
     for i in 0..PRS.len() {
-        let mut req = request(i, JSON_FORMAT, 256);
-        req.response_schema = Some(schema.clone());
-        let resp = call(&adapter, req).await;
+        let resp = call(&adapter, decision_request(i, 256)).await;
         println!("schema[{i}]: {}", resp.text);
         assert_constrained_plumbing(&resp);
         let value: Value = serde_json::from_str(&resp.text)
@@ -312,9 +316,7 @@ async fn bad_regex_and_grammar_fail_closed() {
 async fn small_max_tokens_truncates() {
     let _serial = serial().await;
     let adapter = LocalAdapter::new(engine());
-    let mut req = request(0, JSON_FORMAT, 5);
-    req.response_schema = Some(decision_schema());
-    let resp = call(&adapter, req).await;
+    let resp = call(&adapter, decision_request(0, 5)).await;
     assert_eq!(resp.stop_reason, StopReason::MaxTokens, "{:?}", resp.text);
     assert_eq!(resp.usage.output_tokens, 5);
     assert_eq!(resp.wire.mode, StructuredOutputMode::Constrained);
@@ -325,8 +327,7 @@ async fn small_max_tokens_truncates() {
 async fn repeated_prompt_reuses_the_cached_prefix() {
     let _serial = serial().await;
     let adapter = LocalAdapter::new(engine());
-    let mut req = request(3, JSON_FORMAT, 128);
-    req.response_schema = Some(decision_schema());
+    let req = decision_request(3, 128);
     let first = call(&adapter, req.clone()).await;
     let second = call(&adapter, req).await;
     assert_eq!(first.usage.input_tokens, second.usage.input_tokens);
@@ -336,9 +337,7 @@ async fn repeated_prompt_reuses_the_cached_prefix() {
         second.usage.input_tokens - 1
     );
     // Another PR shares the system prompt and the start of the user turn.
-    let mut other = request(4, JSON_FORMAT, 128);
-    other.response_schema = Some(decision_schema());
-    let third = call(&adapter, other).await;
+    let third = call(&adapter, decision_request(4, 128)).await;
     assert!(third.usage.cached_input_tokens > 0);
     assert!(third.usage.cached_input_tokens < third.usage.input_tokens);
 }

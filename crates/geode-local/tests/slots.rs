@@ -18,6 +18,7 @@ use geode_local::LocalAdapter;
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::task::JoinHandle;
 
 const SYSTEM: &str = "You are a careful senior software engineer reviewing pull requests.";
 
@@ -60,6 +61,25 @@ async fn sequential(adapter: &LocalAdapter) -> Vec<String> {
         texts.push(call(adapter, request(i)).await.text);
     }
     texts
+}
+
+/// Every PR's call started at once, each on a task of its own.
+fn spawn_all(adapter: &Arc<LocalAdapter>) -> Vec<JoinHandle<String>> {
+    (0..PRS.len())
+        .map(|i| {
+            let adapter = Arc::clone(adapter);
+            tokio::spawn(async move { call(&adapter, request(i)).await.text })
+        })
+        .collect()
+}
+
+/// The answers of [`spawn_all`]'s tasks, in PR order.
+async fn answers(tasks: Vec<JoinHandle<String>>) -> Vec<String> {
+    let mut got = Vec::new();
+    for task in tasks {
+        got.push(task.await.unwrap());
+    }
+    got
 }
 
 /// Concurrent answers against the sequential ones. A token evaluated in a batch with other
@@ -121,17 +141,7 @@ async fn concurrent_calls_through_one_engine_answer_as_sequential_ones() {
     let expected = sequential(&adapter).await;
     // Twice: the second round also starts from prefixes the slots hold.
     for _ in 0..2 {
-        let tasks: Vec<_> = (0..PRS.len())
-            .map(|i| {
-                let adapter = Arc::clone(&adapter);
-                tokio::spawn(async move { call(&adapter, request(i)).await.text })
-            })
-            .collect();
-        let mut got = Vec::new();
-        for task in tasks {
-            got.push(task.await.unwrap());
-        }
-        assert_same_answers(&got, &expected);
+        assert_same_answers(&answers(spawn_all(&adapter)).await, &expected);
     }
 }
 
@@ -140,13 +150,7 @@ async fn a_cancelled_or_refused_call_does_not_disturb_the_others() {
     let _serial = serial().await;
     let adapter = Arc::new(LocalAdapter::new(engine()));
     let expected = sequential(&adapter).await;
-    let mut tasks = Vec::new();
-    for i in 0..PRS.len() {
-        let adapter = Arc::clone(&adapter);
-        tasks.push(tokio::spawn(async move {
-            call(&adapter, request(i)).await.text
-        }));
-    }
+    let tasks = spawn_all(&adapter);
     // A call cancelled after its first streamed text, while the others decode.
     let cancelled = {
         let adapter = Arc::clone(&adapter);
@@ -185,11 +189,7 @@ async fn a_cancelled_or_refused_call_does_not_disturb_the_others() {
     );
     let refused = refused.await.unwrap();
     assert!(refused.is_err(), "{refused:?}");
-    let mut got = Vec::new();
-    for task in tasks {
-        got.push(task.await.unwrap());
-    }
-    assert_same_answers(&got, &expected);
+    assert_same_answers(&answers(tasks).await, &expected);
 }
 
 #[tokio::test]

@@ -1,6 +1,6 @@
 //! The incremental partial-JSON parser against re-parsing the accumulated text at every chunk:
-//! a 100 KB answer fed in 4-byte chunks (what a token stream looks like), the partial value and
-//! the complete pointers read after every chunk.
+//! a 100 KB Decision answer (the one the schema benchmarks read) fed in 4-byte chunks (what a
+//! token stream looks like), the partial value and the complete pointers read after every chunk.
 //!
 //! `cargo bench -p geode --bench partial_json`. Re-parsing is quadratic (25,600 parses of a
 //! growing prefix take over a minute at 100 KB), so at 100 KB it is measured as the cost of one
@@ -9,26 +9,12 @@
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
 use geode::client::partial_json::PartialJson;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::hint::black_box;
 use std::time::Duration;
 
 #[path = "support/sized.rs"]
 mod sized;
-
-/// A report answer with `findings` grown until the JSON text reaches `size` bytes.
-fn answer(size: usize) -> String {
-    let findings = sized::items_until(size, |i| {
-        json!({
-            "line": i,
-            "note": format!("finding {i}: a \"quoted\" note with {{braces}} and \\ escapes \u{e9}"),
-            "score": (i % 100) as f64 / 10.0,
-            "fixed": i.is_multiple_of(3),
-            "tags": ["style", null]
-        })
-    });
-    json!({"title": "review", "findings": findings}).to_string()
-}
 
 /// `text` in pieces of 4 bytes (moved to char boundaries).
 fn chunks(text: &str, size: usize) -> Vec<&str> {
@@ -99,7 +85,7 @@ fn bench(c: &mut Criterion) {
     // 100 KB: the whole incremental stream, against the cost of one re-parse of the whole
     // text (what re-parsing costs per chunk at the end of the stream; the whole re-parsing
     // stream costs about half of that times the 25,600 chunks).
-    let text = answer(100 * 1024);
+    let text = sized::decision_answer(100 * 1024);
     let pieces = chunks(&text, 4);
     let mut g = stream_group(c, "partial_json_100KB_4B_chunks", &pieces, 2);
     g.bench_function("reparse_once_tolerant_last_chunk", |b| {
@@ -115,7 +101,7 @@ fn bench(c: &mut Criterion) {
     g.finish();
 
     // 10 KB: both whole streams measured (re-parsing is quadratic, so 100 KB takes minutes).
-    let text = answer(10 * 1024);
+    let text = sized::decision_answer(10 * 1024);
     let pieces = chunks(&text, 4);
     let mut g = stream_group(c, "partial_json_10KB_4B_chunks", &pieces, 3);
     g.bench_function("reparse_accumulated_tolerant", |b| {

@@ -26,25 +26,11 @@ const SIZES: [(&str, usize); 3] = [
     ("10MB", 10 * 1024 * 1024),
 ];
 
-/// A Decision answer with an `items` array grown until the JSON text reaches `size` bytes.
-fn plain_json(size: usize) -> String {
-    let items = sized::items_until(size, |i| {
-        json!({
-            "id": i,
-            "name": format!("candidate {i}: a \"quoted\" name with {{braces}}"),
-            "score": (i % 100) as f64 / 10.0,
-            "ok": i.is_multiple_of(3),
-            "tags": ["alpha", "beta"]
-        })
-    });
-    json!({"decision": "accept", "reason": "all candidates checked", "items": items}).to_string()
-}
-
 /// The same answer inside prose and a code fence.
 fn prose_and_fence(size: usize) -> String {
     format!(
         "Here is the result you asked for. I checked every candidate {{carefully}}.\n```json\n{}\n```\nLet me know if anything's off.",
-        plain_json(size.saturating_sub(140))
+        sized::decision_answer(size.saturating_sub(140))
     )
 }
 
@@ -60,9 +46,10 @@ fn many_small_objects(size: usize) -> String {
     s
 }
 
-/// A non-object answer of about `size` bytes: the items array of [`plain_json`] as the root.
+/// A non-object answer of about `size` bytes: the items array of [`sized::decision_answer`] as
+/// the root.
 fn array_json(size: usize) -> String {
-    let v: Value = serde_json::from_str(&plain_json(size)).unwrap_or_default();
+    let v: Value = serde_json::from_str(&sized::decision_answer(size)).unwrap_or_default();
     v["items"].to_string()
 }
 
@@ -115,7 +102,7 @@ fn extraction(c: &mut Criterion) {
     let root = AnswerRoot::of(&array_schema());
     for (label, size) in SIZES {
         let inputs = [
-            ("plain", plain_json(size)),
+            ("plain", sized::decision_answer(size)),
             ("prose_fence", prose_and_fence(size)),
             ("small_objects", many_small_objects(size)),
         ];
@@ -159,7 +146,7 @@ fn shallow(c: &mut Criterion) {
     let array = array_schema();
     let mut g = quick(c, "shallow_check");
     for (label, size) in SIZES {
-        let text = plain_json(size);
+        let text = sized::decision_answer(size);
         // The syntax check alone: geode's scanner against serde_json's IgnoredAny parse.
         on_text(&mut g, "syntax/json_scan", label, &text, |t| {
             black_box(geode::schema::json_scan::scan_keys(t, &["decision"]));
@@ -197,7 +184,7 @@ fn full(c: &mut Criterion) {
             &mut g,
             "extract_parse_validate",
             label,
-            &plain_json(size),
+            &sized::decision_answer(size),
             |t| {
                 black_box(extract_last_object(t).map(|(_, v)| compiled.validate(&v).len()));
             },

@@ -196,7 +196,7 @@ impl GuaranteeLedger {
         let check = match &self.worker_check {
             WorkerCheck::Pass => "pass".to_owned(),
             WorkerCheck::NotChecked => "not-checked".to_owned(),
-            WorkerCheck::Fail { reason } => format!("fail({})", failure_label(reason)),
+            WorkerCheck::Fail { reason } => format!("fail({reason})"),
         };
         out.push_str(&format!("\nworker_check={check}"));
         if let Some(v) = &self.full_validation {
@@ -232,18 +232,24 @@ impl GuaranteeLedger {
     }
 }
 
-fn failure_label(f: &CheckFailure) -> String {
-    match f {
-        CheckFailure::FailedRun { termination } => format!("failed run: {termination}"),
-        CheckFailure::Empty => "empty".to_owned(),
-        CheckFailure::NoObject { detail: None } => "no JSON object".to_owned(),
-        CheckFailure::NoObject {
-            detail: Some(detail),
-        } => format!("no JSON object: {detail}"),
-        CheckFailure::NoValue { expected } => format!("no {expected}"),
-        CheckFailure::MissingKeys { keys } => format!("missing keys {}", keys.join(",")),
-        CheckFailure::Invalid { count } => format!("{count} validation errors"),
-        CheckFailure::ConstraintUnmet { constraint } => format!("{constraint} not met"),
+/// How a failure reads to people: the ledger summary's `worker_check=fail(...)` and the retry's
+/// trigger (sent to the model in the feedback turn, kept in the ledger).
+impl std::fmt::Display for CheckFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::FailedRun { termination } => write!(f, "failed run ({termination})"),
+            Self::Empty => f.write_str("empty answer"),
+            Self::NoObject { detail: None } => f.write_str("no parseable JSON object"),
+            Self::NoObject {
+                detail: Some(detail),
+            } => write!(f, "no parseable JSON object ({detail})"),
+            Self::NoValue { expected } => write!(f, "no parseable {expected}"),
+            Self::MissingKeys { keys } => {
+                write!(f, "missing required keys: {}", keys.join(", "))
+            }
+            Self::Invalid { count } => write!(f, "{count} schema validation errors"),
+            Self::ConstraintUnmet { constraint } => write!(f, "{constraint} not met"),
+        }
     }
 }
 
@@ -315,7 +321,7 @@ mod tests {
             "{summary}"
         );
         assert!(
-            summary.contains("fail(no JSON object: number out of range"),
+            summary.contains("fail(no parseable JSON object (number out of range"),
             "{summary}"
         );
         // The unit form of `no_object` still reads and writes as before.

@@ -115,6 +115,14 @@ pub fn model_call(server: &FakeServer, body: &Value) -> reqwest::RequestBuilder 
     authorized(server.kind(), client().post(server.model_url()).json(body))
 }
 
+/// A POST of the kind's minimal [`body`] to `path` on the server, with the kind's usual
+/// credential headers (for the paths beside the model URL).
+pub fn model_call_at(server: &FakeServer, path: &str) -> reqwest::RequestBuilder {
+    let kind = server.kind();
+    let request = client().post(format!("{}{path}", server.base_url()));
+    authorized(kind, request.json(&body(kind, false)))
+}
+
 /// `request` with `kind`'s usual credential headers.
 pub fn authorized(kind: Kind, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
     match kind {

@@ -53,20 +53,7 @@ impl AnswerCheck {
     /// A short trigger description for the ledger.
     pub fn trigger(&self) -> String {
         match &self.verdict {
-            WorkerCheck::Fail { reason } => match reason {
-                CheckFailure::FailedRun { termination } => format!("failed run ({termination})"),
-                CheckFailure::Empty => "empty answer".to_owned(),
-                CheckFailure::NoObject { detail: None } => "no parseable JSON object".to_owned(),
-                CheckFailure::NoObject {
-                    detail: Some(detail),
-                } => format!("no parseable JSON object ({detail})"),
-                CheckFailure::NoValue { expected } => format!("no parseable {expected}"),
-                CheckFailure::MissingKeys { keys } => {
-                    format!("missing required keys: {}", keys.join(", "))
-                }
-                CheckFailure::Invalid { count } => format!("{count} schema validation errors"),
-                CheckFailure::ConstraintUnmet { constraint } => format!("{constraint} not met"),
-            },
+            WorkerCheck::Fail { reason } => reason.to_string(),
             _ => "none".to_owned(),
         }
     }

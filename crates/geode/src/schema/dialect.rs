@@ -82,6 +82,42 @@ pub struct Projection {
     pub transforms: Vec<Transform>,
 }
 
+/// The string formats OpenAI's strict mode takes (`date-time` ... `uuid`), the ones every
+/// grammar-constrained wire compiles: Anthropic's native format adds `uri`
+/// ([`AnthropicPolicy::FORMATS`]), the local engine's llguidance `uri` and `unknown`.
+pub const STRICT_FORMATS: [&str; 9] = [
+    "date-time",
+    "time",
+    "date",
+    "duration",
+    "email",
+    "hostname",
+    "ipv4",
+    "ipv6",
+    "uuid",
+];
+
+/// `base` followed by `more`, built at compile time, so a wire's list of names can be stated as
+/// another's and more (e.g. `joined::<10>(&STRICT_FORMATS, &["uri"])`); `M` must be the sum of
+/// the lengths (else the build stops).
+pub const fn joined<const M: usize>(
+    base: &[&'static str],
+    more: &[&'static str],
+) -> [&'static str; M] {
+    assert!(base.len() + more.len() == M, "M is not the joined length");
+    let mut out = [""; M];
+    let mut i = 0;
+    while i < M {
+        out[i] = if i < base.len() {
+            base[i]
+        } else {
+            more[i - base.len()]
+        };
+        i += 1;
+    }
+    out
+}
+
 /// The Anthropic native structured-output subset (`wire.md` §4.2).
 pub struct AnthropicPolicy;
 
@@ -115,19 +151,8 @@ impl AnthropicPolicy {
         "contentMediaType",
         "contentSchema",
     ];
-    /// String formats the native format supports.
-    pub const FORMATS: &'static [&'static str] = &[
-        "date-time",
-        "time",
-        "date",
-        "duration",
-        "email",
-        "hostname",
-        "uri",
-        "ipv4",
-        "ipv6",
-        "uuid",
-    ];
+    /// String formats the native format supports: the strict ones and `uri`.
+    pub const FORMATS: &'static [&'static str] = &joined::<10>(&STRICT_FORMATS, &["uri"]);
     /// Keywords the native format accepts (with the value rules of [`anthropic_native_fits`]).
     pub const SUPPORTED: &'static [&'static str] = &[
         "type",

@@ -423,3 +423,20 @@ fn dialects_serialise_in_kebab_case() {
     let back: Residual = serde_json::from_value(serde_json::to_value(&r).unwrap()).unwrap();
     assert_eq!(back, r);
 }
+
+#[test]
+fn anthropic_formats_are_the_strict_ones_and_uri() {
+    assert_eq!(AnthropicPolicy::FORMATS[..9], STRICT_FORMATS);
+    assert_eq!(AnthropicPolicy::FORMATS[9..], ["uri"]);
+    // A format outside the list leaves the wire copy; one inside stays.
+    let uri = project(
+        &schema(json!({"type": "string", "format": "uri"})),
+        Dialect::Anthropic,
+    );
+    assert_eq!(uri.wire["format"], "uri");
+    let iri = project(
+        &schema(json!({"type": "string", "format": "iri"})),
+        Dialect::Anthropic,
+    );
+    assert!(iri.wire.get("format").is_none(), "{}", iri.wire);
+}

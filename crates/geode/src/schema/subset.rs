@@ -131,17 +131,7 @@ pub const OPENAI_STRICT: WireSubset = WireSubset {
         "else",
     ],
     removed_annotations: &["default"],
-    formats: Some(&[
-        "date-time",
-        "time",
-        "date",
-        "duration",
-        "email",
-        "hostname",
-        "ipv4",
-        "ipv6",
-        "uuid",
-    ]),
+    formats: Some(&super::dialect::STRICT_FORMATS),
 };
 
 /// Anthropic native structured outputs (`output_config.format`); the keyword rules are

@@ -167,6 +167,15 @@ impl HttpAdapter {
         self.spec.mode_rule == ModeRule::Probed
     }
 
+    /// `model`, or this adapter's default when it is empty.
+    fn model_or_default<'a>(&'a self, model: &'a str) -> &'a str {
+        if model.is_empty() {
+            &self.default_model
+        } else {
+            model
+        }
+    }
+
     /// The probe's verdict for `model`: remembered, or found now by one probe call.
     async fn probe(&self, model: &str, cx: &CallCx) -> Result<Probe, AdapterError> {
         if let Some(p) = compat_probe::cached(&self.url, model) {
@@ -258,11 +267,7 @@ impl Adapter for HttpAdapter {
         if !self.probed() || schema.is_none() {
             return Ok(self.wire_mode(schema));
         }
-        let model = if model.is_empty() {
-            &self.default_model
-        } else {
-            model
-        };
+        let model = self.model_or_default(model);
         Ok(self.probe(model, cx).await?.verdict.mode())
     }
 
@@ -274,12 +279,7 @@ impl Adapter for HttpAdapter {
         if !self.probed() || req.response_schema.is_none() {
             return self.send(&self.wire, req, cx).await;
         }
-        let model = if req.model.is_empty() {
-            self.default_model.clone()
-        } else {
-            req.model.clone()
-        };
-        let probe = self.probe(&model, cx).await?;
+        let probe = self.probe(self.model_or_default(&req.model), cx).await?;
         let wire: Arc<dyn Wire> = Arc::new(ChatWire::streamed(probe.verdict.placement()));
         let mut resp = self.send(&wire, req, cx).await?;
         resp.wire.transforms.push(probe.transform());
