@@ -299,22 +299,26 @@ async fn schema_check_per_adapter_names_mode_rewrites_and_reasons() {
         "stripped.json",
         &json!({"type": "array", "items": {"type": "string", "format": "uri", "default": "x"}}),
     );
-    let out = sb
-        .geode(
-            &["schema", "check", "--adapter", "codex-oauth", &stripped],
-            "",
-        )
-        .await;
-    out.assert_exit(0);
-    for needle in [
+    let check_lists = |adapter: &'static str, file: String, needles: &'static [&'static str]| {
+        let sb = &sb;
+        async move {
+            let out = sb
+                .geode(&["schema", "check", "--adapter", adapter, &file], "")
+                .await;
+            out.assert_exit(0);
+            for needle in needles {
+                assert!(out.stdout.contains(needle), "{needle}: {}", out.dump());
+            }
+        }
+    };
+    let stripped_needles = &[
         "mode strict (root wrapped under \"value\")",
         "rewrite /: wrapped the root",
         "rewrite /items: removed keyword format",
         "rewrite /items: removed keyword default",
         "checked locally /items: format \"uri\"",
-    ] {
-        assert!(out.stdout.contains(needle), "{needle}: {}", out.dump());
-    }
+    ];
+    check_lists("codex-oauth", stripped.clone(), stripped_needles).await;
     // An optional property in an open object: strict, required and nullable, the object closed.
     let optional = schema_file(
         &sb,
@@ -322,20 +326,12 @@ async fn schema_check_per_adapter_names_mode_rewrites_and_reasons() {
         &json!({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}},
                 "required": ["a"]}),
     );
-    let out = sb
-        .geode(
-            &["schema", "check", "--adapter", "openai-payg", &optional],
-            "",
-        )
-        .await;
-    out.assert_exit(0);
-    for needle in [
+    let optional_needles = &[
         "mode strict",
         "rewrite /: additionalProperties: false for OpenAI strict",
         "rewrite /properties/b: required and nullable for OpenAI strict",
-    ] {
-        assert!(out.stdout.contains(needle), "{needle}: {}", out.dump());
-    }
+    ];
+    check_lists("openai-payg", optional, optional_needles).await;
     let out = sb
         .geode(&["schema", "check", "--adapter", "nope", &stripped], "")
         .await;

@@ -173,8 +173,7 @@ impl Adapter for LocalAdapter {
                     StructuredOutputMode::None
                 },
                 transforms,
-                wrapped_root: false,
-                adapters_tried: Vec::new(),
+                ..WireReport::default()
             },
         })
     }
