@@ -65,6 +65,8 @@ fn requests() -> Vec<(&'static str, AdapterCallRequest)> {
     };
     let mut strict = base();
     strict.response_schema = Some(schema(decision()));
+    // Not strict as written (optional properties, open objects); the OpenAI wires send it strict,
+    // every property required and nullable (`schema::nullable`), the others as written.
     let mut non_strict = base();
     non_strict.response_schema = Some(schema(loose()));
     let mut refs = base();

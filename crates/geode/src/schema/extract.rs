@@ -395,7 +395,7 @@ pub fn find_last_object(text: &str) -> Option<&str> {
     last_valid_object(text, &[]).map(|(s, _)| s)
 }
 
-/// The reference's object rule ([`super::extract`]'s module docs) with syntax checking only, in
+/// The reference's object rule (this module's docs) with syntax checking only, in
 /// one pass: the last top-level `{…}` span of `text` that is valid JSON, with the `required`
 /// names present among its keys. Each span is checked as it is met (a valid object is exactly one
 /// span: its braces balance where the value ends), and only a span that fails is walked again,
