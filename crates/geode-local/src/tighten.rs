@@ -117,8 +117,16 @@ pub struct Tightened {
     pub transforms: Vec<Transform>,
 }
 
-/// The schema narrowed for decoding (see the module docs).
+/// The schema narrowed for decoding (see the module docs), whatever the token budget;
+/// [`tighten_within`] narrows further when its worst case would not fit one.
 pub fn tighten(schema: &ResponseSchema) -> Tightened {
+    tighten_with(schema, &budget::FIRST_CAPS, &budget::Cuts::new())
+}
+
+pub use budget::tighten_within;
+
+/// The schema narrowed with these caps, cutting the recursion at `cuts`.
+fn tighten_with(schema: &ResponseSchema, caps: &budget::Caps, cuts: &budget::Cuts) -> Tightened {
     let original = schema.as_value();
     let mut out = original.clone();
     let mut transforms = Vec::new();
@@ -128,7 +136,7 @@ pub fn tighten(schema: &ResponseSchema) -> Tightened {
     if let Some(edit) = type_object_root(schema, &mut out) {
         transforms.push(edit);
     }
-    if let Some(plan) = plan(original) {
+    if let Some(plan) = plan(original, caps, cuts) {
         // Deepest first: a free map's value schema is narrowed before the map moves it.
         let mut narrowed = Vec::new();
         for (pointer, edit) in plan.into_iter().rev() {
@@ -193,12 +201,14 @@ fn type_object_root(schema: &ResponseSchema, out: &mut Value) -> Option<Transfor
 }
 
 /// The narrowings of `schema` (`None`: its references are not followed, nothing is narrowed).
-fn plan(schema: &Value) -> Option<Vec<(String, Edit)>> {
+fn plan(schema: &Value, caps: &budget::Caps, cuts: &budget::Cuts) -> Option<Vec<(String, Edit)>> {
     // Pinned pointers are `$ref` targets referenced from a place that is not alone; pinning can
     // make another `$ref` site not alone, so repeat until nothing changes.
     let mut pinned = BTreeSet::new();
     loop {
         let mut walk = Walk {
+            caps,
+            cuts,
             pinned: &pinned,
             new_pins: BTreeSet::new(),
             edits: Vec::new(),
@@ -214,6 +224,8 @@ fn plan(schema: &Value) -> Option<Vec<(String, Edit)>> {
 }
 
 struct Walk<'a> {
+    caps: &'a budget::Caps,
+    cuts: &'a budget::Cuts,
     pinned: &'a BTreeSet<String>,
     new_pins: BTreeSet<String>,
     edits: Vec<(String, Edit)>,
@@ -242,11 +254,22 @@ impl Walk<'_> {
             }
         }
         let mut closes = false;
-        if alone {
-            for edit in edits_for(map) {
-                closes |= edit == Edit::Close;
-                self.edits.push((pointer.clone(), edit));
+        // What a recursion cut or the budget leaves out is not decoded: not visited.
+        let mut left_out: &[String] = &[];
+        let mut items_cut = false;
+        let edits = if alone {
+            edits_for(map, self.caps, self.cuts.get(&pointer))
+        } else {
+            Vec::new()
+        };
+        for edit in &edits {
+            match edit {
+                Edit::Close => closes = true,
+                Edit::LeaveOut(names, _) => left_out = names,
+                Edit::CutRecursion => items_cut = true,
+                _ => {}
             }
+            self.edits.push((pointer.clone(), edit.clone()));
         }
         let clean = alone && !IN_PLACE.iter().any(|k| map.contains_key(*k));
         let direct =
@@ -276,6 +299,15 @@ impl Walk<'_> {
         for (key, value) in map {
             let at = format!("{pointer}/{}", escape(key));
             match key.as_str() {
+                "properties" if !left_out.is_empty() => {
+                    for (name, child) in value.as_object().into_iter().flatten() {
+                        if !left_out.contains(name) {
+                            let at = format!("{at}/{}", escape(name));
+                            self.visit(child, at, direct, false)?;
+                        }
+                    }
+                }
+                "items" | "prefixItems" | "additionalItems" if items_cut => {}
                 "properties" | "patternProperties" | "dependentSchemas" => {
                     let children_alone = match key.as_str() {
                         "properties" => direct,
@@ -360,6 +392,12 @@ mod edits;
 #[path = "tighten_relax.rs"]
 mod relax;
 
+#[path = "tighten_budget.rs"]
+mod budget;
+
+#[path = "tighten_size.rs"]
+mod size;
+
 #[cfg(test)]
 #[path = "tighten_tests.rs"]
 mod tests;
@@ -367,3 +405,7 @@ mod tests;
 #[cfg(test)]
 #[path = "tighten_relax_tests.rs"]
 mod relax_tests;
+
+#[cfg(test)]
+#[path = "tighten_budget_tests.rs"]
+mod budget_tests;

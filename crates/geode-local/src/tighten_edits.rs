@@ -3,7 +3,8 @@
 
 use super::relax::may_require_keys;
 use super::tighten_regex::bounded;
-use super::{IN_PLACE, ITEM_CAP, MAP_CAP, MAP_KEY_PATTERN, REPEAT_CAP, STRING_CAP};
+use super::budget::{Caps, Cut};
+use super::{IN_PLACE, MAP_KEY_PATTERN, REPEAT_CAP};
 use serde_json::{Map, Value, json};
 
 /// One narrowing to apply.
@@ -21,6 +22,10 @@ pub(super) enum Edit {
     /// The one `patternProperties` key pattern replaced by its bounded form: (old, new).
     BoundKeyPattern(String, String),
     CapProperties(u64),
+    /// An array whose items recur into the schema: `maxItems: 0` (the recursion cut).
+    CutRecursion,
+    /// Optional properties taken out of a closed object: (names, because they recur).
+    LeaveOut(Vec<String>, bool),
 }
 
 /// Applies one narrowing to its node; returns the ledger's description.
@@ -87,11 +92,32 @@ pub(super) fn apply(node: &mut Map<String, Value>, edit: Edit) -> String {
             node.insert("maxProperties".to_owned(), json!(cap));
             format!("maxProperties: {cap} for decoding (a map without maxProperties)")
         }
+        Edit::CutRecursion => {
+            node.insert("maxItems".to_owned(), json!(0));
+            "maxItems: 0 for decoding (its items refer back to a schema they are inside; the \
+             recursion is cut to fit the token budget)"
+                .to_owned()
+        }
+        Edit::LeaveOut(names, recursive) => {
+            if let Some(Value::Object(properties)) = node.get_mut("properties") {
+                for name in &names {
+                    properties.shift_remove(name);
+                }
+            }
+            let why = if recursive {
+                "optional, they refer back to a schema they are inside; the recursion is cut to \
+                 fit the token budget"
+            } else {
+                "optional; left out to fit the token budget"
+            };
+            format!("properties {names:?} left out for decoding ({why})")
+        }
     }
 }
 
-/// The narrowings of one schema that is alone (a `type` list may get several).
-pub(super) fn edits_for(map: &Map<String, Value>) -> Vec<Edit> {
+/// The narrowings of one schema that is alone (a `type` list may get several), with these
+/// caps, and the recursion cut at this schema when there is one.
+pub(super) fn edits_for(map: &Map<String, Value>, caps: &Caps, cut: Option<&Cut>) -> Vec<Edit> {
     let mut edits = Vec::new();
     if IN_PLACE.iter().any(|k| map.contains_key(*k)) {
         return edits;
@@ -101,24 +127,60 @@ pub(super) fn edits_for(map: &Map<String, Value>) -> Vec<Edit> {
     let object_like = has("object") || (types.is_empty() && map.contains_key("properties"));
     let may_require_keys = map.keys().any(|k| may_require_keys(k));
     if object_like && !may_require_keys {
-        edits.extend(object_edits(map));
+        edits.extend(object_edits(map, caps, cut));
     }
     if has("string") {
-        edits.extend(string_edit(map));
+        edits.extend(string_edit(map, caps.string));
     }
-    if has("array") && !map.contains_key("maxItems") {
-        let min = map.get("minItems").and_then(Value::as_u64).unwrap_or(0);
-        edits.push(Edit::CapItems(ITEM_CAP.max(min)));
+    let min_items = map.get("minItems").and_then(Value::as_u64).unwrap_or(0);
+    if has("array") && cut == Some(&Cut::Items) && min_items == 0 {
+        edits.push(Edit::CutRecursion);
+    } else if has("array") && !map.contains_key("maxItems") {
+        edits.push(Edit::CapItems(caps.items.max(min_items)));
     }
     edits
 }
 
+/// The optional properties a closed object leaves out: those that recur (`cut`), and with
+/// [`Caps::optional`] off every optional one, keeping enough for `minProperties`.
+fn left_out(map: &Map<String, Value>, caps: &Caps, cut: Option<&Cut>) -> Option<Edit> {
+    let declared = map.get("properties").and_then(Value::as_object)?;
+    let required = names(map.get("required"));
+    let min = map
+        .get("minProperties")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    let mut kept = u64::try_from(required.len()).unwrap_or(u64::MAX);
+    let recurring = |name: &str| matches!(cut, Some(Cut::Properties(n)) if n.iter().any(|c| c == name));
+    let mut out = Vec::new();
+    let mut recursive = true;
+    for name in declared.keys().filter(|k| !required.contains(k)) {
+        if recurring(name) {
+            out.push(name.clone());
+        } else if !caps.optional && kept >= min {
+            out.push(name.clone());
+            recursive = false;
+        } else {
+            kept += 1;
+        }
+    }
+    // Leaving recurring ones out must not go below minProperties either.
+    if kept < min || out.is_empty() {
+        return None;
+    }
+    Some(Edit::LeaveOut(out, recursive))
+}
+
 /// Closing an open object, or bounding a map's keys and size.
-fn object_edits(map: &Map<String, Value>) -> Vec<Edit> {
+fn object_edits(map: &Map<String, Value>, caps: &Caps, cut: Option<&Cut>) -> Vec<Edit> {
     let mut edits = Vec::new();
     let closes = closable(map);
     if closes {
         edits.push(Edit::Close);
+    }
+    let closed = closes || map.get("additionalProperties") == Some(&Value::Bool(false));
+    if closed && let Some(edit) = left_out(map, caps, cut) {
+        edits.push(edit);
     }
     let mut is_map = false;
     if free_map(map) {
@@ -140,7 +202,7 @@ fn object_edits(map: &Map<String, Value>) -> Vec<Edit> {
             .unwrap_or(0);
         let count = u64::try_from(required.len()).unwrap_or(u64::MAX);
         if all_required {
-            edits.push(Edit::CapProperties(MAP_CAP.max(min).max(count)));
+            edits.push(Edit::CapProperties(caps.map.max(min).max(count)));
         }
     }
     edits
@@ -197,9 +259,9 @@ fn bound_key_pattern(map: &Map<String, Value>, closing: bool) -> Option<Edit> {
 
 /// The narrowing of a string: a cap on a free string, a lower cap on a large `maxLength`, or a
 /// bounded `pattern`.
-fn string_edit(map: &Map<String, Value>) -> Option<Edit> {
+fn string_edit(map: &Map<String, Value>, string_cap: u64) -> Option<Edit> {
     let min = map.get("minLength").and_then(Value::as_u64).unwrap_or(0);
-    let cap = STRING_CAP.max(min);
+    let cap = string_cap.max(min);
     let max = map.get("maxLength").and_then(Value::as_u64);
     if let Some(Value::String(pattern)) = map.get("pattern") {
         // The bounded pattern keeps the shortest match; with a minLength it might not reach it.
