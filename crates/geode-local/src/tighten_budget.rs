@@ -7,19 +7,21 @@
 //! ([`worst_case`], in tokens), and while it does not fit the budget (less the end-of-turn
 //! token), the schema is narrowed again one rung further down [`LADDER`]:
 //!
-//! | rung | strings | lists | maps | recursion | optional properties |
-//! |---|---:|---:|---:|---|---|
-//! | 0 | 160 | 5 | 8 | kept | kept |
-//! | 1 | 64 | 3 | 4 | cut | kept |
-//! | 2 | 32 | 2 | 2 | cut | kept |
-//! | 3 | 16 | 1 | 1 | cut | kept |
-//! | 4 | 16 | 1 | 1 | cut | left out |
+//! | rung | strings | lists | maps | pattern repetitions | recursion, lists of anything | optional properties |
+//! |---|---:|---:|---:|---:|---|---|
+//! | 0 | 160 | 5 | 8 | 32 | kept | kept |
+//! | 1 | 64 | 3 | 4 | 16 | cut | kept |
+//! | 2 | 32 | 2 | 2 | 8 | cut | kept |
+//! | 3 | 16 | 1 | 1 | 4 | cut | kept |
+//! | 4 | 16 | 1 | 1 | 4 | cut | left out |
 //!
 //! A cap never goes below the schema's `minLength`, `minItems`, `minProperties` or number of
 //! `required` names. **Recursion cut**: a `$ref` back into a schema it is inside (found by a
 //! depth-first walk of the references from the root, [`recursion_cuts`]) is not decoded: the
 //! array whose items it is gets `maxItems: 0` (when `minItems` allows), the optional property
-//! whose value it is is left out of its closed object. **Optional properties left out**: a
+//! whose value it is is left out of its closed object. **Lists of anything**: an array whose
+//! `items` may be any JSON value (absent, `true`, `{}`) gets `maxItems: 0` when `minItems`
+//! allows. **Optional properties left out**: a
 //! closed object keeps only its `required` ones (and enough for `minProperties`). Each applies
 //! only where the other narrowings do (a schema evaluated alone, see [`super`]), and each is
 //! named in the ledger with its value, beside a summary at the root with the budget and the
@@ -28,7 +30,9 @@
 //! than narrowing further: the answer may then end at the budget.
 
 use super::size::{Size, worst_case};
-use super::{ITEM_CAP, MAP_CAP, STRING_CAP, Tightened, escape, local_pointer, tighten_with};
+use super::{
+    ITEM_CAP, MAP_CAP, REPEAT_CAP, STRING_CAP, Tightened, escape, local_pointer, tighten_with,
+};
 use geode::schema::ResponseSchema;
 use geode::vocab::Transform;
 use serde_json::Value;
@@ -43,6 +47,10 @@ pub(super) struct Caps {
     pub items: u64,
     /// The `maxProperties` of a map.
     pub map: u64,
+    /// The most repetitions of one part of a `pattern`.
+    pub repeat: u32,
+    /// Whether an array whose items may be anything gets no items.
+    pub cut_free: bool,
     /// Whether optional properties are kept.
     pub optional: bool,
 }
@@ -52,6 +60,8 @@ pub(super) const FIRST_CAPS: Caps = Caps {
     string: STRING_CAP,
     items: ITEM_CAP,
     map: MAP_CAP,
+    repeat: REPEAT_CAP,
+    cut_free: false,
     optional: true,
 };
 
@@ -59,17 +69,19 @@ pub(super) const FIRST_CAPS: Caps = Caps {
 /// second on.
 pub(super) const LADDER: [Caps; 5] = [
     FIRST_CAPS,
-    rung(64, 3, 4, true),
-    rung(32, 2, 2, true),
-    rung(16, 1, 1, true),
-    rung(16, 1, 1, false),
+    rung(64, 3, 4, 16, true),
+    rung(32, 2, 2, 8, true),
+    rung(16, 1, 1, 4, true),
+    rung(16, 1, 1, 4, false),
 ];
 
-const fn rung(string: u64, items: u64, map: u64, optional: bool) -> Caps {
+const fn rung(string: u64, items: u64, map: u64, repeat: u32, optional: bool) -> Caps {
     Caps {
         string,
         items,
         map,
+        repeat,
+        cut_free: true,
         optional,
     }
 }
@@ -137,8 +149,9 @@ fn describe(max_tokens: u32, before: Option<Size>, after: Option<Size>, caps: &C
         ", optional properties left out"
     };
     let rung = format!(
-        "strings at most {} characters, lists {} items, maps {} entries, recursion cut{optional}",
-        caps.string, caps.items, caps.map
+        "strings at most {} characters, lists {} items, maps {} entries, pattern repetitions {}, \
+         recursion and lists of anything cut{optional}",
+        caps.string, caps.items, caps.map, caps.repeat
     );
     if fits {
         format!(

@@ -203,8 +203,39 @@ fn each_rung_narrows_more_than_the_one_before() {
 fn every_budget_narrowing_still_compiles() {
     let mut s = many_strings(20);
     s["properties"]["tree"] = json!({"type": "array", "items": {"$ref": "#"}});
+    s["properties"]["path"] = json!({"type": "string", "pattern": "^(/[a-z]+)+$"});
+    s["properties"]["any"] = json!({"type": "array", "items": true});
     for max_tokens in [32, 96, 512] {
         let t = within(&s, max_tokens);
         compiles(&t.schema).unwrap();
     }
+}
+
+#[test]
+fn pattern_repetitions_shrink_and_lists_of_anything_are_emptied() {
+    let s = json!({
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "pattern": "^/([a-z0-9._-]+(/[a-z0-9._-]+)*)$"},
+            "anything": {"type": "array"},
+            "some": {"type": "array", "minItems": 1, "items": {}},
+            "code": {"type": "string", "pattern": "^[A-Z]+$", "minLength": 2}
+        },
+        "required": ["path", "anything", "some", "code"]
+    });
+    let first = tighten(&s);
+    assert_eq!(worst_tokens(&first), None);
+    let t = within(&s, 200);
+    let p = &t.schema["properties"];
+    assert_eq!(p["anything"]["maxItems"], json!(0));
+    // minItems 1: its items must be written; the answer may not fit, and the ledger says so.
+    assert_ne!(p["some"]["maxItems"], json!(0));
+    // A pattern under a minLength is left as it is (its shortest match might not reach it).
+    assert_eq!(p["code"]["pattern"], s["properties"]["code"]["pattern"]);
+    let path = p["path"]["pattern"].as_str().unwrap();
+    assert!(path.contains("{1,4}"), "{path}");
+    let budget = t.transforms.iter().find(|t| kind_of(&t.action) == "budget").unwrap();
+    assert!(budget.action.contains("may not be enough"), "{}", budget.action);
+    compiles(&t.schema).unwrap();
+    assert_narrower(&t, &s, &[json!({"path": "/ab/cd", "anything": [], "some": [1], "code": "AB"})]);
 }

@@ -4,7 +4,7 @@
 use super::relax::may_require_keys;
 use super::tighten_regex::bounded;
 use super::budget::{Caps, Cut};
-use super::{IN_PLACE, MAP_KEY_PATTERN, REPEAT_CAP};
+use super::{IN_PLACE, MAP_KEY_PATTERN};
 use serde_json::{Map, Value, json};
 
 /// One narrowing to apply.
@@ -14,16 +14,19 @@ pub(super) enum Edit {
     CapString(u64),
     /// A `maxLength` the schema gives, lowered: (the schema's, the new one).
     LowerMaxLength(u64, u64),
-    /// `pattern` replaced by its bounded form.
-    BoundPattern(String),
+    /// `pattern` replaced by its bounded form, each repetition at most this many times.
+    BoundPattern(String, u32),
     CapItems(u64),
     /// A free map's `additionalProperties` schema moved under [`MAP_KEY_PATTERN`].
     BoundMapKeys,
-    /// The one `patternProperties` key pattern replaced by its bounded form: (old, new).
-    BoundKeyPattern(String, String),
+    /// The one `patternProperties` key pattern replaced by its bounded form: (old, new, the
+    /// repetition cap).
+    BoundKeyPattern(String, String, u32),
     CapProperties(u64),
     /// An array whose items recur into the schema: `maxItems: 0` (the recursion cut).
     CutRecursion,
+    /// An array whose items may be any JSON value (no longest answer): `maxItems: 0`.
+    CutFreeItems,
     /// Optional properties taken out of a closed object: (names, because they recur).
     LeaveOut(Vec<String>, bool),
 }
@@ -52,10 +55,10 @@ pub(super) fn apply(node: &mut Map<String, Value>, edit: Edit) -> String {
             node.insert("maxLength".to_owned(), json!(cap));
             format!("maxLength: {cap} for decoding (the schema allows {given})")
         }
-        Edit::BoundPattern(bounded) => {
+        Edit::BoundPattern(bounded, cap) => {
             let action = format!(
                 "pattern {bounded:?} for decoding (the schema's pattern, anchored, with each \
-                 repetition at most {REPEAT_CAP})"
+                 repetition at most {cap})"
             );
             node.insert("pattern".to_owned(), json!(bounded));
             action
@@ -77,7 +80,7 @@ pub(super) fn apply(node: &mut Map<String, Value>, edit: Edit) -> String {
                  leaves free; its additionalProperties schema applies to them)"
             )
         }
-        Edit::BoundKeyPattern(old, new) => {
+        Edit::BoundKeyPattern(old, new, cap) => {
             if let Some(Value::Object(patterns)) = node.get_mut("patternProperties")
                 && let Some(value) = patterns.shift_remove(&old)
             {
@@ -85,7 +88,7 @@ pub(super) fn apply(node: &mut Map<String, Value>, edit: Edit) -> String {
             }
             format!(
                 "patternProperties key {new:?} for decoding (the schema's {old:?}, anchored, \
-                 with each repetition at most {REPEAT_CAP})"
+                 with each repetition at most {cap})"
             )
         }
         Edit::CapProperties(cap) => {
@@ -96,6 +99,12 @@ pub(super) fn apply(node: &mut Map<String, Value>, edit: Edit) -> String {
             node.insert("maxItems".to_owned(), json!(0));
             "maxItems: 0 for decoding (its items refer back to a schema they are inside; the \
              recursion is cut to fit the token budget)"
+                .to_owned()
+        }
+        Edit::CutFreeItems => {
+            node.insert("maxItems".to_owned(), json!(0));
+            "maxItems: 0 for decoding (its items may be any JSON value, which has no longest \
+             answer; cut to fit the token budget)"
                 .to_owned()
         }
         Edit::LeaveOut(names, recursive) => {
@@ -130,11 +139,15 @@ pub(super) fn edits_for(map: &Map<String, Value>, caps: &Caps, cut: Option<&Cut>
         edits.extend(object_edits(map, caps, cut));
     }
     if has("string") {
-        edits.extend(string_edit(map, caps.string));
+        edits.extend(string_edit(map, caps));
     }
     let min_items = map.get("minItems").and_then(Value::as_u64).unwrap_or(0);
+    let free_items = matches!(map.get("items"), None | Some(Value::Bool(true)))
+        || map.get("items").and_then(Value::as_object).is_some_and(Map::is_empty);
     if has("array") && cut == Some(&Cut::Items) && min_items == 0 {
         edits.push(Edit::CutRecursion);
+    } else if has("array") && caps.cut_free && free_items && min_items == 0 {
+        edits.push(Edit::CutFreeItems);
     } else if has("array") && !map.contains_key("maxItems") {
         edits.push(Edit::CapItems(caps.items.max(min_items)));
     }
@@ -186,7 +199,7 @@ fn object_edits(map: &Map<String, Value>, caps: &Caps, cut: Option<&Cut>) -> Vec
     if free_map(map) {
         edits.push(Edit::BoundMapKeys);
         is_map = true;
-    } else if let Some(edit) = bound_key_pattern(map, closes) {
+    } else if let Some(edit) = bound_key_pattern(map, closes, caps.repeat) {
         edits.push(edit);
         is_map = true;
     }
@@ -228,7 +241,7 @@ fn free_map(map: &Map<String, Value>) -> bool {
 /// The one `patternProperties` key pattern bounded, when that loses no key the schema gives a
 /// value schema to: the object is closed (or closing now), and every declared or required name
 /// the pattern matches still matches the bounded pattern.
-fn bound_key_pattern(map: &Map<String, Value>, closing: bool) -> Option<Edit> {
+fn bound_key_pattern(map: &Map<String, Value>, closing: bool, repeat: u32) -> Option<Edit> {
     let Some(Value::Object(patterns)) = map.get("patternProperties") else {
         return None;
     };
@@ -237,7 +250,7 @@ fn bound_key_pattern(map: &Map<String, Value>, closing: bool) -> Option<Edit> {
         return None;
     }
     let (old, _) = patterns.iter().next()?;
-    let new = bounded(old, REPEAT_CAP)?;
+    let new = bounded(old, repeat)?;
     let original = regex::Regex::new(old).ok()?;
     let narrowed = regex::Regex::new(&new).ok()?;
     let declared = map
@@ -254,21 +267,21 @@ fn bound_key_pattern(map: &Map<String, Value>, closing: bool) -> Option<Edit> {
     let keeps = named
         .iter()
         .all(|n| !original.is_match(n) || narrowed.is_match(n));
-    (keeps && min <= 1).then_some(Edit::BoundKeyPattern(old.clone(), new))
+    (keeps && min <= 1).then_some(Edit::BoundKeyPattern(old.clone(), new, repeat))
 }
 
 /// The narrowing of a string: a cap on a free string, a lower cap on a large `maxLength`, or a
 /// bounded `pattern`.
-fn string_edit(map: &Map<String, Value>, string_cap: u64) -> Option<Edit> {
+fn string_edit(map: &Map<String, Value>, caps: &Caps) -> Option<Edit> {
     let min = map.get("minLength").and_then(Value::as_u64).unwrap_or(0);
-    let cap = string_cap.max(min);
+    let cap = caps.string.max(min);
     let max = map.get("maxLength").and_then(Value::as_u64);
     if let Some(Value::String(pattern)) = map.get("pattern") {
         // The bounded pattern keeps the shortest match; with a minLength it might not reach it.
         if min > 0 || max.is_some_and(|m| m <= cap) {
             return None;
         }
-        return bounded(pattern, REPEAT_CAP).map(Edit::BoundPattern);
+        return bounded(pattern, caps.repeat).map(|p| Edit::BoundPattern(p, caps.repeat));
     }
     if map.contains_key("format") && min > 0 {
         // A format with a minLength: a short enough instance may not exist.
