@@ -8,7 +8,8 @@
 //!   punctuation (`"2015_2017_2013_..."`).
 //! * **fixed**: what the schema gives: keys, quotes, brackets, separators, `enum`/`const`
 //!   values, `true`/`false`/`null`. Counted as [`FIXED_CHARS_PER_TOKEN`] characters a token
-//!   (`{"`, `": "`, `", "` and most key words are one token each).
+//!   (`{"`, `": "` and `", "` are one token each, and key words like `document_` or `supertype`
+//!   one token for 4-9 characters).
 //!
 //! The result is `None` (unbounded) for a string without `maxLength` or bounded pattern, an
 //! array without `maxItems`, an object whose keys are free, a schema that allows anything, and
@@ -25,7 +26,7 @@ use std::collections::HashMap;
 pub(super) const NUMBER_CHARS: u64 = 24;
 
 /// Characters of schema-given text per token.
-pub(super) const FIXED_CHARS_PER_TOKEN: u64 = 2;
+pub(super) const FIXED_CHARS_PER_TOKEN: u64 = 3;
 
 /// The length of an answer, in the two kinds of characters of the module docs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
