@@ -51,7 +51,9 @@ fn main() -> ExitCode {
 }
 
 fn usage() -> ExitCode {
-    eprintln!("geode-engine: usage: geode-engine [--narrow [--max-tokens N]] (N a positive integer)");
+    eprintln!(
+        "geode-engine: usage: geode-engine [--narrow [--max-tokens N]] (N a positive integer)"
+    );
     ExitCode::from(2)
 }
 

@@ -20,6 +20,7 @@
 //! | a free map's keys: its `additionalProperties` schema moved under `patternProperties` [`MAP_KEY_PATTERN`], `additionalProperties: false` | an object with a schema-valued `additionalProperties` and no `properties`, `patternProperties`, `propertyNames` or `required` | |
 //! | a map's key pattern bounded (as a `pattern`) | the one `patternProperties` entry of an object that is closed (or being closed) | a declared or required name the pattern matches would no longer match; `minProperties` above 1 |
 //! | maps sized: `maxProperties: max(`[`MAP_CAP`]`, minProperties, required)` | a map bounded as above, without `maxProperties` | a declared property is optional (llguidance takes `maxProperties` only when all are required) |
+//! | fitted to the token budget ([`tighten_within`]): the caps above lowered rung by rung (strings 64/32/16, lists 3/2/1, maps 4/2/1, pattern repetitions 16/8/4), recursion cut (`maxItems: 0`, or the optional property left out, where a `$ref` recurs), lists of anything emptied, and last optional properties left out | a schema whose longest answer ([`size::worst_case`]) does not fit the call's `max_tokens` | below `minLength`, `minItems`, `minProperties` or `required`; the ledger then says the budget may not be enough |
 //!
 //! A schema is only narrowed where it is evaluated **alone**: the root, and the schemas it
 //! reaches through `properties`, `items`, `prefixItems`, `additionalItems`,

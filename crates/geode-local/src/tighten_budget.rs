@@ -120,11 +120,13 @@ pub fn tighten_within(schema: &ResponseSchema, max_tokens: u32) -> Tightened {
         pointer: String::new(),
         action: describe(max_tokens, before, after, &caps, fits(after, limit)),
     };
-    // After the root's own narrowings (whitespace, type), before the others.
+    // After the root's whitespace and type, before the other narrowings.
     let at = t
         .transforms
         .iter()
-        .take_while(|t| t.pointer.is_empty())
+        .take_while(|t| {
+            t.action.starts_with("compact whitespace") || t.action.starts_with("type: object")
+        })
         .count();
     t.transforms.insert(at, summary);
     t
@@ -142,15 +144,21 @@ fn about(size: Option<Size>) -> String {
 }
 
 /// The root's ledger entry for the rung reached.
-fn describe(max_tokens: u32, before: Option<Size>, after: Option<Size>, caps: &Caps, fits: bool) -> String {
+fn describe(
+    max_tokens: u32,
+    before: Option<Size>,
+    after: Option<Size>,
+    caps: &Caps,
+    fits: bool,
+) -> String {
     let optional = if caps.optional {
         ""
     } else {
         ", optional properties left out"
     };
     let rung = format!(
-        "strings at most {} characters, lists {} items, maps {} entries, pattern repetitions {}, \
-         recursion and lists of anything cut{optional}",
+        "strings maxLength {}, lists maxItems {}, maps maxProperties {}, pattern repetitions at \
+         most {}, recursion and lists of anything cut{optional}",
         caps.string, caps.items, caps.map, caps.repeat
     );
     if fits {
@@ -214,7 +222,10 @@ impl RefWalk<'_> {
         let mut sites = Vec::new();
         ref_sites(node, pointer.clone(), &mut sites);
         for (site, target) in sites {
-            let walking = self.state.iter().any(|(p, done)| !done && inside(p, &target));
+            let walking = self
+                .state
+                .iter()
+                .any(|(p, done)| !done && inside(p, &target));
             if walking || inside(&site, &target) {
                 self.back.push(site);
             } else if !self.state.contains_key(&target) {

@@ -6,7 +6,10 @@ use super::tests::{assert_narrower, compiles, kind_of, pointers, tighten};
 use super::*;
 
 fn within(schema: &Value, max_tokens: u32) -> Tightened {
-    tighten_within(&ResponseSchema::from_value(schema.clone()).unwrap(), max_tokens)
+    tighten_within(
+        &ResponseSchema::from_value(schema.clone()).unwrap(),
+        max_tokens,
+    )
 }
 
 /// The longest answer of the decoding schema, in tokens (`None`: unbounded).
@@ -55,7 +58,10 @@ fn the_worst_case_counts_free_text_as_tokens_and_follows_references() {
     let size = worst_case(&s).unwrap();
     assert_eq!((size.free, size.fixed), (34, 2 + 21 + 2 + 4));
     assert_eq!(worst_case(&json!({"type": "string"})), None);
-    assert_eq!(worst_case(&json!({"type": "array", "items": {"type": "boolean"}})), None);
+    assert_eq!(
+        worst_case(&json!({"type": "array", "items": {"type": "boolean"}})),
+        None
+    );
     let recursive = json!({"type": "object", "properties": {"next": {"$ref": "#"}}, "additionalProperties": false});
     assert_eq!(worst_case(&recursive), None);
 }
@@ -66,16 +72,34 @@ fn free_strings_shrink_until_the_answer_fits_but_never_below_min_length() {
     s["properties"]["long"] = json!({"type": "string", "minLength": 40});
     s["required"] = json!(["long"]);
     let first = within(&s, 4096);
-    assert_eq!(first.schema["properties"]["field_0"]["maxLength"], json!(STRING_CAP));
+    assert_eq!(
+        first.schema["properties"]["field_0"]["maxLength"],
+        json!(STRING_CAP)
+    );
     let t = within(&s, 400);
     assert!(worst_tokens(&t).unwrap() <= 399, "{:?}", worst_tokens(&t));
-    let cap = t.schema["properties"]["field_0"]["maxLength"].as_u64().unwrap();
+    let cap = t.schema["properties"]["field_0"]["maxLength"]
+        .as_u64()
+        .unwrap();
     assert!(cap < STRING_CAP);
-    assert_eq!(t.schema["properties"]["long"]["maxLength"], json!(40.max(cap)));
-    let at = pointers(&t).iter().position(|p| *p == ("", "budget")).unwrap();
+    assert_eq!(
+        t.schema["properties"]["long"]["maxLength"],
+        json!(40.max(cap))
+    );
+    let at = pointers(&t)
+        .iter()
+        .position(|p| *p == ("", "budget"))
+        .unwrap();
     let summary = &t.transforms[at].action;
-    assert!(summary.contains("max_tokens 400") && summary.contains("strings at most"), "{summary}");
-    assert_narrower(&t, &s, &[json!({"long": "x".repeat(40), "field_1": "y".repeat(cap as usize)})]);
+    assert!(
+        summary.contains("max_tokens 400") && summary.contains("strings maxLength"),
+        "{summary}"
+    );
+    assert_narrower(
+        &t,
+        &s,
+        &[json!({"long": "x".repeat(40), "field_1": "y".repeat(cap as usize)})],
+    );
 }
 
 #[test]
@@ -96,7 +120,11 @@ fn lists_and_maps_shrink_but_never_below_min_items() {
     assert_eq!(p["three"]["maxItems"], json!(3));
     assert!(p["map"]["maxProperties"].as_u64().unwrap() < MAP_CAP);
     assert!(worst_tokens(&t).unwrap() <= 149, "{:?}", worst_tokens(&t));
-    assert_narrower(&t, &s, &[json!({"three": ["a", "b", "c"], "free": ["a"], "map": {"k": "v"}})]);
+    assert_narrower(
+        &t,
+        &s,
+        &[json!({"three": ["a", "b", "c"], "free": ["a"], "map": {"k": "v"}})],
+    );
 }
 
 #[test]
@@ -124,9 +152,23 @@ fn a_recursion_is_cut_where_its_items_or_optional_property_recur() {
     assert_eq!(symbol["required"], json!(["name"]));
     assert!(worst_tokens(&t).unwrap() <= 511);
     let actions: Vec<&str> = t.transforms.iter().map(|t| t.action.as_str()).collect();
-    assert!(actions.iter().any(|a| a.starts_with("maxItems: 0") && a.contains("recursion")), "{actions:?}");
-    assert!(actions.iter().any(|a| a.starts_with("properties [\"parent\"]")), "{actions:?}");
-    assert_narrower(&t, &s, &[json!({"symbols": [{"name": "a", "children": []}]})]);
+    assert!(
+        actions
+            .iter()
+            .any(|a| a.starts_with("maxItems: 0") && a.contains("recursion")),
+        "{actions:?}"
+    );
+    assert!(
+        actions
+            .iter()
+            .any(|a| a.starts_with("properties [\"parent\"]")),
+        "{actions:?}"
+    );
+    assert_narrower(
+        &t,
+        &s,
+        &[json!({"symbols": [{"name": "a", "children": []}]})],
+    );
 }
 
 #[test]
@@ -151,10 +193,17 @@ fn optional_properties_are_left_out_last_and_required_ones_kept() {
     // The required two, and one optional for minProperties.
     assert_eq!(kept, ["field_0", "field_1", "field_2"]);
     assert_eq!(t.schema["required"], s["required"]);
-    assert_eq!(t.schema["properties"]["field_0"]["maxLength"], json!(LADDER[4].string));
+    assert_eq!(
+        t.schema["properties"]["field_0"]["maxLength"],
+        json!(LADDER[4].string)
+    );
     assert!(worst_tokens(&t).unwrap() <= 95);
     assert!(kinds(&t).contains(&"leave out"));
-    assert_narrower(&t, &s, &[json!({"field_0": "a", "field_1": "b", "field_2": "c"})]);
+    assert_narrower(
+        &t,
+        &s,
+        &[json!({"field_0": "a", "field_1": "b", "field_2": "c"})],
+    );
 }
 
 #[test]
@@ -170,9 +219,20 @@ fn what_the_schema_requires_is_kept_and_the_ledger_says_it_may_not_fit() {
     let t = within(&s, 128);
     assert_eq!(t.schema["properties"]["essay"]["maxLength"], json!(300));
     assert_eq!(t.schema["properties"]["list"]["maxItems"], json!(4));
-    assert_eq!(t.schema["properties"]["list"]["items"]["maxLength"], json!(20));
-    let budget = t.transforms.iter().find(|t| kind_of(&t.action) == "budget").unwrap();
-    assert!(budget.action.contains("may not be enough"), "{}", budget.action);
+    assert_eq!(
+        t.schema["properties"]["list"]["items"]["maxLength"],
+        json!(20)
+    );
+    let budget = t
+        .transforms
+        .iter()
+        .find(|t| kind_of(&t.action) == "budget")
+        .unwrap();
+    assert!(
+        budget.action.contains("may not be enough"),
+        "{}",
+        budget.action
+    );
     assert!(budget.action.contains("an answer may end at the budget"));
 }
 
@@ -186,7 +246,11 @@ fn a_recursion_that_cannot_be_cut_is_named_not_narrowed_wrongly() {
     });
     let t = within(&s, 256);
     assert!(t.schema["properties"].get("child").is_some());
-    let budget = t.transforms.iter().find(|t| kind_of(&t.action) == "budget").unwrap();
+    let budget = t
+        .transforms
+        .iter()
+        .find(|t| kind_of(&t.action) == "budget")
+        .unwrap();
     assert!(budget.action.contains("unbounded"), "{}", budget.action);
 }
 
@@ -234,8 +298,20 @@ fn pattern_repetitions_shrink_and_lists_of_anything_are_emptied() {
     assert_eq!(p["code"]["pattern"], s["properties"]["code"]["pattern"]);
     let path = p["path"]["pattern"].as_str().unwrap();
     assert!(path.contains("{1,4}"), "{path}");
-    let budget = t.transforms.iter().find(|t| kind_of(&t.action) == "budget").unwrap();
-    assert!(budget.action.contains("may not be enough"), "{}", budget.action);
+    let budget = t
+        .transforms
+        .iter()
+        .find(|t| kind_of(&t.action) == "budget")
+        .unwrap();
+    assert!(
+        budget.action.contains("may not be enough"),
+        "{}",
+        budget.action
+    );
     compiles(&t.schema).unwrap();
-    assert_narrower(&t, &s, &[json!({"path": "/ab/cd", "anything": [], "some": [1], "code": "AB"})]);
+    assert_narrower(
+        &t,
+        &s,
+        &[json!({"path": "/ab/cd", "anything": [], "some": [1], "code": "AB"})],
+    );
 }

@@ -1,9 +1,9 @@
 //! The narrowings of one schema for [`super`]: which apply to a schema that is alone
 //! ([`edits_for`]), and each applied to its node with the ledger's description ([`apply`]).
 
+use super::budget::{Caps, Cut};
 use super::relax::may_require_keys;
 use super::tighten_regex::bounded;
-use super::budget::{Caps, Cut};
 use super::{IN_PLACE, MAP_KEY_PATTERN};
 use serde_json::{Map, Value, json};
 
@@ -143,7 +143,10 @@ pub(super) fn edits_for(map: &Map<String, Value>, caps: &Caps, cut: Option<&Cut>
     }
     let min_items = map.get("minItems").and_then(Value::as_u64).unwrap_or(0);
     let free_items = matches!(map.get("items"), None | Some(Value::Bool(true)))
-        || map.get("items").and_then(Value::as_object).is_some_and(Map::is_empty);
+        || map
+            .get("items")
+            .and_then(Value::as_object)
+            .is_some_and(Map::is_empty);
     if has("array") && cut == Some(&Cut::Items) && min_items == 0 {
         edits.push(Edit::CutRecursion);
     } else if has("array") && caps.cut_free && free_items && min_items == 0 {
@@ -164,7 +167,8 @@ fn left_out(map: &Map<String, Value>, caps: &Caps, cut: Option<&Cut>) -> Option<
         .and_then(Value::as_u64)
         .unwrap_or(0);
     let mut kept = u64::try_from(required.len()).unwrap_or(u64::MAX);
-    let recurring = |name: &str| matches!(cut, Some(Cut::Properties(n)) if n.iter().any(|c| c == name));
+    let recurring =
+        |name: &str| matches!(cut, Some(Cut::Properties(n)) if n.iter().any(|c| c == name));
     let mut out = Vec::new();
     let mut recursive = true;
     for name in declared.keys().filter(|k| !required.contains(k)) {

@@ -208,7 +208,10 @@ impl Measure<'_> {
         let separator = Size::fixed(2);
         let mut total = brackets;
         let mut counted = 0;
-        for item in positional.iter().take(usize::try_from(max).unwrap_or(usize::MAX)) {
+        for item in positional
+            .iter()
+            .take(usize::try_from(max).unwrap_or(usize::MAX))
+        {
             total = total.plus(self.size(item)?).plus(separator);
             counted += 1;
         }
@@ -268,7 +271,10 @@ fn string(map: &Map<String, Value>) -> Option<Size> {
         .get("format")
         .and_then(Value::as_str)
         .and_then(format_len);
-    let longest = [by_length, by_pattern, by_format].into_iter().flatten().min()?;
+    let longest = [by_length, by_pattern, by_format]
+        .into_iter()
+        .flatten()
+        .min()?;
     Some(quotes.plus(Size::free(longest)))
 }
 

@@ -417,16 +417,26 @@ async fn a_schema_too_large_for_the_budget_is_narrowed_to_end_within_it() {
     let _serial = serial().await;
     let adapter = LocalAdapter::new(engine());
     let fields = [
-        "title", "summary", "author", "publisher", "city", "country", "genre", "language",
-        "review", "moral", "setting", "ending",
+        "title",
+        "summary",
+        "author",
+        "publisher",
+        "city",
+        "country",
+        "genre",
+        "language",
+        "review",
+        "moral",
+        "setting",
+        "ending",
     ];
     let properties: serde_json::Map<String, Value> = fields
         .iter()
         .map(|f| ((*f).to_owned(), json!({"type": "string"})))
         .collect();
     let schema = json!({"type": "object", "properties": properties, "required": ["title"]});
-    let compiled = CompiledSchema::compile(&ResponseSchema::from_value(schema.clone()).unwrap())
-        .unwrap();
+    let compiled =
+        CompiledSchema::compile(&ResponseSchema::from_value(schema.clone()).unwrap()).unwrap();
     for seed in 0..3 {
         let mut req = AdapterCallRequest::new(
             "",
@@ -440,7 +450,11 @@ async fn a_schema_too_large_for_the_budget_is_narrowed_to_end_within_it() {
         req.response_schema = Some(ResponseSchema::from_value(schema.clone()).unwrap());
         let resp = call(&adapter, req).await;
         assert_constrained_plumbing(&resp);
-        assert!(resp.usage.output_tokens < 96, "{}", resp.usage.output_tokens);
+        assert!(
+            resp.usage.output_tokens < 96,
+            "{}",
+            resp.usage.output_tokens
+        );
         let value: Value = serde_json::from_str(&resp.text).unwrap();
         assert!(compiled.is_valid(&value), "{}", resp.text);
         let budget = resp
