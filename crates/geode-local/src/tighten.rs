@@ -206,10 +206,12 @@ fn plan(schema: &Value, caps: &budget::Caps, cuts: &budget::Cuts) -> Option<Vec<
     // Pinned pointers are `$ref` targets referenced from a place that is not alone; pinning can
     // make another `$ref` site not alone, so repeat until nothing changes.
     let mut pinned = BTreeSet::new();
+    let beside = budget::Beside::of(schema, caps);
     loop {
         let mut walk = Walk {
             caps,
             cuts,
+            beside,
             pinned: &pinned,
             new_pins: BTreeSet::new(),
             edits: Vec::new(),
@@ -227,6 +229,8 @@ fn plan(schema: &Value, caps: &budget::Caps, cuts: &budget::Cuts) -> Option<Vec<
 struct Walk<'a> {
     caps: &'a budget::Caps,
     cuts: &'a budget::Cuts,
+    /// Which caps apply where another schema applies to the same value too.
+    beside: budget::Beside,
     pinned: &'a BTreeSet<String>,
     new_pins: BTreeSet<String>,
     edits: Vec<(String, Edit)>,
@@ -261,7 +265,7 @@ impl Walk<'_> {
         let edits = if alone {
             edits_for(map, self.caps, self.cuts.get(&pointer))
         } else {
-            Vec::new()
+            edits::beside_edits(map, self.caps, self.beside)
         };
         for edit in &edits {
             match edit {

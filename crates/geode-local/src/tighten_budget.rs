@@ -14,6 +14,7 @@
 //! | 2 | 32 | 2 | 2 | 8 | cut | kept |
 //! | 3 | 16 | 1 | 1 | 4 | cut | kept |
 //! | 4 | 16 | 1 | 1 | 4 | cut | left out |
+//! | 5 | 8 | 1 | 1 | 2 | cut | left out |
 //!
 //! A cap never goes below the schema's `minLength`, `minItems`, `minProperties` or number of
 //! `required` names. **Recursion cut**: a `$ref` back into a schema it is inside (found by a
@@ -67,12 +68,13 @@ pub(super) const FIRST_CAPS: Caps = Caps {
 
 /// The rungs, from the first caps down (see the module docs); recursion is cut from the
 /// second on.
-pub(super) const LADDER: [Caps; 5] = [
+pub(super) const LADDER: [Caps; 6] = [
     FIRST_CAPS,
     rung(64, 3, 4, 16, true),
     rung(32, 2, 2, 8, true),
     rung(16, 1, 1, 4, true),
     rung(16, 1, 1, 4, false),
+    rung(8, 1, 1, 2, false),
 ];
 
 const fn rung(string: u64, items: u64, map: u64, repeat: u32, optional: bool) -> Caps {
@@ -83,6 +85,80 @@ const fn rung(string: u64, items: u64, map: u64, repeat: u32, optional: bool) ->
         repeat,
         cut_free: true,
         optional,
+    }
+}
+
+/// Which caps of a rung past the first also apply to a string or array that is not alone
+/// (inside `allOf`, a `$defs` entry referenced beside other keywords, ...): another schema
+/// applies to the same value there, so a cap is only safe when no schema of the whole document
+/// needs a longer value: strings when no `minLength` exceeds the cap and no `pattern`,
+/// `format` or `enum`/`const` string longer than it appears anywhere; arrays when no
+/// `minItems` exceeds the cap and no `contains` or `enum`/`const` list longer than it appears.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(super) struct Beside {
+    pub strings: bool,
+    pub items: bool,
+}
+
+impl Beside {
+    /// What `schema` allows at `caps` (nothing on the first rung).
+    pub(super) fn of(schema: &Value, caps: &Caps) -> Self {
+        if !caps.cut_free {
+            return Self::default();
+        }
+        let mut beside = Self {
+            strings: true,
+            items: true,
+        };
+        beside.scan(schema, caps);
+        beside
+    }
+
+    fn scan(&mut self, node: &Value, caps: &Caps) {
+        match node {
+            Value::Array(values) => values.iter().for_each(|v| self.scan(v, caps)),
+            Value::Object(map) => {
+                let above =
+                    |k: &str, cap: u64| map.get(k).and_then(Value::as_u64).is_some_and(|m| m > cap);
+                if above("minLength", caps.string)
+                    || map.get("pattern").is_some_and(Value::is_string)
+                    || map.get("format").is_some_and(Value::is_string)
+                {
+                    self.strings = false;
+                }
+                if above("minItems", caps.items) || map.contains_key("contains") {
+                    self.items = false;
+                }
+                for key in ["enum", "const"] {
+                    if let Some(value) = map.get(key) {
+                        self.literals(value, caps, key == "enum");
+                    }
+                }
+                map.values().for_each(|v| self.scan(v, caps));
+            }
+            _ => {}
+        }
+    }
+
+    /// An `enum` (a list of values) or `const` value: a long string or list rules out a cap.
+    fn literals(&mut self, value: &Value, caps: &Caps, list: bool) {
+        let values = match (list, value) {
+            (true, Value::Array(values)) => values.as_slice(),
+            _ => std::slice::from_ref(value),
+        };
+        for v in values {
+            match v {
+                Value::String(s)
+                    if u64::try_from(s.chars().count()).unwrap_or(u64::MAX) > caps.string =>
+                {
+                    self.strings = false;
+                }
+                Value::Array(a) if u64::try_from(a.len()).unwrap_or(u64::MAX) > caps.items => {
+                    self.items = false;
+                }
+                _ => {}
+            }
+        }
     }
 }
 

@@ -297,7 +297,8 @@ fn pattern_repetitions_shrink_and_lists_of_anything_are_emptied() {
     // A pattern under a minLength is left as it is (its shortest match might not reach it).
     assert_eq!(p["code"]["pattern"], s["properties"]["code"]["pattern"]);
     let path = p["path"]["pattern"].as_str().unwrap();
-    assert!(path.contains("{1,4}"), "{path}");
+    let last = LADDER[LADDER.len() - 1];
+    assert!(path.contains(&format!("{{1,{}}}", last.repeat)), "{path}");
     let budget = t
         .transforms
         .iter()
@@ -313,5 +314,71 @@ fn pattern_repetitions_shrink_and_lists_of_anything_are_emptied() {
         &t,
         &s,
         &[json!({"path": "/ab/cd", "anything": [], "some": [1], "code": "AB"})],
+    );
+}
+
+#[test]
+fn strings_and_lists_beside_other_schemas_are_capped_only_when_nothing_needs_longer() {
+    let s = json!({
+        "type": "object",
+        "definitions": {"named": {"type": "object", "properties": {"name": {"type": "string"}}}},
+        "properties": {"enums": {"type": "array", "items": {"$ref": "#/definitions/enum"}}},
+        "required": ["enums"]
+    });
+    let mut s = s;
+    s["definitions"]["enum"] = json!({
+        "type": "object",
+        "allOf": [
+            {"$ref": "#/definitions/named"},
+            {"properties": {"members": {"type": "array", "items": {"type": "string"}}}}
+        ]
+    });
+    // The first rung leaves what is combined in allOf alone.
+    let first = tighten(&s);
+    let members = "/definitions/enum/allOf/1/properties/members";
+    assert!(
+        first
+            .schema
+            .pointer(&format!("{members}/maxItems"))
+            .is_none()
+    );
+    let t = within(&s, 64);
+    assert_eq!(
+        t.schema.pointer(&format!("{members}/maxItems")),
+        Some(&json!(1))
+    );
+    let capped = |p: &str| {
+        t.schema
+            .pointer(p)
+            .and_then(Value::as_u64)
+            .is_some_and(|n| n <= 16)
+    };
+    assert!(
+        capped(&format!("{members}/items/maxLength")),
+        "{}",
+        t.schema
+    );
+    assert!(
+        capped("/definitions/named/properties/name/maxLength"),
+        "{}",
+        t.schema
+    );
+    compiles(&t.schema).unwrap();
+    // A schema somewhere needs a longer string or list: nothing beside is capped.
+    s["definitions"]["named"]["properties"]["code"] = json!({"type": "string", "minLength": 20});
+    s["definitions"]["named"]["properties"]["pair"] = json!({"type": "array", "minItems": 2});
+    let t = within(&s, 64);
+    assert!(t.schema.pointer(&format!("{members}/maxItems")).is_none());
+    assert!(
+        t.schema
+            .pointer("/definitions/named/properties/name/maxLength")
+            .is_none()
+    );
+    s["definitions"]["named"]["properties"]["code"] = json!({"enum": ["x".repeat(40)]});
+    let t = within(&s, 64);
+    assert!(
+        t.schema
+            .pointer("/definitions/named/properties/name/maxLength")
+            .is_none()
     );
 }

@@ -1,7 +1,7 @@
 //! The narrowings of one schema for [`super`]: which apply to a schema that is alone
 //! ([`edits_for`]), and each applied to its node with the ledger's description ([`apply`]).
 
-use super::budget::{Caps, Cut};
+use super::budget::{Beside, Caps, Cut};
 use super::relax::may_require_keys;
 use super::tighten_regex::bounded;
 use super::{IN_PLACE, MAP_KEY_PATTERN};
@@ -153,6 +153,31 @@ pub(super) fn edits_for(map: &Map<String, Value>, caps: &Caps, cut: Option<&Cut>
         edits.push(Edit::CutFreeItems);
     } else if has("array") && !map.contains_key("maxItems") {
         edits.push(Edit::CapItems(caps.items.max(min_items)));
+    }
+    edits
+}
+
+/// The caps of a string or array that is not alone (another schema applies to the same value),
+/// where [`Beside`] found that no schema of the document needs a longer one.
+pub(super) fn beside_edits(map: &Map<String, Value>, caps: &Caps, beside: Beside) -> Vec<Edit> {
+    let mut edits = Vec::new();
+    if IN_PLACE.iter().any(|k| map.contains_key(*k)) {
+        return edits;
+    }
+    let types = declared_types(map);
+    let has = |t: &str| types.iter().any(|x| x == t);
+    let plain_string = !["pattern", "format", "minLength", "maxLength"]
+        .iter()
+        .any(|k| map.contains_key(*k));
+    if beside.strings && has("string") && plain_string {
+        edits.push(Edit::CapString(caps.string));
+    }
+    if beside.items
+        && has("array")
+        && !map.contains_key("maxItems")
+        && !map.contains_key("minItems")
+    {
+        edits.push(Edit::CapItems(caps.items));
     }
     edits
 }
