@@ -20,7 +20,7 @@
 //! | a free map's keys: its `additionalProperties` schema moved under `patternProperties` [`MAP_KEY_PATTERN`], `additionalProperties: false` | an object with a schema-valued `additionalProperties` and no `properties`, `patternProperties`, `propertyNames` or `required` | |
 //! | a map's key pattern bounded (as a `pattern`) | the one `patternProperties` entry of an object that is closed (or being closed) | a declared or required name the pattern matches would no longer match; `minProperties` above 1 |
 //! | maps sized: `maxProperties: max(`[`MAP_CAP`]`, minProperties, required)` | a map bounded as above, without `maxProperties` | a declared property is optional (llguidance takes `maxProperties` only when all are required) |
-//! | fitted to the token budget ([`tighten_within`]): the caps above lowered rung by rung (strings 64/32/16, lists 3/2/1, maps 4/2/1, pattern repetitions 16/8/4), recursion cut (`maxItems: 0`, or the optional property left out, where a `$ref` recurs), lists of anything emptied, and last optional properties left out | a schema whose longest answer ([`size::worst_case`]) does not fit the call's `max_tokens` | below `minLength`, `minItems`, `minProperties` or `required`; the ledger then says the budget may not be enough |
+//! | fitted to the token budget ([`tighten_within`]): the caps above lowered rung by rung (strings 64/32/16/8, lists 3/2/1, maps 4/2/1, pattern repetitions 16/8/4/2; strings and lists also beside other schemas when nothing in the document needs longer), recursion cut (`maxItems: 0`, or the optional property left out, where a `$ref` recurs), lists of anything emptied, and last optional properties left out | a schema whose longest answer ([`size::worst_case`]) does not fit the call's `max_tokens` | below `minLength`, `minItems`, `minProperties` or `required`; the ledger then says the budget may not be enough |
 //!
 //! A schema is only narrowed where it is evaluated **alone**: the root, and the schemas it
 //! reaches through `properties`, `items`, `prefixItems`, `additionalItems`,
@@ -380,6 +380,38 @@ fn local_pointer(reference: &Value) -> Option<String> {
         Some(pointer.to_owned())
     } else {
         None
+    }
+}
+
+/// Calls `visit` with each schema applied to the value of `map` or its parts, and its pointer:
+/// under `properties`, `patternProperties`, `items`, `prefixItems`, `allOf`, `anyOf`, `oneOf`,
+/// `additionalItems` and `additionalProperties`, and `$defs`/`definitions` when `with_defs`.
+fn each_subschema(
+    map: &Map<String, Value>,
+    pointer: &str,
+    with_defs: bool,
+    visit: &mut dyn FnMut(&Value, String),
+) {
+    for (key, value) in map {
+        let at = format!("{pointer}/{}", escape(key));
+        match key.as_str() {
+            "$defs" | "definitions" if !with_defs => {}
+            "properties" | "patternProperties" | "$defs" | "definitions" => {
+                for (name, child) in value.as_object().into_iter().flatten() {
+                    visit(child, format!("{at}/{}", escape(name)));
+                }
+            }
+            "items" | "prefixItems" | "allOf" | "anyOf" | "oneOf" => match value {
+                Value::Array(items) => {
+                    for (i, item) in items.iter().enumerate() {
+                        visit(item, format!("{at}/{i}"));
+                    }
+                }
+                other => visit(other, at),
+            },
+            "additionalItems" | "additionalProperties" => visit(value, at),
+            _ => {}
+        }
     }
 }
 

@@ -22,7 +22,9 @@
 //! array whose items it is gets `maxItems: 0` (when `minItems` allows), the optional property
 //! whose value it is is left out of its closed object. **Lists of anything**: an array whose
 //! `items` may be any JSON value (absent, `true`, `{}`) gets `maxItems: 0` when `minItems`
-//! allows. **Optional properties left out**: a
+//! allows. **Beside other schemas** ([`Beside`]): from the second rung the string and list caps
+//! also apply where another schema applies to the same value, when no schema of the document
+//! needs a longer one. **Optional properties left out**: a
 //! closed object keeps only its `required` ones (and enough for `minProperties`). Each applies
 //! only where the other narrowings do (a schema evaluated alone, see [`super`]), and each is
 //! named in the ledger with its value, beside a summary at the root with the budget and the
@@ -32,7 +34,8 @@
 
 use super::size::{Size, worst_case};
 use super::{
-    ITEM_CAP, MAP_CAP, REPEAT_CAP, STRING_CAP, Tightened, escape, local_pointer, tighten_with,
+    ITEM_CAP, MAP_CAP, REPEAT_CAP, STRING_CAP, Tightened, each_subschema, local_pointer,
+    tighten_with,
 };
 use geode::schema::ResponseSchema;
 use geode::vocab::Transform;
@@ -330,26 +333,9 @@ fn ref_sites(node: &Value, pointer: String, out: &mut Vec<(String, String)>) {
     if let Some(target) = map.get("$ref").and_then(local_pointer) {
         out.push((pointer.clone(), target));
     }
-    for (key, value) in map {
-        let at = format!("{pointer}/{}", escape(key));
-        match key.as_str() {
-            "properties" | "patternProperties" => {
-                for (name, child) in value.as_object().into_iter().flatten() {
-                    ref_sites(child, format!("{at}/{}", escape(name)), out);
-                }
-            }
-            "items" | "prefixItems" | "allOf" | "anyOf" | "oneOf" => match value {
-                Value::Array(items) => {
-                    for (i, item) in items.iter().enumerate() {
-                        ref_sites(item, format!("{at}/{i}"), out);
-                    }
-                }
-                other => ref_sites(other, at, out),
-            },
-            "additionalItems" | "additionalProperties" => ref_sites(value, at, out),
-            _ => {}
-        }
-    }
+    each_subschema(map, &pointer, false, &mut |child, at| {
+        ref_sites(child, at, out)
+    });
 }
 
 /// The array or object (pointer) where the `$ref` at `site` is cut, and how.
