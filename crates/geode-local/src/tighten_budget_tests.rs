@@ -368,3 +368,41 @@ fn strings_and_lists_beside_other_schemas_are_capped_only_when_nothing_needs_lon
             .is_none()
     );
 }
+
+#[test]
+fn a_required_name_the_schema_does_not_declare_is_decoded_as_a_short_string() {
+    let s = json!({
+        "type": "object",
+        "properties": {"name": {"type": "string"}},
+        "required": ["name", "namespaces"]
+    });
+    // The first rung cannot close it (any value is allowed for "namespaces").
+    let first = tighten(&s);
+    assert!(first.schema.get("additionalProperties").is_none());
+    assert_eq!(worst_tokens(&first), None);
+    let t = within(&s, 128);
+    assert_eq!(t.schema["additionalProperties"], json!(false));
+    let declared = &t.schema["properties"]["namespaces"];
+    assert_eq!(declared["type"], "string");
+    assert!(declared["maxLength"].as_u64().unwrap() <= 64);
+    assert_eq!(t.schema["required"], s["required"]);
+    assert!(kinds(&t).contains(&"declare"));
+    assert!(worst_tokens(&t).unwrap() <= 127);
+    compiles(&t.schema).unwrap();
+    assert_narrower(
+        &t,
+        &s,
+        &[
+            json!({"name": "a", "namespaces": "b"}),
+            json!({"name": "a"}),
+        ],
+    );
+    // A schema for other keys: declaring them as strings could contradict it.
+    let mut typed = s.clone();
+    typed["additionalProperties"] = json!({"type": "integer"});
+    assert!(
+        within(&typed, 128).schema["properties"]
+            .get("namespaces")
+            .is_none()
+    );
+}

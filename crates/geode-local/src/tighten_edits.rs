@@ -27,6 +27,9 @@ pub(super) enum Edit {
     CutRecursion,
     /// An array whose items may be any JSON value (no longest answer): `maxItems: 0`.
     CutFreeItems,
+    /// Required names the object does not declare, declared as strings of at most this length
+    /// (so it can be closed).
+    DeclareRequired(Vec<String>, u64),
     /// Optional properties taken out of a closed object: (names, because they recur).
     LeaveOut(Vec<String>, bool),
 }
@@ -100,6 +103,21 @@ pub(super) fn apply(node: &mut Map<String, Value>, edit: Edit) -> String {
             "maxItems: 0 for decoding (its items refer back to a schema they are inside; the \
              recursion is cut to fit the token budget)"
                 .to_owned()
+        }
+        Edit::DeclareRequired(names, cap) => {
+            let properties = node
+                .entry("properties")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(properties) = properties {
+                for name in &names {
+                    properties.insert(name.clone(), json!({"type": "string", "maxLength": cap}));
+                }
+            }
+            format!(
+                "properties {names:?} declared as strings of at most {cap} characters for \
+                 decoding (required, any value allowed, not declared; so the object can be \
+                 closed to fit the token budget)"
+            )
         }
         Edit::CutFreeItems => {
             node.insert("maxItems".to_owned(), json!(0));
@@ -216,7 +234,15 @@ fn left_out(map: &Map<String, Value>, caps: &Caps, cut: Option<&Cut>) -> Option<
 /// Closing an open object, or bounding a map's keys and size.
 fn object_edits(map: &Map<String, Value>, caps: &Caps, cut: Option<&Cut>) -> Vec<Edit> {
     let mut edits = Vec::new();
-    let closes = closable(map);
+    let mut closes = closable(map);
+    if !closes && caps.cut_free {
+        // Past the first rung: required names the schema does not declare (any value) are
+        // declared as short strings, so the object can be closed.
+        if let Some(edit) = declare_required(map, caps) {
+            edits.push(edit);
+            closes = true;
+        }
+    }
     if closes {
         edits.push(Edit::Close);
     }
@@ -248,6 +274,34 @@ fn object_edits(map: &Map<String, Value>, caps: &Caps, cut: Option<&Cut>) -> Vec
         }
     }
     edits
+}
+
+/// The required names an open object (any value for other keys) does not declare, declared as
+/// strings of at most the rung's length, when that makes the object closable.
+fn declare_required(map: &Map<String, Value>, caps: &Caps) -> Option<Edit> {
+    let open = match map.get("additionalProperties") {
+        None | Some(Value::Bool(true)) => true,
+        Some(Value::Object(o)) => o.is_empty(),
+        Some(_) => false,
+    };
+    let declared = map.get("properties").and_then(Value::as_object);
+    let undeclared: Vec<String> = names(map.get("required"))
+        .into_iter()
+        .filter(|n| declared.is_none_or(|d| !d.contains_key(n)))
+        .collect();
+    if !open || undeclared.is_empty() || map.contains_key("patternProperties") {
+        return None;
+    }
+    let mut with = map.clone();
+    let properties = with
+        .entry("properties")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(properties) = properties {
+        for name in &undeclared {
+            properties.insert(name.clone(), json!({}));
+        }
+    }
+    closable(&with).then_some(Edit::DeclareRequired(undeclared, caps.string))
 }
 
 /// A map whose keys are free: `additionalProperties` a schema that is not `{}`, and nothing

@@ -31,6 +31,8 @@ pub(super) fn kind_of(a: &str) -> &'static str {
         "pattern"
     } else if a.starts_with("narrowed to fit max_tokens") || a.starts_with("max_tokens") {
         "budget"
+    } else if a.starts_with("properties [") && a.contains("declared as strings") {
+        "declare"
     } else if a.starts_with("properties [") {
         "leave out"
     } else if a.starts_with("compact whitespace") {
