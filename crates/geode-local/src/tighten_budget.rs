@@ -24,7 +24,10 @@
 //! `items` may be any JSON value (absent, `true`, `{}`) gets `maxItems: 0` when `minItems`
 //! allows. **Beside other schemas** ([`Beside`]): from the second rung the string and list caps
 //! also apply where another schema applies to the same value, when no schema of the document
-//! needs a longer one. **Optional properties left out**: a
+//! needs a longer one. **Required names not declared**: from the second rung, an object that
+//! allows any value for keys it does not declare, and could be closed but for `required` names
+//! among them, declares those as strings of at most the rung's length and is closed.
+//! **Optional properties left out**: a
 //! closed object keeps only its `required` ones (and enough for `minProperties`). Each applies
 //! only where the other narrowings do (a schema evaluated alone, see [`super`]), and each is
 //! named in the ledger with its value, beside a summary at the root with the budget and the
