@@ -9,6 +9,7 @@
 //! | [`constraint`] | [`Constraint`]: JSON Schema, choice, regex, Lark grammar → llguidance matcher (fail closed) |
 //! | [`prompt`] | chat turns from a request, rendered with the GGUF's chat template |
 //! | [`decode`] | the masked sampling loop, stop reasons, usage |
+//! | `closing` | in the last tokens of the budget, the mask's closing tokens preferred |
 //! | [`adapter`] | [`LocalAdapter`]: geode's `Adapter` trait on top of the engine |
 //! | [`error`] | [`LocalError`] |
 //!
@@ -38,6 +39,7 @@
 //! `scripts/fetch-model.sh` ([`engine::default_model_path`]).
 
 pub mod adapter;
+mod closing;
 pub mod constraint;
 pub mod decode;
 pub mod engine;

@@ -465,3 +465,35 @@ async fn a_schema_too_large_for_the_budget_is_narrowed_to_end_within_it() {
         assert!(budget.is_some(), "{:?}", resp.wire.transforms);
     }
 }
+
+/// A JSON number has no length limit llguidance can impose: asked for many digits, the model
+/// would write them until the budget ends. In the last tokens of the budget the engine prefers
+/// the mask's closing tokens, so the answer ends, valid, before the budget.
+#[tokio::test]
+async fn a_runaway_number_is_closed_before_the_budget_ends() {
+    let _serial = serial().await;
+    let adapter = LocalAdapter::new(engine());
+    let schema = json!({
+        "type": "object",
+        "properties": {"pi": {"type": "number"}, "name": {"type": "string", "maxLength": 20}},
+        "required": ["pi", "name"]
+    });
+    let compiled =
+        CompiledSchema::compile(&ResponseSchema::from_value(schema.clone()).unwrap()).unwrap();
+    for seed in 0..3 {
+        let mut req = AdapterCallRequest::new(
+            "",
+            vec![Message::user(
+                "Write the number pi with as many digits as you can (at least 500 digits), then \
+                 its name.",
+            )],
+        );
+        req.max_tokens = 48;
+        req.metadata.insert("seed".to_owned(), json!(seed));
+        req.response_schema = Some(ResponseSchema::from_value(schema.clone()).unwrap());
+        let resp = call(&adapter, req).await;
+        assert_constrained_plumbing(&resp);
+        let value: Value = serde_json::from_str(&resp.text).unwrap();
+        assert!(compiled.is_valid(&value), "{}", resp.text);
+    }
+}
