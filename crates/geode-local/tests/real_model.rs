@@ -409,6 +409,15 @@ fn missing_model_file_is_a_typed_error_naming_the_path() {
     }
 }
 
+/// A request for an answer to `schema` of at most `max_tokens`, with this seed.
+fn schema_request(prompt: &str, schema: &Value, max_tokens: u32, seed: u32) -> AdapterCallRequest {
+    let mut req = AdapterCallRequest::new("", vec![Message::user(prompt)]);
+    req.max_tokens = max_tokens;
+    req.metadata.insert("seed".to_owned(), json!(seed));
+    req.response_schema = Some(ResponseSchema::from_value(schema.clone()).unwrap());
+    req
+}
+
 /// A schema whose longest answer (12 optional free strings of up to 160 characters) is far
 /// past a 96-token budget: the engine narrows it to fit (shorter strings, then optional
 /// properties left out), so the answer ends by itself, valid, and the ledger says why.
@@ -438,16 +447,13 @@ async fn a_schema_too_large_for_the_budget_is_narrowed_to_end_within_it() {
     let compiled =
         CompiledSchema::compile(&ResponseSchema::from_value(schema.clone()).unwrap()).unwrap();
     for seed in 0..3 {
-        let mut req = AdapterCallRequest::new(
-            "",
-            vec![Message::user(
-                "Describe a long novel in great detail as JSON, filling in every field with \
+        let req = schema_request(
+            "Describe a long novel in great detail as JSON, filling in every field with \
                  several long sentences.",
-            )],
+            &schema,
+            96,
+            seed,
         );
-        req.max_tokens = 96;
-        req.metadata.insert("seed".to_owned(), json!(seed));
-        req.response_schema = Some(ResponseSchema::from_value(schema.clone()).unwrap());
         let resp = call(&adapter, req).await;
         assert_constrained_plumbing(&resp);
         assert!(
@@ -481,16 +487,13 @@ async fn a_runaway_number_is_closed_before_the_budget_ends() {
     let compiled =
         CompiledSchema::compile(&ResponseSchema::from_value(schema.clone()).unwrap()).unwrap();
     for seed in 0..3 {
-        let mut req = AdapterCallRequest::new(
-            "",
-            vec![Message::user(
-                "Write the number pi with as many digits as you can (at least 500 digits), then \
+        let req = schema_request(
+            "Write the number pi with as many digits as you can (at least 500 digits), then \
                  its name.",
-            )],
+            &schema,
+            48,
+            seed,
         );
-        req.max_tokens = 48;
-        req.metadata.insert("seed".to_owned(), json!(seed));
-        req.response_schema = Some(ResponseSchema::from_value(schema.clone()).unwrap());
         let resp = call(&adapter, req).await;
         assert_constrained_plumbing(&resp);
         let value: Value = serde_json::from_str(&resp.text).unwrap();
