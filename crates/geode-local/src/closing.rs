@@ -18,10 +18,10 @@ use llama_cpp_2::token::LlamaToken;
 use llama_cpp_2::vocab::LlamaVocab;
 use toktrie::SimpleVob;
 
-/// The last tokens of a budget of `budget` in which sampling prefers closing: an eighth of the
-/// budget, at most 64.
+/// The last tokens of a budget of `budget` in which sampling prefers closing: a quarter of the
+/// budget, at most 128 (room for the required keys still to write).
 pub(crate) fn reserve(budget: usize) -> usize {
-    (budget / 8).min(64)
+    (budget / 4).min(128)
 }
 
 /// A token's tier (0: none).
@@ -86,10 +86,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_reserve_is_an_eighth_of_the_budget_at_most_64() {
-        assert_eq!(reserve(512), 64);
-        assert_eq!(reserve(96), 12);
-        assert_eq!(reserve(5), 0);
+    fn the_reserve_is_a_quarter_of_the_budget_at_most_128() {
+        assert_eq!(reserve(512), 128);
+        assert_eq!(reserve(1024), 128);
+        assert_eq!(reserve(96), 24);
+        assert_eq!(reserve(3), 0);
     }
 
     #[test]

@@ -15,6 +15,7 @@
 //! | 3 | 16 | 1 | 1 | 4 | cut | kept |
 //! | 4 | 16 | 1 | 1 | 4 | cut | left out |
 //! | 5 | 8 | 1 | 1 | 2 | cut | left out |
+//! | 6 | 4 | 1 | 1 | 1 | cut | left out |
 //!
 //! A cap never goes below the schema's `minLength`, `minItems`, `minProperties` or number of
 //! `required` names. **Recursion cut**: a `$ref` back into a schema it is inside (found by a
@@ -74,13 +75,14 @@ pub(super) const FIRST_CAPS: Caps = Caps {
 
 /// The rungs, from the first caps down (see the module docs); recursion is cut from the
 /// second on.
-pub(super) const LADDER: [Caps; 6] = [
+pub(super) const LADDER: [Caps; 7] = [
     FIRST_CAPS,
     rung(64, 3, 4, 16, true),
     rung(32, 2, 2, 8, true),
     rung(16, 1, 1, 4, true),
     rung(16, 1, 1, 4, false),
     rung(8, 1, 1, 2, false),
+    rung(4, 1, 1, 1, false),
 ];
 
 const fn rung(string: u64, items: u64, map: u64, repeat: u32, optional: bool) -> Caps {
