@@ -406,3 +406,33 @@ fn a_required_name_the_schema_does_not_declare_is_decoded_as_a_short_string() {
             .is_none()
     );
 }
+
+#[test]
+fn a_key_pattern_is_still_bounded_when_the_rung_would_lose_a_declared_name() {
+    // WashingtonPost's kicker: labels under free identifier keys beside a declared "basic".
+    let s = json!({
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {"basic": {"type": "string"}},
+        "patternProperties": {"^[a-zA-Z0-9_]*$": {
+            "type": "object",
+            "additionalProperties": false,
+            "properties": {"text": {"type": "string"}, "url": {"type": "string"}},
+            "required": ["text"]
+        }}
+    });
+    let t = within(&s, 96);
+    let patterns = t.schema["patternProperties"].as_object().unwrap();
+    let key = patterns.keys().next().unwrap();
+    // "basic" must still match: the first rung's 32 repetitions, not the last rung's.
+    assert_eq!(key, "^(?:[a-zA-Z0-9_]{0,32})$");
+    // With the optional "basic" left out, every declared one is required: the map is sized.
+    assert_eq!(t.schema["maxProperties"], json!(1));
+    assert!(worst_tokens(&t).unwrap() <= 95, "{:?}", worst_tokens(&t));
+    compiles(&t.schema).unwrap();
+    assert_narrower(
+        &t,
+        &s,
+        &[json!({"a": {"text": "x"}}), json!({"basic": "b"})],
+    );
+}

@@ -4,7 +4,7 @@
 use super::budget::{Beside, Caps, Cut};
 use super::relax::may_require_keys;
 use super::tighten_regex::bounded;
-use super::{IN_PLACE, MAP_KEY_PATTERN};
+use super::{IN_PLACE, MAP_KEY_PATTERN, REPEAT_CAP};
 use serde_json::{Map, Value, json};
 
 /// One narrowing to apply.
@@ -247,7 +247,11 @@ fn object_edits(map: &Map<String, Value>, caps: &Caps, cut: Option<&Cut>) -> Vec
         edits.push(Edit::Close);
     }
     let closed = closes || map.get("additionalProperties") == Some(&Value::Bool(false));
+    let mut gone: Vec<String> = Vec::new();
     if closed && let Some(edit) = left_out(map, caps, cut) {
+        if let Edit::LeaveOut(names, _) = &edit {
+            gone.clone_from(names);
+        }
         edits.push(edit);
     }
     let mut is_map = false;
@@ -262,8 +266,12 @@ fn object_edits(map: &Map<String, Value>, caps: &Caps, cut: Option<&Cut>) -> Vec
         let declared = map.get("properties").and_then(Value::as_object);
         let required = names(map.get("required"));
         // llguidance takes maxProperties only when every declared property is required.
-        let all_required =
-            declared.is_none_or(|d| d.keys().all(|k| required.iter().any(|r| r == k)));
+        // (Those left out are not declared in the decoding grammar.)
+        let all_required = declared.is_none_or(|d| {
+            d.keys()
+                .filter(|k| !gone.contains(k))
+                .all(|k| required.iter().any(|r| r == k))
+        });
         let min = map
             .get("minProperties")
             .and_then(Value::as_u64)
@@ -333,8 +341,21 @@ fn bound_key_pattern(map: &Map<String, Value>, closing: bool, repeat: u32) -> Op
         return None;
     }
     let (old, _) = patterns.iter().next()?;
-    let new = bounded(old, repeat)?;
+    // The rung's repetition cap, or the first rung's when that loses a declared name.
     let original = regex::Regex::new(old).ok()?;
+    [repeat, REPEAT_CAP]
+        .into_iter()
+        .find_map(|cap| bound_keys_at(map, old, &original, cap))
+}
+
+/// [`bound_key_pattern`] with one repetition cap.
+fn bound_keys_at(
+    map: &Map<String, Value>,
+    old: &str,
+    original: &regex::Regex,
+    repeat: u32,
+) -> Option<Edit> {
+    let new = bounded(old, repeat)?;
     let narrowed = regex::Regex::new(&new).ok()?;
     let declared = map
         .get("properties")
@@ -350,7 +371,7 @@ fn bound_key_pattern(map: &Map<String, Value>, closing: bool, repeat: u32) -> Op
     let keeps = named
         .iter()
         .all(|n| !original.is_match(n) || narrowed.is_match(n));
-    (keeps && min <= 1).then_some(Edit::BoundKeyPattern(old.clone(), new, repeat))
+    (keeps && min <= 1).then_some(Edit::BoundKeyPattern(old.to_owned(), new, repeat))
 }
 
 /// The narrowing of a string: a cap on a free string, a lower cap on a large `maxLength`, or a
