@@ -5,7 +5,7 @@
 //! |---|---|
 //! | [`engine`] | [`LocalEngine`]: the model loaded once, one context, its decoding thread, KV prefix reuse |
 //! | `slots` | the scheduler: concurrent calls in sequence slots, stepped together in one batch |
-//! | [`tighten`] | the caller's schema narrowed for decoding (closed objects, compact whitespace, bounded strings, lists and map keys; keywords llguidance cannot compile left to validation), each change named |
+//! | [`tighten`] | the caller's schema narrowed for decoding (closed objects, compact whitespace, bounded strings, lists and map keys, narrowed further until its longest answer fits the call's `max_tokens`; keywords llguidance cannot compile left to validation), each change named |
 //! | [`constraint`] | [`Constraint`]: JSON Schema, choice, regex, Lark grammar → llguidance matcher (fail closed) |
 //! | [`prompt`] | chat turns from a request, rendered with the GGUF's chat template |
 //! | [`decode`] | the masked sampling loop, stop reasons, usage |
