@@ -29,6 +29,10 @@ pub(crate) enum SchemaCommand {
         /// adapter uses its strongest mode within its limits, 1 not.
         #[arg(long, value_name = "NAME")]
         adapter: Option<String>,
+        /// With `--adapter local`: show the narrowing for answers of at most this many tokens
+        /// (as `run --max-tokens` gives the engine; a large schema is narrowed further to fit).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+        max_tokens: Option<u32>,
     },
 }
 
@@ -38,12 +42,14 @@ pub(crate) fn run(cmd: SchemaCommand) -> anyhow::Result<u8> {
             file,
             json,
             adapter: None,
+            ..
         } => check(&file, json),
         SchemaCommand::Check {
             file,
             json,
             adapter: Some(name),
-        } => check_adapter(&file, json, &name),
+            max_tokens,
+        } => check_adapter(&file, json, &name, max_tokens),
     }
 }
 
@@ -73,7 +79,12 @@ fn print_refused(by: &str, violations: &[LimitViolation]) {
     }
 }
 
-fn check_adapter(file: &std::path::Path, json: bool, name: &str) -> anyhow::Result<u8> {
+fn check_adapter(
+    file: &std::path::Path,
+    json: bool,
+    name: &str,
+    max_tokens: Option<u32>,
+) -> anyhow::Result<u8> {
     let Some(spec) = geode::llm::registry::spec(name) else {
         let names: Vec<&str> = ADAPTERS.iter().map(|a| a.name).collect();
         eprintln!(
@@ -89,7 +100,7 @@ fn check_adapter(file: &std::path::Path, json: bool, name: &str) -> anyhow::Resu
     let plan = spec.plan_for(Some(&schema), false);
     let violations = limit_violations(&schema, spec);
     let best = plan.weaker_because.is_empty() && violations.is_empty();
-    let decoding = (spec.name == "local").then(|| local_decoding(&schema));
+    let decoding = (spec.name == "local").then(|| local_decoding(&schema, max_tokens));
     if json {
         let out = serde_json::json!({
             "adapter": spec.name,
@@ -153,16 +164,24 @@ fn check_adapter(file: &std::path::Path, json: bool, name: &str) -> anyhow::Resu
     Ok(if best { 0 } else { 1 })
 }
 
-/// How the local engine decodes `schema`: `geode-engine --narrow` (it links the engine's
-/// narrowing, which this binary does not) prints the decoding schema and every narrowing.
-fn local_decoding(schema: &ResponseSchema) -> Result<serde_json::Value, String> {
+/// How the local engine decodes `schema` (for answers of at most `max_tokens`, when given):
+/// `geode-engine --narrow` (it links the engine's narrowing, which this binary does not) prints
+/// the decoding schema and every narrowing.
+fn local_decoding(
+    schema: &ResponseSchema,
+    max_tokens: Option<u32>,
+) -> Result<serde_json::Value, String> {
     use std::io::Write;
     use std::process::{Command, Stdio};
     let program =
         geode::llm::engine::EngineProcess::default_program(&geode::llm::registry::ProcessEnv);
     let shown = program.display().to_string();
-    let mut child = Command::new(&program)
-        .arg("--narrow")
+    let mut command = Command::new(&program);
+    command.arg("--narrow");
+    if let Some(n) = max_tokens {
+        command.arg("--max-tokens").arg(n.to_string());
+    }
+    let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -57,8 +57,13 @@ fn corpus() -> Vec<Case> {
             prompt: "Write a long news article about a new bridge opening in a small town.",
             transforms: &[
                 ("", "additionalProperties: false"),
-                ("/properties/body", "maxLength: 160"),
-                ("/properties/tags/items", "maxLength: 160"),
+                // Three strings and three tags of 160 characters could outrun 512 tokens.
+                (
+                    "",
+                    "narrowed to fit max_tokens 512 for decoding: strings maxLength 64",
+                ),
+                ("/properties/body", "maxLength: 64"),
+                ("/properties/tags/items", "maxLength: 64"),
             ],
         },
         Case {
@@ -131,9 +136,10 @@ fn corpus() -> Vec<Case> {
             }),
             prompt: "Name two features of a kettle, and how many are in stock in two shops.",
             transforms: &[
-                ("/properties/features", "maxItems: 5"),
+                ("", "narrowed to fit max_tokens 512"),
+                ("/properties/features", "maxItems: 3"),
                 ("/properties/stock", "keys matching"),
-                ("/properties/stock", "maxProperties: 8"),
+                ("/properties/stock", "maxProperties: 4"),
             ],
         },
         Case {
@@ -152,11 +158,12 @@ fn corpus() -> Vec<Case> {
             }),
             prompt: "Label a kettle: its code, one sentence about it, and the colour of its lid.",
             transforms: &[
-                ("/properties/sku", "pattern \"^(?:[A-Z]{1,32}-)$\""),
-                ("/properties/blurb", "maxLength: 160"),
+                ("", "narrowed to fit max_tokens 512"),
+                ("/properties/sku", "pattern \"^(?:[A-Z]{1,16}-)$\""),
+                ("/properties/blurb", "maxLength: 64"),
                 (
                     "/properties/colours",
-                    "patternProperties key \"^(?:[a-z]{1,32})$\"",
+                    "patternProperties key \"^(?:[a-z]{1,16})$\"",
                 ),
                 ("/properties/colours", "additionalProperties: false"),
             ],
@@ -300,6 +307,33 @@ async fn schema_check_for_local_shows_each_narrowing_and_each_keyword_left_to_va
             .contains("  decoding /properties/title: not removed from the decoding grammar"),
         "{}",
         text.dump()
+    );
+    // With --max-tokens, the narrowing fitted to that budget: optional properties left out.
+    let small = sb
+        .geode(
+            &[
+                "schema",
+                "check",
+                "--adapter",
+                "local",
+                "--max-tokens",
+                "64",
+                &path,
+            ],
+            "",
+        )
+        .await;
+    assert!(
+        small
+            .stdout
+            .contains("  decoding /: narrowed to fit max_tokens 64 for decoding"),
+        "{}",
+        small.dump()
+    );
+    assert!(
+        small.stdout.contains("left out for decoding (optional"),
+        "{}",
+        small.dump()
     );
     // Without the engine the plan is still shown, and the narrowings are said to be unknown.
     sb.var("GEODE_ENGINE_BIN", "/nonexistent/geode-engine");

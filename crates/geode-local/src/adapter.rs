@@ -12,7 +12,8 @@
 //!   otherwise ignored.
 //! * Sampling: `temperature` from the request (default 0.7, `<= 0` greedy), seed from
 //!   `metadata.seed` (an unsigned integer; default 1234, so calls are reproducible on one build).
-//! * A schema is decoded narrowed ([`crate::tighten`]); the narrowings are the response's
+//! * A schema is decoded narrowed ([`crate::tighten`]), to fit the request's `max_tokens`
+//!   ([`crate::tighten::tighten_within`]); the narrowings are the response's
 //!   `wire.transforms`, so the ledger names them.
 //! * The answer is not validated here; the worker validates it.
 
@@ -113,7 +114,7 @@ impl Adapter for LocalAdapter {
             });
         }
         let constraint = Constraint::from_request(&req).map_err(to_adapter_error)?;
-        let transforms = constraint.decoding_transforms();
+        let transforms = constraint.decoding_transforms(req.max_tokens);
         let options = GenerateOptions {
             max_tokens: req.max_tokens,
             temperature: req.temperature,

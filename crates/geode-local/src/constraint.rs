@@ -16,7 +16,7 @@
 //! * Grammar: a Lark grammar in llguidance's dialect.
 
 use crate::error::LocalError;
-use crate::tighten::tighten;
+use crate::tighten::tighten_within;
 use geode::ledger::Transform;
 use geode::llm::request::AdapterCallRequest;
 use geode::schema::{ResponseSchema, TextConstraint};
@@ -88,30 +88,39 @@ impl Constraint {
         !matches!(self, Self::None)
     }
 
-    /// How decoding narrows the caller's schema ([`crate::tighten`]): one [`Transform`] per
-    /// narrowing, pointing into the caller's schema; empty for the other constraint kinds.
-    pub fn decoding_transforms(&self) -> Vec<Transform> {
+    /// How decoding narrows the caller's schema for an answer of at most `max_tokens`
+    /// ([`crate::tighten::tighten_within`]): one [`Transform`] per narrowing, pointing into the
+    /// caller's schema; empty for the other constraint kinds.
+    pub fn decoding_transforms(&self, max_tokens: u32) -> Vec<Transform> {
         match self {
-            Self::JsonSchema(schema) => tighten(schema).transforms,
+            Self::JsonSchema(schema) => tighten_within(schema, max_tokens).transforms,
             _ => Vec::new(),
         }
     }
 
-    /// The llguidance grammar for this constraint (`None` when unconstrained).
-    fn to_grammar(&self) -> Result<Option<TopLevelGrammar>, LocalError> {
+    /// The llguidance grammar for this constraint (`None` when unconstrained), a schema
+    /// narrowed for answers of at most `max_tokens`.
+    fn to_grammar(&self, max_tokens: u32) -> Result<Option<TopLevelGrammar>, LocalError> {
         Ok(Some(match self {
             Self::None => return Ok(None),
-            Self::JsonSchema(schema) => TopLevelGrammar::from_json_schema(tighten(schema).schema),
+            Self::JsonSchema(schema) => {
+                TopLevelGrammar::from_json_schema(tighten_within(schema, max_tokens).schema)
+            }
             Self::Choice(options) => TopLevelGrammar::from_lark(choice_grammar(options)?),
             Self::Regex(rx) => TopLevelGrammar::from_regex(rx),
             Self::Grammar(lark) => TopLevelGrammar::from_lark(lark.clone()),
         }))
     }
 
-    /// Compiles the constraint into a fresh matcher; `Ok(None)` when unconstrained.
-    /// Any llguidance error is a [`LocalError::Constraint`] (fail closed).
-    pub(crate) fn compile(&self, factory: &ParserFactory) -> Result<Option<Matcher>, LocalError> {
-        let Some(grammar) = self.to_grammar()? else {
+    /// Compiles the constraint into a fresh matcher for answers of at most `max_tokens`;
+    /// `Ok(None)` when unconstrained. Any llguidance error is a [`LocalError::Constraint`]
+    /// (fail closed).
+    pub(crate) fn compile(
+        &self,
+        factory: &ParserFactory,
+        max_tokens: u32,
+    ) -> Result<Option<Matcher>, LocalError> {
+        let Some(grammar) = self.to_grammar(max_tokens)? else {
             return Ok(None);
         };
         let parser = factory

@@ -6,12 +6,15 @@
 //!   sampler (which ignores matcher errors and would decode unconstrained). Any matcher error is
 //!   [`LocalError::Matcher`]: the call fails closed.
 //! * Sampling: the mask first, then top-k 40, top-p 0.95, temperature and a seeded draw
-//!   (the settings of `local-model.md` §1). A temperature `<= 0` means greedy.
+//!   (the settings of `local-model.md` §1). A temperature `<= 0` means greedy. In the last
+//!   tokens of the budget the mask's tokens that close what is open are preferred
+//!   ([`crate::closing`]).
 //! * Stops: an end-of-generation token of the model (`<|im_end|>` for SmolLM2; the EOG set comes
 //!   from the model, never from token names) is [`FinishReason::EndTurn`]; the token budget or a
 //!   full context is [`FinishReason::MaxTokens`]; a stop sequence is
 //!   [`FinishReason::StopSequence`] (the sequence is cut from the text).
 
+use crate::closing::{Tiers, reserve};
 use crate::error::LocalError;
 use geode::llm::adapter::TextSink;
 use llama_cpp_2::sampling::LlamaSampler;
@@ -174,6 +177,8 @@ pub(crate) struct Sequence {
     reused: usize,
     started: Instant,
     prompt_time: Option<Duration>,
+    /// The closing tiers of the vocabulary, once the budget's reserve is reached.
+    tiers: Option<Tiers>,
 }
 
 impl Sequence {
@@ -201,6 +206,7 @@ impl Sequence {
             reused,
             started: Instant::now(),
             prompt_time: None,
+            tiers: None,
         }
     }
 
@@ -225,10 +231,16 @@ impl Sequence {
             })?;
             return Ok(self.accept(vocab, token));
         }
+        let closing = self.budget - self.generated <= reserve(self.budget);
         let mut candidates = match self.matcher.as_mut() {
             Some(m) => {
                 let mask = m.compute_mask_or_eos().map_err(matcher_err)?;
-                allowed_candidates(logits, &mask)?
+                if closing {
+                    let tiers = self.tiers.get_or_insert_with(|| Tiers::of(vocab));
+                    candidates_of(logits, tiers.narrow(&mask))?
+                } else {
+                    allowed_candidates(logits, &mask)?
+                }
             }
             None => LlamaTokenDataArray::new(
                 logits
@@ -295,6 +307,24 @@ impl Sequence {
             generation_time,
         }
     }
+}
+
+/// The candidates of these token ids (allowed by the mask); none is a matcher error.
+fn candidates_of(logits: &[f32], ids: Vec<usize>) -> Result<LlamaTokenDataArray, LocalError> {
+    let data: Vec<LlamaTokenData> = ids
+        .into_iter()
+        .filter_map(|id| {
+            Some(LlamaTokenData::new(
+                LlamaToken(i32::try_from(id).ok()?),
+                *logits.get(id)?,
+                0.0,
+            ))
+        })
+        .collect();
+    if data.is_empty() {
+        return Err(matcher_err("the constraint allows no token of the model"));
+    }
+    Ok(LlamaTokenDataArray::new(data, false))
 }
 
 /// The candidates the mask allows, built from its set bits only (not all 49,152 logits with

@@ -256,7 +256,7 @@ impl LocalEngine {
         options: &GenerateOptions,
         stop: Arc<StopFlag>,
     ) -> Result<Receiver<Result<Generation, LocalError>>, LocalError> {
-        let matcher = constraint.compile(&self.factory)?;
+        let matcher = constraint.compile(&self.factory, options.max_tokens)?;
         let (reply, answer) = mpsc::channel();
         self.jobs
             .send(Job {

@@ -6,17 +6,26 @@
 //! protocol with it (JSON lines on stdin/stdout, see `geode::llm::engine`). The model is loaded
 //! on the first call and stays loaded until stdin closes.
 //!
-//! `geode-engine --narrow` loads no model: it reads one JSON Schema on stdin and prints the
-//! schema the engine decodes with and its narrowings (`{"schema": ..., "transforms": [...]}`,
-//! [`geode_local::tighten`]); `geode schema check --adapter local` shows them.
+//! `geode-engine --narrow [--max-tokens N]` loads no model: it reads one JSON Schema on stdin
+//! and prints the schema the engine decodes with and its narrowings (`{"schema": ...,
+//! "transforms": [...]}`, [`geode_local::tighten`]), fitted to a budget of N tokens when given
+//! ([`geode_local::tighten::tighten_within`]); `geode schema check --adapter local` shows them.
 
 use geode_local::LocalAdapter;
 use std::io::Read;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    if std::env::args().nth(1).as_deref() == Some("--narrow") {
-        return narrow();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("--narrow") {
+        return match args.get(1..) {
+            Some([]) | None => narrow(None),
+            Some([flag, n]) if flag == "--max-tokens" => match n.parse::<u32>() {
+                Ok(n) if n > 0 => narrow(Some(n)),
+                _ => usage(),
+            },
+            Some(_) => usage(),
+        };
     }
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -41,8 +50,16 @@ fn main() -> ExitCode {
     }
 }
 
-/// `--narrow`: the decoding schema and its narrowings for the schema on stdin.
-fn narrow() -> ExitCode {
+fn usage() -> ExitCode {
+    eprintln!(
+        "geode-engine: usage: geode-engine [--narrow [--max-tokens N]] (N a positive integer)"
+    );
+    ExitCode::from(2)
+}
+
+/// `--narrow`: the decoding schema and its narrowings for the schema on stdin, fitted to
+/// `max_tokens` when given.
+fn narrow(max_tokens: Option<u32>) -> ExitCode {
     let mut text = String::new();
     if let Err(e) = std::io::stdin().read_to_string(&mut text) {
         eprintln!("geode-engine: cannot read the schema: {e}");
@@ -50,7 +67,10 @@ fn narrow() -> ExitCode {
     }
     match geode::schema::ResponseSchema::from_json_str(&text) {
         Ok(schema) => {
-            let t = geode_local::tighten::tighten(&schema);
+            let t = match max_tokens {
+                Some(n) => geode_local::tighten::tighten_within(&schema, n),
+                None => geode_local::tighten::tighten(&schema),
+            };
             let out = serde_json::json!({"schema": t.schema, "transforms": t.transforms});
             println!("{out}");
             ExitCode::SUCCESS

@@ -5,10 +5,11 @@
 //! |---|---|
 //! | [`engine`] | [`LocalEngine`]: the model loaded once, one context, its decoding thread, KV prefix reuse |
 //! | `slots` | the scheduler: concurrent calls in sequence slots, stepped together in one batch |
-//! | [`tighten`] | the caller's schema narrowed for decoding (closed objects, compact whitespace, bounded strings, lists and map keys; keywords llguidance cannot compile left to validation), each change named |
+//! | [`tighten`] | the caller's schema narrowed for decoding (closed objects, compact whitespace, bounded strings, lists and map keys, narrowed further until its longest answer fits the call's `max_tokens`; keywords llguidance cannot compile left to validation), each change named |
 //! | [`constraint`] | [`Constraint`]: JSON Schema, choice, regex, Lark grammar → llguidance matcher (fail closed) |
 //! | [`prompt`] | chat turns from a request, rendered with the GGUF's chat template |
 //! | [`decode`] | the masked sampling loop, stop reasons, usage |
+//! | `closing` | in the last tokens of the budget, the mask's closing tokens preferred |
 //! | [`adapter`] | [`LocalAdapter`]: geode's `Adapter` trait on top of the engine |
 //! | [`error`] | [`LocalError`] |
 //!
@@ -38,6 +39,7 @@
 //! `scripts/fetch-model.sh` ([`engine::default_model_path`]).
 
 pub mod adapter;
+mod closing;
 pub mod constraint;
 pub mod decode;
 pub mod engine;

@@ -20,6 +20,7 @@
 //! | a free map's keys: its `additionalProperties` schema moved under `patternProperties` [`MAP_KEY_PATTERN`], `additionalProperties: false` | an object with a schema-valued `additionalProperties` and no `properties`, `patternProperties`, `propertyNames` or `required` | |
 //! | a map's key pattern bounded (as a `pattern`) | the one `patternProperties` entry of an object that is closed (or being closed) | a declared or required name the pattern matches would no longer match; `minProperties` above 1 |
 //! | maps sized: `maxProperties: max(`[`MAP_CAP`]`, minProperties, required)` | a map bounded as above, without `maxProperties` | a declared property is optional (llguidance takes `maxProperties` only when all are required) |
+//! | fitted to the token budget ([`tighten_within`]): the caps above lowered rung by rung (strings 64/32/16/8/4, lists 3/2/1, maps 4/2/1, pattern repetitions 16/8/4/2/1; strings and lists also beside other schemas when nothing in the document needs longer), recursion cut (`maxItems: 0`, or the optional property left out, where a `$ref` recurs), lists of anything emptied, required names an open object does not declare declared as short strings (so it closes), and last optional properties left out | a schema whose longest answer (`tighten_size.rs`) does not fit the call's `max_tokens` | below `minLength`, `minItems`, `minProperties` or `required`; the ledger then says the budget may not be enough |
 //!
 //! A schema is only narrowed where it is evaluated **alone**: the root, and the schemas it
 //! reaches through `properties`, `items`, `prefixItems`, `additionalItems`,
@@ -117,8 +118,16 @@ pub struct Tightened {
     pub transforms: Vec<Transform>,
 }
 
-/// The schema narrowed for decoding (see the module docs).
+/// The schema narrowed for decoding (see the module docs), whatever the token budget;
+/// [`tighten_within`] narrows further when its worst case would not fit one.
 pub fn tighten(schema: &ResponseSchema) -> Tightened {
+    tighten_with(schema, &budget::FIRST_CAPS, &budget::Cuts::new())
+}
+
+pub use budget::tighten_within;
+
+/// The schema narrowed with these caps, cutting the recursion at `cuts`.
+fn tighten_with(schema: &ResponseSchema, caps: &budget::Caps, cuts: &budget::Cuts) -> Tightened {
     let original = schema.as_value();
     let mut out = original.clone();
     let mut transforms = Vec::new();
@@ -128,7 +137,7 @@ pub fn tighten(schema: &ResponseSchema) -> Tightened {
     if let Some(edit) = type_object_root(schema, &mut out) {
         transforms.push(edit);
     }
-    if let Some(plan) = plan(original) {
+    if let Some(plan) = plan(original, caps, cuts) {
         // Deepest first: a free map's value schema is narrowed before the map moves it.
         let mut narrowed = Vec::new();
         for (pointer, edit) in plan.into_iter().rev() {
@@ -193,12 +202,16 @@ fn type_object_root(schema: &ResponseSchema, out: &mut Value) -> Option<Transfor
 }
 
 /// The narrowings of `schema` (`None`: its references are not followed, nothing is narrowed).
-fn plan(schema: &Value) -> Option<Vec<(String, Edit)>> {
+fn plan(schema: &Value, caps: &budget::Caps, cuts: &budget::Cuts) -> Option<Vec<(String, Edit)>> {
     // Pinned pointers are `$ref` targets referenced from a place that is not alone; pinning can
     // make another `$ref` site not alone, so repeat until nothing changes.
     let mut pinned = BTreeSet::new();
+    let beside = budget::Beside::of(schema, caps);
     loop {
         let mut walk = Walk {
+            caps,
+            cuts,
+            beside,
             pinned: &pinned,
             new_pins: BTreeSet::new(),
             edits: Vec::new(),
@@ -214,6 +227,10 @@ fn plan(schema: &Value) -> Option<Vec<(String, Edit)>> {
 }
 
 struct Walk<'a> {
+    caps: &'a budget::Caps,
+    cuts: &'a budget::Cuts,
+    /// Which caps apply where another schema applies to the same value too.
+    beside: budget::Beside,
     pinned: &'a BTreeSet<String>,
     new_pins: BTreeSet<String>,
     edits: Vec<(String, Edit)>,
@@ -242,11 +259,22 @@ impl Walk<'_> {
             }
         }
         let mut closes = false;
-        if alone {
-            for edit in edits_for(map) {
-                closes |= edit == Edit::Close;
-                self.edits.push((pointer.clone(), edit));
+        // What a recursion cut or the budget leaves out is not decoded: not visited.
+        let mut left_out: &[String] = &[];
+        let mut items_cut = false;
+        let edits = if alone {
+            edits_for(map, self.caps, self.cuts.get(&pointer))
+        } else {
+            edits::beside_edits(map, self.caps, self.beside)
+        };
+        for edit in &edits {
+            match edit {
+                Edit::Close => closes = true,
+                Edit::LeaveOut(names, _) => left_out = names,
+                Edit::CutRecursion => items_cut = true,
+                _ => {}
             }
+            self.edits.push((pointer.clone(), edit.clone()));
         }
         let clean = alone && !IN_PLACE.iter().any(|k| map.contains_key(*k));
         let direct =
@@ -276,6 +304,15 @@ impl Walk<'_> {
         for (key, value) in map {
             let at = format!("{pointer}/{}", escape(key));
             match key.as_str() {
+                "properties" if !left_out.is_empty() => {
+                    for (name, child) in value.as_object().into_iter().flatten() {
+                        if !left_out.contains(name) {
+                            let at = format!("{at}/{}", escape(name));
+                            self.visit(child, at, direct, false)?;
+                        }
+                    }
+                }
+                "items" | "prefixItems" | "additionalItems" if items_cut => {}
                 "properties" | "patternProperties" | "dependentSchemas" => {
                     let children_alone = match key.as_str() {
                         "properties" => direct,
@@ -346,6 +383,38 @@ fn local_pointer(reference: &Value) -> Option<String> {
     }
 }
 
+/// Calls `visit` with each schema applied to the value of `map` or its parts, and its pointer:
+/// under `properties`, `patternProperties`, `items`, `prefixItems`, `allOf`, `anyOf`, `oneOf`,
+/// `additionalItems` and `additionalProperties`, and `$defs`/`definitions` when `with_defs`.
+fn each_subschema(
+    map: &Map<String, Value>,
+    pointer: &str,
+    with_defs: bool,
+    visit: &mut dyn FnMut(&Value, String),
+) {
+    for (key, value) in map {
+        let at = format!("{pointer}/{}", escape(key));
+        match key.as_str() {
+            "$defs" | "definitions" if !with_defs => {}
+            "properties" | "patternProperties" | "$defs" | "definitions" => {
+                for (name, child) in value.as_object().into_iter().flatten() {
+                    visit(child, format!("{at}/{}", escape(name)));
+                }
+            }
+            "items" | "prefixItems" | "allOf" | "anyOf" | "oneOf" => match value {
+                Value::Array(items) => {
+                    for (i, item) in items.iter().enumerate() {
+                        visit(item, format!("{at}/{i}"));
+                    }
+                }
+                other => visit(other, at),
+            },
+            "additionalItems" | "additionalProperties" => visit(value, at),
+            _ => {}
+        }
+    }
+}
+
 /// One JSON Pointer reference token.
 fn escape(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
@@ -360,6 +429,12 @@ mod edits;
 #[path = "tighten_relax.rs"]
 mod relax;
 
+#[path = "tighten_budget.rs"]
+mod budget;
+
+#[path = "tighten_size.rs"]
+mod size;
+
 #[cfg(test)]
 #[path = "tighten_tests.rs"]
 mod tests;
@@ -367,3 +442,7 @@ mod tests;
 #[cfg(test)]
 #[path = "tighten_relax_tests.rs"]
 mod relax_tests;
+
+#[cfg(test)]
+#[path = "tighten_budget_tests.rs"]
+mod budget_tests;

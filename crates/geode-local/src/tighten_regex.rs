@@ -31,6 +31,21 @@ pub(crate) fn bounded(pattern: &str, repeat_cap: u32) -> Option<String> {
     Some(format!("^(?:{core})$"))
 }
 
+/// The most characters a string matching `pattern` can have, when the pattern is anchored at
+/// both ends (an unanchored pattern matches inside any longer string); `None` when unbounded,
+/// unanchored or not parseable.
+pub(crate) fn max_len(pattern: &str) -> Option<u64> {
+    let mut ast = Parser::new().parse(pattern).ok()?;
+    let (start, end) = strip_anchors(&mut ast);
+    if !(start && end) || has_assertion(&ast) {
+        return None;
+    }
+    let hir = regex_syntax::Parser::new().parse(pattern).ok()?;
+    hir.properties()
+        .maximum_len()
+        .and_then(|n| u64::try_from(n).ok())
+}
+
 /// Removes a leading `^`/`\A` and a trailing `$`/`\z` of a top-level concatenation (or a lone
 /// anchor); returns which were there.
 fn strip_anchors(ast: &mut Ast) -> (bool, bool) {
@@ -122,6 +137,15 @@ mod tests {
         assert_eq!(bounded("^a$|^b$", 8), None);
         assert_eq!(bounded("\\bword", 8), None);
         assert_eq!(bounded("(?<=a)b", 8), None);
+    }
+
+    #[test]
+    fn the_longest_match_of_an_anchored_bounded_pattern() {
+        assert_eq!(max_len("^[a-z]{1,8}(-[a-z]{0,8})?$"), Some(17));
+        assert_eq!(max_len(&bounded("^[a-z]+$", 8).unwrap()), Some(8));
+        assert_eq!(max_len("^[a-z]+$"), None);
+        assert_eq!(max_len("[a-z]{2}"), None);
+        assert_eq!(max_len("^a$|^bb$"), None);
     }
 
     #[test]

@@ -178,26 +178,8 @@ fn collect(node: &Value, pointer: String, found: &mut Vec<(String, Relax)>) {
         };
         found.push((pointer.clone(), change));
     }
-    for (key, value) in map {
-        let at = format!("{pointer}/{}", super::escape(key));
-        match key.as_str() {
-            // Removed wholesale: nothing inside is compiled.
-            k if UNCOMPILED.contains(&k) => {}
-            "properties" | "patternProperties" | "$defs" | "definitions" => {
-                for (name, child) in value.as_object().into_iter().flatten() {
-                    collect(child, format!("{at}/{}", super::escape(name)), found);
-                }
-            }
-            "items" | "prefixItems" | "allOf" | "anyOf" | "oneOf" => match value {
-                Value::Array(items) => {
-                    for (i, item) in items.iter().enumerate() {
-                        collect(item, format!("{at}/{i}"), found);
-                    }
-                }
-                other => collect(other, at, found),
-            },
-            "additionalItems" | "additionalProperties" => collect(value, at, found),
-            _ => {}
-        }
-    }
+    // Keywords removed wholesale (UNCOMPILED) are not entered: nothing inside is compiled.
+    super::each_subschema(map, &pointer, true, &mut |child, at| {
+        collect(child, at, found);
+    });
 }

@@ -48,6 +48,12 @@ pub(super) fn kind_of(a: &str) -> &'static str {
         "keys"
     } else if a.starts_with("pattern") {
         "pattern"
+    } else if a.starts_with("narrowed to fit max_tokens") || a.starts_with("max_tokens") {
+        "budget"
+    } else if a.starts_with("properties [") && a.contains("declared as strings") {
+        "declare"
+    } else if a.starts_with("properties [") {
+        "leave out"
     } else if a.starts_with("compact whitespace") {
         "whitespace"
     } else if a.contains("removed from the decoding grammar")

@@ -407,3 +407,95 @@ fn missing_model_file_is_a_typed_error_naming_the_path() {
         other => panic!("expected ModelMissing, got {other:?}"),
     }
 }
+
+/// A request for an answer to `schema` of at most `max_tokens`, with this seed.
+fn schema_request(prompt: &str, schema: &Value, max_tokens: u32, seed: u32) -> AdapterCallRequest {
+    let mut req = AdapterCallRequest::new("", vec![Message::user(prompt)]);
+    req.max_tokens = max_tokens;
+    req.metadata.insert("seed".to_owned(), json!(seed));
+    req.response_schema = Some(ResponseSchema::from_value(schema.clone()).unwrap());
+    req
+}
+
+/// A schema whose longest answer (12 optional free strings of up to 160 characters) is far
+/// past a 96-token budget: the engine narrows it to fit (shorter strings, then optional
+/// properties left out), so the answer ends by itself, valid, and the ledger says why.
+#[tokio::test]
+async fn a_schema_too_large_for_the_budget_is_narrowed_to_end_within_it() {
+    let _serial = serial().await;
+    let adapter = LocalAdapter::new(engine());
+    let fields = [
+        "title",
+        "summary",
+        "author",
+        "publisher",
+        "city",
+        "country",
+        "genre",
+        "language",
+        "review",
+        "moral",
+        "setting",
+        "ending",
+    ];
+    let properties: serde_json::Map<String, Value> = fields
+        .iter()
+        .map(|f| ((*f).to_owned(), json!({"type": "string"})))
+        .collect();
+    let schema = json!({"type": "object", "properties": properties, "required": ["title"]});
+    let compiled =
+        CompiledSchema::compile(&ResponseSchema::from_value(schema.clone()).unwrap()).unwrap();
+    for seed in 0..3 {
+        let req = schema_request(
+            "Describe a long novel in great detail as JSON, filling in every field with \
+                 several long sentences.",
+            &schema,
+            96,
+            seed,
+        );
+        let resp = call(&adapter, req).await;
+        assert_constrained_plumbing(&resp);
+        assert!(
+            resp.usage.output_tokens < 96,
+            "{}",
+            resp.usage.output_tokens
+        );
+        let value: Value = serde_json::from_str(&resp.text).unwrap();
+        assert!(compiled.is_valid(&value), "{}", resp.text);
+        let budget = resp
+            .wire
+            .transforms
+            .iter()
+            .find(|t| t.action.starts_with("narrowed to fit max_tokens 96"));
+        assert!(budget.is_some(), "{:?}", resp.wire.transforms);
+    }
+}
+
+/// A JSON number has no length limit llguidance can impose: asked for many digits, the model
+/// would write them until the budget ends. In the last tokens of the budget the engine prefers
+/// the mask's closing tokens, so the answer ends, valid, before the budget.
+#[tokio::test]
+async fn a_runaway_number_is_closed_before_the_budget_ends() {
+    let _serial = serial().await;
+    let adapter = LocalAdapter::new(engine());
+    let schema = json!({
+        "type": "object",
+        "properties": {"pi": {"type": "number"}, "name": {"type": "string", "maxLength": 20}},
+        "required": ["pi", "name"]
+    });
+    let compiled =
+        CompiledSchema::compile(&ResponseSchema::from_value(schema.clone()).unwrap()).unwrap();
+    for seed in 0..3 {
+        let req = schema_request(
+            "Write the number pi with as many digits as you can (at least 500 digits), then \
+                 its name.",
+            &schema,
+            48,
+            seed,
+        );
+        let resp = call(&adapter, req).await;
+        assert_constrained_plumbing(&resp);
+        let value: Value = serde_json::from_str(&resp.text).unwrap();
+        assert!(compiled.is_valid(&value), "{}", resp.text);
+    }
+}
