@@ -102,10 +102,10 @@ fn key(b: &[u8], i: usize, record: bool, required: &[&str], seen: &mut [bool]) -
     if b.get(i) != Some(&b'"') {
         return None;
     }
-    let end = string_end(b, i + 1)?;
+    let (end, escaped) = string_end_escaped(b, i + 1)?;
     if record {
         let raw = &b[i + 1..end - 1];
-        if raw.contains(&b'\\') {
+        if escaped {
             let decoded: String = serde_json::from_slice(&b[i..end]).ok()?;
             mark(decoded.as_bytes(), required, seen);
         } else {
@@ -155,7 +155,14 @@ fn special(w: u64) -> u64 {
 
 /// The index after the closing quote of a string whose content starts at `i`.
 #[inline(always)]
-fn string_end(b: &[u8], mut i: usize) -> Option<usize> {
+fn string_end(b: &[u8], i: usize) -> Option<usize> {
+    string_end_escaped(b, i).map(|(end, _)| end)
+}
+
+/// [`string_end`], and whether the string holds an escape.
+#[inline(always)]
+fn string_end_escaped(b: &[u8], mut i: usize) -> Option<(usize, bool)> {
+    let mut escaped = false;
     loop {
         while let Some(chunk) = b.get(i..i + 8) {
             let mut word = [0u8; 8];
@@ -168,18 +175,21 @@ fn string_end(b: &[u8], mut i: usize) -> Option<usize> {
             i += 8;
         }
         match *b.get(i)? {
-            b'"' => return Some(i + 1),
-            b'\\' => match *b.get(i + 1)? {
-                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
-                b'u' => {
-                    let hex = b.get(i + 2..i + 6)?;
-                    if !hex.iter().all(u8::is_ascii_hexdigit) {
-                        return None;
+            b'"' => return Some((i + 1, escaped)),
+            b'\\' => {
+                escaped = true;
+                match *b.get(i + 1)? {
+                    b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
+                    b'u' => {
+                        let hex = b.get(i + 2..i + 6)?;
+                        if !hex.iter().all(u8::is_ascii_hexdigit) {
+                            return None;
+                        }
+                        i += 6;
                     }
-                    i += 6;
+                    _ => return None,
                 }
-                _ => return None,
-            },
+            }
             c if c < 0x20 => return None,
             _ => i += 1,
         }
