@@ -7,7 +7,7 @@
 //! | property added to `required` | the property is optional and its schema admits `null` (`Option<T>`): the answer says `null` | transform |
 //! | `format` removed | schemars' integer/float formats (`uint32`, `double`, ...), which no provider knows; the range stays as `minimum`/`maximum` | transform |
 //! | root wrapped as `{"value": ROOT}` | the root is not an object (`Vec<T>`, a string enum, a tagged enum, a newtype of a scalar) | transform |
-//! | nothing (schema stays non-strict) | a map field (`additionalProperties` is a schema), an optional property that cannot be `null` (`#[serde(default)]`) | residual naming why |
+//! | nothing (schema stays non-strict) | a map field (`additionalProperties` is a schema), an optional property that cannot be `null` (`#[serde(default)]`; the OpenAI wires then send it required and nullable on their copy, [`crate::schema::nullable`]) | residual naming why |
 //!
 //! Local `$ref`s into the root (`#`, `#/properties/...`) are re-pointed under `/properties/value`
 //! when the root is wrapped; `$defs` stay at the root.
