@@ -21,6 +21,7 @@
 use crate::vocab::Transform;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
+use std::collections::HashSet;
 
 /// How deep the rewrite goes (nesting of `properties`/`items`); deeper optional properties are
 /// left to the strict check's verdict.
@@ -117,12 +118,14 @@ fn rewrite_object(
     let Some(Value::Object(props)) = m.get_mut("properties") else {
         return;
     };
+    // A set: a schema may list thousands of properties.
+    let is_required: HashSet<&str> = required.iter().map(String::as_str).collect();
     let mut all = required.clone();
     for (key, sub) in props.iter_mut() {
         let sub_pointer = format!("{pointer}/properties/{}", escape(key));
         at.push(AnswerStep::Key(key.clone()));
         rewrite(sub, &sub_pointer, at, transforms, paths);
-        if !required.contains(key) {
+        if !is_required.contains(key.as_str()) {
             make_nullable(sub);
             all.push(key.clone());
             paths.push(at.clone());
