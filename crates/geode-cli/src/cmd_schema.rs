@@ -8,7 +8,7 @@ use crate::resolve::limit_violations;
 use clap::Subcommand;
 use geode::llm::registry::ADAPTERS;
 use geode::schema::ResponseSchema;
-use geode::schema::dialect::LimitViolation;
+use geode::schema::dialect::{LimitViolation, Preflight};
 use geode::schema::strict::check_strict;
 use geode::schema::validate::CompiledSchema;
 use std::path::PathBuf;
@@ -209,9 +209,10 @@ fn check(file: &std::path::Path, json: bool) -> anyhow::Result<u8> {
     };
     let verdict = check_strict(schema.as_value());
     // The preflight `run` applies, per adapter; adapters breaking the same limits are grouped.
-    let mut refusals: Vec<(Vec<&str>, Vec<LimitViolation>)> = Vec::new();
+    let preflight = Preflight::new(&schema);
+    let mut refusals: Vec<(Vec<&str>, &[LimitViolation])> = Vec::new();
     for spec in ADAPTERS {
-        let violations = limit_violations(&schema, spec);
+        let violations = preflight.violations(spec.dialect);
         if violations.is_empty() {
             continue;
         }

@@ -34,8 +34,7 @@ struct Plan {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let client = geode_local::client_builder()
-        .adapter("local")
+    let client = geode_local::local_client_builder()
         .max_tokens(300)
         .build()?;
     let started = Instant::now();
@@ -49,11 +48,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 complete,
                 guarantee,
             } => {
-                partials += 1;
                 if first_complete.is_none() && !complete.is_empty() {
                     first_complete = Some(started.elapsed());
                     println!("first complete field {:?} ({guarantee:?})", complete[0]);
                 }
+                partials += 1;
                 if partials.is_multiple_of(10) {
                     println!("partial: {value}");
                 }

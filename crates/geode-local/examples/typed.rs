@@ -33,8 +33,7 @@ struct Triage {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let client = geode_local::client_builder()
-        .adapter("local")
+    let client = geode_local::local_client_builder()
         .max_tokens(200)
         .build()?;
     let report = "After upgrading to 2.3 the login page shows a blank screen on Safari; \

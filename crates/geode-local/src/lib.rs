@@ -66,3 +66,17 @@ pub fn client_builder() -> geode::client::ClientBuilder {
             as std::sync::Arc<dyn geode::llm::adapter::Adapter>
     })
 }
+
+/// [`client_builder`] with `.adapter("local")`: every call runs on the embedded model, whatever
+/// providers the environment configures.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), geode::Error> {
+/// let client = geode_local::local_client_builder().max_tokens(50).build()?;
+/// let answer = client.choose(&["yes", "no"], "Is water wet?").await?;
+/// println!("{}", answer.value);
+/// # Ok(()) }
+/// ```
+pub fn local_client_builder() -> geode::client::ClientBuilder {
+    client_builder().adapter("local")
+}

@@ -33,9 +33,8 @@ enum Severity {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_local_model_streams_a_typed_answer_token_by_token() {
-    let client = geode_local::client_builder()
+    let client = geode_local::local_client_builder()
         .config(geode::config::Config::default())
-        .adapter("local")
         .max_tokens(40)
         .build()
         .unwrap();

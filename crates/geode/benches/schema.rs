@@ -5,8 +5,9 @@
 //! in about a minute: `cargo bench -p geode --bench schema`.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use geode::llm::registry::ADAPTERS;
 use geode::schema::ResponseSchema;
-use geode::schema::dialect::{Dialect, preflight};
+use geode::schema::dialect::Preflight;
 use geode::schema::extract::{
     extract_answer, extract_last_object, find_answer, find_last_object, top_level_spans,
 };
@@ -268,9 +269,10 @@ fn schema_check(c: &mut Criterion) {
                 let s = ResponseSchema::from_json_str(black_box(t)).ok()?;
                 CompiledSchema::compile(&s).ok()?;
                 let strict = check_strict(s.as_value()).compatible;
-                let limits = [Dialect::OpenAiStrict, Dialect::CodexCli, Dialect::Anthropic]
+                let preflight = Preflight::new(&s);
+                let limits = ADAPTERS
                     .iter()
-                    .filter(|d| preflight(&s, **d).is_ok())
+                    .filter(|a| preflight.violations(a.dialect).is_empty())
                     .count();
                 Some((strict, limits))
             })

@@ -2,7 +2,7 @@
 //! a regular expression, a Lark grammar, and the reference's `WorkerRequest` boundary.
 
 use super::typed_schema::TypedSchema;
-use super::{Client, Error, Extracted};
+use super::{Client, Error, Extracted, TextAnswer};
 use crate::agent::worker::{WorkerEnv, WorkerRequest, WorkerResult, run_worker};
 use crate::ledger::GuaranteeLedger;
 use crate::schema::{ResponseSchema, TextConstraint};
@@ -43,11 +43,7 @@ impl Client {
 
     /// Asks for exactly one of `options` (enforced by a constraining engine, checked locally
     /// otherwise; the ledger says which).
-    pub async fn choose(
-        &self,
-        options: &[&str],
-        prompt: impl Into<String>,
-    ) -> Result<Extracted<String>, Error> {
+    pub async fn choose(&self, options: &[&str], prompt: impl Into<String>) -> TextAnswer {
         let c = TextConstraint::Choice(options.iter().map(|o| (*o).to_owned()).collect());
         let result = self.constrained(c, prompt.into()).await?;
         let text = result.output.trim();
@@ -62,24 +58,16 @@ impl Client {
     }
 
     /// Asks for text whose whole (trimmed) answer matches `regex`.
-    pub async fn matches(
-        &self,
-        regex: &str,
-        prompt: impl Into<String>,
-    ) -> Result<Extracted<String>, Error> {
-        self.constrained_text(TextConstraint::Regex(regex.to_owned()), prompt)
-            .await
+    pub async fn matches(&self, regex: &str, prompt: impl Into<String>) -> TextAnswer {
+        let c = TextConstraint::Regex(regex.to_owned());
+        self.constrained_text(c, prompt).await
     }
 
     /// Asks for text derivable from the Lark grammar `lark` (enforced only by a constraining
     /// engine; elsewhere the ledger names it unchecked).
-    pub async fn grammar(
-        &self,
-        lark: &str,
-        prompt: impl Into<String>,
-    ) -> Result<Extracted<String>, Error> {
-        self.constrained_text(TextConstraint::Grammar(lark.to_owned()), prompt)
-            .await
+    pub async fn grammar(&self, lark: &str, prompt: impl Into<String>) -> TextAnswer {
+        let c = TextConstraint::Grammar(lark.to_owned());
+        self.constrained_text(c, prompt).await
     }
 
     /// Runs a reference-shaped request as `geode worker` does. Empty `adapter`/`model` take the
@@ -109,11 +97,7 @@ impl Client {
     }
 
     /// The trimmed answer under `c`.
-    async fn constrained_text(
-        &self,
-        c: TextConstraint,
-        prompt: impl Into<String>,
-    ) -> Result<Extracted<String>, Error> {
+    async fn constrained_text(&self, c: TextConstraint, prompt: impl Into<String>) -> TextAnswer {
         let result = self.constrained(c, prompt.into()).await?;
         Ok(Extracted {
             value: result.output.trim().to_owned(),

@@ -49,6 +49,10 @@ pub struct Extracted<T> {
     pub ledger: GuaranteeLedger,
 }
 
+/// The answer of a text-shaped call ([`Client::choose`], [`Client::matches`],
+/// [`Client::grammar`]): the trimmed text, or why there is none.
+pub type TextAnswer = Result<Extracted<String>, Error>;
+
 /// A handle for structured calls. Cheap to clone (one `Arc`), `Send + Sync`; clones share the
 /// adapters they build (connections, a loaded local model).
 #[derive(Clone)]

@@ -505,7 +505,7 @@ fn recursive_target(refs: &[(String, String)]) -> Option<String> {
 
 #[path = "dialect_preflight.rs"]
 mod preflight;
-pub use preflight::{LimitViolation, OPENAI_STRICT_LIMITS, OpenAiLimits, preflight};
+pub use preflight::{LimitViolation, OPENAI_STRICT_LIMITS, OpenAiLimits, Preflight, preflight};
 
 #[cfg(test)]
 #[path = "dialect_tests.rs"]

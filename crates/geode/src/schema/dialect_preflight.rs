@@ -73,26 +73,62 @@ impl std::fmt::Display for LimitViolation {
 /// assert!(preflight(&s, Dialect::Glm).is_ok());
 /// ```
 pub fn preflight(schema: &ResponseSchema, dialect: Dialect) -> Result<(), Vec<LimitViolation>> {
-    let found = match dialect {
-        Dialect::OpenAiStrict | Dialect::CodexCli => {
-            // Counted on the copy the wire gets: a wrapped root is one more property and level.
-            // Pointers are given back in the caller's schema (the wrapper's own are the root).
-            let plan = crate::schema::subset::openai_strict(schema);
-            let wire = plan.wire.as_ref().unwrap_or(schema.as_value());
-            let mut found = openai_violations(wire, &OPENAI_STRICT_LIMITS);
-            if plan.wrapped {
-                let under = format!("/properties/{}", crate::schema::root::WRAP_KEY);
-                for v in &mut found {
-                    if let Some(rest) = v.pointer.strip_prefix(&under) {
-                        v.pointer = rest.to_owned();
-                    }
-                }
-            }
-            found
-        }
-        _ => Vec::new(),
-    };
+    let found = Preflight::new(schema).violations(dialect).to_vec();
     if found.is_empty() { Ok(()) } else { Err(found) }
+}
+
+/// One schema's preflight for any number of dialects, each distinct count made once: the
+/// OpenAI-bound dialects (`OpenAiStrict`, `CodexCli`) share one, so `geode schema check` counts
+/// a big schema once for every adapter, not once per adapter.
+///
+/// ```
+/// use geode::schema::{ResponseSchema, dialect::{Dialect, Preflight}};
+/// let values: Vec<String> = (0..1001).map(|i| format!("v{i}")).collect();
+/// let s = ResponseSchema::from_value(serde_json::json!({"enum": values})).unwrap();
+/// let preflight = Preflight::new(&s);
+/// assert_eq!(preflight.violations(Dialect::CodexCli).len(), 1);
+/// assert!(preflight.violations(Dialect::Anthropic).is_empty());
+/// ```
+pub struct Preflight<'a> {
+    schema: &'a ResponseSchema,
+    openai: std::cell::OnceCell<Vec<LimitViolation>>,
+}
+
+impl<'a> Preflight<'a> {
+    /// Nothing is counted until a dialect is asked for.
+    pub fn new(schema: &'a ResponseSchema) -> Self {
+        Self {
+            schema,
+            openai: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// The limits `dialect` would refuse the schema for (empty: none).
+    pub fn violations(&self, dialect: Dialect) -> &[LimitViolation] {
+        match dialect {
+            Dialect::OpenAiStrict | Dialect::CodexCli => self
+                .openai
+                .get_or_init(|| openai_wire_violations(self.schema)),
+            _ => &[],
+        }
+    }
+}
+
+/// OpenAI's limits counted on the copy the wire gets: a wrapped root is one more property and
+/// level. Pointers are given back in the caller's schema (the wrapper's own are the root).
+fn openai_wire_violations(schema: &ResponseSchema) -> Vec<LimitViolation> {
+    let plan = crate::schema::subset::openai_strict(schema);
+    let wire = plan.wire.as_ref().unwrap_or(schema.as_value());
+    let mut found = openai_violations(wire, &OPENAI_STRICT_LIMITS);
+    if plan.wrapped {
+        let under = format!("/properties/{}", crate::schema::root::WRAP_KEY);
+        for v in &mut found {
+            if let Some(rest) = v.pointer.strip_prefix(&under) {
+                v.pointer = rest.to_owned();
+            }
+        }
+    }
+    found
 }
 
 /// Counts the OpenAI strict limits over every subschema (`$defs` included, each once).
