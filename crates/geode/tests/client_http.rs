@@ -156,6 +156,64 @@ async fn an_optional_property_goes_strict_on_openai_and_its_null_is_read_as_left
     }
 }
 
+/// A shelf holding one [`Book`]: schemars puts `Book` in `$defs` and references it.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+struct Shelf {
+    /// The label on the shelf.
+    label: String,
+    /// The book on it.
+    book: Book,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_optional_property_in_a_referenced_def_goes_strict_and_its_null_is_read_as_left_out() {
+    for adapter in ["openai-payg", "codex-oauth"] {
+        let answer = r#"{"label": "L", "book": {"title": "T", "pages": null}}"#;
+        let (server, c, _home) = serve(adapter, Script::always(Reply::text(answer))).await;
+        let got = support::bounded(c.extract::<Shelf>("a shelf"))
+            .await
+            .unwrap_or_else(|e| panic!("{adapter}: {e}"));
+        let book = Book {
+            title: "T".into(),
+            pages: 0,
+        };
+        let shelf = Shelf {
+            label: "L".into(),
+            book,
+        };
+        assert_eq!(got.value, shelf, "{adapter}");
+        assert_eq!(
+            got.ledger.wire_mode,
+            StructuredOutputMode::Strict,
+            "{adapter}: {:?}",
+            got.ledger
+        );
+        assert_eq!(got.ledger.retry, RetryDecision::FirstPassed, "{adapter}");
+        assert!(
+            got.ledger
+                .transforms
+                .iter()
+                .any(|t| t.pointer == "/$defs/Book/properties/pages"
+                    && t.action.contains("required and nullable")),
+            "{adapter}: {:?}",
+            got.ledger.transforms
+        );
+        let calls = http::model_calls(adapter, server.requests());
+        let format = &calls[0].body["text"]["format"];
+        assert_eq!(format["strict"], true, "{adapter}");
+        let schema = &format["schema"];
+        assert_eq!(
+            schema["properties"]["book"]["$ref"], "#/$defs/Book",
+            "{schema}"
+        );
+        assert_eq!(
+            schema["$defs"]["Book"]["required"],
+            serde_json::json!(["title", "pages"])
+        );
+        server.shutdown().await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_retry_runs_over_the_wire_and_a_second_failure_is_invalid_with_its_ledger() {
     for adapter in ["openai-payg", "anthropic-payg", "glm-payg"] {
