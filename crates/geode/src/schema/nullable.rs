@@ -140,8 +140,9 @@ struct Walk<'a> {
     node_at: HashMap<String, usize>,
     queue: VecDeque<(String, usize, usize)>,
     edits: Vec<ObjectEdit>,
-    /// Pointers of the places whose `$ref` was followed.
-    followed_refs_at: HashSet<String>,
+    /// The places whose `$ref` was followed, by address (the schema is not changed during the
+    /// walk; an address is only compared, never read through).
+    followed_refs_at: HashSet<*const Map<String, Value>>,
 }
 
 impl<'a> Walk<'a> {
@@ -221,7 +222,7 @@ impl<'a> Walk<'a> {
             inner = Some(target);
         }
         if is_ref {
-            self.followed_refs_at.insert(pointer.to_owned());
+            self.followed_refs_at.insert(std::ptr::from_ref(m));
         }
         inner
     }
@@ -299,25 +300,20 @@ impl<'a> Walk<'a> {
                 .take_while(|e| e.starts_with(target))
                 .any(|e| e.len() == target.len() || e[target.len()..].starts_with('/'))
         };
-        let mut stack: Vec<(String, &Value)> = vec![(String::new(), self.root)];
-        while let Some((pointer, v)) = stack.pop() {
+        let mut stack: Vec<&Value> = vec![self.root];
+        while let Some(v) = stack.pop() {
             match v {
                 Value::Object(m) => {
                     if let Some(Value::String(r)) = m.get("$ref")
-                        && !self.followed_refs_at.contains(&pointer)
-                        && let RefTarget::Found {
-                            pointer: target, ..
-                        } = resolve_local_ref(self.root, r)
-                        && changes_under(&target)
+                        && !self.followed_refs_at.contains(&std::ptr::from_ref(m))
+                        && let RefTarget::Found { pointer, .. } = resolve_local_ref(self.root, r)
+                        && changes_under(&pointer)
                     {
                         return true;
                     }
-                    stack.extend(m.iter().map(|(k, c)| (child(&pointer, &[k]), c)));
+                    stack.extend(m.values());
                 }
-                Value::Array(a) => {
-                    let at = |i: usize| child(&pointer, &[&i.to_string()]);
-                    stack.extend(a.iter().enumerate().map(|(i, c)| (at(i), c)));
-                }
+                Value::Array(a) => stack.extend(a),
                 _ => {}
             }
         }

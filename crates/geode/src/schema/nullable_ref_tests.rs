@@ -248,3 +248,22 @@ fn a_ref_beside_constraints_is_not_followed() {
     assert_eq!(wire["$defs"]["P"].get("required"), None);
     assert!(plan.is_empty());
 }
+
+#[test]
+fn a_hostile_schema_ends_without_touching_the_call_stack() {
+    // 300 nested null-or-X anyOfs, and a def 300 `items` deep that refers to itself (far past
+    // both limits; deeper would overflow the test's own recursive clone and drop of the value).
+    let mut chain = json!({"type": "object", "properties": {"x": {"type": "string"}}});
+    let mut deep = json!({"$ref": "#/$defs/Deep"});
+    for _ in 0..300 {
+        chain = json!({"anyOf": [chain, {"type": "null"}]});
+        deep = json!({"type": "array", "items": deep});
+    }
+    let schema = json!({"type": "object", "additionalProperties": false,
+        "properties": {"chain": chain, "deep": {"$ref": "#/$defs/Deep"}},
+        "required": ["chain", "deep"], "$defs": {"Deep": deep}});
+    let (wire, plan, transforms) = rewritten(schema.clone());
+    assert_eq!(wire, schema, "nothing optional within reach");
+    assert!(plan.is_empty());
+    assert!(transforms.is_empty());
+}
