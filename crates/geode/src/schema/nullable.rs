@@ -164,36 +164,52 @@ impl<'a> Walk<'a> {
         w
     }
 
-    /// The node of the object schema the place at `pointer` stands for (queued when new);
-    /// `None` when it stands for none (a `$ref` that does not resolve, a cycle of `$ref`s, ...).
+    /// The node of the object schema the place at `pointer` stands for (queued when new, which a
+    /// place [`MAX_DEPTH`] deep does not do: it only links to a node that exists); `None` when it
+    /// stands for none (a `$ref` that does not resolve, a cycle of `$ref`s, ...).
     fn node_for(&mut self, mut pointer: String, depth: usize) -> Option<usize> {
+        let root = self.root;
+        let mut refs_followed = Vec::new();
         let mut hops = 0;
         loop {
-            let m = self.root.pointer(&pointer)?.as_object()?;
-            let Some(next) = self.alias_target(m, &pointer) else {
+            let m = root.pointer(&pointer)?.as_object()?;
+            let Some((next, is_ref)) = self.alias_target(m, &pointer) else {
                 break;
             };
             hops += 1;
             if hops > MAX_ALIAS_HOPS {
                 return None;
             }
+            if is_ref {
+                refs_followed.push(std::ptr::from_ref(m));
+            }
             pointer = next?;
         }
-        if let Some(&n) = self.node_at.get(&pointer) {
-            return Some(n);
-        }
-        let n = self.nodes.len();
-        self.nodes.push(NullNode::default());
-        self.node_at.insert(pointer.clone(), n);
-        self.queue.push_back((pointer, depth, n));
+        let n = match self.node_at.get(&pointer) {
+            Some(&n) => n,
+            None if depth >= MAX_DEPTH => return None,
+            None => {
+                let n = self.nodes.len();
+                self.nodes.push(NullNode::default());
+                self.node_at.insert(pointer.clone(), n);
+                self.queue.push_back((pointer, depth, n));
+                n
+            }
+        };
+        // Only a `$ref` whose place is linked to its target's node counts as followed.
+        self.followed_refs_at.extend(refs_followed);
         Some(n)
     }
 
-    /// Where the place `m` (at `pointer`) stands for another: `None` when it does not (it is
-    /// walked itself), `Some(None)` when it stands for something that does not resolve.
-    fn alias_target(&mut self, m: &Map<String, Value>, pointer: &str) -> Option<Option<String>> {
+    /// Where the place `m` (at `pointer`) stands for another, and whether through a `$ref`:
+    /// `None` when it does not (it is walked itself); the target is `None` when it does not
+    /// resolve.
+    fn alias_target(
+        &self,
+        m: &Map<String, Value>,
+        pointer: &str,
+    ) -> Option<(Option<String>, bool)> {
         let mut inner = None;
-        let mut is_ref = false;
         for (k, v) in m {
             let target = match (k.as_str(), v) {
                 ("$ref", Value::String(r)) if self.follow_refs => {
@@ -218,11 +234,7 @@ impl<'a> Walk<'a> {
             if inner.is_some() {
                 return None;
             }
-            is_ref = k == "$ref";
-            inner = Some(target);
-        }
-        if is_ref {
-            self.followed_refs_at.insert(std::ptr::from_ref(m));
+            inner = Some((target, k == "$ref"));
         }
         inner
     }
@@ -239,7 +251,6 @@ impl<'a> Walk<'a> {
             self.visit_object(m, props, pointer, depth, node);
         }
         if let Some(Value::Object(_)) = m.get("items")
-            && depth + 1 < MAX_DEPTH
             && let Some(n) = self.node_for(child(pointer, &["items"]), depth + 1)
         {
             self.nodes[node].items = Some(n);
@@ -274,9 +285,7 @@ impl<'a> Walk<'a> {
             }
         };
         for key in props.keys() {
-            if depth + 1 < MAX_DEPTH
-                && let Some(n) = self.node_for(child(pointer, &["properties", key]), depth + 1)
-            {
+            if let Some(n) = self.node_for(child(pointer, &["properties", key]), depth + 1) {
                 self.nodes[node].properties.insert(key.clone(), n);
             }
             if !required.contains(key.as_str()) {

@@ -267,3 +267,27 @@ fn a_hostile_schema_ends_without_touching_the_call_stack() {
     assert!(plan.is_empty());
     assert!(transforms.is_empty());
 }
+
+#[test]
+fn a_ref_at_the_depth_limit_still_links_to_a_def_rewritten_nearer_the_root() {
+    let mut chain = json!({"$ref": "#/$defs/P"});
+    let mut answer = json!({"note": null});
+    for _ in 1..MAX_DEPTH {
+        chain = json!({"type": "object", "properties": {"n": chain}, "required": ["n"],
+            "additionalProperties": false});
+        answer = json!({"n": answer});
+    }
+    let schema = json!({"type": "object", "properties": {"p": {"$ref": "#/$defs/P"}, "n": chain},
+        "required": ["p", "n"], "additionalProperties": false,
+        "$defs": {"P": {"type": "object", "properties": {"note": {"type": "string"}}}}});
+    let (wire, plan, _) = rewritten(schema);
+    assert_eq!(wire["$defs"]["P"]["required"], json!(["note"]));
+    let mut answer = json!({"p": {"note": null}, "n": answer});
+    absent_nulls(&mut answer, &plan);
+    let mut deepest = &answer["n"];
+    for _ in 1..MAX_DEPTH {
+        deepest = &deepest["n"];
+    }
+    assert_eq!(deepest, &json!({}), "{answer}");
+    assert_eq!(answer["p"], json!({}));
+}
