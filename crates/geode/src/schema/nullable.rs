@@ -21,12 +21,13 @@
 //! target is rewritten once however often it is used, and is one node of the undo plan
 //! ([`NullPlan`]), which is a graph: a recursive model is a cycle in it, and the answer (which is
 //! finite) is walked along it. A `$ref` that does not resolve, or to a non-object, is left alone.
+//! (`allOf` never gets here: this wire removes it and checks it locally.)
 //!
 //! Not followed, and so left as they are (the strict check then names what is not strict and the
 //! schema goes as a hint, as without this rewrite): an `anyOf`/`oneOf` with two or more non-null
 //! branches (a `null` in the answer could not be told apart from a branch that takes `null` and
 //! requires the key), a `$ref` with constraining keywords beside it, anything deeper than the
-//! limit. When a target reached through a followed `$ref` is also used by a `$ref` that is not
+//! limit (a place at the limit still links to a target rewritten nearer the root). When a target reached through a followed `$ref` is also used by a `$ref` that is not
 //! followed, no `$ref` is followed at all (the unfollowed use would see the rewrite and get no
 //! undo). A `null` the model gives for a property whose own schema allows `null` is read as left
 //! out too (both are valid for the caller). Each rewrite is named in the ledger's `transforms`,
