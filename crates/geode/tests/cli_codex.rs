@@ -239,8 +239,8 @@ netns_test!(
         req.response_schema = Some(optional);
         let resp = rig.call_with(req).await.unwrap();
         assert_eq!(resp.wire.mode, StructuredOutputMode::CliFlag);
-        let note = geode::schema::nullable::AnswerStep::Key("note".into());
-        assert_eq!(resp.wire.absent_nulls, vec![vec![note]]);
+        let root = &resp.wire.absent_nulls.nodes[0];
+        assert_eq!(root.drop_if_null, vec!["note".to_owned()]);
         let calls = rig.model_calls();
         let schema = &calls[0]["text"]["format"]["schema"];
         assert_eq!(schema["required"], json!(["answer", "note"]), "{schema}");

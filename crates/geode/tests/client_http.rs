@@ -14,6 +14,7 @@ use geode::{Client, Error, StreamEvent};
 use geode_fakes::{FakeServer, Kind, Reply, Script};
 use schemars::JsonSchema;
 use serde::Deserialize;
+use serde_json::{Value, json};
 use std::path::Path;
 use support::env::MapEnv;
 use support::http;
@@ -116,43 +117,85 @@ struct Book {
     pages: u32,
 }
 
+/// Extracts a `T` on `adapter` whose strict model answers `answer` (a `null` for a property
+/// made required and nullable on the wire): asserts it is read as `want` at the first pass on a
+/// strict wire, the ledger naming the rewrite at `pointer`; returns the schema on the wire.
+async fn strict_with_a_null<T>(adapter: &str, answer: &str, want: &T, pointer: &str) -> Value
+where
+    T: JsonSchema + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug + 'static,
+{
+    let (server, c, _home) = serve(adapter, Script::always(Reply::text(answer))).await;
+    let got = support::bounded(c.extract::<T>("go"))
+        .await
+        .unwrap_or_else(|e| panic!("{adapter}: {e}"));
+    assert_eq!(&got.value, want, "{adapter}");
+    let ledger = &got.ledger;
+    assert_eq!(
+        ledger.wire_mode,
+        StructuredOutputMode::Strict,
+        "{adapter}: {ledger:?}"
+    );
+    assert_eq!(ledger.retry, RetryDecision::FirstPassed, "{adapter}");
+    assert!(
+        ledger
+            .transforms
+            .iter()
+            .any(|t| t.pointer == pointer && t.action.contains("required and nullable")),
+        "{adapter}: {:?}",
+        ledger.transforms
+    );
+    let calls = http::model_calls(adapter, server.requests());
+    let format = &calls[0].body["text"]["format"];
+    assert_eq!(format["strict"], true, "{adapter}");
+    server.shutdown().await;
+    format["schema"].clone()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_optional_property_goes_strict_on_openai_and_its_null_is_read_as_left_out() {
     for adapter in ["openai-payg", "codex-oauth"] {
         // What a strict model answers for a property made required and nullable on the wire.
         let answer = r#"{"title": "T", "pages": null}"#;
-        let (server, c, _home) = serve(adapter, Script::always(Reply::text(answer))).await;
-        let got = support::bounded(c.extract::<Book>("a book"))
-            .await
-            .unwrap_or_else(|e| panic!("{adapter}: {e}"));
         let book = Book {
             title: "T".into(),
             pages: 0,
         };
-        assert_eq!(got.value, book, "{adapter}");
+        let schema = strict_with_a_null(adapter, answer, &book, "/properties/pages").await;
+        assert_eq!(schema["required"], json!(["title", "pages"]));
+    }
+}
+
+/// A shelf holding one [`Book`]: schemars puts `Book` in `$defs` and references it.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+struct Shelf {
+    /// The label on the shelf.
+    label: String,
+    /// The book on it.
+    book: Book,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_optional_property_in_a_referenced_def_goes_strict_and_its_null_is_read_as_left_out() {
+    for adapter in ["openai-payg", "codex-oauth"] {
+        let answer = r#"{"label": "L", "book": {"title": "T", "pages": null}}"#;
+        let book = Book {
+            title: "T".into(),
+            pages: 0,
+        };
+        let shelf = Shelf {
+            label: "L".into(),
+            book,
+        };
+        let pointer = "/$defs/Book/properties/pages";
+        let schema = strict_with_a_null(adapter, answer, &shelf, pointer).await;
         assert_eq!(
-            got.ledger.wire_mode,
-            StructuredOutputMode::Strict,
-            "{adapter}"
+            schema["properties"]["book"]["$ref"], "#/$defs/Book",
+            "{schema}"
         );
-        assert_eq!(got.ledger.retry, RetryDecision::FirstPassed, "{adapter}");
-        assert!(
-            got.ledger
-                .transforms
-                .iter()
-                .any(|t| t.pointer == "/properties/pages"
-                    && t.action.contains("required and nullable")),
-            "{adapter}: {:?}",
-            got.ledger.transforms
-        );
-        let calls = http::model_calls(adapter, server.requests());
-        let format = &calls[0].body["text"]["format"];
-        assert_eq!(format["strict"], true, "{adapter}");
         assert_eq!(
-            format["schema"]["required"],
-            serde_json::json!(["title", "pages"])
+            schema["$defs"]["Book"]["required"],
+            json!(["title", "pages"])
         );
-        server.shutdown().await;
     }
 }
 

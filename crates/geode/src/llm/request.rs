@@ -261,8 +261,11 @@ pub struct WireReport {
     pub wrapped_root: bool,
     /// Properties the wire made required and nullable ([`crate::schema::nullable`]): a `null`
     /// there in the answer is read as the property left out.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub absent_nulls: Vec<crate::schema::nullable::AnswerPath>,
+    #[serde(
+        default,
+        skip_serializing_if = "crate::schema::nullable::NullPlan::is_empty"
+    )]
+    pub absent_nulls: crate::schema::nullable::NullPlan,
     /// Set by a fallback chain: every adapter tried, the last one being the one that answered.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub adapters_tried: Vec<AdapterTry>,

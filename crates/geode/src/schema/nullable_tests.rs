@@ -8,10 +8,10 @@ use crate::schema::validate::CompiledSchema;
 use crate::vocab::StructuredOutputMode;
 use serde_json::json;
 
-fn rewritten(mut schema: Value) -> (Value, Vec<AnswerPath>, Vec<Transform>) {
+fn rewritten(mut schema: Value) -> (Value, NullPlan, Vec<Transform>) {
     let mut transforms = Vec::new();
-    let paths = require_optionals(&mut schema, &mut transforms);
-    (schema, paths, transforms)
+    let plan = require_optionals(&mut schema, &mut transforms);
+    (schema, plan, transforms)
 }
 
 /// The OpenAI strict plan of `caller`, which must be strict.
@@ -22,8 +22,20 @@ fn strict_plan(caller: &ResponseSchema) -> crate::schema::subset::WirePlan {
     plan
 }
 
-fn key(k: &str) -> AnswerStep {
-    AnswerStep::Key(k.to_owned())
+/// A node dropping `keys`, with edges `properties` and `items`.
+fn node(keys: &[&str], properties: &[(&str, usize)], items: Option<usize>) -> NullNode {
+    NullNode {
+        drop_if_null: keys.iter().map(|k| (*k).to_owned()).collect(),
+        properties: properties
+            .iter()
+            .map(|(k, n)| ((*k).to_owned(), *n))
+            .collect(),
+        items,
+    }
+}
+
+fn null_plan(nodes: Vec<NullNode>) -> NullPlan {
+    NullPlan { nodes }
 }
 
 #[test]
@@ -59,11 +71,11 @@ fn row_an_optional_property_becomes_required_and_nullable() {
         json!({"type": ["number", "null"]}),
         "already nullable"
     );
-    let want: Vec<AnswerPath> = ["b", "c", "d", "e", "f"]
-        .iter()
-        .map(|k| vec![key(k)])
-        .collect();
-    assert_eq!(paths, want);
+    // `d`'s `$ref` does not resolve: made nullable, and no node under it.
+    assert_eq!(
+        paths,
+        null_plan(vec![node(&["b", "c", "d", "e", "f"], &[], None)])
+    );
     assert_eq!(transforms.len(), 5);
     assert_eq!(transforms[0].pointer, "/properties/b");
     assert!(
@@ -89,14 +101,19 @@ fn row_an_open_object_is_closed_and_a_map_is_left_to_the_strict_check() {
 }
 
 #[test]
-fn nested_objects_are_reached_through_properties_and_items_only() {
+fn nested_objects_are_reached_through_properties_and_items_not_an_any_of_beside_them() {
     let (wire, paths, _) = rewritten(json!({"type": "object",
         "properties": {"list": {"type": "array", "items": {"type": "object",
             "properties": {"x": {"type": "integer"}, "y": {"type": "string"}},
             "required": ["x"]}}},
         "required": ["list"],
         "anyOf": [{"type": "object", "properties": {"z": {"type": "string"}}}]}));
-    assert_eq!(paths, vec![vec![key("list"), AnswerStep::Items, key("y")]]);
+    let want = null_plan(vec![
+        node(&[], &[("list", 1)], None),
+        node(&[], &[], Some(2)),
+        node(&["y"], &[], None),
+    ]);
+    assert_eq!(paths, want);
     assert_eq!(
         wire["properties"]["list"]["items"]["required"],
         json!(["x", "y"])
@@ -121,12 +138,13 @@ fn the_rewrite_stops_at_its_depth_limit() {
 }
 
 #[test]
-fn absent_nulls_removes_only_nulls_at_the_paths() {
-    let paths = vec![
-        vec![key("b")],
-        vec![key("list"), AnswerStep::Items, key("y")],
-        vec![key("missing"), key("q")],
-    ];
+fn absent_nulls_removes_only_nulls_where_the_plan_says() {
+    let paths = null_plan(vec![
+        node(&["b"], &[("list", 1), ("missing", 3)], None),
+        node(&[], &[], Some(2)),
+        node(&["y"], &[], None),
+        node(&["q"], &[], None),
+    ]);
     let mut answer = json!({"a": null, "b": null,
         "list": [{"x": 1, "y": null}, {"x": 2, "y": "kept"}, 3, {"x": 4}],
         "missing": "not an object"});
@@ -182,8 +200,9 @@ fn an_array_root_keeps_its_paths_relative_to_the_callers_root() {
     .unwrap();
     let plan = strict_plan(&caller);
     assert!(plan.wrapped);
-    assert_eq!(
-        plan.absent_nulls,
-        vec![vec![AnswerStep::Items, key("note")]]
-    );
+    let want = null_plan(vec![node(&[], &[], Some(1)), node(&["note"], &[], None)]);
+    assert_eq!(plan.absent_nulls, want);
 }
+
+#[path = "nullable_ref_tests.rs"]
+mod refs;

@@ -50,7 +50,7 @@
 
 use super::ResponseSchema;
 use super::dialect::Residual;
-use super::nullable::AnswerPath;
+use super::nullable::NullPlan;
 use super::root::{AnswerRoot, wrap_root};
 use super::strict::{check_strict, child};
 use crate::vocab::{StructuredOutputMode, Transform};
@@ -190,7 +190,7 @@ pub struct WirePlan {
     pub weaker_because: Vec<String>,
     /// Properties made required and nullable for the wire ([`super::nullable`]): a `null` there
     /// in the answer is read as the property left out.
-    pub absent_nulls: Vec<AnswerPath>,
+    pub absent_nulls: NullPlan,
 }
 
 impl WirePlan {
@@ -208,7 +208,7 @@ impl WirePlan {
             transforms: Vec::new(),
             residuals: Vec::new(),
             weaker_because: Vec::new(),
-            absent_nulls: Vec::new(),
+            absent_nulls: NullPlan::default(),
         }
     }
 
@@ -431,7 +431,7 @@ pub fn object_root(
         transforms,
         residuals: Vec::new(),
         weaker_because: Vec::new(),
-        absent_nulls: Vec::new(),
+        absent_nulls: NullPlan::default(),
     }
 }
 

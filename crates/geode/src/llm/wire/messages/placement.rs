@@ -159,7 +159,7 @@ pub fn plan_for_thinking(schema: &ResponseSchema, thinking: bool) -> WirePlan {
         transforms: placed.transforms,
         residuals,
         weaker_because: placed.weaker_because,
-        absent_nulls: Vec::new(),
+        absent_nulls: Default::default(),
     }
 }
 
