@@ -251,7 +251,8 @@ impl<'a> Walk<'a> {
         {
             self.visit_object(m, props, pointer, depth, node);
         }
-        if let Some(Value::Object(_)) = m.get("items")
+        if let Some(items) = m.get("items")
+            && may_lead_to_objects(items)
             && let Some(n) = self.node_for(child(pointer, &["items"]), depth + 1)
         {
             self.nodes[node].items = Some(n);
@@ -285,8 +286,10 @@ impl<'a> Walk<'a> {
                 return;
             }
         };
-        for key in props.keys() {
-            if let Some(n) = self.node_for(child(pointer, &["properties", key]), depth + 1) {
+        for (key, sub) in props {
+            if may_lead_to_objects(sub)
+                && let Some(n) = self.node_for(child(pointer, &["properties", key]), depth + 1)
+            {
                 self.nodes[node].properties.insert(key.clone(), n);
             }
             if !required.contains(key.as_str()) {
@@ -329,6 +332,16 @@ impl<'a> Walk<'a> {
         }
         false
     }
+}
+
+/// False for a schema that can hold no object or array schema to walk (`{"type": "string"}`,
+/// most properties of a wide object): it gets no node, and its pointer is never built.
+fn may_lead_to_objects(schema: &Value) -> bool {
+    schema.as_object().is_some_and(|m| {
+        ["properties", "items", "$ref", "anyOf", "oneOf"]
+            .iter()
+            .any(|k| m.contains_key(*k))
+    })
 }
 
 /// `{"type": "null"}`.
