@@ -177,6 +177,47 @@ fn names_the_wrap(ledger: &Value) -> bool {
     })
 }
 
+/// The retry on a wrapped wire asks for what the wire asks for: the wrapper object, with each
+/// validation error's path under `/value` (where the model wrote it), not a bare array the
+/// wire's schema and system prompt would contradict. On the native wire the paths stay bare.
+#[tokio::test]
+async fn the_retry_on_a_wrapped_wire_asks_for_the_wrapper() {
+    for case in ALL {
+        let native = matches!(case.placement, Placement::MessagesFormat);
+        let (bad, good) = if native {
+            (r#"[1,"x"]"#, "[1,2]")
+        } else {
+            (r#"{"value":[1,"x"]}"#, r#"{"value":[1,2]}"#)
+        };
+        let script = Script::new([Reply::text(bad), Reply::text(good)]);
+        let server = fake(&case, script).await;
+        let sb = case.sandbox(&server);
+        let path = schema_file(&sb, "ints.json", &serde_json::from_str(INTS).unwrap());
+        let out = sb.run(case.adapter, &path, &["Two integers."]).await;
+        assert_eq!(out.code, Some(0), "{}: {}", case.adapter, out.dump());
+        assert_eq!(
+            out.json(),
+            json!([1, 2]),
+            "{}: {}",
+            case.adapter,
+            out.dump()
+        );
+        let calls = support::model_calls(&server);
+        assert_eq!(calls.len(), 2, "{}: one retry", case.adapter);
+        let retry = calls[1].body.to_string();
+        let (path_shown, asked) = if native {
+            (r#"/1: \"x\" is not of type"#, "emit ONLY the JSON array")
+        } else {
+            (
+                r#"/value/1: \"x\" is not of type"#,
+                r#"emit ONLY a JSON object whose key \"value\" holds the JSON array"#,
+            )
+        };
+        assert!(retry.contains(path_shown), "{}: {retry}", case.adapter);
+        assert!(retry.contains(asked), "{}: {retry}", case.adapter);
+    }
+}
+
 /// Every HTTP adapter with an array schema: the wire gets the root wrapped under `value` where it
 /// needs an object root (OpenAI strict: now `strict`, no longer a hint; GLM's json_object) and
 /// unwrapped where it does not (Anthropic native). The fake answers as the wire asks; `run`

@@ -124,17 +124,17 @@ fn the_four_no_retry_reasons_do_not_retry() {
 
 #[test]
 fn empty_feedback_says_empty_and_shows_schema_and_braces() {
-    let p = build_schema_retry_prompt(&schema(), Some("  "), &[], 0);
+    let p = build_schema_retry_prompt(&schema(), Some("  "), &[], 0, false);
     assert!(p.starts_with("Your previous response was empty."));
     assert!(p.contains("start with `{`") && p.contains("end with `}`"));
     assert!(p.contains("\"candidate_id\""));
     assert!(p.contains("Required keys: ['candidate_id', 'score']."));
-    assert!(build_schema_retry_prompt(&schema(), None, &[], 0).contains("was empty"));
+    assert!(build_schema_retry_prompt(&schema(), None, &[], 0, false).contains("was empty"));
 }
 
 #[test]
 fn prose_feedback_says_did_not_parse_with_the_excerpt() {
-    let p = build_schema_retry_prompt(&schema(), Some("I pick c1."), &[], 0);
+    let p = build_schema_retry_prompt(&schema(), Some("I pick c1."), &[], 0, false);
     assert!(p.contains("did not parse"));
     assert!(p.contains("'I pick c1.'"));
 }
@@ -142,7 +142,7 @@ fn prose_feedback_says_did_not_parse_with_the_excerpt() {
 #[test]
 fn long_answers_are_cut_at_800_characters() {
     let long = "x".repeat(900);
-    let p = build_schema_retry_prompt(&schema(), Some(&long), &[], 0);
+    let p = build_schema_retry_prompt(&schema(), Some(&long), &[], 0, false);
     assert!(p.contains("…(truncated)"));
     assert!(!p.contains(&"x".repeat(801)));
 }
@@ -153,7 +153,7 @@ fn schemas_over_4096_characters_are_cut() {
         .map(|i| (format!("property_{i}"), json!({"type": "string"})))
         .collect();
     let big = ResponseSchema::from_value(json!({"type": "object", "properties": props})).unwrap();
-    let p = build_schema_retry_prompt(&big, Some(""), &[], 0);
+    let p = build_schema_retry_prompt(&big, Some(""), &[], 0, false);
     assert!(p.contains("schema truncated"));
 }
 

@@ -6,7 +6,7 @@
 //! `value`), missing top-level `required` keys (object answers only); then, with [`Validation::Full`] (geode's default),
 //! full JSON Schema validation against the caller's original schema; then a choice/regex
 //! constraint when one is set. [`build_schema_retry_prompt`] renders the reference's feedback turn
-//! plus the concrete validation errors.
+//! plus the concrete validation errors (on a wrapped wire, for the wrapper the model was asked for).
 
 use crate::agent::agent_loop::AgenticResult;
 use crate::ledger::{CheckFailure, ValidationVerdict, WorkerCheck};
@@ -198,20 +198,45 @@ const EXCERPT_CUT: usize = 800;
 
 /// The feedback user turn for the one retry (`reference-behaviour.md` §4.3), plus the concrete
 /// validation errors when there are any.
+///
+/// `wrapped_root` says the wire asked for the answer under `value` of an object
+/// ([`crate::schema::subset`], the ledger's `wrapped_root`): the turn then asks for that shape,
+/// which the wire's schema and the system prompt ask for too, and each error's path starts at
+/// `/value`, where the model wrote the value. `issues` are about the unwrapped answer, as
+/// [`check_answer`] reports them.
+///
+/// ```
+/// use geode::agent::answer_check::build_schema_retry_prompt;
+/// use geode::schema::ResponseSchema;
+/// let ints = ResponseSchema::from_value(serde_json::json!({"type": "array"})).unwrap();
+/// let plain = build_schema_retry_prompt(&ints, Some("nope"), &[], 0, false);
+/// assert!(plain.contains("emit ONLY the JSON array"), "{plain}");
+/// let wrapped = build_schema_retry_prompt(&ints, Some("nope"), &[], 0, true);
+/// assert!(wrapped.contains(r#"key "value" holds the JSON array"#), "{wrapped}");
+/// ```
 pub fn build_schema_retry_prompt(
     schema: &ResponseSchema,
     first_text: Option<&str>,
     issues: &[ValidationIssue],
     more_errors: u64,
+    wrapped_root: bool,
 ) -> String {
     let stripped = first_text.map(str::trim).unwrap_or_default();
     let root = AnswerRoot::of(schema);
+    let asked = if wrapped_root {
+        format!(
+            "JSON object whose key \"value\" holds the {}",
+            root.describe()
+        )
+    } else {
+        root.describe()
+    };
     let mut out = String::new();
     if stripped.is_empty() {
         out.push_str("Your previous response was empty.");
     } else {
         let diagnosis = if issues.is_empty() {
-            format!("did not parse as the required {}", root.describe())
+            format!("did not parse as the required {asked}")
         } else {
             "did not satisfy the required JSON schema".to_owned()
         };
@@ -222,9 +247,24 @@ pub fn build_schema_retry_prompt(
     }
     if !issues.is_empty() {
         out.push_str("\n\nValidation errors:\n");
-        out.push_str(&render_issues(issues, more_errors));
+        if wrapped_root {
+            let under_value: Vec<ValidationIssue> = issues
+                .iter()
+                .map(|i| ValidationIssue {
+                    instance_path: format!("/value{}", i.instance_path),
+                    ..i.clone()
+                })
+                .collect();
+            out.push_str(&render_issues(&under_value, more_errors));
+        } else {
+            out.push_str(&render_issues(issues, more_errors));
+        }
     }
-    if root.is_object() {
+    if wrapped_root {
+        out.push_str(&format!(
+            "\n\nYou MUST emit ONLY a {asked} matching this schema as your final message. No prose, no explanation, no markdown fences — start with `{{` and end with `}}`. Required keys: ['value']."
+        ));
+    } else if root.is_object() {
         let required: Vec<String> = schema.required_keys().iter().map(|k| py_repr(k)).collect();
         out.push_str(&format!(
             "\n\nYou MUST emit ONLY the JSON object matching this schema as your final message. No prose, no explanation, no markdown fences — start with `{{` and end with `}}`. Required keys: [{}].",

@@ -118,7 +118,7 @@ fn object_roots_keep_the_reference_check() {
 #[test]
 fn the_retry_prompt_names_the_root() {
     let ints = ResponseSchema::from_value(json!({"type": "array"})).unwrap();
-    let prompt = build_schema_retry_prompt(&ints, Some("nope"), &[], 0);
+    let prompt = build_schema_retry_prompt(&ints, Some("nope"), &[], 0, false);
     assert!(
         prompt.contains("did not parse as the required JSON array"),
         "{prompt}"
@@ -126,12 +126,44 @@ fn the_retry_prompt_names_the_root() {
     assert!(prompt.contains("emit ONLY the JSON array"), "{prompt}");
     assert!(!prompt.contains("Required keys"), "{prompt}");
     let obj = ResponseSchema::from_value(json!({"type": "object", "required": ["a"]})).unwrap();
-    let prompt = build_schema_retry_prompt(&obj, Some("nope"), &[], 0);
+    let prompt = build_schema_retry_prompt(&obj, Some("nope"), &[], 0, false);
     assert!(
         prompt.contains("did not parse as the required JSON object"),
         "{prompt}"
     );
     assert!(prompt.contains("Required keys: ['a']"), "{prompt}");
+}
+
+#[test]
+fn on_a_wrapped_wire_the_retry_prompt_asks_for_the_wrapper_and_points_under_value() {
+    let ints =
+        ResponseSchema::from_value(json!({"type": "array", "items": {"type": "integer"}})).unwrap();
+    let compiled = CompiledSchema::compile(&ints).unwrap();
+    let issues = compiled.validate(&json!([1, "x"]));
+    let wrapped =
+        build_schema_retry_prompt(&ints, Some(r#"{"value": [1, "x"]}"#), &issues, 0, true);
+    assert!(
+        wrapped.contains(r#"emit ONLY a JSON object whose key "value" holds the JSON array"#),
+        "{wrapped}"
+    );
+    assert!(wrapped.contains("Required keys: ['value']"), "{wrapped}");
+    assert!(
+        wrapped.contains(r#"/value/1: "x" is not of type"#),
+        "{wrapped}"
+    );
+    let no_parse = build_schema_retry_prompt(&ints, Some("nope"), &[], 0, true);
+    assert!(
+        no_parse.contains(r#"did not parse as the required JSON object whose key "value""#),
+        "{no_parse}"
+    );
+    // The caller's schema is the one shown, and the same errors point at the bare value
+    // when the wire did not wrap.
+    let plain = build_schema_retry_prompt(&ints, Some(r#"[1, "x"]"#), &issues, 0, false);
+    assert!(plain.contains(r#"/1: "x" is not of type"#), "{plain}");
+    assert!(!plain.contains("/value"), "{plain}");
+    for p in [&wrapped, &plain] {
+        assert!(p.contains(r#""type": "array""#), "{p}");
+    }
 }
 
 #[test]

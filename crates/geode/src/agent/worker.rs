@@ -322,6 +322,7 @@ async fn run_worker_unscrubbed(req: &WorkerRequest, env: &WorkerEnv) -> WorkerRe
                 Some(&first.text),
                 first_check.issues(),
                 first_check.more_errors(),
+                first.wire.wrapped_root,
             ),
             None => constraint
                 .map(|c| build_constraint_retry_prompt(c, &first.text))
