@@ -9,7 +9,7 @@ use geode::schema::ResponseSchema;
 use geode::schema::extract::{NoObject, explain_no_object, extract_answer};
 use geode::schema::formats::FormatMode;
 use geode::schema::root::AnswerRoot;
-use geode::schema::validate::{CompiledSchema, missing_required_keys};
+use geode::schema::validate::{CompiledSchema, ShallowCheck, shallow_check};
 use std::io::Read;
 use std::path::PathBuf;
 
@@ -61,48 +61,62 @@ pub(crate) fn run(args: ValidateArgs) -> anyhow::Result<u8> {
     std::io::stdin().read_to_end(&mut input)?;
     let text = String::from_utf8_lossy(&input);
     let (schema, compiled) = schema;
-    let root = AnswerRoot::of(&schema);
-    let Some((raw, value)) = extract_answer(&text, root) else {
-        let message = match (root, explain_no_object(&text)) {
-            (AnswerRoot::Values(_), _) => {
-                format!("no {} parses in the input", root.describe())
-            }
-            (_, NoObject::NoBalancedSpan) => {
-                "no balanced JSON object parses in the input".to_owned()
-            }
-            (_, why) => format!("no JSON object parses in the input: {why}"),
-        };
-        eprintln!(
-            "{}",
-            serde_json::json!({"valid": false, "errors": [{"instance_path": "", "keyword": "extract", "message": message}]})
-        );
-        return Ok(1);
+    if args.required_keys_only {
+        return Ok(shallow(&schema, &text));
+    }
+    let Some((raw, value)) = extract_answer(&text, AnswerRoot::of(&schema)) else {
+        return Ok(no_answer(&schema, &text));
     };
     println!("{raw}");
-    let missing = missing_required_keys(&schema, &value);
-    let (errors, more_errors): (Vec<serde_json::Value>, u64) = if args.required_keys_only {
-        let errors = missing
-            .iter()
-            .map(|k| serde_json::json!({"instance_path": "", "keyword": "required", "message": format!("missing required key {k:?}")}))
-            .collect();
-        (errors, 0)
-    } else {
-        let report = compiled.validate(&value);
-        let errors = report
-            .issues
-            .iter()
-            .map(|i| serde_json::to_value(i).unwrap_or_default())
-            .collect();
-        (errors, report.more_errors)
+    let report = compiled.validate(&value);
+    let errors: Vec<serde_json::Value> = report
+        .issues
+        .iter()
+        .map(|i| serde_json::to_value(i).unwrap_or_default())
+        .collect();
+    Ok(verdict(errors, report.more_errors))
+}
+
+/// `--required-keys-only`: the worker's shallow check on the text ([`shallow_check`]: syntax
+/// checked, no value built, numbers such as `1e400` accepted as Python's `json.loads` does).
+fn shallow(schema: &ResponseSchema, text: &str) -> u8 {
+    let (answer, missing) = match shallow_check(schema, text) {
+        ShallowCheck::Pass { object } => (object, Vec::new()),
+        ShallowCheck::MissingKeys { object, keys } => (object, keys),
+        ShallowCheck::NoObject => return no_answer(schema, text),
     };
+    println!("{answer}");
+    let errors = missing
+        .iter()
+        .map(|k| serde_json::json!({"instance_path": "", "keyword": "required", "message": format!("missing required key {k:?}")}))
+        .collect();
+    verdict(errors, 0)
+}
+
+/// Exit 0 without errors; else the errors as JSON on stderr and exit 1.
+fn verdict(errors: Vec<serde_json::Value>, more_errors: u64) -> u8 {
     if errors.is_empty() {
-        Ok(0)
-    } else {
-        let mut out = serde_json::json!({"valid": false, "errors": errors});
-        if more_errors > 0 {
-            out["more_errors"] = more_errors.into();
-        }
-        eprintln!("{out}");
-        Ok(1)
+        return 0;
     }
+    let mut out = serde_json::json!({"valid": false, "errors": errors});
+    if more_errors > 0 {
+        out["more_errors"] = more_errors.into();
+    }
+    eprintln!("{out}");
+    1
+}
+
+/// No answer of the root's type in `text`: why, on stderr, and exit 1.
+fn no_answer(schema: &ResponseSchema, text: &str) -> u8 {
+    let root = AnswerRoot::of(schema);
+    let message = match (root, explain_no_object(text)) {
+        (AnswerRoot::Values(_), _) => format!("no {} parses in the input", root.describe()),
+        (_, NoObject::NoBalancedSpan) => "no balanced JSON object parses in the input".to_owned(),
+        (_, why) => format!("no JSON object parses in the input: {why}"),
+    };
+    eprintln!(
+        "{}",
+        serde_json::json!({"valid": false, "errors": [{"instance_path": "", "keyword": "extract", "message": message}]})
+    );
+    1
 }

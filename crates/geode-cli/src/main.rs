@@ -44,7 +44,7 @@ enum Command {
         #[command(subcommand)]
         command: cmd_schema::SchemaCommand,
     },
-    /// Validate model output (stdin) against a schema; prints the extracted JSON object.
+    /// Validate model output (stdin) against a schema; prints the extracted JSON value.
     Validate(cmd_validate::ValidateArgs),
     /// Run one WorkerRequest JSON line from stdin; print one WorkerResult JSON line.
     Worker(cmd_worker::WorkerArgs),

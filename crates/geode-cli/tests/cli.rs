@@ -119,6 +119,50 @@ fn validate_prints_the_object_and_exits_by_validity() {
     assert!(text(&r.stderr).contains("no balanced JSON object"));
 }
 
+/// `--required-keys-only` is the reference's shallow check on the text: the last object that
+/// parses is printed, a missing required key is the one error, a number too large for an `f64`
+/// passes (as Python's `json.loads` reads it), and no object is the extract error.
+#[test]
+fn validate_required_keys_only_is_the_shallow_check_on_the_text() {
+    let shallow = |input: &str| {
+        geode(
+            &[
+                "validate",
+                "--required-keys-only",
+                "--schema",
+                &ex("decision.schema.json"),
+            ],
+            input,
+        )
+    };
+    let r = shallow(r#"First {"decision": "x"}, then {"decision": "accept"} and {broken"#);
+    assert_eq!(r.status.code(), Some(1), "{}", text(&r.stderr));
+    assert_eq!(text(&r.stdout).trim(), r#"{"decision": "accept"}"#);
+    let errors: serde_json::Value = serde_json::from_slice(r.stderr.trim_ascii()).unwrap();
+    assert_eq!(errors["errors"].as_array().unwrap().len(), 1, "{errors}");
+    assert_eq!(errors["errors"][0]["keyword"], "required", "{errors}");
+    assert!(
+        errors["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("reason"),
+        "{errors}"
+    );
+
+    let big = r#"{"decision": "accept", "reason": "r", "score": 1e400}"#;
+    let r = shallow(big);
+    assert_eq!(r.status.code(), Some(0), "{}", text(&r.stderr));
+    assert_eq!(text(&r.stdout).trim(), big);
+
+    let r = shallow(r#"{"decision": "accept", "reason": }"#);
+    assert_eq!(r.status.code(), Some(1));
+    assert!(
+        text(&r.stderr).contains("no JSON object parses in the input"),
+        "{}",
+        text(&r.stderr)
+    );
+}
+
 #[test]
 fn worker_answers_bad_lines_with_a_failed_result_line() {
     for (line, needle) in [
