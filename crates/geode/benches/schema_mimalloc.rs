@@ -1,5 +1,6 @@
 //! The `schema` benchmarks (`benches/support/schema_groups.rs`) with mimalloc as the global
-//! allocator, as the `geode` binary runs them; group names start with `mimalloc_`. Building a
+//! allocator, beside the system allocator's run (README "Benchmarks": the `geode` binary keeps
+//! the system allocator for a lean worker); group names start with `mimalloc_`. Building a
 //! `serde_json::Value` (loading a schema, parsing an answer for full validation) and compiling a
 //! validator are allocation-bound, so these rows are the ones the allocator moves:
 //! `cargo bench -p geode --bench schema_mimalloc`.
