@@ -1,6 +1,6 @@
 //! The schema benchmarks' groups, shared by `schema.rs` (the system allocator, as a library user
-//! gets by default) and `schema_mimalloc.rs` (mimalloc, the allocator a long-lived library user may choose); each names
-//! its groups with its `GROUP_PREFIX`.
+//! gets by default) and `schema_mimalloc.rs` (mimalloc, the allocator a long-lived library user
+//! may choose); each names its groups with its `GROUP_PREFIX`.
 
 use criterion::{BenchmarkId, Criterion, Throughput};
 use geode::llm::registry::ADAPTERS;
