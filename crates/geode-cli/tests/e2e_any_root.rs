@@ -6,9 +6,9 @@
 
 mod support;
 
-use geode_fakes::{Reply, Script};
+use geode_fakes::{FakeServer, Reply, Script};
 use serde_json::{Value, json};
-use support::http_cases::{ALL, GLM_PAYG, Placement, fake};
+use support::http_cases::{ALL, Case, GLM_PAYG, Placement, fake};
 use support::{Outcome, Sandbox};
 
 /// Writes `schema` into the sandbox's HOME and returns the path.
@@ -177,31 +177,45 @@ fn names_the_wrap(ledger: &Value) -> bool {
     })
 }
 
+/// Whether `case`'s wire takes an array root as it is (Anthropic native), not wrapped.
+fn is_native(case: &Case) -> bool {
+    matches!(case.placement, Placement::MessagesFormat)
+}
+
+/// The fake's answer `array` (JSON text) as `case`'s wire asks for it: bare where the root goes
+/// native, else wrapped under `value`.
+fn as_the_wire_asks(case: &Case, array: &str) -> String {
+    if is_native(case) {
+        array.to_owned()
+    } else {
+        format!(r#"{{"value":{array}}}"#)
+    }
+}
+
+/// `geode run` with the [`INTS`] schema on `case`'s fake answering `script`: exit 0 and `expect`
+/// printed. Returns the fake, the sandbox and the schema's path.
+async fn run_ints(case: &Case, script: Script, expect: Value) -> (FakeServer, Sandbox, String) {
+    let server = fake(case, script).await;
+    let sb = case.sandbox(&server);
+    let path = schema_file(&sb, "ints.json", &serde_json::from_str(INTS).unwrap());
+    let out = sb.run(case.adapter, &path, &["Integers."]).await;
+    assert_eq!(out.code, Some(0), "{}: {}", case.adapter, out.dump());
+    assert_eq!(out.json(), expect, "{}: {}", case.adapter, out.dump());
+    (server, sb, path)
+}
+
 /// The retry on a wrapped wire asks for what the wire asks for: the wrapper object, with each
 /// validation error's path under `/value` (where the model wrote it), not a bare array the
 /// wire's schema and system prompt would contradict. On the native wire the paths stay bare.
 #[tokio::test]
 async fn the_retry_on_a_wrapped_wire_asks_for_the_wrapper() {
     for case in ALL {
-        let native = matches!(case.placement, Placement::MessagesFormat);
-        let (bad, good) = if native {
-            (r#"[1,"x"]"#, "[1,2]")
-        } else {
-            (r#"{"value":[1,"x"]}"#, r#"{"value":[1,2]}"#)
-        };
-        let script = Script::new([Reply::text(bad), Reply::text(good)]);
-        let server = fake(&case, script).await;
-        let sb = case.sandbox(&server);
-        let path = schema_file(&sb, "ints.json", &serde_json::from_str(INTS).unwrap());
-        let out = sb.run(case.adapter, &path, &["Two integers."]).await;
-        assert_eq!(out.code, Some(0), "{}: {}", case.adapter, out.dump());
-        assert_eq!(
-            out.json(),
-            json!([1, 2]),
-            "{}: {}",
-            case.adapter,
-            out.dump()
-        );
+        let native = is_native(&case);
+        let script = Script::new([
+            Reply::text(as_the_wire_asks(&case, r#"[1,"x"]"#)),
+            Reply::text(as_the_wire_asks(&case, "[1,2]")),
+        ]);
+        let (server, ..) = run_ints(&case, script, json!([1, 2])).await;
         let calls = support::model_calls(&server);
         assert_eq!(calls.len(), 2, "{}: one retry", case.adapter);
         let retry = calls[1].body.to_string();
@@ -225,24 +239,9 @@ async fn the_retry_on_a_wrapped_wire_asks_for_the_wrapper() {
 #[tokio::test]
 async fn run_with_an_array_schema_succeeds_on_every_hosted_fake() {
     for case in ALL {
-        let native = matches!(case.placement, Placement::MessagesFormat);
-        let reply = if native {
-            "[1,2,3]"
-        } else {
-            r#"{"value":[1,2,3]}"#
-        };
-        let server = fake(&case, Script::always(Reply::text(reply))).await;
-        let sb = case.sandbox(&server);
-        let path = schema_file(&sb, "ints.json", &serde_json::from_str(INTS).unwrap());
-        let out = sb.run(case.adapter, &path, &["Three integers."]).await;
-        assert_eq!(out.code, Some(0), "{}: {}", case.adapter, out.dump());
-        assert_eq!(
-            out.json(),
-            json!([1, 2, 3]),
-            "{}: {}",
-            case.adapter,
-            out.dump()
-        );
+        let native = is_native(&case);
+        let reply = Reply::text(as_the_wire_asks(&case, "[1,2,3]"));
+        let (server, sb, path) = run_ints(&case, Script::always(reply), json!([1, 2, 3])).await;
         let out = sb
             .run(case.adapter, &path, &["--json", "Three integers."])
             .await;
