@@ -13,6 +13,7 @@
 //! | `oneOf` | decoded as `anyOf` (exclusivity checked afterwards); beside an `anyOf`, as an `allOf` entry `{"anyOf": [...]}` |
 //! | `not`, `if`/`then`/`else`, `dependencies`, `dependentRequired`, `dependentSchemas`, `uniqueItems`, `contains`/`minContains`/`maxContains`, `propertyNames`, `unevaluatedProperties`, `unevaluatedItems` | removed (checked afterwards) |
 //! | `format: iri` | `format: uri` (a narrowing: every URI is an IRI) |
+//! | `format: int32` / `int64` (OpenAPI's, common in Kubernetes and other OpenAPI-made schemas) | the format's signed range as `minimum`/`maximum`, where the schema's own bounds are not tighter (a narrowing: a model cannot write a 200-digit `port`) |
 //! | any other `format` llguidance does not know | removed (checked afterwards, as far as geode's validator knows the format) |
 
 use geode::schema::dialect;
@@ -66,7 +67,25 @@ enum Relax {
     Remove(String),
     IriAsUri,
     RemoveFormat(String),
+    /// An OpenAPI integer format, decoded as its range.
+    IntegerRange {
+        format: &'static str,
+        min: i64,
+        max: i64,
+    },
 }
+
+/// OpenAPI's integer formats llguidance does not know, and their signed ranges. llguidance 1.9
+/// reads bounds through an `f64`, and `±i64::MAX` rounds to ±2^63, whose negation overflows in
+/// it: `int64` is decoded within [`INT64_DECODED`], the largest `f64` below 2^63 (1,023 values
+/// short of each end).
+const INTEGER_FORMATS: [(&str, i64, i64); 2] = [
+    ("int32", i32::MIN as i64, i32::MAX as i64),
+    ("int64", -INT64_DECODED, INT64_DECODED),
+];
+
+/// 2^63 − 1024: the largest `f64` below 2^63, an exact `i64`.
+const INT64_DECODED: i64 = 9_223_372_036_854_774_784;
 
 /// Makes `out` (a copy of `original`) compilable by llguidance where a keyword stops it, and
 /// names each change. Pointers are into `original`; `out` must still have its shape there.
@@ -123,6 +142,23 @@ fn describe(change: &Relax) -> String {
             "format {f:?} removed from the decoding grammar (llguidance does not know it; \
              checked by validating the answer, as far as geode's validator knows the format)"
         ),
+        Relax::IntegerRange { format, min, max } => format!(
+            "format {format:?} decoded as its range {min}..={max} where the schema's bounds are \
+             wider (llguidance does not know it; a narrowing)"
+        ),
+    }
+}
+
+/// Sets `node[key]` to `bound` unless the schema's own value there is already within it
+/// (`within(own, bound)`).
+fn bound(node: &mut Map<String, Value>, key: &str, bound: i64, within: fn(f64, f64) -> bool) {
+    #[allow(clippy::cast_precision_loss)] // a comparison: the i64 ends of the ranges round outward
+    let tighter = node
+        .get(key)
+        .and_then(Value::as_f64)
+        .is_some_and(|own| within(own, bound as f64));
+    if !tighter {
+        node.insert(key.to_owned(), json!(bound));
     }
 }
 
@@ -152,6 +188,11 @@ fn apply(node: &mut Map<String, Value>, change: &Relax) {
         Relax::IriAsUri => {
             node.insert("format".to_owned(), json!("uri"));
         }
+        Relax::IntegerRange { min, max, .. } => {
+            node.shift_remove("format");
+            bound(node, "minimum", *min, |own, b| own >= b);
+            bound(node, "maximum", *max, |own, b| own <= b);
+        }
     }
 }
 
@@ -171,10 +212,11 @@ fn collect(node: &Value, pointer: String, found: &mut Vec<(String, Relax)>) {
     if let Some(Value::String(format)) = map.get("format")
         && !COMPILED_FORMATS.contains(&format.as_str())
     {
-        let change = if format == "iri" {
-            Relax::IriAsUri
-        } else {
-            Relax::RemoveFormat(format.clone())
+        let range = INTEGER_FORMATS.iter().find(|(f, ..)| f == format);
+        let change = match range {
+            _ if format == "iri" => Relax::IriAsUri,
+            Some(&(format, min, max)) => Relax::IntegerRange { format, min, max },
+            None => Relax::RemoveFormat(format.clone()),
         };
         found.push((pointer.clone(), change));
     }

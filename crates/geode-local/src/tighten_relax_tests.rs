@@ -1,7 +1,7 @@
 //! Unit tests of [`super`]'s keywords left to validation ([`super::relax`]), and of the
 //! narrowings beside and inside them.
 
-use super::tests::{compiles, kind_of, pointers, tighten};
+use super::tests::{assert_narrower, compiles, kind_of, pointers, tighten};
 use super::*;
 
 #[test]
@@ -140,4 +140,81 @@ fn what_llguidance_still_refuses_is_named_in_its_error() {
     });
     let refused = compiles(&tighten(&s).schema).unwrap_err();
     assert!(refused.contains("minLength"), "{refused}");
+}
+
+/// OpenAPI's `int32` / `int64` (which llguidance does not bound: an integer of any length
+/// decodes) are decoded as their ranges (a narrowing: every answer of the grammar is one of the
+/// caller's schema), keeping a schema's own tighter bound; the grammar compiles and the change is
+/// named.
+#[test]
+fn integer_formats_are_decoded_as_their_ranges() {
+    let s = json!({
+        "type": "object",
+        "properties": {
+            "port": {"type": "integer", "format": "int32"},
+            "replicas": {"type": "integer", "format": "int32", "minimum": 0},
+            "size": {"type": "integer", "format": "int64", "maximum": 1e30}
+        },
+        "required": ["port", "replicas", "size"]
+    });
+    let t = tighten(&s);
+    let p = &t.schema["properties"];
+    assert_eq!(
+        p["port"],
+        json!({"type": "integer", "minimum": -2147483648_i64, "maximum": 2147483647})
+    );
+    assert_eq!(
+        p["replicas"],
+        json!({"type": "integer", "minimum": 0, "maximum": 2147483647})
+    );
+    assert_eq!(p["size"]["minimum"], json!(-9_223_372_036_854_774_784_i64));
+    assert_eq!(p["size"]["maximum"], json!(9_223_372_036_854_774_784_i64));
+    compiles(&t.schema).unwrap();
+    let answer = |port: &str| format!(r#"{{"port": {port}, "replicas": 1, "size": 2}}"#);
+    assert!(grammar_accepts(&t.schema, &answer("8080")));
+    assert!(grammar_accepts(&t.schema, &answer("-2147483648")));
+    assert!(!grammar_accepts(&t.schema, &answer("2147483648")));
+    assert!(!grammar_accepts(&t.schema, &answer(&"9".repeat(200))));
+    assert!(
+        grammar_accepts(&s, &answer(&"9".repeat(200))),
+        "unbounded before"
+    );
+    let long = json!({"port": 1e200, "replicas": 1, "size": 2});
+    assert_narrower(
+        &t,
+        &s,
+        &[long, json!({"port": 1, "replicas": 0, "size": 3})],
+    );
+    let named: Vec<&str> = t
+        .transforms
+        .iter()
+        .filter(|t| t.action.contains("decoded as its range"))
+        .map(|t| t.pointer.as_str())
+        .collect();
+    assert_eq!(
+        named,
+        [
+            "/properties/port",
+            "/properties/replicas",
+            "/properties/size"
+        ]
+    );
+    assert!(
+        t.transforms.iter().any(|t| t.action
+            == "format \"int32\" decoded as its range -2147483648..=2147483647 where the schema's \
+                bounds are wider (llguidance does not know it; a narrowing)"),
+        "{:?}",
+        t.transforms
+    );
+}
+
+/// Whether the grammar llguidance compiles from `schema` takes all of `text` as a whole answer
+/// (one byte a token, as in [`compiles`]).
+fn grammar_accepts(schema: &Value, text: &str) -> bool {
+    let env = toktrie::ApproximateTokEnv::single_byte_env();
+    let factory = llguidance::ParserFactory::new_simple(&env).unwrap();
+    let grammar = llguidance::api::TopLevelGrammar::from_json_schema(schema.clone());
+    let mut m = llguidance::Matcher::new(factory.create_parser(grammar));
+    let bytes: Vec<u32> = text.bytes().map(u32::from).collect();
+    m.consume_tokens(&bytes).is_ok() && m.is_accepting().unwrap_or(false)
 }

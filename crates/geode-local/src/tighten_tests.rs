@@ -59,6 +59,7 @@ pub(super) fn kind_of(a: &str) -> &'static str {
     } else if a.contains("removed from the decoding grammar")
         || a.starts_with("oneOf decoded as anyOf")
         || a.starts_with("format: uri")
+        || (a.starts_with("format \"int") && a.contains("decoded as its range"))
     {
         "relaxed"
     } else {
