@@ -52,6 +52,28 @@ fn a_small_schema_is_left_as_the_first_caps_make_it() {
     assert!(!kinds(&t).contains(&"budget"));
 }
 
+/// An integer with both bounds takes at most the longer bound written out; an `int32` (decoded
+/// as its range) 11 characters, not [`size::NUMBER_CHARS`].
+#[test]
+fn a_bounded_integer_counts_its_longest_bound() {
+    let free = |s: Value| worst_case(&s).unwrap().free;
+    assert_eq!(
+        free(json!({"type": "integer", "minimum": 0, "maximum": 100})),
+        3
+    );
+    assert_eq!(
+        free(json!({"type": "integer", "minimum": -5, "maximum": 7})),
+        2
+    );
+    assert_eq!(free(json!({"type": "integer", "minimum": 0})), 24);
+    assert_eq!(
+        free(json!({"type": "number", "minimum": 0, "maximum": 1})),
+        24
+    );
+    let port = json!({"type": "integer", "format": "int32"});
+    assert_eq!(free(tighten(&port).schema), 11);
+}
+
 #[test]
 fn the_worst_case_counts_free_text_as_tokens_and_follows_references() {
     let s = json!({

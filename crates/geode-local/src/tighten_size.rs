@@ -17,7 +17,8 @@
 //! a `$ref` back into a schema being measured (recursion). A value must satisfy every `allOf`
 //! entry and its `$ref`, so the smallest of their bounds holds; an `anyOf`/`oneOf` takes its
 //! largest branch. A number is assumed to take at most [`NUMBER_CHARS`] characters (JSON does
-//! not bound it; the model does not write longer ones in practice).
+//! not bound it; the model does not write longer ones in practice), an integer with both bounds
+//! at most the longer bound written out.
 
 use super::tighten_regex::max_len;
 use serde_json::{Map, Value};
@@ -25,6 +26,22 @@ use std::collections::HashMap;
 
 /// The characters a number is assumed to take at most.
 pub(super) const NUMBER_CHARS: u64 = 24;
+
+/// The longest integer `map` allows: the longer of its `minimum` and `maximum` written out when
+/// both are integers (an `int32` is decoded within 11 characters), else [`NUMBER_CHARS`].
+fn integer_chars(map: &Map<String, Value>) -> u64 {
+    let bound = |k| {
+        map.get(k)
+            .and_then(Value::as_i64)
+            .map(|b| b.to_string().len())
+    };
+    match (bound("minimum"), bound("maximum")) {
+        (Some(lo), Some(hi)) => {
+            u64::try_from(lo.max(hi)).map_or(NUMBER_CHARS, |n| n.min(NUMBER_CHARS))
+        }
+        _ => NUMBER_CHARS,
+    }
+}
 
 /// Characters of schema-given text per token.
 pub(super) const FIXED_CHARS_PER_TOKEN: u64 = 2;
@@ -165,7 +182,8 @@ impl Measure<'_> {
         for t in types {
             let size = match t {
                 "string" => string(map),
-                "integer" | "number" => Some(Size::free(NUMBER_CHARS)),
+                "integer" => Some(Size::free(integer_chars(map))),
+                "number" => Some(Size::free(NUMBER_CHARS)),
                 "boolean" => Some(Size::fixed(5)),
                 "null" => Some(Size::fixed(4)),
                 "array" => self.array(map),
