@@ -213,10 +213,10 @@ fn collect(node: &Value, pointer: String, found: &mut Vec<(String, Relax)>) {
         && !COMPILED_FORMATS.contains(&format.as_str())
     {
         let range = INTEGER_FORMATS.iter().find(|(f, ..)| f == format);
-        let change = match range {
-            _ if format == "iri" => Relax::IriAsUri,
-            Some(&(format, min, max)) => Relax::IntegerRange { format, min, max },
-            None => Relax::RemoveFormat(format.clone()),
+        let change = match (format.as_str(), range) {
+            ("iri", _) => Relax::IriAsUri,
+            (_, Some(&(format, min, max))) => Relax::IntegerRange { format, min, max },
+            (_, None) => Relax::RemoveFormat(format.clone()),
         };
         found.push((pointer.clone(), change));
     }

@@ -19,6 +19,7 @@ use crate::schema::validate::{
 };
 use crate::schema::{ResponseSchema, TextConstraint};
 use serde_json::Value;
+use std::borrow::Cow;
 
 /// What the check of one answer found.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -247,33 +248,30 @@ pub fn build_schema_retry_prompt(
     }
     if !issues.is_empty() {
         out.push_str("\n\nValidation errors:\n");
-        if wrapped_root {
-            let under_value: Vec<ValidationIssue> = issues
-                .iter()
-                .map(|i| ValidationIssue {
-                    instance_path: format!("/value{}", i.instance_path),
-                    ..i.clone()
-                })
-                .collect();
-            out.push_str(&render_issues(&under_value, more_errors));
+        let shown: Cow<'_, [ValidationIssue]> = if wrapped_root {
+            let under_value = issues.iter().map(|i| ValidationIssue {
+                instance_path: format!("/value{}", i.instance_path),
+                ..i.clone()
+            });
+            Cow::Owned(under_value.collect())
         } else {
-            out.push_str(&render_issues(issues, more_errors));
-        }
+            Cow::Borrowed(issues)
+        };
+        out.push_str(&render_issues(&shown, more_errors));
     }
-    if wrapped_root {
+    if wrapped_root || root.is_object() {
+        let (article, required) = if wrapped_root {
+            ("a", py_repr("value"))
+        } else {
+            let keys: Vec<String> = schema.required_keys().iter().map(|k| py_repr(k)).collect();
+            ("the", keys.join(", "))
+        };
         out.push_str(&format!(
-            "\n\nYou MUST emit ONLY a {asked} matching this schema as your final message. No prose, no explanation, no markdown fences — start with `{{` and end with `}}`. Required keys: ['value']."
-        ));
-    } else if root.is_object() {
-        let required: Vec<String> = schema.required_keys().iter().map(|k| py_repr(k)).collect();
-        out.push_str(&format!(
-            "\n\nYou MUST emit ONLY the JSON object matching this schema as your final message. No prose, no explanation, no markdown fences — start with `{{` and end with `}}`. Required keys: [{}].",
-            required.join(", ")
+            "\n\nYou MUST emit ONLY {article} {asked} matching this schema as your final message. No prose, no explanation, no markdown fences — start with `{{` and end with `}}`. Required keys: [{required}]."
         ));
     } else {
         out.push_str(&format!(
-            "\n\nYou MUST emit ONLY the {} matching this schema as your final message, as JSON text. No prose, no explanation, no markdown fences.",
-            root.describe()
+            "\n\nYou MUST emit ONLY the {asked} matching this schema as your final message, as JSON text. No prose, no explanation, no markdown fences."
         ));
     }
     let pretty = schema.to_pretty_json();
