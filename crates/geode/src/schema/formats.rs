@@ -102,11 +102,11 @@ pub fn formats_in(schema: &Value) -> BTreeSet<String> {
 ///
 /// In [`FormatMode::Assert`], a format of [`KNOWN_FORMATS`] that the schema's draft predates is
 /// registered as a custom check that applies the 2020-12 rule.
-pub(crate) fn apply<'i>(
-    options: ValidationOptions<'i>,
+pub(crate) fn apply<'i, R, F: jsonschema::json::Json>(
+    options: ValidationOptions<'i, R, F>,
     schema: &Value,
     mode: FormatMode,
-) -> (ValidationOptions<'i>, Vec<String>) {
+) -> (ValidationOptions<'i, R, F>, Vec<String>) {
     let used = formats_in(schema);
     if mode == FormatMode::Annotate {
         return (

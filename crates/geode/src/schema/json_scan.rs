@@ -129,7 +129,7 @@ fn mark(key: &[u8], required: &[&str], seen: &mut [bool]) {
 
 /// The index after JSON whitespace at `i`.
 #[inline(always)]
-fn skip_ws(b: &[u8], mut i: usize) -> usize {
+pub(super) fn skip_ws(b: &[u8], mut i: usize) -> usize {
     while let Some(c) = b.get(i) {
         if !matches!(c, b' ' | b'\n' | b'\r' | b'\t') {
             break;
@@ -161,7 +161,7 @@ fn string_end(b: &[u8], i: usize) -> Option<usize> {
 
 /// [`string_end`], and whether the string holds an escape.
 #[inline(always)]
-fn string_end_escaped(b: &[u8], mut i: usize) -> Option<(usize, bool)> {
+pub(super) fn string_end_escaped(b: &[u8], mut i: usize) -> Option<(usize, bool)> {
     let mut escaped = false;
     loop {
         while let Some(chunk) = b.get(i..i + 8) {
@@ -197,13 +197,13 @@ fn string_end_escaped(b: &[u8], mut i: usize) -> Option<(usize, bool)> {
 }
 
 /// The index after `word` at `i`, when it is there.
-fn literal(b: &[u8], i: usize, word: &[u8]) -> Option<usize> {
+pub(super) fn literal(b: &[u8], i: usize, word: &[u8]) -> Option<usize> {
     (b.get(i..i + word.len())? == word).then_some(i + word.len())
 }
 
 /// The index after an RFC 8259 number at `i`.
 #[inline(always)]
-fn number_end(b: &[u8], mut i: usize) -> Option<usize> {
+pub(super) fn number_end(b: &[u8], mut i: usize) -> Option<usize> {
     let digits = |b: &[u8], mut i: usize| {
         let start = i;
         while b.get(i).is_some_and(u8::is_ascii_digit) {

@@ -13,6 +13,8 @@
 //! | [`root`] | which JSON types the schema admits at the answer's root; the wrap/unwrap rewrite |
 //! | [`formats`] | `format` asserted or annotation-only, and the names left unchecked |
 //! | [`json_scan`] | a JSON syntax check with the top-level keys, building nothing (the shallow check's parser) |
+//! | [`tape`] | a parsed JSON document over its borrowed text, one flat array (what the fast paths read instead of a `Value`) |
+//! | [`tape_json`] | the tape as a `jsonschema` value representation: full validation without a `Value` |
 //! | [`resources`] | documents `$ref`s may name by URI, given up front (nothing is fetched) |
 //! | [`validate`] | the worker's shallow check and full JSON Schema validation |
 //! | [`cost`] | the static estimate that refuses schemas too expensive to validate |
@@ -36,6 +38,8 @@ pub mod nullable;
 pub mod resources;
 pub mod root;
 pub mod strict;
+pub mod tape;
+pub mod tape_json;
 pub mod subset;
 pub mod validate;
 

@@ -30,7 +30,10 @@
 
 use super::formats::FormatMode;
 use super::resources::{NoRetrieve, SchemaResources};
+use super::tape::Tape;
+use super::tape_json::TapeJson;
 use super::{ResponseSchema, SchemaError};
+use jsonschema::json::{Json, SerdeJson};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -113,9 +116,10 @@ impl std::ops::Deref for ValidationReport {
     }
 }
 
-/// A schema compiled for full validation.
-pub struct CompiledSchema {
-    validator: jsonschema::Validator,
+/// A schema compiled for full validation, of answers held as `F`: a `serde_json::Value` (the
+/// default), or a [`Tape`] (`CompiledSchema<TapeJson>`, which reads the answer's text in place).
+pub struct CompiledSchema<F: Json = SerdeJson> {
+    validator: jsonschema::Validator<F>,
     /// [`super::cost::schema_cost`] of the schema.
     cost: u64,
     /// How `format` is treated.
@@ -129,7 +133,7 @@ pub struct CompiledSchema {
 /// answer is reported invalid with a `pattern` issue instead of hanging.
 pub const MAX_REGEX_BACKTRACK: usize = 100_000;
 
-impl std::fmt::Debug for CompiledSchema {
+impl<F: Json> std::fmt::Debug for CompiledSchema<F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CompiledSchema").finish_non_exhaustive()
     }
@@ -165,9 +169,82 @@ impl CompiledSchema {
         formats: FormatMode,
         resources: Option<&SchemaResources>,
     ) -> Result<Self, SchemaError> {
+        Self::build(schema, formats, resources)
+    }
+
+    /// True when the instance is valid (faster than [`Self::validate`] when it is). An answer
+    /// over the depth limit or [`MAX_VALIDATION_WORK`] is not valid.
+    pub fn is_valid(&self, instance: &Value) -> bool {
+        self.work(instance).is_ok() && self.validator.is_valid(instance)
+    }
+
+    /// Validates an instance; empty when valid. The validator's fast yes/no check runs first;
+    /// for an invalid answer the first [`MAX_REPORTED_ERRORS`] errors are listed in the
+    /// validator's order and the rest only counted (errors are produced lazily).
+    ///
+    /// Budgets, each reported as one issue instead of the errors: an answer nested deeper than
+    /// [`MAX_INSTANCE_DEPTH`] (`depth`), one whose check could take more than
+    /// [`MAX_VALIDATION_WORK`] subschema checks (`budget`, not checked), and an invalid one
+    /// whose errors could take more than [`MAX_LISTING_WORK`] checks to list (`budget`).
+    pub fn validate(&self, instance: &Value) -> ValidationReport {
+        self.report(instance, self.work(instance))
+    }
+
+    /// The most subschema checks validating `instance` can take (schema cost × answer nodes),
+    /// or the issue when the answer is too deep or the work over [`MAX_VALIDATION_WORK`].
+    fn work(&self, instance: &Value) -> Result<u64, ValidationIssue> {
+        let nodes = count_nodes(instance, MAX_INSTANCE_DEPTH).map_err(|depth| ValidationIssue {
+            instance_path: String::new(),
+            schema_path: String::new(),
+            keyword: "depth".to_owned(),
+            message: format!(
+                "the answer nests {depth} levels deep; the limit is {MAX_INSTANCE_DEPTH}"
+            ),
+            allowed: None,
+        })?;
+        self.work_for(nodes)
+    }
+}
+
+impl CompiledSchema<TapeJson> {
+    /// [`CompiledSchema::validate`] of an answer held as a [`Tape`]: the same report, read from
+    /// the text in place (no `Value` is built; a tape is never deeper than the depth limit).
+    /// A tape whose objects repeat a key is read as serde_json reads it (the last value wins),
+    /// through a tape of its de-duplicated text.
+    ///
+    /// ```
+    /// use geode::schema::{ResponseSchema, formats::FormatMode, tape::Tape};
+    /// use geode::schema::validate::CompiledSchema;
+    /// use geode::schema::tape_json::TapeJson;
+    /// let s = ResponseSchema::from_json_str(r#"{"type":"object","required":["a"]}"#).unwrap();
+    /// let c = CompiledSchema::<TapeJson>::build(&s, FormatMode::Assert, None).unwrap();
+    /// assert!(c.validate(&Tape::parse(r#"{"a": 1}"#).unwrap()).is_empty());
+    /// assert_eq!(c.validate(&Tape::parse("{}").unwrap()).issues[0].keyword, "required");
+    /// ```
+    pub fn validate(&self, tape: &Tape<'_>) -> ValidationReport {
+        if tape.has_duplicate_keys() {
+            let text = tape.root().to_value().to_string();
+            return match Tape::parse(&text) {
+                Ok(deduplicated) => self.validate(&deduplicated),
+                Err(e) => budget_issue(e.to_string()).into(),
+            };
+        }
+        self.report(tape.root(), self.work_for(tape.values()))
+    }
+}
+
+impl<F: Json> CompiledSchema<F> {
+    /// Compiles a schema for answers held as `F` ([`CompiledSchema::compile_in`] is this for
+    /// `serde_json::Value`): [`check_depth_and_size`] and [`check_cost`] first, then the
+    /// `jsonschema` crate with external resolution refused.
+    pub fn build(
+        schema: &ResponseSchema,
+        formats: FormatMode,
+        resources: Option<&SchemaResources>,
+    ) -> Result<Self, SchemaError> {
         check_depth_and_size(schema.as_value())?;
         let cost = check_cost(schema.as_value())?;
-        let mut options = jsonschema::options()
+        let mut options = jsonschema::options_for::<F>()
             .with_retriever(NoRetrieve)
             .with_pattern_options(
                 jsonschema::PatternOptions::fancy_regex().backtrack_limit(MAX_REGEX_BACKTRACK),
@@ -202,26 +279,17 @@ impl CompiledSchema {
         &self.unchecked_formats
     }
 
-    /// True when the instance is valid (faster than [`Self::validate`] when it is). An answer
-    /// over the depth limit or [`MAX_VALIDATION_WORK`] is not valid.
-    pub fn is_valid(&self, instance: &Value) -> bool {
-        self.work(instance).is_ok() && self.validator.is_valid(instance)
-    }
-
-    /// Validates an instance; empty when valid. The validator's fast yes/no check runs first;
-    /// for an invalid answer the first [`MAX_REPORTED_ERRORS`] errors are listed in the
-    /// validator's order and the rest only counted (errors are produced lazily).
-    ///
-    /// Budgets, each reported as one issue instead of the errors: an answer nested deeper than
-    /// [`MAX_INSTANCE_DEPTH`] (`depth`), one whose check could take more than
-    /// [`MAX_VALIDATION_WORK`] subschema checks (`budget`, not checked), and an invalid one
-    /// whose errors could take more than [`MAX_LISTING_WORK`] checks to list (`budget`).
-    pub fn validate(&self, instance: &Value) -> ValidationReport {
-        let work = match self.work(instance) {
+    /// The report for one answer node, `work` being its [`Self::work_for`].
+    fn report<'a>(
+        &'a self,
+        instance: F::Node<'a>,
+        work: Result<u64, ValidationIssue>,
+    ) -> ValidationReport {
+        let work = match work {
             Ok(work) => work,
             Err(issue) => return issue.into(),
         };
-        if self.validator.is_valid(instance) {
+        if self.validator.is_valid(instance.clone()) {
             return ValidationReport::default();
         }
         if work > MAX_LISTING_WORK {
@@ -244,18 +312,9 @@ impl CompiledSchema {
         }
     }
 
-    /// The most subschema checks validating `instance` can take (schema cost × answer nodes),
-    /// or the issue when the answer is too deep or the work over [`MAX_VALIDATION_WORK`].
-    fn work(&self, instance: &Value) -> Result<u64, ValidationIssue> {
-        let nodes = count_nodes(instance, MAX_INSTANCE_DEPTH).map_err(|depth| ValidationIssue {
-            instance_path: String::new(),
-            schema_path: String::new(),
-            keyword: "depth".to_owned(),
-            message: format!(
-                "the answer nests {depth} levels deep; the limit is {MAX_INSTANCE_DEPTH}"
-            ),
-            allowed: None,
-        })?;
+    /// The most subschema checks validating an answer of `nodes` values can take (schema cost ×
+    /// nodes), or the `budget` issue when that is over [`MAX_VALIDATION_WORK`].
+    fn work_for(&self, nodes: u64) -> Result<u64, ValidationIssue> {
         let work = self.cost.saturating_mul(nodes);
         if work > MAX_VALIDATION_WORK {
             return Err(budget_issue(format!(

@@ -1,0 +1,644 @@
+//! A parsed JSON document that borrows its text: one flat array of 12-byte entries, built in one
+//! pass with no allocation per value. It is what the fast paths read instead of a
+//! `serde_json::Value` (whose build, one allocation per string, array and object, bounds full
+//! validation and schema loading): full validation through `jsonschema`'s representation trait
+//! ([`super::tape_json`]), and the strict check of a schema's text ([`super::strict::check_strict_text`]).
+//!
+//! It accepts exactly what `serde_json::from_str::<Value>` accepts, and the tests hold it to
+//! that verdict:
+//!
+//! | input | tape | serde_json |
+//! |---|---|---|
+//! | RFC 8259 JSON, surrounding whitespace | a [`Tape`] | a `Value` |
+//! | nesting of 128 containers or more | [`TapeError::TooDeep`] | "recursion limit exceeded" |
+//! | a number outside `f64` (`1e400`, 400 digits) | [`TapeError::NumberOutOfRange`] | "number out of range" |
+//! | a lone surrogate escape (`"\ud800"`) | [`TapeError::Syntax`] | an error |
+//! | a key repeated in one object | a [`Tape`] with [`Tape::has_duplicate_keys`] | the last value wins |
+//!
+//! A repeated key is the one place the two read differently (a tape keeps both members), so a
+//! caller that must read such a document as serde_json does checks the flag and falls back.
+//!
+//! Layout: a scalar's entry holds its byte span (a string's without the quotes, and whether it
+//! holds an escape); a container's entry holds its member count and the index just past its
+//! subtree, so a container is skipped in O(1). An object's members follow it as key entry, value
+//! subtree, key entry, value subtree, and so on.
+
+use super::json_scan::{literal, number_end, skip_ws, string_end_escaped};
+use serde_json::Value;
+use std::borrow::Cow;
+
+/// Deepest nesting a tape takes: serde_json's recursion limit (127 containers parse, 128 do not).
+pub const MAX_TAPE_DEPTH: usize = 127;
+
+/// Why a text is not a [`Tape`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TapeError {
+    /// The text is not one JSON value.
+    #[error("not JSON: syntax error at byte {at}")]
+    Syntax {
+        /// Byte offset where the text stops being JSON.
+        at: usize,
+    },
+    /// Containers nest deeper than [`MAX_TAPE_DEPTH`].
+    #[error("JSON nests deeper than {MAX_TAPE_DEPTH} levels")]
+    TooDeep,
+    /// A number does not fit an `f64` (serde_json refuses it too).
+    #[error("a JSON number is out of range")]
+    NumberOutOfRange,
+    /// The text is 4 GiB or more (entries hold 32-bit offsets).
+    #[error("JSON text of 4 GiB or more")]
+    TooLarge,
+}
+
+/// The JSON type of a tape entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `null`.
+    Null,
+    /// `false`.
+    False,
+    /// `true`.
+    True,
+    /// A number (kept as its text).
+    Number,
+    /// A string (kept as its text, decoded on demand).
+    String,
+    /// An array.
+    Array,
+    /// An object.
+    Object,
+}
+
+/// One value: for a scalar, `a..b` is its byte span (a string's content, without quotes); for a
+/// container, `a` is its element (member) count and `b` the index just past its subtree.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    kind: Kind,
+    /// A string holding at least one escape.
+    escaped: bool,
+    a: u32,
+    b: u32,
+}
+
+/// A JSON document as a flat array of entries over its borrowed text.
+///
+/// ```
+/// use geode::schema::tape::{Kind, Tape};
+/// let tape = Tape::parse(r#"{"a": [1, "x\n"], "b": null}"#).unwrap();
+/// let root = tape.root();
+/// let a = root.get("a").unwrap();
+/// assert_eq!(a.kind(), Kind::Array);
+/// let items: Vec<_> = a.elements().map(|n| n.to_value()).collect();
+/// assert_eq!(items, [serde_json::json!(1), serde_json::json!("x\n")]);
+/// assert_eq!(root.get("b").unwrap().kind(), Kind::Null);
+/// assert!(Tape::parse("[1,]").is_err());
+/// ```
+#[derive(Debug)]
+pub struct Tape<'s> {
+    text: &'s str,
+    entries: Vec<Entry>,
+    /// Values in the document (entries that are not object keys).
+    values: u64,
+    duplicate_keys: bool,
+}
+
+impl<'s> Tape<'s> {
+    /// Parses `text` (exactly one JSON value, whitespace around it allowed).
+    pub fn parse(text: &'s str) -> Result<Self, TapeError> {
+        if u32::try_from(text.len()).is_err() {
+            return Err(TapeError::TooLarge);
+        }
+        let mut p = Parser {
+            b: text.as_bytes(),
+            text,
+            entries: Vec::with_capacity(text.len() / 8 + 1),
+            stack: Vec::new(),
+            keys: 0,
+            duplicate_keys: false,
+            scratch: Vec::new(),
+        };
+        p.document()?;
+        let values = (p.entries.len() - p.keys) as u64;
+        Ok(Self {
+            text,
+            entries: p.entries,
+            values,
+            duplicate_keys: p.duplicate_keys,
+        })
+    }
+
+    /// A tape holding one string whose decoded content is `content` (for validators that run
+    /// a name through the same machinery as a value).
+    pub(crate) fn string(content: &'s str) -> Self {
+        Self {
+            text: content,
+            entries: vec![Entry {
+                kind: Kind::String,
+                escaped: false,
+                a: 0,
+                b: content.len() as u32,
+            }],
+            values: 1,
+            duplicate_keys: false,
+        }
+    }
+
+    /// The document's root value.
+    pub fn root(&self) -> TapeNode<'_> {
+        TapeNode { tape: self, at: 0 }
+    }
+
+    /// How many values the document holds (object keys not counted).
+    pub fn values(&self) -> u64 {
+        self.values
+    }
+
+    /// True when some object repeats a key. A tape keeps every member, where serde_json keeps
+    /// the last value of a repeated key; read such a document through `serde_json` to get its
+    /// semantics.
+    pub fn has_duplicate_keys(&self) -> bool {
+        self.duplicate_keys
+    }
+
+    /// The text the tape was parsed from.
+    pub fn text(&self) -> &'s str {
+        self.text
+    }
+}
+
+/// One value of a [`Tape`]; `Copy`, two words.
+#[derive(Clone, Copy)]
+pub struct TapeNode<'a> {
+    tape: &'a Tape<'a>,
+    at: u32,
+}
+
+impl std::fmt::Debug for TapeNode<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "TapeNode({:?} at {})", self.kind(), self.at)
+    }
+}
+
+impl<'a> TapeNode<'a> {
+    fn entry(self) -> Entry {
+        self.tape.entries[self.at as usize]
+    }
+
+    /// The value's JSON type.
+    pub fn kind(self) -> Kind {
+        self.entry().kind
+    }
+
+    /// The index of this node in its tape (unique among the tape's nodes).
+    pub fn index(self) -> u32 {
+        self.at
+    }
+
+    /// The tape's address, which with [`Self::index`] tells nodes of different tapes apart.
+    pub fn tape_address(self) -> usize {
+        std::ptr::from_ref(self.tape) as usize
+    }
+
+    /// A scalar's text as written (a number's digits; a string's content, escapes undecoded).
+    pub fn raw(self) -> &'a str {
+        let e = self.entry();
+        match e.kind {
+            Kind::Array | Kind::Object => "",
+            _ => &self.tape.text[e.a as usize..e.b as usize],
+        }
+    }
+
+    /// A string's decoded content; `None` for any other type.
+    pub fn as_str(self) -> Option<Cow<'a, str>> {
+        let e = self.entry();
+        if e.kind != Kind::String {
+            return None;
+        }
+        let raw = &self.tape.text[e.a as usize..e.b as usize];
+        if !e.escaped {
+            return Some(Cow::Borrowed(raw));
+        }
+        // The span is a checked JSON string, so this decode cannot fail.
+        let quoted = &self.tape.text[e.a as usize - 1..e.b as usize + 1];
+        Some(Cow::Owned(
+            serde_json::from_str::<String>(quoted).unwrap_or_default(),
+        ))
+    }
+
+    /// True for a string equal to `s` once decoded.
+    pub fn str_is(self, s: &str) -> bool {
+        let e = self.entry();
+        e.kind == Kind::String
+            && if e.escaped {
+                self.as_str().is_some_and(|d| d == s)
+            } else {
+                &self.tape.text[e.a as usize..e.b as usize] == s
+            }
+    }
+
+    /// Elements of an array, members of an object (0 for a scalar).
+    pub fn len(self) -> usize {
+        let e = self.entry();
+        match e.kind {
+            Kind::Array | Kind::Object => e.a as usize,
+            _ => 0,
+        }
+    }
+
+    /// True for an empty array or object, and for a scalar.
+    pub fn is_empty(self) -> bool {
+        self.len() == 0
+    }
+
+    /// The index just past this node's subtree.
+    fn next(self) -> u32 {
+        let e = self.entry();
+        match e.kind {
+            Kind::Array | Kind::Object => e.b,
+            _ => self.at + 1,
+        }
+    }
+
+    /// An array's elements in order (nothing for any other type).
+    pub fn elements(self) -> Elements<'a> {
+        let left = if self.kind() == Kind::Array {
+            self.len()
+        } else {
+            0
+        };
+        Elements {
+            tape: self.tape,
+            at: self.at + 1,
+            left,
+        }
+    }
+
+    /// An object's members in document order, as (key node, value node) (nothing for any other
+    /// type). Every member is listed, a repeated key's too.
+    pub fn members(self) -> Members<'a> {
+        let left = if self.kind() == Kind::Object {
+            self.len()
+        } else {
+            0
+        };
+        Members {
+            tape: self.tape,
+            at: self.at + 1,
+            left,
+        }
+    }
+
+    /// An object's value for `key` (the last one when the key repeats); `None` for a missing key
+    /// or a non-object. A linear scan: objects here are small, and a scan beats hashing them.
+    pub fn get(self, key: &str) -> Option<TapeNode<'a>> {
+        let mut found = None;
+        for (k, v) in self.members() {
+            if k.str_is(key) {
+                found = Some(v);
+            }
+        }
+        found
+    }
+
+    /// The value at a JSON Pointer (`""` is this node; `~0`/`~1` escapes decoded).
+    pub fn pointer(self, pointer: &str) -> Option<TapeNode<'a>> {
+        if pointer.is_empty() {
+            return Some(self);
+        }
+        let rest = pointer.strip_prefix('/')?;
+        let mut node = self;
+        for token in rest.split('/') {
+            let token = token.replace("~1", "/").replace("~0", "~");
+            node = match node.kind() {
+                Kind::Object => node.get(&token)?,
+                Kind::Array => {
+                    // The pointer grammar: no sign, no leading zero.
+                    if token.is_empty()
+                        || (token.len() > 1 && token.starts_with('0'))
+                        || !token.bytes().all(|c| c.is_ascii_digit())
+                    {
+                        return None;
+                    }
+                    node.elements().nth(token.parse().ok()?)?
+                }
+                _ => return None,
+            };
+        }
+        Some(node)
+    }
+
+    /// The value as a `serde_json::Value` (a repeated key keeps its last value, as serde_json
+    /// does). Recursion is bounded by [`MAX_TAPE_DEPTH`].
+    pub fn to_value(self) -> Value {
+        match self.kind() {
+            Kind::Null => Value::Null,
+            Kind::False => Value::Bool(false),
+            Kind::True => Value::Bool(true),
+            Kind::Number => serde_json::from_str(self.raw()).unwrap_or(Value::Null),
+            Kind::String => Value::String(self.as_str().unwrap_or_default().into_owned()),
+            Kind::Array => Value::Array(self.elements().map(TapeNode::to_value).collect()),
+            Kind::Object => Value::Object(
+                self.members()
+                    .map(|(k, v)| (k.as_str().unwrap_or_default().into_owned(), v.to_value()))
+                    .collect(),
+            ),
+        }
+    }
+}
+
+/// The elements of an array node, in order.
+#[derive(Clone)]
+pub struct Elements<'a> {
+    tape: &'a Tape<'a>,
+    at: u32,
+    left: usize,
+}
+
+impl<'a> Iterator for Elements<'a> {
+    type Item = TapeNode<'a>;
+    fn next(&mut self) -> Option<TapeNode<'a>> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let node = TapeNode {
+            tape: self.tape,
+            at: self.at,
+        };
+        self.at = node.next();
+        Some(node)
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl ExactSizeIterator for Elements<'_> {}
+
+/// The members of an object node, as (key, value), in document order.
+#[derive(Clone)]
+pub struct Members<'a> {
+    tape: &'a Tape<'a>,
+    at: u32,
+    left: usize,
+}
+
+impl<'a> Iterator for Members<'a> {
+    type Item = (TapeNode<'a>, TapeNode<'a>);
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let key = TapeNode {
+            tape: self.tape,
+            at: self.at,
+        };
+        let value = TapeNode {
+            tape: self.tape,
+            at: self.at + 1,
+        };
+        self.at = value.next();
+        Some((key, value))
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl ExactSizeIterator for Members<'_> {}
+
+/// The one-pass builder: the same state machine as [`super::json_scan`]'s check, recording an
+/// entry per value.
+struct Parser<'s> {
+    b: &'s [u8],
+    text: &'s str,
+    entries: Vec<Entry>,
+    /// Indices of the open containers.
+    stack: Vec<u32>,
+    /// Key entries recorded.
+    keys: usize,
+    duplicate_keys: bool,
+    /// Reused by the repeated-key check.
+    scratch: Vec<&'s [u8]>,
+}
+
+impl<'s> Parser<'s> {
+    fn push(&mut self, kind: Kind, escaped: bool, a: usize, b: usize) {
+        self.entries.push(Entry {
+            kind,
+            escaped,
+            a: a as u32,
+            b: b as u32,
+        });
+    }
+
+    fn document(&mut self) -> Result<(), TapeError> {
+        let b = self.b;
+        let syntax = |at: usize| TapeError::Syntax { at };
+        let mut i = skip_ws(b, 0);
+        // Parse one value at `i`, then loop on what follows it.
+        'value: loop {
+            match *b.get(i).ok_or(syntax(i))? {
+                open @ (b'{' | b'[') => {
+                    if self.stack.len() >= MAX_TAPE_DEPTH {
+                        return Err(TapeError::TooDeep);
+                    }
+                    let (kind, close) = if open == b'{' {
+                        (Kind::Object, b'}')
+                    } else {
+                        (Kind::Array, b']')
+                    };
+                    let at = self.entries.len();
+                    self.push(kind, false, 0, at + 1);
+                    i = skip_ws(b, i + 1);
+                    if b.get(i) == Some(&close) {
+                        i += 1;
+                    } else {
+                        self.stack.push(at as u32);
+                        if kind == Kind::Object {
+                            i = self.key(i)?;
+                        }
+                        continue 'value;
+                    }
+                }
+                b'"' => i = self.string(i)?,
+                b't' => i = self.literal(i, b"true", Kind::True)?,
+                b'f' => i = self.literal(i, b"false", Kind::False)?,
+                b'n' => i = self.literal(i, b"null", Kind::Null)?,
+                _ => i = self.number(i)?,
+            }
+            // After a value: count it in its container, then close containers or go on to the
+            // next member.
+            loop {
+                let Some(&top) = self.stack.last() else {
+                    break 'value;
+                };
+                let top = top as usize;
+                self.entries[top].a += 1;
+                i = skip_ws(b, i);
+                let kind = self.entries[top].kind;
+                match (kind, *b.get(i).ok_or(syntax(i))?) {
+                    (Kind::Object, b',') => {
+                        i = self.key(skip_ws(b, i + 1))?;
+                        continue 'value;
+                    }
+                    (Kind::Array, b',') => {
+                        i = skip_ws(b, i + 1);
+                        continue 'value;
+                    }
+                    (Kind::Object, b'}') | (Kind::Array, b']') => {
+                        self.stack.pop();
+                        self.entries[top].b = self.entries.len() as u32;
+                        if kind == Kind::Object && self.entries[top].a > 1 {
+                            self.check_repeated_keys(top);
+                        }
+                        i += 1;
+                    }
+                    _ => return Err(syntax(i)),
+                }
+            }
+        }
+        if skip_ws(b, i) != b.len() {
+            return Err(syntax(i));
+        }
+        Ok(())
+    }
+
+    /// A string at `i` (its opening quote); returns the index after the closing quote.
+    fn string(&mut self, i: usize) -> Result<usize, TapeError> {
+        let (end, escaped) =
+            string_end_escaped(self.b, i + 1).ok_or(TapeError::Syntax { at: i })?;
+        if escaped && !surrogates_pair(&self.b[i + 1..end - 1]) {
+            return Err(TapeError::Syntax { at: i });
+        }
+        self.push(Kind::String, escaped, i + 1, end - 1);
+        Ok(end)
+    }
+
+    /// An object key and its `:` at `i`; returns the index after the colon's whitespace.
+    fn key(&mut self, i: usize) -> Result<usize, TapeError> {
+        if self.b.get(i) != Some(&b'"') {
+            return Err(TapeError::Syntax { at: i });
+        }
+        let end = self.string(i)?;
+        self.keys += 1;
+        let colon = skip_ws(self.b, end);
+        if self.b.get(colon) != Some(&b':') {
+            return Err(TapeError::Syntax { at: colon });
+        }
+        Ok(skip_ws(self.b, colon + 1))
+    }
+
+    fn literal(&mut self, i: usize, word: &[u8], kind: Kind) -> Result<usize, TapeError> {
+        let end = literal(self.b, i, word).ok_or(TapeError::Syntax { at: i })?;
+        self.push(kind, false, i, end);
+        Ok(end)
+    }
+
+    fn number(&mut self, i: usize) -> Result<usize, TapeError> {
+        let end = number_end(self.b, i).ok_or(TapeError::Syntax { at: i })?;
+        let digits = &self.b[i..end];
+        // An integer of up to 19 digits fits u64/i64; anything else is read as f64, as
+        // serde_json does, and must be finite.
+        let short_integer = digits.len() <= 19 && !digits.iter().any(|c| b".eE".contains(c));
+        if !short_integer
+            && !self.text[i..end]
+                .parse::<f64>()
+                .is_ok_and(|f| f.is_finite())
+        {
+            return Err(TapeError::NumberOutOfRange);
+        }
+        self.push(Kind::Number, false, i, end);
+        Ok(end)
+    }
+
+    /// Sets `duplicate_keys` when the object at `top` (closed, two members or more) repeats a
+    /// key. Raw spans are compared; an object with an escaped key is compared decoded.
+    fn check_repeated_keys(&mut self, top: usize) {
+        let b = self.b;
+        let mut at = top + 1;
+        let mut any_escaped = false;
+        self.scratch.clear();
+        for _ in 0..self.entries[top].a {
+            let key = self.entries[at];
+            any_escaped |= key.escaped;
+            self.scratch.push(&b[key.a as usize..key.b as usize]);
+            let value = self.entries[at + 1];
+            at = match value.kind {
+                Kind::Array | Kind::Object => value.b as usize,
+                _ => at + 2,
+            };
+        }
+        if any_escaped {
+            let mut decoded: Vec<Cow<'_, str>> = self
+                .scratch
+                .iter()
+                .map(|raw| {
+                    let raw = std::str::from_utf8(raw).unwrap_or_default();
+                    decode_key(raw)
+                })
+                .collect();
+            decoded.sort_unstable();
+            self.duplicate_keys |= decoded.windows(2).any(|w| w[0] == w[1]);
+            return;
+        }
+        let keys = &mut self.scratch;
+        let repeated = if keys.len() <= 8 {
+            (1..keys.len()).any(|j| keys[..j].contains(&keys[j]))
+        } else {
+            keys.sort_unstable();
+            keys.windows(2).any(|w| w[0] == w[1])
+        };
+        self.duplicate_keys |= repeated;
+    }
+}
+
+/// A key's decoded text from its raw (checked) content.
+fn decode_key(raw: &str) -> Cow<'_, str> {
+    if !raw.contains('\\') {
+        return Cow::Borrowed(raw);
+    }
+    Cow::Owned(serde_json::from_str::<String>(&format!("\"{raw}\"")).unwrap_or_default())
+}
+
+/// True when every `\u` escape of a string's raw content is a scalar value or a high surrogate
+/// followed by a low one (serde_json refuses a lone surrogate when it builds a `String`).
+fn surrogates_pair(raw: &[u8]) -> bool {
+    let hex = |at: usize| -> Option<u32> {
+        let digits = std::str::from_utf8(raw.get(at..at + 4)?).ok()?;
+        u32::from_str_radix(digits, 16).ok()
+    };
+    let mut i = 0;
+    while i < raw.len() {
+        if raw[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        if raw.get(i + 1) != Some(&b'u') {
+            i += 2;
+            continue;
+        }
+        let Some(unit) = hex(i + 2) else { return false };
+        i += 6;
+        match unit {
+            0xD800..=0xDBFF => {
+                let low = (raw.get(i..i + 2) == Some(b"\\u"))
+                    .then(|| hex(i + 2))
+                    .flatten();
+                if !matches!(low, Some(0xDC00..=0xDFFF)) {
+                    return false;
+                }
+                i += 6;
+            }
+            0xDC00..=0xDFFF => return false,
+            _ => {}
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+#[path = "tape_tests.rs"]
+mod tests;
