@@ -7,10 +7,13 @@ use geode::llm::registry::ADAPTERS;
 use geode::schema::ResponseSchema;
 use geode::schema::dialect::Preflight;
 use geode::schema::extract::{
-    extract_answer, extract_last_object, find_answer, find_last_object, top_level_spans,
+    extract_answer, extract_answer_tape, extract_last_object, find_answer, find_last_object,
+    top_level_spans,
 };
+use geode::schema::formats::FormatMode;
+use geode::schema::tape_json::TapeJson;
 use geode::schema::root::AnswerRoot;
-use geode::schema::strict::check_strict;
+use geode::schema::strict::{check_strict, check_strict_text};
 use geode::schema::validate::{CompiledSchema, missing_required_keys, shallow_check};
 use serde_json::{Map, Value, json};
 use std::hint::black_box;
@@ -177,20 +180,30 @@ pub fn full(c: &mut Criterion) {
     let array = array_schema();
     let array_compiled = CompiledSchema::compile(&array).unwrap_or_else(|e| panic!("{e}"));
     let root = AnswerRoot::of(&array);
+    let tape = |s: &ResponseSchema| {
+        CompiledSchema::<TapeJson>::build(s, FormatMode::Assert, None)
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let (tape_compiled, array_tape) = (tape(&answer_schema()), tape(&array));
     let mut g = quick(c, "full_validation");
     for (label, size) in SIZES {
-        on_text(
-            &mut g,
-            "extract_parse_validate",
-            label,
-            &sized::decision_answer(size),
-            |t| {
-                black_box(extract_last_object(t).map(|(_, v)| compiled.validate(&v).len()));
-            },
-        );
+        let text = sized::decision_answer(size);
+        on_text(&mut g, "extract_parse_validate", label, &text, |t| {
+            black_box(extract_last_object(t).map(|(_, v)| compiled.validate(&v).len()));
+        });
+        // The same job with the answer read as a tape (geode validate's path).
+        on_text(&mut g, "tape/extract_parse_validate", label, &text, |t| {
+            let found = extract_answer_tape(t, AnswerRoot::Object);
+            black_box(found.map(|(_, tape)| tape_compiled.validate(&tape).len()));
+        });
+        let array_text = array_json(size);
         let id = "array_root_extract_parse_validate";
-        on_text(&mut g, id, label, &array_json(size), |t| {
+        on_text(&mut g, id, label, &array_text, |t| {
             black_box(extract_answer(t, root).map(|(_, v)| array_compiled.validate(&v).len()));
+        });
+        on_text(&mut g, &format!("tape/{id}"), label, &array_text, |t| {
+            let found = extract_answer_tape(t, root);
+            black_box(found.map(|(_, tape)| array_tape.validate(&tape).len()));
         });
     }
     g.finish();
@@ -255,6 +268,10 @@ pub fn schema_check(c: &mut Criterion) {
                 ResponseSchema::from_json_str(black_box(t))
                     .map(|s| check_strict(s.as_value()).compatible)
             })
+        });
+        // The same job read from the text as a tape, no `Value` built.
+        g.bench_with_input(BenchmarkId::new("text_strict", name), &text, |b, t| {
+            b.iter(|| check_strict_text(black_box(t)).map(|v| v.compatible))
         });
         g.bench_with_input(BenchmarkId::new("load_compile", name), &text, |b, t| {
             b.iter(|| {

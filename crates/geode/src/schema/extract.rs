@@ -433,7 +433,9 @@ pub fn last_valid_object<'a>(text: &'a str, required: &[&str]) -> Option<(&'a st
 
 #[path = "extract_value.rs"]
 mod any_root;
-pub use any_root::{bracket_spans, extract_answer, fenced_blocks, find_answer, last_value_with};
+pub use any_root::{
+    bracket_spans, extract_answer, extract_answer_tape, fenced_blocks, find_answer, last_value_with,
+};
 
 #[cfg(test)]
 #[path = "extract_tests.rs"]

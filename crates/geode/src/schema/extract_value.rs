@@ -3,6 +3,7 @@
 
 use super::{extract_last_object, find_last_object, last_object_with};
 use crate::schema::root::{AnswerRoot, TypeSet};
+use crate::schema::tape::Tape;
 use memchr::memmem;
 use serde_json::Value;
 use std::ops::Range;
@@ -26,6 +27,30 @@ pub fn extract_answer(text: &str, root: AnswerRoot) -> Option<(&str, Value)> {
             serde_json::from_str::<Value>(s)
                 .ok()
                 .filter(|v| types.admits(v))
+        }),
+    }
+}
+
+/// [`extract_answer`] with the answer read into a [`Tape`] instead of a `Value`: the same
+/// answer is picked (a tape takes exactly what serde_json takes), with no allocation per value.
+///
+/// ```
+/// use geode::schema::extract::extract_answer_tape;
+/// use geode::schema::root::AnswerRoot;
+/// let (s, tape) = extract_answer_tape("Done: {\"a\": [1]} ok", AnswerRoot::Object).unwrap();
+/// assert_eq!((s, tape.root().len()), ("{\"a\": [1]}", 1));
+/// ```
+pub fn extract_answer_tape(text: &str, root: AnswerRoot) -> Option<(&str, Tape<'_>)> {
+    match root {
+        AnswerRoot::Object => last_object_with(text, |s| {
+            Tape::parse(s)
+                .ok()
+                .filter(|t| t.root().kind() == crate::schema::tape::Kind::Object)
+        }),
+        AnswerRoot::Values(types) => last_value_with(text, types, |s| {
+            Tape::parse(s)
+                .ok()
+                .filter(|t| types.contains(TypeSet::of_node(t.root())))
         }),
     }
 }

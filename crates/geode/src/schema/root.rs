@@ -82,6 +82,20 @@ impl TypeSet {
         }
     }
 
+    /// [`Self::of`] for a value held as a [`Tape`](crate::schema::tape::Tape).
+    pub fn of_node(node: crate::schema::tape::TapeNode<'_>) -> Self {
+        use crate::schema::tape::Kind;
+        match node.kind() {
+            Kind::Null => Self::NULL,
+            Kind::False | Kind::True => Self::BOOLEAN,
+            Kind::Object => Self::OBJECT,
+            Kind::Array => Self::ARRAY,
+            Kind::String => Self::STRING,
+            Kind::Number if node.is_integer() => Self::INTEGER,
+            Kind::Number => Self::FRACTION,
+        }
+    }
+
     /// Both sets' types.
     pub fn union(self, other: Self) -> Self {
         Self(self.0 | other.0)

@@ -37,9 +37,15 @@
 //! checked on `type:"object"` schemas, tuple-form `items` (an array) is not inspected, and property
 //! types, enums, formats and numeric/string constraints are never examined.
 
+use super::tape::{Tape, TapeError};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::HashSet;
+
+#[path = "strict_doc.rs"]
+mod doc;
+pub(crate) use doc::Doc;
 
 /// The rule a [`StrictReason`] says was broken.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -174,7 +180,7 @@ pub fn check_openai_wire(schema: &Value) -> StrictVerdict {
 /// A first walk records nothing and stops at the first broken rule, so a compatible schema (the
 /// common case) is decided without building a pointer; only a schema that breaks a rule is
 /// walked again to say where and why.
-fn verdict(schema: &Value, server_rules: bool) -> StrictVerdict {
+fn verdict<'a, D: Doc<'a>>(schema: D, server_rules: bool) -> StrictVerdict {
     let first = walk(schema, server_rules, false);
     if first.compatible {
         return first;
@@ -182,9 +188,28 @@ fn verdict(schema: &Value, server_rules: bool) -> StrictVerdict {
     walk(schema, server_rules, true)
 }
 
+/// [`check_strict`] of a schema's JSON text, read as a [`Tape`] (no `Value` is built): the
+/// verdict `check_strict` gives the parsed schema, or why the text is not JSON.
+///
+/// ```
+/// use geode::schema::strict::check_strict_text;
+/// let text = r#"{"type":"object","properties":{"a":{"type":"string"}},"required":["a"],"additionalProperties":false}"#;
+/// assert!(check_strict_text(text).unwrap().compatible);
+/// assert!(!check_strict_text(r#"{"type":"object"}"#).unwrap().compatible);
+/// assert!(check_strict_text("{").is_err());
+/// ```
+pub fn check_strict_text(text: &str) -> Result<StrictVerdict, TapeError> {
+    let tape = Tape::parse(text)?;
+    if tape.has_duplicate_keys() {
+        // A repeated key is read as serde_json reads it: the last value wins.
+        return Ok(check_strict(&tape.root().to_value()));
+    }
+    Ok(verdict(tape.root(), false))
+}
+
 /// One walk over `schema`; with `record` false it stops at the first broken rule and its
 /// verdict has no reasons.
-fn walk(schema: &Value, server_rules: bool, record: bool) -> StrictVerdict {
+fn walk<'a, D: Doc<'a>>(schema: D, server_rules: bool, record: bool) -> StrictVerdict {
     let mut w = Walk {
         root: schema,
         paths: if record {
@@ -199,23 +224,25 @@ fn walk(schema: &Value, server_rules: bool, record: bool) -> StrictVerdict {
         server_rules,
     };
     if server_rules {
-        let root_is_object = schema.as_object().is_some_and(|m| {
-            get(m, "type").and_then(Value::as_str) == Some("object") && get(m, "anyOf").is_none()
-        });
+        let root_is_object = schema.is_object()
+            && schema.get("type").is_some_and(|t| t.str_is("object"))
+            && schema.get("anyOf").is_none();
         if !root_is_object {
             w.reason(0, StrictRule::RootNotObject);
         }
     }
     // Children are pushed in document order, then their run is reversed so they pop in order.
-    let mut stack: Vec<(&Value, usize)> = Vec::with_capacity(16);
+    let mut stack: Vec<(D, usize)> = Vec::with_capacity(16);
     stack.push((schema, 0));
     while let Some((node, at)) = stack.pop() {
         if w.broken && !w.record {
             break;
         }
-        let Value::Object(m) = node else { continue };
+        if !node.is_object() {
+            continue;
+        }
         let first_child = stack.len();
-        w.visit(m, at, &mut stack);
+        w.visit(node, at, &mut stack);
         stack[first_child..].reverse();
     }
     StrictVerdict {
@@ -232,19 +259,19 @@ enum Tok<'a> {
     /// The root (empty pointer).
     Root,
     /// `/keyword`.
-    Key(&'a str),
+    Key(Cow<'a, str>),
     /// `/keyword/name`, for `properties`.
-    Pair(&'static str, &'a str),
+    Pair(&'static str, Cow<'a, str>),
     /// `/keyword/index`, for schema arrays.
-    Index(&'a str, usize),
+    Index(Cow<'a, str>, usize),
     /// A whole pointer (in JSON Pointer form), for `$ref` targets.
     Whole(String),
 }
 
 /// The state of one [`check_strict`] run. Pointers are an arena of (parent, step) so that no
 /// string is built unless a reason is reported.
-struct Walk<'a> {
-    root: &'a Value,
+struct Walk<'a, D> {
+    root: D,
     /// The pointer arena (empty when not `record`ing).
     paths: Vec<(usize, Tok<'a>)>,
     reasons: Vec<StrictReason>,
@@ -257,7 +284,7 @@ struct Walk<'a> {
     server_rules: bool,
 }
 
-impl<'a> Walk<'a> {
+impl<'a, D: Doc<'a>> Walk<'a, D> {
     /// The JSON Pointer of arena entry `at`.
     fn pointer(&self, mut at: usize) -> String {
         let mut steps: Vec<&Tok<'a>> = Vec::new();
@@ -298,46 +325,45 @@ impl<'a> Walk<'a> {
     }
 
     /// Checks one schema object and pushes its subschemas (in document order) onto `children`.
-    fn visit(
-        &mut self,
-        m: &'a Map<String, Value>,
-        at: usize,
-        children: &mut Vec<(&'a Value, usize)>,
-    ) {
-        let is_object = get(m, "type").and_then(Value::as_str) == Some("object");
+    fn visit(&mut self, m: D, at: usize, children: &mut Vec<(D, usize)>) {
+        let is_object = m.get("type").is_some_and(|t| t.str_is("object"));
         if is_object {
             self.check_object(m, at);
         }
-        if self.server_rules && get(m, "default").is_some() {
+        if self.server_rules && m.get("default").is_some() {
             let keyword = "default".to_owned();
             self.reason(at, StrictRule::KeywordNotPermitted { keyword });
         }
-        for (k, v) in m {
-            match (k.as_str(), v) {
-                ("properties", Value::Object(props)) if is_object => {
-                    for (name, sub) in props {
+        for (k, v) in m.members() {
+            match k.as_ref() {
+                "properties" if is_object => {
+                    for (name, sub) in v.members() {
                         let p = self.add(at, Tok::Pair("properties", name));
                         children.push((sub, p));
                     }
                 }
-                ("items" | "additionalProperties" | "not", Value::Object(_)) => {
+                "items" | "additionalProperties" | "not" if v.is_object() => {
                     let p = self.add(at, Tok::Key(k));
                     children.push((v, p));
                 }
-                ("prefixItems" | "anyOf" | "oneOf" | "allOf", Value::Array(branches)) => {
-                    for (i, sub) in branches.iter().enumerate() {
-                        let p = self.add(at, Tok::Index(k, i));
+                "prefixItems" | "anyOf" | "oneOf" | "allOf" => {
+                    for (i, sub) in v.elements().into_iter().flatten().enumerate() {
+                        let p = self.add(at, Tok::Index(k.clone(), i));
                         children.push((sub, p));
                     }
                 }
-                ("$ref", Value::String(reference)) => self.follow(reference, at, children),
+                "$ref" => {
+                    if let Some(reference) = v.as_str() {
+                        self.follow(&reference, at, children);
+                    }
+                }
                 _ => {}
             }
         }
     }
 
     /// Follows a `$ref` (each target once) or reports why it cannot be followed.
-    fn follow(&mut self, reference: &str, at: usize, children: &mut Vec<(&'a Value, usize)>) {
+    fn follow(&mut self, reference: &str, at: usize, children: &mut Vec<(D, usize)>) {
         match resolve_local_ref(self.root, reference) {
             RefTarget::Found { value, pointer } => {
                 if !self.visited_refs.contains(&pointer) {
@@ -348,7 +374,7 @@ impl<'a> Walk<'a> {
                 }
             }
             RefTarget::Missing => {
-                let p = self.add(at, Tok::Key("$ref"));
+                let p = self.add(at, Tok::Key(Cow::Borrowed("$ref")));
                 self.reason(
                     p,
                     StrictRule::UnresolvedRef {
@@ -357,7 +383,7 @@ impl<'a> Walk<'a> {
                 );
             }
             RefTarget::NotLocal => {
-                let p = self.add(at, Tok::Key("$ref"));
+                let p = self.add(at, Tok::Key(Cow::Borrowed("$ref")));
                 self.reason(
                     p,
                     StrictRule::NonLocalRef {
@@ -369,55 +395,53 @@ impl<'a> Walk<'a> {
     }
 
     /// The object rules for one `type:"object"` schema.
-    fn check_object(&mut self, m: &Map<String, Value>, at: usize) {
-        if get(m, "additionalProperties") != Some(&Value::Bool(false)) {
+    fn check_object(&mut self, m: D, at: usize) {
+        if !m.get("additionalProperties").is_some_and(D::is_false) {
             self.reason(at, StrictRule::AdditionalPropertiesNotFalse);
         }
-        let empty = Map::new();
-        let props = match get(m, "properties") {
-            None | Some(Value::Null) => &empty,
-            Some(Value::Object(p)) => p,
+        let props = match m.get("properties") {
+            Some(p) if p.is_object() => Some(p),
+            None => None,
+            Some(p) if p.is_null() => None,
             Some(_) => {
                 self.reason(at, StrictRule::PropertiesNotAnObject);
-                &empty
+                None
             }
         };
-        let required: &[Value] = match get(m, "required") {
-            None | Some(Value::Null) => &[],
-            Some(Value::Array(items)) if items.iter().all(Value::is_string) => items,
+        let required = match m.get("required") {
+            None => None,
+            Some(r) if r.is_null() => None,
+            Some(r) if r.elements().is_some_and(|mut e| e.all(D::is_string)) => Some(r),
             Some(_) => {
                 // The name comparison would only repeat this reason.
                 self.reason(at, StrictRule::RequiredNotStrings);
                 return;
             }
         };
+        let names = |r: Option<D>| r.and_then(D::elements).into_iter().flatten();
+        let keys = |p: Option<D>| p.map(D::members).into_iter().flatten().map(|(k, _)| k);
         // Fast path: `required` lists the properties in order (what generators emit).
-        if required.len() == props.len()
-            && required
-                .iter()
-                .zip(props.keys())
-                .all(|(r, k)| r.as_str() == Some(k))
+        let (n_required, n_props) = (required.map_or(0, D::len), props.map_or(0, D::len));
+        if n_required == n_props && names(required).zip(keys(props)).all(|(r, k)| r.str_is(&k))
         {
             return;
         }
         let mut seen = HashSet::new();
-        let required: Vec<&str> = required
-            .iter()
-            .filter_map(Value::as_str)
-            .filter(|k| seen.insert(*k))
+        let required: Vec<Cow<'a, str>> = names(required)
+            .filter_map(D::as_str)
+            .filter(|k| seen.insert(k.clone()))
             .collect();
-        let not_required: Vec<String> = props
-            .keys()
-            .filter(|k| !seen.contains(k.as_str()))
-            .cloned()
+        let not_required: Vec<String> = keys(props)
+            .filter(|k| !seen.contains(k))
+            .map(Cow::into_owned)
             .collect();
         if !not_required.is_empty() {
             self.reason(at, StrictRule::PropertiesNotRequired { keys: not_required });
         }
         let extra: Vec<String> = required
             .into_iter()
-            .filter(|k| !props.contains_key(*k))
-            .map(str::to_owned)
+            .filter(|k| props.and_then(|p| p.get(k)).is_none())
+            .map(Cow::into_owned)
             .collect();
         if !extra.is_empty() {
             self.reason(at, StrictRule::RequiredNotInProperties { keys: extra });
@@ -425,21 +449,12 @@ impl<'a> Walk<'a> {
     }
 }
 
-/// A member of a schema object: a linear scan for small objects (cheaper than hashing).
-fn get<'a>(m: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
-    if m.len() <= 8 {
-        m.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
-    } else {
-        m.get(key)
-    }
-}
-
 /// Where a `$ref` points.
-pub(crate) enum RefTarget<'a> {
+pub(crate) enum RefTarget<D> {
     /// A local target: the value and its normalised (decoded) JSON Pointer.
     Found {
         /// The target schema.
-        value: &'a Value,
+        value: D,
         /// Its JSON Pointer in the root (`""` is the root).
         pointer: String,
     },
@@ -451,7 +466,7 @@ pub(crate) enum RefTarget<'a> {
 
 /// Resolves a `$ref` against the root schema. Only `#` and `#/json/pointer` (percent-decoded)
 /// fragments resolve; anchors (`#name`) count as missing.
-pub(crate) fn resolve_local_ref<'a>(root: &'a Value, reference: &str) -> RefTarget<'a> {
+pub(crate) fn resolve_local_ref<'a, D: Doc<'a>>(root: D, reference: &str) -> RefTarget<D> {
     let Some(fragment) = reference.strip_prefix('#') else {
         return RefTarget::NotLocal;
     };

@@ -1,7 +1,7 @@
 //! The reference's strict predicate, quirks included (part of [`super`], in its own file for
 //! size): the conformance baseline that [`super::check_strict`] is compared with.
 
-use super::get;
+use super::doc::get;
 use serde_json::{Map, Value};
 use std::collections::HashSet;
 

@@ -23,6 +23,13 @@ fn both(schema: Value, reference: bool, ours: bool) -> StrictVerdict {
         let full = walk(&schema, server_rules, true);
         assert_eq!(quick.compatible, full.compatible, "{schema} {server_rules}");
         assert!(quick.reasons.is_empty());
+        // Read from the text as a tape, the walk gives the same verdict, reasons included.
+        let text = schema.to_string();
+        let tape = Tape::parse(&text).unwrap();
+        assert_eq!(walk(tape.root(), server_rules, true), full, "tape: {schema}");
+    }
+    for text in [schema.to_string(), serde_json::to_string_pretty(&schema).unwrap()] {
+        assert_eq!(check_strict_text(&text).unwrap(), verdict, "text: {text}");
     }
     verdict
 }
@@ -488,4 +495,21 @@ fn a_default_anywhere_is_refused_in_strict_mode() {
         v.reasons[0].rule.to_string(),
         "default is not permitted in strict mode"
     );
+}
+
+#[test]
+fn the_text_check_reads_escaped_and_repeated_keys_as_serde_json_does() {
+    // `\u0061` is the property "a"; the repeated "required" keeps its last value.
+    let text = r#"{"type":"object","additionalProperties":false,"properties":{"\u0061":{"type":"string"}},"required":[],"required":["a"]}"#;
+    let value: Value = serde_json::from_str(text).unwrap();
+    assert!(check_strict(&value).compatible);
+    assert_eq!(check_strict_text(text).unwrap(), check_strict(&value));
+    let broken = r#"{"type":"object","properties":{"a/b~":{"type":"object"}},"required":["a/b~"],"additionalProperties":false}"#;
+    let verdict = check_strict_text(broken).unwrap();
+    assert_eq!(verdict.reasons[0].pointer, "/properties/a~1b~0");
+    assert_eq!(verdict, check_strict(&serde_json::from_str(broken).unwrap()));
+    assert!(matches!(
+        check_strict_text(r#"{"type": "object""#),
+        Err(TapeError::Syntax { .. })
+    ));
 }

@@ -161,6 +161,14 @@ impl<'a> Array<'a, TapeJson> for TapeNode<'a> {
     }
 }
 
+impl TapeNode<'_> {
+    /// True for a number whose value is an integer (`1.0` is one, as JSON Schema says, and as
+    /// [`crate::schema::root::TypeSet::of`] reads a `Value`).
+    pub fn is_integer(self) -> bool {
+        self.kind() == Kind::Number && TapeNumber::read(self.raw()).is_integer()
+    }
+}
+
 /// A number of a tape, read as serde_json reads it.
 #[derive(Debug, Clone, Copy)]
 pub struct TapeNumber<'a> {
