@@ -113,10 +113,11 @@ impl<'s> Tape<'s> {
             b: text.as_bytes(),
             text,
             entries: Vec::with_capacity(text.len() / 8 + 1),
-            stack: Vec::new(),
+            stack: [0; MAX_TAPE_DEPTH],
+            depth: 0,
             keys: 0,
             duplicate_keys: false,
-            scratch: Vec::new(),
+            seen: Vec::new(),
         };
         p.document()?;
         let values = (p.entries.len() - p.keys) as u64;
@@ -415,13 +416,15 @@ struct Parser<'s> {
     b: &'s [u8],
     text: &'s str,
     entries: Vec<Entry>,
-    /// Indices of the open containers.
-    stack: Vec<u32>,
+    /// Indices of the open containers (`stack[..depth]`): a fixed array, so a small document
+    /// costs one allocation, its entries.
+    stack: [u32; MAX_TAPE_DEPTH],
+    depth: usize,
     /// Key entries recorded.
     keys: usize,
     duplicate_keys: bool,
-    /// Reused by the repeated-key check.
-    scratch: Vec<&'s [u8]>,
+    /// The repeated-key check's hash table for big objects (reused).
+    seen: Vec<u32>,
 }
 
 impl<'s> Parser<'s> {
@@ -442,7 +445,7 @@ impl<'s> Parser<'s> {
         'value: loop {
             match *b.get(i).ok_or(syntax(i))? {
                 open @ (b'{' | b'[') => {
-                    if self.stack.len() >= MAX_TAPE_DEPTH {
+                    if self.depth == MAX_TAPE_DEPTH {
                         return Err(TapeError::TooDeep);
                     }
                     let (kind, close) = if open == b'{' {
@@ -456,7 +459,8 @@ impl<'s> Parser<'s> {
                     if b.get(i) == Some(&close) {
                         i += 1;
                     } else {
-                        self.stack.push(at as u32);
+                        self.stack[self.depth] = at as u32;
+                        self.depth += 1;
                         if kind == Kind::Object {
                             i = self.key(i)?;
                         }
@@ -472,10 +476,10 @@ impl<'s> Parser<'s> {
             // After a value: count it in its container, then close containers or go on to the
             // next member.
             loop {
-                let Some(&top) = self.stack.last() else {
+                if self.depth == 0 {
                     break 'value;
-                };
-                let top = top as usize;
+                }
+                let top = self.stack[self.depth - 1] as usize;
                 self.entries[top].a += 1;
                 i = skip_ws(b, i);
                 let kind = self.entries[top].kind;
@@ -489,7 +493,7 @@ impl<'s> Parser<'s> {
                         continue 'value;
                     }
                     (Kind::Object, b'}') | (Kind::Array, b']') => {
-                        self.stack.pop();
+                        self.depth -= 1;
                         self.entries[top].b = self.entries.len() as u32;
                         if kind == Kind::Object && self.entries[top].a > 1 {
                             self.check_repeated_keys(top);
@@ -555,44 +559,101 @@ impl<'s> Parser<'s> {
     }
 
     /// Sets `duplicate_keys` when the object at `top` (closed, two members or more) repeats a
-    /// key. Raw spans are compared; an object with an escaped key is compared decoded.
+    /// key: pairwise for a few keys, through a hash table of raw spans for more. Raw spans are
+    /// compared; an object with an escaped key is compared decoded (rare: sorted).
     fn check_repeated_keys(&mut self, top: usize) {
+        let count = self.entries[top].a as usize;
+        let keys = KeyIndices {
+            entries: &self.entries,
+            at: top + 1,
+            left: count,
+        };
         let b = self.b;
-        let mut at = top + 1;
-        let mut any_escaped = false;
-        self.scratch.clear();
-        for _ in 0..self.entries[top].a {
-            let key = self.entries[at];
-            any_escaped |= key.escaped;
-            self.scratch.push(&b[key.a as usize..key.b as usize]);
-            let value = self.entries[at + 1];
-            at = match value.kind {
-                Kind::Array | Kind::Object => value.b as usize,
-                _ => at + 2,
-            };
-        }
-        if any_escaped {
-            let mut decoded: Vec<Cow<'_, str>> = self
-                .scratch
-                .iter()
-                .map(|raw| {
-                    let raw = std::str::from_utf8(raw).unwrap_or_default();
-                    decode_key(raw)
-                })
+        let span = |e: &Entry| &b[e.a as usize..e.b as usize];
+        if keys.clone().any(|k| self.entries[k].escaped) {
+            let mut decoded: Vec<Cow<'_, str>> = keys
+                .map(|k| decode_key(std::str::from_utf8(span(&self.entries[k])).unwrap_or_default()))
                 .collect();
             decoded.sort_unstable();
             self.duplicate_keys |= decoded.windows(2).any(|w| w[0] == w[1]);
             return;
         }
-        let keys = &mut self.scratch;
-        let repeated = if keys.len() <= 8 {
-            (1..keys.len()).any(|j| keys[..j].contains(&keys[j]))
-        } else {
-            keys.sort_unstable();
-            keys.windows(2).any(|w| w[0] == w[1])
-        };
-        self.duplicate_keys |= repeated;
+        if count <= 8 {
+            let mut first = [0usize; 8];
+            for (j, k) in keys.enumerate() {
+                let key = span(&self.entries[k]);
+                if first[..j].iter().any(|&f| span(&self.entries[f]) == key) {
+                    self.duplicate_keys = true;
+                    return;
+                }
+                first[j] = k;
+            }
+            return;
+        }
+        // Open addressing over entry indices + 1 (0 is empty), at most half full.
+        let size = (count * 2).next_power_of_two();
+        self.seen.clear();
+        self.seen.resize(size, 0);
+        for k in keys {
+            let key = span(&self.entries[k]);
+            let mut slot = hash(key) as usize & (size - 1);
+            loop {
+                match self.seen[slot] {
+                    0 => {
+                        self.seen[slot] = k as u32 + 1;
+                        break;
+                    }
+                    other if span(&self.entries[other as usize - 1]) == key => {
+                        self.duplicate_keys = true;
+                        return;
+                    }
+                    _ => slot = (slot + 1) & (size - 1),
+                }
+            }
+        }
     }
+}
+
+/// The entry indices of an object's keys, in order (its value subtrees skipped).
+#[derive(Clone)]
+struct KeyIndices<'e> {
+    entries: &'e [Entry],
+    at: usize,
+    left: usize,
+}
+
+impl Iterator for KeyIndices<'_> {
+    type Item = usize;
+    fn next(&mut self) -> Option<usize> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let key = self.at;
+        let value = self.entries[key + 1];
+        self.at = match value.kind {
+            Kind::Array | Kind::Object => value.b as usize,
+            _ => key + 2,
+        };
+        Some(key)
+    }
+}
+
+/// A fast non-cryptographic hash of a key's bytes (FxHash's mix, eight bytes at a time).
+fn hash(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x517c_c1b7_2722_0a95;
+    let mut h: u64 = bytes.len() as u64;
+    let mut chunks = bytes.chunks_exact(8);
+    for c in &mut chunks {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(c);
+        h = (h.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(K);
+    }
+    let mut w = [0u8; 8];
+    w[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    h = (h.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(K);
+    // The high bits are the best mixed.
+    h ^ (h >> 32)
 }
 
 /// A key's decoded text from its raw (checked) content.

@@ -117,6 +117,15 @@ fn repeated_keys_are_flagged_and_read_as_serde_json_reads_them() {
         assert!(tape.has_duplicate_keys(), "{text}");
         same_as_serde(text);
     }
+    // A big object goes through the hash table: distinct keys (some sharing a hash bucket's
+    // prefix) pass, one repeat anywhere is found.
+    let keys: Vec<String> = (0..1000).map(|i| format!("\"field_{i}\":{i}")).collect();
+    let big = format!("{{{}}}", keys.join(","));
+    assert!(!Tape::parse(&big).unwrap().has_duplicate_keys());
+    let repeat = format!("{{{},\"field_500\":0}}", keys.join(","));
+    assert!(Tape::parse(&repeat).unwrap().has_duplicate_keys());
+    let nested = format!("{{\"x\":[{big},{repeat}]}}");
+    assert!(Tape::parse(&nested).unwrap().has_duplicate_keys());
     let tape = Tape::parse(r#"{"a":1,"a":2}"#).unwrap();
     assert_eq!(tape.root().get("a").unwrap().raw(), "2");
     assert_eq!(tape.root().members().count(), 2);
