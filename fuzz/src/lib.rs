@@ -11,6 +11,7 @@
 //! | [`extract`] | `schema::extract` | spans are ordered, disjoint, braced and match the byte-by-byte rule; what is returned parses and is the last span that does |
 //! | [`schema`] | `CompiledSchema::compile` + `validate` | a typed error or a validator; `is_valid` agrees with `validate`; validation is deterministic |
 //! | [`strict_placement`] | `check_strict`, `project`, `preflight`, `place_schema` | deterministic; reasons and residuals point into the schema; the placement follows its decision table |
+//! | [`tape`] | `Tape::parse`, `check_strict_text`, `extract_answer_tape` | the tape takes what serde_json takes and reads the same value; the text's strict verdict and the extracted answer equal the `Value` path's |
 //! | [`sse`] | `SseParser`, `SseReader` | the events do not depend on how the bytes are chunked; the reader ends in a typed error |
 //! | [`responses`], [`messages`], [`chat`] | each wire family's reply parser (whole body and stream) | a response or a typed error whose text is one line; deterministic |
 //! | [`worker_request`] | `parse_request_line`, `WorkerResult` serde | what parses survives a JSON round trip unchanged |
@@ -25,6 +26,7 @@ pub mod responses;
 pub mod schema;
 pub mod sse;
 pub mod strict_placement;
+pub mod tape;
 pub mod worker_request;
 
 mod check;

@@ -15,6 +15,7 @@ type Entry = fn(&[u8]);
 /// Every fuzz target and its entry function (the `[[bin]]` names of `fuzz/Cargo.toml`).
 const TARGETS: &[(&str, Entry)] = &[
     ("extract", entries::extract::run),
+    ("tape", entries::tape::run),
     ("schema", entries::schema::run),
     ("strict_placement", entries::strict_placement::run),
     ("sse", entries::sse::run),
@@ -74,6 +75,11 @@ fn every_fuzz_target_has_an_entry_function_here() {
 #[test]
 fn extract_seeds() {
     replay("extract");
+}
+
+#[test]
+fn tape_seeds() {
+    replay("tape");
 }
 
 #[test]

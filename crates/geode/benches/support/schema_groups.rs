@@ -11,9 +11,9 @@ use geode::schema::extract::{
     top_level_spans,
 };
 use geode::schema::formats::FormatMode;
-use geode::schema::tape_json::TapeJson;
 use geode::schema::root::AnswerRoot;
 use geode::schema::strict::{check_strict, check_strict_text};
+use geode::schema::tape_json::TapeJson;
 use geode::schema::validate::{CompiledSchema, missing_required_keys, shallow_check};
 use serde_json::{Map, Value, json};
 use std::hint::black_box;

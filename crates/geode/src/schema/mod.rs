@@ -38,9 +38,9 @@ pub mod nullable;
 pub mod resources;
 pub mod root;
 pub mod strict;
+pub mod subset;
 pub mod tape;
 pub mod tape_json;
-pub mod subset;
 pub mod validate;
 
 mod constraint;

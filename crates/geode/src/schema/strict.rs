@@ -337,6 +337,7 @@ impl<'a, D: Doc<'a>> Walk<'a, D> {
         for (k, v) in m.members() {
             match k.as_ref() {
                 "properties" if is_object => {
+                    children.reserve(v.len());
                     for (name, sub) in v.members() {
                         let p = self.add(at, Tok::Pair("properties", name));
                         children.push((sub, p));
@@ -422,8 +423,7 @@ impl<'a, D: Doc<'a>> Walk<'a, D> {
         let keys = |p: Option<D>| p.map(D::members).into_iter().flatten().map(|(k, _)| k);
         // Fast path: `required` lists the properties in order (what generators emit).
         let (n_required, n_props) = (required.map_or(0, D::len), props.map_or(0, D::len));
-        if n_required == n_props && names(required).zip(keys(props)).all(|(r, k)| r.str_is(&k))
-        {
+        if n_required == n_props && names(required).zip(keys(props)).all(|(r, k)| r.str_is(&k)) {
             return;
         }
         let mut seen = HashSet::new();

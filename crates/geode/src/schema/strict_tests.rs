@@ -26,9 +26,16 @@ fn both(schema: Value, reference: bool, ours: bool) -> StrictVerdict {
         // Read from the text as a tape, the walk gives the same verdict, reasons included.
         let text = schema.to_string();
         let tape = Tape::parse(&text).unwrap();
-        assert_eq!(walk(tape.root(), server_rules, true), full, "tape: {schema}");
+        assert_eq!(
+            walk(tape.root(), server_rules, true),
+            full,
+            "tape: {schema}"
+        );
     }
-    for text in [schema.to_string(), serde_json::to_string_pretty(&schema).unwrap()] {
+    for text in [
+        schema.to_string(),
+        serde_json::to_string_pretty(&schema).unwrap(),
+    ] {
         assert_eq!(check_strict_text(&text).unwrap(), verdict, "text: {text}");
     }
     verdict
@@ -507,7 +514,10 @@ fn the_text_check_reads_escaped_and_repeated_keys_as_serde_json_does() {
     let broken = r#"{"type":"object","properties":{"a/b~":{"type":"object"}},"required":["a/b~"],"additionalProperties":false}"#;
     let verdict = check_strict_text(broken).unwrap();
     assert_eq!(verdict.reasons[0].pointer, "/properties/a~1b~0");
-    assert_eq!(verdict, check_strict(&serde_json::from_str(broken).unwrap()));
+    assert_eq!(
+        verdict,
+        check_strict(&serde_json::from_str(broken).unwrap())
+    );
     assert!(matches!(
         check_strict_text(r#"{"type": "object""#),
         Err(TapeError::Syntax { .. })

@@ -572,7 +572,9 @@ impl<'s> Parser<'s> {
         let span = |e: &Entry| &b[e.a as usize..e.b as usize];
         if keys.clone().any(|k| self.entries[k].escaped) {
             let mut decoded: Vec<Cow<'_, str>> = keys
-                .map(|k| decode_key(std::str::from_utf8(span(&self.entries[k])).unwrap_or_default()))
+                .map(|k| {
+                    decode_key(std::str::from_utf8(span(&self.entries[k])).unwrap_or_default())
+                })
                 .collect();
             decoded.sort_unstable();
             self.duplicate_keys |= decoded.windows(2).any(|w| w[0] == w[1]);

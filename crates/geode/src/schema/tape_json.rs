@@ -101,7 +101,9 @@ impl<'a> Node<'a, TapeJson> for TapeNode<'a> {
             }
             (Kind::Array, Value::Array(items)) => {
                 TapeNode::len(*self) == items.len()
-                    && TapeNode::elements(*self).zip(items).all(|(a, b)| a.equals_value(b))
+                    && TapeNode::elements(*self)
+                        .zip(items)
+                        .all(|(a, b)| a.equals_value(b))
             }
             (Kind::Object, Value::Object(_)) => {
                 jsonschema::json::cmp::equal(&TapeNode::to_value(*self), expected)

@@ -47,7 +47,15 @@ fn every_keyword_reports_the_same_on_a_tape_as_on_a_value() {
         (
             json!({"type": "array", "items": {"type": "number", "multipleOf": 0.5},
                    "uniqueItems": true, "minItems": 2, "maxItems": 4, "contains": {"const": 2}}),
-            &["[1, 2]", "[1, 1.0]", "[0.3, 2]", "[2]", "[1,2,3,4,5]", "[-0, 2]", "[1, 2.0]"],
+            &[
+                "[1, 2]",
+                "[1, 1.0]",
+                "[0.3, 2]",
+                "[2]",
+                "[1,2,3,4,5]",
+                "[-0, 2]",
+                "[1, 2.0]",
+            ],
         ),
         (
             json!({"type": "object",
@@ -82,7 +90,10 @@ fn every_keyword_reports_the_same_on_a_tape_as_on_a_value() {
                        "v": {"type": "integer"}, "next": {"$ref": "#/$defs/node"}},
                        "unevaluatedProperties": false}},
                    "$ref": "#/$defs/node"}),
-            &[r#"{"v": 1, "next": {"v": 2, "next": {"v": 3}}}"#, r#"{"v": 1, "next": {"v": "2", "w": 0}}"#],
+            &[
+                r#"{"v": 1, "next": {"v": 2, "next": {"v": 3}}}"#,
+                r#"{"v": 1, "next": {"v": "2", "w": 0}}"#,
+            ],
         ),
         (
             json!({"$schema": "http://json-schema.org/draft-04/schema#",
@@ -110,9 +121,20 @@ fn every_keyword_reports_the_same_on_a_tape_as_on_a_value() {
 
 #[test]
 fn numbers_read_as_serde_json_reads_them() {
-    for text in ["0", "-0", "7", "-7", "1.5", "1e2", "-1E-2", "18446744073709551615",
-        "18446744073709551616", "-9223372036854775808", "-9223372036854775809", "1.0"]
-    {
+    for text in [
+        "0",
+        "-0",
+        "7",
+        "-7",
+        "1.5",
+        "1e2",
+        "-1E-2",
+        "18446744073709551615",
+        "18446744073709551616",
+        "-9223372036854775808",
+        "-9223372036854775809",
+        "1.0",
+    ] {
         let ours = TapeNumber::read(text);
         let theirs: Number = serde_json::from_str(text).unwrap();
         assert_eq!(ours.as_u64(), theirs.as_u64(), "{text}");
@@ -146,7 +168,10 @@ fn arb_item() -> impl Strategy<Value = Value> {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
             prop::collection::vec(
-                (prop::sample::select(vec!["id", "name", "score", "ok", "tags", "zz"]), inner),
+                (
+                    prop::sample::select(vec!["id", "name", "score", "ok", "tags", "zz"]),
+                    inner
+                ),
                 0..6
             )
             .prop_map(|m| Value::Object(m.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())),

@@ -129,7 +129,11 @@ fn repeated_keys_are_flagged_and_read_as_serde_json_reads_them() {
     let tape = Tape::parse(r#"{"a":1,"a":2}"#).unwrap();
     assert_eq!(tape.root().get("a").unwrap().raw(), "2");
     assert_eq!(tape.root().members().count(), 2);
-    for text in [r#"{"a":1,"b":{"a":2}}"#, r#"[{"a":1},{"a":1}]"#, r#"{"a":1,"\u0062":2}"#] {
+    for text in [
+        r#"{"a":1,"b":{"a":2}}"#,
+        r#"[{"a":1},{"a":1}]"#,
+        r#"{"a":1,"\u0062":2}"#,
+    ] {
         assert!(!Tape::parse(text).unwrap().has_duplicate_keys(), "{text}");
     }
 }
@@ -161,7 +165,10 @@ fn nodes_read_types_members_and_pointers() {
     let z = root.get("z").unwrap();
     assert_eq!(z.elements().count(), 0);
     assert_eq!(root.get("a").unwrap().elements().len(), 2);
-    assert_eq!(Tape::parse(text).unwrap().root().to_value(), serde_json::from_str::<Value>(text).unwrap());
+    assert_eq!(
+        Tape::parse(text).unwrap().root().to_value(),
+        serde_json::from_str::<Value>(text).unwrap()
+    );
 }
 
 #[test]
