@@ -1,6 +1,8 @@
-//! Runs the official JSON-Schema-Test-Suite through geode's validation entry point
-//! ([`CompiledSchema::compile_in`], the one `geode validate` uses) and prints the pass rate per
-//! draft and the failing groups, as Markdown for the README.
+//! Runs the official JSON-Schema-Test-Suite through geode's validation entry points and prints
+//! the pass rate per draft and the failing groups, as Markdown for the README. Each test is
+//! validated twice: as a `serde_json::Value` ([`CompiledSchema::compile_in`], the worker's path)
+//! and as a [`Tape`] of its text (`CompiledSchema<TapeJson>`, the one `geode validate` uses); a
+//! test passes when both reports are equal and the verdict is the suite's.
 //!
 //! ```text
 //! cargo run -p geode --example conformance -- /path/to/JSON-Schema-Test-Suite
@@ -16,6 +18,8 @@
 use geode::schema::ResponseSchema;
 use geode::schema::formats::FormatMode;
 use geode::schema::resources::SchemaResources;
+use geode::schema::tape::Tape;
+use geode::schema::tape_json::TapeJson;
 use geode::schema::validate::CompiledSchema;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -182,7 +186,12 @@ fn run_dir(
         for group in groups {
             let schema = with_draft(group["schema"].clone(), draft_uri);
             let compiled = ResponseSchema::from_value(schema)
-                .and_then(|s| CompiledSchema::compile_in(&s, mode, Some(resources)))
+                .and_then(|s| {
+                    let by_value = CompiledSchema::compile_in(&s, mode, Some(resources))?;
+                    let by_tape =
+                        CompiledSchema::<TapeJson>::build(&s, mode, Some(resources))?;
+                    Ok((by_value, by_tape))
+                })
                 .map_err(|e| e.to_string());
             let tests = group["tests"].as_array().cloned().unwrap_or_default();
             let key = format!("{name}: {}", group["description"].as_str().unwrap_or("?"));
@@ -190,11 +199,15 @@ fn run_dir(
                 let expected = test["valid"].as_bool().unwrap_or(false);
                 let outcome = match &compiled {
                     Err(e) => Err(format!("refused: {e}")),
-                    Ok(c) => {
+                    Ok((c, by_tape)) => {
                         let report = c.validate(&test["data"]);
                         let valid = report.is_empty();
+                        let text = test["data"].to_string();
+                        let tape_report = Tape::parse(&text).map(|t| by_tape.validate(&t));
                         if valid != c.is_valid(&test["data"]) {
                             Err("validate and is_valid disagree".to_owned())
+                        } else if tape_report.as_ref() != Ok(&report) {
+                            Err(format!("the tape's report differs: {tape_report:?}"))
                         } else if valid == expected {
                             Ok(())
                         } else if valid {

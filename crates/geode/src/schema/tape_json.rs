@@ -253,8 +253,11 @@ impl JsonNumber for TapeNumber<'_> {
         }
     }
 
+    /// As a `Value` answers it (draft 4's `integer`), so `geode validate` and the worker agree: a
+    /// `Value` holds an `f64`, not its literal, and reads an exponent form of 2^63 or more as
+    /// an integer (`1e308` is one there, though the text has an exponent).
     fn is_written_as_integer(&self) -> bool {
-        !self.text.contains(['.', 'e', 'E'])
+        JsonNumber::is_written_as_integer(&*self.to_number())
     }
 }
 
