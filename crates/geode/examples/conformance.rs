@@ -188,8 +188,7 @@ fn run_dir(
             let compiled = ResponseSchema::from_value(schema)
                 .and_then(|s| {
                     let by_value = CompiledSchema::compile_in(&s, mode, Some(resources))?;
-                    let by_tape =
-                        CompiledSchema::<TapeJson>::build(&s, mode, Some(resources))?;
+                    let by_tape = CompiledSchema::<TapeJson>::build(&s, mode, Some(resources))?;
                     Ok((by_value, by_tape))
                 })
                 .map_err(|e| e.to_string());

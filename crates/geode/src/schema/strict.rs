@@ -326,11 +326,12 @@ impl<'a, D: Doc<'a>> Walk<'a, D> {
 
     /// Checks one schema object and pushes its subschemas (in document order) onto `children`.
     fn visit(&mut self, m: D, at: usize, children: &mut Vec<(D, usize)>) {
-        let is_object = m.get("type").is_some_and(|t| t.str_is("object"));
+        let rules = ObjectRules::of(m);
+        let is_object = rules.type_.is_some_and(|t| t.str_is("object"));
         if is_object {
-            self.check_object(m, at);
+            self.check_object(&rules, at);
         }
-        if self.server_rules && m.get("default").is_some() {
+        if self.server_rules && rules.default {
             let keyword = "default".to_owned();
             self.reason(at, StrictRule::KeywordNotPermitted { keyword });
         }
@@ -396,11 +397,11 @@ impl<'a, D: Doc<'a>> Walk<'a, D> {
     }
 
     /// The object rules for one `type:"object"` schema.
-    fn check_object(&mut self, m: D, at: usize) {
-        if !m.get("additionalProperties").is_some_and(D::is_false) {
+    fn check_object(&mut self, m: &ObjectRules<D>, at: usize) {
+        if !m.additional_properties.is_some_and(D::is_false) {
             self.reason(at, StrictRule::AdditionalPropertiesNotFalse);
         }
-        let props = match m.get("properties") {
+        let props = match m.properties {
             Some(p) if p.is_object() => Some(p),
             None => None,
             Some(p) if p.is_null() => None,
@@ -409,7 +410,7 @@ impl<'a, D: Doc<'a>> Walk<'a, D> {
                 None
             }
         };
-        let required = match m.get("required") {
+        let required = match m.required {
             None => None,
             Some(r) if r.is_null() => None,
             Some(r) if r.elements().is_some_and(|mut e| e.all(D::is_string)) => Some(r),
@@ -446,6 +447,39 @@ impl<'a, D: Doc<'a>> Walk<'a, D> {
         if !extra.is_empty() {
             self.reason(at, StrictRule::RequiredNotInProperties { keys: extra });
         }
+    }
+}
+
+/// The keywords of one schema object the rules read, found in one pass over its members (the
+/// last of a repeated key, as serde_json keeps it).
+struct ObjectRules<D> {
+    type_: Option<D>,
+    additional_properties: Option<D>,
+    properties: Option<D>,
+    required: Option<D>,
+    default: bool,
+}
+
+impl<'a, D: Doc<'a>> ObjectRules<D> {
+    fn of(m: D) -> Self {
+        let mut rules = Self {
+            type_: None,
+            additional_properties: None,
+            properties: None,
+            required: None,
+            default: false,
+        };
+        for (k, v) in m.members() {
+            match k.as_ref() {
+                "type" => rules.type_ = Some(v),
+                "additionalProperties" => rules.additional_properties = Some(v),
+                "properties" => rules.properties = Some(v),
+                "required" => rules.required = Some(v),
+                "default" => rules.default = true,
+                _ => {}
+            }
+        }
+        rules
     }
 }
 

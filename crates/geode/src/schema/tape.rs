@@ -113,7 +113,7 @@ impl<'s> Tape<'s> {
             b: text.as_bytes(),
             text,
             entries: Vec::with_capacity(text.len() / 8 + 1),
-            stack: [0; MAX_TAPE_DEPTH],
+            stack: [Open::default(); MAX_TAPE_DEPTH],
             depth: 0,
             keys: 0,
             duplicate_keys: false,
@@ -234,7 +234,10 @@ impl<'a> TapeNode<'a> {
             && if e.escaped {
                 self.as_str().is_some_and(|d| d == s)
             } else {
-                &self.tape.text[e.a as usize..e.b as usize] == s
+                same(
+                    &self.tape.text.as_bytes()[e.a as usize..e.b as usize],
+                    s.as_bytes(),
+                )
             }
     }
 
@@ -293,6 +296,9 @@ impl<'a> TapeNode<'a> {
     /// An object's value for `key` (the last one when the key repeats); `None` for a missing key
     /// or a non-object. A linear scan: objects here are small, and a scan beats hashing them.
     pub fn get(self, key: &str) -> Option<TapeNode<'a>> {
+        if !self.tape.duplicate_keys {
+            return self.members().find(|(k, _)| k.str_is(key)).map(|(_, v)| v);
+        }
         let mut found = None;
         for (k, v) in self.members() {
             if k.str_is(key) {
@@ -410,6 +416,14 @@ impl<'a> Iterator for Members<'a> {
 
 impl ExactSizeIterator for Members<'_> {}
 
+/// An open container: its entry, its values so far, and whether it is an object.
+#[derive(Clone, Copy, Default)]
+struct Open {
+    at: u32,
+    count: u32,
+    object: bool,
+}
+
 /// The one-pass builder: the same state machine as [`super::json_scan`]'s check, recording an
 /// entry per value.
 struct Parser<'s> {
@@ -418,13 +432,13 @@ struct Parser<'s> {
     entries: Vec<Entry>,
     /// Indices of the open containers (`stack[..depth]`): a fixed array, so a small document
     /// costs one allocation, its entries.
-    stack: [u32; MAX_TAPE_DEPTH],
+    stack: [Open; MAX_TAPE_DEPTH],
     depth: usize,
     /// Key entries recorded.
     keys: usize,
     duplicate_keys: bool,
     /// The repeated-key check's hash table for big objects (reused).
-    seen: Vec<u32>,
+    seen: Vec<u64>,
 }
 
 impl<'s> Parser<'s> {
@@ -448,7 +462,8 @@ impl<'s> Parser<'s> {
                     if self.depth == MAX_TAPE_DEPTH {
                         return Err(TapeError::TooDeep);
                     }
-                    let (kind, close) = if open == b'{' {
+                    let object = open == b'{';
+                    let (kind, close) = if object {
                         (Kind::Object, b'}')
                     } else {
                         (Kind::Array, b']')
@@ -459,9 +474,13 @@ impl<'s> Parser<'s> {
                     if b.get(i) == Some(&close) {
                         i += 1;
                     } else {
-                        self.stack[self.depth] = at as u32;
+                        self.stack[self.depth] = Open {
+                            at: at as u32,
+                            count: 0,
+                            object,
+                        };
                         self.depth += 1;
-                        if kind == Kind::Object {
+                        if object {
                             i = self.key(i)?;
                         }
                         continue 'value;
@@ -476,27 +495,28 @@ impl<'s> Parser<'s> {
             // After a value: count it in its container, then close containers or go on to the
             // next member.
             loop {
-                if self.depth == 0 {
+                let Some(top) = self.depth.checked_sub(1).map(|d| &mut self.stack[d]) else {
                     break 'value;
-                }
-                let top = self.stack[self.depth - 1] as usize;
-                self.entries[top].a += 1;
+                };
+                top.count += 1;
+                let Open { at, count, object } = *top;
                 i = skip_ws(b, i);
-                let kind = self.entries[top].kind;
-                match (kind, *b.get(i).ok_or(syntax(i))?) {
-                    (Kind::Object, b',') => {
+                match (object, *b.get(i).ok_or(syntax(i))?) {
+                    (true, b',') => {
                         i = self.key(skip_ws(b, i + 1))?;
                         continue 'value;
                     }
-                    (Kind::Array, b',') => {
+                    (false, b',') => {
                         i = skip_ws(b, i + 1);
                         continue 'value;
                     }
-                    (Kind::Object, b'}') | (Kind::Array, b']') => {
+                    (true, b'}') | (false, b']') => {
                         self.depth -= 1;
-                        self.entries[top].b = self.entries.len() as u32;
-                        if kind == Kind::Object && self.entries[top].a > 1 {
-                            self.check_repeated_keys(top);
+                        let end = self.entries.len() as u32;
+                        let entry = &mut self.entries[at as usize];
+                        (entry.a, entry.b) = (count, end);
+                        if object && count > 1 {
+                            self.check_repeated_keys(at as usize);
                         }
                         i += 1;
                     }
@@ -584,7 +604,10 @@ impl<'s> Parser<'s> {
             let mut first = [0usize; 8];
             for (j, k) in keys.enumerate() {
                 let key = span(&self.entries[k]);
-                if first[..j].iter().any(|&f| span(&self.entries[f]) == key) {
+                if first[..j]
+                    .iter()
+                    .any(|&f| same(span(&self.entries[f]), key))
+                {
                     self.duplicate_keys = true;
                     return;
                 }
@@ -592,25 +615,29 @@ impl<'s> Parser<'s> {
             }
             return;
         }
-        // Open addressing over entry indices + 1 (0 is empty), at most half full.
+        // Open addressing, at most half full; a slot holds the key's hash (high half) and its
+        // entry index + 1 (low half, 0 is empty), so only equal hashes compare bytes.
         let size = (count * 2).next_power_of_two();
         self.seen.clear();
         self.seen.resize(size, 0);
         for k in keys {
             let key = span(&self.entries[k]);
-            let mut slot = hash(key) as usize & (size - 1);
+            let h = hash(key);
+            let tag = h & !u64::from(u32::MAX);
+            let mut slot = h as usize & (size - 1);
             loop {
-                match self.seen[slot] {
-                    0 => {
-                        self.seen[slot] = k as u32 + 1;
-                        break;
-                    }
-                    other if span(&self.entries[other as usize - 1]) == key => {
-                        self.duplicate_keys = true;
-                        return;
-                    }
-                    _ => slot = (slot + 1) & (size - 1),
+                let held = self.seen[slot];
+                if held == 0 {
+                    self.seen[slot] = tag | (k as u64 + 1);
+                    break;
                 }
+                if held & !u64::from(u32::MAX) == tag
+                    && span(&self.entries[(held as u32) as usize - 1]) == key
+                {
+                    self.duplicate_keys = true;
+                    return;
+                }
+                slot = (slot + 1) & (size - 1);
             }
         }
     }
@@ -639,6 +666,13 @@ impl Iterator for KeyIndices<'_> {
         };
         Some(key)
     }
+}
+
+/// Byte equality that settles most unequal keys on their length and end bytes before comparing
+/// the rest (short keys are the common case, and a `memcmp` call costs more than they do).
+#[inline(always)]
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.last() == b.last() && a.first() == b.first() && a == b
 }
 
 /// A fast non-cryptographic hash of a key's bytes (FxHash's mix, eight bytes at a time).

@@ -98,7 +98,13 @@ fn every_keyword_reports_the_same_on_a_tape_as_on_a_value() {
         (
             json!({"$schema": "http://json-schema.org/draft-04/schema#",
                    "type": "object", "properties": {"n": {"type": "integer", "maximum": 5, "exclusiveMaximum": true}}}),
-            &[r#"{"n": 4}"#, r#"{"n": 5}"#, r#"{"n": 1.0}"#, r#"{"n": 1e308}"#, r#"{"n": 1e18}"#],
+            &[
+                r#"{"n": 4}"#,
+                r#"{"n": 5}"#,
+                r#"{"n": 1.0}"#,
+                r#"{"n": 1e308}"#,
+                r#"{"n": 1e18}"#,
+            ],
         ),
         (
             json!({"$schema": "http://json-schema.org/draft-04/schema#",
