@@ -41,3 +41,25 @@ pub(crate) fn nested_properties(levels: usize, leaf: Value, closed: bool) -> Val
     }
     v
 }
+
+/// Any JSON value, for the parsers' property tests: integers across `i64` and `u64`, floats far
+/// from zero, strings with quotes, backslashes, control characters and non-ASCII text, and
+/// objects whose keys need escapes.
+pub(crate) fn arb_json() -> impl proptest::strategy::Strategy<Value = Value> {
+    use proptest::prelude::*;
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(|n| json!(n)),
+        any::<u64>().prop_map(|n| json!(n)),
+        (-1e300f64..1e300).prop_map(|f| json!(f)),
+        "[a-z\\\\\"\u{0}-\u{1f}é€😀 ]{0,12}".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(6, 64, 8, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..8).prop_map(Value::Array),
+            prop::collection::btree_map("[a-d\"\\\\é]{0,4}", inner, 0..8)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}

@@ -2,9 +2,9 @@
 
 use super::*;
 use crate::schema::extract::last_valid_object;
+use crate::schema::fixtures::arb_json;
 use proptest::prelude::*;
 use serde::de::IgnoredAny;
-use serde_json::{Value, json};
 
 fn serde_ok(s: &str) -> bool {
     serde_json::from_str::<IgnoredAny>(s).is_ok()
@@ -88,28 +88,11 @@ fn top_level_keys_are_found_escaped_or_not() {
     assert_eq!(scan_keys("{\"a\":}", &["a"]), None);
 }
 
-fn json_value() -> impl Strategy<Value = Value> {
-    let leaf = prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::Bool),
-        any::<i64>().prop_map(|n| json!(n)),
-        (-1e6f64..1e6).prop_map(|f| json!(f)),
-        "[a-z\\\\\"\u{0}-\u{1f}é€😀 ]{0,12}".prop_map(Value::String),
-    ];
-    leaf.prop_recursive(5, 64, 6, |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-            prop::collection::btree_map("[a-z\"\\\\]{0,4}", inner, 0..6)
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
-        ]
-    })
-}
-
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(400))]
 
     #[test]
-    fn serialised_values_pass_with_their_keys(v in json_value(), pretty in any::<bool>()) {
+    fn serialised_values_pass_with_their_keys(v in arb_json(), pretty in any::<bool>()) {
         let text = if pretty { serde_json::to_string_pretty(&v).unwrap() } else { v.to_string() };
         let keys: Vec<String> = v.as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default();
         let mut required: Vec<&str> = keys.iter().map(String::as_str).collect();
@@ -123,7 +106,7 @@ proptest! {
     }
 
     #[test]
-    fn mutated_text_gets_serde_json_s_verdict(v in json_value(), at in any::<prop::sample::Index>(), op in 0u8..3, byte in prop::sample::select(vec![b'"', b'\\', b'{', b'}', b'[', b']', b',', b':', b'1', b'e', b'-', b'.', b' ', b'u', b'n', 0x01])) {
+    fn mutated_text_gets_serde_json_s_verdict(v in arb_json(), at in any::<prop::sample::Index>(), op in 0u8..3, byte in prop::sample::select(vec![b'"', b'\\', b'{', b'}', b'[', b']', b',', b':', b'1', b'e', b'-', b'.', b' ', b'u', b'n', 0x01])) {
         let mut bytes = v.to_string().into_bytes();
         let i = at.index(bytes.len() + 1);
         match op {
@@ -184,7 +167,7 @@ proptest! {
     /// Values, broken values and prose in any order: the one pass picks what the two passes do.
     #[test]
     fn prose_and_objects_in_any_order_agree_with_the_two_pass_rule(
-        parts in prop::collection::vec((json_value(), 0u8..4, any::<prop::sample::Index>()), 0..5),
+        parts in prop::collection::vec((arb_json(), 0u8..4, any::<prop::sample::Index>()), 0..5),
     ) {
         let mut text = String::new();
         for (v, kind, at) in &parts {

@@ -255,42 +255,25 @@ impl<'a> TapeNode<'a> {
         self.len() == 0
     }
 
-    /// The index just past this node's subtree.
-    fn next(self) -> u32 {
-        let e = self.entry();
-        match e.kind {
-            Kind::Array | Kind::Object => e.b,
-            _ => self.at + 1,
+    /// A cursor over this node's children when it is of `kind` (else over nothing).
+    fn children(self, kind: Kind) -> Cursor<'a> {
+        let left = if self.kind() == kind { self.len() } else { 0 };
+        Cursor {
+            tape: self.tape,
+            at: self.at + 1,
+            left,
         }
     }
 
     /// An array's elements in order (nothing for any other type).
     pub fn elements(self) -> Elements<'a> {
-        let left = if self.kind() == Kind::Array {
-            self.len()
-        } else {
-            0
-        };
-        Elements {
-            tape: self.tape,
-            at: self.at + 1,
-            left,
-        }
+        Elements(self.children(Kind::Array))
     }
 
     /// An object's members in document order, as (key node, value node) (nothing for any other
     /// type). Every member is listed, a repeated key's too.
     pub fn members(self) -> Members<'a> {
-        let left = if self.kind() == Kind::Object {
-            self.len()
-        } else {
-            0
-        };
-        Members {
-            tape: self.tape,
-            at: self.at + 1,
-            left,
-        }
+        Members(self.children(Kind::Object))
     }
 
     /// An object's value for `key` (the last one when the key repeats); `None` for a missing key
@@ -354,30 +337,53 @@ impl<'a> TapeNode<'a> {
     }
 }
 
-/// The elements of an array node, in order.
+/// The index just past the subtree whose root entry is at `at`.
+#[inline(always)]
+fn past(entries: &[Entry], at: usize) -> usize {
+    let e = entries[at];
+    match e.kind {
+        Kind::Array | Kind::Object => e.b as usize,
+        _ => at + 1,
+    }
+}
+
+/// Where the next child of a container starts, and how many are left.
 #[derive(Clone)]
-pub struct Elements<'a> {
+struct Cursor<'a> {
     tape: &'a Tape<'a>,
     at: u32,
     left: usize,
 }
 
-impl<'a> Iterator for Elements<'a> {
-    type Item = TapeNode<'a>;
-    fn next(&mut self) -> Option<TapeNode<'a>> {
+impl<'a> Cursor<'a> {
+    /// The next child, which spans `width` subtrees (an element 1, a member its key and value).
+    #[inline(always)]
+    fn step(&mut self, width: u32) -> Option<TapeNode<'a>> {
         if self.left == 0 {
             return None;
         }
         self.left -= 1;
-        let node = TapeNode {
+        let first = TapeNode {
             tape: self.tape,
             at: self.at,
         };
-        self.at = node.next();
-        Some(node)
+        let last = self.at + width - 1;
+        self.at = past(&self.tape.entries, last as usize) as u32;
+        Some(first)
+    }
+}
+
+/// The elements of an array node, in order.
+#[derive(Clone)]
+pub struct Elements<'a>(Cursor<'a>);
+
+impl<'a> Iterator for Elements<'a> {
+    type Item = TapeNode<'a>;
+    fn next(&mut self) -> Option<TapeNode<'a>> {
+        self.0.step(1)
     }
     fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.left, Some(self.left))
+        (self.0.left, Some(self.0.left))
     }
 }
 
@@ -385,32 +391,20 @@ impl ExactSizeIterator for Elements<'_> {}
 
 /// The members of an object node, as (key, value), in document order.
 #[derive(Clone)]
-pub struct Members<'a> {
-    tape: &'a Tape<'a>,
-    at: u32,
-    left: usize,
-}
+pub struct Members<'a>(Cursor<'a>);
 
 impl<'a> Iterator for Members<'a> {
     type Item = (TapeNode<'a>, TapeNode<'a>);
     fn next(&mut self) -> Option<Self::Item> {
-        if self.left == 0 {
-            return None;
-        }
-        self.left -= 1;
-        let key = TapeNode {
-            tape: self.tape,
-            at: self.at,
-        };
+        let key = self.0.step(2)?;
         let value = TapeNode {
-            tape: self.tape,
-            at: self.at + 1,
+            tape: key.tape,
+            at: key.at + 1,
         };
-        self.at = value.next();
         Some((key, value))
     }
     fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.left, Some(self.left))
+        (self.0.left, Some(self.0.left))
     }
 }
 
@@ -659,11 +653,7 @@ impl Iterator for KeyIndices<'_> {
         }
         self.left -= 1;
         let key = self.at;
-        let value = self.entries[key + 1];
-        self.at = match value.kind {
-            Kind::Array | Kind::Object => value.b as usize,
-            _ => key + 2,
-        };
+        self.at = past(self.entries, key + 1);
         Some(key)
     }
 }

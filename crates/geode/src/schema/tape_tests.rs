@@ -1,4 +1,5 @@
 use super::*;
+use crate::schema::fixtures::arb_json;
 use proptest::prelude::*;
 use serde_json::json;
 
@@ -176,24 +177,6 @@ fn a_string_tape_holds_its_text_as_content() {
     let tape = Tape::string("a\"b\\");
     assert_eq!(tape.root().as_str().unwrap(), "a\"b\\");
     assert_eq!(tape.root().to_value(), json!("a\"b\\"));
-}
-
-fn arb_json() -> impl Strategy<Value = Value> {
-    let leaf = prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::Bool),
-        any::<i64>().prop_map(|n| json!(n)),
-        any::<u64>().prop_map(|n| json!(n)),
-        (-1e300f64..1e300).prop_map(|f| json!(f)),
-        "\\PC{0,12}".prop_map(Value::String),
-    ];
-    leaf.prop_recursive(6, 64, 8, |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..8).prop_map(Value::Array),
-            prop::collection::vec(("[a-d\\\\\"é]{0,3}", inner), 0..8)
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
-        ]
-    })
 }
 
 proptest! {
