@@ -1,5 +1,6 @@
 //! The [`Tape`] as a `jsonschema` value representation, so a compiled validator reads an answer
-//! in place, with no `serde_json::Value` built ([`super::validate::CompiledSchema::validate_tape`]).
+//! in place, with no `serde_json::Value` built (`CompiledSchema<TapeJson>::validate`, in
+//! [`super::validate`]).
 //!
 //! Numbers read as serde_json reads them: an integer that fits `u64` (or, negative, `i64`) is
 //! exact, anything else an `f64` parsed by serde_json itself, so bounds and `multipleOf` decide

@@ -130,7 +130,7 @@ pub fn from_json<T: serde::de::DeserializeOwned>(body: &str) -> Result<T, ParseE
     })
 }
 
-/// A provider message made one line and cut to [`MESSAGE_LIMIT`] characters.
+/// A provider message made one line and cut to `MESSAGE_LIMIT` (300) characters.
 pub fn one_line(message: &str) -> String {
     let flat: String = message
         .chars()

@@ -1,7 +1,7 @@
 //! The OpenAI Responses wire family (`POST /v1/responses` and the ChatGPT backend's
 //! `/backend-api/codex/responses`), sans-IO: [`build`] turns an [`AdapterCallRequest`] into a
 //! request body; [`classify`] turns one SSE frame into an [`Event`]; [`Fold`] folds events into
-//! an [`AdapterResponse`]; [`parse_response`] reads a complete response object.
+//! an [`AdapterResponse`](crate::llm::request::AdapterResponse); [`parse_response`] reads a complete response object.
 //! [`ResponsesWire`] is this family's [`crate::llm::wire::family::Wire`].
 //!
 //! Request (`reference-behaviour.md` §2.A, `wire.md` §2):

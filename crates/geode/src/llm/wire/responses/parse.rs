@@ -219,7 +219,7 @@ impl Fold {
 }
 
 /// The typed adapter error for a Responses frame that failed to parse; a provider error kind
-/// is read as a failed run's code ([`run_error`]).
+/// is read as a failed run's code (`run_error`).
 pub fn adapter_error(e: ParseError, adapter: &str) -> AdapterError {
     e.into_adapter_error(adapter, |adapter, kind, message| {
         let e = ProviderError {
