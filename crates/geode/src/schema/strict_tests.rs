@@ -523,3 +523,65 @@ fn the_text_check_reads_escaped_and_repeated_keys_as_serde_json_does() {
         Err(TapeError::Syntax { .. })
     ));
 }
+
+/// Schema-shaped values: the keywords the walk reads, nested, with names that need escaping,
+/// `$ref`s that resolve, miss or leave the document, and values of the wrong type.
+fn arb_schema() -> impl proptest::strategy::Strategy<Value = Value> {
+    use proptest::prelude::*;
+    let name = prop::sample::select(vec!["a", "b", "a/b", "t~1", "é", "type", "properties"]);
+    let leaf = prop_oneof![
+        Just(json!({"type": "string"})),
+        Just(json!({"type": ["string", "null"]})),
+        Just(json!({"$ref": "#/$defs/x"})),
+        Just(json!({"$ref": "#/$defs/missing"})),
+        Just(json!({"$ref": "https://example.com/s.json"})),
+        Just(json!({"type": "object", "additionalProperties": false})),
+        Just(json!({"default": 1, "type": "integer"})),
+        Just(json!(true)),
+    ];
+    leaf.prop_recursive(4, 48, 5, move |inner| {
+        let props = prop::collection::btree_map(name.clone(), inner.clone(), 0..4);
+        let required = prop::collection::vec(name.clone(), 0..4);
+        prop_oneof![
+            (props, required, any::<bool>(), any::<bool>()).prop_map(|(p, r, closed, typed)| {
+                let mut m = serde_json::Map::new();
+                if typed {
+                    m.insert("type".into(), json!("object"));
+                }
+                m.insert(
+                    "properties".into(),
+                    Value::Object(p.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()),
+                );
+                m.insert("required".into(), json!(r));
+                if closed {
+                    m.insert("additionalProperties".into(), json!(false));
+                }
+                Value::Object(m)
+            }),
+            inner
+                .clone()
+                .prop_map(|i| json!({"type": "array", "items": i})),
+            prop::collection::vec(inner.clone(), 0..3).prop_map(|b| json!({"anyOf": b})),
+            (inner.clone(), inner).prop_map(|(a, x)| json!({"allOf": [a], "$defs": {"x": x}})),
+            Just(json!({"type": "object", "properties": 5, "required": "a"})),
+        ]
+    })
+}
+
+proptest::proptest! {
+    /// On any schema, the walk over its text gives the verdict and reasons of the walk over its
+    /// value, with and without the provider's rules.
+    #[test]
+    fn the_text_walk_equals_the_value_walk(schema in arb_schema()) {
+        for text in [schema.to_string(), serde_json::to_string_pretty(&schema).unwrap()] {
+            proptest::prop_assert_eq!(check_strict_text(&text).unwrap(), check_strict(&schema));
+            let tape = Tape::parse(&text).unwrap();
+            for server_rules in [false, true] {
+                proptest::prop_assert_eq!(
+                    verdict(tape.root(), server_rules),
+                    verdict(&schema, server_rules)
+                );
+            }
+        }
+    }
+}
