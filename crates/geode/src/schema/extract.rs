@@ -333,10 +333,7 @@ pub fn last_object_with<'a, T>(
 /// assert!(extract_last_object("no braces").is_none());
 /// ```
 pub fn extract_last_object(text: &str) -> Option<(&str, Value)> {
-    last_object_with(text, |s| match serde_json::from_str::<Value>(s) {
-        Ok(v @ Value::Object(_)) => Some(v),
-        _ => None,
-    })
+    extract_answer(text, crate::schema::root::AnswerRoot::Object)
 }
 
 /// Why [`extract_last_object`] found no object in a text.

@@ -1,7 +1,7 @@
 //! Extraction for any root (part of [`super`], in its own file for size): the rule for
 //! [`AnswerRoot::Values`] roots, and [`extract_answer`] / [`find_answer`] that pick the rule.
 
-use super::{extract_last_object, find_last_object, last_object_with};
+use super::{find_last_object, last_object_with};
 use crate::schema::root::{AnswerRoot, TypeSet};
 use crate::schema::tape::Tape;
 use memchr::memmem;
@@ -21,14 +21,7 @@ use std::ops::Range;
 /// assert!(extract_answer("Sure: 42", ints).is_none());
 /// ```
 pub fn extract_answer(text: &str, root: AnswerRoot) -> Option<(&str, Value)> {
-    match root {
-        AnswerRoot::Object => extract_last_object(text),
-        AnswerRoot::Values(types) => last_value_with(text, types, |s| {
-            serde_json::from_str::<Value>(s)
-                .ok()
-                .filter(|v| types.admits(v))
-        }),
-    }
+    extract_with(text, root, |s| serde_json::from_str(s).ok(), TypeSet::of)
 }
 
 /// [`extract_answer`] with the answer read into a [`Tape`] instead of a `Value`: the same
@@ -41,16 +34,29 @@ pub fn extract_answer(text: &str, root: AnswerRoot) -> Option<(&str, Value)> {
 /// assert_eq!((s, tape.root().len()), ("{\"a\": [1]}", 1));
 /// ```
 pub fn extract_answer_tape(text: &str, root: AnswerRoot) -> Option<(&str, Tape<'_>)> {
+    extract_with(
+        text,
+        root,
+        |s| Tape::parse(s).ok(),
+        |t| TypeSet::of_node(t.root()),
+    )
+}
+
+/// The answer of `text` for a schema root, each candidate read by `parse` and kept when its
+/// type (`type_of`) fits the root: the one rule behind [`extract_answer`] (a `Value`) and
+/// [`extract_answer_tape`] (a tape).
+pub(super) fn extract_with<'a, T>(
+    text: &'a str,
+    root: AnswerRoot,
+    parse: impl Fn(&'a str) -> Option<T>,
+    type_of: impl Fn(&T) -> TypeSet,
+) -> Option<(&'a str, T)> {
     match root {
-        AnswerRoot::Object => last_object_with(text, |s| {
-            Tape::parse(s)
-                .ok()
-                .filter(|t| t.root().kind() == crate::schema::tape::Kind::Object)
-        }),
+        AnswerRoot::Object => {
+            last_object_with(text, |s| parse(s).filter(|t| type_of(t) == TypeSet::OBJECT))
+        }
         AnswerRoot::Values(types) => last_value_with(text, types, |s| {
-            Tape::parse(s)
-                .ok()
-                .filter(|t| types.contains(TypeSet::of_node(t.root())))
+            parse(s).filter(|t| types.contains(type_of(t)))
         }),
     }
 }

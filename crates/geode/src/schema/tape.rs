@@ -161,11 +161,6 @@ impl<'s> Tape<'s> {
     pub fn has_duplicate_keys(&self) -> bool {
         self.duplicate_keys
     }
-
-    /// The text the tape was parsed from.
-    pub fn text(&self) -> &'s str {
-        self.text
-    }
 }
 
 /// One value of a [`Tape`]; `Copy`, two words.
@@ -216,15 +211,7 @@ impl<'a> TapeNode<'a> {
         if e.kind != Kind::String {
             return None;
         }
-        let raw = &self.tape.text[e.a as usize..e.b as usize];
-        if !e.escaped {
-            return Some(Cow::Borrowed(raw));
-        }
-        // The span is a checked JSON string, so this decode cannot fail.
-        let quoted = &self.tape.text[e.a as usize - 1..e.b as usize + 1];
-        Some(Cow::Owned(
-            serde_json::from_str::<String>(quoted).unwrap_or_default(),
-        ))
+        Some(decode(self.tape.text, e))
     }
 
     /// True for a string equal to `s` once decoded.
@@ -585,11 +572,8 @@ impl<'s> Parser<'s> {
         let b = self.b;
         let span = |e: &Entry| &b[e.a as usize..e.b as usize];
         if keys.clone().any(|k| self.entries[k].escaped) {
-            let mut decoded: Vec<Cow<'_, str>> = keys
-                .map(|k| {
-                    decode_key(std::str::from_utf8(span(&self.entries[k])).unwrap_or_default())
-                })
-                .collect();
+            let mut decoded: Vec<Cow<'_, str>> =
+                keys.map(|k| decode(self.text, self.entries[k])).collect();
             decoded.sort_unstable();
             self.duplicate_keys |= decoded.windows(2).any(|w| w[0] == w[1]);
             return;
@@ -682,12 +666,15 @@ fn hash(bytes: &[u8]) -> u64 {
     h ^ (h >> 32)
 }
 
-/// A key's decoded text from its raw (checked) content.
-fn decode_key(raw: &str) -> Cow<'_, str> {
-    if !raw.contains('\\') {
+/// The decoded content of the string entry `e` of `text`: borrowed unless it holds an escape.
+fn decode(text: &str, e: Entry) -> Cow<'_, str> {
+    let raw = &text[e.a as usize..e.b as usize];
+    if !e.escaped {
         return Cow::Borrowed(raw);
     }
-    Cow::Owned(serde_json::from_str::<String>(&format!("\"{raw}\"")).unwrap_or_default())
+    // The span, quotes included, is a checked JSON string, so this decode cannot fail.
+    let quoted = &text[e.a as usize - 1..e.b as usize + 1];
+    Cow::Owned(serde_json::from_str::<String>(quoted).unwrap_or_default())
 }
 
 /// True when every `\u` escape of a string's raw content is a scalar value or a high surrogate
