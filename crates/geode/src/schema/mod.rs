@@ -33,6 +33,7 @@ pub mod cost;
 pub mod dialect;
 pub mod extract;
 pub mod formats;
+mod json_read;
 pub mod json_scan;
 pub mod nullable;
 pub mod resources;

@@ -45,6 +45,8 @@ use std::collections::HashSet;
 
 #[path = "strict_doc.rs"]
 mod doc;
+#[path = "strict_scan.rs"]
+mod scan;
 pub(crate) use doc::Doc;
 
 /// The rule a [`StrictReason`] says was broken.
@@ -199,6 +201,14 @@ fn verdict<'a, D: Doc<'a>>(schema: D, server_rules: bool) -> StrictVerdict {
 /// assert!(check_strict_text("{").is_err());
 /// ```
 pub fn check_strict_text(text: &str) -> Result<StrictVerdict, TapeError> {
+    // Most schemas are settled in the one pass; the rest (and every incompatible one, whose
+    // reasons need pointers) are walked.
+    if let scan::Certified::Compatible = scan::certify(text)? {
+        return Ok(StrictVerdict {
+            compatible: true,
+            reasons: Vec::new(),
+        });
+    }
     let tape = Tape::parse(text)?;
     if tape.has_duplicate_keys() {
         // A repeated key is read as serde_json reads it: the last value wins.

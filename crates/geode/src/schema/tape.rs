@@ -23,7 +23,7 @@
 //! subtree, so a container is skipped in O(1). An object's members follow it as key entry, value
 //! subtree, key entry, value subtree, and so on.
 
-use super::json_scan::{literal, number_end, skip_ws, string_end_escaped};
+use super::json_read::{Halt, Sink, Stop, read};
 use serde_json::Value;
 use std::borrow::Cow;
 
@@ -106,20 +106,20 @@ pub struct Tape<'s> {
 impl<'s> Tape<'s> {
     /// Parses `text` (exactly one JSON value, whitespace around it allowed).
     pub fn parse(text: &'s str) -> Result<Self, TapeError> {
-        if u32::try_from(text.len()).is_err() {
-            return Err(TapeError::TooLarge);
-        }
-        let mut p = Parser {
+        let mut p = Builder {
             b: text.as_bytes(),
             text,
-            entries: Vec::with_capacity(text.len() / 8 + 1),
-            stack: [Open::default(); MAX_TAPE_DEPTH],
-            depth: 0,
+            // About one value per four bytes of schema-like JSON; one allocation for most.
+            entries: Vec::with_capacity(text.len() / 4 + 1),
             keys: 0,
             duplicate_keys: false,
             seen: Vec::new(),
         };
-        p.document()?;
+        read(text, &mut p).map_err(|stop| match stop {
+            Stop::Invalid(e) => e,
+            // The builder never halts.
+            Stop::Halted => TapeError::Syntax { at: 0 },
+        })?;
         let values = (p.entries.len() - p.keys) as u64;
         Ok(Self {
             text,
@@ -397,24 +397,11 @@ impl<'a> Iterator for Members<'a> {
 
 impl ExactSizeIterator for Members<'_> {}
 
-/// An open container: its entry, its values so far, and whether it is an object.
-#[derive(Clone, Copy, Default)]
-struct Open {
-    at: u32,
-    count: u32,
-    object: bool,
-}
-
-/// The one-pass builder: the same state machine as [`super::json_scan`]'s check, recording an
-/// entry per value.
-struct Parser<'s> {
+/// The [`Sink`] that records an entry per value.
+struct Builder<'s> {
     b: &'s [u8],
     text: &'s str,
     entries: Vec<Entry>,
-    /// Indices of the open containers (`stack[..depth]`): a fixed array, so a small document
-    /// costs one allocation, its entries.
-    stack: [Open; MAX_TAPE_DEPTH],
-    depth: usize,
     /// Key entries recorded.
     keys: usize,
     duplicate_keys: bool,
@@ -422,7 +409,49 @@ struct Parser<'s> {
     seen: Vec<u64>,
 }
 
-impl<'s> Parser<'s> {
+impl Sink for Builder<'_> {
+    #[inline(always)]
+    fn open(&mut self, _parent: u32, object: bool) -> Result<u32, Halt> {
+        let at = self.entries.len();
+        let kind = if object { Kind::Object } else { Kind::Array };
+        self.push(kind, false, 0, at + 1);
+        Ok(at as u32)
+    }
+
+    #[inline(always)]
+    fn close(&mut self, at: u32, object: bool, count: u32) -> Result<(), Halt> {
+        let end = self.entries.len() as u32;
+        let entry = &mut self.entries[at as usize];
+        (entry.a, entry.b) = (count, end);
+        if object && count > 1 {
+            self.check_repeated_keys(at as usize);
+        }
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn key(&mut self, _parent: u32, a: usize, b: usize, escaped: bool) -> Result<(), Halt> {
+        self.keys += 1;
+        self.push(Kind::String, escaped, a, b);
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn scalar(
+        &mut self,
+        _parent: u32,
+        kind: Kind,
+        a: usize,
+        b: usize,
+        escaped: bool,
+    ) -> Result<(), Halt> {
+        self.push(kind, escaped, a, b);
+        Ok(())
+    }
+}
+
+impl Builder<'_> {
+    #[inline(always)]
     fn push(&mut self, kind: Kind, escaped: bool, a: usize, b: usize) {
         self.entries.push(Entry {
             kind,
@@ -430,133 +459,6 @@ impl<'s> Parser<'s> {
             a: a as u32,
             b: b as u32,
         });
-    }
-
-    fn document(&mut self) -> Result<(), TapeError> {
-        let b = self.b;
-        let syntax = |at: usize| TapeError::Syntax { at };
-        let mut i = skip_ws(b, 0);
-        // Parse one value at `i`, then loop on what follows it.
-        'value: loop {
-            match *b.get(i).ok_or(syntax(i))? {
-                open @ (b'{' | b'[') => {
-                    if self.depth == MAX_TAPE_DEPTH {
-                        return Err(TapeError::TooDeep);
-                    }
-                    let object = open == b'{';
-                    let (kind, close) = if object {
-                        (Kind::Object, b'}')
-                    } else {
-                        (Kind::Array, b']')
-                    };
-                    let at = self.entries.len();
-                    self.push(kind, false, 0, at + 1);
-                    i = skip_ws(b, i + 1);
-                    if b.get(i) == Some(&close) {
-                        i += 1;
-                    } else {
-                        self.stack[self.depth] = Open {
-                            at: at as u32,
-                            count: 0,
-                            object,
-                        };
-                        self.depth += 1;
-                        if object {
-                            i = self.key(i)?;
-                        }
-                        continue 'value;
-                    }
-                }
-                b'"' => i = self.string(i)?,
-                b't' => i = self.literal(i, b"true", Kind::True)?,
-                b'f' => i = self.literal(i, b"false", Kind::False)?,
-                b'n' => i = self.literal(i, b"null", Kind::Null)?,
-                _ => i = self.number(i)?,
-            }
-            // After a value: count it in its container, then close containers or go on to the
-            // next member.
-            loop {
-                let Some(top) = self.depth.checked_sub(1).map(|d| &mut self.stack[d]) else {
-                    break 'value;
-                };
-                top.count += 1;
-                let Open { at, count, object } = *top;
-                i = skip_ws(b, i);
-                match (object, *b.get(i).ok_or(syntax(i))?) {
-                    (true, b',') => {
-                        i = self.key(skip_ws(b, i + 1))?;
-                        continue 'value;
-                    }
-                    (false, b',') => {
-                        i = skip_ws(b, i + 1);
-                        continue 'value;
-                    }
-                    (true, b'}') | (false, b']') => {
-                        self.depth -= 1;
-                        let end = self.entries.len() as u32;
-                        let entry = &mut self.entries[at as usize];
-                        (entry.a, entry.b) = (count, end);
-                        if object && count > 1 {
-                            self.check_repeated_keys(at as usize);
-                        }
-                        i += 1;
-                    }
-                    _ => return Err(syntax(i)),
-                }
-            }
-        }
-        if skip_ws(b, i) != b.len() {
-            return Err(syntax(i));
-        }
-        Ok(())
-    }
-
-    /// A string at `i` (its opening quote); returns the index after the closing quote.
-    fn string(&mut self, i: usize) -> Result<usize, TapeError> {
-        let (end, escaped) =
-            string_end_escaped(self.b, i + 1).ok_or(TapeError::Syntax { at: i })?;
-        if escaped && !surrogates_pair(&self.b[i + 1..end - 1]) {
-            return Err(TapeError::Syntax { at: i });
-        }
-        self.push(Kind::String, escaped, i + 1, end - 1);
-        Ok(end)
-    }
-
-    /// An object key and its `:` at `i`; returns the index after the colon's whitespace.
-    fn key(&mut self, i: usize) -> Result<usize, TapeError> {
-        if self.b.get(i) != Some(&b'"') {
-            return Err(TapeError::Syntax { at: i });
-        }
-        let end = self.string(i)?;
-        self.keys += 1;
-        let colon = skip_ws(self.b, end);
-        if self.b.get(colon) != Some(&b':') {
-            return Err(TapeError::Syntax { at: colon });
-        }
-        Ok(skip_ws(self.b, colon + 1))
-    }
-
-    fn literal(&mut self, i: usize, word: &[u8], kind: Kind) -> Result<usize, TapeError> {
-        let end = literal(self.b, i, word).ok_or(TapeError::Syntax { at: i })?;
-        self.push(kind, false, i, end);
-        Ok(end)
-    }
-
-    fn number(&mut self, i: usize) -> Result<usize, TapeError> {
-        let end = number_end(self.b, i).ok_or(TapeError::Syntax { at: i })?;
-        let digits = &self.b[i..end];
-        // An integer of up to 19 digits fits u64/i64; anything else is read as f64, as
-        // serde_json does, and must be finite.
-        let short_integer = digits.len() <= 19 && !digits.iter().any(|c| b".eE".contains(c));
-        if !short_integer
-            && !self.text[i..end]
-                .parse::<f64>()
-                .is_ok_and(|f| f.is_finite())
-        {
-            return Err(TapeError::NumberOutOfRange);
-        }
-        self.push(Kind::Number, false, i, end);
-        Ok(end)
     }
 
     /// Sets `duplicate_keys` when the object at `top` (closed, two members or more) repeats a
@@ -675,42 +577,6 @@ fn decode(text: &str, e: Entry) -> Cow<'_, str> {
     // The span, quotes included, is a checked JSON string, so this decode cannot fail.
     let quoted = &text[e.a as usize - 1..e.b as usize + 1];
     Cow::Owned(serde_json::from_str::<String>(quoted).unwrap_or_default())
-}
-
-/// True when every `\u` escape of a string's raw content is a scalar value or a high surrogate
-/// followed by a low one (serde_json refuses a lone surrogate when it builds a `String`).
-fn surrogates_pair(raw: &[u8]) -> bool {
-    let hex = |at: usize| -> Option<u32> {
-        let digits = std::str::from_utf8(raw.get(at..at + 4)?).ok()?;
-        u32::from_str_radix(digits, 16).ok()
-    };
-    let mut i = 0;
-    while i < raw.len() {
-        if raw[i] != b'\\' {
-            i += 1;
-            continue;
-        }
-        if raw.get(i + 1) != Some(&b'u') {
-            i += 2;
-            continue;
-        }
-        let Some(unit) = hex(i + 2) else { return false };
-        i += 6;
-        match unit {
-            0xD800..=0xDBFF => {
-                let low = (raw.get(i..i + 2) == Some(b"\\u"))
-                    .then(|| hex(i + 2))
-                    .flatten();
-                if !matches!(low, Some(0xDC00..=0xDFFF)) {
-                    return false;
-                }
-                i += 6;
-            }
-            0xDC00..=0xDFFF => return false,
-            _ => {}
-        }
-    }
-    true
 }
 
 #[cfg(test)]
