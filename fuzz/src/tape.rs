@@ -9,7 +9,8 @@ use serde_json::Value;
 /// Parses `data` (read as UTF-8, invalid bytes replaced) as a tape and as a `Value`.
 ///
 /// Invariants: the tape takes exactly what serde_json takes and reads back the same value; the
-/// strict check of the text equals the strict check of the parsed value; extraction through a
+/// strict check of the text (certified in one pass, or walked) equals the strict check of the
+/// parsed value, and refuses what the tape refuses with the same error; extraction through a
 /// tape picks the same answer as extraction through a `Value`, for an object root and an array
 /// root.
 pub fn run(data: &[u8]) {
@@ -30,7 +31,13 @@ pub fn run(data: &[u8]) {
                 "the text's strict verdict differs"
             );
         }
-        (Err(_), Err(_)) => {}
+        (Err(e), Err(_)) => {
+            assert_eq!(
+                check_strict_text(text).err().as_ref(),
+                Some(e),
+                "the strict check of a text that is not JSON"
+            );
+        }
         _ => panic!("tape {tape:?}, serde_json {value:?}"),
     }
     let array = AnswerRoot::Values(TypeSet::ARRAY.union(TypeSet::INTEGER));

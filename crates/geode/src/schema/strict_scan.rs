@@ -327,3 +327,7 @@ impl Sink for Certifier<'_> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+#[path = "strict_scan_tests.rs"]
+mod tests;

@@ -526,7 +526,7 @@ fn the_text_check_reads_escaped_and_repeated_keys_as_serde_json_does() {
 
 /// Schema-shaped values: the keywords the walk reads, nested, with names that need escaping,
 /// `$ref`s that resolve, miss or leave the document, and values of the wrong type.
-fn arb_schema() -> impl proptest::strategy::Strategy<Value = Value> {
+pub(super) fn arb_schema() -> impl proptest::strategy::Strategy<Value = Value> {
     use proptest::prelude::*;
     let name = prop::sample::select(vec!["a", "b", "a/b", "t~1", "é", "type", "properties"]);
     let leaf = prop_oneof![
