@@ -107,6 +107,10 @@ impl Keyword {
 }
 
 /// One open schema object.
+///
+/// Its property names and its required names are compared as they are read: whichever list comes
+/// first is kept in `names` (from `mark`), and each name of the second is compared with the name
+/// at its index in the first.
 #[derive(Clone, Copy)]
 struct Frame {
     /// The keyword before the value being read.
@@ -115,16 +119,15 @@ struct Frame {
     seen: u8,
     type_object: bool,
     additional_false: bool,
-    /// `properties` is neither an object nor null.
-    properties_bad: bool,
-    /// `required` is neither an array of strings nor null.
-    required_bad: bool,
-    /// Where this frame's names start in `names` (dropped at its close).
+    /// `properties` is not an object or null, `required` not an array of strings or null, or
+    /// the two lists differ.
+    bad: bool,
+    /// Where this frame's kept names start in `names` (dropped at its close).
     mark: u32,
-    /// `properties` names: `names[properties.0..][..properties.1]`.
-    properties: (u32, u32),
-    /// `required` names, likewise.
-    required: (u32, u32),
+    /// Property names read.
+    properties: u32,
+    /// Required names read.
+    required: u32,
 }
 
 /// The [`Sink`] that certifies.
@@ -132,7 +135,7 @@ struct Certifier<'s> {
     b: &'s [u8],
     /// The open schema objects, innermost last.
     frames: SmallVec<[Frame; 8]>,
-    /// Byte spans of property names and required names of the open schema objects.
+    /// Byte spans of the first name list of each open schema object.
     names: SmallVec<[(u32, u32); 32]>,
 }
 
@@ -179,22 +182,32 @@ impl Certifier<'_> {
         (role, frame)
     }
 
-    /// The rules of a `type:"object"` schema: closed, and its property names are its required
-    /// names in order.
-    fn object_rules_hold(&self, f: &Frame) -> bool {
-        f.additional_false
-            && !f.properties_bad
-            && !f.required_bad
-            && self.names_equal(f.properties, f.required)
-    }
-
-    fn names_equal(&self, a: (u32, u32), b: (u32, u32)) -> bool {
-        let span = |(from, to): (u32, u32)| &self.b[from as usize..to as usize];
-        let (a, b) = (
-            &self.names[a.0 as usize..][..a.1 as usize],
-            &self.names[b.0 as usize..][..b.1 as usize],
-        );
-        a.len() == b.len() && a.iter().zip(b).all(|(&x, &y)| span(x) == span(y))
+    /// Reads one name of frame `at`'s property names (`property`) or required names. The first
+    /// list read is kept; a name of the second is compared with the name at its index in the
+    /// first (the other list is empty, or was read in full: lists are sibling values).
+    #[inline(always)]
+    fn name(&mut self, at: usize, a: usize, b: usize, property: bool) {
+        let Self {
+            b: text,
+            frames,
+            names,
+        } = self;
+        let f = &mut frames[at];
+        let (count, other) = if property {
+            (&mut f.properties, f.required)
+        } else {
+            (&mut f.required, f.properties)
+        };
+        let index = *count;
+        *count += 1;
+        if other == 0 {
+            names.push((a as u32, b as u32));
+        } else if index >= other || {
+            let (x, y) = names[(f.mark + index) as usize];
+            text[x as usize..y as usize] != text[a..b]
+        } {
+            f.bad = true;
+        }
     }
 }
 
@@ -209,30 +222,19 @@ impl Sink for Certifier<'_> {
                     seen: 0,
                     type_object: false,
                     additional_false: false,
-                    properties_bad: false,
-                    required_bad: false,
+                    bad: false,
                     mark: self.names.len() as u32,
-                    properties: (0, 0),
-                    required: (0, 0),
+                    properties: 0,
+                    required: 0,
                 });
                 tag(self.frames.len() - 1, Role::Schema)
             }
-            (Role::Properties, true) => {
-                let start = self.names.len() as u32;
-                self.frames[frame].properties = (start, 0);
-                tag(frame, Role::Properties)
-            }
-            (Role::Properties, false) => {
-                self.frames[frame].properties_bad = true;
-                tag(frame, Role::Data)
-            }
+            (Role::Properties, true) => tag(frame, Role::Properties),
             (Role::Required, false) if role_of(parent) == Role::Schema => {
-                let start = self.names.len() as u32;
-                self.frames[frame].required = (start, 0);
                 tag(frame, Role::Required)
             }
-            (Role::Required, _) => {
-                self.frames[frame].required_bad = true;
+            (Role::Properties | Role::Required, _) => {
+                self.frames[frame].bad = true;
                 tag(frame, Role::Data)
             }
             (Role::Schemas, false) => tag(frame, Role::Schemas),
@@ -248,7 +250,7 @@ impl Sink for Certifier<'_> {
         let Some(f) = self.frames.pop() else {
             return Ok(());
         };
-        if f.type_object && !self.object_rules_hold(&f) {
+        if f.type_object && !(f.additional_false && !f.bad && f.properties == f.required) {
             return Err(Halt);
         }
         self.names.truncate(f.mark as usize);
@@ -275,8 +277,7 @@ impl Sink for Certifier<'_> {
                 if escaped {
                     return Err(Halt);
                 }
-                self.names.push((a as u32, b as u32));
-                self.frames[frame_of(parent)].properties.1 += 1;
+                self.name(frame_of(parent), a, b, true);
             }
             _ => {}
         }
@@ -307,19 +308,17 @@ impl Sink for Certifier<'_> {
                         f.type_object = kind == Kind::String && &self.b[a..b] == b"object";
                     }
                     Keyword::AdditionalProperties => f.additional_false = kind == Kind::False,
-                    Keyword::Properties => f.properties_bad = kind != Kind::Null,
-                    Keyword::Required => f.required_bad = kind != Kind::Null,
+                    Keyword::Properties | Keyword::Required => f.bad |= kind != Kind::Null,
                     _ => {}
                 }
             }
             Role::Required => {
                 if kind != Kind::String {
-                    self.frames[frame].required_bad = true;
+                    self.frames[frame].bad = true;
                 } else if escaped {
                     return Err(Halt);
                 } else {
-                    self.names.push((a as u32, b as u32));
-                    self.frames[frame].required.1 += 1;
+                    self.name(frame, a, b, false);
                 }
             }
             _ => {}

@@ -30,14 +30,18 @@ fn a_closed_object_with_every_property_required_in_order_is_settled() {
     let pretty = serde_json::to_string_pretty(&serde_json::from_str::<Value>(CLOSED).unwrap());
     assert!(certifies(&pretty.unwrap(), true));
     // Required first, properties after.
-    let swapped = r#"{"additionalProperties":false,"required":["a"],"type":"object","properties":{"a":{}}}"#;
+    let swapped =
+        r#"{"additionalProperties":false,"required":["a"],"type":"object","properties":{"a":{}}}"#;
     assert!(certifies(swapped, true));
 }
 
 #[test]
 fn required_names_in_another_order_are_handed_to_the_walk() {
     let text = r#"{"type":"object","properties":{"a":{},"b":{}},"required":["b","a"],"additionalProperties":false}"#;
-    assert!(certifies(text, false), "compatible, but not settled in one pass");
+    assert!(
+        certifies(text, false),
+        "compatible, but not settled in one pass"
+    );
 }
 
 #[test]
@@ -58,7 +62,8 @@ fn a_broken_object_rule_is_never_certified() {
         assert!(!certifies(text, false), "{text}");
     }
     // Null `properties` and `required` are absent ones.
-    let nulls = r#"{"type":"object","properties":null,"required":null,"additionalProperties":false}"#;
+    let nulls =
+        r#"{"type":"object","properties":null,"required":null,"additionalProperties":false}"#;
     assert!(certifies(nulls, true));
 }
 
