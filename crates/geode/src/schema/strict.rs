@@ -190,8 +190,14 @@ fn verdict<'a, D: Doc<'a>>(schema: D, server_rules: bool) -> StrictVerdict {
     walk(schema, server_rules, true)
 }
 
-/// [`check_strict`] of a schema's JSON text, read as a [`Tape`] (no `Value` is built): the
-/// verdict `check_strict` gives the parsed schema, or why the text is not JSON.
+/// [`check_strict`] of a schema's JSON text, without building a `Value`: the verdict
+/// `check_strict` gives the parsed schema, or why the text is not JSON.
+///
+/// A compatible schema is usually settled in one pass over the text (`strict_scan.rs`: a
+/// certifier that answers "compatible" only where the walk would, and hands back what it cannot
+/// settle: `$ref`s, escaped keys, repeated rule keywords, required names in another order). The
+/// rest, and every incompatible schema (whose reasons need pointers), are read as a [`Tape`] and
+/// walked.
 ///
 /// ```
 /// use geode::schema::strict::check_strict_text;

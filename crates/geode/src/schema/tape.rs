@@ -18,6 +18,9 @@
 //! A repeated key is the one place the two read differently (a tape keeps both members), so a
 //! caller that must read such a document as serde_json does checks the flag and falls back.
 //!
+//! The text is read by the reader the strict check's one-pass certifier also uses
+//! (`json_read.rs`); the tape is what it records.
+//!
 //! Layout: a scalar's entry holds its byte span (a string's without the quotes, and whether it
 //! holds an escape); a container's entry holds its member count and the index just past its
 //! subtree, so a container is skipped in O(1). An object's members follow it as key entry, value
