@@ -9,10 +9,7 @@
 
 use super::json_scan::{literal, number_end, skip_ws, string_end_escaped};
 use super::tape::{Kind, MAX_TAPE_DEPTH, TapeError};
-use smallvec::SmallVec;
-
-/// The `parent` a [`Sink`] is given for the root value.
-pub(super) const NO_PARENT: u32 = u32::MAX;
+use arrayvec::ArrayVec;
 
 /// A sink's request to stop reading (what was read so far is not known to be JSON).
 #[derive(Debug)]
@@ -40,19 +37,24 @@ impl From<Halt> for Stop {
 }
 
 /// What [`read`] reports. `parent` is the tag [`Sink::open`] gave the innermost open container
-/// ([`NO_PARENT`] for the root); spans are byte ranges of the text (a string's without its quotes).
+/// ([`Sink::DOCUMENT`] for the root value); spans are byte ranges of the text (a string's without
+/// its quotes).
 pub(super) trait Sink {
+    /// What the sink keeps of an open container.
+    type Tag: Copy;
+    /// The `parent` of the root value.
+    const DOCUMENT: Self::Tag;
     /// A container opens; the tag returned is given back as the `parent` of its children and to
     /// [`Sink::close`].
-    fn open(&mut self, parent: u32, object: bool) -> Result<u32, Halt>;
+    fn open(&mut self, parent: Self::Tag, object: bool) -> Result<Self::Tag, Halt>;
     /// The container tagged `tag` closes, holding `count` elements (members).
-    fn close(&mut self, tag: u32, object: bool, count: u32) -> Result<(), Halt>;
+    fn close(&mut self, tag: Self::Tag, object: bool, count: u32) -> Result<(), Halt>;
     /// An object member's key, before its value.
-    fn key(&mut self, parent: u32, a: usize, b: usize, escaped: bool) -> Result<(), Halt>;
+    fn key(&mut self, parent: Self::Tag, a: usize, b: usize, escaped: bool) -> Result<(), Halt>;
     /// A scalar value of `kind` (`escaped` only for a string holding an escape).
     fn scalar(
         &mut self,
-        parent: u32,
+        parent: Self::Tag,
         kind: Kind,
         a: usize,
         b: usize,
@@ -62,8 +64,8 @@ pub(super) trait Sink {
 
 /// An open container: its sink tag, its values so far, and whether it is an object.
 #[derive(Clone, Copy)]
-struct Open {
-    tag: u32,
+struct Open<T> {
+    tag: T,
     count: u32,
     object: bool,
 }
@@ -75,13 +77,13 @@ pub(super) fn read<S: Sink>(text: &str, sink: &mut S) -> Result<(), Stop> {
         return Err(TapeError::TooLarge.into());
     }
     let syntax = |at: usize| TapeError::Syntax { at };
-    // Inline for the nesting schemas have; deeper documents spill to the heap.
-    let mut stack: SmallVec<[Open; 16]> = SmallVec::new();
-    let mut parent = NO_PARENT;
+    // On the call stack, uninitialised until used: the depth limit bounds it.
+    let mut stack: ArrayVec<Open<S::Tag>, MAX_TAPE_DEPTH> = ArrayVec::new();
+    let mut parent = S::DOCUMENT;
     let mut i = skip_ws(b, 0);
     // Read one value at `i`, then loop on what follows it.
     'value: loop {
-        match *b.get(i).ok_or(syntax(i))? {
+        match *b.get(i).ok_or_else(|| syntax(i))? {
             open @ (b'{' | b'[') => {
                 if stack.len() == MAX_TAPE_DEPTH {
                     return Err(TapeError::TooDeep.into());
@@ -94,11 +96,14 @@ pub(super) fn read<S: Sink>(text: &str, sink: &mut S) -> Result<(), Stop> {
                     sink.close(tag, object, 0)?;
                     i += 1;
                 } else {
-                    stack.push(Open {
-                        tag,
-                        count: 0,
-                        object,
-                    });
+                    // Room is checked above (before the sink hears of it).
+                    stack
+                        .try_push(Open {
+                            tag,
+                            count: 0,
+                            object,
+                        })
+                        .map_err(|_| TapeError::TooDeep)?;
                     parent = tag;
                     if object {
                         i = key(b, i, parent, sink)?;
@@ -129,7 +134,7 @@ pub(super) fn read<S: Sink>(text: &str, sink: &mut S) -> Result<(), Stop> {
             top.count += 1;
             let Open { tag, count, object } = *top;
             i = skip_ws(b, i);
-            match (object, *b.get(i).ok_or(syntax(i))?) {
+            match (object, *b.get(i).ok_or_else(|| syntax(i))?) {
                 (true, b',') => {
                     i = key(b, skip_ws(b, i + 1), parent, sink)?;
                     continue 'value;
@@ -140,7 +145,7 @@ pub(super) fn read<S: Sink>(text: &str, sink: &mut S) -> Result<(), Stop> {
                 }
                 (true, b'}') | (false, b']') => {
                     stack.pop();
-                    parent = stack.last().map_or(NO_PARENT, |o| o.tag);
+                    parent = stack.last().map_or(S::DOCUMENT, |o| o.tag);
                     sink.close(tag, object, count)?;
                     i += 1;
                 }
@@ -167,7 +172,7 @@ fn string(b: &[u8], i: usize) -> Result<(usize, bool), TapeError> {
 
 /// An object key and its `:` at `i`; returns the index after the colon's whitespace.
 #[inline(always)]
-fn key<S: Sink>(b: &[u8], i: usize, parent: u32, sink: &mut S) -> Result<usize, Stop> {
+fn key<S: Sink>(b: &[u8], i: usize, parent: S::Tag, sink: &mut S) -> Result<usize, Stop> {
     if b.get(i) != Some(&b'"') {
         return Err(TapeError::Syntax { at: i }.into());
     }
@@ -186,7 +191,7 @@ fn word<S: Sink>(
     i: usize,
     word: &[u8],
     kind: Kind,
-    parent: u32,
+    parent: S::Tag,
     sink: &mut S,
 ) -> Result<usize, Stop> {
     let end = literal(b, i, word).ok_or(TapeError::Syntax { at: i })?;
@@ -205,6 +210,27 @@ fn number(text: &str, i: usize) -> Result<usize, TapeError> {
         return Err(TapeError::NumberOutOfRange);
     }
     Ok(end)
+}
+
+/// Byte equality for the short keys and names of JSON documents, without a `memcmp` call: up to
+/// 16 bytes are compared as two (overlapping) words, shorter ones settle on their length and end
+/// bytes first.
+#[inline(always)]
+pub(super) fn same(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    let word = |s: &[u8], at: usize| {
+        s.get(at..at + 8)
+            .and_then(|w| <[u8; 8]>::try_from(w).ok())
+            .map_or(0, u64::from_le_bytes)
+    };
+    match n {
+        8..=16 => word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8),
+        0..8 => a.last() == b.last() && a.first() == b.first() && a == b,
+        _ => a == b,
+    }
 }
 
 /// True when every `\u` escape of a string's raw content is a scalar value or a high surrogate

@@ -17,8 +17,9 @@
 //! | `$ref` | followed | handed back |
 //! | a repeated property name | the last counts | each visited (stricter) |
 
-use crate::schema::json_read::{Halt, NO_PARENT, Sink, Stop, read};
-use crate::schema::tape::{Kind, TapeError};
+use crate::schema::json_read::{Halt, Sink, Stop, read, same};
+use crate::schema::tape::{Kind, MAX_TAPE_DEPTH, TapeError};
+use arrayvec::ArrayVec;
 use smallvec::SmallVec;
 
 /// What the certifier found.
@@ -33,7 +34,7 @@ pub(super) enum Certified {
 pub(super) fn certify(text: &str) -> Result<Certified, TapeError> {
     let mut sink = Certifier {
         b: text.as_bytes(),
-        frames: SmallVec::new(),
+        frames: ArrayVec::new(),
         names: SmallVec::new(),
     };
     match read(text, &mut sink) {
@@ -43,39 +44,45 @@ pub(super) fn certify(text: &str) -> Result<Certified, TapeError> {
     }
 }
 
-/// What a container is to the rules; the low bits of a container's tag (the rest is the index of
-/// the schema frame it belongs to).
+/// What a container is to the rules.
 #[derive(Clone, Copy, PartialEq, Eq)]
-#[repr(u32)]
 enum Role {
+    /// The document (the root value's parent): its value is a schema.
+    Document,
     /// Not read by the rules (descriptions, enums, defaults, `$defs`, ...).
-    Data = 0,
+    Data,
     /// A schema object.
-    Schema = 1,
+    Schema,
     /// A schema's `properties`: names, each with a schema.
-    Properties = 2,
+    Properties,
     /// A schema's `required`: names.
-    Required = 3,
+    Required,
     /// A schema array (`anyOf`, `oneOf`, `allOf`, `prefixItems`).
-    Schemas = 4,
+    Schemas,
 }
 
-const ROLE_BITS: u32 = 3;
-const ROLE_MASK: u32 = (1 << ROLE_BITS) - 1;
+/// A container's tag: its role, and the schema frame it belongs to.
+#[derive(Clone, Copy)]
+struct Place {
+    role: Role,
+    frame: u32,
+}
 
-/// The keywords the rules read, as the key before a schema object's next value.
+/// The keywords the rules read, as the key before a schema object's next value. The four rule
+/// keywords, which must not repeat, are one bit each in the low four ([`Keyword::seen_bit`]).
 #[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
 enum Keyword {
+    Type = 1,
+    AdditionalProperties = 2,
+    Properties = 4,
+    Required = 8,
     /// Any other key.
-    Other,
-    Type,
-    AdditionalProperties,
-    Properties,
-    Required,
+    Other = 16,
     /// `items`, `not` (an object value is a schema).
-    Subschema,
+    Subschema = 32,
     /// `anyOf`, `oneOf`, `allOf`, `prefixItems` (an array value holds schemas).
-    Subschemas,
+    Subschemas = 64,
 }
 
 impl Keyword {
@@ -95,14 +102,9 @@ impl Keyword {
     }
 
     /// The bit that marks a rule keyword as seen in its object (0: may repeat).
+    #[inline(always)]
     fn seen_bit(self) -> u8 {
-        match self {
-            Self::Type => 1,
-            Self::AdditionalProperties => 2,
-            Self::Properties => 4,
-            Self::Required => 8,
-            _ => 0,
-        }
+        self as u8 & 0x0F
     }
 }
 
@@ -134,39 +136,26 @@ struct Frame {
 struct Certifier<'s> {
     b: &'s [u8],
     /// The open schema objects, innermost last.
-    frames: SmallVec<[Frame; 8]>,
+    frames: ArrayVec<Frame, MAX_TAPE_DEPTH>,
     /// Byte spans of the first name list of each open schema object.
     names: SmallVec<[(u32, u32); 32]>,
 }
 
-fn tag(frame: usize, role: Role) -> u32 {
-    ((frame as u32) << ROLE_BITS) | role as u32
-}
-
-fn role_of(tag: u32) -> Role {
-    match tag & ROLE_MASK {
-        1 => Role::Schema,
-        2 => Role::Properties,
-        3 => Role::Required,
-        4 => Role::Schemas,
-        _ => Role::Data,
+fn tag(frame: usize, role: Role) -> Place {
+    Place {
+        role,
+        frame: frame as u32,
     }
-}
-
-fn frame_of(tag: u32) -> usize {
-    (tag >> ROLE_BITS) as usize
 }
 
 impl Certifier<'_> {
     /// The role of a value whose container is tagged `parent` (a schema's the keyword before it
     /// decides), and the schema frame it belongs to.
     #[inline(always)]
-    fn role_in(&self, parent: u32) -> (Role, usize) {
-        if parent == NO_PARENT {
-            return (Role::Schema, 0);
-        }
-        let frame = frame_of(parent);
-        let role = match role_of(parent) {
+    fn role_in(&self, parent: Place) -> (Role, usize) {
+        let frame = parent.frame as usize;
+        let role = match parent.role {
+            Role::Document => Role::Schema,
             Role::Schema => match self.frames[frame].pending {
                 Keyword::Properties => Role::Properties,
                 Keyword::Required => Role::Required,
@@ -204,7 +193,7 @@ impl Certifier<'_> {
             names.push((a as u32, b as u32));
         } else if index >= other || {
             let (x, y) = names[(f.mark + index) as usize];
-            text[x as usize..y as usize] != text[a..b]
+            !same(&text[x as usize..y as usize], &text[a..b])
         } {
             f.bad = true;
         }
@@ -212,27 +201,34 @@ impl Certifier<'_> {
 }
 
 impl Sink for Certifier<'_> {
+    type Tag = Place;
+    const DOCUMENT: Place = Place {
+        role: Role::Document,
+        frame: 0,
+    };
+
     #[inline(always)]
-    fn open(&mut self, parent: u32, object: bool) -> Result<u32, Halt> {
+    fn open(&mut self, parent: Place, object: bool) -> Result<Place, Halt> {
         let (role, frame) = self.role_in(parent);
         Ok(match (role, object) {
             (Role::Schema, true) => {
-                self.frames.push(Frame {
-                    pending: Keyword::Other,
-                    seen: 0,
-                    type_object: false,
-                    additional_false: false,
-                    bad: false,
-                    mark: self.names.len() as u32,
-                    properties: 0,
-                    required: 0,
-                });
+                // A frame per open container at most, so the depth limit leaves room.
+                self.frames
+                    .try_push(Frame {
+                        pending: Keyword::Other,
+                        seen: 0,
+                        type_object: false,
+                        additional_false: false,
+                        bad: false,
+                        mark: self.names.len() as u32,
+                        properties: 0,
+                        required: 0,
+                    })
+                    .map_err(|_| Halt)?;
                 tag(self.frames.len() - 1, Role::Schema)
             }
             (Role::Properties, true) => tag(frame, Role::Properties),
-            (Role::Required, false) if role_of(parent) == Role::Schema => {
-                tag(frame, Role::Required)
-            }
+            (Role::Required, false) if parent.role == Role::Schema => tag(frame, Role::Required),
             (Role::Properties | Role::Required, _) => {
                 self.frames[frame].bad = true;
                 tag(frame, Role::Data)
@@ -243,8 +239,8 @@ impl Sink for Certifier<'_> {
     }
 
     #[inline(always)]
-    fn close(&mut self, tag: u32, _object: bool, _count: u32) -> Result<(), Halt> {
-        if role_of(tag) != Role::Schema {
+    fn close(&mut self, tag: Place, _object: bool, _count: u32) -> Result<(), Halt> {
+        if tag.role != Role::Schema {
             return Ok(());
         }
         let Some(f) = self.frames.pop() else {
@@ -258,14 +254,14 @@ impl Sink for Certifier<'_> {
     }
 
     #[inline(always)]
-    fn key(&mut self, parent: u32, a: usize, b: usize, escaped: bool) -> Result<(), Halt> {
-        match role_of(parent) {
+    fn key(&mut self, parent: Place, a: usize, b: usize, escaped: bool) -> Result<(), Halt> {
+        match parent.role {
             Role::Schema => {
                 if escaped {
                     return Err(Halt);
                 }
                 let keyword = Keyword::of(&self.b[a..b]).ok_or(Halt)?;
-                let f = &mut self.frames[frame_of(parent)];
+                let f = &mut self.frames[parent.frame as usize];
                 let bit = keyword.seen_bit();
                 if f.seen & bit != 0 {
                     return Err(Halt);
@@ -277,7 +273,7 @@ impl Sink for Certifier<'_> {
                 if escaped {
                     return Err(Halt);
                 }
-                self.name(frame_of(parent), a, b, true);
+                self.name(parent.frame as usize, a, b, true);
             }
             _ => {}
         }
@@ -287,17 +283,14 @@ impl Sink for Certifier<'_> {
     #[inline(always)]
     fn scalar(
         &mut self,
-        parent: u32,
+        parent: Place,
         kind: Kind,
         a: usize,
         b: usize,
         escaped: bool,
     ) -> Result<(), Halt> {
-        if parent == NO_PARENT {
-            return Ok(());
-        }
-        let frame = frame_of(parent);
-        match role_of(parent) {
+        let frame = parent.frame as usize;
+        match parent.role {
             Role::Schema => {
                 let f = &mut self.frames[frame];
                 match f.pending {

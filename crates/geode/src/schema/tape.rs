@@ -26,7 +26,7 @@
 //! subtree, so a container is skipped in O(1). An object's members follow it as key entry, value
 //! subtree, key entry, value subtree, and so on.
 
-use super::json_read::{Halt, Sink, Stop, read};
+use super::json_read::{Halt, Sink, Stop, read, same};
 use serde_json::Value;
 use std::borrow::Cow;
 
@@ -413,6 +413,10 @@ struct Builder<'s> {
 }
 
 impl Sink for Builder<'_> {
+    /// The container's entry index.
+    type Tag = u32;
+    const DOCUMENT: u32 = u32::MAX;
+
     #[inline(always)]
     fn open(&mut self, _parent: u32, object: bool) -> Result<u32, Halt> {
         let at = self.entries.len();
@@ -545,13 +549,6 @@ impl Iterator for KeyIndices<'_> {
         self.at = past(self.entries, key + 1);
         Some(key)
     }
-}
-
-/// Byte equality that settles most unequal keys on their length and end bytes before comparing
-/// the rest (short keys are the common case, and a `memcmp` call costs more than they do).
-#[inline(always)]
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.last() == b.last() && a.first() == b.first() && a == b
 }
 
 /// A fast non-cryptographic hash of a key's bytes (FxHash's mix, eight bytes at a time).
