@@ -9,7 +9,7 @@ use serde_json::Value;
 use std::ops::Range;
 
 /// The answer of `text` for a schema root: for [`AnswerRoot::Object`] the reference's last
-/// balanced object ([`extract_last_object`]); otherwise the rule of the module table, returning
+/// balanced object ([`super::extract_last_object`]); otherwise the rule of the module table, returning
 /// the exact substring and the parsed value.
 ///
 /// ```

@@ -8,8 +8,50 @@
 //! nesting limit, numbers that fit an `f64`, and `\u` escapes that pair their surrogates.
 
 use super::json_scan::{literal, number_end, skip_ws, string_end_escaped};
-use super::tape::{Kind, MAX_TAPE_DEPTH, TapeError};
 use arrayvec::ArrayVec;
+
+/// Deepest nesting a tape takes: serde_json's recursion limit (127 containers parse, 128 do not).
+pub const MAX_TAPE_DEPTH: usize = 127;
+
+/// Why a text is not a [`super::tape::Tape`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TapeError {
+    /// The text is not one JSON value.
+    #[error("not JSON: syntax error at byte {at}")]
+    Syntax {
+        /// Byte offset where the text stops being JSON.
+        at: usize,
+    },
+    /// Containers nest deeper than [`MAX_TAPE_DEPTH`].
+    #[error("JSON nests deeper than {MAX_TAPE_DEPTH} levels")]
+    TooDeep,
+    /// A number does not fit an `f64` (serde_json refuses it too).
+    #[error("a JSON number is out of range")]
+    NumberOutOfRange,
+    /// The text is 4 GiB or more (entries hold 32-bit offsets).
+    #[error("JSON text of 4 GiB or more")]
+    TooLarge,
+}
+
+/// The JSON type of a tape entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `null`.
+    Null,
+    /// `false`.
+    False,
+    /// `true`.
+    True,
+    /// A number (kept as its text).
+    Number,
+    /// A string (kept as its text, decoded on demand).
+    String,
+    /// An array.
+    Array,
+    /// An object.
+    Object,
+}
 
 /// A sink's request to stop reading (what was read so far is not known to be JSON).
 #[derive(Debug)]

@@ -17,8 +17,7 @@
 //! | `$ref` | followed | handed back |
 //! | a repeated property name | the last counts | each visited (stricter) |
 
-use crate::schema::json_read::{Halt, Sink, Stop, read, same};
-use crate::schema::tape::{Kind, MAX_TAPE_DEPTH, TapeError};
+use crate::schema::json_read::{Halt, Kind, MAX_TAPE_DEPTH, Sink, Stop, TapeError, read, same};
 use arrayvec::ArrayVec;
 use smallvec::SmallVec;
 

@@ -27,51 +27,9 @@
 //! subtree, key entry, value subtree, and so on.
 
 use super::json_read::{Halt, Sink, Stop, read, same};
+pub use super::json_read::{Kind, MAX_TAPE_DEPTH, TapeError};
 use serde_json::Value;
 use std::borrow::Cow;
-
-/// Deepest nesting a tape takes: serde_json's recursion limit (127 containers parse, 128 do not).
-pub const MAX_TAPE_DEPTH: usize = 127;
-
-/// Why a text is not a [`Tape`].
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum TapeError {
-    /// The text is not one JSON value.
-    #[error("not JSON: syntax error at byte {at}")]
-    Syntax {
-        /// Byte offset where the text stops being JSON.
-        at: usize,
-    },
-    /// Containers nest deeper than [`MAX_TAPE_DEPTH`].
-    #[error("JSON nests deeper than {MAX_TAPE_DEPTH} levels")]
-    TooDeep,
-    /// A number does not fit an `f64` (serde_json refuses it too).
-    #[error("a JSON number is out of range")]
-    NumberOutOfRange,
-    /// The text is 4 GiB or more (entries hold 32-bit offsets).
-    #[error("JSON text of 4 GiB or more")]
-    TooLarge,
-}
-
-/// The JSON type of a tape entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// `null`.
-    Null,
-    /// `false`.
-    False,
-    /// `true`.
-    True,
-    /// A number (kept as its text).
-    Number,
-    /// A string (kept as its text, decoded on demand).
-    String,
-    /// An array.
-    Array,
-    /// An object.
-    Object,
-}
 
 /// One value: for a scalar, `a..b` is its byte span (a string's content, without quotes); for a
 /// container, `a` is its element (member) count and `b` the index just past its subtree.
