@@ -53,28 +53,18 @@ pub enum Kind {
     Object,
 }
 
-/// A sink's request to stop reading (what was read so far is not known to be JSON).
-#[derive(Debug)]
-pub(super) struct Halt;
-
 /// Why [`read`] stopped before the end.
 #[derive(Debug)]
-pub(super) enum Stop {
+pub(super) enum Stop<H> {
     /// The text is not JSON (or not JSON serde_json takes).
     Invalid(TapeError),
-    /// The sink asked to stop.
-    Halted,
+    /// The sink asked to stop, with its reason.
+    Halted(H),
 }
 
-impl From<TapeError> for Stop {
+impl<H> From<TapeError> for Stop<H> {
     fn from(e: TapeError) -> Self {
         Self::Invalid(e)
-    }
-}
-
-impl From<Halt> for Stop {
-    fn from(_: Halt) -> Self {
-        Self::Halted
     }
 }
 
@@ -84,15 +74,23 @@ impl From<Halt> for Stop {
 pub(super) trait Sink {
     /// What the sink keeps of an open container.
     type Tag: Copy;
+    /// Why the sink stops reading (`Infallible` for a sink that never does).
+    type Halt;
     /// The `parent` of the root value.
     const DOCUMENT: Self::Tag;
     /// A container opens; the tag returned is given back as the `parent` of its children and to
     /// [`Sink::close`].
-    fn open(&mut self, parent: Self::Tag, object: bool) -> Result<Self::Tag, Halt>;
+    fn open(&mut self, parent: Self::Tag, object: bool) -> Result<Self::Tag, Self::Halt>;
     /// The container tagged `tag` closes, holding `count` elements (members).
-    fn close(&mut self, tag: Self::Tag, object: bool, count: u32) -> Result<(), Halt>;
+    fn close(&mut self, tag: Self::Tag, object: bool, count: u32) -> Result<(), Self::Halt>;
     /// An object member's key, before its value.
-    fn key(&mut self, parent: Self::Tag, a: usize, b: usize, escaped: bool) -> Result<(), Halt>;
+    fn key(
+        &mut self,
+        parent: Self::Tag,
+        a: usize,
+        b: usize,
+        escaped: bool,
+    ) -> Result<(), Self::Halt>;
     /// A scalar value of `kind` (`escaped` only for a string holding an escape).
     fn scalar(
         &mut self,
@@ -101,7 +99,7 @@ pub(super) trait Sink {
         a: usize,
         b: usize,
         escaped: bool,
-    ) -> Result<(), Halt>;
+    ) -> Result<(), Self::Halt>;
 }
 
 /// An open container: its sink tag, its values so far, and whether it is an object.
@@ -113,7 +111,7 @@ struct Open<T> {
 }
 
 /// Reads `text` (exactly one JSON value, whitespace around it allowed) into `sink`.
-pub(super) fn read<S: Sink>(text: &str, sink: &mut S) -> Result<(), Stop> {
+pub(super) fn read<S: Sink>(text: &str, sink: &mut S) -> Result<(), Stop<S::Halt>> {
     let b = text.as_bytes();
     if u32::try_from(b.len()).is_err() {
         return Err(TapeError::TooLarge.into());
@@ -131,11 +129,11 @@ pub(super) fn read<S: Sink>(text: &str, sink: &mut S) -> Result<(), Stop> {
                     return Err(TapeError::TooDeep.into());
                 }
                 let object = open == b'{';
-                let tag = sink.open(parent, object)?;
+                let tag = sink.open(parent, object).map_err(Stop::Halted)?;
                 let close = if object { b'}' } else { b']' };
                 i = skip_ws(b, i + 1);
                 if b.get(i) == Some(&close) {
-                    sink.close(tag, object, 0)?;
+                    sink.close(tag, object, 0).map_err(Stop::Halted)?;
                     i += 1;
                 } else {
                     // Room is checked above (before the sink hears of it).
@@ -155,7 +153,8 @@ pub(super) fn read<S: Sink>(text: &str, sink: &mut S) -> Result<(), Stop> {
             }
             b'"' => {
                 let (end, escaped) = string(b, i)?;
-                sink.scalar(parent, Kind::String, i + 1, end - 1, escaped)?;
+                sink.scalar(parent, Kind::String, i + 1, end - 1, escaped)
+                    .map_err(Stop::Halted)?;
                 i = end;
             }
             b't' => i = word(b, i, b"true", Kind::True, parent, sink)?,
@@ -163,7 +162,8 @@ pub(super) fn read<S: Sink>(text: &str, sink: &mut S) -> Result<(), Stop> {
             b'n' => i = word(b, i, b"null", Kind::Null, parent, sink)?,
             _ => {
                 let end = number(text, i)?;
-                sink.scalar(parent, Kind::Number, i, end, false)?;
+                sink.scalar(parent, Kind::Number, i, end, false)
+                    .map_err(Stop::Halted)?;
                 i = end;
             }
         }
@@ -188,7 +188,7 @@ pub(super) fn read<S: Sink>(text: &str, sink: &mut S) -> Result<(), Stop> {
                 (true, b'}') | (false, b']') => {
                     stack.pop();
                     parent = stack.last().map_or(S::DOCUMENT, |o| o.tag);
-                    sink.close(tag, object, count)?;
+                    sink.close(tag, object, count).map_err(Stop::Halted)?;
                     i += 1;
                 }
                 _ => return Err(syntax(i).into()),
@@ -214,12 +214,13 @@ fn string(b: &[u8], i: usize) -> Result<(usize, bool), TapeError> {
 
 /// An object key and its `:` at `i`; returns the index after the colon's whitespace.
 #[inline(always)]
-fn key<S: Sink>(b: &[u8], i: usize, parent: S::Tag, sink: &mut S) -> Result<usize, Stop> {
+fn key<S: Sink>(b: &[u8], i: usize, parent: S::Tag, sink: &mut S) -> Result<usize, Stop<S::Halt>> {
     if b.get(i) != Some(&b'"') {
         return Err(TapeError::Syntax { at: i }.into());
     }
     let (end, escaped) = string(b, i)?;
-    sink.key(parent, i + 1, end - 1, escaped)?;
+    sink.key(parent, i + 1, end - 1, escaped)
+        .map_err(Stop::Halted)?;
     let colon = skip_ws(b, end);
     if b.get(colon) != Some(&b':') {
         return Err(TapeError::Syntax { at: colon }.into());
@@ -235,9 +236,10 @@ fn word<S: Sink>(
     kind: Kind,
     parent: S::Tag,
     sink: &mut S,
-) -> Result<usize, Stop> {
+) -> Result<usize, Stop<S::Halt>> {
     let end = literal(b, i, word).ok_or(TapeError::Syntax { at: i })?;
-    sink.scalar(parent, kind, i, end, false)?;
+    sink.scalar(parent, kind, i, end, false)
+        .map_err(Stop::Halted)?;
     Ok(end)
 }
 

@@ -17,7 +17,7 @@
 //! | `$ref` | followed | handed back |
 //! | a repeated property name | the last counts | each visited (stricter) |
 
-use crate::schema::json_read::{Halt, Kind, MAX_TAPE_DEPTH, Sink, Stop, TapeError, read, same};
+use crate::schema::json_read::{Kind, MAX_TAPE_DEPTH, Sink, Stop, TapeError, read, same};
 use arrayvec::ArrayVec;
 use smallvec::SmallVec;
 
@@ -38,10 +38,14 @@ pub(super) fn certify(text: &str) -> Result<Certified, TapeError> {
     };
     match read(text, &mut sink) {
         Ok(()) => Ok(Certified::Compatible),
-        Err(Stop::Halted) => Ok(Certified::Unsettled),
+        Err(Stop::Halted(Handed)) => Ok(Certified::Unsettled),
         Err(Stop::Invalid(e)) => Err(e),
     }
 }
+
+/// The certifier's reason to stop: the schema is handed back to the walk.
+#[derive(Debug)]
+struct Handed;
 
 /// What a container is to the rules.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -201,13 +205,14 @@ impl Certifier<'_> {
 
 impl Sink for Certifier<'_> {
     type Tag = Place;
+    type Halt = Handed;
     const DOCUMENT: Place = Place {
         role: Role::Document,
         frame: 0,
     };
 
     #[inline(always)]
-    fn open(&mut self, parent: Place, object: bool) -> Result<Place, Halt> {
+    fn open(&mut self, parent: Place, object: bool) -> Result<Place, Handed> {
         let (role, frame) = self.role_in(parent);
         Ok(match (role, object) {
             (Role::Schema, true) => {
@@ -223,7 +228,7 @@ impl Sink for Certifier<'_> {
                         properties: 0,
                         required: 0,
                     })
-                    .map_err(|_| Halt)?;
+                    .map_err(|_| Handed)?;
                 tag(self.frames.len() - 1, Role::Schema)
             }
             (Role::Properties, true) => tag(frame, Role::Properties),
@@ -238,7 +243,7 @@ impl Sink for Certifier<'_> {
     }
 
     #[inline(always)]
-    fn close(&mut self, tag: Place, _object: bool, _count: u32) -> Result<(), Halt> {
+    fn close(&mut self, tag: Place, _object: bool, _count: u32) -> Result<(), Handed> {
         if tag.role != Role::Schema {
             return Ok(());
         }
@@ -246,31 +251,31 @@ impl Sink for Certifier<'_> {
             return Ok(());
         };
         if f.type_object && !(f.additional_false && !f.bad && f.properties == f.required) {
-            return Err(Halt);
+            return Err(Handed);
         }
         self.names.truncate(f.mark as usize);
         Ok(())
     }
 
     #[inline(always)]
-    fn key(&mut self, parent: Place, a: usize, b: usize, escaped: bool) -> Result<(), Halt> {
+    fn key(&mut self, parent: Place, a: usize, b: usize, escaped: bool) -> Result<(), Handed> {
         match parent.role {
             Role::Schema => {
                 if escaped {
-                    return Err(Halt);
+                    return Err(Handed);
                 }
-                let keyword = Keyword::of(&self.b[a..b]).ok_or(Halt)?;
+                let keyword = Keyword::of(&self.b[a..b]).ok_or(Handed)?;
                 let f = &mut self.frames[parent.frame as usize];
                 let bit = keyword.seen_bit();
                 if f.seen & bit != 0 {
-                    return Err(Halt);
+                    return Err(Handed);
                 }
                 f.seen |= bit;
                 f.pending = keyword;
             }
             Role::Properties => {
                 if escaped {
-                    return Err(Halt);
+                    return Err(Handed);
                 }
                 self.name(parent.frame as usize, a, b, true);
             }
@@ -287,7 +292,7 @@ impl Sink for Certifier<'_> {
         a: usize,
         b: usize,
         escaped: bool,
-    ) -> Result<(), Halt> {
+    ) -> Result<(), Handed> {
         let frame = parent.frame as usize;
         match parent.role {
             Role::Schema => {
@@ -295,7 +300,7 @@ impl Sink for Certifier<'_> {
                 match f.pending {
                     Keyword::Type => {
                         if escaped {
-                            return Err(Halt);
+                            return Err(Handed);
                         }
                         f.type_object = kind == Kind::String && &self.b[a..b] == b"object";
                     }
@@ -308,7 +313,7 @@ impl Sink for Certifier<'_> {
                 if kind != Kind::String {
                     self.frames[frame].bad = true;
                 } else if escaped {
-                    return Err(Halt);
+                    return Err(Handed);
                 } else {
                     self.name(frame, a, b, false);
                 }

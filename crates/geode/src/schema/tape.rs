@@ -26,10 +26,11 @@
 //! subtree, so a container is skipped in O(1). An object's members follow it as key entry, value
 //! subtree, key entry, value subtree, and so on.
 
-use super::json_read::{Halt, Sink, Stop, read, same};
 pub use super::json_read::{Kind, MAX_TAPE_DEPTH, TapeError};
+use super::json_read::{Sink, Stop, read, same};
 use serde_json::Value;
 use std::borrow::Cow;
+use std::convert::Infallible;
 
 /// One value: for a scalar, `a..b` is its byte span (a string's content, without quotes); for a
 /// container, `a` is its element (member) count and `b` the index just past its subtree.
@@ -78,8 +79,7 @@ impl<'s> Tape<'s> {
         };
         read(text, &mut p).map_err(|stop| match stop {
             Stop::Invalid(e) => e,
-            // The builder never halts.
-            Stop::Halted => TapeError::Syntax { at: 0 },
+            Stop::Halted(never) => match never {},
         })?;
         let values = (p.entries.len() - p.keys) as u64;
         Ok(Self {
@@ -373,10 +373,11 @@ struct Builder<'s> {
 impl Sink for Builder<'_> {
     /// The container's entry index.
     type Tag = u32;
+    type Halt = Infallible;
     const DOCUMENT: u32 = u32::MAX;
 
     #[inline(always)]
-    fn open(&mut self, _parent: u32, object: bool) -> Result<u32, Halt> {
+    fn open(&mut self, _parent: u32, object: bool) -> Result<u32, Infallible> {
         let at = self.entries.len();
         let kind = if object { Kind::Object } else { Kind::Array };
         self.push(kind, false, 0, at + 1);
@@ -384,7 +385,7 @@ impl Sink for Builder<'_> {
     }
 
     #[inline(always)]
-    fn close(&mut self, at: u32, object: bool, count: u32) -> Result<(), Halt> {
+    fn close(&mut self, at: u32, object: bool, count: u32) -> Result<(), Infallible> {
         let end = self.entries.len() as u32;
         let entry = &mut self.entries[at as usize];
         (entry.a, entry.b) = (count, end);
@@ -395,7 +396,7 @@ impl Sink for Builder<'_> {
     }
 
     #[inline(always)]
-    fn key(&mut self, _parent: u32, a: usize, b: usize, escaped: bool) -> Result<(), Halt> {
+    fn key(&mut self, _parent: u32, a: usize, b: usize, escaped: bool) -> Result<(), Infallible> {
         self.keys += 1;
         self.push(Kind::String, escaped, a, b);
         Ok(())
@@ -409,7 +410,7 @@ impl Sink for Builder<'_> {
         a: usize,
         b: usize,
         escaped: bool,
-    ) -> Result<(), Halt> {
+    ) -> Result<(), Infallible> {
         self.push(kind, escaped, a, b);
         Ok(())
     }
