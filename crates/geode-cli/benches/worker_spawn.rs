@@ -9,9 +9,7 @@ use nix::sys::resource::{UsageWho, getrusage};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-#[path = "../tests/support/stdin.rs"]
-mod stdin;
-use stdin::spawn_with_stdin;
+use geode_testkit::stdin::spawn_with_stdin;
 
 const RUNS: usize = 20;
 

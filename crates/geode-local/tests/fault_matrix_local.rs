@@ -7,14 +7,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
 // Shared with the main matrix, which uses the parts this column does not.
-#[path = "../../geode/tests/support/fixtures.rs"]
-mod fixtures;
-#[allow(dead_code)]
-#[path = "../../geode/tests/fault_matrix/run.rs"]
-mod run;
-#[allow(dead_code)]
-#[path = "../../geode/tests/fault_matrix/table.rs"]
-mod table;
+use geode_testkit::fault_matrix::{run, table};
+use geode_testkit::fixtures;
 
 use geode::schema::ResponseSchema;
 use geode_local::{EngineConfig, LocalAdapter, LocalEngine};

@@ -4,8 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-#[path = "../tests/support/mod.rs"]
-mod support;
+use geode_testkit as support;
 
 fn main() {
     if !std::env::args().any(|a| a == "--bench") {

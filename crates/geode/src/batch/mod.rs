@@ -163,5 +163,4 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 #[cfg(test)]
-#[path = "batch_tests.rs"]
 mod tests;

@@ -17,14 +17,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
-#[path = "../cli_support/mod.rs"]
-mod cli_support;
 mod report;
 mod rig;
-mod run;
-#[path = "../support/mod.rs"]
-mod support;
-mod table;
+use geode_testkit::fault_matrix::{run, table};
+use geode_testkit::netns_test;
+use geode_testkit as support;
+use geode_testkit::cli as cli_support;
 
 use std::sync::Arc;
 use std::time::Duration;

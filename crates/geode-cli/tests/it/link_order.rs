@@ -1,0 +1,30 @@
+//! The release link's function order (`link/hot-symbols.txt`, see `build.rs` and
+//! `scripts/hot-symbols.sh`) is a usable lld `--symbol-ordering-file`: one symbol per line, no
+//! duplicates, and the worker's own path in it, first of geode's functions `main`.
+
+#[test]
+fn the_hot_symbol_list_holds_the_worker_path_one_symbol_a_line() {
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/link/hot-symbols.txt"))
+            .expect("link/hot-symbols.txt exists (scripts/hot-symbols.sh writes it)");
+    let symbols: Vec<&str> = text.lines().collect();
+    assert!(symbols.len() > 500, "only {} symbols", symbols.len());
+    for s in &symbols {
+        assert!(
+            !s.is_empty() && !s.contains(char::is_whitespace),
+            "not one symbol: {s:?}"
+        );
+    }
+    let unique: std::collections::HashSet<&&str> = symbols.iter().collect();
+    assert_eq!(unique.len(), symbols.len(), "duplicates");
+    let position = |prefix: &str| {
+        symbols
+            .iter()
+            .position(|s| s.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no {prefix}… in the list"))
+    };
+    // The binary's entry and the worker's serve loop, as mangled by rustc (legacy scheme).
+    let main = position("_ZN5geode4main17h");
+    let serve = position("_ZN5geode10cmd_worker5serve");
+    assert!(main < serve, "main runs before the worker's loop");
+}

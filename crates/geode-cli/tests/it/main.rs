@@ -1,0 +1,21 @@
+//! The CLI's integration tests, in one binary: each module drives the built `geode` binary as a
+//! user would.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
+
+mod cli;
+mod e2e_any_root;
+mod e2e_batch;
+mod e2e_budgets;
+mod e2e_cli_adapters;
+mod e2e_http;
+mod e2e_local_engine;
+mod e2e_local_schemas;
+mod e2e_policy;
+mod e2e_progress;
+mod e2e_queue;
+mod e2e_secrets;
+mod e2e_stream;
+mod hardening;
+mod link_order;
+mod support;

@@ -1,0 +1,422 @@
+//! Building a GLM Chat Completions request body from an [`AdapterCallRequest`] (sans-IO).
+//!
+//! | request field | wire |
+//! |---|---|
+//! | `system_prompt` (+ schema instruction) | a `system` message, first |
+//! | user text | one `user` message per turn (text blocks joined with `\n`) |
+//! | user `tool_result` blocks | one `{role: tool, tool_call_id, content}` message each, before that turn's text (`is_error` has no field and is not carried) |
+//! | assistant turn | `{role: assistant, content: text or null, tool_calls: [{id, type: function, function: {name, arguments: JSON text}}]}` |
+//! | `tools` | `[{type: function, function: {name, description, parameters}}]`, at most 128 |
+//! | `tool_choice` | `"auto"` only, and only with tools (see below) |
+//! | `max_tokens`, `temperature`, `stop_sequences` | `max_tokens`, `temperature`, `stop` |
+//! | `response_schema` | `response_format: {type: json_object}` + the schema in the system prompt → `json-mode`; a root that admits no object is wrapped under `value` first ([`crate::schema::subset::GLM_JSON_OBJECT`]: JSON mode answers an object) |
+//!
+//! GLM accepts only `tool_choice: "auto"` (it rejects `"none"`, unlike the reference which sends
+//! it). So: `auto` → `"auto"`; `none` → the tools are withheld from this request (the model cannot
+//! call what it is not offered; history with earlier tool calls still travels); `any` and
+//! `tool(X)` → `"auto"` with every tool, the model is not forced. Each of the last three is a
+//! [`Transform`] on `/tool_choice`. Not sent: `thinking`, `effort` and `metadata`.
+
+use super::BuildError;
+use crate::llm::request::{self, AdapterCallRequest, ContentBlock, Role, WireReport};
+use crate::llm::wire::schema_prompt;
+use crate::schema::subset::{GLM_JSON_OBJECT, WirePlan, object_root};
+use crate::vocab::{StructuredOutputMode, Transform};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+/// GLM's limit on the number of function tools.
+pub const MAX_TOOLS: usize = 128;
+
+/// A Chat Completions request body.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Request {
+    /// The model id.
+    pub model: String,
+    /// The conversation, system message first.
+    pub messages: Vec<ChatMessage>,
+    /// The output token limit.
+    pub max_tokens: u32,
+    /// Sampling temperature.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    /// The tools on offer.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<Tool>,
+    /// Always `auto` when present; absent without tools.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<ToolChoice>,
+    /// Stop sequences.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stop: Vec<String>,
+    /// JSON mode, when a schema is set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_format: Option<ResponseFormat>,
+    /// Whether the reply is streamed as SSE chunks (set by [`super::ChatWire`]; false from
+    /// [`build`]).
+    pub stream: bool,
+    /// `{"include_usage": true}` on a streamed request, so the usage arrives before `[DONE]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream_options: Option<StreamOptions>,
+}
+
+/// `stream_options` of a streamed request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct StreamOptions {
+    /// Ask for the usage chunk before `[DONE]`.
+    pub include_usage: bool,
+}
+
+/// One chat message.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum ChatMessage {
+    /// The system prompt.
+    System {
+        /// The text.
+        content: String,
+    },
+    /// A user turn.
+    User {
+        /// The text.
+        content: String,
+    },
+    /// A model turn.
+    Assistant {
+        /// The text, `null` when the turn is only tool calls.
+        content: Option<String>,
+        /// Tool calls.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCall>,
+    },
+    /// A tool result.
+    Tool {
+        /// The call this answers.
+        tool_call_id: String,
+        /// The result text.
+        content: String,
+    },
+}
+
+/// A tool call in an assistant message.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolCall {
+    /// The call id.
+    pub id: String,
+    /// Always `function`.
+    #[serde(rename = "type")]
+    pub kind: FunctionKind,
+    /// The function and its arguments.
+    pub function: FunctionCall,
+}
+
+/// The only tool kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FunctionKind {
+    /// A function tool.
+    Function,
+}
+
+/// A called function.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FunctionCall {
+    /// The tool name.
+    pub name: String,
+    /// The arguments as JSON text.
+    pub arguments: String,
+}
+
+/// A tool definition.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Tool {
+    /// Always `function`.
+    #[serde(rename = "type")]
+    pub kind: FunctionKind,
+    /// The function.
+    pub function: FunctionDef,
+}
+
+/// A function definition.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FunctionDef {
+    /// The name.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// The arguments' JSON Schema.
+    pub parameters: Value,
+}
+
+/// `tool_choice`: GLM takes `auto` only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolChoice {
+    /// The model decides.
+    Auto,
+}
+
+/// `response_format`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ResponseFormat {
+    /// JSON syntax only; the schema travels in the prompt.
+    JsonObject,
+    /// The schema itself (OpenAI's shape, which llama-server, vLLM, Ollama and LM Studio take).
+    JsonSchema {
+        /// Name, schema and `strict`.
+        json_schema: JsonSchemaFormat,
+    },
+}
+
+/// `response_format.json_schema`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JsonSchemaFormat {
+    /// The schema's name (`[A-Za-z0-9_-]`, at most 64 characters).
+    pub name: String,
+    /// The caller's schema.
+    pub schema: Value,
+    /// Always true: the server is asked to enforce the schema.
+    pub strict: bool,
+}
+
+/// Where a Chat request puts the response schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SchemaPlacement {
+    /// `response_format: {type: json_object}` and the schema in the system prompt: `json-mode`
+    /// (GLM; an `openai-compatible` server that refused `json_schema`).
+    #[default]
+    JsonObject,
+    /// `response_format: {type: json_schema, ...}`. `enforced`: the server was seen to enforce
+    /// it (`strict`, the schema is not repeated in the prompt); otherwise `hint`, and the
+    /// schema also travels in the system prompt.
+    JsonSchema {
+        /// Whether the server enforces the schema (its probe's verdict).
+        enforced: bool,
+    },
+}
+
+impl SchemaPlacement {
+    /// The mode a request with a schema gets.
+    pub fn mode(self) -> StructuredOutputMode {
+        match self {
+            Self::JsonObject => StructuredOutputMode::JsonMode,
+            Self::JsonSchema { enforced: true } => StructuredOutputMode::Strict,
+            Self::JsonSchema { enforced: false } => StructuredOutputMode::Hint,
+        }
+    }
+
+    /// Whether the schema also travels in the system prompt.
+    fn in_prompt(self) -> bool {
+        self != Self::JsonSchema { enforced: true }
+    }
+
+    fn format(self, schema: &crate::schema::ResponseSchema) -> ResponseFormat {
+        match self {
+            Self::JsonObject => ResponseFormat::JsonObject,
+            Self::JsonSchema { .. } => ResponseFormat::JsonSchema {
+                json_schema: JsonSchemaFormat {
+                    name: schema.openai_name(),
+                    schema: schema.as_value().clone(),
+                    strict: true,
+                },
+            },
+        }
+    }
+}
+
+/// A built request and how the schema went on the wire.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Built {
+    /// The body to POST.
+    pub body: Request,
+    /// The mode (`json-mode` or `none`) and the request rewrites.
+    pub wire: WireReport,
+}
+
+/// The mode a build reports for `schema`: `json-mode` with a schema, else `none`.
+pub fn mode_for(schema: Option<&crate::schema::ResponseSchema>) -> StructuredOutputMode {
+    match schema {
+        Some(_) => StructuredOutputMode::JsonMode,
+        None => StructuredOutputMode::None,
+    }
+}
+
+/// Builds the body for `req` with the schema in JSON mode (GLM); `default_model` is used when
+/// `req.model` is empty.
+pub fn build(req: &AdapterCallRequest, default_model: &str) -> Result<Built, BuildError> {
+    build_with(req, default_model, SchemaPlacement::JsonObject)
+}
+
+/// Builds the body for `req` with the schema placed as `placement` says.
+pub fn build_with(
+    req: &AdapterCallRequest,
+    default_model: &str,
+    placement: SchemaPlacement,
+) -> Result<Built, BuildError> {
+    if req.tools.len() > MAX_TOOLS {
+        return Err(BuildError::TooManyTools {
+            count: req.tools.len(),
+            limit: MAX_TOOLS,
+        });
+    }
+    let mut transforms = Vec::new();
+    let relax = |action: &str| Transform {
+        pointer: "/tool_choice".to_owned(),
+        action: action.to_owned(),
+    };
+    let offer_tools = !req.tools.is_empty()
+        && match &req.tool_choice {
+            request::ToolChoice::Auto => true,
+            request::ToolChoice::None => {
+                transforms.push(relax(
+                    "tool choice none: tools withheld (GLM accepts only auto)",
+                ));
+                false
+            }
+            request::ToolChoice::Any | request::ToolChoice::Tool(_) => {
+                transforms.push(relax(
+                    "forced tool choice relaxed to auto (GLM accepts only auto)",
+                ));
+                true
+            }
+        };
+    // GLM's json_object (and a json_object fallback) needs an object root: wrapped if not.
+    let plan = req.response_schema.as_ref().map(|s| {
+        let plan = match placement {
+            SchemaPlacement::JsonObject => {
+                object_root(s, &GLM_JSON_OBJECT, StructuredOutputMode::JsonMode)
+            }
+            SchemaPlacement::JsonSchema { .. } => WirePlan::identity(placement.mode(), Some(s)),
+        };
+        (s, plan)
+    });
+    let system = match &plan {
+        Some((schema, plan)) if placement.in_prompt() => {
+            schema_prompt::append_to_system(&req.system_prompt, &plan.wire_schema(schema))
+        }
+        _ => req.system_prompt.clone(),
+    };
+    if let Some((_, plan)) = &plan {
+        transforms.extend(plan.transforms.iter().cloned());
+    }
+    let mut messages = Vec::with_capacity(req.messages.len() + 1);
+    if !system.trim().is_empty() {
+        messages.push(ChatMessage::System { content: system });
+    }
+    for m in &req.messages {
+        push_turn(m, &mut messages);
+    }
+    let tools: Vec<Tool> = if offer_tools {
+        req.tools.iter().map(tool).collect()
+    } else {
+        Vec::new()
+    };
+    let body = Request {
+        model: if req.model.is_empty() {
+            default_model.to_owned()
+        } else {
+            req.model.clone()
+        },
+        messages,
+        max_tokens: req.max_tokens,
+        temperature: req.temperature.map(crate::llm::wire::messages::decimal_f64),
+        tool_choice: (!tools.is_empty()).then_some(ToolChoice::Auto),
+        tools,
+        stop: req.stop_sequences.clone(),
+        response_format: req.response_schema.as_ref().map(|s| placement.format(s)),
+        stream: false,
+        stream_options: None,
+    };
+    Ok(Built {
+        body,
+        wire: WireReport {
+            mode: match req.response_schema {
+                Some(_) => placement.mode(),
+                None => StructuredOutputMode::None,
+            },
+            transforms,
+            wrapped_root: plan.is_some_and(|(_, p)| p.wrapped),
+            ..WireReport::default()
+        },
+    })
+}
+
+fn push_turn(m: &request::Message, out: &mut Vec<ChatMessage>) {
+    let text = m.text();
+    match m.role {
+        Role::User => {
+            for b in &m.content {
+                if let ContentBlock::ToolResult {
+                    tool_use_id,
+                    content,
+                    ..
+                } = b
+                {
+                    out.push(ChatMessage::Tool {
+                        tool_call_id: tool_use_id.clone(),
+                        content: content.clone(),
+                    });
+                }
+            }
+            if !text.is_empty() {
+                out.push(ChatMessage::User { content: text });
+            }
+        }
+        Role::Assistant => {
+            let tool_calls: Vec<ToolCall> = m
+                .content
+                .iter()
+                .filter_map(|b| match b {
+                    ContentBlock::ToolUse { id, name, input } => Some(ToolCall {
+                        id: id.clone(),
+                        kind: FunctionKind::Function,
+                        function: FunctionCall {
+                            name: name.clone(),
+                            arguments: arguments(input),
+                        },
+                    }),
+                    _ => None,
+                })
+                .collect();
+            if text.is_empty() && tool_calls.is_empty() {
+                return;
+            }
+            out.push(ChatMessage::Assistant {
+                content: (!text.is_empty() || tool_calls.is_empty()).then_some(text),
+                tool_calls,
+            });
+        }
+    }
+}
+
+/// Tool arguments as JSON text; an input kept raw (`{"_raw": text}`) goes back as its text.
+fn arguments(input: &Value) -> String {
+    match input.as_object() {
+        Some(m) if m.len() == 1 => match m.get("_raw") {
+            Some(Value::String(raw)) => raw.clone(),
+            _ => input.to_string(),
+        },
+        Some(_) => input.to_string(),
+        None if input.is_null() => "{}".to_owned(),
+        None => input.to_string(),
+    }
+}
+
+fn tool(spec: &request::ToolSpec) -> Tool {
+    let parameters = match &spec.input_schema {
+        Value::Object(m) if !m.is_empty() => spec.input_schema.clone(),
+        _ => json!({"type": "object", "properties": {}}),
+    };
+    Tool {
+        kind: FunctionKind::Function,
+        function: FunctionDef {
+            name: spec.name.clone(),
+            description: spec.description.clone(),
+            parameters,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests;
