@@ -15,7 +15,7 @@ use crate::resolve::resolve;
 use crate::task_args::TaskArgs;
 use anyhow::Context;
 use clap::Args;
-use geode::agent::worker::WorkerRequest;
+use geode::agent::protocol::WorkerRequest;
 use geode::batch::input::{BadLine, InputLine, read_line, scan_ids};
 use geode::batch::output::ResultLog;
 use geode::batch::pace::{Limits, PacedAdapter, Pacer};

@@ -4,8 +4,10 @@ use crate::progress::Progress;
 use crate::resolve::resolve;
 use crate::task_args::TaskArgs;
 use clap::Args;
-use geode::agent::worker::{WorkerRequest, run_worker};
-use geode::client::stream::{ItemSource, stream_request};
+use geode::agent::protocol::{WorkerRequest, run_worker};
+use geode::agent::task::Task;
+use geode::agent::worker::WorkerEnv;
+use geode::client::stream::{ItemSource, stream_task};
 use geode::config::Config;
 use geode::llm::registry::ProcessEnv;
 
@@ -52,7 +54,7 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<u8> {
         .enable_all()
         .build()?;
     if args.stream {
-        return Ok(rt.block_on(stream_events(req, env)));
+        return Ok(rt.block_on(stream_events(req.task()?, env)));
     }
     let progress = {
         let _runtime = rt.enter();
@@ -86,9 +88,9 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<u8> {
 }
 
 /// Prints the stream's events as JSON lines; the exit code of how it ended.
-async fn stream_events(req: WorkerRequest, env: geode::agent::worker::WorkerEnv) -> u8 {
+async fn stream_events(task: Task, env: WorkerEnv) -> u8 {
     use futures::StreamExt;
-    let mut events = stream_request(req, env, ItemSource::Auto);
+    let mut events = stream_task(task, env, ItemSource::Auto);
     let mut code = geode::agent::exit::VALID;
     while let Some(event) = events.next().await {
         let line = match event {

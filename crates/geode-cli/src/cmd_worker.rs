@@ -10,7 +10,7 @@
 
 use crate::resolve::resolve;
 use clap::Args;
-use geode::agent::worker::{
+use geode::agent::protocol::{
     MAX_REQUEST_BYTES, UNKNOWN_TASK_ID, WorkerResult, parse_request, request_task_id, run_worker,
 };
 use geode::config::Config;

@@ -22,7 +22,7 @@ pub(crate) const EXIT_USAGE: u8 = geode::agent::exit::USAGE;
 
 /// 0 valid answer, 1 invalid after the retry, 2 configuration, 3 provider or transport failure
 /// (the rule lives in [`geode::agent::exit`]).
-pub(crate) fn exit_code(result: &geode::agent::worker::WorkerResult) -> u8 {
+pub(crate) fn exit_code(result: &geode::agent::protocol::WorkerResult) -> u8 {
     geode::agent::exit::for_result(result)
 }
 

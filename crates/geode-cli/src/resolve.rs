@@ -1,16 +1,17 @@
 //! Turning a WorkerRequest (or `geode run` flags) into a worker environment: the library's
-//! [`geode::client::resolve::Resolver`] over the process environment, with `local` added (served
+//! [`geode::agent::resolve::Resolver`] over the process environment, with `local` added (served
 //! by the `geode-engine` process).
 
-use geode::agent::worker::{WorkerEnv, WorkerRequest};
-use geode::client::resolve::{ResolveError, Resolver};
+use geode::agent::protocol::{WorkerError, WorkerRequest};
+use geode::agent::resolve::{ResolveError, Resolver};
+use geode::agent::worker::WorkerEnv;
 use geode::config::Config;
 use geode::llm::adapter::{Adapter, AdapterError};
 use geode::llm::engine::EngineProcess;
 use geode::llm::registry::ProcessEnv;
 use std::sync::Arc;
 
-pub(crate) use geode::client::resolve::limit_violations;
+pub(crate) use geode::agent::resolve::limit_violations;
 
 /// Builds one adapter by registry name, with settings from the config and environment.
 fn build_adapter(name: &str, cfg: &Config) -> Result<Arc<dyn Adapter>, AdapterError> {
@@ -35,14 +36,30 @@ fn local_engine() -> Arc<dyn Adapter> {
         .clone()
 }
 
-/// Resolves the environment for `req` from the config and the process environment.
-pub(crate) fn resolve(req: &mut WorkerRequest, cfg: &Config) -> Result<WorkerEnv, ResolveError> {
+/// Why a request got no environment: it describes no task that can run, or no adapter can
+/// serve it.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RouteError {
+    /// The request is refused as written.
+    #[error(transparent)]
+    Request(#[from] WorkerError),
+    /// Routing, preflight or the adapter's construction failed.
+    #[error(transparent)]
+    Resolve(#[from] ResolveError),
+}
+
+/// Resolves the environment for `req` from the config and the process environment, filling
+/// `req.model` when routing chose it.
+pub(crate) fn resolve(req: &mut WorkerRequest, cfg: &Config) -> Result<WorkerEnv, RouteError> {
+    let mut task = req.task()?;
     let build = |name: &str| build_adapter(name, cfg);
-    Resolver {
+    let env = Resolver {
         cfg,
         env: &ProcessEnv,
         build: &build,
         fallback: None,
     }
-    .resolve(req)
+    .resolve(&mut task)?;
+    req.model = task.route.model().to_owned();
+    Ok(env)
 }

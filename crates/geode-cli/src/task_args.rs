@@ -2,7 +2,7 @@
 //! policy and limits, turned into a template [`WorkerRequest`].
 
 use clap::Args;
-use geode::agent::worker::WorkerRequest;
+use geode::agent::protocol::WorkerRequest;
 use geode::config::Config;
 use geode::ledger::Require;
 use geode::schema::validate::Validation;

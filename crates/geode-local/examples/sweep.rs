@@ -24,8 +24,8 @@
 //! timeout with little CPU time is a starved run, not a slow decode. `SWEEP_ONLY=a.json,b.json`
 //! keeps only those files of the sample; `SWEEP_TIMEOUT_S` changes the limit per schema.
 
-use geode::agent::worker::{WorkerRequest, WorkerResult, run_worker};
-use geode::client::resolve::Resolver;
+use geode::agent::protocol::{WorkerRequest, WorkerResult, run_worker};
+use geode::agent::resolve::Resolver;
 use geode::config::Config;
 use geode::ledger::Require;
 use geode::llm::adapter::Adapter;
@@ -216,9 +216,13 @@ async fn run_one(path: &Path, adapter: &Arc<dyn Adapter>) -> (WorkerResult, f64,
                 build: &build,
                 fallback: None,
             };
-            match resolver.resolve(&mut req) {
+            let env = req
+                .task()
+                .map_err(|e| e.to_string())
+                .and_then(|mut task| resolver.resolve(&mut task).map_err(|e| e.to_string()));
+            match env {
                 Ok(env) => run_worker(&req, &env).await,
-                Err(e) => WorkerResult::failed("sweep", e.to_string()),
+                Err(e) => WorkerResult::failed("sweep", e),
             }
         }
     };

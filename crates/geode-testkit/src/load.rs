@@ -5,8 +5,9 @@
 
 use super::env::MapEnv;
 use super::{decision_schema, leaks};
+use geode::agent::protocol::WorkerResult;
 use geode::agent::subtask::{EnvResolver, SubTaskDefaults, run_subtasks};
-use geode::agent::worker::{WorkerEnv, WorkerResult};
+use geode::agent::worker::WorkerEnv;
 use geode::config::{AdapterConfig, Config};
 use geode_fakes::{FakeServer, Kind, Reply, Script};
 use std::collections::BTreeMap;

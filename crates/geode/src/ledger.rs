@@ -1,6 +1,6 @@
 //! The guarantee ledger: which layer guaranteed what, for one worker result.
 //!
-//! Every [`crate::agent::worker::WorkerResult`] carries a [`GuaranteeLedger`]. It answers, without
+//! Every [`crate::agent::protocol::WorkerResult`] carries a [`GuaranteeLedger`]. It answers, without
 //! reading logs: which adapter served the call and how it put the schema on the wire
 //! ([`StructuredOutputMode`]), what it had to rewrite ([`Transform`]), what the worker's check and
 //! full validation concluded, every attempt with its usage and time, and why a retry ran or not.
@@ -174,6 +174,10 @@ pub struct GuaranteeLedger {
     /// Input fields of the WorkerRequest that geode does not know (ignored).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unknown_request_fields: Vec<String>,
+    /// Fields of the WorkerRequest that the reference defines and geode carries without acting
+    /// on them (`isolation`, `toolkit`, `provider`, ...), named when the request set them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ignored_request_fields: Vec<String>,
 }
 
 impl GuaranteeLedger {

@@ -5,11 +5,16 @@
 //! puts it on its own wire; the worker checks the answer and retries once with feedback; and every
 //! result carries a [`ledger::GuaranteeLedger`] saying which layer guaranteed what.
 //!
+//! Inside, the worker speaks a typed language: an [`agent::task::Task`] in (a route, the schema or
+//! text constraint, `require`, budgets as `Duration`s), `Result<`[`agent::task::Answer`]`,
+//! `[`agent::task::RunError`]`>` out. The reference system's JSON shapes (`WorkerRequest`,
+//! `WorkerResult`) live only at the process edge, in [`agent::protocol`].
+//!
 //! | module | job |
 //! |---|---|
 //! | [`schema`] | the contract: the schema type, strict check, extraction, validation, dialects |
 //! | [`llm`] | one call: request/response, the adapter trait, wires, adapters, registry, routing |
-//! | [`agent`] | many calls: the loop, tools, the worker and its retry, subtasks |
+//! | [`agent`] | many calls: the typed task, the worker and its retry, the loop, tools, subtasks, the process protocol |
 //! | [`batch`] | many tasks from JSONL: resume, whole-line results, pacing, the summary |
 //! | [`ledger`] | the guarantee ledger |
 //! | [`vocab`] | value types every layer shares: modes, transforms, usage, stop reasons, error kinds |

@@ -10,9 +10,9 @@
 //! reaches the CLI is then decided by the adapters' allow-lists, as in production.
 //! A missing CLI fails the test with the install instruction; it is never skipped.
 
+use crate::support;
 use geode_testkit::cli as cli_support;
 use geode_testkit::{leaks, netns_test};
-use crate::support;
 
 use geode_fakes::{FakeServer, Kind, Reply, Script};
 use serde_json::json;

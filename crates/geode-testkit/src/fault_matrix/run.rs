@@ -5,7 +5,8 @@
 
 use super::table::{Expect, Outcome};
 use geode::agent::exit;
-use geode::agent::worker::{WorkerEnv, WorkerRequest, WorkerResult, run_worker};
+use geode::agent::protocol::{WorkerRequest, WorkerResult, run_worker};
+use geode::agent::worker::WorkerEnv;
 use geode::llm::adapter::{Adapter, CallCx, Wraps};
 use geode::llm::request::{AdapterCallRequest, AdapterResponse};
 use geode::schema::ResponseSchema;

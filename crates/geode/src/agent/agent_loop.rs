@@ -101,6 +101,9 @@ pub struct AgenticResult {
     pub error: Option<String>,
     /// The adapter error's kind (`auth`, `schema_rejected`, ...) when an adapter call failed.
     pub error_kind: Option<ErrorKind>,
+    /// That adapter error itself.
+    #[serde(skip)]
+    pub adapter_error: Option<AdapterFailure>,
     /// Whether that adapter error was retryable.
     pub error_retryable: bool,
     /// How the run ended.
@@ -113,6 +116,17 @@ pub struct AgenticResult {
     pub wire: WireReport,
     /// A structured answer the provider returned beside the text, if any.
     pub structured: Option<Value>,
+}
+
+/// The adapter error a run ended in, shared by the run's result and the error made of it (an
+/// [`AdapterError`] is not `Clone`). Two are equal when they say the same.
+#[derive(Debug, Clone)]
+pub struct AdapterFailure(pub Arc<AdapterError>);
+
+impl PartialEq for AdapterFailure {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0.to_string() == other.0.to_string()
+    }
 }
 
 /// A check run on every user turn before any call (the reference's UserPromptSubmit hook):
@@ -330,7 +344,9 @@ impl AgenticLoop {
     ) -> AgenticResult {
         result.error_kind = Some(e.kind());
         result.error_retryable = e.retry_class() == RetryClass::Retryable;
-        match e {
+        let e = Arc::new(e);
+        result.adapter_error = Some(AdapterFailure(e.clone()));
+        match e.as_ref() {
             AdapterError::Cancelled { .. } => {
                 finish(result, TerminationReason::UserCancelled, "Interrupted.")
             }

@@ -1,10 +1,13 @@
 //! Many calls: the loop, tools, the worker and its retry, subtasks.
 //!
-//! | file | job |
+//! | module | job |
 //! |---|---|
+//! | [`task`] | the worker's typed language: `Task` in, `Result<Answer, RunError>` out |
+//! | [`worker`] | `run_task`: the loop, the answer check and the one retry with feedback |
+//! | [`resolve`] | a task's route to an adapter (routing, `require`, preflight, fallbacks) |
+//! | [`protocol`] | the process protocol: `WorkerRequest` / `WorkerResult`, converted at the edge |
 //! | [`agent_loop`] | `AgenticLoop`: rounds, tools, termination, per-call schema override |
 //! | [`tools`] | the `Tool` trait, the registry, argument validation against `input_schema` |
-//! | [`worker`] | `WorkerRequest` / `WorkerResult`, validation and the one retry |
 //! | [`subtask`] | `SubTask`, its mapping to a `WorkerRequest`, running many at once |
 //! | [`termination`] | `TerminationReason` |
 //! | [`excerpt`] | how answers are quoted in messages |
@@ -14,8 +17,10 @@ pub mod agent_loop;
 pub mod answer_check;
 pub mod excerpt;
 pub mod exit;
+pub mod protocol;
+pub mod resolve;
 pub mod subtask;
+pub mod task;
 pub mod termination;
 pub mod tools;
 pub mod worker;
-mod worker_input;

@@ -1,96 +1,32 @@
-//! The worker: one [`WorkerRequest`] in, one [`WorkerResult`] out, with the one schema retry.
+//! The worker: one [`Task`] in, `Result<`[`Answer`]`, `[`RunError`]`>` out, with the one retry.
 //!
 //! The worker runs an [`AgenticLoop`] on the request, checks the answer ([`check_answer`]) and,
 //! when the check fails, runs the loop **once** more with a feedback user turn — but only when the
-//! first run took under 50% of `timeout_s`, and never for intended non-JSON endings
+//! first run took under half of the task's timeout, and never for intended non-JSON endings
 //! (`input_blocked`, `user_cancelled`, `user_clarification_needed`,
 //! `external_verification_required`), refusals, truncation, provider schema rejections or
-//! configuration/auth errors. Unlike the reference, the retried answer is checked too, and
-//! `success` is false when it still fails. The [`GuaranteeLedger`] records every step.
+//! configuration/auth errors. Unlike the reference system, the retried answer is checked too,
+//! and the run fails when it still fails. The [`GuaranteeLedger`] records every step.
 //!
 //! Time is read from `tokio::time::Instant`, so tests control it with a paused runtime.
-//!
-//! The JSON shapes keep the reference's field names (`reference-behaviour.md` §1.3-§1.4);
-//! unknown input fields are ignored and named in the ledger.
 
 use crate::agent::agent_loop::{AgenticLoop, AgenticResult, LoopOptions};
 use crate::agent::answer_check::{
     AnswerCheck, build_constraint_retry_prompt, build_schema_retry_prompt, check_answer,
 };
+use crate::agent::task::{Answer, NO_RESPONSE, Output, RunError, Task};
 use crate::agent::tools::ToolRegistry;
-use crate::ledger::{AttemptRecord, GuaranteeLedger, RetryDecision, StructuredOutputMode};
+use crate::ledger::{
+    AttemptRecord, CheckFailure, GuaranteeLedger, RetryDecision, StructuredOutputMode, WorkerCheck,
+};
 use crate::llm::adapter::Adapter;
 use crate::llm::call::CallCx;
 use crate::schema::validate::CompiledSchema;
 use crate::schema::{ResponseSchema, TextConstraint};
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-
-pub use crate::agent::excerpt::excerpt;
-pub use crate::agent::worker_input::{
-    MAX_REQUEST_BYTES, UNKNOWN_TASK_ID, WorkerError, WorkerRequest, parse_request,
-    parse_request_line, request_task_id,
-};
-
-/// The worker's answer. Field names are the reference's; `error` is omitted when absent.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct WorkerResult {
-    /// The task id.
-    pub task_id: String,
-    /// True when the run ended well and (with a schema) the answer passed the check.
-    pub success: bool,
-    /// The final answer text.
-    #[serde(default)]
-    pub output: String,
-    /// A summary (≤ 500 characters).
-    #[serde(default)]
-    pub summary: String,
-    /// The error, when failed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// Wall time in milliseconds.
-    #[serde(default)]
-    pub duration_ms: u64,
-    /// Prompt tokens over all attempts.
-    #[serde(default)]
-    pub prompt_tokens: u64,
-    /// Completion tokens over all attempts.
-    #[serde(default)]
-    pub completion_tokens: u64,
-    /// Cost in USD over all attempts (0 when unknown).
-    #[serde(default)]
-    pub usd_spent: f64,
-    /// geode: the parsed JSON answer, when one was extracted.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub answer: Option<Value>,
-    /// geode: how the last attempt ended.
-    #[serde(default)]
-    pub termination_reason: String,
-    /// geode: the guarantee ledger.
-    #[serde(default)]
-    pub ledger: GuaranteeLedger,
-}
-
-impl WorkerResult {
-    /// A failed result that carries only an error (bad input, routing failure, panic).
-    pub fn failed(task_id: &str, error: impl Into<String>) -> Self {
-        let error = crate::secret::scrub(&error.into());
-        Self {
-            task_id: task_id.to_owned(),
-            success: false,
-            summary: format!("Sub-agent failed: {error}")
-                .chars()
-                .take(500)
-                .collect(),
-            error: Some(error),
-            ..Self::default()
-        }
-    }
-}
 
 /// What a worker runs with: the adapter, the tools and a cancellation token.
 #[derive(Clone)]
@@ -169,20 +105,29 @@ fn skip_reason(r: &AgenticResult) -> Option<String> {
     }
 }
 
-/// Why the request cannot run on this adapter, found before any call: a failed
-/// [`WorkerRequest::check`], or a text constraint the adapter does not enforce while
-/// `require` asks for more than best effort.
-fn refusal(req: &WorkerRequest, adapter: &dyn Adapter) -> Option<String> {
-    if let Err(e) = req.check() {
-        return Some(e.to_string());
+/// The ledger of a task that made no call yet: the adapter and the model only.
+fn bare_ledger(task: &Task, env: &WorkerEnv) -> GuaranteeLedger {
+    GuaranteeLedger {
+        adapter: env.adapter.name().to_owned(),
+        model: task.route.model().to_owned(),
+        ..GuaranteeLedger::default()
     }
-    let c = req.text_constraint.as_ref()?;
+}
+
+/// Why the task cannot run on this adapter, found before any call: a text constraint that does
+/// not compile, or one the adapter does not enforce while `require` asks for more than best
+/// effort.
+fn refusal(task: &Task, adapter: &dyn Adapter) -> Option<String> {
+    let c = task.output.constraint()?;
+    if let Err(e) = c.validate() {
+        return Some(format!("unusable text_constraint: {e}"));
+    }
     let mode = TextConstraint::mode_on(adapter.wire_mode(Some(&ResponseSchema::default())));
-    (mode.level() < req.require).then(|| {
+    (mode.level() < task.require).then(|| {
         format!(
             "require={}: {} does not enforce a {} constraint (its mode for it is {mode}, {}); \
              only an adapter that constrains decoding (local) can",
-            req.require.as_str(),
+            task.require.as_str(),
             adapter.name(),
             c.kind(),
             mode.level().as_str()
@@ -190,103 +135,142 @@ fn refusal(req: &WorkerRequest, adapter: &dyn Adapter) -> Option<String> {
     })
 }
 
-/// Runs one request to completion. Never panics on bad input; a request that cannot run (see
-/// [`WorkerRequest::check`]), a text constraint `require` does not allow on this adapter, or a
-/// schema that cannot be compiled is a failed result naming the problem, before any call.
-/// Every string of the result (answer, summary, error, ledger) has passed through
-/// [`crate::secret::scrub`].
-pub async fn run_worker(req: &WorkerRequest, env: &WorkerEnv) -> WorkerResult {
-    crate::secret::scrub_serde(run_worker_unscrubbed(req, env).await)
-}
-
 /// A schema `require` that the adapter's settled mode does not meet, found before the first
 /// call (`openai-compatible` probes its server here). A failed probe is not a refusal: the
 /// call reports that failure itself.
-async fn schema_refusal(req: &WorkerRequest, env: &WorkerEnv, cx: &CallCx) -> Option<String> {
-    let schema = req.response_schema.as_ref()?;
-    if req.require == crate::vocab::Require::BestEffort {
+async fn schema_refusal(task: &Task, env: &WorkerEnv, cx: &CallCx) -> Option<String> {
+    let schema = task.output.schema()?;
+    if task.require == crate::vocab::Require::BestEffort {
         return None;
     }
     let mode = env
         .adapter
-        .settle_mode(&req.model, Some(schema), cx)
+        .settle_mode(task.route.model(), Some(schema), cx)
         .await
         .ok()?;
-    (mode.level() < req.require).then(|| {
+    (mode.level() < task.require).then(|| {
         format!(
             "require={}: {}'s mode for this schema is {mode} ({}), below it",
-            req.require.as_str(),
+            task.require.as_str(),
             env.adapter.name(),
             mode.level().as_str()
         )
     })
 }
 
-async fn run_worker_unscrubbed(req: &WorkerRequest, env: &WorkerEnv) -> WorkerResult {
+/// Runs one task to completion. Never panics on bad input: a text constraint `require` does
+/// not allow on this adapter, or a schema that cannot be compiled, is refused before any call.
+/// Every string of the answer or the error (text, value, ledger, message) has passed through
+/// [`crate::secret::scrub`].
+pub async fn run_task(task: &Task, env: &WorkerEnv) -> Result<Answer, RunError> {
+    run_unscrubbed(task, env)
+        .await
+        .map(scrub_answer)
+        .map_err(scrub_error)
+}
+
+fn scrub_answer(mut a: Answer) -> Answer {
+    use crate::secret::{scrub, scrub_serde};
+    a.text = scrub(&a.text);
+    a.value = a.value.map(scrub_serde);
+    a.ledger = scrub_serde(a.ledger);
+    a
+}
+
+fn scrub_error(e: RunError) -> RunError {
+    use crate::secret::scrub;
+    let last = |l: Box<Answer>| Box::new(scrub_answer(*l));
+    match e {
+        RunError::Refused { reason, last: l } => RunError::Refused {
+            reason: scrub(&reason),
+            last: last(l),
+        },
+        RunError::Schema { source, last: l } => RunError::Schema {
+            source,
+            last: last(l),
+        },
+        RunError::Adapter {
+            message,
+            source,
+            last: l,
+        } => RunError::Adapter {
+            message: scrub(&message),
+            source,
+            last: last(l),
+        },
+        RunError::Invalid { message, last: l } => RunError::Invalid {
+            message: scrub(&message),
+            last: last(l),
+        },
+        RunError::Ended { message, last: l } => RunError::Ended {
+            message: scrub(&message),
+            last: last(l),
+        },
+        route @ RunError::Route(_) => route,
+    }
+}
+
+async fn run_unscrubbed(task: &Task, env: &WorkerEnv) -> Result<Answer, RunError> {
     let started = Instant::now();
-    let timeout = Duration::from_secs_f64(req.timeout_s.clamp(0.0, 1e9));
+    let timeout = task.budgets.timeout;
     let cx = CallCx {
         cancel: env.cancel.clone(),
         deadline: Some(started + timeout),
         max_response_bytes: env.max_response_bytes,
         on_text: env.on_text.clone(),
     };
-    let refused = match refusal(req, env.adapter.as_ref()) {
+    let refused = match refusal(task, env.adapter.as_ref()) {
         Some(why) => Some(why),
-        None => schema_refusal(req, env, &cx).await,
+        None => schema_refusal(task, env, &cx).await,
     };
-    if let Some(why) = refused {
-        let mut refused = WorkerResult::failed(&req.task_id, why);
-        refused.ledger.adapter = env.adapter.name().to_owned();
-        refused.ledger.model = req.model.clone();
-        return refused;
+    if let Some(reason) = refused {
+        return Err(RunError::Refused {
+            reason,
+            last: Box::new(Answer::empty(bare_ledger(task, env))),
+        });
     }
-    let schema = req.response_schema.clone();
-    let compiled = match schema
-        .as_ref()
-        .map(|s| CompiledSchema::compile_with(s, req.formats))
-    {
-        Some(Err(e)) => {
-            return WorkerResult::failed(&req.task_id, format!("unusable response_schema: {e}"));
+    let schema = task.output.schema();
+    let compiled = match schema.map(|s| CompiledSchema::compile_with(s, task.formats)) {
+        Some(Err(source)) => {
+            return Err(RunError::Schema {
+                source,
+                last: Box::new(Answer::empty(bare_ledger(task, env))),
+            });
         }
         Some(Ok(c)) => Some(c),
         None => None,
     };
-    let schema_pair = schema.as_ref().zip(compiled.as_ref());
-    let constraint = req.text_constraint.as_ref();
-    let checked = schema.is_some() || constraint.is_some();
+    let schema_pair = schema.zip(compiled.as_ref());
+    let constraint = task.output.constraint();
+    let checked = task.output != Output::Text;
     let options = LoopOptions {
-        model: req.model.clone(),
-        system_prompt: req.agent_system_prompt.clone(),
-        max_rounds: req.max_rounds,
-        max_tokens: req.subagent_max_tokens,
-        thinking_budget: req.thinking_budget,
-        effort: req.effort.clone(),
+        model: task.route.model().to_owned(),
+        system_prompt: task.system.clone(),
+        max_rounds: task.budgets.max_rounds,
+        max_tokens: task.budgets.max_tokens,
+        thinking_budget: task.budgets.thinking,
+        effort: task.effort.clone(),
         temperature: None,
-        time_budget: (req.time_budget_s > 0.0)
-            .then(|| Duration::from_secs_f64(req.time_budget_s.min(1e9))),
-        response_schema: schema.clone(),
-        text_constraint: req.text_constraint.clone(),
+        time_budget: task.budgets.time_budget,
+        response_schema: schema.cloned(),
+        text_constraint: constraint.cloned(),
     };
     let mut lp = AgenticLoop::new(env.adapter.clone(), options, env.tools.clone());
     if let Some(g) = &env.input_guard {
         lp = lp.with_input_guard(g.clone());
     }
     let mut ledger = GuaranteeLedger {
-        adapter: env.adapter.name().to_owned(),
-        model: req.model.clone(),
-        unknown_request_fields: req.unknown.keys().cloned().collect(),
         formats: compiled.as_ref().map(CompiledSchema::formats),
         unchecked_formats: compiled
             .as_ref()
             .map(|c| c.unchecked_formats().to_vec())
             .unwrap_or_default(),
-        ..GuaranteeLedger::default()
+        ..bare_ledger(task, env)
     };
 
-    let first = lp.arun(&req.prompt(), &cx).await;
+    let first = lp.arun(&task.prompt, &cx).await;
     let elapsed = started.elapsed();
-    let first_check = check_answer(&first, schema_pair, constraint, req.validation);
+    let first_check = check_answer(&first, schema_pair, constraint, task.validation);
     ledger
         .attempts
         .push(attempt_record(1, &first, elapsed, &first_check));
@@ -300,12 +284,12 @@ async fn run_worker_unscrubbed(req: &WorkerRequest, env: &WorkerEnv) -> WorkerRe
     } else if let Some(why) = skip_reason(&first) {
         ledger.retry = RetryDecision::Skipped { why };
         (first, first_check)
-    } else if elapsed.as_secs_f64() >= 0.5 * req.timeout_s {
+    } else if elapsed.as_secs_f64() >= 0.5 * timeout.as_secs_f64() {
         ledger.retry = RetryDecision::Skipped {
             why: format!(
                 "first run took {:.1}s, not under 50% of timeout_s={}",
                 elapsed.as_secs_f64(),
-                req.timeout_s
+                timeout.as_secs_f64()
             ),
         };
         (first, first_check)
@@ -316,7 +300,7 @@ async fn run_worker_unscrubbed(req: &WorkerRequest, env: &WorkerEnv) -> WorkerRe
         if let Some(sink) = &env.on_retry {
             sink.send(&crate::secret::scrub(&first_check.trigger()));
         }
-        let feedback = match &schema {
+        let feedback = match schema {
             Some(s) => build_schema_retry_prompt(
                 s,
                 Some(&first.text),
@@ -330,7 +314,7 @@ async fn run_worker_unscrubbed(req: &WorkerRequest, env: &WorkerEnv) -> WorkerRe
         };
         let retry_started = Instant::now();
         let mut second = lp.arun(&feedback, &cx).await;
-        let check = check_answer(&second, schema_pair, constraint, req.validation);
+        let check = check_answer(&second, schema_pair, constraint, task.validation);
         ledger
             .attempts
             .push(attempt_record(2, &second, retry_started.elapsed(), &check));
@@ -340,17 +324,18 @@ async fn run_worker_unscrubbed(req: &WorkerRequest, env: &WorkerEnv) -> WorkerRe
         (second, check)
     };
 
-    finish(req, ledger, last, last_check, checked, started.elapsed())
+    finish(task, ledger, last, last_check, checked, started.elapsed())
 }
 
+/// The ledger's final entries, then the answer, or the error the last attempt ended in.
 fn finish(
-    req: &WorkerRequest,
+    task: &Task,
     mut ledger: GuaranteeLedger,
     last: AgenticResult,
     check: AnswerCheck,
     checked: bool,
     elapsed: Duration,
-) -> WorkerResult {
+) -> Result<Answer, RunError> {
     ledger.wire_mode = last.wire.mode;
     if let Some(answered) = last.wire.adapters_tried.last() {
         ledger.adapter = answered.adapter.clone();
@@ -360,7 +345,7 @@ fn finish(
         ledger.adapters_tried = last.wire.adapters_tried.clone();
     }
     ledger.transforms = last.wire.transforms.clone();
-    if let Some(c) = &req.text_constraint
+    if let Some(c) = task.output.constraint()
         && ledger.wire_mode != StructuredOutputMode::Constrained
     {
         ledger.residuals.push(if c.checkable_locally() {
@@ -383,41 +368,41 @@ fn finish(
     let run_ok = last.error.is_none() && !last.termination_reason.is_failure();
     let intended = last.termination_reason.is_no_retry();
     let success = text_ok && run_ok && (!checked || check.passed() || intended);
-    let error = if success {
-        None
-    } else if let Some(e) = &last.error {
-        Some(e.clone())
-    } else if !text_ok {
-        Some("No response from sub-agent".to_owned())
-    } else {
-        Some(format!("answer failed the check: {}", check.trigger()))
+    // The answer itself failed its check (not a failed run, which has its own cause).
+    let answer_failed = matches!(
+        &check.verdict,
+        WorkerCheck::Fail { reason } if !matches!(reason, CheckFailure::FailedRun { .. })
+    );
+    let message = match &last.error {
+        Some(e) => e.clone(),
+        None if !text_ok => NO_RESPONSE.to_owned(),
+        None => format!("answer failed the check: {}", check.trigger()),
     };
-    let summary = if success {
-        last.text.chars().take(500).collect()
-    } else if !text_ok && last.error.is_none() {
-        "No response from sub-agent".to_owned()
-    } else {
-        let mut parts = vec![error.clone().unwrap_or_default()];
-        if last.termination_reason != crate::agent::termination::TerminationReason::Unknown {
-            parts.push(format!("termination_reason={}", last.termination_reason));
-        }
-        format!("Sub-agent failed: {}", parts.join("; "))
-            .chars()
-            .take(500)
-            .collect()
-    };
-    WorkerResult {
-        task_id: req.task_id.clone(),
-        success,
-        output: last.text.clone(),
-        summary,
-        error,
-        duration_ms: elapsed.as_millis().try_into().unwrap_or(u64::MAX),
-        prompt_tokens: last.usage.input_tokens,
-        completion_tokens: last.usage.output_tokens,
-        usd_spent: last.usage.cost_usd.unwrap_or(0.0),
-        answer: check.object,
-        termination_reason: last.termination_reason.as_str(),
+    let adapter_error = last.adapter_error.clone().map(|f| f.0);
+    let answer = Box::new(Answer {
+        text: last.text,
+        value: check.object,
+        termination: last.termination_reason,
+        usage: last.usage,
+        elapsed,
         ledger,
+    });
+    if success {
+        return Ok(*answer);
     }
+    Err(match adapter_error {
+        Some(source) => RunError::Adapter {
+            message,
+            source,
+            last: answer,
+        },
+        None if answer_failed => RunError::Invalid {
+            message,
+            last: answer,
+        },
+        None => RunError::Ended {
+            message,
+            last: answer,
+        },
+    })
 }

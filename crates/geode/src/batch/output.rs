@@ -10,7 +10,7 @@
 //! A complete line that is not a result (edited by hand, say) is counted in
 //! [`ResultLog::unreadable_lines`] and left alone: its task runs again.
 
-use crate::agent::worker::WorkerResult;
+use crate::agent::protocol::WorkerResult;
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};

@@ -1,7 +1,7 @@
 //! What a batch did: counts per outcome, retries, tokens per adapter, wall time.
 
 use crate::agent::exit;
-use crate::agent::worker::WorkerResult;
+use crate::agent::protocol::WorkerResult;
 use crate::batch::input::BadLine;
 use crate::ledger::RetryDecision;
 use serde::Serialize;

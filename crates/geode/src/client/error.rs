@@ -2,7 +2,7 @@
 //! ledger of what happened (empty apart from adapter and model when nothing was sent).
 
 use crate::agent::exit;
-use crate::agent::worker::WorkerResult;
+use crate::agent::task::RunError;
 use crate::ledger::{CheckFailure, GuaranteeLedger, WorkerCheck};
 use crate::schema::validate::ValidationIssue;
 use crate::vocab::ErrorKind;
@@ -111,40 +111,41 @@ impl Error {
         }
     }
 
-    /// The error of a failed worker result (`None` when it succeeded), by the exit-code rule.
-    pub(crate) fn from_failed(result: &WorkerResult) -> Option<Self> {
-        if result.success {
-            return None;
-        }
-        let message = result.error.clone().unwrap_or_else(|| "failed".to_owned());
-        let ledger = Box::new(result.ledger.clone());
-        let Some(last) = result.ledger.attempts.last() else {
-            return Some(Self::Config { message, ledger });
-        };
-        Some(match last.error_kind {
-            Some(k) if exit::for_error_kind(Some(k)) == exit::USAGE => {
-                Self::Config { message, ledger }
-            }
-            Some(ErrorKind::Cancelled) => Self::Ended { message, ledger },
-            Some(kind) => Self::Provider {
-                kind,
+    /// The error of a failed run, by its variant: refused or unroutable before any call and
+    /// adapter errors of a configuration kind are [`Self::Config`], a cancelled call is
+    /// [`Self::Ended`], other adapter errors [`Self::Provider`], an answer that failed its check
+    /// [`Self::Invalid`]. `adapter` and `model` name the route of a task that never ran.
+    pub(crate) fn from_run(e: RunError, adapter: &str, model: &str) -> Self {
+        let message = crate::secret::scrub(&e.to_string());
+        match e {
+            RunError::Route(_) => Self::config(message, adapter, model),
+            RunError::Refused { last, .. } | RunError::Schema { last, .. } => Self::Config {
                 message,
-                ledger,
+                ledger: Box::new(last.ledger),
             },
-            None if answer_failed(&result.ledger) => Self::Invalid {
-                errors: issues(&result.ledger, &message),
-                ledger,
+            RunError::Adapter { source, last, .. } => {
+                let ledger = Box::new(last.ledger);
+                match source.kind() {
+                    k if exit::for_error_kind(Some(k)) == exit::USAGE => {
+                        Self::Config { message, ledger }
+                    }
+                    ErrorKind::Cancelled => Self::Ended { message, ledger },
+                    kind => Self::Provider {
+                        kind,
+                        message,
+                        ledger,
+                    },
+                }
+            }
+            RunError::Invalid { last, .. } => Self::Invalid {
+                errors: issues(&last.ledger, &message),
+                ledger: Box::new(last.ledger),
             },
-            None => Self::Ended { message, ledger },
-        })
-    }
-}
-
-/// Whether the last check failed because of the answer (not an intended ending).
-fn answer_failed(ledger: &GuaranteeLedger) -> bool {
-    match &ledger.worker_check {
-        WorkerCheck::Fail { reason } => !matches!(reason, CheckFailure::FailedRun { .. }),
-        _ => false,
+            RunError::Ended { last, .. } => Self::Ended {
+                message,
+                ledger: Box::new(last.ledger),
+            },
+        }
     }
 }
 

@@ -1,9 +1,11 @@
 //! The one-shot shapes of a [`Client`] call: a Rust type, a raw JSON Schema, one of N strings,
-//! a regular expression, a Lark grammar, and the reference's `WorkerRequest` boundary.
+//! a regular expression, a Lark grammar, and the process protocol's `WorkerRequest`.
 
 use super::typed_schema::TypedSchema;
 use super::{Client, Error, Extracted, TextAnswer};
-use crate::agent::worker::{WorkerEnv, WorkerRequest, WorkerResult, run_worker};
+use crate::agent::protocol::{WorkerRequest, WorkerResult, run_worker};
+use crate::agent::task::{Answer, Output, Task};
+use crate::agent::worker::{WorkerEnv, run_task};
 use crate::ledger::GuaranteeLedger;
 use crate::schema::{ResponseSchema, TextConstraint};
 use serde::de::DeserializeOwned;
@@ -17,10 +19,10 @@ impl Client {
     where
         T: schemars::JsonSchema + DeserializeOwned + 'static,
     {
-        let typed = typed_schema::<T>(&self.request(String::new()))?;
-        let mut req = self.request(prompt.into());
-        req.response_schema = Some(typed.schema.clone());
-        let result = self.run_with(req, |_| {}).await;
+        let mut task = self.task(prompt.into());
+        let typed = typed_schema::<T>(&task)?;
+        task.output = Output::Schema(typed.schema.clone());
+        let result = self.run_with(task, |_| {}).await;
         typed_value(&typed, result)
     }
 
@@ -32,12 +34,12 @@ impl Client {
         prompt: impl Into<String>,
     ) -> Result<Extracted<Value>, Error> {
         let schema = ResponseSchema::from_value(schema.clone()).map_err(|e| self.refused(e))?;
-        let mut req = self.request(prompt.into());
-        req.response_schema = Some(schema);
-        let result = self.run_with(req, |_| {}).await?;
+        let mut task = self.task(prompt.into());
+        task.output = Output::Schema(schema);
+        let answer = self.run_with(task, |_| {}).await?;
         Ok(Extracted {
-            value: result.answer.unwrap_or(Value::Null),
-            ledger: result.ledger,
+            value: answer.value.unwrap_or(Value::Null),
+            ledger: answer.ledger,
         })
     }
 
@@ -45,15 +47,15 @@ impl Client {
     /// otherwise; the ledger says which).
     pub async fn choose(&self, options: &[&str], prompt: impl Into<String>) -> TextAnswer {
         let c = TextConstraint::Choice(options.iter().map(|o| (*o).to_owned()).collect());
-        let result = self.constrained(c, prompt.into()).await?;
-        let text = result.output.trim();
+        let answer = self.constrained(c, prompt.into()).await?;
+        let text = answer.text.trim();
         let value = options
             .iter()
             .find(|o| **o == text || **o == text.trim_matches('"'))
             .map_or_else(|| text.to_owned(), |o| (*o).to_owned());
         Ok(Extracted {
             value,
-            ledger: result.ledger,
+            ledger: answer.ledger,
         })
     }
 
@@ -70,8 +72,9 @@ impl Client {
         self.constrained_text(c, prompt).await
     }
 
-    /// Runs a reference-shaped request as `geode worker` does. Empty `adapter`/`model` take the
-    /// client's; a request that cannot be resolved is a failed result naming why.
+    /// Runs a request of the process protocol as `geode worker` does. An empty `adapter` or
+    /// `model` takes the client's; a request that cannot be resolved is a failed result naming
+    /// why.
     pub async fn run(&self, mut req: WorkerRequest) -> WorkerResult {
         if req.adapter.is_empty() {
             req.adapter = self.inner.adapter.clone().unwrap_or_default();
@@ -79,63 +82,70 @@ impl Client {
         if req.model.is_empty() {
             req.model = self.inner.model.clone();
         }
-        match self.worker_env(&mut req) {
-            Ok(env) => run_worker(&req, &env).await,
-            Err(e) => {
+        let resolved = req.task().map(|mut task| {
+            let env = self.worker_env(&mut task);
+            (task, env)
+        });
+        match resolved {
+            Ok((task, Ok(env))) => {
+                req.model = task.route.model().to_owned();
+                run_worker(&req, &env).await
+            }
+            Ok((_, Err(e))) => {
                 let mut failed = WorkerResult::failed(&req.task_id, e.to_string());
                 failed.ledger = e.ledger().clone();
                 failed
             }
+            Err(e) => WorkerResult::failed(&req.task_id, e.to_string()),
         }
     }
 
-    async fn constrained(&self, c: TextConstraint, prompt: String) -> Result<WorkerResult, Error> {
+    async fn constrained(&self, c: TextConstraint, prompt: String) -> Result<Answer, Error> {
         c.validate().map_err(|e| self.refused(e))?;
-        let mut req = self.request(prompt);
-        req.text_constraint = Some(c);
-        self.run_with(req, |_| {}).await
+        let mut task = self.task(prompt);
+        task.output = Output::Constraint(c);
+        self.run_with(task, |_| {}).await
     }
 
     /// The trimmed answer under `c`.
     async fn constrained_text(&self, c: TextConstraint, prompt: impl Into<String>) -> TextAnswer {
-        let result = self.constrained(c, prompt.into()).await?;
+        let answer = self.constrained(c, prompt.into()).await?;
         Ok(Extracted {
-            value: result.output.trim().to_owned(),
-            ledger: result.ledger,
+            value: answer.text.trim().to_owned(),
+            ledger: answer.ledger,
         })
     }
 
-    /// Resolves, lets `tune` add observers to the environment, runs the worker and turns a
-    /// failed result into its [`Error`].
+    /// Resolves, lets `tune` add observers to the environment, runs the task and turns a
+    /// failed run into its [`Error`].
     pub(crate) async fn run_with(
         &self,
-        mut req: WorkerRequest,
+        mut task: Task,
         tune: impl FnOnce(&mut WorkerEnv),
-    ) -> Result<WorkerResult, Error> {
-        let mut env = self.worker_env(&mut req)?;
+    ) -> Result<Answer, Error> {
+        let mut env = self.worker_env(&mut task)?;
         tune(&mut env);
-        let result = run_worker(&req, &env).await;
-        match Error::from_failed(&result) {
-            Some(e) => Err(e),
-            None => Ok(result),
-        }
+        run_task(&task, &env)
+            .await
+            .map_err(|e| Error::from_run(e, env.adapter.name(), task.route.model()))
     }
 
     fn refused(&self, e: impl std::fmt::Display) -> Error {
-        let req = self.request(String::new());
-        Error::config(e.to_string(), &req.adapter, &req.model)
+        let task = self.task(String::new());
+        let adapter = task.route.adapter().unwrap_or_default();
+        Error::config(e.to_string(), adapter, task.route.model())
     }
 }
 
 /// `T`'s schema, or a configuration error when schemars' output is not usable.
 pub(crate) fn typed_schema<T: schemars::JsonSchema + 'static>(
-    req: &WorkerRequest,
+    task: &Task,
 ) -> Result<std::sync::Arc<TypedSchema>, Error> {
     TypedSchema::of::<T>().map_err(|e| {
         Error::config(
             format!("schema of {}: {e}", std::any::type_name::<T>()),
-            &req.adapter,
-            &req.model,
+            task.route.adapter().unwrap_or_default(),
+            task.route.model(),
         )
     })
 }
@@ -162,20 +172,20 @@ pub(crate) fn annotate_error(mut e: Error, typed: &TypedSchema) -> Error {
 /// The typed value of a successful result (its answer unwrapped and deserialized).
 pub(crate) fn typed_value<T: DeserializeOwned>(
     typed: &TypedSchema,
-    result: Result<WorkerResult, Error>,
+    result: Result<Answer, Error>,
 ) -> Result<Extracted<T>, Error> {
-    let mut result = result.map_err(|e| annotate_error(e, typed))?;
-    annotate(&mut result.ledger, typed);
-    let answer = typed.unwrap_answer(result.answer.take().unwrap_or(Value::Null));
-    match serde_json::from_value::<T>(answer) {
+    let mut answer = result.map_err(|e| annotate_error(e, typed))?;
+    annotate(&mut answer.ledger, typed);
+    let value = typed.unwrap_answer(answer.value.take().unwrap_or(Value::Null));
+    match serde_json::from_value::<T>(value) {
         Ok(value) => Ok(Extracted {
             value,
-            ledger: result.ledger,
+            ledger: answer.ledger,
         }),
         Err(e) => Err(Error::Deserialize {
             type_name: std::any::type_name::<T>(),
             message: crate::secret::scrub(&e.to_string()),
-            ledger: Box::new(result.ledger),
+            ledger: Box::new(answer.ledger),
         }),
     }
 }

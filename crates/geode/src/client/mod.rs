@@ -4,21 +4,21 @@
 //! | file | job |
 //! |---|---|
 //! | [`builder`] | [`ClientBuilder`]: from configuration and environment, or around an adapter |
-//! | [`resolve`] | routing, `require`, preflight, adapter and fallback chain (shared with the CLI) |
 //! | [`extract`] | `extract::<T>()`, `extract_json`, `choose`, `matches`, `grammar`, `run` |
 //! | [`typed_schema`] | a Rust type's schema: generated once, made strict-friendly, wrapped if needed |
 //! | [`partial_json`] | the incremental tolerant JSON parser behind streaming |
 //! | [`stream`] | `stream::<T>()`: partial values, list items, the retry, the final value |
 //! | [`error`] | [`Error`]: every variant carries the ledger |
 //!
-//! Every call runs through the worker ([`crate::agent::worker::run_worker`]), so the one retry
-//! with feedback and the ledger behave exactly as for `geode run`.
+//! Every call builds a typed [`crate::agent::task::Task`] and runs it through the worker
+//! ([`crate::agent::worker::run_task`]), so the one retry with feedback and the ledger behave
+//! exactly as for `geode run`; a failed run's [`crate::agent::task::RunError`] becomes an
+//! [`Error`] by its variant.
 
 pub mod builder;
 pub mod error;
 pub mod extract;
 pub mod partial_json;
-pub mod resolve;
 pub mod stream;
 pub mod typed_schema;
 
@@ -26,7 +26,9 @@ pub use builder::ClientBuilder;
 pub use error::Error;
 pub use stream::{Guarantee, StreamEvent};
 
-use crate::agent::worker::{WorkerEnv, WorkerRequest};
+use crate::agent::resolve::Resolver;
+use crate::agent::task::{Route, Task};
+use crate::agent::worker::WorkerEnv;
 use crate::config::Config;
 use crate::ledger::{GuaranteeLedger, Require, StructuredOutputMode};
 use crate::llm::adapter::Adapter;
@@ -34,7 +36,6 @@ use crate::llm::call::AdapterError;
 use crate::llm::registry::Environment;
 use crate::schema::ResponseSchema;
 use builder::AdapterFactory;
-use resolve::Resolver;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -110,39 +111,46 @@ impl Client {
         Self::builder().build()
     }
 
-    /// A request carrying this client's settings.
-    pub(crate) fn request(&self, prompt: String) -> WorkerRequest {
+    /// A task carrying this client's settings.
+    pub(crate) fn task(&self, prompt: String) -> Task {
         let i = &self.inner;
-        let mut req = WorkerRequest::new("client", prompt);
-        req.adapter = i.adapter.clone().unwrap_or_default();
-        req.model = i.model.clone();
-        req.require = i.require;
+        let mut task = Task::new(prompt);
+        let model = (!i.model.is_empty()).then(|| i.model.clone());
+        task.route = match (&i.adapter, model) {
+            (Some(name), model) => Route::Adapter {
+                name: name.clone(),
+                model,
+            },
+            (None, Some(m)) => Route::Model(m),
+            (None, None) => Route::Default,
+        };
+        task.require = i.require;
         if let Some(t) = i.timeout {
-            req.timeout_s = t.as_secs_f64();
+            task.budgets.timeout = t;
         }
         if let Some(m) = i.max_tokens {
-            req.subagent_max_tokens = m;
+            task.budgets.max_tokens = m;
         }
         if let Some(s) = &i.system {
-            req.agent_system_prompt = s.clone();
+            task.system = s.clone();
         }
-        req
+        task
     }
 
-    /// The worker environment for `req` (filling `req.model` when routing chose it).
-    pub(crate) fn worker_env(&self, req: &mut WorkerRequest) -> Result<WorkerEnv, Error> {
+    /// The worker environment for `task` (filling its model when routing chose it).
+    pub(crate) fn worker_env(&self, task: &mut Task) -> Result<WorkerEnv, Error> {
         match &self.inner.source {
             Source::Instance {
                 adapter,
                 max_response_bytes,
             } => {
-                if let Some(schema) = &req.response_schema {
+                if let Some(schema) = task.output.schema() {
                     let mode = adapter.wire_mode(Some(schema));
-                    if mode.level() < req.require {
+                    if mode.level() < task.require {
                         return Err(Error::config(
-                            unmet(adapter.name(), mode, req.require),
+                            unmet(adapter.name(), mode, task.require),
                             adapter.name(),
-                            &req.model,
+                            task.route.model(),
                         ));
                     }
                 }
@@ -177,8 +185,11 @@ impl Client {
                     build: &build,
                     fallback: fallback.as_deref(),
                 }
-                .resolve(req)
-                .map_err(|e| Error::config(e.to_string(), &req.adapter, &req.model))
+                .resolve(task)
+                .map_err(|e| {
+                    let adapter = task.route.adapter().unwrap_or_default();
+                    Error::config(e.to_string(), adapter, task.route.model())
+                })
             }
         }
     }

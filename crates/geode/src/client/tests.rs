@@ -324,7 +324,7 @@ fn other_shapes_from_the_same_client() {
             .iter()
             .any(|r| r.contains("grammar: unchecked"))
     );
-    let result = rt.block_on(c.run(crate::agent::worker::WorkerRequest::new("t1", "hi")));
+    let result = rt.block_on(c.run(crate::agent::protocol::WorkerRequest::new("t1", "hi")));
     assert!(result.success);
     assert_eq!(result.output, r#"{"ok": true}"#);
     let sent = adapter.requests();

@@ -19,10 +19,10 @@
 
 mod report;
 mod rig;
-use geode_testkit::fault_matrix::{run, table};
-use geode_testkit::netns_test;
 use geode_testkit as support;
 use geode_testkit::cli as cli_support;
+use geode_testkit::fault_matrix::{run, table};
+use geode_testkit::netns_test;
 
 use std::sync::Arc;
 use std::time::Duration;

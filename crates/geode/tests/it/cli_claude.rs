@@ -3,9 +3,9 @@
 //! network namespace (see `cli_support`). HOME is a temp dir; non-essential traffic is off.
 
 // Test helpers outside `#[test]` fns may unwrap too (tests are allowed to panic).
+use geode_testkit as support;
 use geode_testkit::cli as cli_support;
 use geode_testkit::netns_test;
-use geode_testkit as support;
 
 use geode::ledger::StructuredOutputMode;
 use geode::llm::adapter::AdapterError;

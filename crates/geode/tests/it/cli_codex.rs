@@ -5,9 +5,9 @@
 //! private schema directory is gone afterwards.
 
 // Test helpers outside `#[test]` fns may unwrap too (tests are allowed to panic).
+use geode_testkit as support;
 use geode_testkit::cli as cli_support;
 use geode_testkit::netns_test;
-use geode_testkit as support;
 
 use geode::ledger::StructuredOutputMode;
 use geode::llm::adapter::AdapterError;

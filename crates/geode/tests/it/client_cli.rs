@@ -5,8 +5,8 @@
 //! a single final).
 #[macro_use]
 use geode_testkit::cli as cli_support;
-use geode_testkit::netns_test;
 use geode_testkit as support;
+use geode_testkit::netns_test;
 
 use futures::StreamExt;
 use geode::client::stream::Guarantee;

@@ -11,7 +11,8 @@
 use geode_testkit as support;
 
 use geode::agent::exit;
-use geode::agent::worker::{WorkerEnv, WorkerRequest, WorkerResult, run_worker};
+use geode::agent::protocol::{WorkerRequest, WorkerResult, run_worker};
+use geode::agent::worker::WorkerEnv;
 use geode::llm::adapter::{Adapter, CallCx, RetryClass};
 use geode::llm::request::{AdapterCallRequest, Message};
 use geode::schema::{ResponseSchema, TextConstraint};

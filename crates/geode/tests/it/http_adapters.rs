@@ -377,7 +377,13 @@ async fn every_adapter_builds_from_the_process_environment() {
             ("HOME", home_str.clone()),
             ("CODEX_HOME", home_str.clone()),
         ];
-        assert!(run_child(&support::cli::test_name(module_path!(), "child_from_env"), &missing).await);
+        assert!(
+            run_child(
+                &support::cli::test_name(module_path!(), "child_from_env"),
+                &missing
+            )
+            .await
+        );
         // One fake per wire kind: the two Messages adapters share their base URL variable.
         let mut fakes = std::collections::BTreeMap::new();
         for kind in Kind::ALL {
@@ -401,7 +407,13 @@ async fn every_adapter_builds_from_the_process_environment() {
                 vars.push((var, test_secret(adapter)));
             }
         }
-        assert!(run_child(&support::cli::test_name(module_path!(), "child_from_env"), &vars).await);
+        assert!(
+            run_child(
+                &support::cli::test_name(module_path!(), "child_from_env"),
+                &vars
+            )
+            .await
+        );
         for adapter in http_adapters() {
             let seen = fakes[kind_of(adapter).name()].requests();
             // The Messages adapters differ by their credential header.

@@ -9,7 +9,8 @@
 use geode_testkit as support;
 
 use geode::agent::exit;
-use geode::agent::worker::{WorkerEnv, WorkerRequest, run_worker};
+use geode::agent::protocol::{WorkerRequest, run_worker};
+use geode::agent::worker::WorkerEnv;
 use geode::llm::adapter::{Adapter, CallCx};
 use geode::llm::request::{AdapterCallRequest, Message};
 use geode::llm::wire::schema_prompt::INSTRUCTION_HEADING;

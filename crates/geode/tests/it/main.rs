@@ -23,5 +23,6 @@ mod response_budget;
 mod routing;
 mod subprocess;
 mod subtask;
+mod task;
 mod wire_snapshots;
 mod worker;

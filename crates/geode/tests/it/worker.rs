@@ -3,10 +3,11 @@
 
 use geode::agent::agent_loop::AgenticResult;
 use geode::agent::answer_check::{build_schema_retry_prompt, needs_schema_retry};
-use geode::agent::termination::TerminationReason as T;
-use geode::agent::worker::{
-    WorkerEnv, WorkerError, WorkerRequest, WorkerResult, parse_request_line, run_worker,
+use geode::agent::protocol::{
+    WorkerError, WorkerRequest, WorkerResult, parse_request_line, run_worker,
 };
+use geode::agent::termination::TerminationReason as T;
+use geode::agent::worker::WorkerEnv;
 use geode::ledger::{CheckFailure, RetryDecision, WorkerCheck};
 use geode::llm::adapter::AdapterError;
 use geode::llm::request::{AdapterResponse, ContentBlock, Role, StopReason};
@@ -532,7 +533,7 @@ async fn a_choice_on_a_hosted_adapter_is_checked_locally_retried_and_named_as_a_
 // ---- property: every request and result survives a JSON round trip ----
 
 mod round_trip {
-    use geode::agent::worker::{WorkerRequest, WorkerResult, parse_request_line};
+    use geode::agent::protocol::{WorkerRequest, WorkerResult, parse_request_line};
     use geode::ledger::Require;
     use geode::schema::validate::Validation;
     use geode::schema::{ResponseSchema, TextConstraint};

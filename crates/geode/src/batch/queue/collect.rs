@@ -1,7 +1,7 @@
 //! `geode batch --queue`: enqueue the input's tasks and collect their results (see [`super`]).
 
 use super::{Backoff, QueueError, QueueUrl, connect, ensure_group, field};
-use crate::agent::worker::WorkerResult;
+use crate::agent::protocol::WorkerResult;
 use crate::batch::Summary;
 use crate::batch::input::InputLine;
 use crate::batch::output::ResultLog;

@@ -1,7 +1,7 @@
 //! `geode serve`: one worker on a queue (see the table in [`super`]).
 
 use super::{Backoff, GROUP, QueueError, QueueOptions, QueueUrl, connect, ensure_group, field};
-use crate::agent::worker::{WorkerRequest, WorkerResult, parse_request_line, run_worker};
+use crate::agent::protocol::{WorkerRequest, WorkerResult, parse_request_line, run_worker};
 use crate::batch::Prepare;
 use redis::aio::ConnectionManager;
 use redis::streams::{StreamAutoClaimReply, StreamId, StreamPendingCountReply, StreamReadReply};

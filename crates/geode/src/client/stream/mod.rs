@@ -10,7 +10,8 @@ use super::extract::{annotate_error, typed_schema, typed_value};
 use super::partial_json::PartialJson;
 use super::typed_schema::TypedSchema;
 use super::{Client, Error, Extracted};
-use crate::agent::worker::{WorkerEnv, WorkerRequest, WorkerResult, run_worker};
+use crate::agent::task::{Answer, Output, Task};
+use crate::agent::worker::{WorkerEnv, run_task};
 use crate::ledger::Require;
 use crate::llm::call::TextSink;
 use crate::schema::ResponseSchema;
@@ -134,7 +135,7 @@ struct State<T, E> {
 }
 
 /// Turns a finished worker run into the final value.
-type Finisher<T> = fn(&TypedSchema, Result<WorkerResult, Error>) -> Result<Extracted<T>, Error>;
+type Finisher<T> = fn(&TypedSchema, Result<Answer, Error>) -> Result<Extracted<T>, Error>;
 
 impl Client {
     /// Streams a `T`: [`StreamEvent::Partial`]s as text arrives, [`StreamEvent::Item`]s for
@@ -160,14 +161,14 @@ impl Client {
         T: schemars::JsonSchema + DeserializeOwned + Send + 'static,
         E: DeserializeOwned + Send + 'static,
     {
-        let mut req = self.request(prompt.into());
-        let typed = match typed_schema::<T>(&req) {
+        let mut task = self.task(prompt.into());
+        let typed = match typed_schema::<T>(&task) {
             Ok(t) => t,
             Err(e) => return failed(e),
         };
-        req.response_schema = Some(typed.schema.clone());
-        match self.worker_env(&mut req) {
-            Ok(env) => drive(req, env, typed, &items, typed_value::<T>),
+        task.output = Output::Schema(typed.schema.clone());
+        match self.worker_env(&mut task) {
+            Ok(env) => drive(task, env, typed, &items, typed_value::<T>),
             Err(e) => failed(annotate_error(e, &typed)),
         }
     }
@@ -178,39 +179,39 @@ impl Client {
         schema: &Value,
         prompt: impl Into<String>,
     ) -> BoxStream<'static, Result<StreamEvent<Value>, Error>> {
-        let mut req = self.request(prompt.into());
+        let mut task = self.task(prompt.into());
         match ResponseSchema::from_value(schema.clone()) {
-            Ok(s) => req.response_schema = Some(s),
-            Err(e) => return failed(Error::config(e.to_string(), &req.adapter, &req.model)),
+            Ok(s) => task.output = Output::Schema(s),
+            Err(e) => {
+                let adapter = task.route.adapter().unwrap_or_default();
+                return failed(Error::config(e.to_string(), adapter, task.route.model()));
+            }
         }
-        match self.worker_env(&mut req) {
-            Ok(env) => stream_request(req, env, ItemSource::Auto),
+        match self.worker_env(&mut task) {
+            Ok(env) => stream_task(task, env, ItemSource::Auto),
             Err(e) => failed(e),
         }
     }
 }
 
-/// Streams a prepared request on a prepared environment (what `geode run --stream` does):
-/// partials and items against its `response_schema` as given (no rewrites), and a final value
-/// that is the checked answer, or the answer text as a JSON string when no JSON was asked for.
-pub fn stream_request(
-    req: WorkerRequest,
+/// Streams a prepared task on a prepared environment (what `geode run --stream` does):
+/// partials and items against its schema as given (no rewrites), and a final value that is the
+/// checked answer, or the answer text as a JSON string when no JSON was asked for.
+pub fn stream_task(
+    task: Task,
     env: WorkerEnv,
     items: ItemSource,
 ) -> BoxStream<'static, Result<StreamEvent<Value>, Error>> {
-    let schema = req.response_schema.clone().unwrap_or_default();
+    let schema = task.output.schema().cloned().unwrap_or_default();
     let typed = Arc::new(TypedSchema::raw(schema));
-    drive(req, env, typed, &items, raw_value)
+    drive(task, env, typed, &items, raw_value)
 }
 
-fn raw_value(
-    _: &TypedSchema,
-    result: Result<WorkerResult, Error>,
-) -> Result<Extracted<Value>, Error> {
-    let result = result?;
+fn raw_value(_: &TypedSchema, result: Result<Answer, Error>) -> Result<Extracted<Value>, Error> {
+    let answer = result?;
     Ok(Extracted {
-        value: result.answer.unwrap_or(Value::String(result.output)),
-        ledger: result.ledger,
+        value: answer.value.unwrap_or(Value::String(answer.text)),
+        ledger: answer.ledger,
     })
 }
 
@@ -220,7 +221,7 @@ fn failed<T: Send + 'static>(e: Error) -> BoxStream<'static, Result<T, Error>> {
 
 /// Runs the worker with text and retry observers, as a stream of events.
 fn drive<T, E>(
-    req: WorkerRequest,
+    task: Task,
     mut env: WorkerEnv,
     typed: Arc<TypedSchema>,
     items: &ItemSource,
@@ -230,7 +231,7 @@ where
     T: Send + 'static,
     E: DeserializeOwned + Send + 'static,
 {
-    let level = env.adapter.wire_mode(req.response_schema.as_ref()).level();
+    let level = env.adapter.wire_mode(task.output.schema()).level();
     let (tx, rx) = mpsc::unbounded_channel();
     let text_tx = tx.clone();
     env.on_text = Some(TextSink::new(move |t| {
@@ -241,11 +242,9 @@ where
     }));
     let worker_typed = typed.clone();
     let worker: Finish<T> = Box::pin(async move {
-        let result = run_worker(&req, &env).await;
-        let result = match Error::from_failed(&result) {
-            Some(e) => Err(e),
-            None => Ok(result),
-        };
+        let result = run_task(&task, &env)
+            .await
+            .map_err(|e| Error::from_run(e, env.adapter.name(), task.route.model()));
         finish(&worker_typed, result)
     });
     let state = State {

@@ -1,11 +1,12 @@
-//! Turning a [`WorkerRequest`] into a [`WorkerEnv`] from configuration and environment: routing,
+//! Turning a [`Task`]'s route into a [`WorkerEnv`] from configuration and environment: routing,
 //! the `require` policy, the dialect preflight, the adapter itself and the fallback chain.
 //!
 //! One rule for the CLI (`geode run`, `geode worker`) and for [`crate::Client`]. Adapters are
 //! obtained through a caller-given builder, so the CLI can add `local` (which lives in
 //! `geode-local`) and the client can hand out adapters it already built (reusing connections).
 
-use crate::agent::worker::{WorkerEnv, WorkerRequest};
+use crate::agent::task::{Route, Task};
+use crate::agent::worker::WorkerEnv;
 use crate::config::Config;
 use crate::ledger::Require;
 use crate::llm::adapter::Adapter;
@@ -74,26 +75,20 @@ fn text_constraint_level(spec: &AdapterSpec) -> Require {
 }
 
 impl Resolver<'_> {
-    /// Resolves the environment for `req`: the routed adapter (plus the fallback chain when the
-    /// adapter was not named explicitly, or always when [`Self::fallback`] is given), with
-    /// `req.model` filled from the config when empty.
-    pub fn resolve(&self, req: &mut WorkerRequest) -> Result<WorkerEnv, ResolveError> {
+    /// Resolves the environment for `task`: the routed adapter (plus the fallback chain when
+    /// the route names no adapter, or always when [`Self::fallback`] or the task's own
+    /// `fallback` is given), with the route's model filled from the config when it has none.
+    pub fn resolve(&self, task: &mut Task) -> Result<WorkerEnv, ResolveError> {
         let (cfg, env) = (self.cfg, self.env);
-        let explicit = if !req.adapter.is_empty() {
-            Some(req.adapter.clone())
-        } else if spec(&req.source).is_some() {
-            Some(req.source.clone())
-        } else {
-            None
-        };
-        let schema = req.response_schema.clone();
+        let explicit = task.route.adapter().map(str::to_owned);
+        let schema = task.output.schema().cloned();
         let routed = route(
             &RouteRequest {
                 adapter: explicit.as_deref(),
-                model: &req.model,
-                require: req.require,
+                model: task.route.model(),
+                require: task.require,
                 schema: schema.as_ref(),
-                thinking: req.thinking_budget > 0,
+                thinking: task.budgets.thinking > 0,
                 default_adapter: cfg.default_adapter.as_deref(),
             },
             env,
@@ -109,12 +104,15 @@ impl Resolver<'_> {
                 )));
             }
         }
-        if req.model.is_empty() {
-            req.model = cfg.model(name, None);
+        if task.route.model().is_empty() {
+            task.route = Route::Adapter {
+                name: name.to_owned(),
+                model: Some(cfg.model(name, None)),
+            };
         }
         let primary = (self.build)(name).map_err(|e| ResolveError::Build(e.to_string()))?;
         let mut chain: Vec<(Arc<dyn Adapter>, Option<String>)> = vec![(primary, None)];
-        let fallback = match (self.fallback, &explicit) {
+        let fallback = match (task.fallback.as_deref().or(self.fallback), &explicit) {
             (Some(list), _) => list,
             (None, None) => cfg.fallback.as_slice(),
             (None, Some(_)) => &[],
@@ -122,8 +120,8 @@ impl Resolver<'_> {
         for fb in fallback.iter().filter(|n| n.as_str() != name) {
             let Some(s) = spec(fb) else { continue };
             let meets = (schema.is_none()
-                || s.mode_for(schema.as_ref(), false).level() >= req.require)
-                && (req.text_constraint.is_none() || text_constraint_level(s) >= req.require);
+                || s.mode_for(schema.as_ref(), false).level() >= task.require)
+                && (task.output.constraint().is_none() || text_constraint_level(s) >= task.require);
             if meets
                 && s.is_configured(env)
                 && let Ok(a) = (self.build)(fb)

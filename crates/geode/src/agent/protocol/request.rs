@@ -1,19 +1,22 @@
-//! The worker's input: the [`WorkerRequest`] with the reference's fields and defaults, and how
-//! it is read and checked ([`super::worker`] re-exports all of it).
+//! The worker's input as the process protocol has it: the [`WorkerRequest`] with the reference
+//! system's fields and defaults (docs/reference.md), how it is read, and its conversion into a
+//! typed [`Task`] ([`WorkerRequest::task`]).
 //!
 //! The worker's stdin may hold anything. [`parse_request`] turns bytes into a request or a typed
 //! [`WorkerError`] (empty, too large, not UTF-8, not JSON, more than one value, not an object, no
 //! `task_id`, a bad field); [`request_task_id`] recovers the task id for the failed result
-//! (`"unknown"` when none can be read, as the reference does). [`WorkerRequest::check`] refuses a
+//! (`"unknown"` when none can be read, as the reference does). [`WorkerRequest::task`] refuses a
 //! request that cannot run (a non-positive or non-finite `timeout_s`, a constraint that does not
-//! compile) before anything is sent.
+//! compile, a schema and a text constraint at once) before anything is sent.
 
+use crate::agent::task::{Budgets, Output, Route, Task};
 use crate::schema::formats::FormatMode;
 use crate::schema::validate::Validation;
 use crate::schema::{ConstraintError, ResponseSchema, TextConstraint};
 use crate::vocab::Require;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use std::time::Duration;
 
 fn is_default<T: Default + PartialEq>(v: &T) -> bool {
     *v == T::default()
@@ -163,7 +166,7 @@ pub const MAX_REQUEST_BYTES: usize = 64 << 20;
 pub const UNKNOWN_TASK_ID: &str = "unknown";
 
 /// Why a request could not be read or cannot run.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum WorkerError {
     /// Nothing on stdin.
@@ -209,19 +212,104 @@ pub enum WorkerError {
     /// The `text_constraint` does not compile.
     #[error("unusable text_constraint: {0}")]
     Constraint(#[from] ConstraintError),
+    /// Both a `response_schema` and a `text_constraint`: an answer is JSON or constrained text,
+    /// not both.
+    #[error("a request takes a response_schema or a text_constraint, not both")]
+    SchemaAndConstraint,
 }
 
 impl WorkerRequest {
-    /// Refuses a request that cannot run, before anything is sent: a `timeout_s` that is not a
-    /// positive, finite number of seconds, or a `text_constraint` that does not compile.
-    pub fn check(&self) -> Result<(), WorkerError> {
+    /// The typed task this request describes, or why it cannot run (refused before anything is
+    /// sent): a `timeout_s` that is not a positive, finite number of seconds, a
+    /// `text_constraint` that does not compile, or a schema and a constraint at once.
+    ///
+    /// The route is `adapter` when given, else `source` when it names an adapter, else the
+    /// model's adapter, else the default. `provider` and the other carried fields do not change
+    /// the task ([`Self::ignored_fields`]).
+    pub fn task(&self) -> Result<Task, WorkerError> {
         if !(self.timeout_s.is_finite() && self.timeout_s > 0.0) {
             return Err(WorkerError::InvalidTimeout(self.timeout_s.to_string()));
         }
-        if let Some(c) = &self.text_constraint {
-            c.validate()?;
-        }
-        Ok(())
+        let output = match (&self.response_schema, &self.text_constraint) {
+            (Some(_), Some(_)) => return Err(WorkerError::SchemaAndConstraint),
+            (Some(s), None) => Output::Schema(s.clone()),
+            (None, Some(c)) => {
+                c.validate()?;
+                Output::Constraint(c.clone())
+            }
+            (None, None) => Output::Text,
+        };
+        let named = if !self.adapter.is_empty() {
+            Some(self.adapter.clone())
+        } else {
+            crate::llm::registry::spec(&self.source).map(|s| s.name.to_owned())
+        };
+        let model = (!self.model.is_empty()).then(|| self.model.clone());
+        let route = match (named, model) {
+            (Some(name), model) => Route::Adapter { name, model },
+            (None, Some(m)) => Route::Model(m),
+            (None, None) => Route::Default,
+        };
+        Ok(Task {
+            prompt: self.prompt(),
+            system: self.agent_system_prompt.clone(),
+            route,
+            fallback: None,
+            output,
+            require: self.require,
+            validation: self.validation,
+            formats: self.formats,
+            budgets: Budgets {
+                timeout: Duration::from_secs_f64(self.timeout_s.min(1e9)),
+                time_budget: (self.time_budget_s > 0.0)
+                    .then(|| Duration::from_secs_f64(self.time_budget_s.min(1e9))),
+                max_tokens: self.subagent_max_tokens,
+                max_rounds: self.max_rounds,
+                thinking: self.thinking_budget,
+            },
+            effort: self.effort.clone(),
+        })
+    }
+
+    /// Refuses a request that cannot run ([`Self::task`]).
+    pub fn check(&self) -> Result<(), WorkerError> {
+        self.task().map(drop)
+    }
+
+    /// The reference fields this request sets that geode carries but does not act on; the
+    /// ledger names them.
+    pub fn ignored_fields(&self) -> Vec<String> {
+        let d = Self::default();
+        [
+            ("task_type", self.task_type != d.task_type),
+            ("denied_tools", self.denied_tools != d.denied_tools),
+            ("provider", self.provider != d.provider),
+            (
+                "source",
+                !self.source.is_empty() && crate::llm::registry::spec(&self.source).is_none(),
+            ),
+            ("isolation", self.isolation != d.isolation),
+            ("agent_name", self.agent_name != d.agent_name),
+            ("toolkit", self.toolkit != d.toolkit),
+            (
+                "parent_session_key",
+                self.parent_session_key != d.parent_session_key,
+            ),
+            (
+                "parent_session_id",
+                self.parent_session_id != d.parent_session_id,
+            ),
+            (
+                "agent_allowed_tools",
+                self.agent_allowed_tools != d.agent_allowed_tools,
+            ),
+            ("emit_activity", self.emit_activity != d.emit_activity),
+            ("resume", self.resume != d.resume),
+        ]
+        .into_iter()
+        .filter(|(_, set)| *set)
+        .map(|(name, _)| name.to_owned())
+        .collect()
     }
 }
 
@@ -236,7 +324,7 @@ fn first_value(text: &str) -> Option<Result<(Value, usize), serde_json::Error>> 
 /// surrounded by nothing but whitespace, then [`WorkerRequest::check`].
 ///
 /// ```
-/// use geode::agent::worker::{parse_request, WorkerError};
+/// use geode::agent::protocol::{parse_request, WorkerError};
 /// assert!(parse_request(b"{\"task_id\":\"t\"}\n").is_ok());
 /// assert_eq!(parse_request(b"  \n"), Err(WorkerError::EmptyInput));
 /// assert!(matches!(parse_request(b"\xff\xfe"), Err(WorkerError::InvalidUtf8 { offset: 0 })));

@@ -1,0 +1,122 @@
+//! The worker's output as the process protocol has it: [`WorkerResult`], with the reference
+//! system's field names, made from a typed run ([`WorkerResult::from_run`]).
+
+use crate::agent::task::{Answer, NO_RESPONSE, RunError};
+use crate::agent::termination::TerminationReason;
+use crate::ledger::GuaranteeLedger;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The worker's answer. Field names are the reference's; `error` is omitted when absent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkerResult {
+    /// The task id.
+    pub task_id: String,
+    /// True when the run ended well and (with a schema) the answer passed the check.
+    pub success: bool,
+    /// The final answer text.
+    #[serde(default)]
+    pub output: String,
+    /// A summary (≤ 500 characters).
+    #[serde(default)]
+    pub summary: String,
+    /// The error, when failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Wall time in milliseconds.
+    #[serde(default)]
+    pub duration_ms: u64,
+    /// Prompt tokens over all attempts.
+    #[serde(default)]
+    pub prompt_tokens: u64,
+    /// Completion tokens over all attempts.
+    #[serde(default)]
+    pub completion_tokens: u64,
+    /// Cost in USD over all attempts (0 when unknown).
+    #[serde(default)]
+    pub usd_spent: f64,
+    /// geode: the parsed JSON answer, when one was extracted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<Value>,
+    /// geode: how the last attempt ended.
+    #[serde(default)]
+    pub termination_reason: String,
+    /// geode: the guarantee ledger.
+    #[serde(default)]
+    pub ledger: GuaranteeLedger,
+}
+
+fn clip(text: &str) -> String {
+    text.chars().take(500).collect()
+}
+
+impl WorkerResult {
+    /// A failed result that carries only an error (bad input, routing failure, panic).
+    pub fn failed(task_id: &str, error: impl Into<String>) -> Self {
+        let error = crate::secret::scrub(&error.into());
+        Self {
+            task_id: task_id.to_owned(),
+            success: false,
+            summary: clip(&format!("Sub-agent failed: {error}")),
+            error: Some(error),
+            ..Self::default()
+        }
+    }
+
+    /// The result of a typed run, in the reference's shape.
+    pub fn from_run(task_id: &str, run: Result<Answer, RunError>) -> Self {
+        let error = match run {
+            Ok(answer) => {
+                let summary = clip(&answer.text);
+                return Self::of(task_id, true, answer, summary, None);
+            }
+            Err(e) => e,
+        };
+        let message = error.to_string();
+        let last = match error {
+            RunError::Route(_) => return Self::failed(task_id, message),
+            RunError::Refused { last, .. } | RunError::Schema { last, .. } => {
+                let mut failed = Self::failed(task_id, message);
+                failed.ledger = last.ledger;
+                return failed;
+            }
+            RunError::Adapter { last, .. }
+            | RunError::Invalid { last, .. }
+            | RunError::Ended { last, .. } => *last,
+        };
+        let summary = if message == NO_RESPONSE && last.text.is_empty() {
+            NO_RESPONSE.to_owned()
+        } else if last.termination == TerminationReason::Unknown {
+            clip(&format!("Sub-agent failed: {message}"))
+        } else {
+            clip(&format!(
+                "Sub-agent failed: {message}; termination_reason={}",
+                last.termination
+            ))
+        };
+        Self::of(task_id, false, last, summary, Some(message))
+    }
+
+    fn of(
+        task_id: &str,
+        success: bool,
+        answer: Answer,
+        summary: String,
+        error: Option<String>,
+    ) -> Self {
+        Self {
+            task_id: task_id.to_owned(),
+            success,
+            output: answer.text,
+            summary,
+            error,
+            duration_ms: answer.elapsed.as_millis().try_into().unwrap_or(u64::MAX),
+            prompt_tokens: answer.usage.input_tokens,
+            completion_tokens: answer.usage.output_tokens,
+            usd_spent: answer.usage.cost_usd.unwrap_or(0.0),
+            answer: answer.value,
+            termination_reason: answer.termination.as_str(),
+            ledger: answer.ledger,
+        }
+    }
+}

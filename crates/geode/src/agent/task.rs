@@ -1,0 +1,260 @@
+//! The worker's own language: a typed [`Task`] in, `Result<`[`Answer`]`, `[`RunError`]`>` out.
+//!
+//! The process protocol ([`crate::agent::protocol`]) reads the reference system's request shape
+//! and converts it into a `Task` at the edge; [`crate::Client`] builds a `Task` directly. Nothing
+//! inside the worker reads a string to learn what happened: a failed run is a [`RunError`]
+//! variant that keeps its typed source.
+
+use crate::agent::termination::TerminationReason;
+use crate::ledger::GuaranteeLedger;
+use crate::llm::call::AdapterError;
+use crate::schema::SchemaError;
+use crate::schema::formats::FormatMode;
+use crate::schema::validate::Validation;
+use crate::schema::{ResponseSchema, TextConstraint};
+use crate::vocab::{Require, Usage};
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What a run that produced no text reports (the reference's wording).
+pub(crate) const NO_RESPONSE: &str = "No response from sub-agent";
+
+/// Where a task runs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Route {
+    /// The configured default adapter (else the first configured one) and its default model.
+    #[default]
+    Default,
+    /// The adapter that serves this model name.
+    Model(String),
+    /// A named adapter, with its configured model unless one is given.
+    Adapter {
+        /// The registry name (`openai-payg`, `local`, a `[providers.NAME]`, ...).
+        name: String,
+        /// The model, when not the adapter's default.
+        model: Option<String>,
+    },
+}
+
+impl Route {
+    /// The adapter this route names, if any.
+    pub fn adapter(&self) -> Option<&str> {
+        match self {
+            Self::Adapter { name, .. } => Some(name),
+            _ => None,
+        }
+    }
+
+    /// The model this route names ("" when the adapter's default applies).
+    pub fn model(&self) -> &str {
+        match self {
+            Self::Model(m) | Self::Adapter { model: Some(m), .. } => m,
+            _ => "",
+        }
+    }
+}
+
+/// What shape the answer must have.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum Output {
+    /// Free text: nothing is checked.
+    #[default]
+    Text,
+    /// A JSON value matching this schema.
+    Schema(ResponseSchema),
+    /// Text meeting a choice, regex or grammar constraint.
+    Constraint(TextConstraint),
+}
+
+impl Output {
+    /// The schema, when the answer is JSON.
+    pub fn schema(&self) -> Option<&ResponseSchema> {
+        match self {
+            Self::Schema(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The text constraint, when there is one.
+    pub fn constraint(&self) -> Option<&TextConstraint> {
+        match self {
+            Self::Constraint(c) => Some(c),
+            _ => None,
+        }
+    }
+}
+
+/// How much a task may spend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budgets {
+    /// The hard wall-clock limit of the whole task; the one retry runs only when the first
+    /// attempt took under half of it.
+    pub timeout: Duration,
+    /// The agent loop's own time budget, per attempt.
+    pub time_budget: Option<Duration>,
+    /// Output tokens per call.
+    pub max_tokens: u32,
+    /// LLM rounds per attempt (0 = unlimited).
+    pub max_rounds: u32,
+    /// Extended-thinking tokens (0 = off).
+    pub thinking: u32,
+}
+
+impl Default for Budgets {
+    fn default() -> Self {
+        Self {
+            timeout: Duration::from_secs(600),
+            time_budget: None,
+            max_tokens: 32768,
+            max_rounds: 0,
+            thinking: 0,
+        }
+    }
+}
+
+/// One task for the worker.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Task {
+    /// The user turn.
+    pub prompt: String,
+    /// The system prompt ("" = none).
+    pub system: String,
+    /// Where it runs.
+    pub route: Route,
+    /// Adapters to try when the routed one fails: `None` takes the configuration's chain (and
+    /// only when the route names no adapter); `Some` applies always.
+    pub fallback: Option<Vec<String>>,
+    /// What the answer must be.
+    pub output: Output,
+    /// The guarantee the route must give, checked before any call.
+    pub require: Require,
+    /// Which check decides the retry and success.
+    pub validation: Validation,
+    /// How full validation treats `format`.
+    pub formats: FormatMode,
+    /// Time, token and round limits.
+    pub budgets: Budgets,
+    /// Reasoning effort, for adapters that take one.
+    pub effort: String,
+}
+
+impl Task {
+    /// A free-text task with the default route, budgets and policy.
+    pub fn new(prompt: impl Into<String>) -> Self {
+        Self {
+            prompt: prompt.into(),
+            system: String::new(),
+            route: Route::Default,
+            fallback: None,
+            output: Output::Text,
+            require: Require::BestEffort,
+            validation: Validation::Full,
+            formats: FormatMode::Assert,
+            budgets: Budgets::default(),
+            effort: "high".to_owned(),
+        }
+    }
+}
+
+/// A finished run: the last answer, its checked value and what happened.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    /// The last answer's text.
+    pub text: String,
+    /// The JSON value read from it, when one was asked for and could be read.
+    pub value: Option<Value>,
+    /// How the last attempt ended.
+    pub termination: TerminationReason,
+    /// Usage over all attempts.
+    pub usage: Usage,
+    /// Wall time of the whole task.
+    pub elapsed: Duration,
+    /// The guarantee ledger.
+    pub ledger: GuaranteeLedger,
+}
+
+impl Answer {
+    /// An answer with nothing in it but the ledger: what a task refused before any call has.
+    pub(crate) fn empty(ledger: GuaranteeLedger) -> Self {
+        Self {
+            text: String::new(),
+            value: None,
+            termination: TerminationReason::Unknown,
+            usage: Usage::default(),
+            elapsed: Duration::ZERO,
+            ledger,
+        }
+    }
+}
+
+/// Why a task gave no answer. `Display` is one line, scrubbed of secrets; every variant that
+/// ran keeps the last (possibly empty) answer and its ledger.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// The task cannot run on this route, found before any call: `require` is not met, or a
+    /// text constraint does not compile.
+    #[error("{reason}")]
+    Refused {
+        /// Why.
+        reason: String,
+        /// The ledger (adapter and model only).
+        last: Box<Answer>,
+    },
+    /// No adapter could be given to the task: unknown name, `require` removed every
+    /// candidate, provider limits, a missing key.
+    #[error(transparent)]
+    Route(#[from] crate::agent::resolve::ResolveError),
+    /// The response schema does not compile.
+    #[error("unusable response_schema: {source}")]
+    Schema {
+        /// The compiler's error.
+        #[source]
+        source: SchemaError,
+        /// The ledger (adapter and model only).
+        last: Box<Answer>,
+    },
+    /// The last adapter call failed.
+    #[error("{message}")]
+    Adapter {
+        /// The error as the run reports it (the loop may say more than the adapter).
+        message: String,
+        /// The adapter's error.
+        #[source]
+        source: Arc<AdapterError>,
+        /// What the run had.
+        last: Box<Answer>,
+    },
+    /// The answer still failed its check after the retry (or the retry was not allowed).
+    #[error("{message}")]
+    Invalid {
+        /// What failed.
+        message: String,
+        /// The failed answer.
+        last: Box<Answer>,
+    },
+    /// The run ended without an answer for a reason that is neither the answer's fault nor the
+    /// provider's: no text came back, or the loop stopped (rounds, time budget).
+    #[error("{message}")]
+    Ended {
+        /// Why.
+        message: String,
+        /// What the run had.
+        last: Box<Answer>,
+    },
+}
+
+impl RunError {
+    /// The last answer and its ledger (`None` for a routing failure, which ran nothing).
+    pub fn last(&self) -> Option<&Answer> {
+        match self {
+            Self::Refused { last, .. }
+            | Self::Schema { last, .. }
+            | Self::Adapter { last, .. }
+            | Self::Invalid { last, .. }
+            | Self::Ended { last, .. } => Some(last),
+            Self::Route(_) => None,
+        }
+    }
+}
