@@ -4,7 +4,7 @@ use crate::progress::Progress;
 use crate::resolve::resolve;
 use crate::task_args::TaskArgs;
 use clap::Args;
-use geode::agent::protocol::{WorkerRequest, run_worker};
+use geode::agent::protocol::run_worker;
 use geode::agent::task::Task;
 use geode::agent::worker::WorkerEnv;
 use geode::client::stream::{ItemSource, stream_task};

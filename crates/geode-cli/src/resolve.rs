@@ -3,7 +3,8 @@
 //! by the `geode-engine` process).
 
 use geode::agent::protocol::{WorkerError, WorkerRequest};
-use geode::agent::resolve::{ResolveError, Resolver};
+use geode::agent::resolve::Resolver;
+use geode::agent::task::ResolveError;
 use geode::agent::worker::WorkerEnv;
 use geode::config::Config;
 use geode::llm::adapter::{Adapter, AdapterError};

@@ -28,7 +28,7 @@ pub fn decision_answer(reason: &str) -> Value {
 
 /// The contract's Decision schema, `examples/decision.schema.json`.
 pub fn example_decision_schema() -> ResponseSchema {
-    let text = include_str!("../../../../examples/decision.schema.json");
+    let text = include_str!("../../../examples/decision.schema.json");
     ResponseSchema::from_value(serde_json::from_str(text).unwrap()).unwrap()
 }
 

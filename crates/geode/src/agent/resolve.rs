@@ -5,7 +5,7 @@
 //! obtained through a caller-given builder, so the CLI can add `local` (which lives in
 //! `geode-local`) and the client can hand out adapters it already built (reusing connections).
 
-use crate::agent::task::{Route, Task};
+use crate::agent::task::{ResolveError, Route, Task};
 use crate::agent::worker::WorkerEnv;
 use crate::config::Config;
 use crate::ledger::Require;
@@ -17,21 +17,6 @@ use crate::llm::routing::{RouteRequest, route};
 use crate::schema::dialect::LimitViolation;
 use crate::schema::{ResponseSchema, TextConstraint};
 use std::sync::Arc;
-
-/// Why a request could not be given an adapter. All are configuration errors (exit 2).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ResolveError {
-    /// No adapter can serve the request (unknown name, or `require` removed every candidate).
-    #[error("{0}")]
-    Routing(String),
-    /// The schema breaks the chosen adapter's provider limits.
-    #[error("schema refused before the call: {0}")]
-    Preflight(String),
-    /// The adapter could not be built (missing key, credential file, bad setting).
-    #[error("{0}")]
-    Build(String),
-}
 
 /// Builds one adapter by registry name.
 pub type AdapterBuilder<'a> =

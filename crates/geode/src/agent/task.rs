@@ -188,6 +188,21 @@ impl Answer {
     }
 }
 
+/// Why a task could not be given an adapter ([`crate::agent::resolve`]). All are configuration errors (exit 2).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ResolveError {
+    /// No adapter can serve the request (unknown name, or `require` removed every candidate).
+    #[error("{0}")]
+    Routing(String),
+    /// The schema breaks the chosen adapter's provider limits.
+    #[error("schema refused before the call: {0}")]
+    Preflight(String),
+    /// The adapter could not be built (missing key, credential file, bad setting).
+    #[error("{0}")]
+    Build(String),
+}
+
 /// Why a task gave no answer. `Display` is one line, scrubbed of secrets; every variant that
 /// ran keeps the last (possibly empty) answer and its ledger.
 #[derive(Debug, thiserror::Error)]
@@ -205,7 +220,7 @@ pub enum RunError {
     /// No adapter could be given to the task: unknown name, `require` removed every
     /// candidate, provider limits, a missing key.
     #[error(transparent)]
-    Route(#[from] crate::agent::resolve::ResolveError),
+    Route(#[from] ResolveError),
     /// The response schema does not compile.
     #[error("unusable response_schema: {source}")]
     Schema {

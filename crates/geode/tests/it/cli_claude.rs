@@ -52,7 +52,12 @@ fn request() -> AdapterCallRequest {
     req
 }
 
-impl Rig {
+/// The call every test makes, on the shared rig.
+trait Calls {
+    async fn call(&self) -> Result<AdapterResponse, AdapterError>;
+}
+
+impl Calls for Rig {
     async fn call(&self) -> Result<AdapterResponse, AdapterError> {
         self.call_with(request()).await
     }

@@ -90,7 +90,14 @@ fn request() -> AdapterCallRequest {
     req
 }
 
-impl Rig {
+/// The call every test makes and the checks after it, on the shared rig.
+trait Calls {
+    async fn call(&self) -> Result<AdapterResponse, AdapterError>;
+    fn temp_files_left(&self) -> Vec<String>;
+    async fn assert_clean(&self);
+}
+
+impl Calls for Rig {
     async fn call(&self) -> Result<AdapterResponse, AdapterError> {
         self.call_with(request()).await
     }

@@ -3,9 +3,8 @@
 //! `extract::<T>()` gets the type back with its ledger, and `stream::<T>()` shows the
 //! `claude` CLI's partial input before the validated final value (`codex exec` has no deltas:
 //! a single final).
-#[macro_use]
-use geode_testkit::cli as cli_support;
 use geode_testkit as support;
+use geode_testkit::cli as cli_support;
 use geode_testkit::netns_test;
 
 use futures::StreamExt;

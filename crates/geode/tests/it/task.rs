@@ -49,7 +49,9 @@ async fn a_valid_answer_is_ok_with_its_value_usage_and_ledger() {
 
 #[tokio::test]
 async fn an_adapter_failure_keeps_the_adapter_error_as_its_source_and_scrubs_display() {
-    let secret = "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    let secret = "sk-proj-task-test-Jq8Rv2Nx6Kw4Tz9Hb3Mc";
+    // As an adapter does with the key it was built with.
+    geode::secret::register(secret);
     let auth = AdapterError::Auth {
         adapter: "scripted".into(),
         status: 401,
@@ -175,7 +177,7 @@ async fn the_ledger_names_the_reference_fields_the_worker_carried_without_acting
     assert!(result.success, "{result:?}");
     assert_eq!(
         result.ledger.ignored_request_fields,
-        ["isolation", "toolkit", "source", "resume"]
+        ["source", "isolation", "toolkit", "resume"]
     );
     assert_eq!(result.ledger.unknown_request_fields, ["brand_new_field"]);
     let plain = run_worker(
