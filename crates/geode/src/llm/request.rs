@@ -146,7 +146,7 @@ pub enum ToolChoice {
     Tool(String),
 }
 
-/// One request to an adapter. Defaults follow the reference system (`reference-behaviour.md` §1.8).
+/// One request to an adapter. Defaults follow GEODE's `AdapterCallRequest`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AdapterCallRequest {
     /// The model id ("" lets the adapter use its default).
@@ -162,7 +162,7 @@ pub struct AdapterCallRequest {
     /// How tools may be used.
     #[serde(default)]
     pub tool_choice: ToolChoice,
-    /// The output token limit (reference default 8192).
+    /// The output token limit (GEODE's default 8192).
     pub max_tokens: u32,
     /// Sampling temperature, when the model takes one.
     #[serde(default)]
@@ -170,7 +170,7 @@ pub struct AdapterCallRequest {
     /// Extended-thinking token budget (0 = off).
     #[serde(default)]
     pub thinking_budget: u32,
-    /// Reasoning effort label (reference default `medium`).
+    /// Reasoning effort label (GEODE's default `medium`).
     pub effort: String,
     /// Stop sequences.
     #[serde(default)]
@@ -187,7 +187,7 @@ pub struct AdapterCallRequest {
 }
 
 impl AdapterCallRequest {
-    /// A request with the reference defaults: no tools, `max_tokens` 8192, effort `medium`.
+    /// A request with GEODE's defaults: no tools, `max_tokens` 8192, effort `medium`.
     pub fn new(model: impl Into<String>, messages: Vec<Message>) -> Self {
         Self {
             model: model.into(),

@@ -1,6 +1,6 @@
 //! Which adapter serves a call, and the fail-closed policy.
 //!
-//! Order (design.md §7): the explicit adapter name; else the model name's family (the rows'
+//! Order: the explicit adapter name; else the model name's family (the rows'
 //! `models` patterns: `gpt-*`, `o1`/`o3`/`o4*`, `*-codex` → OpenAI; `claude-*` → Anthropic;
 //! `glm-*` → GLM), choosing the
 //! family's adapters that are configured here, pay-as-you-go first, then subscription, then CLI;

@@ -2,12 +2,14 @@
 //! Claude Code's credentials file `$CLAUDE_CONFIG_DIR/.credentials.json` (default
 //! `~/.claude/.credentials.json`), field `claudeAiOauth.accessToken`, re-read on every call.
 //! Requests carry the token as a bearer, `anthropic-beta: oauth-2025-04-20`, and a system list
-//! whose first block is exactly [`IDENTITY`] (`wire.md` §4.3).
+//! whose first block is exactly [`IDENTITY`] (without it non-Haiku models answer a bare 400;
+//! docs/wire.md#anthropic-messages-api).
 //!
 //! The token is never refreshed here: an expired file token (`claudeAiOauth.expiresAt`, epoch
 //! milliseconds, in the past) is a `Config` error asking to run `claude` once. Policy caution
-//! (`wire.md` §4.3): Anthropic states that subscription OAuth is meant for Claude Code and its
-//! own apps; use this adapter only with your own login, and prefer `claude-cli` when in doubt.
+//! (docs/wire.md#anthropic-messages-api): Anthropic states that subscription OAuth is meant for
+//! Claude Code and its own apps; use this adapter only with your own login, and prefer
+//! `claude-cli` when in doubt.
 
 use crate::llm::call::{AdapterError, CallCx};
 use crate::llm::http::PostRequest;

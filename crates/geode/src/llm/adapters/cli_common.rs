@@ -3,7 +3,7 @@
 //! row), their options, the transcript they write on the CLI's stdin, and how a process
 //! outcome becomes an error.
 //!
-//! The transcript follows the reference (`reference-behaviour.md` §2.B): an optional `[SYSTEM]`
+//! The transcript follows GEODE's layout (docs/reference.md#the-adapters): an optional `[SYSTEM]`
 //! block, then one `[ROLE]` block per message, blocks separated by a blank line, the whole text
 //! trimmed and ended with one newline. Tools are never forwarded; tool calls and results already
 //! in the conversation are rendered as text so the CLI sees the whole history.

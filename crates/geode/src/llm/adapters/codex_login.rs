@@ -1,6 +1,7 @@
-//! The ChatGPT login's token source (`codex-oauth`; `wire.md` §3, no published contract, see
-//! §3.6): the codex `auth.json` ([`CodexAuthFile`]), its access token refreshed at
-//! `{token service}/oauth/token` before the call when expired, and once more (then one retry)
+//! The ChatGPT login's token source (`codex-oauth`; the backend has no published contract
+//! and changes with codex releases, docs/wire.md#chatgpt-codex-backend): the codex `auth.json`
+//! ([`CodexAuthFile`]), its access token refreshed at `{token service}/oauth/token` before the
+//! call when expired, and once more (then one retry)
 //! when the backend answers 401; both rewrite `auth.json` atomically under a lock. Requests
 //! carry the bearer token, `chatgpt-account-id`, `originator` and a per-call `session-id`.
 
@@ -10,7 +11,7 @@ use crate::llm::http::{HttpClient, PostRequest};
 use crate::llm::request::AdapterResponse;
 use std::future::Future;
 
-/// The `originator` header value (the reference's).
+/// The `originator` header value (GEODE's).
 pub const ORIGINATOR: &str = "codex_cli_rs";
 
 /// A codex login: the file and the token service.

@@ -8,16 +8,17 @@
 //! - [`env_secret`] reads a required key from the environment (an empty value counts as
 //!   missing); [`env_string`] reads an optional setting such as a base URL.
 //! - [`CodexAuthFile`] reads `$CODEX_HOME/auth.json` (default `~/.codex/auth.json`,
-//!   `wire.md` §3.4): `tokens.access_token`, `tokens.refresh_token`, `tokens.account_id` (or
-//!   the `https://api.openai.com/auth`.`chatgpt_account_id` claim of the id or access token)
-//!   and the expiry from the access token's JWT `exp` (decoded, not verified, as codex does).
+//!   the layout codex writes, docs/wire.md#chatgpt-codex-backend): `tokens.access_token`,
+//!   `tokens.refresh_token`, `tokens.account_id` (or the
+//!   `https://api.openai.com/auth`.`chatgpt_account_id` claim of the id or access token) and the
+//!   expiry from the access token's JWT `exp` (decoded, not verified, as codex does).
 //! - [`CodexAuthFile::tokens`] refreshes an expired (or rejected) access token with a caller-supplied
-//!   refresher (the HTTP call of `wire.md` §3.5 lives in [`refresh_over_http`]) and rewrites
-//!   the file **atomically** (a temporary file in the same directory, then `rename`), keeping
-//!   its permission bits and every field it does not own. Two processes refreshing at once do
-//!   not corrupt the file and do not both spend the single-use refresh token: the refresh runs
-//!   under an advisory lock on the sidecar `auth.json.lock`, and the file is re-read after the
-//!   lock is taken. Waiting for the lock is bounded by the call's deadline (or 30 s).
+//!   refresher (the HTTP call, a `POST` to `/oauth/token`, lives in [`refresh_over_http`]) and
+//!   rewrites the file **atomically** (a temporary file in the same directory, then `rename`),
+//!   keeping its permission bits and every field it does not own. Two processes refreshing at
+//!   once do not corrupt the file and do not both spend the single-use refresh token: the
+//!   refresh runs under an advisory lock on the sidecar `auth.json.lock`, and the file is re-read
+//!   after the lock is taken. Waiting for the lock is bounded by the call's deadline (or 30 s).
 
 use crate::llm::call::{AdapterError, CallCx};
 use crate::llm::http::{HttpClient, PostRequest};
@@ -100,7 +101,7 @@ impl CodexTokens {
     }
 }
 
-/// The tokens a refresh returned (`wire.md` §3.5: the refresh token rotates).
+/// The tokens a refresh returned (the refresh token rotates: each one is good for one refresh).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RefreshedTokens {
     /// The new access token.
@@ -111,7 +112,7 @@ pub struct RefreshedTokens {
     pub id_token: Option<Secret>,
 }
 
-/// The codex client id used by `codex login` (`wire.md` §3.5).
+/// The codex client id used by `codex login` (the one codex sends in its refresh request).
 pub const CODEX_CLIENT_ID: &str = "app_EMoamEEZ73f0CkXaXp7hrann";
 
 /// How long before `exp` a token counts as expired.
@@ -418,7 +419,7 @@ fn write_atomic(adapter: &str, path: &Path, doc: &Value) -> Result<(), AdapterEr
     Ok(())
 }
 
-/// The refresh request body of `wire.md` §3.5.
+/// The refresh request body, as codex sends it (docs/wire.md#chatgpt-codex-backend).
 pub fn refresh_body(refresh_token: &Secret) -> Value {
     json!({
         "client_id": CODEX_CLIENT_ID,

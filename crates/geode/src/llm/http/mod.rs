@@ -57,7 +57,7 @@ pub const MAX_ERROR_MESSAGE: usize = 300;
 /// The most bytes read from an error body.
 const MAX_ERROR_BODY: u64 = 64 * 1024;
 
-/// Client settings (the reference's httpx settings, `reference-behaviour.md` §2.0).
+/// Client settings (GEODE's httpx values: connect 5 s, read 300 s, 5 idle connections kept 30 s).
 #[derive(Debug, Clone, PartialEq)]
 pub struct HttpConfig {
     /// TCP + TLS connect timeout.

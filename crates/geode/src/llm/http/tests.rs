@@ -101,7 +101,7 @@ fn messages_are_truncated_one_line_and_scrubbed_of_secrets() {
 
 #[test]
 fn a_key_after_long_padding_is_scrubbed_before_the_cut() {
-    // Issue 9: the message was cut at 300 characters and then scrubbed, so the key's first 22
+    // A regression: the message was cut at 300 characters and then scrubbed, so the key's first 22
     // characters survived.
     let key = "sk-proj-Padding0Test1Key2Value3Abcdef456789";
     let _key = Secret::new(key);

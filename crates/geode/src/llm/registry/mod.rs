@@ -62,9 +62,10 @@ pub enum ModeRule {
     Fixed(StructuredOutputMode),
     /// `codex-cli`: `cli-flag` when OpenAI's strict mode takes the schema (after the strict
     /// fit's rewrites), else `prompt`. codex sends `--output-schema` as `strict: true` whatever
-    /// the schema (`wire.md` §1), and OpenAI answers a schema strict mode cannot take (a map,
-    /// an optional property under `anyOf`) with 400 `invalid_json_schema`; such a schema goes in
-    /// the prompt instead, and the worker's validation is the check.
+    /// the schema (seen with codex 0.171.0, docs/wire.md#the-codex-cli), and OpenAI answers a
+    /// schema strict mode cannot take (a map, an optional property under `anyOf`) with 400
+    /// `invalid_json_schema`; such a schema goes in the prompt instead, and the worker's
+    /// validation is the check.
     CliFlagOrPrompt,
     /// Found per server and model by a probe (`openai-compatible`): `strict` when the server
     /// enforces `json_schema`, `hint` when it answers but ignores it, `json-mode` when it
@@ -103,10 +104,11 @@ pub enum CliTool {
 pub struct CliSpec {
     /// Which CLI (and so which adapter code runs it).
     pub tool: CliTool,
-    /// Parent variables the CLI may see: its credentials and knobs (`wire.md` §6.1, §7).
+    /// Parent variables the CLI may see: its credentials and knobs (docs/wire.md#the-claude-cli,
+    /// docs/wire.md#the-codex-cli).
     /// Anything else it needs is named in `geode.toml` (`[adapters.<name>] pass_env = [...]`).
     pub pass_env: &'static [&'static str],
-    /// The default time limit of one call (the reference's).
+    /// The default time limit of one call (GEODE's).
     pub timeout: Duration,
 }
 

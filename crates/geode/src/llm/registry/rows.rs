@@ -1,4 +1,4 @@
-//! The rows: one [`AdapterSpec`] per adapter, in the reference's registration order, plus
+//! The rows: one [`AdapterSpec`] per adapter, in GEODE's registration order, plus
 //! `local`. A new HTTP provider on an existing wire family is one more row here (and, when it
 //! needs a new model family, a [`Family`] variant).
 
@@ -213,7 +213,7 @@ pub const CODEX_CLI: AdapterSpec = AdapterSpec {
     ..CLAUDE_CLI
 };
 
-/// Every adapter, in the reference's registration order, plus `local`.
+/// Every adapter, in GEODE's registration order, plus `local`.
 pub const ADAPTERS: &[AdapterSpec] = &[
     ANTHROPIC_PAYG,
     AdapterSpec {

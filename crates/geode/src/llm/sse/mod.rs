@@ -14,7 +14,8 @@
 //!   that goes past it, e.g. one that never ends, is [`AdapterError::ResponseTooLarge`]. It never reports a clean end: the caller stops
 //!   reading once it has seen its own terminal event, so a stream that ends (EOF, connection
 //!   error, idle stall) before that is always [`AdapterError::Truncated`], never success.
-//! - The content type is not checked (the ChatGPT backend may omit it, `wire.md` §3.3).
+//! - The content type is not checked (the ChatGPT backend may omit it,
+//!   docs/wire.md#chatgpt-codex-backend).
 
 use crate::llm::call::{AdapterError, CallCx, DEFAULT_MAX_RESPONSE_BYTES};
 use bytes::Bytes;

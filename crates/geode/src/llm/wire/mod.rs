@@ -1,5 +1,5 @@
 //! Wire families: sans-IO request builders and reply folders, one module per provider JSON
-//! family. They know JSON shapes, never auth, endpoints or IO (`style.md` §6.1-2).
+//! family. They know JSON shapes, never auth, endpoints or IO (docs/architecture.md#layers).
 //!
 //! | module | job |
 //! |---|---|

@@ -11,7 +11,7 @@
 //! With `--json-schema` the CLI offers the model a `StructuredOutput` tool whose input schema is
 //! the caller's schema (a tool input needs an object root: any other root is wrapped under
 //! `value`, [`crate::schema::subset::ANTHROPIC_TOOL`]), validates the tool input itself and feeds errors back (up to 5 tries);
-//! see `wire.md` §6. The wire mode is therefore [`StructuredOutputMode::CliValidated`](crate::vocab::StructuredOutputMode::CliValidated).
+//! see docs/wire.md#the-claude-cli. The wire mode is therefore [`StructuredOutputMode::CliValidated`](crate::vocab::StructuredOutputMode::CliValidated).
 //!
 //! | result object | outcome |
 //! |---|---|
@@ -191,7 +191,7 @@ impl Adapter for ClaudeCliAdapter {
     }
 }
 
-/// The CLI's `result` object (`wire.md` §6.4); unknown fields are ignored.
+/// The CLI's `result` object (docs/wire.md#the-claude-cli); unknown fields are ignored.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub struct CliResult {

@@ -5,7 +5,7 @@ use crate::schema::ResponseSchema;
 use crate::vocab::StructuredOutputMode;
 use serde_json::json;
 
-// Trimmed copies of real claude 2.1.197 result objects (shared/spec/captures/claude-2.1.197-outputs.json).
+// Trimmed copies of real claude 2.1.197 result objects, from runs against a fake provider.
 const OK: &str = r#"{"type":"result","subtype":"success","is_error":false,"api_error_status":null,"num_turns":2,"result":"{\"answer\":\"fake\",\"n\":1}","stop_reason":"tool_use","session_id":"d4bd","total_cost_usd":0.000285,"usage":{"input_tokens":12,"cache_creation_input_tokens":0,"cache_read_input_tokens":3,"output_tokens":9},"structured_output":{"answer":"fake","n":1},"terminal_reason":"completed"}"#;
 const NOTOOL: &str = r#"{"type":"result","subtype":"success","is_error":false,"api_error_status":null,"num_turns":2,"result":"{\"answer\":\"plain\",\"n\":2}","stop_reason":"end_turn","total_cost_usd":0.00057,"usage":{"input_tokens":24,"output_tokens":18}}"#;
 const RETRIES: &str = r#"{"type":"result","subtype":"error_max_structured_output_retries","is_error":true,"num_turns":6,"stop_reason":"tool_use","total_cost_usd":0.00114,"usage":{"input_tokens":48,"output_tokens":36},"errors":["Failed to provide valid structured output after 5 attempts"]}"#;

@@ -5,7 +5,8 @@
 //! `codex exec --json --skip-git-repo-check --ephemeral --sandbox read-only
 //! -c check_for_update_on_startup=false --disable plugins --disable remote_plugin --disable apps
 //! [-m M] [-c key=value ...] [--output-schema FILE] -`.
-//! The four start-up flags keep codex from looking up hosts of its own (`wire.md` §7.5).
+//! The four start-up flags keep codex from looking up hosts of its own (without them
+//! 0.171.0 looks up `api.github.com` and `chatgpt.com`; docs/wire.md#running-the-clis-offline).
 //!
 //! The schema, fitted to OpenAI strict by the row's plan ([`crate::schema::subset::openai_strict`]:
 //! a non-object root wrapped under `value`, refused keywords removed, optional properties made
@@ -20,7 +21,7 @@
 //! Codex sends it verbatim as `text.format` but does not validate the answer, so the wire mode
 //! is [`StructuredOutputMode::CliFlag`] and the worker's validation decides.
 //!
-//! | `--json` events (`wire.md` §7.4) | outcome |
+//! | `--json` events (docs/wire.md#the-codex-cli) | outcome |
 //! |---|---|
 //! | `turn.completed` with an `agent_message` before it | success: text = the last agent message (unchanged, even if it breaks the schema); usage from `turn.completed` |
 //! | `turn.failed` | `RunFailed{kind:"turn_failed"}`, whatever the exit code, unless the message names a provider status (below) |

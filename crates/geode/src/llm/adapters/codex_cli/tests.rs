@@ -5,7 +5,7 @@ use crate::vocab::ErrorKind;
 use crate::vocab::StructuredOutputMode;
 use serde_json::json;
 
-// Real codex 0.171.0 `exec --json` events (shared/spec/captures/codex-0.171.0-exec-json-events.json).
+// Real codex 0.171.0 `exec --json` events, trimmed from a run against a fake provider.
 const OK: &str = r#"{"type":"thread.started","thread_id":"01a2"}
 {"type":"item.completed","item":{"id":"item_0","type":"error","message":"Model metadata for `fake-model` not found."}}
 {"type":"turn.started"}

@@ -1,5 +1,5 @@
 //! [`ChatWire`]: the Chat Completions family as a [`Wire`]: streamed (SSE chunks, folded by
-//! [`super::stream::StreamFold`]) or one JSON reply, like the reference.
+//! [`super::stream::StreamFold`]) or one JSON reply, like GEODE's.
 
 use super::stream::{Flow, StreamFold};
 use super::{ParseError, SchemaPlacement, StreamOptions, build_with, parse_value};

@@ -26,7 +26,7 @@
 //!
 //! # Tools
 //!
-//! `tool_choice` is only ever `"auto"` (GLM rejects `"none"`, which the reference sends):
+//! `tool_choice` is only ever `"auto"` (GLM rejects `"none"`, which GEODE sends):
 //! `auto` → `"auto"`; `none` → the tools are withheld from that request (history with earlier
 //! tool calls still travels); `any` and `tool(X)` → `"auto"` with every tool, not forced. The
 //! last three each leave a [`Transform`](crate::ledger::Transform) on `/tool_choice` in the wire

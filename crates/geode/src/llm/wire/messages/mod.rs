@@ -9,7 +9,7 @@
 //!
 //! # Where the schema goes
 //!
-//! The reference system ignores `response_schema` on this wire; geode wires it. [`place_schema`]
+//! GEODE ignores `response_schema` on this wire; geode wires it. [`place_schema`]
 //! decides, as a pure function of the request:
 //!
 //! | placement | when | mode | what the reply looks like |

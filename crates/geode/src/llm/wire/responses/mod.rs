@@ -4,7 +4,7 @@
 //! an [`AdapterResponse`](crate::llm::request::AdapterResponse); [`parse_response`] reads a complete response object.
 //! [`ResponsesWire`] is this family's [`crate::llm::wire::family::Wire`].
 //!
-//! Request (`reference-behaviour.md` §2.A, `wire.md` §2):
+//! Request (GEODE's Responses builder, kept; the wire is in docs/wire.md#openai-responses-api):
 //!
 //! | field | value |
 //! |---|---|
@@ -78,7 +78,7 @@ pub struct Options {
 /// The most function tools one request may carry.
 pub const MAX_TOOLS: usize = 128;
 
-/// The instructions sent when the system prompt is empty (the reference's fallback).
+/// The instructions sent when the system prompt is empty (GEODE's fallback).
 pub const DEFAULT_INSTRUCTIONS: &str = "Mode: general assistance.";
 
 /// A built request: the serialised body and how the schema went on the wire.

@@ -38,7 +38,7 @@ fn loose_schema() -> ResponseSchema {
     .unwrap()
 }
 
-/// A capture from `shared/spec/captures` (beside the repository); missing is a loud failure.
+/// A trimmed capture of a real codex request (the path below); missing is a loud failure.
 fn capture(name: &str) -> Value {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../../shared/spec/captures")

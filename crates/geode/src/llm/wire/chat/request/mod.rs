@@ -11,7 +11,7 @@
 //! | `max_tokens`, `temperature`, `stop_sequences` | `max_tokens`, `temperature`, `stop` |
 //! | `response_schema` | `response_format: {type: json_object}` + the schema in the system prompt → `json-mode`; a root that admits no object is wrapped under `value` first ([`crate::schema::subset::GLM_JSON_OBJECT`]: JSON mode answers an object) |
 //!
-//! GLM accepts only `tool_choice: "auto"` (it rejects `"none"`, unlike the reference which sends
+//! GLM accepts only `tool_choice: "auto"` (it rejects `"none"`, unlike GEODE, which sends
 //! it). So: `auto` → `"auto"`; `none` → the tools are withheld from this request (the model cannot
 //! call what it is not offered; history with earlier tool calls still travels); `any` and
 //! `tool(X)` → `"auto"` with every tool, the model is not forced. Each of the last three is a
