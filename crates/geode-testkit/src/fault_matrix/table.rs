@@ -384,7 +384,7 @@ pub const ROWS: &[Row] = &[
     ),
 ];
 
-/// The expected outcomes as a markdown table (the README's Reliability section).
+/// The expected outcomes as a markdown table (the fault matrix in `docs/reliability.md`).
 pub fn markdown() -> String {
     let mut out = String::from("| scenario |");
     for a in ADAPTERS {

@@ -134,21 +134,27 @@ fn every_scenario_applies_somewhere_and_every_adapter_is_covered() {
 }
 
 #[test]
-fn readme_shows_the_fault_matrix() {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+fn reliability_doc_shows_the_fault_matrix() {
+    let doc = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/reliability.md"
+    ))
+    .unwrap();
     let start = "<!-- fault-matrix:start -->\n";
     let end = "<!-- fault-matrix:end -->";
-    let from = readme
+    let from = doc
         .find(start)
-        .expect("README has the fault-matrix markers")
+        .expect("docs/reliability.md has the fault-matrix start marker")
         + start.len();
-    let to = readme[from..].find(end).expect("README has the end marker") + from;
+    let to = doc[from..]
+        .find(end)
+        .expect("docs/reliability.md has the fault-matrix end marker")
+        + from;
     let expected = table::markdown();
-    if readme[from..to] != expected {
-        let path = report::write_named("fault-matrix-readme.md", &expected);
+    if doc[from..to] != expected {
+        let path = report::write_named("fault-matrix-doc.md", &expected);
         panic!(
-            "README's Reliability table is stale: paste {} between the markers",
+            "the fault matrix in docs/reliability.md is stale: paste {} between the markers",
             path.display()
         );
     }
