@@ -17,7 +17,7 @@ pub use crate::vocab::{AdapterTry, Require, StructuredOutputMode, Transform};
 use crate::vocab::{ErrorKind, StopReason, Usage};
 use serde::{Deserialize, Serialize};
 
-/// The worker's shallow check, as the reference does it.
+/// The worker's shallow check, as GEODE does it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "verdict", rename_all = "snake_case")]
 pub enum WorkerCheck {
@@ -154,7 +154,7 @@ pub struct GuaranteeLedger {
     /// Every adapter tried, in order, when routing or a fallback chain was involved.
     #[serde(default)]
     pub adapters_tried: Vec<AdapterTry>,
-    /// The final answer's worker check (the reference's shallow check, or full).
+    /// The final answer's worker check (GEODE's shallow check, or full).
     pub worker_check: WorkerCheck,
     /// Full validation of the final answer against the original schema.
     #[serde(default)]
@@ -174,7 +174,7 @@ pub struct GuaranteeLedger {
     /// Input fields of the WorkerRequest that geode does not know (ignored).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unknown_request_fields: Vec<String>,
-    /// Fields of the WorkerRequest that the reference defines and geode carries without acting
+    /// Fields of the WorkerRequest that GEODE defines and geode carries without acting
     /// on them (`isolation`, `toolkit`, `provider`, ...), named when the request set them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ignored_request_fields: Vec<String>,

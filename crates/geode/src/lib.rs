@@ -3,11 +3,12 @@
 //! A caller attaches one JSON Schema, [`schema::ResponseSchema`], to an agent loop or to one call.
 //! It travels `SubTask → WorkerRequest → AgenticLoop → AdapterCallRequest → adapter`; each adapter
 //! puts it on its own wire; the worker checks the answer and retries once with feedback; and every
-//! result carries a [`ledger::GuaranteeLedger`] saying which layer guaranteed what.
+//! result carries a [`ledger::GuaranteeLedger`] saying which layer guaranteed what. The contract
+//! is that of GEODE, the reference Python system (docs/reference.md), which geode reimplements.
 //!
 //! Inside, the worker speaks a typed language: an [`agent::task::Task`] in (a route, the schema or
 //! text constraint, `require`, budgets as `Duration`s), `Result<`[`agent::task::Answer`]`,
-//! `[`agent::task::RunError`]`>` out. The reference system's JSON shapes (`WorkerRequest`,
+//! `[`agent::task::RunError`]`>` out. GEODE's JSON shapes (`WorkerRequest`,
 //! `WorkerResult`) live only at the process edge, in [`agent::protocol`].
 //!
 //! | module | job |

@@ -15,7 +15,7 @@
 
 use serde::{Deserialize, Serialize};
 
-/// How a schema reaches the model, strongest first. Names as in `design.md` §3.
+/// How a schema reaches the model, strongest first. The names are the ones `geode adapters` prints.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum StructuredOutputMode {
@@ -157,7 +157,7 @@ impl Usage {
     }
 }
 
-/// Why the model stopped. Unlike the reference, refusals and truncation are not collapsed.
+/// Why the model stopped. Unlike GEODE, refusals and truncation are not collapsed.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]

@@ -6,7 +6,7 @@
 //!
 //! The loop-level `response_schema` is sent on **every** call, tool rounds included, together with
 //! the tools. [`AgenticLoop::call_llm`] takes a [`SchemaOverride`] that can replace the schema for
-//! one call or, beyond the reference, suppress it.
+//! one call or, beyond GEODE, suppress it.
 //!
 //! | stop | termination | `error` |
 //! |---|---|---|
@@ -34,7 +34,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// Options of one loop. Defaults follow the reference (`reference-behaviour.md` §1.5).
+/// Options of one loop. Defaults follow GEODE's `AgenticLoop`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoopOptions {
     /// The model id ("" lets the adapter choose).
@@ -84,7 +84,7 @@ pub enum SchemaOverride {
     Inherit,
     /// Use this schema for this call only.
     Replace(ResponseSchema),
-    /// Send no schema on this call (the reference cannot do this).
+    /// Send no schema on this call (GEODE cannot do this).
     Suppress,
 }
 
@@ -129,7 +129,7 @@ impl PartialEq for AdapterFailure {
     }
 }
 
-/// A check run on every user turn before any call (the reference's UserPromptSubmit hook):
+/// A check run on every user turn before any call (GEODE's UserPromptSubmit hook):
 /// `Some(reason)` blocks the turn, which ends as `input_blocked` with the reason as its text.
 pub type InputGuard = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 

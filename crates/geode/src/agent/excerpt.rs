@@ -1,5 +1,5 @@
 //! How answers are quoted in messages and feedback: a cut [`excerpt`] and a Python-style
-//! [`py_repr`] (the reference quotes excerpts this way).
+//! [`py_repr`] (GEODE quotes excerpts this way).
 
 /// The first `max` characters of `text`, with `…(truncated)` appended when cut.
 pub fn excerpt(text: &str, max: usize) -> String {
@@ -9,7 +9,7 @@ pub fn excerpt(text: &str, max: usize) -> String {
     }
 }
 
-/// A Python-style `repr` of a string (the reference quotes excerpts this way).
+/// A Python-style `repr` of a string (GEODE quotes excerpts this way).
 pub fn py_repr(s: &str) -> String {
     let quote = if s.contains('\'') && !s.contains('"') {
         '"'

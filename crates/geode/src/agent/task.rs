@@ -1,6 +1,6 @@
 //! The worker's own language: a typed [`Task`] in, `Result<`[`Answer`]`, `[`RunError`]`>` out.
 //!
-//! The process protocol ([`crate::agent::protocol`]) reads the reference system's request shape
+//! The process protocol ([`crate::agent::protocol`]) reads GEODE's request shape
 //! and converts it into a `Task` at the edge; [`crate::Client`] builds a `Task` directly. Nothing
 //! inside the worker reads a string to learn what happened: a failed run is a [`RunError`]
 //! variant that keeps its typed source.
@@ -17,7 +17,7 @@ use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// What a run that produced no text reports (the reference's wording).
+/// What a run that produced no text reports (GEODE's wording).
 pub(crate) const NO_RESPONSE: &str = "No response from sub-agent";
 
 /// Where a task runs.

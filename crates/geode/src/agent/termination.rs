@@ -1,8 +1,8 @@
-//! [`TerminationReason`]: how a loop run ended, spelled as the reference spells it.
+//! [`TerminationReason`]: how a loop run ended, spelled as GEODE spells it.
 
 use serde::{Deserialize, Serialize};
 
-/// How a loop run ended. The reference's values plus `truncated`.
+/// How a loop run ended. GEODE's values plus `truncated`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
@@ -47,7 +47,7 @@ pub enum TerminationReason {
     ExternalVerificationRequired,
     /// An adapter call failed.
     LlmError,
-    /// The answer was cut by the output token limit (geode; the reference cannot see this).
+    /// The answer was cut by the output token limit (geode; GEODE cannot see this).
     Truncated,
     /// Not known.
     #[default]
@@ -55,7 +55,7 @@ pub enum TerminationReason {
 }
 
 impl TerminationReason {
-    /// The reference's failure terminations (`FAILURE_TERMINATION_REASONS`), plus `truncated`.
+    /// GEODE's failure terminations (`FAILURE_TERMINATION_REASONS`), plus `truncated`.
     pub fn is_failure(self) -> bool {
         matches!(
             self,

@@ -5,7 +5,7 @@
 //! first run took under half of the task's timeout, and never for intended non-JSON endings
 //! (`input_blocked`, `user_cancelled`, `user_clarification_needed`,
 //! `external_verification_required`), refusals, truncation, provider schema rejections or
-//! configuration/auth errors. Unlike the reference system, the retried answer is checked too,
+//! configuration/auth errors. Unlike GEODE, the retried answer is checked too,
 //! and the run fails when it still fails. The [`GuaranteeLedger`] records every step.
 //!
 //! Time is read from `tokio::time::Instant`, so tests control it with a paused runtime.

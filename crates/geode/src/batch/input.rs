@@ -4,7 +4,7 @@
 //! |---|---|
 //! | blank (only whitespace) | skipped |
 //! | `{"task_id": "...", "prompt": "..."}` (a `prompt` and no `description`) | the batch's template request with that id and the prompt as its description |
-//! | any other JSON object with a `task_id` | a full [`WorkerRequest`] with the reference's fields and defaults; the template's `adapter` fills an empty one |
+//! | any other JSON object with a `task_id` | a full [`WorkerRequest`] with GEODE's fields and defaults; the template's `adapter` fills an empty one |
 //! | anything else (not JSON, not an object, no `task_id`, a bad field) | a [`BadLine`] with its 1-based line number; the other lines still run |
 //!
 //! Task ids must be unique: [`scan_ids`] reads the whole input once before anything runs and

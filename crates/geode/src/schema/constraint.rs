@@ -1,6 +1,6 @@
 //! Constraints beyond JSON Schema: one of N strings, a regular expression, a Lark grammar.
 //!
-//! The reference system has none of these. geode carries them beside `response_schema`:
+//! GEODE has none of these. geode carries them beside `response_schema`:
 //! the local engine enforces them while decoding; hosted adapters that cannot enforce them
 //! check the final text locally and the ledger says so.
 //!

@@ -1,11 +1,11 @@
 //! Checking a loop's answer, deciding on the one retry, and writing the feedback turn.
 //!
-//! [`check_answer`] applies, in the reference's order: a failed run, empty text, no balanced JSON
+//! [`check_answer`] applies, in GEODE's order: a failed run, empty text, no balanced JSON
 //! object (for a schema whose root is not an object: no value of the root's type, see
 //! [`crate::schema::extract`]; when the wire wrapped the root under `value`, the wrapper's
 //! `value`), missing top-level `required` keys (object answers only); then, with [`Validation::Full`] (geode's default),
 //! full JSON Schema validation against the caller's original schema; then a choice/regex
-//! constraint when one is set. [`build_schema_retry_prompt`] renders the reference's feedback turn
+//! constraint when one is set. [`build_schema_retry_prompt`] renders GEODE's feedback turn
 //! plus the concrete validation errors (on a wrapped wire, for the wrapper the model was asked for).
 
 use crate::agent::agent_loop::AgenticResult;
@@ -174,7 +174,7 @@ pub fn constraint_met(constraint: &TextConstraint, text: &str) -> bool {
     }
 }
 
-/// The reference's `_needs_schema_retry`, twin for conformance tests: the shallow check only.
+/// GEODE's `_needs_schema_retry`, twin for conformance tests: the shallow check only.
 pub fn needs_schema_retry(result: Option<&AgenticResult>, schema: &ResponseSchema) -> bool {
     let Some(result) = result else { return true };
     if result.termination_reason.is_no_retry() {
@@ -197,8 +197,8 @@ pub use crate::agent::excerpt::{excerpt, py_repr};
 const SCHEMA_CUT: usize = 4096;
 const EXCERPT_CUT: usize = 800;
 
-/// The feedback user turn for the one retry (`reference-behaviour.md` §4.3), plus the concrete
-/// validation errors when there are any.
+/// The feedback user turn for the one retry (GEODE's `_build_schema_retry_prompt`), plus the
+/// concrete validation errors when there are any.
 ///
 /// `wrapped_root` says the wire asked for the answer under `value` of an object
 /// ([`crate::schema::subset`], the ledger's `wrapped_root`): the turn then asks for that shape,

@@ -1,4 +1,4 @@
-//! The process protocol: the reference system's JSON shapes ([`WorkerRequest`] on stdin or a
+//! The process protocol: GEODE's JSON shapes ([`WorkerRequest`] on stdin or a
 //! JSONL line, [`WorkerResult`] out), converted to and from the typed core
 //! ([`crate::agent::task`]) here and nowhere else. `geode worker`, `geode batch`, `geode serve`
 //! and subtasks speak it; [`crate::Client`] does not.

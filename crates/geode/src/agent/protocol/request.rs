@@ -1,11 +1,11 @@
-//! The worker's input as the process protocol has it: the [`WorkerRequest`] with the reference
-//! system's fields and defaults (docs/reference.md), how it is read, and its conversion into a
+//! The worker's input as the process protocol has it: the [`WorkerRequest`] with GEODE's
+//! fields and defaults (docs/reference.md#workerrequest), how it is read, and its conversion into a
 //! typed [`Task`] ([`WorkerRequest::task`]).
 //!
 //! The worker's stdin may hold anything. [`parse_request`] turns bytes into a request or a typed
 //! [`WorkerError`] (empty, too large, not UTF-8, not JSON, more than one value, not an object, no
 //! `task_id`, a bad field); [`request_task_id`] recovers the task id for the failed result
-//! (`"unknown"` when none can be read, as the reference does). [`WorkerRequest::task`] refuses a
+//! (`"unknown"` when none can be read, as GEODE does). [`WorkerRequest::task`] refuses a
 //! request that cannot run (a non-positive or non-finite `timeout_s`, a constraint that does not
 //! compile, a schema and a text constraint at once) before anything is sent.
 
@@ -23,7 +23,7 @@ fn is_default<T: Default + PartialEq>(v: &T) -> bool {
 }
 
 /// One task for a worker. Field names and defaults ([`WorkerRequest::default`], for every
-/// field but `task_id`, which [`parse_request`] requires) are the reference's; geode's additions
+/// field but `task_id`, which [`parse_request`] requires) are GEODE's; geode's additions
 /// (`validation`, `require`, `adapter`, `text_constraint`, `max_rounds`, `formats`) are omitted from JSON
 /// when they hold their defaults.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -99,7 +99,7 @@ pub struct WorkerRequest {
 }
 
 impl WorkerRequest {
-    /// A request with the reference defaults.
+    /// A request with GEODE's defaults.
     pub fn new(task_id: impl Into<String>, description: impl Into<String>) -> Self {
         Self {
             task_id: task_id.into(),
@@ -276,7 +276,7 @@ impl WorkerRequest {
         self.task().map(drop)
     }
 
-    /// The reference fields this request sets that geode carries but does not act on; the
+    /// The GEODE fields this request sets that geode carries but does not act on; the
     /// ledger names them.
     pub fn ignored_fields(&self) -> Vec<String> {
         let d = Self::default();

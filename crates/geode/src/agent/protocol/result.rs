@@ -1,5 +1,6 @@
-//! The worker's output as the process protocol has it: [`WorkerResult`], with the reference
-//! system's field names, made from a typed run ([`WorkerResult::from_run`]).
+//! The worker's output as the process protocol has it: [`WorkerResult`], with GEODE's
+//! field names (docs/reference.md#workerresult), made from a typed run
+//! ([`WorkerResult::from_run`]).
 
 use crate::agent::task::{Answer, NO_RESPONSE, RunError};
 use crate::agent::termination::TerminationReason;
@@ -7,7 +8,7 @@ use crate::ledger::GuaranteeLedger;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// The worker's answer. Field names are the reference's; `error` is omitted when absent.
+/// The worker's answer. Field names are GEODE's; `error` is omitted when absent.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct WorkerResult {
     /// The task id.
@@ -63,7 +64,7 @@ impl WorkerResult {
         }
     }
 
-    /// The result of a typed run, in the reference's shape.
+    /// The result of a typed run, in GEODE's shape.
     pub fn from_run(task_id: &str, run: Result<Answer, RunError>) -> Self {
         let error = match run {
             Ok(answer) => {

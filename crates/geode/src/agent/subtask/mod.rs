@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 use std::sync::Arc;
 use tokio::sync::Semaphore;
 
-/// One unit of sub-agent work (`reference-behaviour.md` §1.1).
+/// One unit of sub-agent work (GEODE's `SubTask`, docs/reference.md#the-delivery-path).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SubTask {
     /// The task id.
@@ -62,7 +62,7 @@ pub struct SubTask {
 /// Settings of the manager that turns SubTasks into WorkerRequests.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SubTaskDefaults {
-    /// The worker's hard limit (reference default 600 s).
+    /// The worker's hard limit (GEODE's default 600 s).
     pub timeout_s: f64,
     /// The loop time budget (0 = none).
     pub time_budget_s: f64,
@@ -90,7 +90,7 @@ impl Default for SubTaskDefaults {
 }
 
 impl SubTask {
-    /// The reference's mapping: the schema and source verbatim, model and effort overridden by
+    /// GEODE's mapping: the schema and source verbatim, model and effort overridden by
     /// the task when set, limits from the manager.
     pub fn to_worker_request(&self, d: &SubTaskDefaults) -> WorkerRequest {
         WorkerRequest {

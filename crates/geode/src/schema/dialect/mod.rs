@@ -7,9 +7,9 @@
 //!
 //! | dialect | projection | preflight |
 //! |---|---|---|
-//! | `OpenAiStrict` | identity: the contract sends the schema unchanged | OpenAI strict limits ([`OPENAI_STRICT_LIMITS`], `wire.md` §2.6) |
+//! | `OpenAiStrict` | identity: the contract sends the schema unchanged | OpenAI strict limits ([`OPENAI_STRICT_LIMITS`], docs/wire.md#openai-responses-api) |
 //! | `CodexCli` | identity (codex forwards it verbatim with `strict:true`) | the same OpenAI limits |
-//! | `Anthropic` | native `output_config.format` subset (`wire.md` §4.2), see below | none documented; use [`anthropic_native_fits`] |
+//! | `Anthropic` | native `output_config.format` subset (docs/wire.md#anthropic-messages-api), see below | none documented; use [`anthropic_native_fits`] |
 //! | `Glm`, `ClaudeCli`, `Local` | identity (prompt, client-validated tool, local engine) | none |
 //!
 //! Anthropic projection, per subschema (keyword lists are the `const`s of [`AnthropicPolicy`]):
@@ -118,7 +118,8 @@ pub const fn joined<const M: usize>(
     out
 }
 
-/// The Anthropic native structured-output subset (`wire.md` §4.2).
+/// The Anthropic native structured-output subset, as Anthropic documents it for
+/// `output_config.format` (platform.claude.com/docs/en/build-with-claude/structured-outputs).
 pub struct AnthropicPolicy;
 
 impl AnthropicPolicy {

@@ -1,6 +1,7 @@
 //! Offline preflight of provider limits (part of [`super`], in its own file for size).
 //!
-//! OpenAI strict mode documents hard limits (`wire.md` §2.6); a schema past them is refused by
+//! OpenAI strict mode documents hard limits ("Supported schemas" in its Structured Outputs guide,
+//! platform.openai.com/docs/guides/structured-outputs); a schema past them is refused by
 //! the server. [`preflight`] finds them before the call, with the limit named and a pointer. They
 //! are counted on the copy the wire gets ([`crate::schema::subset::openai_strict`]: a wrapped root
 //! is one more property and nesting level), the pointers given in the caller's schema.
@@ -11,7 +12,8 @@ use crate::schema::strict::child;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// The OpenAI strict-mode limits (`wire.md` §2.6, raised July 2025).
+/// The OpenAI strict-mode limits (platform.openai.com/docs/guides/structured-outputs, raised
+/// July 2025).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OpenAiLimits {
     /// Object properties in the whole schema.

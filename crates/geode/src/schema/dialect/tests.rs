@@ -83,7 +83,8 @@ fn arrays_and_unions_do_not_add_nesting_levels() {
         json!({"type":"object","properties":{"a":{"type":"array","items":{"anyOf":[nested_objects(9), {"type":"null"}]}}},"required":["a"],"additionalProperties":false}),
     );
     assert_eq!(preflight(&s, Dialect::OpenAiStrict), Ok(()));
-    // An array root goes wrapped in one object (issue 14): the wrapper is a level too.
+    // An array root goes wrapped in one object (strict mode wants an object root): the wrapper
+    // is a level too.
     let s = schema(json!({"type":"array","items":{"anyOf":[nested_objects(9), {"type":"null"}]}}));
     assert_eq!(preflight(&s, Dialect::OpenAiStrict), Ok(()));
     let s = schema(json!({"type":"array","items":{"anyOf":[nested_objects(10), {"type":"null"}]}}));

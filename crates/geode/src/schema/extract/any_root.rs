@@ -8,7 +8,7 @@ use memchr::memmem;
 use serde_json::Value;
 use std::ops::Range;
 
-/// The answer of `text` for a schema root: for [`AnswerRoot::Object`] the reference's last
+/// The answer of `text` for a schema root: for [`AnswerRoot::Object`] GEODE's last
 /// balanced object ([`super::extract_last_object`]); otherwise the rule of the module table, returning
 /// the exact substring and the parsed value.
 ///

@@ -1,4 +1,4 @@
-//! Finding the answer in model text: the reference's balanced-object rule for object roots, and
+//! Finding the answer in model text: GEODE's balanced-object rule for object roots, and
 //! the any-root rule for the others.
 //!
 //! [`extract_answer`] (and [`find_answer`], syntax only) picks the rule from the schema's
@@ -7,25 +7,26 @@
 //!
 //! | root | step | candidate | accepted when |
 //! |---|---|---|---|
-//! | object (or untyped) | 1 | the last top-level `{…}` span, then earlier ones (reference §4.1, below) | it parses as an object |
+//! | object (or untyped) | 1 | the last top-level `{…}` span, then earlier ones (GEODE's rule, below) | it parses as an object |
 //! | any other | 1 | the whole answer, trimmed of JSON whitespace | it parses as a value of an allowed type |
 //! | any other | 2 | each fenced code block tagged `json` or untagged, last to first | its trimmed content parses as a value of an allowed type |
 //! | any other, admitting arrays | 3 | each top-level balanced `[…]` or `{…}` span (both kinds count as one depth), last to first | it parses as a value of an allowed type |
 //! | any other, admitting objects but not arrays | 3 | the object rule above | it parses as an object |
 //! | any other, admitting only scalars | – | nothing else: a bare `42` or `true` inside prose is not told from prose | – |
 //!
-//! The object rule (the reference's, `reference-behaviour.md` §4.1):
+//! The object rule (GEODE's `_last_balanced_json_object`,
+//! docs/reference.md#validation-and-the-one-retry):
 //! In: any text (a model's final answer). Out: the **last top-level `{…}` span that parses as JSON**,
 //! as the exact substring, or `None`. Guarantees: one linear scan (memchr between objects, 64-byte
 //! branch-free SWAR blocks inside them), no recursion, every candidate span parsed at most once
 //! and spans are disjoint, so the total work is linear in the input; never panics.
 //!
-//! The scan follows the reference (`reference-behaviour.md` §4.1): only top-level spans are
+//! The scan follows GEODE's: only top-level spans are
 //! candidates (a nested object is never tried on its own), `}` at depth 0 is ignored, square
 //! brackets are not tracked, code fences are irrelevant, and candidates are tried last to first.
-//! It differs in these rows of the reference's table, all on purpose:
+//! It differs in these rows of GEODE's edge-case table, all on purpose:
 //!
-//! | input | reference | geode | why |
+//! | input | GEODE | geode | why |
 //! |---|---|---|---|
 //! | `The 5" screen {"a": 1}` | None | `{"a": 1}` | string state is tracked only inside braces, so a quote in prose cannot invert it |
 //! | `\"{"a":1}` | None | `{"a":1}` | same: a backslash or quote outside braces is prose |
@@ -392,7 +393,7 @@ pub fn find_last_object(text: &str) -> Option<&str> {
     last_valid_object(text, &[]).map(|(s, _)| s)
 }
 
-/// The reference's object rule (this module's docs) with syntax checking only, in
+/// GEODE's object rule (this module's docs) with syntax checking only, in
 /// one pass: the last top-level `{…}` span of `text` that is valid JSON, with the `required`
 /// names present among its keys. Each span is checked as it is met (a valid object is exactly one
 /// span: its braces balance where the value ends), and only a span that fails is walked again,

@@ -1,4 +1,5 @@
-//! Tests for the extractor: every row of `reference-behaviour.md` §4.1, 10 MB hostile inputs,
+//! Tests for the extractor: every row of GEODE's edge-case table for its balanced-object rule
+//! (docs/reference.md#validation-and-the-one-retry), 10 MB hostile inputs,
 //! and property tests.
 
 use super::*;
@@ -6,9 +7,9 @@ use proptest::prelude::*;
 use serde::de::IgnoredAny;
 use serde_json::json;
 
-/// The reference's scan (§4.1 step 2), byte by byte: quotes toggle string state everywhere,
-/// including prose outside braces (the string rule itself is [`Strings`], shared with the scan).
-/// Used to pin the reference column of the table.
+/// GEODE's scan (`_last_balanced_json_object`), byte by byte: quotes toggle string state
+/// everywhere, including prose outside braces (the string rule itself is [`Strings`], shared
+/// with the scan). Used to pin GEODE's column of the table.
 fn reference_spans(text: &str) -> Vec<Range<usize>> {
     let (mut depth, mut strings, mut start) = (0usize, Strings::default(), 0usize);
     let mut spans = Vec::new();
@@ -35,7 +36,7 @@ fn reference_spans(text: &str) -> Vec<Range<usize>> {
     spans
 }
 
-/// The reference's answer with serde_json as the parser (NaN aside, the same as `json.loads`).
+/// GEODE's answer with serde_json as the parser (NaN aside, the same as `json.loads`).
 fn reference_extract(text: &str) -> Option<&str> {
     reference_spans(text).into_iter().rev().find_map(|r| {
         let s = &text[r];
@@ -69,7 +70,7 @@ fn naive_spans(text: &str) -> Vec<Range<usize>> {
     spans
 }
 
-/// The §4.1 table and the reference's pinned tests where geode gives the reference's answer:
+/// GEODE's edge-case table and its pinned tests where geode gives GEODE's answer:
 /// input, the object both find.
 const AGREED: &[(&str, Option<&str>)] = &[
     // A fenced object in prose is found.
@@ -118,8 +119,8 @@ const AGREED: &[(&str, Option<&str>)] = &[
     ),
 ];
 
-/// The rows where geode differs from the reference on purpose (the module docs' table): input,
-/// the object geode finds; the reference finds none.
+/// The rows where geode differs from GEODE on purpose (the module docs' table): input,
+/// the object geode finds; GEODE finds none.
 const DIFFERS_ON_PURPOSE: &[(&str, Option<&str>)] = &[
     // A quote in prose outside braces does not flip string state in geode.
     (r#"The 5" screen {"a": 1}"#, Some(r#"{"a": 1}"#)),
@@ -128,7 +129,7 @@ const DIFFERS_ON_PURPOSE: &[(&str, Option<&str>)] = &[
     (r#"\"{"a":1}"#, Some(r#"{"a":1}"#)),
 ];
 
-/// Asserts what the reference and both finders give for `input`.
+/// Asserts what GEODE and both finders give for `input`.
 fn row(input: &str, reference: Option<&str>, ours: Option<&str>) {
     assert_eq!(
         reference_extract(input),
@@ -163,7 +164,7 @@ fn the_rows_that_differ_on_purpose_find_what_the_reference_misses() {
 #[test]
 fn table_nan_differs_on_purpose_serde_json_rejects_it() {
     let input = r#"{"a": NaN}"#;
-    // The reference's scan does find this span; only the parser differs.
+    // GEODE's scan does find this span; only the parser differs.
     assert_eq!(reference_spans(input), vec![0..input.len()]);
     assert_eq!(extract_last_object(input), None);
     assert_eq!(find_last_object(input), None);

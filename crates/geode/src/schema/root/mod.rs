@@ -1,7 +1,7 @@
 //! The answer's root: which JSON types a schema admits at the top level.
 //!
 //! In: a [`ResponseSchema`]. Out: an [`AnswerRoot`] — [`AnswerRoot::Object`] when the schema
-//! admits only objects *or says nothing about the root's type* (the reference's contract: the
+//! admits only objects *or says nothing about the root's type* (GEODE's contract: the
 //! answer is a JSON object), else [`AnswerRoot::Values`] with the [`TypeSet`] it admits (`array`,
 //! `string`, `["integer","null"]`, an `enum` of strings, an `anyOf` of an array and a number, ...).
 //! Extraction ([`super::extract::extract_answer`]) and the worker's shallow check follow it.
@@ -154,7 +154,7 @@ impl std::fmt::Display for TypeSet {
 /// What the answer's top-level value may be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AnswerRoot {
-    /// A JSON object, found by the reference's rule (the last balanced `{…}` that parses). Also
+    /// A JSON object, found by GEODE's rule (the last balanced `{…}` that parses). Also
     /// the root of a schema that does not restrict the type (`{}`, `{"required":["a"]}`).
     Object,
     /// A value of one of these types (never exactly `{object}`, never every type).

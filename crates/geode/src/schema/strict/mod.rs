@@ -6,12 +6,13 @@
 //!
 //! Two predicates live here:
 //!
-//! * [`is_reference_strict`] is the contract's predicate exactly as the reference implements it
-//!   (`reference-behaviour.md` §3), quirks included. It exists as the conformance baseline.
+//! * [`is_reference_strict`] is the contract's predicate exactly as GEODE implements it
+//!   (docs/reference.md#the-strict-compatibility-rule), quirks included. It exists as the
+//!   conformance baseline.
 //! * [`check_strict`] is the predicate geode uses. It applies the same rules and also looks where
-//!   the reference does not, because the server does:
+//!   GEODE does not, because the server does:
 //!
-//! | where | reference | `check_strict` |
+//! | where | GEODE | `check_strict` |
 //! |---|---|---|
 //! | `type:"object"` needs `additionalProperties:false` and `properties` keys == `required` set | yes | yes |
 //! | `items` (a schema), each `anyOf`/`oneOf`/`allOf` branch | yes | yes |
@@ -32,7 +33,7 @@
 //! `value` and removes `default` (and the other keywords OpenAI refuses), then applies
 //! [`check_strict`] to that copy; [`check_openai_wire`] names the rules on the caller's schema.
 //!
-//! Both keep the reference's choices on the rest: `type` is compared as the exact string
+//! Both keep GEODE's choices on the rest: `type` is compared as the exact string
 //! `"object"` (a type list such as `["object","null"]` is not checked), `properties` are only
 //! checked on `type:"object"` schemas, tuple-form `items` (an array) is not inspected, and property
 //! types, enums, formats and numeric/string constraints are never examined.

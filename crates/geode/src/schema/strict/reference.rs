@@ -1,16 +1,16 @@
-//! The reference's strict predicate, quirks included (part of [`super`], in its own file for
+//! GEODE's strict predicate, quirks included (part of [`super`], in its own file for
 //! size): the conformance baseline that [`super::check_strict`] is compared with.
 
 use super::doc::get;
 use serde_json::{Map, Value};
 use std::collections::HashSet;
 
-/// The reference's predicate (`_is_openai_strict_compatible`), exactly: no `$ref` following, no
+/// GEODE's predicate (`_is_openai_strict_compatible`), exactly: no `$ref` following, no
 /// `prefixItems`/`not`/`additionalProperties`-schema inspection, Python truthiness and set
 /// semantics on `properties`/`required`.
 ///
 /// Where the Python code would raise (a truthy non-dict `properties`, a `required` that is a number
-/// or holds arrays/objects), this returns `false`: the reference never sends `strict:true` then.
+/// or holds arrays/objects), this returns `false`: GEODE never sends `strict:true` then.
 pub fn is_reference_strict(schema: &Value) -> bool {
     let mut stack: Vec<&Value> = vec![schema];
     while let Some(node) = stack.pop() {

@@ -1,9 +1,10 @@
-//! Tests for the strict check: every row of `reference-behaviour.md` §3 against both predicates.
+//! Tests for the strict check: every row of GEODE's edge-case table for its strict rule
+//! (docs/reference.md#the-strict-compatibility-rule) against both predicates.
 
 use super::*;
 use serde_json::json;
 
-/// Asserts the reference predicate and `check_strict` on one schema.
+/// Asserts GEODE's predicate and `check_strict` on one schema.
 fn both(schema: Value, reference: bool, ours: bool) -> StrictVerdict {
     assert_eq!(
         is_reference_strict(&schema),
@@ -134,8 +135,8 @@ fn table_nullable_property_by_type_list_is_strict() {
     );
 }
 
-/// Differs on purpose: the reference does not follow `$ref`, so it sends `strict:true` and the
-/// server rejects the request (reference §8.3 item 6). `check_strict` follows the reference and
+/// Differs on purpose: GEODE does not follow `$ref`, so it sends `strict:true` and the
+/// server rejects the request (a gap in GEODE's code). `check_strict` follows the reference and
 /// reports the broken target at its own pointer.
 #[test]
 fn table_ref_to_non_strict_object_differs_on_purpose_ref_is_followed() {
@@ -246,8 +247,8 @@ fn table_top_level_true_is_strict() {
 
 // ---- further deliberate differences ----
 
-/// Differs on purpose: a schema-valued `additionalProperties` is inspected. On an untyped schema the
-/// reference never looks at it; `check_strict` reports the non-strict object inside.
+/// Differs on purpose: a schema-valued `additionalProperties` is inspected. On an untyped schema
+/// GEODE never looks at it; `check_strict` reports the non-strict object inside.
 #[test]
 fn typed_additional_properties_differs_on_purpose_schema_is_inspected() {
     let v = both(

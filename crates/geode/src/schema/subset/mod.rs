@@ -12,7 +12,8 @@
 //!
 //! Source: "Structured model outputs → Supported schemas",
 //! <https://platform.openai.com/docs/guides/structured-outputs#supported-schemas>, read with the
-//! search tool on 2026-11-30 ([`OPENAI_STRICT`]); `default` from API replies quoted in `wire.md` §2.6.
+//! search tool on 2026-11-30 ([`OPENAI_STRICT`]); `default` from API replies
+//! ("'default' is not permitted", docs/wire.md#openai-responses-api).
 //!
 //! | rule (doc) | geode, for the wire |
 //! |---|---|

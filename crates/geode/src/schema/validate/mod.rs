@@ -1,11 +1,11 @@
-//! Answer validation: the reference's shallow check and full JSON Schema validation.
+//! Answer validation: GEODE's shallow check and full JSON Schema validation.
 //!
 //! In: the caller's original [`ResponseSchema`] and an answer (text or parsed value). Out: typed
 //! verdicts, never a panic.
 //!
 //! | function | checks | cost |
 //! |---|---|---|
-//! | [`shallow_check`] | the reference's worker check on text: last balanced object + top-level `required` keys | one scan + one syntax-only parse |
+//! | [`shallow_check`] | GEODE's worker check on text: last balanced object + top-level `required` keys | one scan + one syntax-only parse |
 //! | [`missing_required_keys`] | the same key check on an already parsed value | O(required) |
 //! | [`CompiledSchema::validate`] | full JSON Schema (2020-12 unless `$schema` says otherwise), formats included | one evaluation; the first [`MAX_REPORTED_ERRORS`] errors are kept, the rest counted |
 //!
@@ -70,7 +70,7 @@ pub enum Validation {
     /// Full JSON Schema validation against the original schema (geode's default).
     #[default]
     Full,
-    /// The reference's shallow check: a top-level object with every `required` key.
+    /// GEODE's shallow check: a top-level object with every `required` key.
     RequiredKeys,
 }
 

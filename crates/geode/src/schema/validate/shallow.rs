@@ -1,4 +1,4 @@
-//! The reference's shallow check on answer text (part of [`super`], in its own file for size).
+//! GEODE's shallow check on answer text (part of [`super`], in its own file for size).
 
 use crate::schema::root::AnswerRoot;
 use crate::schema::{ResponseSchema, extract, json_scan};
@@ -23,10 +23,11 @@ pub enum ShallowCheck<'a> {
     },
 }
 
-/// The reference's worker check on answer text (§4.2 steps 6–8): the last top-level object that
-/// parses must have every top-level `required` key. For a schema whose root is not an object
-/// ([`AnswerRoot::Values`]) the answer is found by [`extract::find_answer`]'s rule and must parse
-/// as a value of the root's type; `required` applies only when that value is an object.
+/// GEODE's worker check on answer text (the last steps of `_needs_schema_retry`): the last
+/// top-level object that parses must have every top-level `required` key. For a schema whose
+/// root is not an object ([`AnswerRoot::Values`]) the answer is found by
+/// [`extract::find_answer`]'s rule and must parse as a value of the root's type; `required`
+/// applies only when that value is an object.
 /// Values are not built, only syntax-checked ([`extract::last_valid_object`],
 /// [`json_scan::scan_keys`]; several times faster than parsing into a `Value`). Like
 /// [`extract::find_last_object`], it accepts numbers that do not fit an `f64` (`1e400`), as
