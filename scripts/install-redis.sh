@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Idempotent, pinned: redis-server from Debian's packages for the queue tests (issue 12). The
+# Idempotent, pinned: redis-server from Debian's packages for the queue tests (docs/reliability.md#batch-and-queue). The
 # tests start their own instance on a free loopback port without persistence; the packaged
 # service is never started here (RUNLEVEL=1 keeps invoke-rc.d from starting it).
 set -euo pipefail

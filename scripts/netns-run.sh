@@ -6,7 +6,7 @@
 #
 # Needs root (`unshare -n`) or unprivileged user namespaces (`unshare -r -n`).
 # A server on the host's 127.0.0.1 is NOT reachable from inside: start the fake servers inside
-# too. The real-CLI tests (crates/geode/tests/cli_claude.rs, cli_codex.rs) re-run their own test
+# too. The real-CLI tests (crates/geode/tests/it/cli_claude.rs, cli_codex.rs) re-run their own test
 # binary through this script, so the in-process fake and the CLI share the namespace.
 set -euo pipefail
 if [ "$#" -eq 0 ]; then

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # scripts/reference-load.py: the "load" half of the reference's schema load + strict check
-# (README "Benchmarks", issue 14 point 8). The reference is Python: it loads a schema with
-# json.loads before its strict check, whose figures performance.md gives alone. This times
+# (docs/benchmarks.md, "Schemas and answers"). The reference is Python: it loads a schema with
+# json.loads before its strict check, whose figures docs/benchmarks.md gives alone. This times
 # json.loads of the four schemas `cargo bench -p geode --bench schema` loads (schema_check/
 # load_strict), as the same compact text, and prints the best of 7 runs per call.
 import json

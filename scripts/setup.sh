@@ -7,7 +7,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # SmolLM2-135M GGUF model (checked by size and sha256) in ~/.cache/geode/models.
 "$here/fetch-model.sh"
 
-# The pinned claude and codex CLIs driven by crates/geode/tests/cli_{claude,codex}.rs.
+# The pinned claude and codex CLIs driven by crates/geode/tests/it/cli_{claude,codex}.rs.
 "$here/install-clis.sh"
 
 # llama-server (upstream llama.cpp, pinned sdist, built once into ~/.cache/geode/llama-server;

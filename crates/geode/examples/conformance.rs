@@ -1,5 +1,5 @@
 //! Runs the official JSON-Schema-Test-Suite through geode's validation entry points and prints
-//! the pass rate per draft and the failing groups, as Markdown for the README. Each test is
+//! the pass rate per draft and the failing groups, as Markdown for docs/conformance.md. Each test is
 //! validated twice: as a `serde_json::Value` ([`CompiledSchema::compile_in`], the worker's path)
 //! and as a [`Tape`] of its text (`CompiledSchema<TapeJson>`, the one `geode validate` uses); a
 //! test passes when both reports are equal and the verdict is the suite's.
