@@ -1,5 +1,5 @@
-//! Local-engine benchmark: prints a table of latency and tokens/s next to the targets of
-//! `performance.md` (local row): ≤ 0.30 s per constrained Decision call on 2 threads, and
+//! Local-engine benchmark: prints a table of latency and tokens/s next to its targets: ≤ 0.30 s
+//! per constrained Decision call on 2 threads (what upstream llama-server takes here), and
 //! constrained generation ≥ 95% of unconstrained tokens/s.
 //!
 //! Run with `cargo bench -p geode-local` (needs the model: `scripts/fetch-model.sh`). Single runs

@@ -1,7 +1,8 @@
-//! geode's local engine beside its peer, upstream llama-server, in one run (issue 13.1):
-//! the 10 pull requests of `local-model.md` §1 with the same GGUF (SmolLM2-135M Q4_1), the same
-//! system prompt, the Decision schema, the same sampling (mask, then top-k 40, top-p 0.95,
-//! temperature 0.7, seed 1234+i, at most 256 tokens), 2 threads and a 4,096-token context.
+//! geode's local engine beside its peer, upstream llama-server, in one run: the 10 pull
+//! requests the local runtime was chosen on (docs/local-model.md) with the same GGUF
+//! (SmolLM2-135M Q4_1), the same system prompt, the Decision schema, the same sampling (mask,
+//! then top-k 40, top-p 0.95, temperature 0.7, seed 1234+i, at most 256 tokens), 2 threads and a
+//! 4,096-token context.
 //! llama-server (built once by `scripts/install-llama-server.sh`, started here on 127.0.0.1)
 //! gets each request through its Chat Completions `response_format: json_schema` path; geode
 //! runs the local adapter's engine on the turns the adapter builds for the same request
@@ -35,7 +36,8 @@ const FORMAT: &str = "Answer as JSON with keys \"decision\" (either \"accept\" o
 const MAX_TOKENS: u32 = 256;
 const TEMPERATURE: f32 = 0.7;
 
-/// The 10 pull requests of `local-model.md` §1: title, description, diff.
+/// The 10 pull requests the local runtime was chosen on (five to accept, five to reject): title,
+/// description, diff.
 const PRS: [(&str, &str, &str); 10] = [
     (
         "Add API key to source",

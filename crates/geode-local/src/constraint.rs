@@ -2,7 +2,8 @@
 //!
 //! Contract: a constraint is either compiled into a working matcher or refused with
 //! [`LocalError::Constraint`] carrying llguidance's reason. There is no fall-back to unconstrained
-//! decoding (llama-cpp-2's own llguidance sampler would fail open; see `local-model.md` §2.3).
+//! decoding (llama-cpp-2's own llguidance sampler would fail open: in 0.1.160 it ignores
+//! matcher errors and decodes unconstrained).
 //!
 //! * JSON Schema: compiled from the schema narrowed for decoding by [`crate::tighten`] (objects
 //!   closed where the schema leaves them open, compact whitespace with the model's own `", "` and

@@ -6,9 +6,9 @@
 //!   sampler (which ignores matcher errors and would decode unconstrained). Any matcher error is
 //!   [`LocalError::Matcher`]: the call fails closed.
 //! * Sampling: the mask first, then top-k 40, top-p 0.95, temperature and a seeded draw
-//!   (the settings of `local-model.md` §1). A temperature `<= 0` means greedy. In the last
-//!   tokens of the budget the mask's tokens that close what is open are preferred
-//!   ([`crate::closing`]).
+//!   (the settings the runtime was chosen with, docs/local-model.md). A temperature `<= 0`
+//!   means greedy. In the last tokens of the budget the mask's tokens that close what is open
+//!   are preferred ([`crate::closing`]).
 //! * Stops: an end-of-generation token of the model (`<|im_end|>` for SmolLM2; the EOG set comes
 //!   from the model, never from token names) is [`FinishReason::EndTurn`]; the token budget or a
 //!   full context is [`FinishReason::MaxTokens`]; a stop sequence is

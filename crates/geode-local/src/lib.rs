@@ -1,5 +1,6 @@
 //! geode's `local` adapter: a GGUF model run in-process by llama.cpp (via `llama-cpp-2`), with
-//! llguidance constrained decoding, so the output cannot leave the constraint.
+//! llguidance constrained decoding, so the output cannot leave the constraint. GEODE, the
+//! reference Python system (docs/reference.md), has no local adapter: this one is geode's own.
 //!
 //! | module | job |
 //! |---|---|
@@ -31,9 +32,9 @@
 //!   decoding, is an error, never unconstrained output.
 //! * **Choice** is compiled as a Lark alternation of JSON-string literals
 //!   (`start: "accept" | "reject"`): the answer is exactly one option, unquoted.
-//! * **Sampling** follows the measurements in `local-model.md`: temperature 0.7 unless the request
-//!   sets one (`<= 0` is greedy), top-k 40, top-p 0.95, a fixed default seed (1234) so runs are
-//!   reproducible on one build. Two threads.
+//! * **Sampling** follows the settings the runtime was chosen with (docs/local-model.md):
+//!   temperature 0.7 unless the request sets one (`<= 0` is greedy), top-k 40, top-p 0.95, a
+//!   fixed default seed (1234) so runs are reproducible on one build. Two threads.
 //!
 //! The model comes from `GEODE_LOCAL_MODEL` or the cache path written by
 //! `scripts/fetch-model.sh` ([`engine::default_model_path`]).

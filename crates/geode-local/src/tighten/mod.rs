@@ -49,13 +49,15 @@ use std::collections::BTreeSet;
 
 /// The `maxLength` given to a string without `maxLength` or `pattern` (and the most a given
 /// `maxLength` keeps), in characters; raised to the schema's `minLength` when that is larger.
-/// Chosen by measurement on JSONSchemaBench (see the README): long enough for names, titles,
-/// sentences and URLs, short enough that a looping string ends well inside a 512-token budget.
+/// Chosen by measurement on JSONSchemaBench (docs/local-model.md#budgets-chosen-by-measurement):
+/// long enough for names, titles, sentences and URLs, short enough that a looping string ends
+/// well inside a 512-token budget.
 pub const STRING_CAP: u64 = 160;
 
 /// The `maxItems` given to an array without one, raised to its `minItems`: SmolLM2 repeats list
 /// items until the budget ends. Measured on JSONSchemaBench against 3 (with 64-character
-/// strings), which did not end fewer answers at the budget (see the README).
+/// strings), which did not end fewer answers at the budget
+/// (docs/local-model.md#budgets-chosen-by-measurement).
 pub const ITEM_CAP: u64 = 5;
 
 /// The `maxProperties` given to a map (keys from `patternProperties` or a schema-valued
