@@ -1,4 +1,4 @@
-//! `geode batch` and `geode serve` over a data set (issue 12.5, 12.8): tasks/s and peak RSS per
+//! `geode batch` and `geode serve` over a data set: tasks/s and peak RSS per
 //! process against a fake provider answering after 200 ms, with 1, 2 and 4 `geode serve`
 //! workers on one Redis, Redis commands and bytes per task, one `geode batch` without Redis for
 //! comparison, what 100 machines would ask of one Redis, and `geode batch` on the local model

@@ -1,7 +1,7 @@
-//! `geode schema check` and `geode validate` on big inputs, as whole processes (issue 14 point
-//! 8): a 5,000-property schema and a 10 MB answer, each command run interleaved with the others
-//! and with `geode --version` (process start), median of [`RUNS`]. Prints a table next to the
-//! reference's figures (`performance.md`, issue 14). Run with `make bench` (release build).
+//! `geode schema check` and `geode validate` on big inputs, as whole processes: a
+//! 5,000-property schema and a 10 MB answer, each command run interleaved with the others
+//! and with `geode --version` (process start), median of [`RUNS`]. Prints a table next to
+//! GEODE's figures (docs/benchmarks.md). Run with `make bench` (release build).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -52,7 +52,7 @@ fn records(size: usize) -> (Value, String) {
     (schema, answer)
 }
 
-/// One job: its label, the reference's figure, the arguments and the stdin file.
+/// One job: its label, GEODE's figure, the arguments and the stdin file.
 struct Job {
     label: &'static str,
     reference: &'static str,

@@ -1,6 +1,6 @@
 //! `geode worker` as a process: spawn → first model request on loopback, early exit on a bad
-//! request line, and peak RSS for one Decision task. Prints a table next to the reference's
-//! figures (performance.md). Run with `make bench` (release build).
+//! request line, and peak RSS for one Decision task. Prints a table next to GEODE's
+//! figures (docs/benchmarks.md#a-lean-worker). Run with `make bench` (release build).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 

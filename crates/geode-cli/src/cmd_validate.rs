@@ -42,7 +42,7 @@ pub(crate) struct ValidateArgs {
     /// The schema file.
     #[arg(long)]
     schema: PathBuf,
-    /// Only the reference's shallow check: an answer of the root's type and, for an object, every
+    /// Only GEODE's shallow check: an answer of the root's type and, for an object, every
     /// top-level required key.
     #[arg(long)]
     required_keys_only: bool,

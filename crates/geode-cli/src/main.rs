@@ -1,4 +1,6 @@
 //! `geode`: structured output from any LLM provider, with an honest guarantee ledger.
+//! `geode worker` speaks the process protocol of GEODE, the reference Python system
+//! (docs/reference.md): one `WorkerRequest` line in, one `WorkerResult` line out.
 //!
 //! Exit codes: 0 success / valid, 1 invalid answer or non-strict schema, 2 usage or
 //! configuration error, 3 provider or transport failure.

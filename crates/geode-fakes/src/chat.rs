@@ -1,5 +1,5 @@
 //! Chat Completions as GLM / Z.ai serve them (`POST …/chat/completions` under any prefix, e.g.
-//! `/v1/chat/completions` or `/api/paas/v4/chat/completions`), wire.md §5.
+//! `/v1/chat/completions` or `/api/paas/v4/chat/completions`), docs/wire.md#zai-glm.
 //!
 //! - `stream` false or absent: one `chat.completion` object: `choices[0].message.content`,
 //!   `tool_calls` with **string** `arguments`, `finish_reason`, and

@@ -1,5 +1,5 @@
 //! The ChatGPT/Codex backend (`POST …/backend-api/codex/responses`, or any `…/responses`),
-//! wire.md §3.
+//! docs/wire.md#chatgpt-codex-backend.
 //!
 //! Model calls are answered with Responses SSE only (see [`crate::responses`]). Before a step
 //! of the script is spent, the body is checked the way the real backend does (§3.3):

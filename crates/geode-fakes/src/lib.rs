@@ -2,11 +2,12 @@
 //!
 //! Each [`FakeServer`] is a real HTTP/1.1 server on an ephemeral loopback port that speaks one
 //! provider protocol ([`Kind`]): the OpenAI Responses API, the ChatGPT/Codex backend, the
-//! Anthropic Messages API, or GLM-style Chat Completions. It records every request
+//! Anthropic Messages API, or GLM-style Chat Completions: the protocols the adapters of GEODE,
+//! the reference Python system (docs/reference.md), speak. It records every request
 //! ([`RecordedRequest`], secrets masked) and answers model calls from a [`Script`] of
 //! [`Reply`] steps: normal answers (text, JSON, tool call, refusal, max tokens) in the exact
-//! wire shape of the provider (JSON or SSE, following `shared/spec/wire.md` and the Python fakes
-//! that drove the real `codex` and `claude` CLIs), provider-shaped HTTP errors, and faults
+//! wire shape of the provider (JSON or SSE, as docs/wire.md describes them and as the real `codex`
+//! and `claude` CLIs accepted them), provider-shaped HTTP errors, and faults
 //! (connection reset, stream cut, slow body, hang, a hang or reset mid-body, an endless body,
 //! garbage, an HTML page, a provider error inside a 200 answer).
 //!

@@ -1,5 +1,5 @@
 //! The Anthropic Messages API (`POST /v1/messages`, query such as `?beta=true` ignored),
-//! wire.md §4, shaped exactly like `shared/fakes/fake_anthropic.py`, which drove `claude` 2.1.197.
+//! docs/wire.md#anthropic-messages-api, shaped exactly like the fake that drove `claude` 2.1.197.
 //!
 //! - `stream` false or absent: one `message` object as JSON; `stream: true`: SSE
 //!   `message_start` (usage with `output_tokens: 1`), `ping`, per block `content_block_start`,

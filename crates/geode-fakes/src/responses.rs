@@ -1,4 +1,4 @@
-//! The OpenAI Responses API (`POST …/responses`), wire.md §2.
+//! The OpenAI Responses API (`POST …/responses`), docs/wire.md#openai-responses-api.
 //!
 //! - `stream` false or absent: one `response` object as JSON; `stream: true`: SSE in the order
 //!   codex 0.171.0 accepts (`response.created`, `response.in_progress`,
@@ -19,7 +19,8 @@ use crate::record::RecordedRequest;
 use crate::script::TokenUsage;
 use serde_json::{Value, json};
 
-/// The events of a streamed text answer, in the order codex accepts (`wire.md` §2): the text
+/// The events of a streamed text answer, in the order codex accepts
+/// (docs/wire.md#openai-responses-api): the text
 /// comes in two deltas.
 pub const TEXT_EVENT_ORDER: [&str; 10] = [
     "response.created",

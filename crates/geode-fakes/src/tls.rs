@@ -1,4 +1,4 @@
-//! Optional HTTPS for a fake, needed by codex in ChatGPT mode (wire.md §8.4: the routing origin
+//! Optional HTTPS for a fake, needed by codex in ChatGPT mode (the routing origin
 //! must be `https://`, and rustls rejects a self-signed leaf used as its own CA).
 //!
 //! [`TlsIdentity::generate`] makes a throwaway CA plus a leaf certificate for `127.0.0.1` and

@@ -1,5 +1,6 @@
-//! Shared support of the integration tests: bounded runs, the fixtures ([`fixtures`]), error-kind
-//! checks ([`assert_kind`]), a described machine ([`env::MapEnv`]) to build adapters from, the
+//! Shared support of the integration tests: bounded runs, the fixtures ([`fixtures`]: among
+//! them the Decision schema of the contract of GEODE, the reference Python system,
+//! docs/reference.md), error-kind checks ([`assert_kind`]), a described machine ([`env::MapEnv`]) to build adapters from, the
 //! HTTP adapters on fakes ([`http`]), real-CLI rigs ([`cli_rig`]), leak probes ([`leaks`]) and
 //! fake vendor CLIs ([`fake_cli`]), the loopback-only network namespace the real CLIs run in
 //! ([`cli`]), the fault matrix's table and judgement ([`fault_matrix`]) and a child with a given

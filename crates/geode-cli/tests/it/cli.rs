@@ -116,7 +116,7 @@ fn validate_prints_the_object_and_exits_by_validity() {
     assert!(text(&r.stderr).contains("no balanced JSON object"));
 }
 
-/// `--required-keys-only` is the reference's shallow check on the text: the last object that
+/// `--required-keys-only` is GEODE's shallow check on the text: the last object that
 /// parses is printed, a missing required key is the one error, a number too large for an `f64`
 /// passes (as Python's `json.loads` reads it), and no object is the extract error.
 #[test]

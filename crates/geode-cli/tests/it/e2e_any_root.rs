@@ -1,4 +1,4 @@
-//! Real-world schemas end to end through the `geode` binary (issue 14): non-object roots through
+//! Real-world schemas end to end through the `geode` binary: non-object roots through
 //! `validate`, `run` (the local model and every HTTP adapter's fake) and `worker`; asserted and
 //! annotation-only formats; ECMA-262 patterns.
 

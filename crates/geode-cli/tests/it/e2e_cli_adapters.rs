@@ -1,6 +1,6 @@
 //! The CLI adapters end to end through the `geode` binary and the REAL pinned vendor CLIs
 //! (`claude` 2.1.197, `codex` 0.171.0, installed by `scripts/install-clis.sh`), against
-//! `geode-fakes`, inside a loopback-only network namespace (issue 4 point 3).
+//! `geode-fakes`, inside a loopback-only network namespace.
 //!
 //! Chain: this test binary re-runs itself through `scripts/netns-run.sh` (the harness of
 //! `crates/geode/tests/cli_support`, reused as is); inside, the test starts the fake in-process
@@ -207,7 +207,7 @@ netns_test!(
 netns_test!(
     geode_run_with_codex_cli_passes_the_variables_its_config_names,
     async {
-        // Issue 9 point 7: a provider configured the way codex users do it, its key and a header
+        // A regression: a provider configured the way codex users do it, its key and a header
         // read from variables exported to geode. Before, codex failed with
         // "Missing environment variable: `MY_KEY`" (exit 3).
         let server = fake_of(Kind::Responses, Script::always(Reply::Json(good_answer()))).await;
@@ -311,7 +311,7 @@ netns_test!(
 netns_test!(
     geode_run_with_claude_cli_that_gives_up_on_the_schema_is_an_invalid_answer,
     async {
-        // Issue 9 point 7: the model keeps answering a StructuredOutput input that breaks the
+        // A regression: the model keeps answering a StructuredOutput input that breaks the
         // schema until the CLI gives up (error_max_structured_output_retries). The provider
         // worked; the answer failed the contract: exit 1, not 3, and the ledger holds the
         // validation errors of the CLI's last answer.
@@ -342,7 +342,7 @@ netns_test!(
     }
 );
 
-/// An array schema (issue 14) through `geode run --json` on a CLI adapter: returns the result and
+/// An array schema through `geode run --json` on a CLI adapter: returns the result and
 /// checks exit 0, the caller's array as the answer and the wrap named in the ledger.
 async fn run_array(sb: &Sandbox, adapter: &str) -> serde_json::Value {
     let path = sb.home().join("ints.json");

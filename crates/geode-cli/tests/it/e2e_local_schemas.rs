@@ -1,4 +1,4 @@
-//! Real-world-like schemas on the local model (issue 13.3 / 14.7): `geode run --adapter local
+//! Real-world-like schemas on the local model: `geode run --adapter local
 //! --require enforced --max-tokens 512` on schemas that leave objects open, ask for long free
 //! strings, nest objects, leave the root's type open, leave lists, map keys and patterned
 //! strings unbounded, or use keywords llguidance cannot compile (`oneOf`, `not`, formats it does

@@ -1,4 +1,4 @@
-//! The fail-closed policy end to end through the `geode` binary (issue 6 acceptance):
+//! The fail-closed policy end to end through the `geode` binary:
 //! `--require` refuses an adapter whose mode is too weak before any request, the configured
 //! fallback chain takes over on a provider failure, the OpenAI strict limits are checked before
 //! the call, and a broken config file names its line.

@@ -1,4 +1,4 @@
-//! Issue 9.1: no secret is ever shown, through the real `geode` binary, on every path that
+//! No secret is ever shown, through the real `geode` binary, on every path that
 //! leaked one: an in-band provider error inside a 200 (Responses `response.failed` and `error`
 //! events, the Messages `error` event, a GLM error object), a 401 whose message holds the key
 //! after long padding (cut before it was scrubbed), a provider answer quoting the key (echoed

@@ -1,4 +1,4 @@
-//! Hostile and careless input through the real `geode` binary (issue 9, items 3-6 and 8):
+//! Hostile and careless input through the real `geode` binary:
 //! timeouts that are not a positive number of seconds, anything at all on `geode worker`'s
 //! stdin, constraints that do not compile or that the adapter cannot enforce, and messages that
 //! name the real cause. Every "nothing sent" is proven by a `geode-fakes` server on 127.0.0.1

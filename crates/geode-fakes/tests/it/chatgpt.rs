@@ -1,5 +1,5 @@
-//! The ChatGPT/Codex backend fake: its body checks (wire.md §3.3), SSE-only answers, zstd
-//! request bodies, and the side endpoints codex uses (OAuth refresh, routing discovery).
+//! The ChatGPT/Codex backend fake: its body checks (`stream: true`, `store: false`), SSE-only
+//! answers, zstd request bodies, and the side endpoints codex uses (OAuth refresh, routing discovery).
 use crate::common;
 
 use base64::Engine;

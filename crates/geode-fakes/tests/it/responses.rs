@@ -1,4 +1,5 @@
-//! The Responses fake over the wire: JSON and SSE answers in the shapes of wire.md §2.
+//! The Responses fake over the wire: JSON and SSE answers in the shapes of
+//! docs/wire.md#openai-responses-api.
 use crate::common;
 
 use common::*;
