@@ -1,4 +1,4 @@
-# geode: the two README commands are `make demo` and `make test`.
+# geode: the two commands to start with are `make demo` and `make test`.
 SHELL := /bin/bash
 export CARGO_TERM_COLOR := never
 CACHE ?= $(HOME)/.cache/geode

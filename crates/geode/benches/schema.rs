@@ -1,6 +1,6 @@
 //! Schema benchmarks: extraction, the worker's shallow check, full validation and the strict check.
 //!
-//! Compare with `performance.md` (the reference: extract 13–17 MB/s, shallow check 13–16 MB/s,
+//! Compare with GEODE's figures (docs/benchmarks.md: extract 13–17 MB/s, shallow check 13–16 MB/s,
 //! strict check 1.44 µs / 91 µs / 20 µs / 2.94 ms). Sample sizes are small so the whole file runs
 //! in about a minute: `cargo bench -p geode --bench schema`.
 

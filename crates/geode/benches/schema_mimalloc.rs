@@ -1,9 +1,9 @@
 //! The `schema` benchmarks (`benches/support/schema_groups.rs`) with mimalloc as the global
-//! allocator, beside the system allocator's run (README "Benchmarks": the `geode` binary keeps
-//! the system allocator for a lean worker); group names start with `mimalloc_`. Building a
-//! `serde_json::Value` (loading a schema, parsing an answer for full validation) and compiling a
-//! validator are allocation-bound, so these rows are the ones the allocator moves:
-//! `cargo bench -p geode --bench schema_mimalloc`.
+//! allocator, beside the system allocator's run (the `geode` binary keeps the system
+//! allocator for a lean worker, docs/benchmarks.md#a-lean-worker); group names start with
+//! `mimalloc_`. Building a `serde_json::Value` (loading a schema, parsing an answer for full
+//! validation) and compiling a validator are allocation-bound, so these rows are the ones the
+//! allocator moves: `cargo bench -p geode --bench schema_mimalloc`.
 
 use criterion::{criterion_group, criterion_main};
 

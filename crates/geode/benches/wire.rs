@@ -1,17 +1,17 @@
 //! Wire build benchmarks: the Responses request body (`wire::responses::build`) for a call with
 //! 20 tools, a response schema and a 4 KB system prompt, serialised to bytes.
 //!
-//! Reference figure (the Python system's `build_responses_kwargs`, performance.md): 175 µs per
+//! GEODE's figure (its `build_responses_kwargs`, docs/benchmarks.md): 175 µs per
 //! build. Target: at least 20× faster (≤ 8.75 µs).
 //!
 //! Also, to decide whether a hand JSON writer earned its place: the same body written by serde
 //! from a `Value`, the Messages body (derived `Serialize` structs), and one whole `openai-payg`
 //! call end to end through the generic HTTP adapter against a minimal server on 127.0.0.1.
-//! Measured on the shared 2-core build machine under load (issue 10): hand writer 13.4 µs,
+//! Measured on the shared 2-core build machine under load: hand writer 13.4 µs,
 //! serde from a `Value` 21.2 µs, derived structs 23.3 µs, a whole loopback call 300–355 µs.
 //! The ~10 µs is about 3 % of a loopback call and nothing against a provider's latency, so all
-//! three families now write bodies with serde; the build alone no longer meets the 20× row of
-//! `performance.md` (≤ 8.75 µs) on this machine.
+//! three families now write bodies with serde; the build alone no longer meets the 20× target
+//! (≤ 8.75 µs) on this machine.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use geode::llm::request::{AdapterCallRequest, Message, ToolSpec};

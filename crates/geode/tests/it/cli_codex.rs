@@ -1,8 +1,8 @@
 //! The `codex-cli` adapter driving the REAL `codex` CLI (pinned 0.171.0, installed by
 //! `scripts/install-clis.sh`) against the `geode-fakes` Responses server through a custom model
 //! provider, inside a loopback-only network namespace (see `cli_support`). CODEX_HOME and HOME
-//! are temp dirs; the start-up lookups are off (`wire.md` §7.5). Every case also checks that the
-//! private schema directory is gone afterwards.
+//! are temp dirs; the start-up lookups are off (docs/wire.md#running-the-clis-offline). Every
+//! case also checks that the private schema directory is gone afterwards.
 
 // Test helpers outside `#[test]` fns may unwrap too (tests are allowed to panic).
 use geode_testkit as support;

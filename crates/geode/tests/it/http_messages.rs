@@ -24,7 +24,8 @@ use support::{assert_kind, bounded, expect_err, weather_tool};
 
 use geode_testkit as support;
 
-/// The identity block Anthropic requires first in an OAuth request's system (wire.md §4.3).
+/// The identity block Anthropic requires first in an OAuth request's system (without it non-Haiku
+/// models answer a bare 400; docs/wire.md#anthropic-messages-api).
 const IDENTITY: &str = "You are Claude Code, Anthropic's official CLI for Claude.";
 
 async fn payg(script: Script) -> Rig {

@@ -57,8 +57,9 @@ fn keys(v: &Value) -> Vec<String> {
 }
 
 /// Field-by-field agreement with a real codex request body, for the parts that must agree.
-/// Known, deliberate differences: we send `instructions` (the reference does; codex 0.171.0
-/// puts its base prompt in a `developer` message instead, wire.md §3.3) and our schema name.
+/// Known, deliberate differences: we send `instructions` (GEODE does; codex 0.171.0
+/// puts its base prompt in a `developer` message instead, docs/wire.md#chatgpt-codex-backend)
+/// and our schema name.
 fn compare_with_capture(ours: &Value, theirs: &Value) {
     let (of, tf) = (&ours["text"]["format"], &theirs["text"]["format"]);
     assert_eq!(keys(of), keys(tf), "text.format fields");

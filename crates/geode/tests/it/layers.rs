@@ -1,5 +1,6 @@
-//! The layers of `crates/geode/src` point one way (issue 10.4): this reads every source file's
-//! `crate::` and `super::` paths (outside comments and test modules) and checks that
+//! The layers of `crates/geode/src` point one way (docs/architecture.md#layers): this reads
+//! every source file's `crate::` and `super::` paths (outside comments and test modules) and
+//! checks that
 //!
 //! - no two files import each other, directly or through others (no import cycle);
 //! - `vocab` imports nothing of the crate, `schema/` imports only `schema` and `vocab`, and the

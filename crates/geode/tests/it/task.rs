@@ -1,6 +1,6 @@
 //! The typed core: a `Task` runs to `Result<Answer, RunError>`, each failure a variant with its
 //! typed source and a scrubbed `Display`; the process protocol converts `WorkerRequest` into a
-//! `Task` at the edge and names the reference fields it does not act on.
+//! `Task` at the edge and names the GEODE fields it does not act on.
 
 use geode::agent::protocol::{WorkerError, WorkerRequest, run_worker};
 use geode::agent::task::{Output, Route, RunError, Task};

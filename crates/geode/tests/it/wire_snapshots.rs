@@ -1,4 +1,4 @@
-//! The exact request every HTTP adapter puts on its wire (issue 10.5): body and headers, secrets
+//! The exact request every HTTP adapter puts on its wire: body and headers, secrets
 //! masked by the fake's recorder, for a set of requests that covers each placement rule: a
 //! strict-compatible schema, a non-strict one, a `$ref`/`$defs` schema, a schema with framework
 //! tools, a choice constraint without a schema, and an array root (wrapped where the wire needs
@@ -73,7 +73,7 @@ fn requests() -> Vec<(&'static str, AdapterCallRequest)> {
         input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}},
                              "required": ["path"], "additionalProperties": false}),
     }];
-    // A non-object root: wrapped under `value` where the wire needs an object root (issue 14).
+    // A non-object root: wrapped under `value` where the wire needs an object root.
     let mut array_root = base();
     array_root.response_schema = Some(schema(
         json!({"type": "array", "items": {"type": "integer"}}),

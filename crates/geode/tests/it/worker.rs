@@ -1,5 +1,5 @@
-//! The worker: Rust twins of the reference's `TestNeedsSchemaRetry`, `TestBuildSchemaRetryPrompt`
-//! and `TestSchemaAwareRetryWiring` (`reference-behaviour.md` §7), plus geode's additions.
+//! The worker: Rust twins of GEODE's `TestNeedsSchemaRetry`, `TestBuildSchemaRetryPrompt`
+//! and `TestSchemaAwareRetryWiring` (its worker tests, docs/reference.md#validation-and-the-one-retry), plus geode's additions.
 
 use geode::agent::agent_loop::AgenticResult;
 use geode::agent::answer_check::{build_schema_retry_prompt, needs_schema_retry};
@@ -301,7 +301,7 @@ async fn the_retry_prompt_carries_the_feedback_and_the_first_prompt_the_task() {
     );
 }
 
-// ---- geode beyond the reference ----
+// ---- geode beyond GEODE ----
 
 #[tokio::test]
 async fn full_validation_retries_with_the_concrete_errors_and_validates_the_retry() {
@@ -334,7 +334,7 @@ async fn full_validation_retries_with_the_concrete_errors_and_validates_the_retr
     ));
     assert!(!r.ledger.full_validation.as_ref().unwrap().valid);
 
-    // required-keys mode accepts the wrong enum value, as the reference does
+    // required-keys mode accepts the wrong enum value, as GEODE does
     let mut req = request(Some(decision));
     req.validation = Validation::RequiredKeys;
     let (r, a) = run(
