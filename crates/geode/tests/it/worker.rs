@@ -1,5 +1,6 @@
 //! The worker: Rust twins of GEODE's `TestNeedsSchemaRetry`, `TestBuildSchemaRetryPrompt`
-//! and `TestSchemaAwareRetryWiring` (its worker tests, docs/reference.md#validation-and-the-one-retry), plus geode's additions.
+//! and `TestSchemaAwareRetryWiring` (its worker tests,
+//! docs/reference.md#validation-and-the-one-retry), plus geode's additions.
 
 use geode::agent::agent_loop::AgenticResult;
 use geode::agent::answer_check::{build_schema_retry_prompt, needs_schema_retry};

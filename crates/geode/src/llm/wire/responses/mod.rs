@@ -4,7 +4,7 @@
 //! an [`AdapterResponse`](crate::llm::request::AdapterResponse); [`parse_response`] reads a complete response object.
 //! [`ResponsesWire`] is this family's [`crate::llm::wire::family::Wire`].
 //!
-//! Request (GEODE's Responses builder, kept; the wire is in docs/wire.md#openai-responses-api):
+//! Request (as GEODE's Responses builder makes it; the wire: docs/wire.md#openai-responses-api):
 //!
 //! | field | value |
 //! |---|---|
