@@ -1,7 +1,8 @@
-//! `geode adapters`: the capability table, and which adapters are configured here.
+//! `geode adapters`: the capability table, and which adapters are configured here (the
+//! built-in ones and the `[providers.NAME]` of `geode.toml`).
 
 use clap::Args;
-use geode::llm::registry::{ADAPTERS, ProcessEnv, markdown_table};
+use geode::llm::registry::{AdapterSpec, ProcessEnv, markdown_table};
 
 #[derive(Args)]
 pub(crate) struct AdaptersArgs {
@@ -18,13 +19,19 @@ pub(crate) fn run(args: AdaptersArgs) -> anyhow::Result<u8> {
         print!("{}", markdown_table());
         return Ok(0);
     }
+    let cfg = match crate::config() {
+        Ok(c) => c,
+        Err(code) => return Ok(code),
+    };
+    let adapters: Vec<&AdapterSpec> = cfg.adapters().collect();
     let env = ProcessEnv;
     if args.json {
-        let rows: Vec<_> = ADAPTERS
+        let rows: Vec<_> = adapters
             .iter()
             .map(|a| {
                 serde_json::json!({
                     "name": a.name,
+                    "guarantee": a.best_mode().level().as_str(),
                     "wire": a.wire,
                     "schema_on_wire": a.schema_on_wire,
                     "modes": a.modes_text(),
@@ -41,27 +48,28 @@ pub(crate) fn run(args: AdaptersArgs) -> anyhow::Result<u8> {
         return Ok(0);
     }
     // Columns as wide as their longest cell.
-    let name_w = ADAPTERS
+    let name_w = adapters
         .iter()
         .map(|a| a.name.len())
         .max()
         .unwrap_or(0)
         .max(7);
-    let modes_w = ADAPTERS
+    let modes_w = adapters
         .iter()
         .map(|a| a.modes_text().len())
         .max()
         .unwrap_or(0)
         .max(5);
     println!(
-        "{:<name_w$} {:<modes_w$} {:<6} {:<6} {:<10} credentials",
-        "adapter", "modes", "tools", "tools+", "configured"
+        "{:<name_w$} {:<modes_w$} {:<11} {:<6} {:<6} {:<10} credentials",
+        "adapter", "modes", "guarantee", "tools", "tools+", "configured"
     );
-    for a in ADAPTERS {
+    for a in &adapters {
         println!(
-            "{:<name_w$} {:<modes_w$} {:<6} {:<6} {:<10} {}",
+            "{:<name_w$} {:<modes_w$} {:<11} {:<6} {:<6} {:<10} {}",
             a.name,
             a.modes_text(),
+            a.best_mode().level().as_str(),
             if a.framework_tools { "yes" } else { "no" },
             if a.tools_with_schema { "yes" } else { "no" },
             if a.is_configured(&env) { "yes" } else { "no" },

@@ -8,8 +8,6 @@ use geode::agent::protocol::run_worker;
 use geode::agent::task::Task;
 use geode::agent::worker::WorkerEnv;
 use geode::client::stream::{ItemSource, stream_task};
-use geode::config::Config;
-use geode::llm::registry::ProcessEnv;
 
 #[derive(Args)]
 pub(crate) struct RunArgs {
@@ -28,12 +26,9 @@ pub(crate) struct RunArgs {
 }
 
 pub(crate) fn run(args: RunArgs) -> anyhow::Result<u8> {
-    let cfg = match Config::load(&std::env::current_dir()?, &ProcessEnv) {
+    let cfg = match crate::config() {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("geode: {e}");
-            return Ok(crate::EXIT_USAGE);
-        }
+        Err(code) => return Ok(code),
     };
     let mut req = match args.task.request(&cfg, "run", &args.prompt) {
         Ok(r) => r,

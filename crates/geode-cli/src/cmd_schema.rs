@@ -6,7 +6,6 @@
 
 use crate::resolve::limit_violations;
 use clap::Subcommand;
-use geode::llm::registry::ADAPTERS;
 use geode::schema::ResponseSchema;
 use geode::schema::dialect::{LimitViolation, Preflight};
 use geode::schema::strict::check_strict;
@@ -85,8 +84,12 @@ fn check_adapter(
     name: &str,
     max_tokens: Option<u32>,
 ) -> anyhow::Result<u8> {
-    let Some(spec) = geode::llm::registry::spec(name) else {
-        let names: Vec<&str> = ADAPTERS.iter().map(|a| a.name).collect();
+    let cfg = match crate::config() {
+        Ok(c) => c,
+        Err(code) => return Ok(code),
+    };
+    let Some(spec) = cfg.spec(name) else {
+        let names: Vec<&str> = cfg.adapters().map(|a| a.name).collect();
         eprintln!(
             "geode: unknown adapter {name:?}; one of: {}",
             names.join(", ")
@@ -207,11 +210,15 @@ fn check(file: &std::path::Path, json: bool) -> anyhow::Result<u8> {
         Ok(s) => s,
         Err(code) => return Ok(code),
     };
+    let cfg = match crate::config() {
+        Ok(c) => c,
+        Err(code) => return Ok(code),
+    };
     let verdict = check_strict(schema.as_value());
     // The preflight `run` applies, per adapter; adapters breaking the same limits are grouped.
     let preflight = Preflight::new(&schema);
     let mut refusals: Vec<(Vec<&str>, &[LimitViolation])> = Vec::new();
-    for spec in ADAPTERS {
+    for spec in cfg.adapters() {
         let violations = preflight.violations(spec.dialect);
         if violations.is_empty() {
             continue;

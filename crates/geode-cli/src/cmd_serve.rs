@@ -7,8 +7,6 @@ use crate::cmd_batch::paced_prepare;
 use clap::Args;
 use geode::batch::pace::Limits;
 use geode::batch::queue::{QueueOptions, QueueUrl, serve};
-use geode::config::Config;
-use geode::llm::registry::ProcessEnv;
 use std::time::Duration;
 
 #[derive(Args)]
@@ -45,12 +43,9 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<u8> {
         eprintln!("geode: --lease must be at least 0.1 seconds");
         return Ok(crate::EXIT_USAGE);
     }
-    let cfg = match Config::load(&std::env::current_dir()?, &ProcessEnv) {
+    let cfg = match crate::config() {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("geode: {e}");
-            return Ok(crate::EXIT_USAGE);
-        }
+        Err(code) => return Ok(code),
     };
     let options = QueueOptions {
         concurrency: usize::from(args.concurrency),

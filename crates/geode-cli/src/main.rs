@@ -22,6 +22,21 @@ use std::process::ExitCode;
 /// Exit code for a usage or configuration error.
 pub(crate) const EXIT_USAGE: u8 = geode::agent::exit::USAGE;
 
+/// The configuration of the working directory (`geode.toml`, else the user's). A file that
+/// cannot be used is printed and ends the command with [`EXIT_USAGE`].
+pub(crate) fn config() -> Result<geode::config::Config, u8> {
+    let loaded = std::env::current_dir()
+        .map_err(|e| format!("cannot read the working directory: {e}"))
+        .and_then(|dir| {
+            geode::config::Config::load(&dir, &geode::llm::registry::ProcessEnv)
+                .map_err(|e| e.to_string())
+        });
+    loaded.map_err(|e| {
+        eprintln!("geode: {e}");
+        EXIT_USAGE
+    })
+}
+
 /// 0 valid answer, 1 invalid after the retry, 2 configuration, 3 provider or transport failure
 /// (the rule lives in [`geode::agent::exit`]).
 pub(crate) fn exit_code(result: &geode::agent::protocol::WorkerResult) -> u8 {

@@ -24,11 +24,20 @@
 //!
 //! [adapters.codex-cli]
 //! pass_env = ["MY_GATEWAY_TOKEN"]
+//!
+//! [providers.router]                   # an adapter without code (llm::registry::providers)
+//! wire = "chat"
+//! base_url = "https://openrouter.ai/api/v1"
+//! key_env = "OPENROUTER_API_KEY"
+//! model = "openai/gpt-5.5"
+//! schema = "json_schema"
 //! ```
 
 use crate::llm::adapters::cli_common::is_env_name;
 use crate::llm::call::DEFAULT_MAX_RESPONSE_BYTES;
-use crate::llm::registry::{Billing, Environment, spec};
+use crate::llm::registry::{
+    ADAPTERS, AdapterSpec, Billing, Environment, ProviderConfig, ProviderError, spec,
+};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::num::NonZeroU64;
@@ -82,6 +91,11 @@ pub struct Config {
     pub limits: Limits,
     /// Per-adapter settings, keyed by adapter name.
     pub adapters: BTreeMap<String, AdapterConfig>,
+    /// Providers defined here (`[providers.NAME]`), keyed by name.
+    pub providers: BTreeMap<String, ProviderConfig>,
+    /// The providers' rows, checked ([`Self::spec`] finds them).
+    #[serde(skip)]
+    rows: Vec<&'static AdapterSpec>,
     /// The file this came from, if any.
     #[serde(skip)]
     pub source: Option<PathBuf>,
@@ -129,6 +143,14 @@ pub enum ConfigError {
         /// Where it appeared.
         field: &'static str,
     },
+    /// A `[providers.NAME]` table that cannot be used; names the key, never a secret.
+    #[error("bad config {path}: {problem}")]
+    Provider {
+        /// The file.
+        path: String,
+        /// The provider, the key and why.
+        problem: ProviderError,
+    },
     /// A `pass_env` that cannot be used. The message names entries by position, never by text.
     #[error("bad config {path}: [adapters.{adapter}] pass_env: {message}")]
     PassEnv {
@@ -153,31 +175,57 @@ impl Config {
                 message: e.message().to_owned(),
             }
         })?;
+        cfg.rows = cfg
+            .providers
+            .iter()
+            .map(|(name, table)| table.spec(name))
+            .collect::<Result<_, _>>()
+            .map_err(|problem| ConfigError::Provider {
+                path: path.to_owned(),
+                problem,
+            })?;
         let unknown = |name: &str, field| ConfigError::UnknownAdapter {
             path: path.to_owned(),
             name: name.to_owned(),
             field,
         };
         if let Some(d) = &cfg.default_adapter
-            && spec(d).is_none()
+            && cfg.spec(d).is_none()
         {
             return Err(unknown(d, "default_adapter"));
         }
-        if let Some(bad) = cfg.fallback.iter().find(|n| spec(n).is_none()) {
+        if let Some(bad) = cfg.fallback.iter().find(|n| cfg.spec(n).is_none()) {
             return Err(unknown(bad, "fallback"));
         }
-        if let Some(bad) = cfg.adapters.keys().find(|n| spec(n).is_none()) {
+        if let Some(bad) = cfg.adapters.keys().find(|n| cfg.spec(n).is_none()) {
             return Err(unknown(bad, "[adapters]"));
         }
         for (name, adapter) in &cfg.adapters {
-            check_pass_env(name, &adapter.pass_env).map_err(|message| ConfigError::PassEnv {
-                path: path.to_owned(),
-                adapter: name.clone(),
-                message,
+            check_pass_env(cfg.spec(name), &adapter.pass_env).map_err(|message| {
+                ConfigError::PassEnv {
+                    path: path.to_owned(),
+                    adapter: name.clone(),
+                    message,
+                }
             })?;
         }
         cfg.source = Some(PathBuf::from(path));
         Ok(cfg)
+    }
+
+    /// The row of the adapter `name`: a built-in one, else a provider defined in this file.
+    pub fn spec(&self, name: &str) -> Option<&'static AdapterSpec> {
+        spec(name).or_else(|| self.rows.iter().copied().find(|r| r.name == name))
+    }
+
+    /// The providers defined in this file, in name order.
+    pub fn providers(&self) -> &[&'static AdapterSpec] {
+        &self.rows
+    }
+
+    /// Every adapter this configuration knows: the built-in rows, then its providers.
+    pub fn adapters(&self) -> impl Iterator<Item = &'static AdapterSpec> + '_ {
+        ADAPTERS.iter().chain(self.rows.iter().copied())
     }
 
     /// The `pass_env` names of `adapter` (empty when none are configured).
@@ -217,7 +265,7 @@ impl Config {
         flag: Option<&str>,
         env: &dyn Environment,
     ) -> Option<String> {
-        let e = spec(adapter)?.endpoint?;
+        let e = self.spec(adapter)?.endpoint?;
         let join = crate::llm::http::join_url;
         let geode_base = flag.map(str::to_owned).or_else(|| env.var(e.base_env));
         if let Some(base) = geode_base {
@@ -241,7 +289,7 @@ impl Config {
         flag.filter(|m| !m.is_empty())
             .map(str::to_owned)
             .or_else(|| self.adapters.get(adapter).and_then(|a| a.model.clone()))
-            .or_else(|| spec(adapter).map(|s| s.default_model.to_owned()))
+            .or_else(|| self.spec(adapter).map(|s| s.default_model.to_owned()))
             .unwrap_or_default()
     }
 
@@ -265,12 +313,12 @@ impl Config {
     }
 }
 
-/// Why `names` cannot be the `pass_env` of `adapter` (a registry name), if it cannot.
-fn check_pass_env(adapter: &str, names: &[String]) -> Result<(), String> {
+/// Why `names` cannot be the `pass_env` of `adapter`, if it cannot.
+fn check_pass_env(adapter: Option<&AdapterSpec>, names: &[String]) -> Result<(), String> {
     if names.is_empty() {
         return Ok(());
     }
-    if spec(adapter).is_none_or(|s| s.billing != Billing::Cli) {
+    if adapter.is_none_or(|s| s.billing != Billing::Cli) {
         return Err(
             "only the CLI adapters (claude-cli, codex-cli) run a process to pass \
              variables to"

@@ -12,7 +12,7 @@ use crate::ledger::Require;
 use crate::llm::adapter::Adapter;
 use crate::llm::call::AdapterError;
 use crate::llm::fallback::FallbackAdapter;
-use crate::llm::registry::{AdapterSpec, Environment, spec};
+use crate::llm::registry::{AdapterSpec, Environment};
 use crate::llm::routing::{RouteRequest, route};
 use crate::schema::dialect::LimitViolation;
 use crate::schema::{ResponseSchema, TextConstraint};
@@ -75,6 +75,7 @@ impl Resolver<'_> {
                 schema: schema.as_ref(),
                 thinking: task.budgets.thinking > 0,
                 default_adapter: cfg.default_adapter.as_deref(),
+                providers: cfg.providers(),
             },
             env,
         )
@@ -103,7 +104,7 @@ impl Resolver<'_> {
             (None, Some(_)) => &[],
         };
         for fb in fallback.iter().filter(|n| n.as_str() != name) {
-            let Some(s) = spec(fb) else { continue };
+            let Some(s) = cfg.spec(fb) else { continue };
             let meets = (schema.is_none()
                 || s.mode_for(schema.as_ref(), false).level() >= task.require)
                 && (task.output.constraint().is_none() || text_constraint_level(s) >= task.require);

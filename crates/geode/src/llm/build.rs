@@ -17,10 +17,10 @@ use crate::llm::adapters::cli_common::{CliOptions, CliRow};
 use crate::llm::adapters::codex_cli::{CodexCliAdapter, CodexCliConfig};
 use crate::llm::adapters::http_adapter::HttpAdapter;
 use crate::llm::call::AdapterError;
-use crate::llm::registry::{CliTool, Environment, WireFamily, spec};
+use crate::llm::registry::{CliTool, Environment, WireFamily};
 use std::sync::Arc;
 
-/// Builds the adapter `name` (any registry adapter but `local`).
+/// Builds the adapter `name` (any registry adapter but `local`, or a provider of `cfg`).
 pub fn build(
     name: &str,
     cfg: &Config,
@@ -30,9 +30,11 @@ pub fn build(
         adapter: name.to_owned(),
         message,
     };
-    let spec = spec(name).ok_or_else(|| config_err(format!("unknown adapter {name:?}")))?;
+    let spec = cfg
+        .spec(name)
+        .ok_or_else(|| config_err(format!("unknown adapter {name:?}")))?;
     Ok(match spec.wire_family {
-        WireFamily::Responses(_) | WireFamily::Messages | WireFamily::Chat => {
+        WireFamily::Responses(_) | WireFamily::Messages | WireFamily::Chat(_) => {
             Arc::new(HttpAdapter::from_spec(spec, cfg, env)?)
         }
         WireFamily::Cli(cli) => {
@@ -67,7 +69,7 @@ pub fn build_http(
     cfg: &Config,
     env: &dyn Environment,
 ) -> Result<HttpAdapter, AdapterError> {
-    let spec = spec(name).ok_or_else(|| AdapterError::Config {
+    let spec = cfg.spec(name).ok_or_else(|| AdapterError::Config {
         adapter: name.to_owned(),
         message: format!("unknown adapter {name:?}"),
     })?;

@@ -32,6 +32,17 @@ pub struct RouteRequest<'a> {
     pub thinking: bool,
     /// The configured default adapter.
     pub default_adapter: Option<&'a str>,
+    /// Providers defined in `geode.toml`, found by name ([`crate::config::Config::providers`]).
+    pub providers: &'a [&'static AdapterSpec],
+}
+
+impl RouteRequest<'_> {
+    /// The row named `name`: built-in, else a configured provider.
+    fn spec(&self, name: &str) -> Result<&'static AdapterSpec, RoutingError> {
+        spec(name)
+            .or_else(|| self.providers.iter().copied().find(|p| p.name == name))
+            .ok_or_else(|| RoutingError::UnknownAdapter(name.to_owned()))
+    }
 }
 
 /// A candidate that was removed, and why.
@@ -59,7 +70,7 @@ pub struct Route {
 #[non_exhaustive]
 pub enum RoutingError {
     /// The named adapter does not exist.
-    #[error("unknown adapter {0:?}; known adapters: {known}", known = ADAPTERS.iter().map(|a| a.name).collect::<Vec<_>>().join(", "))]
+    #[error("unknown adapter {0:?}; known adapters: {known}, and any [providers.NAME] of geode.toml", known = ADAPTERS.iter().map(|a| a.name).collect::<Vec<_>>().join(", "))]
     UnknownAdapter(String),
     /// Every candidate was removed.
     #[error("no adapter can serve this call with require={require}: {}", reasons.iter().map(|r| format!("{}: {}", r.adapter, r.reason)).collect::<Vec<_>>().join("; "))]
@@ -93,7 +104,7 @@ fn judge(
 /// Chooses the adapter for one call.
 pub fn route(req: &RouteRequest<'_>, env: &dyn Environment) -> Result<Route, RoutingError> {
     let candidates: Vec<&'static AdapterSpec> = if let Some(name) = req.adapter {
-        vec![spec(name).ok_or_else(|| RoutingError::UnknownAdapter(name.to_owned()))?]
+        vec![req.spec(name)?]
     } else if let Some(family) = family_of_model(req.model) {
         let mut fam: Vec<&'static AdapterSpec> = ADAPTERS
             .iter()
@@ -115,7 +126,7 @@ pub fn route(req: &RouteRequest<'_>, env: &dyn Environment) -> Result<Route, Rou
         }
         fam
     } else if let Some(name) = req.default_adapter {
-        vec![spec(name).ok_or_else(|| RoutingError::UnknownAdapter(name.to_owned()))?]
+        vec![req.spec(name)?]
     } else {
         let configured_remote = ADAPTERS
             .iter()
@@ -125,7 +136,7 @@ pub fn route(req: &RouteRequest<'_>, env: &dyn Environment) -> Result<Route, Rou
             .min_by_key(|a| a.billing);
         match configured_remote {
             Some(a) => vec![a],
-            _ => vec![spec("local").ok_or_else(|| RoutingError::UnknownAdapter("local".into()))?],
+            _ => vec![req.spec("local")?],
         }
     };
     let mut rejected = Vec::new();

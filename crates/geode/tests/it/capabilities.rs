@@ -26,7 +26,7 @@ fn kind_of(spec: &AdapterSpec) -> Kind {
         WireFamily::Responses(geode::llm::wire::responses::Backend::Platform) => Kind::Responses,
         WireFamily::Responses(_) => Kind::ChatGpt,
         WireFamily::Messages => Kind::Messages,
-        WireFamily::Chat => Kind::Chat,
+        WireFamily::Chat(_) => Kind::Chat,
         other => panic!("{} is not an HTTP row: {other:?}", spec.name),
     }
 }

@@ -22,7 +22,7 @@ use crate::llm::credentials::{CodexAuthFile, var_in};
 use crate::llm::http::{HttpClient, PostRequest};
 use crate::llm::registry::{AdapterSpec, Auth, Environment, KeyHeader, ModeRule, WireFamily};
 use crate::llm::request::{AdapterCallRequest, AdapterResponse};
-use crate::llm::wire::chat::ChatWire;
+use crate::llm::wire::chat::{ChatTools, ChatWire, SchemaPlacement};
 use crate::llm::wire::family::{BuildCx, Built, Delivery, Wire, exchange};
 use crate::llm::wire::messages::MessagesWire;
 use crate::llm::wire::responses::ResponsesWire;
@@ -55,12 +55,19 @@ pub struct HttpAdapter {
     http: HttpClient,
 }
 
-/// The wire family's implementation for `family` (`None` for CLI and local rows).
-pub fn wire_for(family: WireFamily) -> Option<Arc<dyn Wire>> {
-    Some(match family {
+/// The wire family's implementation for `spec` (`None` for CLI and local rows). A Chat row
+/// places the schema as its fixed mode says; a probed row's placement is chosen per call.
+pub fn wire_for(spec: &AdapterSpec) -> Option<Arc<dyn Wire>> {
+    Some(match spec.wire_family {
         WireFamily::Responses(backend) => Arc::new(ResponsesWire { backend }),
         WireFamily::Messages => Arc::new(MessagesWire),
-        WireFamily::Chat => Arc::new(ChatWire::default()),
+        WireFamily::Chat(tools) => {
+            let placement = match spec.mode_rule {
+                ModeRule::Fixed(mode) => SchemaPlacement::of_mode(mode),
+                _ => SchemaPlacement::default(),
+            };
+            Arc::new(ChatWire::streamed(placement, tools))
+        }
         WireFamily::Cli(_) | WireFamily::Local => return None,
     })
 }
@@ -78,8 +85,7 @@ impl HttpAdapter {
             adapter: name.to_owned(),
             message,
         };
-        let wire = wire_for(spec.wire_family)
-            .ok_or_else(|| config_err("not an HTTP adapter".to_owned()))?;
+        let wire = wire_for(spec).ok_or_else(|| config_err("not an HTTP adapter".to_owned()))?;
         let url = cfg.endpoint_url(name, None, env).ok_or_else(|| {
             let var = spec.endpoint.map_or("", |e| e.base_env);
             config_err(format!(
@@ -131,6 +137,7 @@ impl HttpAdapter {
                     Signer::Claude(ClaudeLogin::from_file(name, token_env, path)?)
                 }
             },
+            Auth::None => Signer::Unsigned,
             Auth::Binary { .. } | Auth::ModelFile => {
                 return Err(config_err("not an HTTP adapter".to_owned()));
             }
@@ -162,6 +169,14 @@ impl HttpAdapter {
         &self.url
     }
 
+    /// The row's Chat tool rules (a probed row is a Chat row).
+    fn chat_tools(&self) -> ChatTools {
+        match self.spec.wire_family {
+            WireFamily::Chat(tools) => tools,
+            _ => ChatTools::OPENAI,
+        }
+    }
+
     /// Whether this row's mode is found by a probe.
     fn probed(&self) -> bool {
         self.spec.mode_rule == ModeRule::Probed
@@ -186,6 +201,7 @@ impl HttpAdapter {
         // One JSON reply: the probe's text is judged, never streamed to the caller.
         let wire: Arc<dyn Wire> = Arc::new(ChatWire {
             placement: compat_probe::Verdict::Enforced.placement(),
+            tools: self.chat_tools(),
             delivery: Delivery::Json,
         });
         let outcome = self.send(&wire, req, cx).await;
@@ -235,7 +251,7 @@ impl HttpAdapter {
         let judged = built.clone();
         let mut post = PostRequest::new(self.spec.name, self.url.clone(), built.body.clone())
             .schema_judge(Arc::new(move |e| judge.rejects_schema(&judged, e)));
-        for (name, value) in wire.headers() {
+        for (name, value) in wire.headers().iter().chain(self.spec.headers) {
             post = post.header(name, *value);
         }
         post
@@ -280,7 +296,10 @@ impl Adapter for HttpAdapter {
             return self.send(&self.wire, req, cx).await;
         }
         let probe = self.probe(self.model_or_default(&req.model), cx).await?;
-        let wire: Arc<dyn Wire> = Arc::new(ChatWire::streamed(probe.verdict.placement()));
+        let wire: Arc<dyn Wire> = Arc::new(ChatWire::streamed(
+            probe.verdict.placement(),
+            self.chat_tools(),
+        ));
         let mut resp = self.send(&wire, req, cx).await?;
         resp.wire.transforms.push(probe.transform());
         Ok(resp)

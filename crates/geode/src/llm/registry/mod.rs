@@ -13,6 +13,7 @@
 //! the README equal); `tests/capabilities.rs` checks every flag against what the adapter really
 //! sends to the fakes.
 
+use crate::llm::wire::chat::ChatTools;
 use crate::llm::wire::responses::Backend;
 use crate::schema::ResponseSchema;
 use crate::schema::dialect::Dialect;
@@ -82,8 +83,9 @@ pub enum WireFamily {
     Responses(Backend),
     /// The Anthropic Messages family ([`crate::llm::wire::messages`]).
     Messages,
-    /// The Chat Completions family ([`crate::llm::wire::chat`]).
-    Chat,
+    /// The Chat Completions family ([`crate::llm::wire::chat`]), with what the server accepts
+    /// of tools (GLM's limits are GLM's rows only).
+    Chat(ChatTools),
     /// A vendor CLI run as a subprocess (its binary is the row's [`Auth::Binary`]).
     Cli(CliSpec),
     /// The in-process local model (the `geode-local` crate).
@@ -115,7 +117,7 @@ pub struct CliSpec {
 impl WireFamily {
     /// Whether the generic HTTP adapter serves it.
     pub fn is_http(self) -> bool {
-        matches!(self, Self::Responses(_) | Self::Messages | Self::Chat)
+        matches!(self, Self::Responses(_) | Self::Messages | Self::Chat(_))
     }
 }
 
@@ -169,6 +171,8 @@ pub enum Auth {
     },
     /// A model file (the local adapter).
     ModelFile,
+    /// No credentials: the server wants none (a provider from `geode.toml` without `key_env`).
+    None,
     /// An API key in an environment variable when the server wants one (a local server has
     /// none). The adapter counts as configured when its endpoint's base URL variable is set.
     OptionalApiKey {
@@ -272,6 +276,9 @@ pub struct AdapterSpec {
     pub auth: Auth,
     /// Where requests go (HTTP adapters only).
     pub endpoint: Option<Endpoint>,
+    /// Headers every request carries besides the wire family's (a provider's own, from
+    /// `geode.toml`; never a credential).
+    pub headers: &'static [(&'static str, &'static str)],
     /// The model used when none is named.
     pub default_model: &'static str,
     /// Model names this adapter's family serves (model-name routing).
@@ -280,11 +287,14 @@ pub struct AdapterSpec {
     pub reasoning_models: &'static [ModelPattern],
 }
 
+mod providers;
 mod rows;
 
+pub use providers::{ProviderConfig, ProviderError, SchemaOnWire, WireKind};
 pub use rows::{ADAPTERS, CLAUDE_CLI, CODEX_CLI};
 
-/// The spec of the adapter named `name`.
+/// The spec of the built-in adapter named `name` (a provider from `geode.toml` is found through
+/// [`crate::config::Config::spec`]).
 pub fn spec(name: &str) -> Option<&'static AdapterSpec> {
     ADAPTERS.iter().find(|a| a.name == name)
 }
@@ -387,10 +397,23 @@ impl AdapterSpec {
             (ModeRule::Fixed(m), Dialect::ClaudeCli) => {
                 subset::object_root(schema, &subset::ANTHROPIC_TOOL, m)
             }
-            (ModeRule::Fixed(m), Dialect::Glm) => {
+            // JSON mode answers an object, on any Chat server.
+            (ModeRule::Fixed(m @ StructuredOutputMode::JsonMode), _) => {
                 subset::object_root(schema, &subset::GLM_JSON_OBJECT, m)
             }
             (ModeRule::Fixed(m), _) => WirePlan::identity(m, Some(schema)),
+        }
+    }
+
+    /// The strongest mode this adapter can use (its guarantee at best: a probed row before
+    /// its probe).
+    pub fn best_mode(&self) -> StructuredOutputMode {
+        match self.mode_rule {
+            ModeRule::StrictOrHint | ModeRule::AnthropicLadder | ModeRule::Probed => {
+                StructuredOutputMode::Strict
+            }
+            ModeRule::Fixed(m) => m,
+            ModeRule::CliFlagOrPrompt => StructuredOutputMode::CliFlag,
         }
     }
 
@@ -420,6 +443,7 @@ impl AdapterSpec {
                 None => env.on_path(name),
             },
             Auth::ModelFile => file_exists(local_model_path(env)),
+            Auth::None => true,
             Auth::OptionalApiKey { .. } => {
                 self.endpoint.is_some_and(|e| env.var(e.base_env).is_some())
             }
@@ -454,6 +478,7 @@ impl AdapterSpec {
             Auth::CodexLogin { dir_env, path, .. } => file(dir_env, path),
             Auth::Binary { env, name } => format!("`{name}` on PATH or `{env}`"),
             Auth::ModelFile => "GGUF file (`GEODE_LOCAL_MODEL` or the cache)".to_owned(),
+            Auth::None => "none".to_owned(),
             Auth::OptionalApiKey { env, .. } => match self.endpoint {
                 Some(e) => format!("`{}`; `{env}` if the server wants a key", e.base_env),
                 None => format!("`{env}` if the server wants a key"),
@@ -486,13 +511,7 @@ pub fn markdown_table() -> String {
         "| adapter | wire | `response_schema` on the wire | modes | guarantee (best) | framework tools | tools + schema | credentials |\n|---|---|---|---|---|---|---|---|\n",
     );
     for a in ADAPTERS {
-        let best = match a.mode_rule {
-            ModeRule::StrictOrHint | ModeRule::AnthropicLadder | ModeRule::Probed => {
-                StructuredOutputMode::Strict
-            }
-            ModeRule::Fixed(m) => m,
-            ModeRule::CliFlagOrPrompt => StructuredOutputMode::CliFlag,
-        };
+        let best = a.best_mode();
         out.push_str(&format!(
             "| `{}` | {} | {} | {} | {} | {} | {} | {} |\n",
             a.name,

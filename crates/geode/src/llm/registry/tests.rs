@@ -93,6 +93,7 @@ fn an_array_root_plan_per_adapter() {
             Dialect::ClaudeCli => (StructuredOutputMode::CliValidated, true),
             Dialect::CodexCli => (StructuredOutputMode::CliFlag, true),
             Dialect::Glm => (StructuredOutputMode::JsonMode, true),
+            Dialect::Chat => unreachable!("only openai-compatible, which is probed"),
             Dialect::Local => (StructuredOutputMode::Constrained, false),
         };
         assert_eq!((plan.mode, plan.wrapped), (mode, wrapped), "{}", a.name);

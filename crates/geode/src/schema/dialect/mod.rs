@@ -10,7 +10,7 @@
 //! | `OpenAiStrict` | identity: the contract sends the schema unchanged | OpenAI strict limits ([`OPENAI_STRICT_LIMITS`], docs/wire.md#openai-responses-api) |
 //! | `CodexCli` | identity (codex forwards it verbatim with `strict:true`) | the same OpenAI limits |
 //! | `Anthropic` | native `output_config.format` subset (docs/wire.md#anthropic-messages-api), see below | none documented; use [`anthropic_native_fits`] |
-//! | `Glm`, `ClaudeCli`, `Local` | identity (prompt, client-validated tool, local engine) | none |
+//! | `Glm`, `Chat`, `ClaudeCli`, `Local` | identity (prompt, client-validated tool, local engine) | none |
 //!
 //! Anthropic projection, per subschema (keyword lists are the `const`s of [`AnthropicPolicy`]):
 //!
@@ -45,6 +45,9 @@ pub enum Dialect {
     Anthropic,
     /// Zhipu GLM: `json_object` mode, the schema travels in the prompt.
     Glm,
+    /// Any other Chat Completions server: the schema as-is, enforced as far as a probe found
+    /// or the provider's configuration says.
+    Chat,
     /// `claude -p --json-schema`: a synthetic tool validated by the CLI.
     ClaudeCli,
     /// `codex exec --output-schema`: forwarded verbatim to OpenAI with `strict:true`.

@@ -23,15 +23,17 @@
 //! schema, strict}}` ([`SchemaPlacement::JsonSchema`]); whether it enforces it is found by a
 //! probe (`llm/adapters/compat_probe.rs`): `strict` when it does, `hint` (schema also in the
 //! prompt) when it answers 200 but ignores it, and GLM's JSON mode when it refuses the field.
+//! A provider configured in `geode.toml` names its placement instead (docs/configuration.md).
 //!
 //! # Tools
 //!
-//! `tool_choice` is only ever `"auto"` (GLM rejects `"none"`, which GEODE sends):
-//! `auto` → `"auto"`; `none` → the tools are withheld from that request (history with earlier
-//! tool calls still travels); `any` and `tool(X)` → `"auto"` with every tool, not forced. The
-//! last three each leave a [`Transform`](crate::ledger::Transform) on `/tool_choice` in the wire
-//! report. More than
-//! 128 tools is [`BuildError::TooManyTools`]. GLM models sometimes write tool calls as
+//! The tool rules are the server's ([`ChatTools`]). On GLM `tool_choice` is only ever `"auto"`
+//! (GLM rejects `"none"`, which GEODE sends): `auto` → `"auto"`; `none` → the tools are
+//! withheld from that request (history with earlier tool calls still travels); `any` and
+//! `tool(X)` → `"auto"` with every tool, not forced. The last three each leave a
+//! [`Transform`](crate::ledger::Transform) on `/tool_choice` in the wire report. More than 128
+//! tools is [`BuildError::TooManyTools`]. Other servers get OpenAI's `"none"`, `"required"` and
+//! a named function, and no tool limit. GLM models sometimes write tool calls as
 //! `<tool_call>` markup in the content; that text is returned as text, not parsed.
 
 mod family;
@@ -41,9 +43,9 @@ pub mod stream;
 
 pub use family::ChatWire;
 pub use request::{
-    Built, ChatMessage, FunctionCall, FunctionDef, FunctionKind, JsonSchemaFormat, MAX_TOOLS,
-    Request, ResponseFormat, SchemaPlacement, StreamOptions, Tool, ToolCall, ToolChoice, build,
-    build_with, mode_for,
+    Built, ChatMessage, ChatTools, ChosenFunction, FunctionCall, FunctionDef, FunctionKind,
+    JsonSchemaFormat, MAX_TOOLS, Request, ResponseFormat, SchemaPlacement, StreamOptions, Tool,
+    ToolCall, ToolChoice, ToolMode, build, build_with, mode_for,
 };
 pub use response::{parse_response, parse_value, stop_reason};
 
@@ -56,8 +58,8 @@ use crate::llm::wire::parse_error::one_line;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum BuildError {
-    /// GLM takes at most [`MAX_TOOLS`] function tools.
-    #[error("{count} tools offered; GLM accepts at most {limit}")]
+    /// The server takes at most `limit` function tools (GLM: [`MAX_TOOLS`]).
+    #[error("{count} tools offered; the server accepts at most {limit}")]
     TooManyTools {
         /// Tools in the request.
         count: usize,

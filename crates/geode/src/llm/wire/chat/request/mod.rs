@@ -1,4 +1,4 @@
-//! Building a GLM Chat Completions request body from an [`AdapterCallRequest`] (sans-IO).
+//! Building a Chat Completions request body from an [`AdapterCallRequest`] (sans-IO).
 //!
 //! | request field | wire |
 //! |---|---|
@@ -6,12 +6,12 @@
 //! | user text | one `user` message per turn (text blocks joined with `\n`) |
 //! | user `tool_result` blocks | one `{role: tool, tool_call_id, content}` message each, before that turn's text (`is_error` has no field and is not carried) |
 //! | assistant turn | `{role: assistant, content: text or null, tool_calls: [{id, type: function, function: {name, arguments: JSON text}}]}` |
-//! | `tools` | `[{type: function, function: {name, description, parameters}}]`, at most 128 |
-//! | `tool_choice` | `"auto"` only, and only with tools (see below) |
+//! | `tools` | `[{type: function, function: {name, description, parameters}}]` (GLM: at most 128) |
+//! | `tool_choice` | only with tools: `"auto"`, `"none"`, `"required"`, `{type: function, function: {name}}` (GLM: `"auto"` only, see below) |
 //! | `max_tokens`, `temperature`, `stop_sequences` | `max_tokens`, `temperature`, `stop` |
-//! | `response_schema` | `response_format: {type: json_object}` + the schema in the system prompt → `json-mode`; a root that admits no object is wrapped under `value` first ([`crate::schema::subset::GLM_JSON_OBJECT`]: JSON mode answers an object) |
+//! | `response_schema` | as the [`SchemaPlacement`] says: `response_format: {type: json_object}` + the schema in the system prompt → `json-mode` (a root that admits no object is wrapped under `value` first, [`crate::schema::subset::GLM_JSON_OBJECT`]: JSON mode answers an object); `json_schema` → `strict` or `hint`; the prompt alone → `prompt` |
 //!
-//! GLM accepts only `tool_choice: "auto"` (it rejects `"none"`, unlike GEODE, which sends
+//! The tool rules are the server's ([`ChatTools`]). GLM accepts only `tool_choice: "auto"` (it rejects `"none"`, unlike GEODE, which sends
 //! it). So: `auto` → `"auto"`; `none` → the tools are withheld from this request (the model cannot
 //! call what it is not offered; history with earlier tool calls still travels); `any` and
 //! `tool(X)` → `"auto"` with every tool, the model is not forced. Each of the last three is a
@@ -28,6 +28,30 @@ use serde_json::{Value, json};
 /// GLM's limit on the number of function tools.
 pub const MAX_TOOLS: usize = 128;
 
+/// What a Chat server accepts of tools. GLM takes only `tool_choice: "auto"` and at most
+/// [`MAX_TOOLS`] tools (docs/wire.md#zai-glm); OpenAI's shape, which OpenAI-compatible servers
+/// follow, also takes `"none"`, `"required"` and a named function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChatTools {
+    /// Only `"auto"`: `none` withholds the tools, a forced choice is relaxed to `auto`.
+    pub auto_only: bool,
+    /// The most tools one request may offer.
+    pub max: Option<usize>,
+}
+
+impl ChatTools {
+    /// GLM / Z.ai.
+    pub const GLM: Self = Self {
+        auto_only: true,
+        max: Some(MAX_TOOLS),
+    };
+    /// OpenAI's Chat Completions shape.
+    pub const OPENAI: Self = Self {
+        auto_only: false,
+        max: None,
+    };
+}
+
 /// A Chat Completions request body.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Request {
@@ -43,7 +67,7 @@ pub struct Request {
     /// The tools on offer.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<Tool>,
-    /// Always `auto` when present; absent without tools.
+    /// Absent without tools; only ever `auto` where [`ChatTools::auto_only`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_choice: Option<ToolChoice>,
     /// Stop sequences.
@@ -148,12 +172,44 @@ pub struct FunctionDef {
     pub parameters: Value,
 }
 
-/// `tool_choice`: GLM takes `auto` only.
+/// `tool_choice` (GLM takes `auto` only).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum ToolChoice {
+    /// `"auto"`, `"none"` or `"required"`.
+    Mode(ToolMode),
+    /// `{type: function, function: {name}}`: this tool must be called.
+    Function {
+        /// Always `function`.
+        #[serde(rename = "type")]
+        kind: FunctionKind,
+        /// The tool.
+        function: ChosenFunction,
+    },
+}
+
+/// The string forms of `tool_choice`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ToolChoice {
+pub enum ToolMode {
     /// The model decides.
     Auto,
+    /// No tool may be called.
+    None,
+    /// Some tool must be called.
+    Required,
+}
+
+/// The function a forced `tool_choice` names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChosenFunction {
+    /// The tool name.
+    pub name: String,
+}
+
+impl ToolChoice {
+    /// `"auto"`.
+    pub const AUTO: Self = Self::Mode(ToolMode::Auto);
 }
 
 /// `response_format`.
@@ -191,9 +247,12 @@ pub enum SchemaPlacement {
     /// it (`strict`, the schema is not repeated in the prompt); otherwise `hint`, and the
     /// schema also travels in the system prompt.
     JsonSchema {
-        /// Whether the server enforces the schema (its probe's verdict).
+        /// Whether the server enforces the schema (its probe's verdict, or the provider's
+        /// configuration).
         enforced: bool,
     },
+    /// No `response_format`: the schema travels in the system prompt only (`prompt`).
+    Prompt,
 }
 
 impl SchemaPlacement {
@@ -203,6 +262,18 @@ impl SchemaPlacement {
             Self::JsonObject => StructuredOutputMode::JsonMode,
             Self::JsonSchema { enforced: true } => StructuredOutputMode::Strict,
             Self::JsonSchema { enforced: false } => StructuredOutputMode::Hint,
+            Self::Prompt => StructuredOutputMode::Prompt,
+        }
+    }
+
+    /// The placement of a fixed `mode` (`json-mode`, `strict`, `hint`, `prompt`); any other
+    /// mode is not a Chat placement and gets JSON mode.
+    pub fn of_mode(mode: StructuredOutputMode) -> Self {
+        match mode {
+            StructuredOutputMode::Strict => Self::JsonSchema { enforced: true },
+            StructuredOutputMode::Hint => Self::JsonSchema { enforced: false },
+            StructuredOutputMode::Prompt => Self::Prompt,
+            _ => Self::JsonObject,
         }
     }
 
@@ -211,8 +282,9 @@ impl SchemaPlacement {
         self != Self::JsonSchema { enforced: true }
     }
 
-    fn format(self, schema: &crate::schema::ResponseSchema) -> ResponseFormat {
-        match self {
+    fn format(self, schema: &crate::schema::ResponseSchema) -> Option<ResponseFormat> {
+        Some(match self {
+            Self::Prompt => return None,
             Self::JsonObject => ResponseFormat::JsonObject,
             Self::JsonSchema { .. } => ResponseFormat::JsonSchema {
                 json_schema: JsonSchemaFormat {
@@ -221,7 +293,7 @@ impl SchemaPlacement {
                     strict: true,
                 },
             },
-        }
+        })
     }
 }
 
@@ -245,49 +317,41 @@ pub fn mode_for(schema: Option<&crate::schema::ResponseSchema>) -> StructuredOut
 /// Builds the body for `req` with the schema in JSON mode (GLM); `default_model` is used when
 /// `req.model` is empty.
 pub fn build(req: &AdapterCallRequest, default_model: &str) -> Result<Built, BuildError> {
-    build_with(req, default_model, SchemaPlacement::JsonObject)
+    build_with(
+        req,
+        default_model,
+        SchemaPlacement::JsonObject,
+        ChatTools::GLM,
+    )
 }
 
-/// Builds the body for `req` with the schema placed as `placement` says.
+/// Builds the body for `req` with the schema placed as `placement` says and the tools as
+/// `tools` allows.
 pub fn build_with(
     req: &AdapterCallRequest,
     default_model: &str,
     placement: SchemaPlacement,
+    tools: ChatTools,
 ) -> Result<Built, BuildError> {
-    if req.tools.len() > MAX_TOOLS {
+    if let Some(limit) = tools.max
+        && req.tools.len() > limit
+    {
         return Err(BuildError::TooManyTools {
             count: req.tools.len(),
-            limit: MAX_TOOLS,
+            limit,
         });
     }
     let mut transforms = Vec::new();
-    let relax = |action: &str| Transform {
-        pointer: "/tool_choice".to_owned(),
-        action: action.to_owned(),
-    };
-    let offer_tools = !req.tools.is_empty()
-        && match &req.tool_choice {
-            request::ToolChoice::Auto => true,
-            request::ToolChoice::None => {
-                transforms.push(relax(
-                    "tool choice none: tools withheld (GLM accepts only auto)",
-                ));
-                false
-            }
-            request::ToolChoice::Any | request::ToolChoice::Tool(_) => {
-                transforms.push(relax(
-                    "forced tool choice relaxed to auto (GLM accepts only auto)",
-                ));
-                true
-            }
-        };
+    let (offer_tools, choice) = tool_choice(req, tools, &mut transforms);
     // GLM's json_object (and a json_object fallback) needs an object root: wrapped if not.
     let plan = req.response_schema.as_ref().map(|s| {
         let plan = match placement {
             SchemaPlacement::JsonObject => {
                 object_root(s, &GLM_JSON_OBJECT, StructuredOutputMode::JsonMode)
             }
-            SchemaPlacement::JsonSchema { .. } => WirePlan::identity(placement.mode(), Some(s)),
+            SchemaPlacement::JsonSchema { .. } | SchemaPlacement::Prompt => {
+                WirePlan::identity(placement.mode(), Some(s))
+            }
         };
         (s, plan)
     });
@@ -321,10 +385,13 @@ pub fn build_with(
         messages,
         max_tokens: req.max_tokens,
         temperature: req.temperature.map(crate::llm::wire::messages::decimal_f64),
-        tool_choice: (!tools.is_empty()).then_some(ToolChoice::Auto),
+        tool_choice: choice.filter(|_| !tools.is_empty()),
         tools,
         stop: req.stop_sequences.clone(),
-        response_format: req.response_schema.as_ref().map(|s| placement.format(s)),
+        response_format: req
+            .response_schema
+            .as_ref()
+            .and_then(|s| placement.format(s)),
         stream: false,
         stream_options: None,
     };
@@ -340,6 +407,46 @@ pub fn build_with(
             ..WireReport::default()
         },
     })
+}
+
+/// Whether the tools are offered and the `tool_choice` sent with them. Where only `auto` is
+/// taken, `none` withholds the tools (the model cannot call what it is not offered; history
+/// with earlier tool calls still travels) and a forced choice is relaxed to `auto`, each a
+/// [`Transform`] on `/tool_choice`.
+fn tool_choice(
+    req: &AdapterCallRequest,
+    tools: ChatTools,
+    transforms: &mut Vec<Transform>,
+) -> (bool, Option<ToolChoice>) {
+    if req.tools.is_empty() {
+        return (false, None);
+    }
+    let mut relax = |action: &str| {
+        transforms.push(Transform {
+            pointer: "/tool_choice".to_owned(),
+            action: action.to_owned(),
+        })
+    };
+    match (&req.tool_choice, tools.auto_only) {
+        (request::ToolChoice::Auto, _) => (true, Some(ToolChoice::AUTO)),
+        (request::ToolChoice::None, true) => {
+            relax("tool choice none: tools withheld (GLM accepts only auto)");
+            (false, None)
+        }
+        (request::ToolChoice::Any | request::ToolChoice::Tool(_), true) => {
+            relax("forced tool choice relaxed to auto (GLM accepts only auto)");
+            (true, Some(ToolChoice::AUTO))
+        }
+        (request::ToolChoice::None, false) => (true, Some(ToolChoice::Mode(ToolMode::None))),
+        (request::ToolChoice::Any, false) => (true, Some(ToolChoice::Mode(ToolMode::Required))),
+        (request::ToolChoice::Tool(name), false) => (
+            true,
+            Some(ToolChoice::Function {
+                kind: FunctionKind::Function,
+                function: ChosenFunction { name: name.clone() },
+            }),
+        ),
+    }
 }
 
 fn push_turn(m: &request::Message, out: &mut Vec<ChatMessage>) {

@@ -209,3 +209,59 @@ fn more_than_128_tools_is_an_error() {
     req.tools.truncate(128);
     assert!(build(&req, "d").is_ok());
 }
+
+#[test]
+fn an_openai_shaped_server_gets_every_tool_choice_as_asked_and_no_tool_limit() {
+    let openai = |req: &AdapterCallRequest| {
+        build_with(req, "m", SchemaPlacement::default(), ChatTools::OPENAI).unwrap()
+    };
+    for (choice, sent) in [
+        (Choice::Auto, json!("auto")),
+        (Choice::None, json!("none")),
+        (Choice::Any, json!("required")),
+        (
+            Choice::Tool("get_weather".into()),
+            json!({"type": "function", "function": {"name": "get_weather"}}),
+        ),
+    ] {
+        let built = openai(&with_tools(choice));
+        let v = serde_json::to_value(&built.body).unwrap();
+        assert_eq!(v["tool_choice"], sent);
+        assert_eq!(v["tools"].as_array().unwrap().len(), 1);
+        assert!(built.wire.transforms.is_empty(), "nothing relaxed");
+    }
+    let mut many = with_tools(Choice::Auto);
+    many.tools = (0..200)
+        .map(|i| ToolSpec {
+            name: format!("t{i}"),
+            description: String::new(),
+            input_schema: json!({"type": "object"}),
+        })
+        .collect();
+    assert_eq!(openai(&many).body.tools.len(), 200);
+}
+
+#[test]
+fn each_placement_puts_the_schema_where_its_mode_says() {
+    let mut req = AdapterCallRequest::new("m", vec![Message::user("hi")]);
+    req.system_prompt = "Be terse.".into();
+    req.response_schema = Some(decision());
+    for (mode, format, in_prompt) in [
+        (StructuredOutputMode::Strict, Some("json_schema"), false),
+        (StructuredOutputMode::Hint, Some("json_schema"), true),
+        (StructuredOutputMode::JsonMode, Some("json_object"), true),
+        (StructuredOutputMode::Prompt, None, true),
+    ] {
+        let placement = SchemaPlacement::of_mode(mode);
+        let built = build_with(&req, "m", placement, ChatTools::OPENAI).unwrap();
+        let v = serde_json::to_value(&built.body).unwrap();
+        assert_eq!(built.wire.mode, mode);
+        assert_eq!(v["response_format"]["type"].as_str(), format, "{mode}");
+        let system = v["messages"][0]["content"].as_str().unwrap();
+        assert_eq!(
+            system.contains(INSTRUCTION_HEADING),
+            in_prompt,
+            "{mode}: {system}"
+        );
+    }
+}
