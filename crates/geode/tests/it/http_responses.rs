@@ -43,7 +43,7 @@ fn model_calls(rig: &Rig) -> Vec<RecordedRequest> {
 
 fn capture(name: &str) -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/spec/captures")
+        .join("tests/captures")
         .join(name);
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("capture {} is missing: {e}", path.display()));

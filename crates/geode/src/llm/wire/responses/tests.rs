@@ -41,7 +41,7 @@ fn loose_schema() -> ResponseSchema {
 /// A trimmed capture of a real codex request (the path below); missing is a loud failure.
 fn capture(name: &str) -> Value {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/spec/captures")
+        .join("tests/captures")
         .join(name);
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("capture {} is missing: {e}", path.display()));
