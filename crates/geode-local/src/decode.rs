@@ -1,5 +1,5 @@
-//! One call's decoding: sample token by token under the constraint's mask ([`Sequence`]); the
-//! scheduler ([`crate::slots`]) evaluates prompts and steps many sequences in one batch.
+//! One call's decoding: sample token by token under the constraint's mask (`Sequence`); the
+//! scheduler (`slots`) evaluates prompts and steps many sequences in one batch.
 //!
 //! Contract:
 //! * Masking is done here with our own llguidance [`Matcher`], not with llama-cpp-2's llguidance
@@ -8,7 +8,7 @@
 //! * Sampling: the mask first, then top-k 40, top-p 0.95, temperature and a seeded draw
 //!   (the settings the runtime was chosen with, docs/local-model.md). A temperature `<= 0`
 //!   means greedy. In the last tokens of the budget the mask's tokens that close what is open
-//!   are preferred ([`crate::closing`]).
+//!   are preferred (`closing`).
 //! * Stops: an end-of-generation token of the model (`<|im_end|>` for SmolLM2; the EOG set comes
 //!   from the model, never from token names) is [`FinishReason::EndTurn`]; the token budget or a
 //!   full context is [`FinishReason::MaxTokens`]; a stop sequence is

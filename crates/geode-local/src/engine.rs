@@ -1,5 +1,5 @@
 //! [`LocalEngine`]: one GGUF model loaded once, one llama.cpp context with several sequence
-//! slots, driven by one decoding thread ([`crate::slots`]).
+//! slots, driven by one decoding thread (`slots`).
 //!
 //! Contract:
 //! * The model is loaded once per engine; the llguidance token environment and parser factory are

@@ -15,7 +15,7 @@
 //! | objects closed: `additionalProperties: false` | an object schema that leaves `additionalProperties` open (absent, `true` or `{}`), or gives it a schema beside declared `properties` | see below; `required` names a key not in `properties`; `minProperties` needs more keys than `properties` has (without `patternProperties`); a keyword left to validation beside it (`not`, `if`, `dependencies`, ...) |
 //! | strings capped: `maxLength: max(`[`STRING_CAP`]`, minLength)` | a `type: string` schema without `maxLength` and `pattern` (with a `format`: only without `minLength`) | see below |
 //! | a large `maxLength` lowered to `max(`[`STRING_CAP`]`, minLength)` | a string without `pattern` or `format` whose `maxLength` is larger | |
-//! | a `pattern` bounded: anchored, each unbounded repetition at most [`REPEAT_CAP`] ([`tighten_regex::bounded`]) | a string whose pattern is unbounded, without `minLength` | the pattern does not parse as a Rust regex, or has an assertion inside |
+//! | a `pattern` bounded: anchored, each unbounded repetition at most [`REPEAT_CAP`] (`tighten_regex::bounded`) | a string whose pattern is unbounded, without `minLength` | the pattern does not parse as a Rust regex, or has an assertion inside |
 //! | arrays capped: `maxItems: max(`[`ITEM_CAP`]`, minItems)` | a `type: array` schema without `maxItems` | |
 //! | a free map's keys: its `additionalProperties` schema moved under `patternProperties` [`MAP_KEY_PATTERN`], `additionalProperties: false` | an object with a schema-valued `additionalProperties` and no `properties`, `patternProperties`, `propertyNames` or `required` | |
 //! | a map's key pattern bounded (as a `pattern`) | the one `patternProperties` entry of an object that is closed (or being closed) | a declared or required name the pattern matches would no longer match; `minProperties` above 1 |
@@ -37,7 +37,7 @@
 //!
 //! Keywords llguidance cannot compile (`oneOf`, `not`, `if`/`then`/`else`, `dependencies`,
 //! formats it does not know, ...) are taken out of the decoding grammar and left to validation,
-//! each named in the ledger ([`relax`]); those are the only places where the decoding grammar
+//! each named in the ledger (`relax`); those are the only places where the decoding grammar
 //! is wider than the caller's schema, and the narrowings above apply to that grammar.
 
 use edits::{Edit, apply, edits_for};
@@ -66,7 +66,7 @@ pub const ITEM_CAP: u64 = 5;
 pub const MAP_CAP: u64 = 8;
 
 /// The most repetitions of one part of a `pattern` (or of a map's key pattern): `*` becomes
-/// `{0,32}`, `+` `{1,32}` (see [`tighten_regex::bounded`]).
+/// `{0,32}`, `+` `{1,32}` (see `tighten_regex::bounded`).
 pub const REPEAT_CAP: u32 = 32;
 
 /// The key pattern of a map whose keys the schema leaves free (`additionalProperties` a
