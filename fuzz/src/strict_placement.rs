@@ -1,31 +1,23 @@
-//! The strict check (`geode::schema::strict`), the dialect projections and limit preflight
-//! (`geode::schema::dialect`) and the Messages schema placement
+//! The strict check (`geode::schema::strict`), every adapter's schema route plan and limit
+//! preflight (`geode::llm::registry::SchemaRoute`), and the Messages schema placement
 //! (`geode::llm::wire::messages::place_schema`) on any JSON value.
 
 use geode::ledger::StructuredOutputMode;
+use geode::llm::registry::{ADAPTERS, PlanCx};
 use geode::llm::request::{AdapterCallRequest, Message, ToolSpec};
 use geode::llm::wire::messages::{OUTPUT_TOOL_PREFIX, Placement, output_tool_name, place_schema};
 use geode::schema::ResponseSchema;
-use geode::schema::dialect::{Dialect, anthropic_native_fits, preflight, project};
+use geode::schema::projection::{Preflight, anthropic_native_fits, project_anthropic};
 use geode::schema::strict::{check_strict, is_reference_strict};
 use serde_json::Value;
 
-const DIALECTS: [Dialect; 6] = [
-    Dialect::OpenAiStrict,
-    Dialect::Anthropic,
-    Dialect::Glm,
-    Dialect::ClaudeCli,
-    Dialect::CodexCli,
-    Dialect::Local,
-];
-
-/// Parses `data` as JSON; checks it for strict mode and, when it is an object, projects it for
-/// every dialect, preflights it and places it on Messages requests with and without thinking,
+/// Parses `data` as JSON; checks it for strict mode and, when it is an object, plans it on
+/// every adapter's schema route, preflights it and places it on Messages requests with and without thinking,
 /// an assistant prefill and a tool whose name takes the output tool's.
 ///
 /// Invariants: every function is deterministic; `compatible` iff no reasons; reason pointers and
 /// residual pointers lead into the schema (a residual names the keyword and value found there);
-/// only the Anthropic projection changes anything; the placement follows the table in
+/// the placement follows the table in
 /// `placement.rs` and an output tool's name is unique, prefixed and at most 64 characters.
 pub fn run(data: &[u8]) {
     let Ok(value) = serde_json::from_slice::<Value>(data) else {
@@ -49,26 +41,23 @@ pub fn run(data: &[u8]) {
     let Ok(schema) = ResponseSchema::from_value(value) else {
         return;
     };
-    for dialect in DIALECTS {
-        let projection = project(&schema, dialect);
-        super::check::same(&projection, &project(&schema, dialect), "project");
-        if dialect != Dialect::Anthropic {
-            assert_eq!(
-                &projection.wire,
-                schema.as_value(),
-                "{dialect:?} changed the schema"
-            );
-            assert!(projection.residuals.is_empty() && projection.transforms.is_empty());
-        }
-        for r in &projection.residuals {
+    let preflight = Preflight::new(&schema);
+    for route in ADAPTERS.iter().map(|a| a.schema_route) {
+        let plan = route.plan(Some(&schema), PlanCx::default());
+        super::check::same(&plan, &route.plan(Some(&schema), PlanCx::default()), "plan");
+        for r in &plan.residuals {
             let found = schema
                 .as_value()
                 .pointer(&r.pointer)
                 .and_then(|n| n.get(&r.keyword));
             assert_eq!(found, Some(&r.value), "residual {r} is not in the schema");
         }
-        let limits = preflight(&schema, dialect);
-        super::check::same(&limits, &preflight(&schema, dialect), "preflight");
+        let limits = route.limit_violations(&preflight).to_vec();
+        super::check::same(
+            &limits,
+            &route.limit_violations(&Preflight::new(&schema)).to_vec(),
+            "preflight",
+        );
     }
     let fits = anthropic_native_fits(&schema);
     for (thinking, prefill, clash) in [
@@ -105,7 +94,7 @@ fn place(schema: &ResponseSchema, fits: bool, thinking: u32, prefill: bool, clas
         Placement::Native { schema: wire } => {
             assert!(native, "native placement of a schema that does not fit");
             assert_eq!(placed.mode, StructuredOutputMode::Strict);
-            assert_eq!(wire, &project(schema, Dialect::Anthropic).wire);
+            assert_eq!(wire, &project_anthropic(schema).wire);
         }
         Placement::OutputTool { name, input_schema } => {
             assert!(

@@ -31,10 +31,10 @@ pub(crate) fn run(args: AdaptersArgs) -> anyhow::Result<u8> {
             .map(|a| {
                 serde_json::json!({
                     "name": a.name,
-                    "guarantee": a.best_mode().level().as_str(),
+                    "guarantee": a.schema_route.best_mode().level().as_str(),
                     "wire": a.wire,
                     "schema_on_wire": a.schema_on_wire,
-                    "modes": a.modes_text(),
+                    "modes": a.schema_route.modes_text(),
                     "framework_tools": a.framework_tools,
                     "tools_with_schema": a.tools_with_schema,
                     "streaming": a.streaming,
@@ -56,7 +56,7 @@ pub(crate) fn run(args: AdaptersArgs) -> anyhow::Result<u8> {
         .max(7);
     let modes_w = adapters
         .iter()
-        .map(|a| a.modes_text().len())
+        .map(|a| a.schema_route.modes_text().len())
         .max()
         .unwrap_or(0)
         .max(5);
@@ -68,8 +68,8 @@ pub(crate) fn run(args: AdaptersArgs) -> anyhow::Result<u8> {
         println!(
             "{:<name_w$} {:<modes_w$} {:<11} {:<6} {:<6} {:<10} {}",
             a.name,
-            a.modes_text(),
-            a.best_mode().level().as_str(),
+            a.schema_route.modes_text(),
+            a.schema_route.best_mode().level().as_str(),
             if a.framework_tools { "yes" } else { "no" },
             if a.tools_with_schema { "yes" } else { "no" },
             if a.is_configured(&env) { "yes" } else { "no" },

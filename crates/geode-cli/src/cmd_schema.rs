@@ -1,13 +1,14 @@
 //! `geode schema check FILE [--adapter NAME]`: the strict verdict with reasons, or, for one
 //! adapter, the plan `run` uses (mode, rewrites, residuals, why a weaker mode), from the same
-//! function the adapter's body is built with ([`geode::llm::registry::AdapterSpec::plan_for`]).
+//! function the adapter's body is built with ([`geode::llm::registry::SchemaRoute::plan`]).
 //! For `local`, also how the engine decodes the schema (each narrowing, and each keyword left to
 //! validation), from `geode-engine --narrow`.
 
 use crate::resolve::limit_violations;
 use clap::Subcommand;
+use geode::llm::registry::PlanCx;
 use geode::schema::ResponseSchema;
-use geode::schema::dialect::{LimitViolation, Preflight};
+use geode::schema::projection::{LimitViolation, Preflight};
 use geode::schema::strict::check_strict;
 use geode::schema::validate::CompiledSchema;
 use std::path::PathBuf;
@@ -100,7 +101,7 @@ fn check_adapter(
         Ok(s) => s,
         Err(code) => return Ok(code),
     };
-    let plan = spec.plan_for(Some(&schema), false);
+    let plan = spec.schema_route.plan(Some(&schema), PlanCx::default());
     let violations = limit_violations(&schema, spec);
     let best = plan.weaker_because.is_empty() && violations.is_empty();
     let decoding = (spec.name == "local").then(|| local_decoding(&schema, max_tokens));
@@ -219,7 +220,7 @@ fn check(file: &std::path::Path, json: bool) -> anyhow::Result<u8> {
     let preflight = Preflight::new(&schema);
     let mut refusals: Vec<(Vec<&str>, &[LimitViolation])> = Vec::new();
     for spec in cfg.adapters() {
-        let violations = preflight.violations(spec.dialect);
+        let violations = spec.schema_route.limit_violations(&preflight);
         if violations.is_empty() {
             continue;
         }

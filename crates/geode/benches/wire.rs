@@ -14,6 +14,7 @@
 //! (≤ 8.75 µs) on this machine.
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use geode::llm::registry::SchemaRoute;
 use geode::llm::request::{AdapterCallRequest, Message, ToolSpec};
 use geode::llm::wire::responses::{self, Backend, Delivery, Options, Reasoning};
 use geode::schema::ResponseSchema;
@@ -75,7 +76,9 @@ fn bench_responses_build(c: &mut Criterion) {
     let opts = platform_sse();
     c.bench_function("responses_build_20_tools_schema_4k_system", |b| {
         b.iter(|| {
-            responses::build("bench", black_box(&req), black_box(&opts))
+            // The plan is part of a build's work, as in a call.
+            let plan = SchemaRoute::OpenAiStrict.plan_call(black_box(&req), None);
+            responses::build("bench", black_box(&req), black_box(&opts), &plan)
                 .map(|built| built.body.len())
                 .unwrap_or(0)
         })
@@ -95,7 +98,8 @@ fn bench_serde_bodies(c: &mut Criterion) {
     use geode::llm::wire::family::{BuildCx, Wire};
     let req = request();
     let opts = platform_sse();
-    let body: serde_json::Value = responses::build("bench", &req, &opts)
+    let plan = SchemaRoute::OpenAiStrict.plan_call(&req, None);
+    let body: serde_json::Value = responses::build("bench", &req, &opts, &plan)
         .ok()
         .and_then(|b| serde_json::from_slice(&b.body).ok())
         .unwrap_or_default();
@@ -103,15 +107,17 @@ fn bench_serde_bodies(c: &mut Criterion) {
         "responses_body_serde_value_20_tools_schema_4k_system",
         |b| b.iter(|| serde_json::to_vec(black_box(&body)).map_or(0, |v| v.len())),
     );
-    let cx = BuildCx {
-        adapter: "bench",
-        default_model: "claude-sonnet-4-6",
-        reasoning: false,
-        identity: None,
-    };
     let wire = geode::llm::wire::messages::MessagesWire;
     c.bench_function("messages_build_serde_20_tools_schema_4k_system", |b| {
         b.iter(|| {
+            let plan = SchemaRoute::AnthropicLadder.plan_call(black_box(&req), None);
+            let cx = BuildCx {
+                adapter: "bench",
+                default_model: "claude-sonnet-4-6",
+                reasoning: false,
+                identity: None,
+                plan: &plan,
+            };
             wire.build(black_box(&req), &cx)
                 .map(|built| built.body.len())
                 .unwrap_or(0)

@@ -16,7 +16,7 @@
 //! | `format: int32` / `int64` (OpenAPI's, common in Kubernetes and other OpenAPI-made schemas) | the format's signed range as `minimum`/`maximum`, where the schema's own bounds are not tighter (a narrowing: a model cannot write a 200-digit `port`) |
 //! | any other `format` llguidance does not know | removed (checked afterwards, as far as geode's validator knows the format) |
 
-use geode::schema::dialect;
+use geode::schema::projection;
 use geode::vocab::Transform;
 use serde_json::{Map, Value, json};
 
@@ -58,7 +58,7 @@ pub(super) fn may_require_keys(keyword: &str) -> bool {
 /// The formats llguidance 1.9 compiles (`llguidance::json::formats`): the strict ones, `uri` and
 /// `unknown`.
 pub(super) const COMPILED_FORMATS: [&str; 11] =
-    dialect::joined(&dialect::STRICT_FORMATS, &["uri", "unknown"]);
+    projection::joined(&projection::STRICT_FORMATS, &["uri", "unknown"]);
 
 /// One change for llguidance.
 #[derive(Debug, Clone, PartialEq)]

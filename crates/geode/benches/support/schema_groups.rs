@@ -5,12 +5,12 @@
 use criterion::{BenchmarkId, Criterion, Throughput};
 use geode::llm::registry::ADAPTERS;
 use geode::schema::ResponseSchema;
-use geode::schema::dialect::Preflight;
 use geode::schema::extract::{
     extract_answer, extract_answer_tape, extract_last_object, find_answer, find_last_object,
     top_level_spans,
 };
 use geode::schema::formats::FormatMode;
+use geode::schema::projection::Preflight;
 use geode::schema::root::AnswerRoot;
 use geode::schema::strict::{check_strict, check_strict_text};
 use geode::schema::tape_json::TapeJson;
@@ -287,7 +287,7 @@ pub fn schema_check(c: &mut Criterion) {
                 let preflight = Preflight::new(&s);
                 let limits = ADAPTERS
                     .iter()
-                    .filter(|a| preflight.violations(a.dialect).is_empty())
+                    .filter(|a| a.schema_route.limit_violations(&preflight).is_empty())
                     .count();
                 Some((strict, limits))
             })

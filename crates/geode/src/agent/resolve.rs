@@ -14,7 +14,7 @@ use crate::llm::call::AdapterError;
 use crate::llm::fallback::FallbackAdapter;
 use crate::llm::registry::{AdapterSpec, Environment};
 use crate::llm::routing::{RouteRequest, route};
-use crate::schema::dialect::LimitViolation;
+use crate::schema::projection::{LimitViolation, Preflight};
 use crate::schema::{ResponseSchema, TextConstraint};
 use std::sync::Arc;
 
@@ -36,27 +36,18 @@ pub struct Resolver<'a> {
     pub fallback: Option<&'a [String]>,
 }
 
-/// The provider limits `schema` breaks on `spec`'s dialect: the verdict applied before the call
-/// (empty when the adapter takes the schema).
+/// The provider limits `schema` breaks on `spec`'s schema route: the verdict applied before
+/// the call (empty when the adapter takes the schema).
 pub fn limit_violations(schema: &ResponseSchema, spec: &AdapterSpec) -> Vec<LimitViolation> {
-    crate::schema::dialect::preflight(schema, spec.dialect)
-        .err()
-        .unwrap_or_default()
-}
-
-/// The violations as one line: `limit: found, at most max (at pointer); ...`.
-pub fn violations_text(violations: &[LimitViolation]) -> String {
-    violations
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join("; ")
+    spec.schema_route
+        .limit_violations(&Preflight::new(schema))
+        .to_vec()
 }
 
 /// The guarantee level a text constraint gets on this adapter (only a constraining engine
 /// enforces one; see `TextConstraint::mode_on`).
 fn text_constraint_level(spec: &AdapterSpec) -> Require {
-    TextConstraint::mode_on(spec.mode_for(Some(&ResponseSchema::default()), false)).level()
+    TextConstraint::mode_on(spec.schema_route.mode(Some(&ResponseSchema::default()))).level()
 }
 
 impl Resolver<'_> {
@@ -78,16 +69,15 @@ impl Resolver<'_> {
                 providers: cfg.providers(),
             },
             env,
-        )
-        .map_err(|e| ResolveError::Routing(e.to_string()))?;
+        )?;
         let name = routed.spec.name;
         if let Some(s) = &schema {
             let violations = limit_violations(s, routed.spec);
             if !violations.is_empty() {
-                return Err(ResolveError::Preflight(format!(
-                    "{name}: {}",
-                    violations_text(&violations)
-                )));
+                return Err(ResolveError::Preflight {
+                    adapter: name.to_owned(),
+                    violations,
+                });
             }
         }
         if task.route.model().is_empty() {
@@ -96,7 +86,7 @@ impl Resolver<'_> {
                 model: Some(cfg.model(name, None)),
             };
         }
-        let primary = (self.build)(name).map_err(|e| ResolveError::Build(e.to_string()))?;
+        let primary = (self.build)(name)?;
         let mut chain: Vec<(Arc<dyn Adapter>, Option<String>)> = vec![(primary, None)];
         let fallback = match (task.fallback.as_deref().or(self.fallback), &explicit) {
             (Some(list), _) => list,
@@ -106,7 +96,7 @@ impl Resolver<'_> {
         for fb in fallback.iter().filter(|n| n.as_str() != name) {
             let Some(s) = cfg.spec(fb) else { continue };
             let meets = (schema.is_none()
-                || s.mode_for(schema.as_ref(), false).level() >= task.require)
+                || s.schema_route.mode(schema.as_ref()).level() >= task.require)
                 && (task.output.constraint().is_none() || text_constraint_level(s) >= task.require);
             if meets
                 && s.is_configured(env)
@@ -120,15 +110,17 @@ impl Resolver<'_> {
         let adapter: Arc<dyn Adapter> = if chain.len() == 1 {
             chain.remove(0).0
         } else {
+            // Never empty: the primary is its first link.
+            let links = chain.len();
             Arc::new(
-                FallbackAdapter::with_models(chain)
-                    .ok_or_else(|| ResolveError::Build("empty chain".into()))?,
+                FallbackAdapter::with_models(chain).ok_or_else(|| AdapterError::Config {
+                    adapter: name.to_owned(),
+                    message: format!("a fallback chain of {links} adapters"),
+                })?,
             )
         };
         let mut worker_env = WorkerEnv::new(adapter);
-        worker_env.max_response_bytes = cfg
-            .max_response_bytes(env)
-            .map_err(|e| ResolveError::Build(e.to_string()))?;
+        worker_env.max_response_bytes = cfg.max_response_bytes(env)?;
         Ok(worker_env)
     }
 }

@@ -189,18 +189,29 @@ impl Answer {
 }
 
 /// Why a task could not be given an adapter ([`crate::agent::resolve`]). All are configuration errors (exit 2).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ResolveError {
     /// No adapter can serve the request (unknown name, or `require` removed every candidate).
-    #[error("{0}")]
-    Routing(String),
+    #[error(transparent)]
+    Routing(#[from] crate::llm::routing::RoutingError),
     /// The schema breaks the chosen adapter's provider limits.
-    #[error("schema refused before the call: {0}")]
-    Preflight(String),
+    #[error(
+        "schema refused before the call: {adapter}: {}",
+        crate::schema::projection::violations_text(violations)
+    )]
+    Preflight {
+        /// The chosen adapter.
+        adapter: String,
+        /// Every limit broken.
+        violations: Vec<crate::schema::projection::LimitViolation>,
+    },
     /// The adapter could not be built (missing key, credential file, bad setting).
-    #[error("{0}")]
-    Build(String),
+    #[error(transparent)]
+    Build(#[from] crate::llm::call::AdapterError),
+    /// A setting the run reads is malformed.
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
 }
 
 /// Why a task gave no answer. `Display` is one line, scrubbed of secrets; every variant that

@@ -45,11 +45,11 @@ pub trait Adapter: Send + Sync {
     }
 
     /// The mode this adapter would use for `schema` (`None` means no schema). By default its
-    /// row's rule ([`AdapterSpec::mode_for`]), so the table and the adapter cannot disagree;
+    /// row's route ([`crate::llm::registry::SchemaRoute::mode`]), so the table and the adapter cannot disagree;
     /// adapters outside the registry override it.
     fn wire_mode(&self, schema: Option<&ResponseSchema>) -> StructuredOutputMode {
         self.spec()
-            .map_or(StructuredOutputMode::None, |s| s.mode_for(schema, false))
+            .map_or(StructuredOutputMode::None, |s| s.schema_route.mode(schema))
     }
 
     /// The mode this adapter will really use for `schema` with `model` ("" = its default),

@@ -205,6 +205,13 @@ impl AdapterCallRequest {
             text_constraint: None,
         }
     }
+
+    /// Whether the last turn is the assistant's: a prefill the answer continues.
+    pub fn ends_with_prefill(&self) -> bool {
+        self.messages
+            .last()
+            .is_some_and(|m| m.role == Role::Assistant)
+    }
 }
 
 /// A tool call in a response.

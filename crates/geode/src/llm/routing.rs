@@ -13,7 +13,7 @@
 //! fails before any request, with one reason per candidate.
 
 pub use crate::llm::registry::family_of_model;
-use crate::llm::registry::{ADAPTERS, AdapterSpec, Billing, Environment, Family, spec};
+use crate::llm::registry::{ADAPTERS, AdapterSpec, Billing, Environment, Family, PlanCx, spec};
 use crate::schema::ResponseSchema;
 use crate::vocab::{Require, StructuredOutputMode};
 
@@ -86,7 +86,11 @@ fn judge(
     spec: &'static AdapterSpec,
     req: &RouteRequest<'_>,
 ) -> Result<StructuredOutputMode, Rejection> {
-    let mode = spec.mode_for(req.schema, req.thinking);
+    let cx = PlanCx {
+        thinking: req.thinking,
+        ..PlanCx::default()
+    };
+    let mode = spec.schema_route.plan(req.schema, cx).mode;
     if req.schema.is_none() || mode.level() >= req.require {
         Ok(mode)
     } else {

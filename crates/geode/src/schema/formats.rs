@@ -9,7 +9,7 @@
 //! The worker's ledger carries the mode used and the unchecked names
 //! ([`crate::ledger::GuaranteeLedger`] `formats`, `unchecked_formats`).
 
-use super::dialect::subschemas;
+use super::projection::subschemas;
 use jsonschema::{Draft, ValidationOptions};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -30,12 +30,12 @@
 //! ```
 
 pub mod cost;
-pub mod dialect;
 pub mod extract;
 pub mod formats;
 mod json_read;
 pub mod json_scan;
 pub mod nullable;
+pub mod projection;
 pub mod resources;
 pub mod root;
 pub mod strict;

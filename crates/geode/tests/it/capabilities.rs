@@ -171,7 +171,7 @@ async fn tool_flags_match_the_recorded_bodies() {
 async fn modes_auth_and_endpoints_match_the_rows() {
     for spec in http_rows() {
         for schema in [decision(), loose()] {
-            let expected = spec.mode_for(Some(&schema), false);
+            let expected = spec.schema_route.mode(Some(&schema));
             let (call, mode) = record(spec, request(Some(schema), false)).await;
             assert_eq!(mode, expected, "{}: mode", spec.name);
             let header = match spec.auth {

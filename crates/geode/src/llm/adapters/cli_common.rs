@@ -86,11 +86,11 @@ impl CliRow {
         }
     }
 
-    /// How `schema` goes on this CLI's wire: its row's plan
-    /// ([`crate::llm::registry::AdapterSpec::plan_for`]), the same one `geode schema check
-    /// --adapter` shows.
-    pub fn wire_plan(&self, schema: Option<&crate::schema::ResponseSchema>) -> WirePlan {
-        self.spec.plan_for(schema, false)
+    /// How the schema of `req` goes on this CLI's wire: its row's
+    /// [`crate::llm::registry::SchemaRoute`] plan, the same one `geode schema check --adapter`
+    /// shows. Made once per call.
+    pub fn wire_plan(&self, req: &AdapterCallRequest) -> WirePlan {
+        self.spec.schema_route.plan_call(req, None)
     }
 
     /// Runs the CLI's process for one call: stdout capped at the call's response budget, ended

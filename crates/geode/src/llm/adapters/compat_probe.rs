@@ -22,7 +22,6 @@
 
 use crate::llm::call::AdapterError;
 use crate::llm::request::{AdapterCallRequest, AdapterResponse, Message, StopReason};
-use crate::llm::wire::chat::SchemaPlacement;
 use crate::schema::ResponseSchema;
 use crate::vocab::StructuredOutputMode;
 use crate::vocab::Transform;
@@ -48,18 +47,14 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    /// Where later calls put the schema.
-    pub fn placement(self) -> SchemaPlacement {
-        match self {
-            Self::Enforced => SchemaPlacement::JsonSchema { enforced: true },
-            Self::Ignored => SchemaPlacement::JsonSchema { enforced: false },
-            Self::Refused => SchemaPlacement::JsonObject,
-        }
-    }
-
-    /// The mode later calls with a schema get.
+    /// The mode later calls with a schema get (the [`crate::llm::registry::SchemaRoute::Probed`]
+    /// plan of each call follows it).
     pub fn mode(self) -> StructuredOutputMode {
-        self.placement().mode()
+        match self {
+            Self::Enforced => StructuredOutputMode::Strict,
+            Self::Ignored => StructuredOutputMode::Hint,
+            Self::Refused => StructuredOutputMode::JsonMode,
+        }
     }
 }
 

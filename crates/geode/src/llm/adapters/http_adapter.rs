@@ -8,7 +8,7 @@
 //! source. An API key is sent as its row says (bearer or `x-api-key`); the two subscription
 //! logins keep their own token code ([`super::codex_login`], [`super::claude_login`]).
 //! One call: fill in the default model, build, sign, then [`exchange`] (POST and fold).
-//! A row whose mode is [`ModeRule::Probed`] (`openai-compatible`) first learns, once per URL
+//! A row whose schema route is [`SchemaRoute::Probed`] (`openai-compatible`) first learns, once per URL
 //! and model, whether the server enforces `json_schema` ([`super::compat_probe`]), and places
 //! the schema by the verdict; the verdict's reason joins the call's wire report.
 
@@ -20,13 +20,14 @@ use crate::llm::adapter::Adapter;
 use crate::llm::call::{AdapterError, CallCx};
 use crate::llm::credentials::{CodexAuthFile, var_in};
 use crate::llm::http::{HttpClient, PostRequest};
-use crate::llm::registry::{AdapterSpec, Auth, Environment, KeyHeader, ModeRule, WireFamily};
+use crate::llm::registry::{AdapterSpec, Auth, Environment, KeyHeader, SchemaRoute, WireFamily};
 use crate::llm::request::{AdapterCallRequest, AdapterResponse};
-use crate::llm::wire::chat::{ChatTools, ChatWire, SchemaPlacement};
+use crate::llm::wire::chat::{ChatTools, ChatWire};
 use crate::llm::wire::family::{BuildCx, Built, Delivery, Wire, exchange};
 use crate::llm::wire::messages::MessagesWire;
 use crate::llm::wire::responses::ResponsesWire;
 use crate::schema::ResponseSchema;
+use crate::schema::subset::WirePlan;
 use crate::secret::Secret;
 use crate::vocab::StructuredOutputMode;
 use std::sync::Arc;
@@ -55,19 +56,13 @@ pub struct HttpAdapter {
     http: HttpClient,
 }
 
-/// The wire family's implementation for `spec` (`None` for CLI and local rows). A Chat row
-/// places the schema as its fixed mode says; a probed row's placement is chosen per call.
+/// The wire family's implementation for `spec` (`None` for CLI and local rows). Where the
+/// schema goes is each call's plan, not the wire's.
 pub fn wire_for(spec: &AdapterSpec) -> Option<Arc<dyn Wire>> {
     Some(match spec.wire_family {
         WireFamily::Responses(backend) => Arc::new(ResponsesWire { backend }),
         WireFamily::Messages => Arc::new(MessagesWire),
-        WireFamily::Chat(tools) => {
-            let placement = match spec.mode_rule {
-                ModeRule::Fixed(mode) => SchemaPlacement::of_mode(mode),
-                _ => SchemaPlacement::default(),
-            };
-            Arc::new(ChatWire::streamed(placement, tools))
-        }
+        WireFamily::Chat(tools) => Arc::new(ChatWire::streamed(tools)),
         WireFamily::Cli(_) | WireFamily::Local => return None,
     })
 }
@@ -179,7 +174,7 @@ impl HttpAdapter {
 
     /// Whether this row's mode is found by a probe.
     fn probed(&self) -> bool {
-        self.spec.mode_rule == ModeRule::Probed
+        self.spec.schema_route == SchemaRoute::Probed
     }
 
     /// `model`, or this adapter's default when it is empty.
@@ -200,22 +195,27 @@ impl HttpAdapter {
         let req = compat_probe::request(model, &nonce)?;
         // One JSON reply: the probe's text is judged, never streamed to the caller.
         let wire: Arc<dyn Wire> = Arc::new(ChatWire {
-            placement: compat_probe::Verdict::Enforced.placement(),
             tools: self.chat_tools(),
             delivery: Delivery::Json,
         });
-        let outcome = self.send(&wire, req, cx).await;
+        // Asked as if enforced: `json_schema`, the schema not repeated in the prompt.
+        let plan = self
+            .spec
+            .schema_route
+            .plan_call(&req, Some(compat_probe::Verdict::Enforced.mode()));
+        let outcome = self.send(&wire, req, &plan, cx).await;
         let probe = compat_probe::judge(&nonce, outcome)?;
         tracing::info!(adapter = self.spec.name, url = %self.url, model, verdict = ?probe.verdict, "json_schema probe");
         compat_probe::remember(&self.url, model, probe.clone());
         Ok(probe)
     }
 
-    /// Builds `req` on `wire`, signs it and runs the exchange.
+    /// Builds `req` on `wire` with the schema as `plan` says, signs it and runs the exchange.
     async fn send(
         &self,
         wire: &Arc<dyn Wire>,
         mut req: AdapterCallRequest,
+        plan: &WirePlan,
         cx: &CallCx,
     ) -> Result<AdapterResponse, AdapterError> {
         if req.model.is_empty() {
@@ -227,6 +227,7 @@ impl HttpAdapter {
             default_model: &self.default_model,
             reasoning: self.spec.is_reasoning_model(&req.model),
             identity,
+            plan,
         };
         let built = wire.build(&req, &build_cx)?;
         let post = self.post(wire, &built);
@@ -271,7 +272,7 @@ impl Adapter for HttpAdapter {
         {
             return p.verdict.mode();
         }
-        self.spec.mode_for(schema, false)
+        self.spec.schema_route.mode(schema)
     }
 
     async fn settle_mode(
@@ -292,15 +293,14 @@ impl Adapter for HttpAdapter {
         req: AdapterCallRequest,
         cx: &CallCx,
     ) -> Result<AdapterResponse, AdapterError> {
+        let route = self.spec.schema_route;
         if !self.probed() || req.response_schema.is_none() {
-            return self.send(&self.wire, req, cx).await;
+            let plan = route.plan_call(&req, None);
+            return self.send(&self.wire, req, &plan, cx).await;
         }
         let probe = self.probe(self.model_or_default(&req.model), cx).await?;
-        let wire: Arc<dyn Wire> = Arc::new(ChatWire::streamed(
-            probe.verdict.placement(),
-            self.chat_tools(),
-        ));
-        let mut resp = self.send(&wire, req, cx).await?;
+        let plan = route.plan_call(&req, Some(probe.verdict.mode()));
+        let mut resp = self.send(&self.wire, req, &plan, cx).await?;
         resp.wire.transforms.push(probe.transform());
         Ok(resp)
     }

@@ -4,8 +4,8 @@
 //! default base, `GEODE_*_BASE_URL`, the vendor SDK's variable), default model, model-name
 //! patterns for routing and for reasoning models ([`ModelPattern`]), a vendor CLI's own facts
 //! ([`CliSpec`]: the parent variables it may see, its default time limit), and capabilities (how
-//! `response_schema` reaches the wire per schema ([`ModeRule`], [`AdapterSpec::mode_for`]),
-//! framework tools, tools with a schema, streaming, the schema dialect).
+//! `response_schema` reaches the wire ([`SchemaRoute`]), framework tools, tools with a schema,
+//! streaming).
 //!
 //! The rows are in `registry/rows.rs` ([`ADAPTERS`]); a new HTTP provider on an existing wire
 //! family is one more row there. [`crate::llm::build`] builds adapters from rows; the README's
@@ -15,10 +15,6 @@
 
 use crate::llm::wire::chat::ChatTools;
 use crate::llm::wire::responses::Backend;
-use crate::schema::ResponseSchema;
-use crate::schema::dialect::Dialect;
-use crate::schema::subset::{self, WirePlan};
-use crate::vocab::StructuredOutputMode;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -49,30 +45,6 @@ pub enum Billing {
     Cli,
     /// Free, in-process.
     Local,
-}
-
-/// How an adapter's structured-output mode depends on the schema.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ModeRule {
-    /// `strict` when the OpenAI strict check passes, else `hint`.
-    StrictOrHint,
-    /// Anthropic: `strict` (native `output_config.format`) when the schema fits the subset,
-    /// else a forced output `tool` (thinking off), else `prompt`.
-    AnthropicLadder,
-    /// Always this mode.
-    Fixed(StructuredOutputMode),
-    /// `codex-cli`: `cli-flag` when OpenAI's strict mode takes the schema (after the strict
-    /// fit's rewrites), else `prompt`. codex sends `--output-schema` as `strict: true` whatever
-    /// the schema (seen with codex 0.171.0, docs/wire.md#the-codex-cli), and OpenAI answers a
-    /// schema strict mode cannot take (a map, an optional property under `anyOf`) with 400
-    /// `invalid_json_schema`; such a schema goes in the prompt instead, and the worker's
-    /// validation is the check.
-    CliFlagOrPrompt,
-    /// Found per server and model by a probe (`openai-compatible`): `strict` when the server
-    /// enforces `json_schema`, `hint` when it answers but ignores it, `json-mode` when it
-    /// refuses it. Before the probe the row claims `strict`, its best; the worker probes before
-    /// the first call and refuses a `require` the verdict does not meet.
-    Probed,
 }
 
 /// The wire an adapter speaks: which JSON family (and so which [`crate::llm::wire`] module)
@@ -259,8 +231,8 @@ pub struct AdapterSpec {
     pub wire: &'static str,
     /// Where `response_schema` goes on the wire, in words.
     pub schema_on_wire: &'static str,
-    /// How the structured-output mode is decided.
-    pub mode_rule: ModeRule,
+    /// How `response_schema` goes on the wire: the modes, the subsets, the limits.
+    pub schema_route: SchemaRoute,
     /// Whether the framework's own tools are forwarded.
     pub framework_tools: bool,
     /// Whether tools and the schema can share one request.
@@ -268,9 +240,7 @@ pub struct AdapterSpec {
     /// Whether replies are streamed (SSE). Checked against the recorded requests by
     /// `tests/capabilities.rs`.
     pub streaming: bool,
-    /// The schema dialect (for projection and preflight).
-    pub dialect: Dialect,
-    /// Dialect limits, in words.
+    /// The provider's schema limits, in words.
     pub limits: &'static str,
     /// Where the credentials come from.
     pub auth: Auth,
@@ -289,9 +259,11 @@ pub struct AdapterSpec {
 
 mod providers;
 mod rows;
+mod schema_route;
 
 pub use providers::{ProviderConfig, ProviderError, SchemaOnWire, WireKind};
 pub use rows::{ADAPTERS, CLAUDE_CLI, CODEX_CLI};
+pub use schema_route::{PlanCx, SchemaRoute};
 
 /// The spec of the built-in adapter named `name` (a provider from `geode.toml` is found through
 /// [`crate::config::Config::spec`]).
@@ -352,82 +324,6 @@ pub fn local_model_path(env: &dyn Environment) -> Option<PathBuf> {
 }
 
 impl AdapterSpec {
-    /// The mode used for `schema` (`none` without one). `thinking` is whether extended thinking
-    /// is on, which rules out Anthropic's forced tool. This is [`Self::plan_for`]'s mode.
-    pub fn mode_for(
-        &self,
-        schema: Option<&ResponseSchema>,
-        thinking: bool,
-    ) -> StructuredOutputMode {
-        self.plan_for(schema, thinking).mode
-    }
-
-    /// How `schema` goes on this adapter's wire: the mode, the copy sent (wrapped, stripped),
-    /// the rewrites and why a weaker mode was used. The same functions of
-    /// [`crate::schema::subset`] (and the Messages placement) build the bodies, so what `run`
-    /// sends and what `geode schema check --adapter` shows cannot disagree.
-    pub fn plan_for(&self, schema: Option<&ResponseSchema>, thinking: bool) -> WirePlan {
-        let Some(schema) = schema else {
-            return WirePlan::none();
-        };
-        match (self.mode_rule, self.dialect) {
-            (ModeRule::StrictOrHint, _) => subset::openai_strict(schema),
-            // Strict until the probe settles it (`Adapter::settle_mode`); the server takes any root.
-            (ModeRule::Probed, _) => WirePlan::identity(StructuredOutputMode::Strict, Some(schema)),
-            (ModeRule::AnthropicLadder, _) => {
-                crate::llm::wire::messages::plan_for_thinking(schema, thinking)
-            }
-            (ModeRule::CliFlagOrPrompt, _) => {
-                let strict = subset::openai_strict(schema);
-                if strict.weaker_because.is_empty() {
-                    return WirePlan {
-                        mode: StructuredOutputMode::CliFlag,
-                        ..strict
-                    };
-                }
-                let mut plan = WirePlan::identity(StructuredOutputMode::Prompt, None);
-                plan.weaker_because = strict.weaker_because;
-                plan.weaker_because.push(
-                    "codex sends --output-schema as strict: true, which OpenAI refuses for this \
-                     schema (400 invalid_json_schema): the schema goes in the prompt"
-                        .to_owned(),
-                );
-                plan
-            }
-            (ModeRule::Fixed(m), Dialect::ClaudeCli) => {
-                subset::object_root(schema, &subset::ANTHROPIC_TOOL, m)
-            }
-            // JSON mode answers an object, on any Chat server.
-            (ModeRule::Fixed(m @ StructuredOutputMode::JsonMode), _) => {
-                subset::object_root(schema, &subset::GLM_JSON_OBJECT, m)
-            }
-            (ModeRule::Fixed(m), _) => WirePlan::identity(m, Some(schema)),
-        }
-    }
-
-    /// The strongest mode this adapter can use (its guarantee at best: a probed row before
-    /// its probe).
-    pub fn best_mode(&self) -> StructuredOutputMode {
-        match self.mode_rule {
-            ModeRule::StrictOrHint | ModeRule::AnthropicLadder | ModeRule::Probed => {
-                StructuredOutputMode::Strict
-            }
-            ModeRule::Fixed(m) => m,
-            ModeRule::CliFlagOrPrompt => StructuredOutputMode::CliFlag,
-        }
-    }
-
-    /// The modes this adapter can use, as a short text for tables (`strict / hint`).
-    pub fn modes_text(&self) -> &'static str {
-        match self.mode_rule {
-            ModeRule::StrictOrHint => "strict / hint",
-            ModeRule::AnthropicLadder => "strict / tool / prompt",
-            ModeRule::Fixed(m) => m.as_str(),
-            ModeRule::CliFlagOrPrompt => "cli-flag / prompt",
-            ModeRule::Probed => "strict / hint / json-mode (probed)",
-        }
-    }
-
     /// Whether this machine has what the adapter needs. Never reads a secret's value beyond
     /// checking that it is set.
     pub fn is_configured(&self, env: &dyn Environment) -> bool {
@@ -511,13 +407,13 @@ pub fn markdown_table() -> String {
         "| adapter | wire | `response_schema` on the wire | modes | guarantee (best) | framework tools | tools + schema | credentials |\n|---|---|---|---|---|---|---|---|\n",
     );
     for a in ADAPTERS {
-        let best = a.best_mode();
+        let best = a.schema_route.best_mode();
         out.push_str(&format!(
             "| `{}` | {} | {} | {} | {} | {} | {} | {} |\n",
             a.name,
             a.wire,
             a.schema_on_wire,
-            a.modes_text(),
+            a.schema_route.modes_text(),
             best.level().as_str(),
             yes_no(a.framework_tools),
             yes_no(a.tools_with_schema),

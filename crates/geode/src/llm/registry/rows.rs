@@ -3,13 +3,11 @@
 //! needs a new model family, a [`Family`] variant).
 
 use super::{
-    AdapterSpec, Auth, Billing, CliSpec, CliTool, Endpoint, Family, KeyHeader, ModeRule,
-    ModelPattern, SdkBase, WireFamily,
+    AdapterSpec, Auth, Billing, CliSpec, CliTool, Endpoint, Family, KeyHeader, ModelPattern,
+    SchemaRoute, SdkBase, WireFamily,
 };
 use crate::llm::wire::chat::ChatTools;
 use crate::llm::wire::responses::Backend;
-use crate::schema::dialect::Dialect;
-use crate::vocab::StructuredOutputMode;
 use std::time::Duration;
 
 const OPENAI_LIMITS: &str =
@@ -54,11 +52,10 @@ const ANTHROPIC_PAYG: AdapterSpec = AdapterSpec {
     wire_family: WireFamily::Messages,
     wire: "Messages API `POST {base}/v1/messages`",
     schema_on_wire: "`output_config.format` json_schema when it fits; else a forced output tool; else the system prompt",
-    mode_rule: ModeRule::AnthropicLadder,
+    schema_route: SchemaRoute::AnthropicLadder,
     framework_tools: true,
     tools_with_schema: true,
     streaming: true,
-    dialect: Dialect::Anthropic,
     limits: ANTHROPIC_LIMITS,
     auth: Auth::ApiKey {
         env: "ANTHROPIC_API_KEY",
@@ -79,11 +76,10 @@ const OPENAI_PAYG: AdapterSpec = AdapterSpec {
     wire_family: WireFamily::Responses(Backend::Platform),
     wire: "Responses API `POST {base}/v1/responses`",
     schema_on_wire: "`text.format` json_schema, `strict` from the strict check",
-    mode_rule: ModeRule::StrictOrHint,
+    schema_route: SchemaRoute::OpenAiStrict,
     framework_tools: true,
     tools_with_schema: true,
     streaming: true,
-    dialect: Dialect::OpenAiStrict,
     limits: OPENAI_LIMITS,
     auth: Auth::ApiKey {
         env: "OPENAI_API_KEY",
@@ -119,11 +115,10 @@ const fn glm(
         wire_family: WireFamily::Chat(ChatTools::GLM),
         wire: "Chat Completions `POST {base}/chat/completions`",
         schema_on_wire: "`response_format: json_object` + the schema in the system prompt",
-        mode_rule: ModeRule::Fixed(StructuredOutputMode::JsonMode),
+        schema_route: SchemaRoute::JsonObject,
         framework_tools: true,
         tools_with_schema: true,
         streaming: true,
-        dialect: Dialect::Glm,
         limits: "JSON mode only; `tool_choice` auto only",
         auth: Auth::ApiKey {
             env: key_env,
@@ -168,11 +163,10 @@ pub const CLAUDE_CLI: AdapterSpec = AdapterSpec {
     }),
     wire: "`claude -p --output-format stream-json` subprocess",
     schema_on_wire: "`--json-schema <inline JSON>`; `structured_output` read and re-validated",
-    mode_rule: ModeRule::Fixed(StructuredOutputMode::CliValidated),
+    schema_route: SchemaRoute::ClaudeCliTool,
     framework_tools: false,
     tools_with_schema: false,
     streaming: false,
-    dialect: Dialect::ClaudeCli,
     limits: "argument ≤ 128 KiB",
     auth: Auth::Binary {
         env: "GEODE_CLAUDE_BIN",
@@ -205,8 +199,7 @@ pub const CODEX_CLI: AdapterSpec = AdapterSpec {
     }),
     wire: "`codex exec --json` subprocess",
     schema_on_wire: "temp file (0600) + `--output-schema FILE`, removed on every path; a schema OpenAI strict cannot take: in the prompt",
-    mode_rule: ModeRule::CliFlagOrPrompt,
-    dialect: Dialect::CodexCli,
+    schema_route: SchemaRoute::CodexOutputSchema,
     limits: OPENAI_LIMITS,
     auth: Auth::Binary {
         env: "GEODE_CODEX_BIN",
@@ -277,11 +270,10 @@ pub const ADAPTERS: &[AdapterSpec] = &[
         wire_family: WireFamily::Local,
         wire: "llama.cpp on a GGUF file (in-process in Rust; the `geode-engine` process for the CLI)",
         schema_on_wire: "llguidance constrained decoding (schema, choice, regex, grammar)",
-        mode_rule: ModeRule::Fixed(StructuredOutputMode::Constrained),
+        schema_route: SchemaRoute::Constrained,
         framework_tools: false,
         tools_with_schema: false,
         streaming: false,
-        dialect: Dialect::Local,
         limits: "keywords llguidance cannot compile fail closed",
         auth: Auth::ModelFile,
         endpoint: None,
@@ -297,11 +289,10 @@ pub const ADAPTERS: &[AdapterSpec] = &[
         wire_family: WireFamily::Chat(ChatTools::OPENAI),
         wire: "Chat Completions `POST {base}/chat/completions` (llama-server, Ollama, vLLM, LM Studio)",
         schema_on_wire: "`response_format` json_schema (`strict: true`); a probe per server and model decides: enforced → strict, ignored → hint + the schema in the prompt, refused → `json_object` + the schema in the prompt",
-        mode_rule: ModeRule::Probed,
+        schema_route: SchemaRoute::Probed,
         framework_tools: true,
         tools_with_schema: true,
         streaming: true,
-        dialect: Dialect::Chat,
         limits: "what the server enforces; every answer is validated",
         auth: Auth::OptionalApiKey {
             env: "GEODE_OPENAI_COMPAT_API_KEY",

@@ -1,4 +1,6 @@
 use super::*;
+use crate::schema::ResponseSchema;
+use crate::vocab::StructuredOutputMode;
 use serde_json::json;
 
 #[test]
@@ -18,15 +20,12 @@ fn openai_mode_follows_the_strict_check() {
         json!({"type":"object","properties":{"a":{"type":"string"}},"additionalProperties":{"type":"string"}}),
     )
     .unwrap();
-    let s = spec("openai-payg").unwrap();
+    let s = spec("openai-payg").unwrap().schema_route;
+    assert_eq!(s.mode(Some(&strict)), StructuredOutputMode::Strict);
+    assert_eq!(s.mode(Some(&loose)), StructuredOutputMode::Hint);
+    assert_eq!(s.mode(None), StructuredOutputMode::None);
     assert_eq!(
-        s.mode_for(Some(&strict), false),
-        StructuredOutputMode::Strict
-    );
-    assert_eq!(s.mode_for(Some(&loose), false), StructuredOutputMode::Hint);
-    assert_eq!(s.mode_for(None, false), StructuredOutputMode::None);
-    assert_eq!(
-        spec("glm-payg").unwrap().mode_for(Some(&strict), false),
+        spec("glm-payg").unwrap().schema_route.mode(Some(&strict)),
         StructuredOutputMode::JsonMode
     );
 }
@@ -83,18 +82,18 @@ fn an_array_root_plan_per_adapter() {
     let ints =
         ResponseSchema::from_value(json!({"type": "array", "items": {"type": "integer"}})).unwrap();
     for a in ADAPTERS {
-        let plan = a.plan_for(Some(&ints), false);
-        assert_eq!(plan.mode, a.mode_for(Some(&ints), false), "{}", a.name);
-        let (mode, wrapped) = match a.dialect {
+        let plan = a.schema_route.plan(Some(&ints), PlanCx::default());
+        assert_eq!(plan.mode, a.schema_route.mode(Some(&ints)), "{}", a.name);
+        let (mode, wrapped) = match a.schema_route {
             // openai-compatible: strict until its probe says otherwise, any root as-is.
-            _ if matches!(a.mode_rule, ModeRule::Probed) => (StructuredOutputMode::Strict, false),
-            Dialect::OpenAiStrict => (StructuredOutputMode::Strict, true),
-            Dialect::Anthropic => (StructuredOutputMode::Strict, false),
-            Dialect::ClaudeCli => (StructuredOutputMode::CliValidated, true),
-            Dialect::CodexCli => (StructuredOutputMode::CliFlag, true),
-            Dialect::Glm => (StructuredOutputMode::JsonMode, true),
-            Dialect::Chat => unreachable!("only openai-compatible, which is probed"),
-            Dialect::Local => (StructuredOutputMode::Constrained, false),
+            SchemaRoute::Probed => (StructuredOutputMode::Strict, false),
+            SchemaRoute::OpenAiStrict => (StructuredOutputMode::Strict, true),
+            SchemaRoute::AnthropicLadder => (StructuredOutputMode::Strict, false),
+            SchemaRoute::ClaudeCliTool => (StructuredOutputMode::CliValidated, true),
+            SchemaRoute::CodexOutputSchema => (StructuredOutputMode::CliFlag, true),
+            SchemaRoute::JsonObject => (StructuredOutputMode::JsonMode, true),
+            SchemaRoute::Constrained => (StructuredOutputMode::Constrained, false),
+            other => panic!("no built-in row has the route {other:?}"),
         };
         assert_eq!((plan.mode, plan.wrapped), (mode, wrapped), "{}", a.name);
         assert_eq!(
@@ -109,12 +108,70 @@ fn an_array_root_plan_per_adapter() {
 }
 
 #[test]
-fn the_anthropic_ladder_is_the_placement_rule() {
-    let array_root =
-        ResponseSchema::from_value(json!({"type": "array", "items": {"$ref": "#"}})).unwrap();
-    let s = spec("anthropic-payg").unwrap();
+fn a_probed_route_plans_what_its_verdict_says() {
+    let ints =
+        ResponseSchema::from_value(json!({"type": "array", "items": {"type": "integer"}})).unwrap();
+    let plan = |probed| {
+        SchemaRoute::Probed.plan(
+            Some(&ints),
+            PlanCx {
+                probed,
+                ..PlanCx::default()
+            },
+        )
+    };
+    assert_eq!(plan(None).mode, StructuredOutputMode::Strict);
+    let hint = plan(Some(StructuredOutputMode::Hint));
     assert_eq!(
-        s.mode_for(Some(&array_root), false),
-        crate::llm::wire::messages::mode_for(Some(&array_root))
+        (hint.mode, hint.wrapped),
+        (StructuredOutputMode::Hint, false)
     );
+    // Refused: JSON mode, which answers an object, so the array root is wrapped.
+    let json = plan(Some(StructuredOutputMode::JsonMode));
+    assert_eq!(
+        (json.mode, json.wrapped),
+        (StructuredOutputMode::JsonMode, true)
+    );
+}
+
+#[test]
+fn only_openai_bound_routes_refuse_a_schema_past_openai_limits() {
+    let mut v = json!({"type": "string"});
+    for _ in 0..11 {
+        v = json!({"type":"object","properties":{"a": v},"required":["a"],"additionalProperties":false});
+    }
+    let deep = ResponseSchema::from_value(v).unwrap();
+    let preflight = crate::schema::projection::Preflight::new(&deep);
+    for a in ADAPTERS {
+        let refused = !a.schema_route.limit_violations(&preflight).is_empty();
+        let openai_bound = matches!(
+            a.schema_route,
+            SchemaRoute::OpenAiStrict | SchemaRoute::CodexOutputSchema
+        );
+        assert_eq!(refused, openai_bound, "{}", a.name);
+    }
+}
+
+#[test]
+fn the_anthropic_ladder_falls_back_on_thinking_and_prefill() {
+    let recursive =
+        ResponseSchema::from_value(json!({"type": "array", "items": {"$ref": "#"}})).unwrap();
+    let flat = ResponseSchema::from_value(json!({"type": "object"})).unwrap();
+    let route = spec("anthropic-payg").unwrap().schema_route;
+    let mode = |s: &ResponseSchema, thinking, prefill| {
+        route
+            .plan(
+                Some(s),
+                PlanCx {
+                    thinking,
+                    prefill,
+                    probed: None,
+                },
+            )
+            .mode
+    };
+    assert_eq!(mode(&flat, false, false), StructuredOutputMode::Strict);
+    assert_eq!(mode(&flat, false, true), StructuredOutputMode::Tool);
+    assert_eq!(mode(&recursive, false, false), StructuredOutputMode::Tool);
+    assert_eq!(mode(&recursive, true, false), StructuredOutputMode::Prompt);
 }

@@ -13,6 +13,7 @@ use crate::llm::http::{HttpClient, PostRequest, ProviderError, SseReply};
 use crate::llm::request::{AdapterCallRequest, AdapterResponse, WireReport};
 use crate::llm::sse::SseEvent;
 use crate::llm::wire::parse_error::{ParseError, ProviderErrors};
+use crate::schema::subset::WirePlan;
 use bytes::Bytes;
 use serde_json::Value;
 
@@ -36,6 +37,10 @@ pub struct BuildCx<'a> {
     pub reasoning: bool,
     /// A system block that must come first (the Claude subscription's identity), if any.
     pub identity: Option<&'a str>,
+    /// How the schema goes on this call's wire: the adapter's
+    /// [`crate::llm::registry::SchemaRoute`] plan, made once for the call. The body follows it
+    /// and the ledger reports its mode.
+    pub plan: &'a WirePlan,
 }
 
 /// A built request: the serialised body, how the schema went on the wire, and what the fold

@@ -3,7 +3,7 @@
 //! In: the caller's [`ResponseSchema`] (never modified). Out: a [`WirePlan`]: the mode, the copy
 //! that goes on the wire, whether its root was wrapped, one ledger [`Transform`] per rewrite, the
 //! [`Residual`]s checked locally, and why a weaker mode was used when it was. The registry's mode
-//! ([`crate::llm::registry::AdapterSpec::plan_for`]), the wire bodies and `geode schema check
+//! ([`crate::llm::registry::SchemaRoute::plan`]), the wire bodies and `geode schema check
 //! --adapter` all call the functions here, so the mode the ledger reports and the body sent cannot
 //! disagree. A schema outside a subset is rewritten for the wire or sent in the next weaker mode
 //! with the reason; it is never sent as-is with a claim the provider would not honour.
@@ -23,7 +23,7 @@
 //! | string `format` only date-time, time, date, duration, email, hostname, ipv4, ipv6, uuid | another format removed, checked locally |
 //! | `default` ("'default' is not permitted") | removed (an annotation: nothing to check) |
 //! | `additionalProperties:false` on every object, every property required | not rewritable without changing the meaning: the caller's schema goes as a `strict:false` hint (root rewrite only), the reasons named |
-//! | limits (5,000 properties, 10 levels, 1,000 enum values, 120,000 characters) | refused before the call ([`super::dialect::preflight`]) |
+//! | limits (5,000 properties, 10 levels, 1,000 enum values, 120,000 characters) | refused before the call ([`super::projection::preflight`]) |
 //!
 //! ## Anthropic native structured outputs (`anthropic-payg`, `anthropic-oauth`)
 //!
@@ -32,7 +32,7 @@
 //! thevibeworks/claude-code-docs), read with the search tool on 2026-11-30 ([`ANTHROPIC_NATIVE`]).
 //! "All basic types: object, array, string, integer, number, boolean, null" at any place: **no
 //! root rule**, so an array root goes native unwrapped. The keyword rules are the projection's
-//! table in [`super::dialect`] (numeric and string constraints removed and checked locally,
+//! table in [`super::projection`] (numeric and string constraints removed and checked locally,
 //! `minItems` 0/1 only, the ten formats, simple patterns, `additionalProperties` forced to false;
 //! recursion and external `$ref` not rewritable: the next weaker mode, a forced output tool).
 //!
@@ -44,14 +44,14 @@
 //! ## GLM `json_object` (`glm-payg`, `glm-coding-plan`)
 //!
 //! Source: "Structured Output", <https://docs.z.ai/guides/capabilities/struct-output>, read with
-//! the search tool on 2026-11-30 ([`GLM_JSON_OBJECT`]): `response_format` takes only `text` and
+//! the search tool on 2026-11-30 ([`JSON_OBJECT`]): `response_format` takes only `text` and
 //! `json_object`; the schema travels in the system prompt. JSON mode returns a JSON **object**, so
 //! a root that admits no object is wrapped (the prompt shows the wrapped schema); no keyword is
 //! removed (a prompt can hold every keyword, and nothing is enforced).
 
 use super::ResponseSchema;
-use super::dialect::Residual;
 use super::nullable::NullPlan;
+use super::projection::Residual;
 use super::root::{AnswerRoot, wrap_root};
 use super::strict::{check_strict, child};
 use crate::vocab::{StructuredOutputMode, Transform};
@@ -77,8 +77,6 @@ pub enum RootRule {
 pub struct WireSubset {
     /// The subset's name, in words.
     pub name: &'static str,
-    /// The adapters whose wire uses it.
-    pub adapters: &'static [&'static str],
     /// The documentation page.
     pub source: &'static str,
     /// When it was read.
@@ -96,15 +94,9 @@ pub struct WireSubset {
 impl WireSubset {
     /// A wire whose only rule is its root's: no keyword removed, any format (the schema goes
     /// whole, [`object_root`]), read on the same day as the other tables.
-    const fn root_only(
-        name: &'static str,
-        adapters: &'static [&'static str],
-        source: &'static str,
-        root: RootRule,
-    ) -> Self {
+    const fn root_only(name: &'static str, source: &'static str, root: RootRule) -> Self {
         Self {
             name,
-            adapters,
             source,
             read_on: "2026-11-30",
             root,
@@ -118,7 +110,6 @@ impl WireSubset {
 /// OpenAI strict mode (`text.format` json_schema with `strict:true`).
 pub const OPENAI_STRICT: WireSubset = WireSubset {
     name: "OpenAI strict",
-    adapters: &["openai-payg", "codex-oauth", "codex-cli"],
     source: "https://platform.openai.com/docs/guides/structured-outputs#supported-schemas",
     read_on: "2026-11-30",
     root: RootRule::ObjectNotAnyOf,
@@ -132,46 +123,39 @@ pub const OPENAI_STRICT: WireSubset = WireSubset {
         "else",
     ],
     removed_annotations: &["default"],
-    formats: Some(&super::dialect::STRICT_FORMATS),
+    formats: Some(&super::projection::STRICT_FORMATS),
 };
 
 /// Anthropic native structured outputs (`output_config.format`); the keyword rules are
-/// [`super::dialect::AnthropicPolicy`].
+/// [`super::projection::AnthropicPolicy`].
 pub const ANTHROPIC_NATIVE: WireSubset = WireSubset {
     name: "Anthropic native structured outputs",
-    adapters: &["anthropic-payg", "anthropic-oauth"],
     source: "https://platform.claude.com/docs/en/build-with-claude/structured-outputs#json-schema-limitations",
     read_on: "2026-11-30",
     root: RootRule::Any,
-    removed: super::dialect::AnthropicPolicy::REMOVED,
+    removed: super::projection::AnthropicPolicy::REMOVED,
     removed_annotations: &[],
-    formats: Some(super::dialect::AnthropicPolicy::FORMATS),
+    formats: Some(super::projection::AnthropicPolicy::FORMATS),
 };
 
 /// An Anthropic tool's `input_schema` (the forced output tool; the claude CLI's
 /// `StructuredOutput` tool, validated by the CLI).
 pub const ANTHROPIC_TOOL: WireSubset = WireSubset::root_only(
     "Anthropic tool input_schema",
-    &["anthropic-payg", "anthropic-oauth", "claude-cli"],
     "https://platform.claude.com/docs/en/agents-and-tools/tool-use/implement-tool-use",
     RootRule::ObjectType,
 );
 
-/// Zhipu GLM JSON mode (`response_format: json_object`, the schema in the prompt).
-pub const GLM_JSON_OBJECT: WireSubset = WireSubset::root_only(
-    "GLM json_object",
-    &["glm-payg", "glm-coding-plan"],
+/// JSON mode (`response_format: json_object`, the schema in the prompt), as Zhipu GLM documents
+/// it; every Chat server's JSON mode is held to the same rule.
+pub const JSON_OBJECT: WireSubset = WireSubset::root_only(
+    "JSON mode (json_object)",
     "https://docs.z.ai/guides/capabilities/struct-output",
     RootRule::ObjectValue,
 );
 
 /// Every subset table, for `geode schema check` and the docs.
-pub const SUBSETS: &[WireSubset] = &[
-    OPENAI_STRICT,
-    ANTHROPIC_NATIVE,
-    ANTHROPIC_TOOL,
-    GLM_JSON_OBJECT,
-];
+pub const SUBSETS: &[WireSubset] = &[OPENAI_STRICT, ANTHROPIC_NATIVE, ANTHROPIC_TOOL, JSON_OBJECT];
 
 /// How a schema goes on one wire: the one answer the mode decision, the body and
 /// `geode schema check --adapter` share.
@@ -409,13 +393,13 @@ pub fn openai_strict(schema: &ResponseSchema) -> WirePlan {
 /// when needed, in `mode`.
 ///
 /// ```
-/// use geode::schema::{ResponseSchema, subset::{object_root, GLM_JSON_OBJECT}};
+/// use geode::schema::{ResponseSchema, subset::{object_root, JSON_OBJECT}};
 /// use geode::vocab::StructuredOutputMode;
 /// let s = ResponseSchema::from_json_str(r#"{"enum":["a","b"]}"#).unwrap();
-/// let plan = object_root(&s, &GLM_JSON_OBJECT, StructuredOutputMode::JsonMode);
+/// let plan = object_root(&s, &JSON_OBJECT, StructuredOutputMode::JsonMode);
 /// assert!(plan.wrapped);
 /// let obj = ResponseSchema::from_json_str(r#"{"type":"object"}"#).unwrap();
-/// assert!(!object_root(&obj, &GLM_JSON_OBJECT, StructuredOutputMode::JsonMode).wrapped);
+/// assert!(!object_root(&obj, &JSON_OBJECT, StructuredOutputMode::JsonMode).wrapped);
 /// ```
 pub fn object_root(
     schema: &ResponseSchema,

@@ -9,7 +9,7 @@
 //! every such object with more than [`WIDE_OBJECT`] required names, and borrows the schema
 //! untouched otherwise.
 
-use crate::schema::dialect::{sub_pointer, subschemas};
+use crate::schema::projection::{sub_pointer, subschemas};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 

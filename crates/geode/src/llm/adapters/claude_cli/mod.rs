@@ -42,6 +42,7 @@ use crate::llm::adapter::Adapter;
 use crate::llm::call::{AdapterError, CallCx, TextSink};
 use crate::llm::request::{AdapterCallRequest, AdapterResponse, StopReason, Usage, WireReport};
 use crate::llm::subprocess::{MAX_ARG_BYTES, ProcessSpec};
+use crate::schema::subset::WirePlan;
 use serde::Deserialize;
 use serde_json::Value;
 use std::path::PathBuf;
@@ -100,12 +101,14 @@ impl ClaudeCliAdapter {
         Self { config }
     }
 
-    /// The process to run `bin` for `req`, without spawning it; with `partial`, the CLI also
-    /// prints the stream's deltas (`--include-partial-messages`, see [`PartialAnswer`]).
+    /// The process to run `bin` for `req` with its schema as `plan` says, without spawning it;
+    /// with `partial`, the CLI also prints the stream's deltas (`--include-partial-messages`,
+    /// see [`PartialAnswer`]).
     pub fn process_spec(
         &self,
         bin: PathBuf,
         req: &AdapterCallRequest,
+        plan: &WirePlan,
         partial: bool,
     ) -> ProcessSpec {
         let c = &self.config;
@@ -126,7 +129,7 @@ impl ClaudeCliAdapter {
             spec = spec.args(["--system-prompt", req.system_prompt.as_str()]);
         }
         if let Some(schema) = &req.response_schema {
-            let wire = ROW.wire_plan(Some(schema)).wire_schema(schema);
+            let wire = plan.wire_schema(schema);
             spec = spec.arg("--json-schema").arg(wire.to_compact_json());
         }
         if partial {
@@ -156,9 +159,11 @@ impl Adapter for ClaudeCliAdapter {
         cx: &CallCx,
     ) -> Result<AdapterResponse, AdapterError> {
         let partial = cx.on_text.is_some();
+        let plan = ROW.wire_plan(&req);
         let mut spec = self.process_spec(
             ROW.resolve_bin(self.config.cli.bin.as_ref())?,
             &req,
+            &plan,
             partial,
         );
         if partial {
@@ -184,10 +189,7 @@ impl Adapter for ClaudeCliAdapter {
             Some(resp) => resp,
             None => interpret(result, req.response_schema.is_some())?,
         };
-        Ok(cli_common::answered(
-            resp,
-            ROW.wire_plan(req.response_schema.as_ref()),
-        ))
+        Ok(cli_common::answered(resp, plan))
     }
 }
 

@@ -165,7 +165,7 @@ fn argv_has_the_schema_inline_and_compact_and_the_prompt_on_stdin() {
     req.system_prompt = "be terse".into();
     req.response_schema = Some(schema());
     let a = ClaudeCliAdapter::default();
-    let spec = a.process_spec("/bin/claude".into(), &req, false);
+    let spec = a.process_spec("/bin/claude".into(), &req, &ROW.wire_plan(&req), false);
     let args: Vec<String> = spec
         .arguments()
         .iter()
@@ -201,7 +201,7 @@ fn argv_has_the_schema_inline_and_compact_and_the_prompt_on_stdin() {
     );
     assert!(!args.iter().any(|a| a == "--include-partial-messages"));
     let partial: Vec<String> = a
-        .process_spec("/bin/claude".into(), &req, true)
+        .process_spec("/bin/claude".into(), &req, &ROW.wire_plan(&req), true)
         .arguments()
         .iter()
         .map(|s| s.to_string_lossy().into_owned())
@@ -222,7 +222,12 @@ fn argv_has_the_schema_inline_and_compact_and_the_prompt_on_stdin() {
 fn a_system_prompt_too_long_for_an_argument_goes_on_stdin() {
     let mut req = AdapterCallRequest::new("", vec![Message::user("q")]);
     req.system_prompt = "s".repeat(MAX_ARG_BYTES);
-    let spec = ClaudeCliAdapter::default().process_spec("/bin/claude".into(), &req, false);
+    let spec = ClaudeCliAdapter::default().process_spec(
+        "/bin/claude".into(),
+        &req,
+        &ROW.wire_plan(&req),
+        false,
+    );
     assert!(!spec.arguments().iter().any(|a| a == "--system-prompt"));
     assert!(
         !spec.arguments().iter().any(|a| a == "--model"),

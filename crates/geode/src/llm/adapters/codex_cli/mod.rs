@@ -232,7 +232,7 @@ impl Adapter for CodexCliAdapter {
     ) -> Result<AdapterResponse, AdapterError> {
         let bin = ROW.resolve_bin(self.config.cli.bin.as_ref())?;
         // Lives until the end of this function on every path, then removes the directory.
-        let plan = ROW.wire_plan(req.response_schema.as_ref());
+        let plan = ROW.wire_plan(&req);
         let (schema_file, req) = match &req.response_schema {
             Some(s) if plan.mode == StructuredOutputMode::Prompt => {
                 let system_prompt = append_to_system(&req.system_prompt, s);

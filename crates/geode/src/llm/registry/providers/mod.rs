@@ -16,12 +16,10 @@
 //! and a bad one names its key; a value that might be a secret (a header value, a URL with a
 //! password) is never echoed.
 
-use super::{AdapterSpec, Auth, Billing, Endpoint, Family, KeyHeader, ModeRule, WireFamily};
+use super::{AdapterSpec, Auth, Billing, Endpoint, Family, KeyHeader, SchemaRoute, WireFamily};
 use crate::llm::adapters::cli_common::is_env_name;
 use crate::llm::wire::chat::ChatTools;
 use crate::llm::wire::responses::Backend;
-use crate::schema::dialect::Dialect;
-use crate::vocab::StructuredOutputMode;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -157,11 +155,10 @@ impl ProviderConfig {
                 shape.wire_name, shape.path
             )),
             schema_on_wire: shape.schema_on_wire,
-            mode_rule: shape.mode_rule,
+            schema_route: shape.schema_route,
             framework_tools: true,
             tools_with_schema: true,
             streaming: true,
-            dialect: shape.dialect,
             limits: shape.limits,
             auth: match &self.key_env {
                 Some(key) => Auth::ApiKey {
@@ -243,51 +240,47 @@ struct Shape {
     wire_name: &'static str,
     path: &'static str,
     key_header: KeyHeader,
-    mode_rule: ModeRule,
-    dialect: Dialect,
+    schema_route: SchemaRoute,
     schema_on_wire: &'static str,
     limits: &'static str,
 }
 
 impl Shape {
     fn of(wire: WireKind, schema: SchemaOnWire) -> Option<Self> {
-        let chat = |mode_rule, schema_on_wire| Self {
+        let chat = |schema_route, schema_on_wire| Self {
             family: WireFamily::Chat(ChatTools::OPENAI),
             wire_name: "Chat Completions",
             path: "/chat/completions",
             key_header: KeyHeader::Bearer,
-            mode_rule,
-            dialect: Dialect::Chat,
+            schema_route,
             schema_on_wire,
             limits: "what the server enforces; every answer is validated",
         };
         Some(match (wire, schema) {
             (WireKind::Chat, SchemaOnWire::Probe) => chat(
-                ModeRule::Probed,
+                SchemaRoute::Probed,
                 "`response_format` json_schema; a probe per model decides: enforced → strict, \
                  ignored → hint + the schema in the prompt, refused → `json_object` + the schema \
                  in the prompt",
             ),
             (WireKind::Chat, SchemaOnWire::JsonSchema) => chat(
-                ModeRule::Fixed(StructuredOutputMode::Strict),
+                SchemaRoute::DeclaredJsonSchema,
                 "`response_format` json_schema (`strict: true`), enforced by the server as \
                  configured",
             ),
             (WireKind::Chat, SchemaOnWire::JsonObject) => chat(
-                ModeRule::Fixed(StructuredOutputMode::JsonMode),
+                SchemaRoute::JsonObject,
                 "`response_format: json_object` + the schema in the system prompt",
             ),
-            (WireKind::Chat, SchemaOnWire::Prompt) => chat(
-                ModeRule::Fixed(StructuredOutputMode::Prompt),
-                "the schema in the system prompt",
-            ),
+            (WireKind::Chat, SchemaOnWire::Prompt) => {
+                chat(SchemaRoute::Prompt, "the schema in the system prompt")
+            }
             (WireKind::Responses, SchemaOnWire::JsonSchema) => Self {
                 family: WireFamily::Responses(Backend::Platform),
                 wire_name: "Responses API",
                 path: "/responses",
                 key_header: KeyHeader::Bearer,
-                mode_rule: ModeRule::StrictOrHint,
-                dialect: Dialect::OpenAiStrict,
+                schema_route: SchemaRoute::OpenAiStrict,
                 schema_on_wire: "`text.format` json_schema (`strict` when the strict check \
                                  passes, else `hint`)",
                 limits: "OpenAI strict-mode limits",
@@ -297,8 +290,7 @@ impl Shape {
                 wire_name: "Messages API",
                 path: "/messages",
                 key_header: KeyHeader::XApiKey,
-                mode_rule: ModeRule::AnthropicLadder,
-                dialect: Dialect::Anthropic,
+                schema_route: SchemaRoute::AnthropicLadder,
                 schema_on_wire: "`output_config.format` when the schema fits, else a forced \
                                  output tool, else the prompt",
                 limits: "Anthropic's structured-output subset",

@@ -18,7 +18,7 @@ fn a_chat_table_is_a_row_on_the_openai_chat_shape() {
     let row = table(ROUTER).spec("router").unwrap();
     assert_eq!(row.name, "router");
     assert_eq!(row.wire_family, WireFamily::Chat(ChatTools::OPENAI));
-    assert_eq!(row.mode_rule, ModeRule::Fixed(StructuredOutputMode::Strict));
+    assert_eq!(row.schema_route, SchemaRoute::DeclaredJsonSchema);
     assert_eq!(
         row.auth,
         Auth::ApiKey {
@@ -51,28 +51,24 @@ fn the_same_table_is_one_row() {
 }
 
 #[test]
-fn each_schema_setting_has_its_mode_rule_and_each_wire_its_defaults() {
+fn each_schema_setting_has_its_schema_route_and_each_wire_its_defaults() {
     let base = "base_url = \"http://127.0.0.1:1/v1\"\nmodel = \"m\"\n";
     for (wire, schema, rule) in [
-        ("chat", None, ModeRule::Probed),
-        ("chat", Some("probe"), ModeRule::Probed),
+        ("chat", None, SchemaRoute::Probed),
+        ("chat", Some("probe"), SchemaRoute::Probed),
+        ("chat", Some("json_object"), SchemaRoute::JsonObject),
+        ("chat", Some("prompt"), SchemaRoute::Prompt),
+        ("responses", None, SchemaRoute::OpenAiStrict),
         (
-            "chat",
-            Some("json_object"),
-            ModeRule::Fixed(StructuredOutputMode::JsonMode),
+            "messages",
+            Some("json_schema"),
+            SchemaRoute::AnthropicLadder,
         ),
-        (
-            "chat",
-            Some("prompt"),
-            ModeRule::Fixed(StructuredOutputMode::Prompt),
-        ),
-        ("responses", None, ModeRule::StrictOrHint),
-        ("messages", Some("json_schema"), ModeRule::AnthropicLadder),
     ] {
         let schema = schema.map_or(String::new(), |s| format!("schema = \"{s}\"\n"));
         let t = table(&format!("wire = \"{wire}\"\n{base}{schema}"));
         let row = t.spec("p").unwrap();
-        assert_eq!(row.mode_rule, rule, "{wire} {schema}");
+        assert_eq!(row.schema_route, rule, "{wire} {schema}");
         assert_eq!(row.auth, Auth::None, "no key_env: no credentials");
     }
     let messages = table(&format!("wire = \"messages\"\nkey_env = \"K\"\n{base}"));

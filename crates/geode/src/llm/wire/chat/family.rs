@@ -2,7 +2,7 @@
 //! [`super::stream::StreamFold`]) or one JSON reply, like GEODE's.
 
 use super::stream::{Flow, StreamFold};
-use super::{ChatTools, ParseError, SchemaPlacement, StreamOptions, build_with, parse_value};
+use super::{ChatTools, ParseError, StreamOptions, build_with, parse_value};
 use crate::llm::call::AdapterError;
 use crate::llm::http::ProviderError;
 use crate::llm::request::{AdapterCallRequest, AdapterResponse};
@@ -10,31 +10,21 @@ use crate::llm::sse::SseEvent;
 use crate::llm::wire::family::{self, BuildCx, Built, Delivery, SseFold, SseSteps, Wire, WireFold};
 use serde_json::Value;
 
-/// The Chat Completions family, with the schema placed as [`Self::placement`] says (the
-/// default, JSON mode, is GLM's), the tools as the server takes them ([`Self::tools`]) and the
-/// reply delivered as [`Self::delivery`] says (the default streams; the `openai-compatible`
-/// probe asks for one JSON reply).
+/// The Chat Completions family, with the schema placed as the call's plan says, the tools as
+/// the server takes them ([`Self::tools`]) and the reply delivered as [`Self::delivery`] says
+/// (the default streams; the `openai-compatible` probe asks for one JSON reply).
 #[derive(Debug, Clone, Copy)]
 pub struct ChatWire {
-    /// Where the response schema goes.
-    pub placement: SchemaPlacement,
     /// What the server accepts of tools.
     pub tools: ChatTools,
     /// SSE chunks (`stream: true`) or one JSON reply.
     pub delivery: Delivery,
 }
 
-impl Default for ChatWire {
-    fn default() -> Self {
-        Self::streamed(SchemaPlacement::default(), ChatTools::GLM)
-    }
-}
-
 impl ChatWire {
-    /// The streamed wire with the schema placed as `placement` says.
-    pub fn streamed(placement: SchemaPlacement, tools: ChatTools) -> Self {
+    /// The streamed wire for a server that takes `tools`.
+    pub fn streamed(tools: ChatTools) -> Self {
         Self {
-            placement,
             tools,
             delivery: Delivery::Sse,
         }
@@ -47,7 +37,7 @@ impl Wire for ChatWire {
     }
 
     fn build(&self, req: &AdapterCallRequest, cx: &BuildCx<'_>) -> Result<Built, AdapterError> {
-        let mut built = build_with(req, cx.default_model, self.placement, self.tools)
+        let mut built = build_with(req, cx.default_model, cx.plan, self.tools)
             .map_err(|e| e.into_adapter_error(cx.adapter))?;
         if self.delivery == Delivery::Sse {
             built.body.stream = true;

@@ -20,7 +20,7 @@
 //! (`tool_choice` accepts only `"auto"`).
 //!
 //! An OpenAI-compatible server takes `response_format: {type: json_schema, json_schema: {name,
-//! schema, strict}}` ([`SchemaPlacement::JsonSchema`]); whether it enforces it is found by a
+//! schema, strict}}`; whether it enforces it is found by a
 //! probe (`llm/adapters/compat_probe.rs`): `strict` when it does, `hint` (schema also in the
 //! prompt) when it answers 200 but ignores it, and GLM's JSON mode when it refuses the field.
 //! A provider configured in `geode.toml` names its placement instead (docs/configuration.md).
@@ -44,8 +44,8 @@ pub mod stream;
 pub use family::ChatWire;
 pub use request::{
     Built, ChatMessage, ChatTools, ChosenFunction, FunctionCall, FunctionDef, FunctionKind,
-    JsonSchemaFormat, MAX_TOOLS, Request, ResponseFormat, SchemaPlacement, StreamOptions, Tool,
-    ToolCall, ToolChoice, ToolMode, build, build_with, mode_for,
+    JsonSchemaFormat, MAX_TOOLS, Request, ResponseFormat, StreamOptions, Tool, ToolCall,
+    ToolChoice, ToolMode, build_with,
 };
 pub use response::{parse_response, parse_value, stop_reason};
 

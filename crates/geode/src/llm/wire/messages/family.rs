@@ -27,7 +27,7 @@ impl Wire for MessagesWire {
     }
 
     fn build(&self, req: &AdapterCallRequest, cx: &BuildCx<'_>) -> Result<Built, AdapterError> {
-        let mut built = build(req, cx.default_model, MessagesDelivery::Stream);
+        let mut built = build(req, cx.default_model, MessagesDelivery::Stream, cx.plan);
         if let Some(identity) = cx.identity {
             prepend_identity(&mut built.body, identity);
         }

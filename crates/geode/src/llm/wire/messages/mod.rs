@@ -59,8 +59,7 @@ mod stream;
 
 pub use family::{ANTHROPIC_VERSION, MessagesWire};
 pub use placement::{
-    OUTPUT_TOOL_PREFIX, Placed, Placement, mode_for, mode_for_thinking, output_tool_name,
-    place_schema, plan_for_thinking,
+    OUTPUT_TOOL_PREFIX, Placed, Placement, ladder, output_tool_name, place_schema, placement,
 };
 pub use request::{
     Built, ContentBlock, Delivery, OutputConfig, OutputFormat, Request, System, SystemBlock,
@@ -190,13 +189,19 @@ mod tests {
             )
             .unwrap(),
         );
-        let cx = BuildCx {
-            adapter: "a",
-            default_model: "d",
-            reasoning: false,
-            identity: None,
+        let route = crate::llm::registry::SchemaRoute::AnthropicLadder;
+        let build = |req: &AdapterCallRequest| {
+            let plan = route.plan_call(req, None);
+            let cx = BuildCx {
+                adapter: "a",
+                default_model: "d",
+                reasoning: false,
+                identity: None,
+                plan: &plan,
+            };
+            MessagesWire.build(req, &cx).unwrap()
         };
-        let built = MessagesWire.build(&req, &cx).unwrap();
+        let built = build(&req);
         let bad = |message: &str| ProviderError {
             message: message.into(),
             code: Some("invalid_request_error".into()),
@@ -218,9 +223,7 @@ mod tests {
             &built,
             "output_config.format.schema: recursive schemas are not supported"
         ));
-        let plain = MessagesWire
-            .build(&AdapterCallRequest::new("m", vec![]), &cx)
-            .unwrap();
+        let plain = build(&AdapterCallRequest::new("m", vec![]));
         assert!(!judge(&plain, "tools.0.x"));
     }
 }

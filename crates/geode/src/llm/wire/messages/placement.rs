@@ -11,9 +11,9 @@
 //! final text only), but not with an assistant prefill. A forced tool (`tool_choice` `any` or
 //! `tool`) is an error with extended thinking, hence the prompt fallback.
 
-use crate::llm::request::{AdapterCallRequest, Role};
+use crate::llm::request::AdapterCallRequest;
 use crate::schema::ResponseSchema;
-use crate::schema::dialect::{Dialect, anthropic_native_fits, project};
+use crate::schema::projection::{anthropic_native_fits, project_anthropic};
 use crate::schema::subset::{ANTHROPIC_TOOL, WirePlan, object_root};
 use crate::vocab::{StructuredOutputMode, Transform};
 use serde_json::Value;
@@ -60,106 +60,77 @@ pub struct Placed {
     pub weaker_because: Vec<String>,
 }
 
-impl Placed {
-    fn empty(placement: Placement, mode: StructuredOutputMode) -> Self {
-        Self {
-            placement,
-            mode,
-            transforms: Vec::new(),
-            wrapped: false,
-            weaker_because: Vec::new(),
-        }
-    }
-}
-
-/// Decides the placement for `req` (its schema, thinking budget, last turn and tool names).
-pub fn place_schema(req: &AdapterCallRequest) -> Placed {
-    let Some(schema) = &req.response_schema else {
-        return Placed::empty(Placement::None, StructuredOutputMode::None);
-    };
-    let prefill = req
-        .messages
-        .last()
-        .is_some_and(|m| m.role == Role::Assistant);
+/// The ladder of the module's table for `schema`: the plan of
+/// [`crate::llm::registry::SchemaRoute::AnthropicLadder`]. The native copy is the Anthropic
+/// projection, its residuals checked locally; the tool's copy has an object root.
+pub fn ladder(schema: &ResponseSchema, thinking: bool, prefill: bool) -> WirePlan {
     let mut weaker_because = Vec::new();
     if prefill {
         weaker_because.push("native: an assistant prefill rules out output_config.format".into());
     } else {
         match anthropic_native_fits(schema) {
             Ok(()) => {
-                let projection = project(schema, Dialect::Anthropic);
-                return Placed {
-                    placement: Placement::Native {
-                        schema: projection.wire,
-                    },
-                    mode: StructuredOutputMode::Strict,
+                let projection = project_anthropic(schema);
+                return WirePlan {
+                    wire: Some(projection.wire),
                     transforms: projection.transforms,
-                    wrapped: false,
-                    weaker_because,
+                    residuals: projection.residuals,
+                    ..WirePlan::identity(StructuredOutputMode::Strict, None)
                 };
             }
             Err(why) => weaker_because.extend(why.into_iter().map(|w| format!("native: {w}"))),
         }
     }
-    if req.thinking_budget == 0 {
-        let plan = object_root(schema, &ANTHROPIC_TOOL, StructuredOutputMode::Tool);
-        let taken: Vec<&str> = req.tools.iter().map(|t| t.name.as_str()).collect();
-        return Placed {
-            placement: Placement::OutputTool {
-                name: output_tool_name(schema, &taken),
-                input_schema: plan.wire.unwrap_or_else(|| schema.as_value().clone()),
-            },
-            mode: StructuredOutputMode::Tool,
-            transforms: plan.transforms,
-            wrapped: plan.wrapped,
+    if !thinking {
+        return WirePlan {
             weaker_because,
+            ..object_root(schema, &ANTHROPIC_TOOL, StructuredOutputMode::Tool)
         };
     }
     weaker_because.push("tool: extended thinking rules out a forced tool".into());
-    Placed {
-        weaker_because,
-        ..Placed::empty(Placement::Prompt, StructuredOutputMode::Prompt)
-    }
-}
-
-/// The mode [`place_schema`] picks for `schema` on a plain request (no thinking, no prefill).
-pub fn mode_for(schema: Option<&ResponseSchema>) -> StructuredOutputMode {
-    mode_for_thinking(schema, false)
-}
-
-/// The mode [`place_schema`] picks for `schema` on a request without prefill, with extended
-/// thinking on or off.
-pub fn mode_for_thinking(schema: Option<&ResponseSchema>, thinking: bool) -> StructuredOutputMode {
-    match schema {
-        Some(s) => plan_for_thinking(s, thinking).mode,
-        None => StructuredOutputMode::None,
-    }
-}
-
-/// [`place_schema`] for `schema` on a request without prefill, as a [`WirePlan`] (the registry's
-/// `AnthropicLadder` rule is this function).
-pub fn plan_for_thinking(schema: &ResponseSchema, thinking: bool) -> WirePlan {
-    let mut req = AdapterCallRequest::new("", Vec::new());
-    req.response_schema = Some(schema.clone());
-    req.thinking_budget = u32::from(thinking);
-    let placed = place_schema(&req);
-    let wire = match placed.placement {
-        Placement::Native { schema } => Some(schema),
-        Placement::OutputTool { input_schema, .. } => Some(input_schema),
-        Placement::None | Placement::Prompt => None,
-    };
-    let residuals = match placed.mode {
-        StructuredOutputMode::Strict => project(schema, Dialect::Anthropic).residuals,
-        _ => Vec::new(),
-    };
     WirePlan {
-        mode: placed.mode,
-        wire,
-        wrapped: placed.wrapped,
-        transforms: placed.transforms,
-        residuals,
-        weaker_because: placed.weaker_because,
-        absent_nulls: Default::default(),
+        weaker_because,
+        ..WirePlan::identity(StructuredOutputMode::Prompt, None)
+    }
+}
+
+/// Where `plan` puts the schema of `req` on a Messages request (the output tool named apart
+/// from the request's own tools).
+pub fn placement(plan: &WirePlan, req: &AdapterCallRequest) -> Placement {
+    let Some(schema) = &req.response_schema else {
+        return Placement::None;
+    };
+    let copy = || {
+        plan.wire
+            .clone()
+            .unwrap_or_else(|| schema.as_value().clone())
+    };
+    match plan.mode {
+        StructuredOutputMode::None => Placement::None,
+        StructuredOutputMode::Strict => Placement::Native { schema: copy() },
+        StructuredOutputMode::Tool => {
+            let taken: Vec<&str> = req.tools.iter().map(|t| t.name.as_str()).collect();
+            Placement::OutputTool {
+                name: output_tool_name(schema, &taken),
+                input_schema: copy(),
+            }
+        }
+        _ => Placement::Prompt,
+    }
+}
+
+/// The ladder's decision for `req` (its schema, thinking budget, last turn and tool names).
+pub fn place_schema(req: &AdapterCallRequest) -> Placed {
+    let plan = match &req.response_schema {
+        Some(s) => ladder(s, req.thinking_budget > 0, req.ends_with_prefill()),
+        None => WirePlan::none(),
+    };
+    Placed {
+        placement: placement(&plan, req),
+        mode: plan.mode,
+        transforms: plan.transforms,
+        wrapped: plan.wrapped,
+        weaker_because: plan.weaker_because,
     }
 }
 
@@ -204,7 +175,6 @@ mod tests {
     fn no_schema_places_nothing() {
         let req = AdapterCallRequest::new("m", vec![Message::user("hi")]);
         assert_eq!(place_schema(&req).placement, Placement::None);
-        assert_eq!(mode_for(None), StructuredOutputMode::None);
     }
 
     #[test]

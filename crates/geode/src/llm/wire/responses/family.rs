@@ -30,7 +30,7 @@ impl Wire for ResponsesWire {
             },
             delivery: super::Delivery::Sse,
         };
-        let built = super::build(cx.adapter, req, &opts)?;
+        let built = super::build(cx.adapter, req, &opts, cx.plan)?;
         Ok(Built {
             body: built.body,
             wire: built.wire,

@@ -15,7 +15,7 @@
 //! | `store` | always `false` |
 //! | `reasoning`, `include` | for reasoning models: `{"effort","summary":"auto"}` and `["reasoning.encrypted_content"]`; no temperature |
 //! | `max_output_tokens` | [`Backend::Platform`] only (the ChatGPT backend rejects it) |
-//! | `text.format` | with a schema: `{"type":"json_schema","name": openai_name,"strict": <plan>,"schema": <the plan's copy>}`, the plan being [`crate::schema::subset::openai_strict`] (root wrapped, unsupported keywords removed; the caller's schema when nothing needed rewriting) |
+//! | `text.format` | with a schema: `{"type":"json_schema","name": openai_name,"strict": <plan>,"schema": <the plan's copy>}`, the plan being the call's [`crate::llm::registry::SchemaRoute::OpenAiStrict`] plan (root wrapped, unsupported keywords removed; the caller's schema when nothing needed rewriting) |
 //!
 //! The [`WireReport`] says `strict` when `strict:true` was sent, `hint` when `false`, `none`
 //! without a schema. Response: text from `output_text` parts; tool calls from `function_call`
@@ -25,7 +25,7 @@
 
 use crate::llm::call::AdapterError;
 use crate::llm::request::{AdapterCallRequest, WireReport};
-use crate::schema::subset::openai_strict;
+use crate::schema::subset::WirePlan;
 use crate::vocab::StructuredOutputMode;
 use bytes::Bytes;
 
@@ -98,6 +98,7 @@ pub fn build(
     adapter: &str,
     req: &AdapterCallRequest,
     opts: &Options,
+    plan: &WirePlan,
 ) -> Result<Built, AdapterError> {
     if req.tools.len() > MAX_TOOLS {
         return Err(AdapterError::Unsupported {
@@ -117,8 +118,7 @@ pub fn build(
     let reasoning = opts.reasoning == Reasoning::On;
     let tools = !req.tools.is_empty();
     let mut wire = WireReport::default();
-    let plan = req.response_schema.as_ref().map(|s| (s, openai_strict(s)));
-    let text = plan.as_ref().map(|(schema, plan)| {
+    let text = req.response_schema.as_ref().map(|schema| {
         wire.mode = plan.mode;
         wire.transforms.clone_from(&plan.transforms);
         wire.wrapped_root = plan.wrapped;

@@ -48,8 +48,14 @@ fn capture(name: &str) -> Value {
     serde_json::from_str(&text).unwrap()
 }
 
+/// `req` built with the plan its adapter would make for it.
+fn planned(req: &AdapterCallRequest, opts: &Options) -> Result<Built, AdapterError> {
+    let plan = crate::llm::registry::SchemaRoute::OpenAiStrict.plan_call(req, None);
+    build("t", req, opts, &plan)
+}
+
 fn body(req: &AdapterCallRequest, opts: &Options) -> Value {
-    let built = build("t", req, opts).unwrap();
+    let built = planned(req, opts).unwrap();
     serde_json::from_slice(&built.body).unwrap()
 }
 
@@ -63,7 +69,7 @@ fn base() -> AdapterCallRequest {
 fn schema_goes_to_text_format_with_strict_verdict_and_mode() {
     let mut r = base();
     r.response_schema = Some(strict_schema());
-    let built = build("t", &r, &PLATFORM).unwrap();
+    let built = planned(&r, &PLATFORM).unwrap();
     assert_eq!(built.wire.mode, StructuredOutputMode::Strict);
     let b: Value = serde_json::from_slice(&built.body).unwrap();
     assert_eq!(
@@ -72,7 +78,7 @@ fn schema_goes_to_text_format_with_strict_verdict_and_mode() {
                           "schema": strict_schema().as_value()}})
     );
     r.response_schema = Some(loose_schema());
-    let built = build("t", &r, &PLATFORM).unwrap();
+    let built = planned(&r, &PLATFORM).unwrap();
     assert_eq!(built.wire.mode, StructuredOutputMode::Hint);
     let b: Value = serde_json::from_slice(&built.body).unwrap();
     assert_eq!(b["text"]["format"]["strict"], json!(false));
@@ -86,7 +92,7 @@ fn optional_properties_go_strict_as_required_and_nullable() {
     let optional = json!({"type": "object", "required": ["a"],
         "properties": {"a": {"type": "string"}, "b": {"type": "integer"}}});
     r.response_schema = Some(ResponseSchema::from_value(optional).unwrap());
-    let built = build("t", &r, &PLATFORM).unwrap();
+    let built = planned(&r, &PLATFORM).unwrap();
     let b: Value = serde_json::from_slice(&built.body).unwrap();
     assert_eq!(built.wire.mode, StructuredOutputMode::Strict);
     assert_eq!(b["text"]["format"]["strict"], true);
@@ -105,7 +111,7 @@ fn the_schema_is_the_only_difference_and_absent_without_one() {
     let (mut a, mut b) = (body(&r, &CODEX), body(&with, &CODEX));
     assert!(a.get("text").is_none());
     assert_eq!(
-        build("t", &r, &CODEX).unwrap().wire.mode,
+        planned(&r, &CODEX).unwrap().wire.mode,
         StructuredOutputMode::None
     );
     b.as_object_mut().unwrap().remove("text");
@@ -209,7 +215,7 @@ fn too_many_tools_is_unsupported() {
         .map(|i| tool_spec(&format!("t{i}"), json!({})))
         .collect();
     assert!(matches!(
-        build("t", &r, &PLATFORM),
+        planned(&r, &PLATFORM),
         Err(AdapterError::Unsupported { .. })
     ));
 }

@@ -9,7 +9,7 @@
 //! | `tools` | `[{type: function, function: {name, description, parameters}}]` (GLM: at most 128) |
 //! | `tool_choice` | only with tools: `"auto"`, `"none"`, `"required"`, `{type: function, function: {name}}` (GLM: `"auto"` only, see below) |
 //! | `max_tokens`, `temperature`, `stop_sequences` | `max_tokens`, `temperature`, `stop` |
-//! | `response_schema` | as the [`SchemaPlacement`] says: `response_format: {type: json_object}` + the schema in the system prompt → `json-mode` (a root that admits no object is wrapped under `value` first, [`crate::schema::subset::GLM_JSON_OBJECT`]: JSON mode answers an object); `json_schema` → `strict` or `hint`; the prompt alone → `prompt` |
+//! | `response_schema` | as the call's plan says ([`build_with`]): `response_format: {type: json_object}` + the schema in the system prompt → `json-mode` (a root that admits no object is wrapped under `value` first, [`crate::schema::subset::JSON_OBJECT`]: JSON mode answers an object); `json_schema` → `strict` or `hint`; the prompt alone → `prompt` |
 //!
 //! The tool rules are the server's ([`ChatTools`]). GLM accepts only `tool_choice: "auto"` (it rejects `"none"`, unlike GEODE, which sends
 //! it). So: `auto` → `"auto"`; `none` → the tools are withheld from this request (the model cannot
@@ -20,7 +20,7 @@
 use super::BuildError;
 use crate::llm::request::{self, AdapterCallRequest, ContentBlock, Role, WireReport};
 use crate::llm::wire::schema_prompt;
-use crate::schema::subset::{GLM_JSON_OBJECT, WirePlan, object_root};
+use crate::schema::subset::WirePlan;
 use crate::vocab::{StructuredOutputMode, Transform};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -236,65 +236,25 @@ pub struct JsonSchemaFormat {
     pub strict: bool,
 }
 
-/// Where a Chat request puts the response schema.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum SchemaPlacement {
-    /// `response_format: {type: json_object}` and the schema in the system prompt: `json-mode`
-    /// (GLM; an `openai-compatible` server that refused `json_schema`).
-    #[default]
-    JsonObject,
-    /// `response_format: {type: json_schema, ...}`. `enforced`: the server was seen to enforce
-    /// it (`strict`, the schema is not repeated in the prompt); otherwise `hint`, and the
-    /// schema also travels in the system prompt.
-    JsonSchema {
-        /// Whether the server enforces the schema (its probe's verdict, or the provider's
-        /// configuration).
-        enforced: bool,
-    },
-    /// No `response_format`: the schema travels in the system prompt only (`prompt`).
-    Prompt,
-}
-
-impl SchemaPlacement {
-    /// The mode a request with a schema gets.
-    pub fn mode(self) -> StructuredOutputMode {
-        match self {
-            Self::JsonObject => StructuredOutputMode::JsonMode,
-            Self::JsonSchema { enforced: true } => StructuredOutputMode::Strict,
-            Self::JsonSchema { enforced: false } => StructuredOutputMode::Hint,
-            Self::Prompt => StructuredOutputMode::Prompt,
-        }
-    }
-
-    /// The placement of a fixed `mode` (`json-mode`, `strict`, `hint`, `prompt`); any other
-    /// mode is not a Chat placement and gets JSON mode.
-    pub fn of_mode(mode: StructuredOutputMode) -> Self {
-        match mode {
-            StructuredOutputMode::Strict => Self::JsonSchema { enforced: true },
-            StructuredOutputMode::Hint => Self::JsonSchema { enforced: false },
-            StructuredOutputMode::Prompt => Self::Prompt,
-            _ => Self::JsonObject,
-        }
-    }
-
-    /// Whether the schema also travels in the system prompt.
-    fn in_prompt(self) -> bool {
-        self != Self::JsonSchema { enforced: true }
-    }
-
-    fn format(self, schema: &crate::schema::ResponseSchema) -> Option<ResponseFormat> {
-        Some(match self {
-            Self::Prompt => return None,
-            Self::JsonObject => ResponseFormat::JsonObject,
-            Self::JsonSchema { .. } => ResponseFormat::JsonSchema {
-                json_schema: JsonSchemaFormat {
-                    name: schema.openai_name(),
-                    schema: schema.as_value().clone(),
-                    strict: true,
-                },
+/// What the plan's mode means on a Chat request: `strict` asks the server to enforce the
+/// schema (`json_schema`, not repeated in the prompt); `hint` sends `json_schema` and the schema
+/// in the system prompt; `json-mode` sends `json_object` and the schema in the prompt; `prompt`
+/// only the prompt.
+fn format_of(plan: &WirePlan, schema: &crate::schema::ResponseSchema) -> Option<ResponseFormat> {
+    Some(match plan.mode {
+        StructuredOutputMode::Strict | StructuredOutputMode::Hint => ResponseFormat::JsonSchema {
+            json_schema: JsonSchemaFormat {
+                name: schema.openai_name(),
+                schema: plan
+                    .wire
+                    .clone()
+                    .unwrap_or_else(|| schema.as_value().clone()),
+                strict: true,
             },
-        })
-    }
+        },
+        StructuredOutputMode::JsonMode => ResponseFormat::JsonObject,
+        _ => return None,
+    })
 }
 
 /// A built request and how the schema went on the wire.
@@ -306,31 +266,13 @@ pub struct Built {
     pub wire: WireReport,
 }
 
-/// The mode a build reports for `schema`: `json-mode` with a schema, else `none`.
-pub fn mode_for(schema: Option<&crate::schema::ResponseSchema>) -> StructuredOutputMode {
-    match schema {
-        Some(_) => StructuredOutputMode::JsonMode,
-        None => StructuredOutputMode::None,
-    }
-}
-
-/// Builds the body for `req` with the schema in JSON mode (GLM); `default_model` is used when
-/// `req.model` is empty.
-pub fn build(req: &AdapterCallRequest, default_model: &str) -> Result<Built, BuildError> {
-    build_with(
-        req,
-        default_model,
-        SchemaPlacement::JsonObject,
-        ChatTools::GLM,
-    )
-}
-
-/// Builds the body for `req` with the schema placed as `placement` says and the tools as
-/// `tools` allows.
+/// Builds the body for `req` with the schema placed as `plan` (the call's
+/// [`crate::llm::registry::SchemaRoute`] plan) says and the tools as `tools` allows;
+/// `default_model` is used when `req.model` is empty.
 pub fn build_with(
     req: &AdapterCallRequest,
     default_model: &str,
-    placement: SchemaPlacement,
+    plan: &WirePlan,
     tools: ChatTools,
 ) -> Result<Built, BuildError> {
     if let Some(limit) = tools.max
@@ -343,25 +285,14 @@ pub fn build_with(
     }
     let mut transforms = Vec::new();
     let (offer_tools, choice) = tool_choice(req, tools, &mut transforms);
-    // GLM's json_object (and a json_object fallback) needs an object root: wrapped if not.
-    let plan = req.response_schema.as_ref().map(|s| {
-        let plan = match placement {
-            SchemaPlacement::JsonObject => {
-                object_root(s, &GLM_JSON_OBJECT, StructuredOutputMode::JsonMode)
-            }
-            SchemaPlacement::JsonSchema { .. } | SchemaPlacement::Prompt => {
-                WirePlan::identity(placement.mode(), Some(s))
-            }
-        };
-        (s, plan)
-    });
-    let system = match &plan {
-        Some((schema, plan)) if placement.in_prompt() => {
+    let schema = req.response_schema.as_ref();
+    let system = match schema {
+        Some(schema) if plan.mode != StructuredOutputMode::Strict => {
             schema_prompt::append_to_system(&req.system_prompt, &plan.wire_schema(schema))
         }
         _ => req.system_prompt.clone(),
     };
-    if let Some((_, plan)) = &plan {
+    if schema.is_some() {
         transforms.extend(plan.transforms.iter().cloned());
     }
     let mut messages = Vec::with_capacity(req.messages.len() + 1);
@@ -388,22 +319,19 @@ pub fn build_with(
         tool_choice: choice.filter(|_| !tools.is_empty()),
         tools,
         stop: req.stop_sequences.clone(),
-        response_format: req
-            .response_schema
-            .as_ref()
-            .and_then(|s| placement.format(s)),
+        response_format: schema.and_then(|s| format_of(plan, s)),
         stream: false,
         stream_options: None,
     };
     Ok(Built {
         body,
         wire: WireReport {
-            mode: match req.response_schema {
-                Some(_) => placement.mode(),
+            mode: match schema {
+                Some(_) => plan.mode,
                 None => StructuredOutputMode::None,
             },
             transforms,
-            wrapped_root: plan.is_some_and(|(_, p)| p.wrapped),
+            wrapped_root: schema.is_some() && plan.wrapped,
             ..WireReport::default()
         },
     })

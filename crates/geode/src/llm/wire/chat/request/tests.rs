@@ -3,6 +3,12 @@ use crate::llm::request::{Message, ToolChoice as Choice, ToolSpec};
 use crate::llm::wire::schema_prompt::INSTRUCTION_HEADING;
 use crate::schema::ResponseSchema;
 
+/// `req` built as a GLM row builds it: JSON mode, GLM's tool rules.
+fn build(req: &AdapterCallRequest, default_model: &str) -> Result<Built, BuildError> {
+    let plan = crate::llm::registry::SchemaRoute::JsonObject.plan_call(req, None);
+    build_with(req, default_model, &plan, ChatTools::GLM)
+}
+
 fn body(req: &AdapterCallRequest) -> Value {
     serde_json::to_value(build(req, "glm-default").unwrap().body).unwrap()
 }
@@ -119,8 +125,6 @@ fn schema_sets_json_object_and_goes_into_the_system_prompt() {
     assert_eq!(v["messages"][0]["role"], "system");
     assert!(system.starts_with("Be terse.") && system.contains(INSTRUCTION_HEADING));
     assert!(system.contains("\"accept\""), "{system}");
-    assert_eq!(mode_for(Some(&decision())), StructuredOutputMode::JsonMode);
-    assert_eq!(mode_for(None), StructuredOutputMode::None);
 }
 
 #[test]
@@ -213,7 +217,8 @@ fn more_than_128_tools_is_an_error() {
 #[test]
 fn an_openai_shaped_server_gets_every_tool_choice_as_asked_and_no_tool_limit() {
     let openai = |req: &AdapterCallRequest| {
-        build_with(req, "m", SchemaPlacement::default(), ChatTools::OPENAI).unwrap()
+        let plan = crate::llm::registry::SchemaRoute::JsonObject.plan_call(req, None);
+        build_with(req, "m", &plan, ChatTools::OPENAI).unwrap()
     };
     for (choice, sent) in [
         (Choice::Auto, json!("auto")),
@@ -252,8 +257,8 @@ fn each_placement_puts_the_schema_where_its_mode_says() {
         (StructuredOutputMode::JsonMode, Some("json_object"), true),
         (StructuredOutputMode::Prompt, None, true),
     ] {
-        let placement = SchemaPlacement::of_mode(mode);
-        let built = build_with(&req, "m", placement, ChatTools::OPENAI).unwrap();
+        let plan = WirePlan::identity(mode, req.response_schema.as_ref());
+        let built = build_with(&req, "m", &plan, ChatTools::OPENAI).unwrap();
         let v = serde_json::to_value(&built.body).unwrap();
         assert_eq!(built.wire.mode, mode);
         assert_eq!(v["response_format"]["type"].as_str(), format, "{mode}");

@@ -14,9 +14,10 @@
 //!
 //! `effort` and `metadata` are not sent (`output_config.effort` is model-gated).
 
-use super::placement::{Placement, place_schema};
+use super::placement::{Placement, placement};
 use crate::llm::request::{self, AdapterCallRequest, Role, WireReport};
 use crate::llm::wire::schema_prompt;
+use crate::schema::subset::WirePlan;
 use crate::vocab::Transform;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -173,11 +174,17 @@ pub struct Built {
 const OUTPUT_TOOL_DESCRIPTION: &str = "Return your final answer by calling this tool exactly once. \
      Its input is the answer and must match the input schema. Do not call it before you are done.";
 
-/// Builds the request body for `req`; `default_model` is used when `req.model` is empty.
-pub fn build(req: &AdapterCallRequest, default_model: &str, delivery: Delivery) -> Built {
-    let placed = place_schema(req);
+/// Builds the request body for `req` with its schema placed as `plan` (the call's
+/// [`crate::llm::registry::SchemaRoute::AnthropicLadder`] plan) says; `default_model` is used
+/// when `req.model` is empty.
+pub fn build(
+    req: &AdapterCallRequest,
+    default_model: &str,
+    delivery: Delivery,
+    plan: &WirePlan,
+) -> Built {
     let thinking = req.thinking_budget > 0;
-    let mut transforms = placed.transforms;
+    let mut transforms = plan.transforms.clone();
     let mut tools: Vec<Tool> = req.tools.iter().map(tool).collect();
     let mut output_config = None;
     let mut output_tool = None;
@@ -185,7 +192,7 @@ pub fn build(req: &AdapterCallRequest, default_model: &str, delivery: Delivery) 
     let framework_tools = !tools.is_empty();
     let mut tool_choice =
         framework_tools.then(|| choice(&req.tool_choice, thinking, &mut transforms));
-    match placed.placement {
+    match placement(plan, req) {
         Placement::None => {}
         Placement::Native { schema } => {
             output_config = Some(OutputConfig {
@@ -246,9 +253,9 @@ pub fn build(req: &AdapterCallRequest, default_model: &str, delivery: Delivery) 
     Built {
         body,
         wire: WireReport {
-            mode: placed.mode,
+            mode: plan.mode,
             transforms,
-            wrapped_root: placed.wrapped,
+            wrapped_root: plan.wrapped,
             ..WireReport::default()
         },
         output_tool,

@@ -5,8 +5,14 @@ use crate::schema::ResponseSchema;
 use crate::vocab::StructuredOutputMode;
 use serde_json::json;
 
+/// `req` built with the plan its adapter would make for it.
+fn planned(req: &AdapterCallRequest, default_model: &str, delivery: Delivery) -> Built {
+    let plan = crate::llm::registry::SchemaRoute::AnthropicLadder.plan_call(req, None);
+    build(req, default_model, delivery, &plan)
+}
+
 fn body(req: &AdapterCallRequest) -> Value {
-    serde_json::to_value(build(req, "default-model", Delivery::Whole).body).unwrap()
+    serde_json::to_value(planned(req, "default-model", Delivery::Whole).body).unwrap()
 }
 
 fn with_tools(choice: Choice) -> AdapterCallRequest {
@@ -53,7 +59,7 @@ fn plain_request_has_model_system_messages_and_no_tool_fields() {
 #[test]
 fn stream_delivery_sets_stream_true() {
     let req = AdapterCallRequest::new("m", vec![Message::user("hi")]);
-    let built = build(&req, "d", Delivery::Stream);
+    let built = planned(&req, "d", Delivery::Stream);
     assert!(built.body.stream);
     assert_eq!(built.wire.mode, StructuredOutputMode::None);
     assert!(built.output_tool.is_none());
@@ -109,7 +115,7 @@ fn thinking_adds_budget_drops_temperature_and_relaxes_forced_choice() {
     let mut req = with_tools(Choice::Any);
     req.thinking_budget = 2000;
     req.temperature = Some(0.2);
-    let built = build(&req, "d", Delivery::Whole);
+    let built = planned(&req, "d", Delivery::Whole);
     let v = serde_json::to_value(&built.body).unwrap();
     assert_eq!(
         v["thinking"],
@@ -183,7 +189,7 @@ fn fitting_schema_travels_as_output_config_format() {
     let mut req = with_tools(Choice::Auto);
     req.response_schema = schema(json!({"type": "object",
         "properties": {"answer": {"type": "string", "minLength": 2}}, "required": ["answer"]}));
-    let built = build(&req, "d", Delivery::Whole);
+    let built = planned(&req, "d", Delivery::Whole);
     let v = serde_json::to_value(&built.body).unwrap();
     assert_eq!(built.wire.mode, StructuredOutputMode::Strict);
     assert_eq!(
@@ -206,7 +212,7 @@ fn fitting_schema_travels_as_output_config_format() {
 fn output_tool_is_forced_when_no_framework_tools() {
     let mut req = AdapterCallRequest::new("m", vec![Message::user("hi")]);
     req.response_schema = schema(recursive());
-    let built = build(&req, "d", Delivery::Whole);
+    let built = planned(&req, "d", Delivery::Whole);
     let v = serde_json::to_value(&built.body).unwrap();
     assert_eq!(built.wire.mode, StructuredOutputMode::Tool);
     assert_eq!(built.output_tool.as_deref(), Some("emit_Tree"));
@@ -254,7 +260,7 @@ fn schema_goes_into_the_system_prompt_when_thinking_rules_out_the_tool() {
     req.system_prompt = "Be terse.".into();
     req.thinking_budget = 1024;
     req.response_schema = schema(recursive());
-    let built = build(&req, "d", Delivery::Whole);
+    let built = planned(&req, "d", Delivery::Whole);
     let v = serde_json::to_value(&built.body).unwrap();
     assert_eq!(built.wire.mode, StructuredOutputMode::Prompt);
     let system = v["system"].as_str().unwrap();
@@ -271,7 +277,7 @@ fn identity_block_goes_first_and_is_not_duplicated() {
     let identity = "You are Claude Code, Anthropic's official CLI for Claude.";
     let mut req = AdapterCallRequest::new("m", vec![Message::user("hi")]);
     req.system_prompt = "Be terse.".into();
-    let mut b = build(&req, "d", Delivery::Whole).body;
+    let mut b = planned(&req, "d", Delivery::Whole).body;
     prepend_identity(&mut b, identity);
     prepend_identity(&mut b, identity);
     let v = serde_json::to_value(&b).unwrap();
@@ -279,7 +285,7 @@ fn identity_block_goes_first_and_is_not_duplicated() {
         v["system"],
         json!([{"type": "text", "text": identity}, {"type": "text", "text": "Be terse."}])
     );
-    let mut empty = build(&AdapterCallRequest::new("m", vec![]), "d", Delivery::Whole).body;
+    let mut empty = planned(&AdapterCallRequest::new("m", vec![]), "d", Delivery::Whole).body;
     prepend_identity(&mut empty, identity);
     assert_eq!(
         serde_json::to_value(&empty).unwrap()["system"],

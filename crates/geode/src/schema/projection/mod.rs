@@ -1,16 +1,11 @@
-//! Per-provider schema projection, residual constraints and limit preflight.
+//! Anthropic's schema projection, the residual constraints a wire copy leaves to local checks,
+//! and the offline preflight of provider limits.
 //!
-//! In: the caller's [`ResponseSchema`] (never modified) and a [`Dialect`]. Out: a [`Projection`]
-//! — the wire copy, the constraints the wire copy lost ([`Residual`], to be checked locally
-//! against the original) and one ledger [`Transform`] per rewrite — or, from [`preflight`], the
-//! provider limits the schema breaks, before any call is made. Pure, iterative, no IO.
-//!
-//! | dialect | projection | preflight |
-//! |---|---|---|
-//! | `OpenAiStrict` | identity: the contract sends the schema unchanged | OpenAI strict limits ([`OPENAI_STRICT_LIMITS`], docs/wire.md#openai-responses-api) |
-//! | `CodexCli` | identity (codex forwards it verbatim with `strict:true`) | the same OpenAI limits |
-//! | `Anthropic` | native `output_config.format` subset (docs/wire.md#anthropic-messages-api), see below | none documented; use [`anthropic_native_fits`] |
-//! | `Glm`, `Chat`, `ClaudeCli`, `Local` | identity (prompt, client-validated tool, local engine) | none |
+//! In: the caller's [`ResponseSchema`] (never modified). Out: from [`project_anthropic`], a
+//! [`Projection`] — the wire copy, the constraints the copy lost ([`Residual`], checked locally
+//! against the original) and one ledger [`Transform`] per rewrite; from [`Preflight`], the
+//! provider limits the schema breaks, before any call is made. Which adapter uses which is its
+//! [`crate::llm::registry::SchemaRoute`]. Pure, iterative, no IO.
 //!
 //! Anthropic projection, per subschema (keyword lists are the `const`s of [`AnthropicPolicy`]):
 //!
@@ -32,29 +27,6 @@ use crate::vocab::Transform;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
-
-/// The schema dialect of a wire path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-#[non_exhaustive]
-pub enum Dialect {
-    /// OpenAI Responses `text.format` with `strict:true` (serialised `openai-strict`).
-    #[serde(rename = "openai-strict")]
-    OpenAiStrict,
-    /// Anthropic Messages native structured output (`output_config.format`).
-    Anthropic,
-    /// Zhipu GLM: `json_object` mode, the schema travels in the prompt.
-    Glm,
-    /// Any other Chat Completions server: the schema as-is, enforced as far as a probe found
-    /// or the provider's configuration says.
-    Chat,
-    /// `claude -p --json-schema`: a synthetic tool validated by the CLI.
-    ClaudeCli,
-    /// `codex exec --output-schema`: forwarded verbatim to OpenAI with `strict:true`.
-    CodexCli,
-    /// The local constrained-decoding engine.
-    Local,
-}
 
 /// A constraint the wire copy does not carry; the worker checks it against the original schema.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -247,33 +219,32 @@ pub(crate) fn sub_pointer(ptr: &str, tokens: &[String; 2], two: bool) -> String 
     }
 }
 
-/// Projects the caller's schema into a dialect. The caller's schema is never modified.
+/// Projects the caller's schema into Anthropic's native subset (the table above). The caller's
+/// schema is never modified.
 ///
 /// ```
-/// use geode::schema::{ResponseSchema, dialect::{project, Dialect}};
+/// use geode::schema::{ResponseSchema, projection::project_anthropic};
 /// let s = ResponseSchema::from_json_str(
 ///     r#"{"type":"object","properties":{"n":{"type":"string","minLength":3}},"required":["n"],"additionalProperties":false}"#,
 /// ).unwrap();
-/// let p = project(&s, Dialect::Anthropic);
+/// let p = project_anthropic(&s);
 /// assert!(p.wire["properties"]["n"].get("minLength").is_none());
 /// assert_eq!(p.residuals[0].keyword, "minLength");
 /// assert_eq!(s.as_value()["properties"]["n"]["minLength"], 3);
 /// ```
-pub fn project(schema: &ResponseSchema, dialect: Dialect) -> Projection {
+pub fn project_anthropic(schema: &ResponseSchema) -> Projection {
     let mut p = Projection {
         wire: schema.as_value().clone(),
         residuals: Vec::new(),
         transforms: Vec::new(),
     };
-    if dialect == Dialect::Anthropic {
-        project_anthropic(&mut p);
-    }
+    anthropic_in_place(&mut p);
     p
 }
 
 /// The Anthropic projection: walks the wire copy (wire pointer, caller pointer) top-down and
 /// rewrites each subschema in place.
-fn project_anthropic(p: &mut Projection) {
+fn anthropic_in_place(p: &mut Projection) {
     let mut stack: Vec<(String, String)> = vec![(String::new(), String::new())];
     while let Some((wire_ptr, orig_ptr)) = stack.pop() {
         let Some(Value::Object(m)) = p.wire.pointer_mut(&wire_ptr) else {
@@ -408,7 +379,7 @@ fn simple_pattern(p: &str) -> bool {
 /// Whether the Anthropic native format can take the schema after [`project`]: `Err` lists why not
 /// (one line each, with a JSON Pointer into the projected copy).
 pub fn anthropic_native_fits(schema: &ResponseSchema) -> Result<(), Vec<String>> {
-    let wire = project(schema, Dialect::Anthropic).wire;
+    let wire = project_anthropic(schema).wire;
     let mut why = Vec::new();
     let mut refs: Vec<(String, String)> = Vec::new();
     let mut stack: Vec<(&Value, String)> = vec![(&wire, String::new())];
@@ -508,7 +479,10 @@ fn recursive_target(refs: &[(String, String)]) -> Option<String> {
 }
 
 mod preflight;
-pub use preflight::{LimitViolation, OPENAI_STRICT_LIMITS, OpenAiLimits, Preflight, preflight};
+pub use preflight::{
+    LimitViolation, OPENAI_STRICT_LIMITS, OpenAiLimits, Preflight, openai_strict_limits,
+    violations_text,
+};
 
 #[cfg(test)]
 mod tests;

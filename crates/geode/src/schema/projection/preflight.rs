@@ -5,9 +5,10 @@
 //! the server. [`preflight`] finds them before the call, with the limit named and a pointer. They
 //! are counted on the copy the wire gets ([`crate::schema::subset::openai_strict`]: a wrapped root
 //! is one more property and nesting level), the pointers given in the caller's schema.
-//! Only the OpenAI-bound dialects (`OpenAiStrict`, `CodexCli`) have documented numeric limits.
+//! Only OpenAI documents numeric limits; which adapters are held to them is their
+//! [`crate::llm::registry::SchemaRoute`].
 
-use super::{Dialect, ResponseSchema, sub_pointer, subschemas};
+use super::{ResponseSchema, sub_pointer, subschemas};
 use crate::schema::strict::child;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -64,32 +65,38 @@ impl std::fmt::Display for LimitViolation {
     }
 }
 
-/// Checks provider limits offline, before any call. `Err` lists every limit broken.
+/// The violations as one line: `limit: found, at most max (at pointer); ...`.
+pub fn violations_text(violations: &[LimitViolation]) -> String {
+    violations
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The OpenAI strict-mode limits `schema` breaks, found offline. `Err` lists every one.
 ///
 /// ```
-/// use geode::schema::{ResponseSchema, dialect::{preflight, Dialect}};
+/// use geode::schema::{ResponseSchema, projection::openai_strict_limits};
 /// let values: Vec<String> = (0..1001).map(|i| format!("v{i}")).collect();
 /// let s = ResponseSchema::from_value(serde_json::json!({"enum": values})).unwrap();
-/// let err = preflight(&s, Dialect::OpenAiStrict).unwrap_err();
+/// let err = openai_strict_limits(&s).unwrap_err();
 /// assert_eq!((err[0].found, err[0].max), (1001, 1000));
-/// assert!(preflight(&s, Dialect::Glm).is_ok());
 /// ```
-pub fn preflight(schema: &ResponseSchema, dialect: Dialect) -> Result<(), Vec<LimitViolation>> {
-    let found = Preflight::new(schema).violations(dialect).to_vec();
+pub fn openai_strict_limits(schema: &ResponseSchema) -> Result<(), Vec<LimitViolation>> {
+    let found = Preflight::new(schema).openai_strict().to_vec();
     if found.is_empty() { Ok(()) } else { Err(found) }
 }
 
-/// One schema's preflight for any number of dialects, each distinct count made once: the
-/// OpenAI-bound dialects (`OpenAiStrict`, `CodexCli`) share one, so `geode schema check` counts
-/// a big schema once for every adapter, not once per adapter.
+/// One schema's preflight, each count made once however many adapters ask: `geode schema
+/// check` counts a big schema once for every OpenAI-bound adapter, not once per adapter.
 ///
 /// ```
-/// use geode::schema::{ResponseSchema, dialect::{Dialect, Preflight}};
+/// use geode::schema::{ResponseSchema, projection::Preflight};
 /// let values: Vec<String> = (0..1001).map(|i| format!("v{i}")).collect();
 /// let s = ResponseSchema::from_value(serde_json::json!({"enum": values})).unwrap();
 /// let preflight = Preflight::new(&s);
-/// assert_eq!(preflight.violations(Dialect::CodexCli).len(), 1);
-/// assert!(preflight.violations(Dialect::Anthropic).is_empty());
+/// assert_eq!(preflight.openai_strict().len(), 1);
 /// ```
 pub struct Preflight<'a> {
     schema: &'a ResponseSchema,
@@ -97,7 +104,7 @@ pub struct Preflight<'a> {
 }
 
 impl<'a> Preflight<'a> {
-    /// Nothing is counted until a dialect is asked for.
+    /// Nothing is counted until a set of limits is asked for.
     pub fn new(schema: &'a ResponseSchema) -> Self {
         Self {
             schema,
@@ -105,14 +112,10 @@ impl<'a> Preflight<'a> {
         }
     }
 
-    /// The limits `dialect` would refuse the schema for (empty: none).
-    pub fn violations(&self, dialect: Dialect) -> &[LimitViolation] {
-        match dialect {
-            Dialect::OpenAiStrict | Dialect::CodexCli => self
-                .openai
-                .get_or_init(|| openai_wire_violations(self.schema)),
-            _ => &[],
-        }
+    /// The OpenAI strict-mode limits the schema breaks (empty: none), counted on first use.
+    pub fn openai_strict(&self) -> &[LimitViolation] {
+        self.openai
+            .get_or_init(|| openai_wire_violations(self.schema))
     }
 }
 
