@@ -104,7 +104,7 @@ impl Wraps for FallbackAdapter {
     }
 }
 
-#[cfg(all(test, feature = "testing"))]
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::llm::request::Message;

@@ -38,7 +38,7 @@ pub mod http;
 pub mod registry;
 pub mod request;
 pub mod routing;
-#[cfg(feature = "testing")]
+#[cfg(any(test, feature = "testing"))]
 pub mod scripted;
 pub mod sse;
 pub mod subprocess;

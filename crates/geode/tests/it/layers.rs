@@ -179,3 +179,28 @@ fn the_import_reader_sees_groups_and_super_paths() {
     );
     assert_eq!(deps, BTreeSet::from(["a::c".to_owned(), "d".to_owned()]));
 }
+
+/// A user who depends on geode does not get the scripted test adapter: it is behind the
+/// `testing` feature, which only geode's own tests, benches and doctests turn on.
+#[test]
+fn the_scripted_adapter_is_not_in_the_default_features() {
+    let manifest =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml")).unwrap();
+    let manifest: toml::Table = toml::from_str(&manifest).unwrap();
+    let features = manifest["features"].as_table().unwrap();
+    let default: Vec<&str> = features["default"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f.as_str())
+        .collect();
+    assert!(
+        !default.contains(&"testing"),
+        "default features: {default:?}"
+    );
+    assert!(features.contains_key("testing"));
+    let dev = manifest["dev-dependencies"]["geode"]["features"]
+        .as_array()
+        .unwrap();
+    assert!(dev.iter().any(|f| f.as_str() == Some("testing")), "{dev:?}");
+}
