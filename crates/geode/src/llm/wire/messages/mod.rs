@@ -9,8 +9,9 @@
 //!
 //! # Where the schema goes
 //!
-//! GEODE ignores `response_schema` on this wire; geode wires it. [`place_schema`]
-//! decides, as a pure function of the request:
+//! GEODE ignores `response_schema` on this wire; geode wires it. [`ladder`] (the plan of the
+//! `AnthropicLadder` schema route, made once per call) decides, as a pure function of the
+//! schema, thinking and prefill; [`placement`] puts the plan on the request:
 //!
 //! | placement | when | mode | what the reply looks like |
 //! |---|---|---|---|
