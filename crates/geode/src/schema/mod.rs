@@ -4,7 +4,7 @@
 //! its object form: `true` is `{}`, `false` is `{"not":{}}`). It is the single
 //! structured-output surface of geode: it travels
 //! `SubTask → WorkerRequest → AgenticLoop → AdapterCallRequest → adapter` unchanged, and every
-//! provider-specific rewrite happens on a *copy* (see [`dialect`]) with the transforms recorded.
+//! provider-specific rewrite happens on a *copy* (see [`projection`]) with the transforms recorded.
 //!
 //! | submodule | job |
 //! |---|---|
@@ -18,7 +18,7 @@
 //! | [`resources`] | documents `$ref`s may name by URI, given up front (nothing is fetched) |
 //! | [`validate`] | the worker's shallow check and full JSON Schema validation |
 //! | [`cost`] | the static estimate that refuses schemas too expensive to validate |
-//! | [`dialect`] | per-provider projection, residual constraints and limit preflight |
+//! | [`projection`] | the Anthropic projection, residual constraints and limit preflight |
 //! | [`subset`] | each provider's schema subset as data, and the one rewrite per wire (wrap, strip, or a weaker mode) |
 //!
 //! ```

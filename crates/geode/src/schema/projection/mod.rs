@@ -46,7 +46,7 @@ impl std::fmt::Display for Residual {
     }
 }
 
-/// What [`project`] did: the wire copy, the residual constraints and the ledger transforms.
+/// What [`project_anthropic`] did: the wire copy, the residual constraints and the ledger transforms.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Projection {
     /// The schema to put on the wire.
@@ -376,7 +376,7 @@ fn simple_pattern(p: &str) -> bool {
     true
 }
 
-/// Whether the Anthropic native format can take the schema after [`project`]: `Err` lists why not
+/// Whether the Anthropic native format can take the schema after [`project_anthropic`]: `Err` lists why not
 /// (one line each, with a JSON Pointer into the projected copy).
 pub fn anthropic_native_fits(schema: &ResponseSchema) -> Result<(), Vec<String>> {
     let wire = project_anthropic(schema).wire;

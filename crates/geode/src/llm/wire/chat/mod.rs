@@ -2,7 +2,7 @@
 //! OpenAI-compatible server (`openai-compatible`), sans-IO.
 //!
 //! In: an [`AdapterCallRequest`](crate::llm::request::AdapterCallRequest). Out: a request body
-//! ([`build`]) and, from the streamed reply ([`stream::StreamFold`], `stream: true` with
+//! ([`build_with`]) and, from the streamed reply ([`stream::StreamFold`], `stream: true` with
 //! `stream_options.include_usage`) or a JSON reply ([`parse_response`]), an
 //! [`AdapterResponse`](crate::llm::request::AdapterResponse). No IO, no
 //! endpoint, no credential: the generic HTTP adapter (`adapters/http_adapter.rs`) adds those

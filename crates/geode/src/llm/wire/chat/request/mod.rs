@@ -77,7 +77,7 @@ pub struct Request {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub response_format: Option<ResponseFormat>,
     /// Whether the reply is streamed as SSE chunks (set by [`super::ChatWire`]; false from
-    /// [`build`]).
+    /// [`build_with`]).
     pub stream: bool,
     /// `{"include_usage": true}` on a streamed request, so the usage arrives before `[DONE]`.
     #[serde(skip_serializing_if = "Option::is_none")]
