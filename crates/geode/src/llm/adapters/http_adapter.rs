@@ -293,15 +293,15 @@ impl Adapter for HttpAdapter {
         req: AdapterCallRequest,
         cx: &CallCx,
     ) -> Result<AdapterResponse, AdapterError> {
-        let route = self.spec.schema_route;
-        if !self.probed() || req.response_schema.is_none() {
-            let plan = route.plan_call(&req, None);
-            return self.send(&self.wire, req, &plan, cx).await;
-        }
-        let probe = self.probe(self.model_or_default(&req.model), cx).await?;
-        let plan = route.plan_call(&req, Some(probe.verdict.mode()));
+        let probe = if self.probed() && req.response_schema.is_some() {
+            Some(self.probe(self.model_or_default(&req.model), cx).await?)
+        } else {
+            None
+        };
+        let verdict = probe.as_ref().map(|p| p.verdict.mode());
+        let plan = self.spec.schema_route.plan_call(&req, verdict);
         let mut resp = self.send(&self.wire, req, &plan, cx).await?;
-        resp.wire.transforms.push(probe.transform());
+        resp.wire.transforms.extend(probe.map(|p| p.transform()));
         Ok(resp)
     }
 }
