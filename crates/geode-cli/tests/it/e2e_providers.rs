@@ -271,3 +271,67 @@ async fn a_bad_provider_table_is_a_usage_error_naming_the_key_and_never_the_secr
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_paces_each_provider_by_its_name_and_waits_out_its_rate_limit() {
+    // The router answers 429 past the transport's three retries; the batch's pacer for
+    // `router` holds its tasks for retry-after and tries again. The JSON-only provider has a
+    // pacer of its own, and the summary counts each provider under its configured name.
+    let script = Script::new((0..4).map(|_| Reply::rate_limited(1)))
+        .then_default(Reply::Json(good_answer()));
+    let router = FakeServer::builder(Kind::Chat)
+        .script(script)
+        .schema_support(SchemaSupport::Enforce)
+        .start()
+        .await
+        .unwrap();
+    let json_only = serve(&JSON_ONLY).await;
+    let sb = sandbox(&format!(
+        "{}{}",
+        table(&ROUTER, &router, ""),
+        table(&JSON_ONLY, &json_only, "")
+    ));
+    let lines: String = (0..6)
+        .map(|i| {
+            let adapter = if i % 2 == 0 { "router" } else { "json-only" };
+            serde_json::json!({"task_id": format!("t{i}"), "prompt": DECIDE, "adapter": adapter})
+                .to_string()
+                + "\n"
+        })
+        .collect();
+    std::fs::write(sb.cwd.path().join("in.jsonl"), lines).unwrap();
+    let schema = support::decision_schema_path();
+    let args = [
+        "batch",
+        "--schema",
+        &schema,
+        "--input",
+        "in.jsonl",
+        "--output",
+        "out.jsonl",
+        "--summary-json",
+        "summary.json",
+        "--concurrency",
+        "2",
+        "--rpm",
+        "600",
+    ];
+    let out = sb.geode(&args, "").await;
+    out.assert_exit(0).assert_hides(SECRET);
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(sb.cwd.path().join("summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(summary["valid"], 6, "{}", out.dump());
+    assert_eq!(summary["adapters"]["router"]["tasks"], 3, "{summary}");
+    assert_eq!(summary["adapters"]["json-only"]["tasks"], 3, "{summary}");
+    assert_eq!(
+        model_calls(&router).len(),
+        4 + 3,
+        "the 429s, then each task once"
+    );
+    assert_eq!(model_calls(&json_only).len(), 3);
+    for file in ["out.jsonl", "summary.json"] {
+        let text = std::fs::read_to_string(sb.cwd.path().join(file)).unwrap();
+        assert!(!text.contains(SECRET), "{file} shows the key");
+    }
+}

@@ -3,7 +3,7 @@
 //! | line | becomes |
 //! |---|---|
 //! | blank (only whitespace) | skipped |
-//! | `{"task_id": "...", "prompt": "..."}` (a `prompt` and no `description`) | the batch's template request with that id and the prompt as its description |
+//! | `{"task_id": "...", "prompt": "...", ...}` (a `prompt` and no `description`) | the batch's template request with that id, the prompt as its description, and any other field of the line laid over it |
 //! | any other JSON object with a `task_id` | a full [`WorkerRequest`] with GEODE's fields and defaults; the template's `adapter` fills an empty one |
 //! | anything else (not JSON, not an object, no `task_id`, a bad field) | a [`BadLine`] with its 1-based line number; the other lines still run |
 //!
@@ -90,10 +90,17 @@ pub fn read_line(text: &str, line: usize, template: &WorkerRequest) -> Option<In
         ) else {
             return bad("a shorthand line needs string task_id and prompt".to_owned());
         };
-        let mut req = template.clone();
-        req.task_id = id.to_owned();
-        req.description = prompt.to_owned();
-        req
+        if obj.len() == 2 {
+            let mut req = template.clone();
+            req.task_id = id.to_owned();
+            req.description = prompt.to_owned();
+            req
+        } else {
+            match overlay(template, obj) {
+                Ok(req) => req,
+                Err(e) => return bad(e),
+            }
+        }
     } else {
         match parse_request_line(text) {
             Ok(mut req) => {
@@ -112,6 +119,23 @@ pub fn read_line(text: &str, line: usize, template: &WorkerRequest) -> Option<In
         line,
         request: Box::new(request),
     })
+}
+
+/// The template with a shorthand line's other fields laid over it (`prompt` as the
+/// description), so `{"task_id", "prompt", "adapter": ...}` routes as it says.
+fn overlay(
+    template: &WorkerRequest,
+    line: &serde_json::Map<String, Value>,
+) -> Result<WorkerRequest, String> {
+    let mut merged = match serde_json::to_value(template) {
+        Ok(Value::Object(m)) => m,
+        _ => return Err("the batch's template request does not serialize".to_owned()),
+    };
+    for (key, value) in line {
+        let key = if key == "prompt" { "description" } else { key };
+        merged.insert(key.to_owned(), value.clone());
+    }
+    parse_request_line(&Value::Object(merged).to_string()).map_err(|e| e.to_string())
 }
 
 /// The task id of a line, without reading the rest of it (`None` when it has none).
@@ -171,6 +195,29 @@ mod tests {
         assert_eq!(
             (request.adapter.as_str(), request.model.as_str()),
             ("glm-payg", "m")
+        );
+    }
+
+    #[test]
+    fn a_shorthand_line_lays_its_other_fields_over_the_template() {
+        let line = r#"{"task_id":"a","prompt":"hi","adapter":"router","max_rounds":2}"#;
+        let Some(InputLine::Task { request, .. }) = read_line(line, 1, &template()) else {
+            panic!("not a task")
+        };
+        assert_eq!(
+            (
+                request.adapter.as_str(),
+                request.model.as_str(),
+                request.max_rounds
+            ),
+            ("router", "m", 2)
+        );
+        assert_eq!(request.description, "hi");
+        let bad = r#"{"task_id":"a","prompt":"hi","max_rounds":"two"}"#;
+        assert!(
+            matches!(read_line(bad, 4, &template()), Some(InputLine::Bad(b)) if b.line == 4 && b.message.contains("max_rounds")),
+            "a bad overlaid field is a bad line: {:?}",
+            read_line(bad, 4, &template())
         );
     }
 

@@ -358,8 +358,15 @@ pub fn parse_request(input: &[u8]) -> Result<WorkerRequest, WorkerError> {
     if !obj.contains_key("task_id") {
         return Err(WorkerError::MissingTaskId);
     }
-    let req: WorkerRequest =
-        serde_json::from_value(value).map_err(|e| WorkerError::BadField(e.to_string()))?;
+    let req: WorkerRequest = serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        WorkerError::BadField(if path == "." {
+            inner.to_string()
+        } else {
+            format!("{path}: {inner}")
+        })
+    })?;
     req.check()?;
     Ok(req)
 }
