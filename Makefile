@@ -3,7 +3,7 @@ SHELL := /bin/bash
 export CARGO_TERM_COLOR := never
 CACHE ?= $(HOME)/.cache/geode
 
-.PHONY: demo test bench bench-peer lint fmt setup fuzz
+.PHONY: demo test bench bench-peer lint fmt setup fuzz api
 
 setup:
 	@scripts/setup.sh
@@ -36,3 +36,10 @@ bench-peer: setup
 FUZZ_SECONDS ?= 600
 fuzz: setup
 	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh
+
+# The documented public API of the geode crate, counted from rustdoc's JSON (nightly): every
+# item and method reachable from the root, hidden modules left out, and any item reachable by
+# more than one path (scripts/public-api.py; `API_LIST=1` prints every path).
+api:
+	cargo +nightly rustdoc -p geode --lib -- -Z unstable-options --output-format json
+	python3 scripts/public-api.py target/doc/geode.json $(if $(API_LIST),--list)

@@ -6,7 +6,8 @@ use super::responses::check_response;
 use geode::llm::request::AdapterResponse;
 use geode::llm::sse::SseParser;
 use geode::llm::wire::chat::stream::{Flow, StreamFold};
-use geode::llm::wire::chat::{ParseError, parse_response, parse_value};
+use geode::llm::wire::chat::{parse_response, parse_value};
+use geode::llm::wire::parse_error::ParseError;
 
 /// Input that starts with `data:` is read as an SSE stream (as the adapter reads it), any other
 /// as a reply body (invalid UTF-8 replaced).

@@ -4,7 +4,8 @@
 use super::check::{one_line, same};
 use geode::llm::request::AdapterResponse;
 use geode::llm::sse::SseParser;
-use geode::llm::wire::messages::{Flow, ParseError, StreamFold, parse_response};
+use geode::llm::wire::messages::{Flow, StreamFold, parse_response};
+use geode::llm::wire::parse_error::ParseError;
 
 /// The output tool name the requests of this target use.
 const OUTPUT_TOOL: &str = "emit_response";

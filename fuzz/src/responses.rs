@@ -2,7 +2,7 @@
 //! object, and an SSE stream folded event by event.
 
 use super::check::{one_line, same};
-use geode::llm::adapter::AdapterError;
+use geode::llm::call::AdapterError;
 use geode::llm::request::AdapterResponse;
 use geode::llm::sse::SseParser;
 use geode::llm::wire::responses::{Fold, adapter_error, classify, parse_response};

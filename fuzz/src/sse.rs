@@ -2,7 +2,7 @@
 //! reader over a byte stream.
 
 use bytes::Bytes;
-use geode::llm::adapter::{AdapterError, CallCx};
+use geode::llm::call::{AdapterError, CallCx};
 use geode::llm::sse::{DEFAULT_MAX_EVENT_BYTES, EventTooLarge, SseEvent, SseParser, SseReader};
 use std::time::Duration;
 

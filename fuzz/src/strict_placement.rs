@@ -2,13 +2,13 @@
 //! preflight (`geode::llm::registry::SchemaRoute`), and the Messages schema placement
 //! (`geode::llm::wire::messages::place_schema`) on any JSON value.
 
-use geode::ledger::StructuredOutputMode;
 use geode::llm::registry::{ADAPTERS, PlanCx};
 use geode::llm::request::{AdapterCallRequest, Message, ToolSpec};
 use geode::llm::wire::messages::{OUTPUT_TOOL_PREFIX, Placement, output_tool_name, place_schema};
 use geode::schema::ResponseSchema;
 use geode::schema::projection::{Preflight, anthropic_native_fits, project_anthropic};
 use geode::schema::strict::{check_strict, is_reference_strict};
+use geode::vocab::StructuredOutputMode;
 use serde_json::Value;
 
 /// Parses `data` as JSON; checks it for strict mode and, when it is an object, plans it on

@@ -7,7 +7,7 @@ use clap::Args;
 use geode::agent::protocol::run_worker;
 use geode::agent::task::Task;
 use geode::agent::worker::WorkerEnv;
-use geode::client::stream::{ItemSource, stream_task};
+use geode::{ItemSource, stream_task};
 
 #[derive(Args)]
 pub(crate) struct RunArgs {

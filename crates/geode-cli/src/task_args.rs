@@ -4,9 +4,9 @@
 use clap::Args;
 use geode::agent::protocol::WorkerRequest;
 use geode::config::Config;
-use geode::ledger::Require;
 use geode::schema::validate::Validation;
 use geode::schema::{ResponseSchema, TextConstraint};
+use geode::vocab::Require;
 use std::path::PathBuf;
 
 #[derive(Clone, Copy, clap::ValueEnum)]

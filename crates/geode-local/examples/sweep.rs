@@ -27,11 +27,10 @@
 use geode::agent::protocol::{WorkerRequest, WorkerResult, run_worker};
 use geode::agent::resolve::Resolver;
 use geode::config::Config;
-use geode::ledger::Require;
 use geode::llm::adapter::Adapter;
 use geode::llm::registry::ProcessEnv;
 use geode::schema::ResponseSchema;
-use geode::vocab::StopReason;
+use geode::vocab::{Require, StopReason};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::io::Write;

@@ -22,11 +22,10 @@ use crate::decode::{DEFAULT_SEED, FinishReason, GenerateOptions, Interruption};
 use crate::engine::{EngineConfig, LocalEngine, SharedInterrupt};
 use crate::error::LocalError;
 use crate::prompt::turns_from_request;
-use geode::ledger::StructuredOutputMode;
-use geode::llm::adapter::{Adapter, AdapterError, CallCx};
-use geode::llm::request::{
-    AdapterCallRequest, AdapterResponse, StopReason, ToolChoice, Usage, WireReport,
-};
+use geode::llm::adapter::Adapter;
+use geode::llm::call::{AdapterError, CallCx};
+use geode::llm::request::{AdapterCallRequest, AdapterResponse, ToolChoice, WireReport};
+use geode::vocab::{StopReason, StructuredOutputMode, Usage};
 use std::sync::{Arc, OnceLock};
 
 /// The adapter's registry name.

@@ -18,9 +18,9 @@
 
 use crate::error::LocalError;
 use crate::tighten::tighten_within;
-use geode::ledger::Transform;
 use geode::llm::request::AdapterCallRequest;
 use geode::schema::{ResponseSchema, TextConstraint};
+use geode::vocab::Transform;
 use llguidance::api::TopLevelGrammar;
 use llguidance::{Matcher, ParserFactory};
 use serde_json::Value;

@@ -16,7 +16,7 @@
 
 use crate::closing::{Tiers, reserve};
 use crate::error::LocalError;
-use geode::llm::adapter::TextSink;
+use geode::llm::call::TextSink;
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
 use llama_cpp_2::token::data::LlamaTokenData;

@@ -57,11 +57,11 @@ pub use error::LocalError;
 pub use prompt::{ChatRole, ChatTurn};
 pub use slots::IDLE_KEEP_TOKENS;
 
-/// A [`geode::client::ClientBuilder`] that can build the `local` adapter: the process-wide
+/// A [`geode::ClientBuilder`] that can build the `local` adapter: the process-wide
 /// engine ([`LocalAdapter::shared`]), loaded once on the first call and reused by every call of
 /// the client and its clones. Add `.adapter("local")` to use it for every call (otherwise
 /// routing picks it when no provider is configured).
-pub fn client_builder() -> geode::client::ClientBuilder {
+pub fn client_builder() -> geode::ClientBuilder {
     geode::Client::builder().adapter_factory("local", || {
         std::sync::Arc::new(LocalAdapter::shared())
             as std::sync::Arc<dyn geode::llm::adapter::Adapter>
@@ -78,6 +78,6 @@ pub fn client_builder() -> geode::client::ClientBuilder {
 /// println!("{}", answer.value);
 /// # Ok(()) }
 /// ```
-pub fn local_client_builder() -> geode::client::ClientBuilder {
+pub fn local_client_builder() -> geode::ClientBuilder {
     client_builder().adapter("local")
 }

@@ -5,8 +5,9 @@
 //! `cli_support`; the fault matrix uses [`codex_fake_provider`] too.
 
 use super::leaks;
-use geode::llm::adapter::{Adapter, AdapterError, CallCx};
+use geode::llm::adapter::Adapter;
 use geode::llm::adapters::cli_common::CliOptions;
+use geode::llm::call::{AdapterError, CallCx};
 use geode::llm::request::{AdapterCallRequest, AdapterResponse};
 use geode::schema::ResponseSchema;
 use geode_fakes::{FakeServer, Kind, RecordedRequest, Script};

@@ -11,7 +11,8 @@
 
 use super::env::MapEnv;
 use geode::config::Config;
-use geode::llm::adapter::{Adapter, AdapterError, CallCx};
+use geode::llm::adapter::Adapter;
+use geode::llm::call::{AdapterError, CallCx};
 use geode_fakes::{FakeServer, Kind, RecordedRequest, Script};
 use serde_json::json;
 use std::path::Path;
@@ -365,7 +366,7 @@ fn responses_invariants(kind: Kind, r: &RecordedRequest) {
 /// Fails unless `resp` ended its turn normally with the fake's default usage (11 in, 7 out).
 #[track_caller]
 pub fn assert_ended_with_fake_usage(resp: &geode::llm::request::AdapterResponse) {
-    assert_eq!(resp.stop_reason, geode::llm::request::StopReason::EndTurn);
+    assert_eq!(resp.stop_reason, geode::vocab::StopReason::EndTurn);
     assert_eq!((resp.usage.input_tokens, resp.usage.output_tokens), (11, 7));
 }
 

@@ -22,7 +22,7 @@ pub mod load;
 pub mod stdin;
 
 pub use fixtures::*;
-use geode::llm::adapter::AdapterError;
+use geode::llm::call::AdapterError;
 use std::time::Duration;
 
 /// The bound on one test body: far above any healthy run, low enough that a hang fails.

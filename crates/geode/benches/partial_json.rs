@@ -8,7 +8,7 @@
 
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
-use geode::client::partial_json::PartialJson;
+use geode::partial_json::PartialJson;
 use serde_json::Value;
 use std::hint::black_box;
 use std::time::Duration;

@@ -197,7 +197,7 @@ async fn sse_server() -> std::io::Result<String> {
 }
 
 fn bench_call_end_to_end(c: &mut Criterion) {
-    use geode::llm::adapter::CallCx;
+    use geode::llm::call::CallCx;
     let Ok(rt) = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

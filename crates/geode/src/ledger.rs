@@ -13,8 +13,7 @@
 //! | attempts and the retry | `attempts`, `retry` |
 
 use crate::schema::validate::ValidationIssue;
-pub use crate::vocab::{AdapterTry, Require, StructuredOutputMode, Transform};
-use crate::vocab::{ErrorKind, StopReason, Usage};
+use crate::vocab::{AdapterTry, ErrorKind, StopReason, StructuredOutputMode, Transform, Usage};
 use serde::{Deserialize, Serialize};
 
 /// The worker's shallow check, as GEODE does it.
@@ -260,6 +259,7 @@ impl std::fmt::Display for CheckFailure {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::vocab::Require;
 
     #[test]
     fn modes_round_trip_with_design_names() {

@@ -20,7 +20,7 @@
 //! | [`ledger`] | the guarantee ledger |
 //! | [`vocab`] | value types every layer shares: modes, transforms, usage, stop reasons, error kinds |
 //! | [`secret`] | the `Secret` type and the one scrubber every outgoing string passes through |
-//! | [`client`] | the Rust API: [`Client`], typed outputs, streaming partial values |
+//! | (root) | the Rust API: [`Client`], [`ClientBuilder`], [`Error`], typed outputs ([`Extracted`]), streaming partial values ([`StreamEvent`]) |
 //!
 //! ## From Rust: your own types back
 //!
@@ -105,7 +105,7 @@
 
 pub mod agent;
 pub mod batch;
-pub mod client;
+mod client;
 pub mod config;
 pub mod ledger;
 pub mod llm;
@@ -113,6 +113,17 @@ pub mod schema;
 pub mod secret;
 pub mod vocab;
 
-pub use client::{Client, Error, Extracted, StreamEvent};
+/// Not the API: the incremental JSON reader behind streaming, public for geode's benches.
+#[doc(hidden)]
+pub use client::partial_json;
+pub use client::{
+    AdapterFactory, Client, ClientBuilder, Error, Extracted, ItemSource, PartialGuarantee,
+    StreamEvent, TextAnswer, stream_task,
+};
 /// The schemars version geode derives schemas with (`#[derive(geode::schemars::JsonSchema)]`).
 pub use schemars;
+
+/// The README's Rust example, compiled with the doctests so that it cannot drift from the API.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -4,10 +4,9 @@
 //! final value. When the model file is missing the test FAILS with the fetch instructions.
 
 use futures::StreamExt;
-use geode::client::stream::Guarantee;
-use geode::ledger::StructuredOutputMode;
 use geode::schemars::JsonSchema;
-use geode::{Error, StreamEvent};
+use geode::vocab::StructuredOutputMode;
+use geode::{Error, PartialGuarantee, StreamEvent};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -62,7 +61,7 @@ async fn the_local_model_streams_a_typed_answer_token_by_token() {
         else {
             panic!("{e:?}");
         };
-        assert_eq!(*guarantee, Guarantee::Enforced);
+        assert_eq!(*guarantee, PartialGuarantee::Enforced);
         for p in complete {
             assert_eq!(value.pointer(p), last.pointer(p), "{p}");
         }

@@ -8,11 +8,12 @@
 use crate::common;
 use common::{engine, serial};
 
-use geode::ledger::StructuredOutputMode;
-use geode::llm::adapter::{Adapter, AdapterError, CallCx};
-use geode::llm::request::{AdapterCallRequest, AdapterResponse, Message, StopReason};
+use geode::llm::adapter::Adapter;
+use geode::llm::call::{AdapterError, CallCx};
+use geode::llm::request::{AdapterCallRequest, AdapterResponse, Message};
 use geode::schema::validate::CompiledSchema;
 use geode::schema::{ResponseSchema, TextConstraint};
+use geode::vocab::{StopReason, StructuredOutputMode};
 use geode_local::{
     ChatRole, ChatTurn, Constraint, EngineConfig, GenerateOptions, LocalAdapter, LocalEngine,
     LocalError,

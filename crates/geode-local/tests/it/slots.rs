@@ -8,8 +8,8 @@
 use crate::common;
 use common::{engine, serial};
 
-use geode::llm::adapter::{Adapter, AdapterError, CallCx};
-use geode::llm::call::TextSink;
+use geode::llm::adapter::Adapter;
+use geode::llm::call::{AdapterError, CallCx, TextSink};
 use geode::llm::request::{AdapterCallRequest, AdapterResponse, Message};
 use geode::schema::ResponseSchema;
 use geode_local::LocalAdapter;

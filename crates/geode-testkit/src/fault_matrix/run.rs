@@ -7,7 +7,8 @@ use super::table::{Expect, Outcome};
 use geode::agent::exit;
 use geode::agent::protocol::{WorkerRequest, WorkerResult, run_worker};
 use geode::agent::worker::WorkerEnv;
-use geode::llm::adapter::{Adapter, CallCx, Wraps};
+use geode::llm::adapter::{Adapter, Wraps};
+use geode::llm::call::CallCx;
 use geode::llm::request::{AdapterCallRequest, AdapterResponse};
 use geode::schema::ResponseSchema;
 use geode::vocab::ErrorKind;
@@ -60,7 +61,7 @@ impl Wraps for Recorder {
         &self,
         req: AdapterCallRequest,
         cx: &CallCx,
-    ) -> Result<AdapterResponse, geode::llm::adapter::AdapterError> {
+    ) -> Result<AdapterResponse, geode::llm::call::AdapterError> {
         let result = self.inner.call(req, cx).await;
         let mut calls = self.calls.lock().unwrap();
         calls.push(

@@ -23,11 +23,10 @@ use crate::agent::tools::{ToolCallRecord, ToolRegistry};
 use crate::llm::adapter::Adapter;
 use crate::llm::call::{AdapterError, CallCx};
 use crate::llm::request::{
-    AdapterCallRequest, AdapterResponse, ContentBlock, Message, Role, StopReason, ToolChoice,
-    Usage, WireReport,
+    AdapterCallRequest, AdapterResponse, ContentBlock, Message, Role, ToolChoice, WireReport,
 };
 use crate::schema::{ResponseSchema, TextConstraint};
-use crate::vocab::{ErrorKind, RetryClass};
+use crate::vocab::{ErrorKind, RetryClass, StopReason, Usage};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::sync::Arc;

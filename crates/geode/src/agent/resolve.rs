@@ -8,7 +8,6 @@
 use crate::agent::task::{ResolveError, Route, Task};
 use crate::agent::worker::WorkerEnv;
 use crate::config::Config;
-use crate::ledger::Require;
 use crate::llm::adapter::Adapter;
 use crate::llm::call::AdapterError;
 use crate::llm::fallback::FallbackAdapter;
@@ -16,6 +15,7 @@ use crate::llm::registry::{AdapterSpec, Environment};
 use crate::llm::routing::{RouteRequest, route};
 use crate::schema::projection::{LimitViolation, Preflight};
 use crate::schema::{ResponseSchema, TextConstraint};
+use crate::vocab::Require;
 use std::sync::Arc;
 
 /// Builds one adapter by registry name.

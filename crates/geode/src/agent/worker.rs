@@ -16,13 +16,12 @@ use crate::agent::answer_check::{
 };
 use crate::agent::task::{Answer, NO_RESPONSE, Output, RunError, Task};
 use crate::agent::tools::ToolRegistry;
-use crate::ledger::{
-    AttemptRecord, CheckFailure, GuaranteeLedger, RetryDecision, StructuredOutputMode, WorkerCheck,
-};
+use crate::ledger::{AttemptRecord, CheckFailure, GuaranteeLedger, RetryDecision, WorkerCheck};
 use crate::llm::adapter::Adapter;
 use crate::llm::call::CallCx;
 use crate::schema::validate::CompiledSchema;
 use crate::schema::{ResponseSchema, TextConstraint};
+use crate::vocab::StructuredOutputMode;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;

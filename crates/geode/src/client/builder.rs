@@ -3,9 +3,9 @@
 
 use super::{Client, Configured, Error, Inner, Source};
 use crate::config::Config;
-use crate::ledger::Require;
 use crate::llm::adapter::Adapter;
 use crate::llm::registry::{Environment, ProcessEnv};
+use crate::vocab::Require;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -12,8 +12,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 impl Client {
-    /// Asks for a `T`: its schema (generated once per type, made strict-friendly; see
-    /// [`super::typed_schema`]) goes on the wire, the answer is validated (one retry with
+    /// Asks for a `T`: its schema (generated once per type, made strict-friendly: objects
+    /// closed, `Option` fields required and nullable, a non-object root wrapped) goes on the wire, the answer is validated (one retry with
     /// feedback) and deserialized. The ledger names every rewrite of the type's schema.
     pub async fn extract<T>(&self, prompt: impl Into<String>) -> Result<Extracted<T>, Error>
     where

@@ -15,27 +15,27 @@
 //! exactly as for `geode run`; a failed run's [`crate::agent::task::RunError`] becomes an
 //! [`Error`] by its variant.
 
-pub mod builder;
-pub mod error;
-pub mod extract;
+mod builder;
+mod error;
+mod extract;
 pub mod partial_json;
-pub mod stream;
-pub mod typed_schema;
+mod stream;
+mod typed_schema;
 
-pub use builder::ClientBuilder;
+pub use builder::{AdapterFactory, ClientBuilder};
 pub use error::Error;
-pub use stream::{Guarantee, StreamEvent};
+pub use stream::{ItemSource, PartialGuarantee, StreamEvent, stream_task};
 
 use crate::agent::resolve::Resolver;
 use crate::agent::task::{Route, Task};
 use crate::agent::worker::WorkerEnv;
 use crate::config::Config;
-use crate::ledger::{GuaranteeLedger, Require, StructuredOutputMode};
+use crate::ledger::GuaranteeLedger;
 use crate::llm::adapter::Adapter;
 use crate::llm::call::AdapterError;
 use crate::llm::registry::Environment;
 use crate::schema::ResponseSchema;
-use builder::AdapterFactory;
+use crate::vocab::{Require, StructuredOutputMode};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -12,16 +12,14 @@
 //! Local `$ref`s into the root (`#`, `#/properties/...`) are re-pointed under `/properties/value`
 //! when the root is wrapped; `$defs` stay at the root.
 
-use crate::ledger::Transform;
 use crate::schema::ResponseSchema;
-use crate::schema::strict::check_strict;
+use crate::vocab::Transform;
 use serde_json::{Map, Value, json};
 use std::any::TypeId;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-/// The key a non-object root is wrapped under.
-pub const WRAP_KEY: &str = "value";
+use crate::schema::root::WRAP_KEY;
 
 /// A type's schema as sent, with what was changed to get there.
 #[derive(Debug, Clone)]
@@ -37,8 +35,6 @@ pub struct TypedSchema {
     pub transforms: Vec<Transform>,
     /// Why the schema stays non-strict, for the ledger (empty when strict-compatible).
     pub residuals: Vec<String>,
-    /// Whether the final schema passes the strict check.
-    pub strict: bool,
 }
 
 impl TypedSchema {
@@ -66,7 +62,6 @@ impl TypedSchema {
     pub fn raw(schema: ResponseSchema) -> Self {
         Self {
             inner: schema.as_value().clone(),
-            strict: check_strict(schema.as_value()).compatible,
             schema,
             wrapped: false,
             transforms: Vec::new(),
@@ -90,7 +85,6 @@ impl TypedSchema {
                 ),
             });
         }
-        let strict = check_strict(&root).compatible;
         let schema = ResponseSchema::from_value(root)?;
         Ok(Self {
             schema,
@@ -98,7 +92,6 @@ impl TypedSchema {
             wrapped,
             transforms,
             residuals,
-            strict,
         })
     }
 

@@ -5,17 +5,17 @@
 //! went on the wire. Failures are [`AdapterError`]s that name the adapter and classify the
 //! provider's answer, so retry code matches on [`AdapterError::retry_class`], never on text.
 
-pub use crate::llm::call::{AdapterError, CallCx, DEFAULT_MAX_RESPONSE_BYTES, TextSink};
+use crate::llm::call::{AdapterError, CallCx};
 use crate::llm::registry::AdapterSpec;
 use crate::llm::request::{AdapterCallRequest, AdapterResponse};
 use crate::schema::ResponseSchema;
 use crate::vocab::StructuredOutputMode;
-pub use crate::vocab::{ErrorKind, RetryClass};
 
 /// One LLM call over one provider's wire.
 ///
 /// ```
-/// use geode::llm::adapter::{Adapter, CallCx};
+/// use geode::llm::adapter::Adapter;
+/// use geode::llm::call::CallCx;
 /// use geode::llm::request::{AdapterCallRequest, AdapterResponse, Message};
 /// use geode::llm::scripted::ScriptedAdapter;
 ///

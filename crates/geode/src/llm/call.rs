@@ -5,7 +5,7 @@
 //! that the transport and the wire families can use them without depending on the registry.
 
 use crate::secret::scrub;
-pub use crate::vocab::{ErrorKind, RetryClass};
+use crate::vocab::{ErrorKind, RetryClass};
 use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;

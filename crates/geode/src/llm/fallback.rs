@@ -9,9 +9,9 @@
 //! the request with its own model instead.
 
 use crate::llm::adapter::{Adapter, Wraps};
-use crate::llm::call::{AdapterError, CallCx, RetryClass};
+use crate::llm::call::{AdapterError, CallCx};
 use crate::llm::request::{AdapterCallRequest, AdapterResponse};
-use crate::vocab::AdapterTry;
+use crate::vocab::{AdapterTry, RetryClass};
 use std::sync::Arc;
 
 /// A chain of adapters tried in order on retryable failures. It describes itself as its first

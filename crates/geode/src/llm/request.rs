@@ -4,8 +4,7 @@
 //! provider's JSON; adapters never see provider JSON in these types.
 
 use crate::schema::{ResponseSchema, TextConstraint};
-use crate::vocab::{AdapterTry, StructuredOutputMode, Transform};
-pub use crate::vocab::{StopReason, Usage};
+use crate::vocab::{AdapterTry, StopReason, StructuredOutputMode, Transform, Usage};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 

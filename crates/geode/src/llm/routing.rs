@@ -12,8 +12,9 @@
 //! `cli-validated` and `cli-flag`; `best-effort` keeps everything. When none is left the call
 //! fails before any request, with one reason per candidate.
 
-pub use crate::llm::registry::family_of_model;
-use crate::llm::registry::{ADAPTERS, AdapterSpec, Billing, Environment, Family, PlanCx, spec};
+use crate::llm::registry::{
+    ADAPTERS, AdapterSpec, Billing, Environment, Family, PlanCx, family_of_model, spec,
+};
 use crate::schema::ResponseSchema;
 use crate::vocab::{Require, StructuredOutputMode};
 

@@ -12,9 +12,9 @@
 //! | [`extract`] | finding the answer in model text: the balanced-object rule, and the any-root rule |
 //! | [`root`] | which JSON types the schema admits at the answer's root; the wrap/unwrap rewrite |
 //! | [`formats`] | `format` asserted or annotation-only, and the names left unchecked |
-//! | [`json_scan`] | a JSON syntax check with the top-level keys, building nothing (the shallow check's parser) |
-//! | [`tape`] | a parsed JSON document over its borrowed text, one flat array (what the fast paths read instead of a `Value`) |
-//! | [`tape_json`] | the tape as a `jsonschema` value representation: full validation without a `Value` |
+//! | `json_scan` | a JSON syntax check with the top-level keys, building nothing (the shallow check's parser) |
+//! | `tape` | a parsed JSON document over its borrowed text, one flat array (what the fast paths read instead of a `Value`) |
+//! | `tape_json` | the tape as a `jsonschema` value representation: full validation without a `Value` |
 //! | [`resources`] | documents `$ref`s may name by URI, given up front (nothing is fetched) |
 //! | [`validate`] | the worker's shallow check and full JSON Schema validation |
 //! | [`cost`] | the static estimate that refuses schemas too expensive to validate |
@@ -33,6 +33,8 @@ pub mod cost;
 pub mod extract;
 pub mod formats;
 mod json_read;
+// Internal: public only for the fuzz targets and benches.
+#[doc(hidden)]
 pub mod json_scan;
 pub mod nullable;
 pub mod projection;
@@ -40,7 +42,11 @@ pub mod resources;
 pub mod root;
 pub mod strict;
 pub mod subset;
+// Internal: public only for the fuzz targets and benches.
+#[doc(hidden)]
 pub mod tape;
+// Internal: public only for the fuzz targets and benches.
+#[doc(hidden)]
 pub mod tape_json;
 pub mod validate;
 

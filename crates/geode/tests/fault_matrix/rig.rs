@@ -19,7 +19,7 @@ use geode::llm::adapter::Adapter;
 use geode::llm::adapters::claude_cli::{ClaudeCliAdapter, ClaudeCliConfig};
 use geode::llm::adapters::cli_common::CliOptions;
 use geode::llm::adapters::codex_cli::{CodexCliAdapter, CodexCliConfig};
-use geode::llm::credentials::Secret;
+use geode::secret::Secret;
 use geode::vocab::ErrorKind;
 use geode_fakes::{FakeServer, Kind, Reply, Script};
 use serde_json::{Value, json};

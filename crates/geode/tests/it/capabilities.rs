@@ -10,7 +10,8 @@ use geode_testkit::{built, env};
 
 use env::MapEnv;
 use geode::config::Config;
-use geode::llm::adapter::{Adapter, CallCx};
+use geode::llm::adapter::Adapter;
+use geode::llm::call::CallCx;
 use geode::llm::registry::{ADAPTERS, AdapterSpec, Auth, KeyHeader, WireFamily};
 use geode::llm::request::{AdapterCallRequest, Message, ToolSpec};
 use geode::schema::ResponseSchema;
@@ -104,7 +105,7 @@ fn assert_reports_its_row(adapter: &dyn Adapter, spec: &AdapterSpec) {
 async fn record(
     spec: &'static AdapterSpec,
     req: AdapterCallRequest,
-) -> (RecordedRequest, geode::ledger::StructuredOutputMode) {
+) -> (RecordedRequest, geode::vocab::StructuredOutputMode) {
     let server = FakeServer::start(kind_of(spec), Script::always(Reply::Auto))
         .await
         .unwrap();
@@ -158,7 +159,7 @@ async fn tool_flags_match_the_recorded_bodies() {
             spec.name
         );
         let (call, mode) = record(spec, request(Some(decision()), true)).await;
-        let both = has_tool(&call.body) && mode != geode::ledger::StructuredOutputMode::None;
+        let both = has_tool(&call.body) && mode != geode::vocab::StructuredOutputMode::None;
         assert_eq!(
             both, spec.tools_with_schema,
             "{}: tools_with_schema",

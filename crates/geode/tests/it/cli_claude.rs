@@ -7,10 +7,10 @@ use geode_testkit as support;
 use geode_testkit::cli as cli_support;
 use geode_testkit::netns_test;
 
-use geode::ledger::StructuredOutputMode;
-use geode::llm::adapter::AdapterError;
 use geode::llm::adapters::claude_cli::{ClaudeCliAdapter, ClaudeCliConfig};
+use geode::llm::call::AdapterError;
 use geode::llm::request::{AdapterCallRequest, AdapterResponse, Message};
+use geode::vocab::StructuredOutputMode;
 use geode_fakes::{Kind, Reply, Script};
 use serde_json::{Value, json};
 use std::time::Duration;

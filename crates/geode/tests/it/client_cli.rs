@@ -8,10 +8,10 @@ use geode_testkit::cli as cli_support;
 use geode_testkit::netns_test;
 
 use futures::StreamExt;
-use geode::client::stream::Guarantee;
 use geode::config::Config;
-use geode::ledger::{RetryDecision, StructuredOutputMode};
-use geode::{Client, StreamEvent};
+use geode::ledger::RetryDecision;
+use geode::vocab::StructuredOutputMode;
+use geode::{Client, PartialGuarantee, StreamEvent};
 use geode_fakes::{FakeServer, Kind, Reply, Script};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -137,7 +137,7 @@ async fn partials(adapter: &str) -> Vec<Value> {
                 value,
                 complete,
             }) => {
-                assert_eq!(*guarantee, Guarantee::Unchecked, "{adapter}");
+                assert_eq!(*guarantee, PartialGuarantee::Unchecked, "{adapter}");
                 for p in complete {
                     assert_eq!(value.pointer(p), last.pointer(p), "{adapter} {p}");
                 }

@@ -5,10 +5,10 @@
 use geode_testkit as support;
 
 use futures::StreamExt;
-use geode::client::stream::Guarantee;
 use geode::config::Config;
-use geode::ledger::{Require, RetryDecision, StructuredOutputMode};
-use geode::{Client, Error, StreamEvent};
+use geode::ledger::RetryDecision;
+use geode::vocab::{Require, StructuredOutputMode};
+use geode::{Client, Error, PartialGuarantee, StreamEvent};
 use geode_fakes::{FakeServer, Kind, Reply, Script};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -276,9 +276,9 @@ async fn stream_ends_in_the_validated_value_over_every_http_adapter() {
             }) = e
             {
                 let expected = if strict {
-                    Guarantee::Enforced
+                    PartialGuarantee::Enforced
                 } else {
-                    Guarantee::Unchecked
+                    PartialGuarantee::Unchecked
                 };
                 assert_eq!(*guarantee, expected, "{adapter}");
                 for p in complete {

@@ -12,9 +12,9 @@
 
 use geode_testkit as support;
 
-use geode::llm::adapter::{AdapterError, CallCx, RetryClass};
-use geode::llm::request::{AdapterCallRequest, AdapterResponse, Message, StopReason, ToolChoice};
-use geode::vocab::ErrorKind;
+use geode::llm::call::{AdapterError, CallCx};
+use geode::llm::request::{AdapterCallRequest, AdapterResponse, Message, ToolChoice};
+use geode::vocab::{ErrorKind, RetryClass, StopReason};
 use geode_fakes::{FakeServer, Kind, Reply, Script};
 use serde_json::json;
 use std::time::Duration;

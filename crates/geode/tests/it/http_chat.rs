@@ -7,9 +7,9 @@
 //! [`assert_wire_invariants`] (bearer auth, never `tool_choice` other than `auto`, no secret
 //! in the recording).
 
-use geode::ledger::StructuredOutputMode;
-use geode::llm::request::{AdapterCallRequest, Message, StopReason, ToolChoice};
+use geode::llm::request::{AdapterCallRequest, Message, ToolChoice};
 use geode::llm::wire::schema_prompt::INSTRUCTION_HEADING;
+use geode::vocab::{StopReason, StructuredOutputMode};
 use geode_fakes::{Reply, Script};
 use serde_json::{Value, json};
 use support::http::{Rig, assert_ended_with_fake_usage, assert_wire_invariants};

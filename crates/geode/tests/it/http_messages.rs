@@ -8,12 +8,11 @@
 //! [`assert_wire_invariants`] (endpoint, version and credential headers, streaming, no secret
 //! in the recording).
 
-use geode::ledger::StructuredOutputMode;
-use geode::llm::adapter::{AdapterError, CallCx};
-use geode::llm::request::{AdapterCallRequest, Message, StopReason, ToolChoice};
+use geode::llm::call::{AdapterError, CallCx};
+use geode::llm::request::{AdapterCallRequest, Message, ToolChoice};
 use geode::llm::wire::schema_prompt::INSTRUCTION_HEADING;
 use geode::schema::ResponseSchema;
-use geode::vocab::ErrorKind;
+use geode::vocab::{ErrorKind, StopReason, StructuredOutputMode};
 use geode_fakes::{FakeServer, Kind, Reply, Script};
 use serde_json::{Value, json};
 use support::env::MapEnv;

@@ -3,10 +3,10 @@
 //! invariants ([`assert_wire_invariants`]), and the bodies are compared field by field with the
 //! real codex captures; codex's token refresh is here too. What every HTTP adapter does alike
 //! (retries, faults, stop reasons, configuration) is the table in `http_adapters.rs`.
-use geode::ledger::StructuredOutputMode;
-use geode::llm::adapter::AdapterError;
+use geode::llm::call::AdapterError;
 use geode::llm::request::{AdapterCallRequest, AdapterResponse, Message, ToolSpec};
 use geode::schema::ResponseSchema;
+use geode::vocab::StructuredOutputMode;
 use geode_fakes::chatgpt::DEFAULT_ACCOUNT_ID as ACCOUNT;
 use geode_fakes::{RecordedRequest, Reply, Script};
 use serde_json::{Value, json};

@@ -204,3 +204,32 @@ fn the_scripted_adapter_is_not_in_the_default_features() {
         .unwrap();
     assert!(dev.iter().any(|f| f.as_str() == Some("testing")), "{dev:?}");
 }
+
+/// Each public type has one path: only the crate root re-exports from elsewhere in the crate
+/// (the facade: the client and its errors); a module may lift items out of a private child of
+/// its own, but never re-exports another module's.
+#[test]
+fn only_the_crate_root_re_exports() {
+    let mut re_exports = Vec::new();
+    for (module, code) in modules() {
+        if module.is_empty() {
+            continue;
+        }
+        for line in code.lines() {
+            let line = line.trim_start();
+            if line.starts_with("pub use crate::") {
+                re_exports.push(format!("{module}: {line}"));
+            }
+        }
+    }
+    assert!(re_exports.is_empty(), "{re_exports:#?}");
+    let root = &modules()[""];
+    assert!(
+        root.contains("pub use client::{"),
+        "the root re-exports the client"
+    );
+    assert!(
+        !root.contains("pub mod client"),
+        "and the client module stays private"
+    );
+}

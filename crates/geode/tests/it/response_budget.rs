@@ -3,12 +3,13 @@
 //! never ends. Each call ends with `ResponseTooLarge` naming the limit, promptly (reading stops
 //! at the limit, so memory stays bounded). An endless body through every HTTP adapter, not
 //! retried, is a row of `http_adapters.rs`. Servers are `geode-fakes` on 127.0.0.1.
-use geode::llm::adapter::{Adapter, AdapterError, CallCx, RetryClass};
+use geode::llm::adapter::Adapter;
 use geode::llm::adapters::claude_cli::{ClaudeCliAdapter, ClaudeCliConfig};
 use geode::llm::adapters::cli_common::CliOptions;
 use geode::llm::adapters::codex_cli::{CodexCliAdapter, CodexCliConfig};
+use geode::llm::call::{AdapterError, CallCx};
 use geode::llm::request::{AdapterCallRequest, AdapterResponse, Message};
-use geode::vocab::ErrorKind;
+use geode::vocab::{ErrorKind, RetryClass};
 use geode_fakes::{Reply, Script};
 use std::path::Path;
 use std::time::Duration;

@@ -1,9 +1,10 @@
 //! Routing table: model names and available credentials to the expected adapter, and the
 //! `require` policy refusing before any request.
 
-use geode::ledger::{Require, StructuredOutputMode};
-use geode::llm::routing::{RouteRequest, RoutingError, family_of_model, route};
+use geode::llm::registry::family_of_model;
+use geode::llm::routing::{RouteRequest, RoutingError, route};
 use geode::schema::ResponseSchema;
+use geode::vocab::{Require, StructuredOutputMode};
 use serde_json::json;
 use support::env::MapEnv;
 

@@ -5,7 +5,7 @@
 use geode::agent::protocol::{WorkerError, WorkerRequest, run_worker};
 use geode::agent::task::{Output, Route, RunError, Task};
 use geode::agent::worker::{WorkerEnv, run_task};
-use geode::llm::adapter::AdapterError;
+use geode::llm::call::AdapterError;
 use geode::llm::request::AdapterResponse;
 use geode::llm::scripted::ScriptedAdapter;
 use geode::schema::{ResponseSchema, TextConstraint};

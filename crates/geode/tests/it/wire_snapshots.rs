@@ -8,10 +8,10 @@
 use geode_testkit::{built, env};
 
 use env::MapEnv;
-use geode::llm::adapter::{Adapter, CallCx};
+use geode::llm::adapter::Adapter;
+use geode::llm::call::CallCx;
 use geode::llm::request::{AdapterCallRequest, Message, ToolSpec};
-use geode::schema::ResponseSchema;
-use geode::schema::TextConstraint;
+use geode::schema::{ResponseSchema, TextConstraint};
 use geode_fakes::{FakeServer, Kind, Reply, SchemaSupport, Script};
 use serde_json::{Map, Value, json};
 use std::path::Path;

@@ -10,11 +10,12 @@ use geode::agent::protocol::{
 use geode::agent::termination::TerminationReason as T;
 use geode::agent::worker::WorkerEnv;
 use geode::ledger::{CheckFailure, RetryDecision, WorkerCheck};
-use geode::llm::adapter::AdapterError;
-use geode::llm::request::{AdapterResponse, ContentBlock, Role, StopReason};
+use geode::llm::call::AdapterError;
+use geode::llm::request::{AdapterResponse, ContentBlock, Role};
 use geode::llm::scripted::{ScriptedAdapter, Step};
 use geode::schema::ResponseSchema;
 use geode::schema::validate::Validation;
+use geode::vocab::StopReason;
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
@@ -390,7 +391,7 @@ async fn usage_of_both_attempts_is_kept() {
     let with_usage = |text: &str, n: u64| {
         Ok(AdapterResponse {
             text: text.into(),
-            usage: geode::llm::request::Usage {
+            usage: geode::vocab::Usage {
                 input_tokens: n,
                 output_tokens: n,
                 ..Default::default()
@@ -535,9 +536,9 @@ async fn a_choice_on_a_hosted_adapter_is_checked_locally_retried_and_named_as_a_
 
 mod round_trip {
     use geode::agent::protocol::{WorkerRequest, WorkerResult, parse_request_line};
-    use geode::ledger::Require;
     use geode::schema::validate::Validation;
     use geode::schema::{ResponseSchema, TextConstraint};
+    use geode::vocab::Require;
     use proptest::prelude::*;
     use serde_json::{Map, Value};
 

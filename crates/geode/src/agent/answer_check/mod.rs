@@ -192,7 +192,7 @@ pub fn needs_schema_retry(result: Option<&AgenticResult>, schema: &ResponseSchem
     .passed()
 }
 
-pub use crate::agent::excerpt::{excerpt, py_repr};
+use crate::agent::excerpt::{excerpt, py_repr};
 
 const SCHEMA_CUT: usize = 4096;
 const EXCERPT_CUT: usize = 800;

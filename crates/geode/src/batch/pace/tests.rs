@@ -1,6 +1,7 @@
 use super::*;
-use crate::llm::request::{Message, Usage};
+use crate::llm::request::Message;
 use crate::llm::scripted::ScriptedAdapter;
+use crate::vocab::Usage;
 
 fn rate_limited(after: Option<Duration>) -> AdapterError {
     AdapterError::RateLimited {

@@ -12,10 +12,10 @@ use super::typed_schema::TypedSchema;
 use super::{Client, Error, Extracted};
 use crate::agent::task::{Answer, Output, Task};
 use crate::agent::worker::{WorkerEnv, run_task};
-use crate::ledger::Require;
 use crate::llm::call::TextSink;
 use crate::schema::ResponseSchema;
 use crate::schema::validate::CompiledSchema;
+use crate::vocab::Require;
 use futures::stream::BoxStream;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -29,7 +29,7 @@ use tokio::sync::mpsc;
 /// How far a partial value is guaranteed before the final validation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Guarantee {
+pub enum PartialGuarantee {
     /// The wire constrains decoding to the schema (local engine, OpenAI strict, Anthropic
     /// native): the text cannot leave it.
     Enforced,
@@ -48,7 +48,7 @@ pub enum StreamEvent<T, E = Value> {
         /// Pointers of the closed values, in closing order.
         complete: Vec<String>,
         /// How far the partial is guaranteed.
-        guarantee: Guarantee,
+        guarantee: PartialGuarantee,
     },
     /// A closed element of the streamed list that validates against the item schema.
     Item {
@@ -128,7 +128,7 @@ struct State<T, E> {
     seen: usize,
     typed: Arc<TypedSchema>,
     items: Option<Items>,
-    guarantee: Guarantee,
+    guarantee: PartialGuarantee,
     pending: VecDeque<Result<StreamEvent<T, E>, Error>>,
     held: Option<Msg>,
     done: bool,
@@ -256,9 +256,9 @@ where
         items: item_list(&typed, items),
         typed,
         guarantee: if level == Require::Enforced {
-            Guarantee::Enforced
+            PartialGuarantee::Enforced
         } else {
-            Guarantee::Unchecked
+            PartialGuarantee::Unchecked
         },
         pending: VecDeque::new(),
         held: None,

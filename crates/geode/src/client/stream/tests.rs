@@ -1,9 +1,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use super::*;
-use crate::ledger::StructuredOutputMode;
 use crate::llm::request::AdapterResponse;
 use crate::llm::scripted::ScriptedAdapter;
+use crate::vocab::StructuredOutputMode;
 use futures::StreamExt;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -63,7 +63,7 @@ fn partials_agree_with_the_final_value_and_items_arrive_validated() {
                 guarantee,
             } => {
                 partials += 1;
-                assert_eq!(*guarantee, Guarantee::Unchecked);
+                assert_eq!(*guarantee, PartialGuarantee::Unchecked);
                 for p in complete {
                     assert_eq!(value.pointer(p), last.pointer(p), "{p}");
                 }
@@ -100,7 +100,9 @@ fn a_list_root_streams_typed_items_and_an_element_failing_its_schema_is_never_yi
             StreamEvent::Item { index, value } => seen.push(format!("item {index} {}", value.line)),
             StreamEvent::Retry { reason } => seen.push(format!("retry {}", !reason.is_empty())),
             StreamEvent::Final(x) => seen.push(format!("final {}", x.value.len())),
-            StreamEvent::Partial { guarantee, .. } => assert_eq!(*guarantee, Guarantee::Enforced),
+            StreamEvent::Partial { guarantee, .. } => {
+                assert_eq!(*guarantee, PartialGuarantee::Enforced)
+            }
         }
     }
     assert_eq!(

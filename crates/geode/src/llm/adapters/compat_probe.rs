@@ -21,10 +21,9 @@
 //! may both probe; the verdicts agree and the second simply overwrites the first.
 
 use crate::llm::call::AdapterError;
-use crate::llm::request::{AdapterCallRequest, AdapterResponse, Message, StopReason};
+use crate::llm::request::{AdapterCallRequest, AdapterResponse, Message};
 use crate::schema::ResponseSchema;
-use crate::vocab::StructuredOutputMode;
-use crate::vocab::Transform;
+use crate::vocab::{StopReason, StructuredOutputMode, Transform};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};

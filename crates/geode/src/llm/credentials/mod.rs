@@ -29,7 +29,7 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-pub use crate::secret::Secret;
+use crate::secret::Secret;
 
 /// Reads a required secret from env var `var`; missing or empty is a `Config` error naming `var`.
 pub fn env_secret(adapter: &str, var: &str) -> Result<Secret, AdapterError> {

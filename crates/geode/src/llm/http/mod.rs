@@ -23,10 +23,10 @@
 //!   every secret of the request scrubbed out. A non-JSON body is described by its size only.
 //!
 //! ```no_run
-//! use geode::llm::adapter::CallCx;
+//! use geode::llm::call::CallCx;
 //! use geode::secret::Secret;
 //! use geode::llm::http::{HttpClient, PostRequest};
-//! # async fn demo() -> Result<(), geode::llm::adapter::AdapterError> {
+//! # async fn demo() -> Result<(), geode::llm::call::AdapterError> {
 //! let http = HttpClient::shared()?;
 //! let req = PostRequest::json("my-adapter", "http://127.0.0.1:8080/v1/x", &serde_json::json!({"a": 1}))?
 //!     .bearer(&Secret::new("key"));

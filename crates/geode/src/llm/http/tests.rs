@@ -1,5 +1,5 @@
 use super::*;
-use crate::llm::call::RetryClass;
+use crate::vocab::RetryClass;
 use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

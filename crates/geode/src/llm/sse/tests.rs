@@ -167,7 +167,7 @@ async fn a_stream_that_never_ends_stops_at_the_byte_budget() {
         "{err:?}"
     );
     assert_eq!(err.kind(), ErrorKind::ResponseTooLarge);
-    assert_eq!(err.retry_class(), crate::llm::adapter::RetryClass::Fatal);
+    assert_eq!(err.retry_class(), crate::vocab::RetryClass::Fatal);
 }
 
 #[tokio::test]

@@ -143,8 +143,7 @@ pub fn one_line(message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::call::RetryClass;
-    use crate::vocab::ErrorKind;
+    use crate::vocab::{ErrorKind, RetryClass};
 
     fn fatal(adapter: String, kind: &str, message: String) -> AdapterError {
         AdapterError::RunFailed {

@@ -1,7 +1,7 @@
 //! The schema as a system-prompt instruction, for wires that cannot carry it natively.
 //!
-//! Used by the Messages family in [`crate::ledger::StructuredOutputMode::Prompt`] and by the Chat
-//! family in [`crate::ledger::StructuredOutputMode::JsonMode`]. The instruction carries the
+//! Used by the Messages family in [`crate::vocab::StructuredOutputMode::Prompt`] and by the Chat
+//! family in [`crate::vocab::StructuredOutputMode::JsonMode`]. The instruction carries the
 //! caller's *original* schema (pretty JSON), not a projected copy: a prompt can hold every keyword,
 //! and nothing is enforced by the provider, so the worker's validation is the only check.
 

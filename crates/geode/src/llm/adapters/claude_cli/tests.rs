@@ -1,8 +1,7 @@
 use super::*;
-use crate::llm::call::RetryClass;
 use crate::llm::request::Message;
 use crate::schema::ResponseSchema;
-use crate::vocab::StructuredOutputMode;
+use crate::vocab::{RetryClass, StructuredOutputMode};
 use serde_json::json;
 
 // Trimmed copies of real claude 2.1.197 result objects, from runs against a fake provider.

@@ -46,11 +46,11 @@ use super::cli_common::{self, CliOptions, CliRow};
 use super::codex_config;
 use crate::llm::adapter::Adapter;
 use crate::llm::call::{AdapterError, CallCx};
-use crate::llm::request::{AdapterCallRequest, AdapterResponse, StopReason, Usage, WireReport};
+use crate::llm::request::{AdapterCallRequest, AdapterResponse, WireReport};
 use crate::llm::subprocess::ProcessSpec;
 use crate::llm::wire::schema_prompt::append_to_system;
 use crate::schema::ResponseSchema;
-use crate::vocab::StructuredOutputMode;
+use crate::vocab::{StopReason, StructuredOutputMode, Usage};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 

@@ -15,7 +15,7 @@
 //! schema the request carries `response_format: {type: "json_object"}` (JSON syntax only) and the
 //! caller's whole schema rendered into the system prompt
 //! ([`schema_prompt`](crate::llm::wire::schema_prompt)). The mode is
-//! [`JsonMode`](crate::ledger::StructuredOutputMode::JsonMode): best effort, never a claim of
+//! [`JsonMode`](crate::vocab::StructuredOutputMode::JsonMode): best effort, never a claim of
 //! enforcement; the worker validates the answer. A forced output tool is not available here
 //! (`tool_choice` accepts only `"auto"`).
 //!
@@ -31,7 +31,7 @@
 //! (GLM rejects `"none"`, which GEODE sends): `auto` → `"auto"`; `none` → the tools are
 //! withheld from that request (history with earlier tool calls still travels); `any` and
 //! `tool(X)` → `"auto"` with every tool, not forced. The last three each leave a
-//! [`Transform`](crate::ledger::Transform) on `/tool_choice` in the wire report. More than 128
+//! [`Transform`](crate::vocab::Transform) on `/tool_choice` in the wire report. More than 128
 //! tools is [`BuildError::TooManyTools`]. Other servers get OpenAI's `"none"`, `"required"` and
 //! a named function, and no tool limit. GLM models sometimes write tool calls as
 //! `<tool_call>` markup in the content; that text is returned as text, not parsed.
@@ -49,10 +49,8 @@ pub use request::{
 };
 pub use response::{parse_response, parse_value, stop_reason};
 
-pub use crate::llm::wire::parse_error::{ParseError, ProviderErrors};
-
 use crate::llm::call::AdapterError;
-use crate::llm::wire::parse_error::one_line;
+use crate::llm::wire::parse_error::{ParseError, one_line};
 
 /// A request that cannot be put on this wire.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -104,8 +102,7 @@ pub fn adapter_error(e: ParseError, adapter: &str) -> AdapterError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::call::RetryClass;
-    use crate::vocab::ErrorKind;
+    use crate::vocab::{ErrorKind, RetryClass};
 
     #[test]
     fn errors_map_to_typed_adapter_errors() {

@@ -16,7 +16,8 @@
 //! A body cut mid-JSON is [`ParseError::Truncated`]; an `error` object is [`ParseError::Provider`].
 
 use super::ParseError;
-use crate::llm::request::{AdapterResponse, StopReason, ToolUse, Usage};
+use crate::llm::request::{AdapterResponse, ToolUse};
+use crate::vocab::{StopReason, Usage};
 use serde::Deserialize;
 
 #[derive(Deserialize)]

@@ -11,7 +11,7 @@
 //!
 //! GEODE ignores `response_schema` on this wire; geode wires it. [`ladder`] (the plan of the
 //! `AnthropicLadder` schema route, made once per call) decides, as a pure function of the
-//! schema, thinking and prefill; [`placement`] puts the plan on the request:
+//! schema, thinking and prefill; `placement` puts the plan on the request:
 //!
 //! | placement | when | mode | what the reply looks like |
 //! |---|---|---|---|
@@ -33,7 +33,7 @@
 //!
 //! # Replies
 //!
-//! | provider `stop_reason` | [`StopReason`](crate::llm::request::StopReason) |
+//! | provider `stop_reason` | [`StopReason`](crate::vocab::StopReason) |
 //! |---|---|
 //! | `end_turn`, `pause_turn`, unknown | `EndTurn` |
 //! | `tool_use` | `ToolUse` (`EndTurn` when the output tool answered) |
@@ -63,13 +63,13 @@ pub use placement::{
     OUTPUT_TOOL_PREFIX, Placed, Placement, ladder, output_tool_name, place_schema, placement,
 };
 pub use request::{
-    Built, ContentBlock, Delivery, OutputConfig, OutputFormat, Request, System, SystemBlock,
-    Thinking, Tool, ToolChoice, WireMessage, build, prepend_identity,
+    Built, Delivery, OutputConfig, OutputFormat, Request, System, SystemBlock, Thinking, Tool,
+    ToolChoice, WireMessage, build, prepend_identity,
 };
 pub use response::{parse_response, stop_reason};
 pub use stream::{Event, Flow, StreamFold, classify};
 
-pub use crate::llm::wire::parse_error::{ParseError, ProviderErrors, one_line};
+use crate::llm::wire::parse_error::{ParseError, one_line};
 
 use crate::llm::call::AdapterError;
 use std::time::Duration;
@@ -131,10 +131,9 @@ pub(crate) fn decimal_f64(x: f32) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::call::RetryClass;
     use crate::llm::request::{AdapterCallRequest, Message, ToolSpec};
     use crate::schema::ResponseSchema;
-    use crate::vocab::ErrorKind;
+    use crate::vocab::{ErrorKind, RetryClass};
 
     #[test]
     fn provider_error_kinds_map_to_typed_errors() {

@@ -5,7 +5,8 @@
 //! forced output tool's call into the answer (see the family docs).
 
 use super::ParseError;
-use crate::llm::request::{AdapterResponse, StopReason, ToolUse, Usage};
+use crate::llm::request::{AdapterResponse, ToolUse};
+use crate::vocab::{StopReason, Usage};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 

@@ -33,7 +33,6 @@ mod body;
 mod family;
 mod parse;
 
-pub use crate::llm::wire::parse_error::ParseError;
 pub use family::ResponsesWire;
 pub use parse::{Event, Fold, adapter_error, classify, parse_response};
 

@@ -3,9 +3,10 @@
 
 use crate::llm::call::{AdapterError, DEFAULT_MAX_RESPONSE_BYTES};
 use crate::llm::http::{ProviderError, truncate};
-use crate::llm::request::{AdapterResponse, StopReason, ToolUse, Usage};
+use crate::llm::request::{AdapterResponse, ToolUse};
 use crate::llm::sse::SseEvent;
 use crate::llm::wire::parse_error::ParseError;
+use crate::vocab::{StopReason, Usage};
 use serde_json::{Value, json};
 
 /// One classified stream event.

@@ -1,10 +1,11 @@
 use super::*;
 use crate::llm::request::{
-    AdapterResponse, ContentBlock, Message, Role, StopReason, ToolChoice, ToolSpec, ToolUse, Usage,
+    AdapterResponse, ContentBlock, Message, Role, ToolChoice, ToolSpec, ToolUse,
 };
 use crate::llm::sse::SseEvent;
+use crate::llm::wire::parse_error::ParseError;
 use crate::schema::ResponseSchema;
-use crate::vocab::ErrorKind;
+use crate::vocab::{ErrorKind, StopReason, Usage};
 use serde_json::Value;
 use serde_json::json;
 

@@ -1,7 +1,7 @@
 //! One test per row of the module table, plus the budget, truncation and tool-call indexing.
 
 use super::*;
-use crate::llm::request::StopReason;
+use crate::vocab::StopReason;
 use serde_json::json;
 
 fn chunk(delta: Value, finish: Option<&str>) -> String {

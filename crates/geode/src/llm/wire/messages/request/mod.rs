@@ -87,7 +87,7 @@ pub struct WireMessage {
 }
 
 /// One content block on the wire: the neutral block, whose JSON is the Messages shape.
-pub use crate::llm::request::ContentBlock;
+use crate::llm::request::ContentBlock;
 
 /// A tool definition.
 #[derive(Debug, Clone, PartialEq, Serialize)]

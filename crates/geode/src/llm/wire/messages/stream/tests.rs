@@ -1,6 +1,5 @@
 use super::*;
-use crate::llm::request::StopReason;
-use crate::vocab::ErrorKind;
+use crate::vocab::{ErrorKind, StopReason};
 use serde_json::json;
 
 fn start(input_tokens: u64) -> (String, String) {
