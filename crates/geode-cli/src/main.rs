@@ -7,6 +7,7 @@
 
 mod cmd_adapters;
 mod cmd_batch;
+mod cmd_gateway;
 mod cmd_run;
 mod cmd_schema;
 mod cmd_serve;
@@ -71,6 +72,8 @@ enum Command {
     Batch(cmd_batch::BatchArgs),
     /// Serve tasks from a Redis queue (for `geode batch --queue` on any machine).
     Serve(cmd_serve::ServeArgs),
+    /// Serve the OpenAI API (chat completions, models) in front of every route, with the ledger.
+    Gateway(cmd_gateway::GatewayArgs),
     /// The adapters, their structured-output modes, and which are configured here.
     Adapters(cmd_adapters::AdaptersArgs),
 }
@@ -105,6 +108,7 @@ fn main() -> ExitCode {
         Command::Run(args) => cmd_run::run(args),
         Command::Batch(args) => cmd_batch::run(args),
         Command::Serve(args) => cmd_serve::run(args),
+        Command::Gateway(args) => cmd_gateway::run(args),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),

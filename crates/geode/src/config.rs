@@ -31,6 +31,14 @@
 //! key_env = "OPENROUTER_API_KEY"
 //! model = "openai/gpt-5.5"
 //! schema = "json_schema"
+//!
+//! [gateway]                            # geode gateway: the least guarantee of every request
+//! require = "wired"
+//!
+//! [gateway.models.fast]                # `"model": "fast"` routes here
+//! adapter = "openai-payg"
+//! model = "gpt-5-mini"
+//! fallback = ["anthropic-payg"]
 //! ```
 
 use crate::llm::adapters::cli_common::is_env_name;
@@ -38,6 +46,7 @@ use crate::llm::call::DEFAULT_MAX_RESPONSE_BYTES;
 use crate::llm::registry::{
     ADAPTERS, AdapterSpec, Billing, Environment, ProviderConfig, ProviderError, spec,
 };
+use crate::vocab::Require;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::num::NonZeroU64;
@@ -77,6 +86,30 @@ pub struct Limits {
     pub max_response_bytes: Option<NonZeroU64>,
 }
 
+/// `geode gateway`'s settings (`[gateway]`).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GatewayConfig {
+    /// The least guarantee every request gets; a request may raise it, never lower it.
+    pub require: Require,
+    /// Names clients may send as `model`, each for a route (`[gateway.models.NAME]`).
+    pub models: BTreeMap<String, ModelAlias>,
+}
+
+/// A `model` name of the gateway that stands for a route.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelAlias {
+    /// The adapter (a registry name or a `[providers.NAME]`).
+    pub adapter: String,
+    /// The model ("" or absent: the adapter's default).
+    #[serde(default)]
+    pub model: String,
+    /// Adapters tried in order when this one fails with a retryable error.
+    #[serde(default)]
+    pub fallback: Vec<String>,
+}
+
 /// The whole file.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -93,6 +126,8 @@ pub struct Config {
     pub adapters: BTreeMap<String, AdapterConfig>,
     /// Providers defined here (`[providers.NAME]`), keyed by name.
     pub providers: BTreeMap<String, ProviderConfig>,
+    /// The gateway's policy and model aliases.
+    pub gateway: GatewayConfig,
     /// The providers' rows, checked ([`Self::spec`] finds them).
     #[serde(skip)]
     rows: Vec<&'static AdapterSpec>,
@@ -199,6 +234,15 @@ impl Config {
         }
         if let Some(bad) = cfg.adapters.keys().find(|n| cfg.spec(n).is_none()) {
             return Err(unknown(bad, "[adapters]"));
+        }
+        if let Some(bad) = cfg
+            .gateway
+            .models
+            .values()
+            .flat_map(|a| std::iter::once(&a.adapter).chain(&a.fallback))
+            .find(|n| cfg.spec(n).is_none())
+        {
+            return Err(unknown(bad, "[gateway.models]"));
         }
         for (name, adapter) in &cfg.adapters {
             check_pass_env(cfg.spec(name), &adapter.pass_env).map_err(|message| {

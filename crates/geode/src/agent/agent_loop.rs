@@ -163,6 +163,12 @@ impl AgenticLoop {
         }
     }
 
+    /// Starts the conversation from earlier turns (the next user turn follows them).
+    pub fn with_history(mut self, history: Vec<Message>) -> Self {
+        self.history = history;
+        self
+    }
+
     /// Installs a guard run on every user turn before any call.
     pub fn with_input_guard(mut self, guard: InputGuard) -> Self {
         self.input_guard = Some(guard);

@@ -8,6 +8,7 @@
 use crate::agent::termination::TerminationReason;
 use crate::ledger::GuaranteeLedger;
 use crate::llm::call::AdapterError;
+use crate::llm::request::Message;
 use crate::schema::SchemaError;
 use crate::schema::formats::FormatMode;
 use crate::schema::validate::Validation;
@@ -118,6 +119,8 @@ impl Default for Budgets {
 pub struct Task {
     /// The user turn.
     pub prompt: String,
+    /// Earlier turns of the conversation, before the prompt (a gateway's chat history).
+    pub history: Vec<Message>,
     /// The system prompt ("" = none).
     pub system: String,
     /// Where it runs.
@@ -137,6 +140,8 @@ pub struct Task {
     pub budgets: Budgets,
     /// Reasoning effort, for adapters that take one.
     pub effort: String,
+    /// Sampling temperature (`None`: the provider's default).
+    pub temperature: Option<f32>,
 }
 
 impl Task {
@@ -144,6 +149,7 @@ impl Task {
     pub fn new(prompt: impl Into<String>) -> Self {
         Self {
             prompt: prompt.into(),
+            history: Vec::new(),
             system: String::new(),
             route: Route::Default,
             fallback: None,
@@ -153,6 +159,7 @@ impl Task {
             formats: FormatMode::Assert,
             budgets: Budgets::default(),
             effort: "high".to_owned(),
+            temperature: None,
         }
     }
 }

@@ -249,12 +249,13 @@ async fn run_unscrubbed(task: &Task, env: &WorkerEnv) -> Result<Answer, RunError
         max_tokens: task.budgets.max_tokens,
         thinking_budget: task.budgets.thinking,
         effort: task.effort.clone(),
-        temperature: None,
+        temperature: task.temperature,
         time_budget: task.budgets.time_budget,
         response_schema: schema.cloned(),
         text_constraint: constraint.cloned(),
     };
-    let mut lp = AgenticLoop::new(env.adapter.clone(), options, env.tools.clone());
+    let mut lp = AgenticLoop::new(env.adapter.clone(), options, env.tools.clone())
+        .with_history(task.history.clone());
     if let Some(g) = &env.input_guard {
         lp = lp.with_input_guard(g.clone());
     }

@@ -27,7 +27,7 @@ pub use error::Error;
 pub use stream::{ItemSource, PartialGuarantee, StreamEvent, stream_task};
 
 use crate::agent::resolve::Resolver;
-use crate::agent::task::{Route, Task};
+use crate::agent::task::{Answer, Route, RunError, Task};
 use crate::agent::worker::WorkerEnv;
 use crate::config::Config;
 use crate::ledger::GuaranteeLedger;
@@ -139,6 +139,15 @@ impl Client {
 
     /// The worker environment for `task` (filling its model when routing chose it).
     pub(crate) fn worker_env(&self, task: &mut Task) -> Result<WorkerEnv, Error> {
+        self.resolve(task).map_err(|e| {
+            let adapter = task.route.adapter().unwrap_or_default();
+            Error::from_run(e, adapter, task.route.model())
+        })
+    }
+
+    /// [`Self::worker_env`] with the failure still typed: refused (`require` unmet on a fixed
+    /// adapter) or unroutable.
+    fn resolve(&self, task: &mut Task) -> Result<WorkerEnv, RunError> {
         match &self.inner.source {
             Source::Instance {
                 adapter,
@@ -147,11 +156,14 @@ impl Client {
                 if let Some(schema) = task.output.schema() {
                     let mode = adapter.wire_mode(Some(schema));
                     if mode.level() < task.require {
-                        return Err(Error::config(
-                            unmet(adapter.name(), mode, task.require),
-                            adapter.name(),
-                            task.route.model(),
-                        ));
+                        return Err(RunError::Refused {
+                            reason: unmet(adapter.name(), mode, task.require),
+                            last: Box::new(Answer::empty(GuaranteeLedger {
+                                adapter: adapter.name().to_owned(),
+                                model: task.route.model().to_owned(),
+                                ..GuaranteeLedger::default()
+                            })),
+                        });
                     }
                 }
                 let mut env = WorkerEnv::new(adapter.clone());
@@ -186,12 +198,29 @@ impl Client {
                     fallback: fallback.as_deref(),
                 }
                 .resolve(task)
-                .map_err(|e| {
-                    let adapter = task.route.adapter().unwrap_or_default();
-                    Error::config(e.to_string(), adapter, task.route.model())
-                })
+                .map_err(RunError::Route)
             }
         }
+    }
+
+    /// Runs a task the caller built (its own route, output, policy, history), on this
+    /// client's adapters (built once, shared by every call). The failure stays a typed
+    /// [`RunError`], for servers that map each kind to their own answer (the gateway); `tune`
+    /// may add observers to the environment (a text sink for streaming).
+    pub async fn run_task(
+        &self,
+        mut task: Task,
+        tune: impl FnOnce(&mut WorkerEnv),
+    ) -> Result<Answer, RunError> {
+        let mut env = self.resolve(&mut task)?;
+        tune(&mut env);
+        crate::agent::worker::run_task(&task, &env).await
+    }
+
+    /// A task carrying this client's settings (adapter, model, `require`, budgets, system
+    /// prompt), to adjust and hand to [`Self::run_task`].
+    pub fn new_task(&self, prompt: impl Into<String>) -> Task {
+        self.task(prompt.into())
     }
 
     /// The mode the client's fixed adapter would use for `schema` (`None` when adapters are

@@ -252,6 +252,7 @@ impl WorkerRequest {
         };
         Ok(Task {
             prompt: self.prompt(),
+            history: Vec::new(),
             system: self.agent_system_prompt.clone(),
             route,
             fallback: None,
@@ -268,6 +269,7 @@ impl WorkerRequest {
                 thinking: self.thinking_budget,
             },
             effort: self.effort.clone(),
+            temperature: None,
         })
     }
 

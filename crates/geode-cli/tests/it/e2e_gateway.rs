@@ -1,0 +1,526 @@
+//! `geode gateway` through the real binary on 127.0.0.1, in front of `geode-fakes` providers,
+//! driven over real HTTP: a schema enforced and validated with the ledger in headers and body,
+//! a refusal before any upstream call when the route cannot give the required guarantee, an
+//! answer still invalid after the retry as a 422, OpenAI-shaped errors for bad requests,
+//! inbound keys (never forwarded, never shown), the concurrency bound, the loopback default and
+//! a clean stop on SIGTERM.
+
+use crate::support;
+
+use geode_fakes::{FakeServer, Kind, Reply, Script};
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader};
+use std::process::Child;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use support::{SECRET, Sandbox, bad_enum_answer, decision_schema, good_answer, model_calls};
+
+/// An inbound key for the gateway (distinct from the upstream key [`SECRET`]).
+const INBOUND: &str = "gw-inbound-key-7f3a9c2e51";
+
+/// A running `geode gateway`: its base URL and everything it wrote on stderr so far.
+struct Gateway {
+    child: Child,
+    base: String,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl Gateway {
+    /// Starts `geode gateway --listen 127.0.0.1:0 EXTRA` in `sb` and waits for its address.
+    fn start(sb: &Sandbox, extra: &[&str]) -> Gateway {
+        let mut args = vec!["gateway", "--listen", "127.0.0.1:0"];
+        args.extend_from_slice(extra);
+        let mut child = sb.spawn(&args);
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let pipe = child.stderr.take().unwrap();
+        let log = stderr.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                if let Some(addr) = line.strip_prefix("geode gateway: listening on ") {
+                    let _ = tx.send(addr.to_owned());
+                }
+                log.lock().unwrap().push_str(&(line + "\n"));
+            }
+        });
+        let base = rx
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("the gateway did not start: {}", stderr.lock().unwrap()));
+        Gateway {
+            child,
+            base,
+            stderr,
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// POSTs `body` to the chat endpoint with `headers`.
+    async fn chat(
+        &self,
+        body: &Value,
+        headers: &[(&str, &str)],
+    ) -> (u16, reqwest::header::HeaderMap, Value) {
+        let mut req = reqwest::Client::new()
+            .post(self.url("/v1/chat/completions"))
+            .json(body);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let resp = req.send().await.unwrap();
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let text = resp.text().await.unwrap();
+        let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        (status, headers, body)
+    }
+
+    fn log(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A request for a Decision on `model`.
+fn decision_request(model: &str) -> Value {
+    json!({
+        "model": model,
+        "messages": [
+            {"role": "system", "content": "You review pull requests."},
+            {"role": "user", "content": "Decide."}
+        ],
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {"name": "decision", "strict": true, "schema": decision_schema()}
+        }
+    })
+}
+
+/// A sandbox for `openai-payg` (strict) and `glm-payg` (JSON mode) on their fakes.
+fn sandbox(openai: &FakeServer, glm: &FakeServer) -> Sandbox {
+    let mut sb = Sandbox::new();
+    sb.var("GEODE_OPENAI_BASE_URL", openai.base_url())
+        .var("OPENAI_API_KEY", SECRET)
+        .var("GEODE_GLM_BASE_URL", glm.base_url())
+        .var("ZAI_API_KEY", SECRET);
+    sb
+}
+
+async fn fakes(openai: Script, glm: Script) -> (FakeServer, FakeServer) {
+    (
+        FakeServer::start(Kind::Responses, openai).await.unwrap(),
+        FakeServer::start(Kind::Chat, glm).await.unwrap(),
+    )
+}
+
+fn header<'h>(h: &'h reqwest::header::HeaderMap, name: &str) -> &'h str {
+    h.get(name).and_then(|v| v.to_str().ok()).unwrap_or("")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schema_is_enforced_validated_and_accounted_for_in_headers_and_body() {
+    let (openai, glm) = fakes(
+        Script::always(Reply::Json(good_answer())),
+        Script::always(Reply::Json(good_answer())),
+    )
+    .await;
+    let sb = sandbox(&openai, &glm);
+    let gw = Gateway::start(&sb, &[]);
+    let (status, headers, body) = gw
+        .chat(&decision_request("openai-payg/gpt-5-mini"), &[])
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let content: Value =
+        serde_json::from_str(body["choices"][0]["message"]["content"].as_str().unwrap()).unwrap();
+    assert_eq!(content, good_answer());
+    assert_eq!(body["object"], "chat.completion");
+    assert_eq!(body["model"], "openai-payg/gpt-5-mini");
+    assert_eq!(body["choices"][0]["finish_reason"], "stop");
+    assert!(body["usage"]["total_tokens"].as_u64().is_some(), "{body}");
+    assert_eq!(
+        (
+            header(&headers, "x-geode-adapter"),
+            header(&headers, "x-geode-mode"),
+            header(&headers, "x-geode-guarantee"),
+            header(&headers, "x-geode-validated"),
+            header(&headers, "x-geode-attempts"),
+        ),
+        ("openai-payg", "strict", "enforced", "true", "1")
+    );
+    let ledger = &body["geode"]["ledger"];
+    assert_eq!(ledger["adapter"], "openai-payg");
+    assert_eq!(ledger["model"], "gpt-5-mini");
+    assert_eq!(ledger["full_validation"]["valid"], true);
+    // The caller's schema went on OpenAI's wire, strict, with the system prompt.
+    let calls = model_calls(&openai);
+    assert_eq!(calls.len(), 1);
+    let sent = &calls[0].body;
+    assert_eq!(sent["text"]["format"]["type"], "json_schema", "{sent}");
+    assert_eq!(sent["text"]["format"]["strict"], true);
+    assert_eq!(sent["model"], "gpt-5-mini");
+    assert!(
+        sent.to_string().contains("You review pull requests."),
+        "{sent}"
+    );
+    assert!(!gw.log().contains(SECRET));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn require_enforced_refuses_a_json_mode_route_before_any_upstream_call() {
+    let (openai, glm) = fakes(
+        Script::always(Reply::Json(good_answer())),
+        Script::always(Reply::Json(good_answer())),
+    )
+    .await;
+    let sb = sandbox(&openai, &glm);
+    let gw = Gateway::start(&sb, &[]);
+    // Raised by the header.
+    let (status, _, body) = gw
+        .chat(
+            &decision_request("glm-payg"),
+            &[("x-geode-require", "enforced")],
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["code"], "schema_not_enforceable");
+    assert_eq!(body["error"]["type"], "invalid_request_error");
+    let candidates = body["error"]["geode"]["candidates"].as_array().unwrap();
+    assert_eq!(candidates[0]["adapter"], "glm-payg", "{body}");
+    assert!(
+        candidates[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("json-mode"),
+        "{body}"
+    );
+    // Raised by the body extension, for clients that cannot set headers.
+    let mut req = decision_request("glm-payg");
+    req["geode"] = json!({"require": "enforced"});
+    let (status, _, body) = gw.chat(&req, &[]).await;
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (400, &json!("schema_not_enforceable"))
+    );
+    assert!(model_calls(&glm).is_empty(), "no upstream request was made");
+    // Without the requirement the same route serves, and says what it guaranteed.
+    let (status, headers, body) = gw.chat(&decision_request("glm-payg"), &[]).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(header(&headers, "x-geode-guarantee"), "best-effort");
+    assert_eq!(header(&headers, "x-geode-validated"), "true");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_still_invalid_after_the_retry_is_a_422_with_its_errors() {
+    let (openai, glm) = fakes(
+        Script::always(Reply::Json(good_answer())),
+        Script::always(Reply::Json(bad_enum_answer())),
+    )
+    .await;
+    let sb = sandbox(&openai, &glm);
+    let gw = Gateway::start(&sb, &[]);
+    let (status, headers, body) = gw.chat(&decision_request("glm-payg"), &[]).await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["error"]["code"], "schema_validation_failed");
+    let errors = body["error"]["geode"]["validation_errors"]
+        .as_array()
+        .unwrap();
+    assert!(
+        errors.iter().any(|e| e["instance_path"] == "/decision"),
+        "{body}"
+    );
+    assert_eq!(
+        body["error"]["geode"]["ledger"]["attempts"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(header(&headers, "x-geode-attempts"), "2");
+    assert_eq!(header(&headers, "x-geode-validated"), "false");
+    assert_eq!(model_calls(&glm).len(), 2, "the first answer and the retry");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_requests_get_openai_shaped_errors_naming_the_field() {
+    let (openai, glm) = fakes(
+        Script::always(Reply::Json(good_answer())),
+        Script::always(Reply::Json(good_answer())),
+    )
+    .await;
+    let sb = sandbox(&openai, &glm);
+    let gw = Gateway::start(&sb, &["--max-body-bytes", "65536"]);
+    let with = |f: &dyn Fn(&mut Value)| {
+        let mut r = decision_request("openai-payg");
+        f(&mut r);
+        r
+    };
+    for (body, status, code, param) in [
+        (
+            with(&|r| r["stream"] = json!(true)),
+            400,
+            "unsupported_parameter",
+            "stream",
+        ),
+        (
+            with(&|r| r["tools"] = json!([{"type": "function", "function": {"name": "f"}}])),
+            400,
+            "unsupported_parameter",
+            "tools",
+        ),
+        (
+            with(&|r| r["n"] = json!(2)),
+            400,
+            "unsupported_parameter",
+            "n",
+        ),
+        (
+            with(&|r| r["messages"] = json!([])),
+            400,
+            "invalid_request",
+            "messages",
+        ),
+        (
+            with(&|r| r["messages"] = json!([{"role": "assistant", "content": "hi"}])),
+            400,
+            "invalid_request",
+            "messages",
+        ),
+        (
+            with(&|r| r["response_format"]["json_schema"]["schema"] = json!({"type": 12})),
+            400,
+            "invalid_schema",
+            "response_format",
+        ),
+        (
+            with(&|r| r["response_format"] = json!({"type": "xml"})),
+            400,
+            "invalid_request",
+            "response_format",
+        ),
+        (
+            with(&|r| r["model"] = json!("")),
+            400,
+            "invalid_request",
+            "model",
+        ),
+        (
+            with(&|r| r["geode"] = json!({"require": "strict"})),
+            400,
+            "invalid_request",
+            "geode.require",
+        ),
+        (json!([1, 2]), 400, "invalid_request", "body"),
+    ] {
+        let (got, _, answer) = gw.chat(&body, &[]).await;
+        assert_eq!(got, status, "{body} → {answer}");
+        assert_eq!(answer["error"]["code"], code, "{body} → {answer}");
+        assert_eq!(answer["error"]["param"], param, "{body} → {answer}");
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty())
+        );
+    }
+    // Not JSON at all, and too large.
+    let client = reqwest::Client::new();
+    let resp = client
+        .post(gw.url("/v1/chat/completions"))
+        .header("content-type", "application/json")
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 400);
+    let huge = "x".repeat(70_000);
+    let resp = client
+        .post(gw.url("/v1/chat/completions"))
+        .json(&json!({"model": "m", "messages": [{"role": "user", "content": huge}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 413);
+    let resp = client.get(gw.url("/v1/nothing")).send().await.unwrap();
+    assert_eq!(resp.status(), 404);
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "not_found");
+    assert!(
+        model_calls(&openai).is_empty(),
+        "no bad request reached the upstream"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inbound_keys_are_required_never_forwarded_and_never_shown() {
+    let (openai, glm) = fakes(
+        Script::always(Reply::Json(good_answer())),
+        Script::always(Reply::Json(good_answer())),
+    )
+    .await;
+    let mut sb = sandbox(&openai, &glm);
+    sb.var("GEODE_GATEWAY_KEYS", format!("another-key-0000, {INBOUND}"));
+    let gw = Gateway::start(&sb, &[]);
+    let request = decision_request("openai-payg");
+    for auth in [
+        None,
+        Some("Bearer wrong-key-123456789".to_owned()),
+        Some(INBOUND.to_owned()),
+    ] {
+        let headers: Vec<(&str, &str)> =
+            auth.iter().map(|a| ("authorization", a.as_str())).collect();
+        let (status, _, body) = gw.chat(&request, &headers).await;
+        assert_eq!(status, 401, "{auth:?}: {body}");
+        assert_eq!(body["error"]["code"], "invalid_api_key");
+        assert!(!body.to_string().contains(INBOUND));
+    }
+    let models = reqwest::Client::new()
+        .get(gw.url("/v1/models"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(models.status(), 401, "the model list needs a key too");
+    let bearer = format!("Bearer {INBOUND}");
+    let (status, headers, body) = gw.chat(&request, &[("authorization", &bearer)]).await;
+    assert_eq!(status, 200, "{body}");
+    let calls = model_calls(&openai);
+    assert_eq!(calls.len(), 1);
+    let auths: Vec<_> = calls[0]
+        .headers
+        .iter()
+        .filter(|(k, _)| k == "authorization")
+        .collect();
+    assert_eq!(
+        auths.len(),
+        1,
+        "only geode's own upstream credential: {:?}",
+        calls[0].headers
+    );
+    assert!(calls[0].headers.iter().all(|(_, v)| !v.contains(INBOUND)));
+    for text in [body.to_string(), format!("{headers:?}"), gw.log()] {
+        assert!(!text.contains(INBOUND) && !text.contains(SECRET), "{text}");
+    }
+    let health = reqwest::get(gw.url("/health")).await.unwrap();
+    assert_eq!(health.status(), 200, "health needs no key");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn models_lists_aliases_and_routes_with_their_best_guarantee() {
+    let (openai, glm) = fakes(
+        Script::always(Reply::Json(good_answer())),
+        Script::always(Reply::Json(good_answer())),
+    )
+    .await;
+    let sb = sandbox(&openai, &glm);
+    sb.config("[gateway.models.reviewer]\nadapter = \"openai-payg\"\nmodel = \"gpt-5-mini\"\n");
+    let gw = Gateway::start(&sb, &[]);
+    let list: Value = reqwest::get(gw.url("/v1/models"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(list["object"], "list");
+    let find = |id: &str| {
+        list["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["id"] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("{id}: {list}"))
+    };
+    assert_eq!(find("reviewer")["geode"]["adapter"], "openai-payg");
+    assert_eq!(find("openai-payg")["geode"]["best_guarantee"], "enforced");
+    assert_eq!(find("glm-payg")["geode"]["configured"], true);
+    assert_eq!(find("local")["geode"]["best_guarantee"], "enforced");
+    // The alias routes.
+    let (status, headers, body) = gw.chat(&decision_request("reviewer"), &[]).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(header(&headers, "x-geode-adapter"), "openai-payg");
+    assert_eq!(model_calls(&openai)[0].body["model"], "gpt-5-mini");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn beyond_its_concurrency_the_gateway_answers_429_with_retry_after() {
+    let slow = Script::always(Reply::slow(1500, Reply::Json(good_answer())));
+    let (openai, glm) = fakes(slow, Script::always(Reply::Json(good_answer()))).await;
+    let sb = sandbox(&openai, &glm);
+    let gw = Arc::new(Gateway::start(&sb, &["--max-in-flight", "1"]));
+    let first = {
+        let gw = gw.clone();
+        tokio::spawn(async move { gw.chat(&decision_request("openai-payg"), &[]).await.0 })
+    };
+    // Wait until the first request holds the slot (its upstream call has arrived).
+    for _ in 0..200 {
+        if !openai.requests().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let (status, headers, body) = gw.chat(&decision_request("openai-payg"), &[]).await;
+    assert_eq!(status, 429, "{body}");
+    assert_eq!(body["error"]["code"], "gateway_busy");
+    assert_eq!(header(&headers, "retry-after"), "1");
+    assert_eq!(first.await.unwrap(), 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn it_refuses_a_public_bind_without_keys_and_stops_cleanly_on_sigterm() {
+    let sb = Sandbox::new();
+    let out = sb.geode(&["gateway", "--listen", "0.0.0.0:0"], "").await;
+    out.assert_exit(2)
+        .assert_stderr_has(&["without inbound keys", "GEODE_GATEWAY_KEYS"]);
+
+    let (openai, glm) = fakes(
+        Script::always(Reply::slow(500, Reply::Json(good_answer()))),
+        Script::always(Reply::Json(good_answer())),
+    )
+    .await;
+    let sb = sandbox(&openai, &glm);
+    let mut gw = Gateway::start(&sb, &[]);
+    let url = gw.url("/v1/chat/completions");
+    let in_flight = tokio::spawn(async move {
+        reqwest::Client::new()
+            .post(url)
+            .json(&decision_request("openai-payg"))
+            .send()
+            .await
+            .map(|r| r.status().as_u16())
+    });
+    for _ in 0..200 {
+        if !openai.requests().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(gw.child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    assert_eq!(
+        in_flight.await.unwrap().unwrap(),
+        200,
+        "the request in flight finished"
+    );
+    let status = wait_exit(&mut gw.child);
+    assert_eq!(status, Some(0), "{}", gw.log());
+}
+
+/// The child's exit code, waiting at most 30 s.
+fn wait_exit(child: &mut Child) -> Option<i32> {
+    for _ in 0..3000 {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s.code();
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    None
+}

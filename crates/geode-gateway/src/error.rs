@@ -1,0 +1,290 @@
+//! Every refusal and failure as OpenAI shapes it (`{"error": {"message", "type", "code",
+//! "param"}}`), so the official SDKs raise their own typed exceptions for it. A run's
+//! [`RunError`] maps by variant, never by its text:
+//!
+//! | what happened | status | `code` |
+//! |---|---|---|
+//! | the route cannot give the required guarantee for this schema (before any upstream call) | 400 | `schema_not_enforceable` |
+//! | the schema breaks the provider's limits (before any upstream call) | 400 | `schema_not_enforceable` |
+//! | the schema does not compile | 400 | `invalid_schema` |
+//! | the request is malformed or asks for something the gateway does not do | 400 | `invalid_request` / `unsupported_parameter` |
+//! | no inbound key, or a wrong one | 401 | `invalid_api_key` |
+//! | the `model` names no route | 404 | `model_not_found` |
+//! | the answer still fails the schema after the retry | 422 | `schema_validation_failed` |
+//! | the answer was cut at the token limit | 422 | `answer_truncated` |
+//! | the model refused | 422 | `model_refused` |
+//! | no answer text came back (a reasoning-only answer, a stopped loop) | 502 | `empty_answer` |
+//! | the gateway is at its concurrency limit | 429 | `gateway_busy` (with `Retry-After`) |
+//! | the upstream rate-limited the call past its retries | 429 | `upstream_rate_limited` |
+//! | the upstream failed (auth, 5xx, transport, protocol) | 502 | `upstream_error` |
+//! | the upstream or the request took longer than its limit | 504 | `upstream_timeout` |
+//! | the route's adapter is not configured (a missing key) | 503 | `route_unavailable` |
+//!
+//! Every message has passed through geode's scrubber: no key, token or inbound key is echoed.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use geode::agent::task::{ResolveError, RunError};
+use geode::agent::termination::TerminationReason;
+use geode::ledger::GuaranteeLedger;
+use geode::llm::routing::RoutingError;
+use geode::vocab::ErrorKind;
+use serde_json::{Value, json};
+
+/// One error answer of the gateway.
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    /// The HTTP status.
+    pub status: StatusCode,
+    /// OpenAI's `type` (`invalid_request_error`, `authentication_error`, `server_error`, ...).
+    pub kind: &'static str,
+    /// The machine-readable code.
+    pub code: &'static str,
+    /// One scrubbed line.
+    pub message: String,
+    /// The request field at fault, if any.
+    pub param: Option<&'static str>,
+    /// Extra detail under `error.geode` (candidates, validation errors) and the ledger.
+    pub detail: Option<Box<Value>>,
+    /// The run's ledger, when it ran or was refused with one.
+    pub ledger: Option<Box<GuaranteeLedger>>,
+    /// Seconds for a `Retry-After` header.
+    pub retry_after: Option<u64>,
+}
+
+impl ApiError {
+    /// An error with no detail.
+    pub fn new(
+        status: StatusCode,
+        kind: &'static str,
+        code: &'static str,
+        message: impl Into<String>,
+    ) -> Self {
+        Self {
+            status,
+            kind,
+            code,
+            message: geode::secret::scrub(&message.into()),
+            param: None,
+            detail: None,
+            ledger: None,
+            retry_after: None,
+        }
+    }
+
+    /// A malformed request (`invalid_request`), naming the field at fault.
+    pub fn invalid(param: &'static str, message: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            "invalid_request",
+            message,
+        )
+        .param(param)
+    }
+
+    /// A request asking for something this gateway does not do.
+    pub fn unsupported(param: &'static str, message: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            "unsupported_parameter",
+            message,
+        )
+        .param(param)
+    }
+
+    fn param(mut self, param: &'static str) -> Self {
+        self.param = Some(param);
+        self
+    }
+
+    fn detail(mut self, detail: Value) -> Self {
+        self.detail = Some(Box::new(detail));
+        self
+    }
+
+    fn with_ledger(mut self, ledger: GuaranteeLedger) -> Self {
+        self.ledger = Some(Box::new(ledger));
+        self
+    }
+
+    /// The error of a failed run, by its variant.
+    pub fn from_run(e: RunError) -> Self {
+        let message = e.to_string();
+        match e {
+            RunError::Route(route) => Self::from_route(route, message),
+            RunError::Refused { last, .. } => {
+                Self::not_enforceable(message).with_ledger(last.ledger)
+            }
+            RunError::Schema { last, .. } => Self::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_request_error",
+                "invalid_schema",
+                message,
+            )
+            .param("response_format")
+            .with_ledger(last.ledger),
+            RunError::Adapter { source, last, .. } => {
+                Self::upstream(source.kind(), message).with_ledger(last.ledger)
+            }
+            RunError::Invalid { last, .. } => {
+                let (code, message) = match last.termination {
+                    TerminationReason::Truncated => (
+                        "answer_truncated",
+                        format!("the answer was cut at the token limit: {message}"),
+                    ),
+                    TerminationReason::ModelRefusal => {
+                        ("model_refused", format!("the model refused: {message}"))
+                    }
+                    _ => ("schema_validation_failed", message),
+                };
+                let errors = last
+                    .ledger
+                    .full_validation
+                    .as_ref()
+                    .map(|v| json!(v.errors))
+                    .unwrap_or(Value::Null);
+                Self::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "invalid_response_error",
+                    code,
+                    message,
+                )
+                .detail(json!({ "validation_errors": errors }))
+                .with_ledger(last.ledger)
+            }
+            RunError::Ended { last, .. } => Self::new(
+                StatusCode::BAD_GATEWAY,
+                "server_error",
+                "empty_answer",
+                message,
+            )
+            .with_ledger(last.ledger),
+            other => Self::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "server_error",
+                "internal_error",
+                other.to_string(),
+            ),
+        }
+    }
+
+    fn from_route(e: ResolveError, message: String) -> Self {
+        match e {
+            ResolveError::Routing(RoutingError::UnknownAdapter(_)) => Self::new(
+                StatusCode::NOT_FOUND,
+                "invalid_request_error",
+                "model_not_found",
+                message,
+            )
+            .param("model"),
+            ResolveError::Routing(RoutingError::NoCandidate { reasons, .. }) => {
+                let candidates: Vec<Value> = reasons
+                    .iter()
+                    .map(|r| json!({ "adapter": r.adapter, "reason": r.reason }))
+                    .collect();
+                Self::not_enforceable(message).detail(json!({ "candidates": candidates }))
+            }
+            ResolveError::Preflight {
+                adapter,
+                violations,
+            } => {
+                let limits: Vec<String> = violations.iter().map(ToString::to_string).collect();
+                Self::not_enforceable(message).detail(
+                    json!({ "candidates": [{ "adapter": adapter, "reason": limits.join("; ") }] }),
+                )
+            }
+            ResolveError::Build(_) => Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "server_error",
+                "route_unavailable",
+                message,
+            ),
+            _ => Self::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "server_error",
+                "internal_error",
+                message,
+            ),
+        }
+    }
+
+    fn not_enforceable(message: String) -> Self {
+        Self::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            "schema_not_enforceable",
+            message,
+        )
+        .param("response_format")
+    }
+
+    fn upstream(kind: ErrorKind, message: String) -> Self {
+        match kind {
+            ErrorKind::RateLimited => Self::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limit_error",
+                "upstream_rate_limited",
+                message,
+            ),
+            ErrorKind::Timeout => Self::new(
+                StatusCode::GATEWAY_TIMEOUT,
+                "server_error",
+                "upstream_timeout",
+                message,
+            ),
+            ErrorKind::Config => Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "server_error",
+                "route_unavailable",
+                message,
+            ),
+            ErrorKind::SchemaRejected | ErrorKind::Unsupported => Self::not_enforceable(message),
+            ErrorKind::Cancelled => Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "server_error",
+                "cancelled",
+                message,
+            ),
+            _ => Self::new(
+                StatusCode::BAD_GATEWAY,
+                "server_error",
+                "upstream_error",
+                message,
+            ),
+        }
+    }
+
+    /// The JSON body.
+    pub fn body(&self) -> Value {
+        let mut error = json!({
+            "message": self.message,
+            "type": self.kind,
+            "code": self.code,
+            "param": self.param,
+        });
+        if self.detail.is_some() || self.ledger.is_some() {
+            let mut geode = self.detail.as_deref().cloned().unwrap_or_else(|| json!({}));
+            if let Some(l) = &self.ledger {
+                geode["ledger"] = json!(l);
+            }
+            error["geode"] = geode;
+        }
+        json!({ "error": error })
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut response = (self.status, axum::Json(self.body())).into_response();
+        let headers = response.headers_mut();
+        if let Some(l) = &self.ledger {
+            crate::ledger::put_headers(headers, l);
+        }
+        if let Some(s) = self.retry_after {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(s));
+        }
+        response
+    }
+}

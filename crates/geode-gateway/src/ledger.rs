@@ -1,0 +1,52 @@
+//! The ledger where an OpenAI client can read it: five response headers (readable through any
+//! SDK's raw-response API) and the whole ledger under `geode` in the body (the official SDKs
+//! keep unknown fields, so it survives `.parse()`).
+//!
+//! | header | value |
+//! |---|---|
+//! | `x-geode-adapter` | the adapter that served the answer |
+//! | `x-geode-mode` | how the schema went on its wire (`strict`, `tool`, `json-mode`, `hint`, `constrained`, ...) |
+//! | `x-geode-guarantee` | what that mode guarantees (`enforced`, `wired`, `best-effort`) |
+//! | `x-geode-validated` | `true` when the answer passed full validation against the caller's schema, `false` when it failed, `not-checked` for free text |
+//! | `x-geode-attempts` | attempts made (2 when the one retry ran) |
+
+use axum::http::{HeaderMap, HeaderName, HeaderValue};
+use geode::ledger::GuaranteeLedger;
+use serde_json::{Value, json};
+
+/// `x-geode-validated` for `ledger`.
+pub fn validated(ledger: &GuaranteeLedger) -> &'static str {
+    match &ledger.full_validation {
+        Some(v) if v.valid => "true",
+        Some(_) => "false",
+        None => "not-checked",
+    }
+}
+
+/// Puts the five ledger headers on a response.
+pub fn put_headers(headers: &mut HeaderMap, ledger: &GuaranteeLedger) {
+    let values = [
+        ("x-geode-adapter", ledger.adapter.clone()),
+        ("x-geode-mode", ledger.wire_mode.to_string()),
+        (
+            "x-geode-guarantee",
+            ledger.wire_mode.level().as_str().to_owned(),
+        ),
+        ("x-geode-validated", validated(ledger).to_owned()),
+        ("x-geode-attempts", ledger.attempts.len().to_string()),
+    ];
+    for (name, value) in values {
+        if let Ok(v) = HeaderValue::from_str(&value) {
+            headers.insert(HeaderName::from_static(name), v);
+        }
+    }
+}
+
+/// The body's `geode` object: the ledger, its one-line summary, and how usage was counted.
+pub fn body(ledger: &GuaranteeLedger) -> Value {
+    json!({
+        "ledger": ledger,
+        "summary": ledger.summary(),
+        "usage_counted": "the sum over every attempt (the retry included)",
+    })
+}

@@ -1,0 +1,224 @@
+//! `geode gateway`: an OpenAI-compatible HTTP server in front of every geode route, so that any
+//! OpenAI SDK (Python, TypeScript, ...) gets geode's contract without a line of Rust: the schema
+//! on the route's own wire, full validation against the caller's schema with one retry, a
+//! refusal before any upstream call when the route cannot give the required guarantee, and the
+//! ledger in headers and body.
+//!
+//! | file | job |
+//! |---|---|
+//! | [`chat`] | `POST /v1/chat/completions`: the request read into a task, the answer written back |
+//! | [`route`] | the request's `model` → a route; the per-request policy |
+//! | [`error`] | every failure in OpenAI's error shape, mapped from the run's typed error |
+//! | [`ledger`] | the `x-geode-*` headers and the body's `geode` object |
+//! | [`auth`] | inbound keys, compared in constant time |
+//! | [`models`] | `GET /v1/models` |
+//!
+//! Each request runs through [`geode::Client::run_task`], the worker `geode run` uses: adapters
+//! are built once and shared. Bounds: the body size ([`Limits::max_body_bytes`]), requests in
+//! flight ([`Limits::max_in_flight`], a 429 with `Retry-After` beyond it) and each request's
+//! time ([`Limits::request_timeout`]).
+
+pub mod auth;
+pub mod chat;
+pub mod error;
+pub mod ledger;
+pub mod models;
+pub mod route;
+
+use auth::InboundKeys;
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use error::ApiError;
+use geode::Client;
+use geode::config::Config;
+use geode::llm::registry::Environment;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tokio::sync::Semaphore;
+
+/// What one gateway process allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The largest request body, in bytes.
+    pub max_body_bytes: usize,
+    /// Requests served at once; one more is answered 429 at once.
+    pub max_in_flight: usize,
+    /// The longest one request may take, retry included.
+    pub request_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: 4 << 20,
+            max_in_flight: 256,
+            request_timeout: Duration::from_secs(600),
+        }
+    }
+}
+
+/// One gateway: the client that runs every request, the configuration it routes by, its
+/// inbound keys and limits.
+pub struct Gateway {
+    client: Client,
+    cfg: Config,
+    env: Arc<dyn Environment + Send + Sync>,
+    keys: InboundKeys,
+    limits: Limits,
+    in_flight: Semaphore,
+    next_id: AtomicU64,
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway")
+            .field("keys", &self.keys)
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Gateway {
+    /// A gateway running requests on `client` (built from `cfg` and `env`, with whatever
+    /// adapter factories the binary adds, such as `local`).
+    pub fn new(
+        client: Client,
+        cfg: Config,
+        env: Arc<dyn Environment + Send + Sync>,
+        keys: InboundKeys,
+        limits: Limits,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            client,
+            cfg,
+            env,
+            keys,
+            in_flight: Semaphore::new(limits.max_in_flight.max(1)),
+            limits,
+            next_id: AtomicU64::new(1),
+        })
+    }
+
+    /// The HTTP routes.
+    pub fn router(self: &Arc<Self>) -> Router {
+        let api = Router::new()
+            .route("/v1/chat/completions", post(chat_completions))
+            .route("/v1/models", get(list_models))
+            .layer(axum::middleware::from_fn_with_state(
+                self.clone(),
+                authorize,
+            ))
+            .layer(DefaultBodyLimit::max(self.limits.max_body_bytes));
+        Router::new()
+            .route(
+                "/health",
+                get(|| async { Json(serde_json::json!({ "status": "ok" })) }),
+            )
+            .merge(api)
+            .fallback(|| async {
+                ApiError::new(
+                    StatusCode::NOT_FOUND,
+                    "invalid_request_error",
+                    "not_found",
+                    "no such endpoint",
+                )
+            })
+            .with_state(self.clone())
+    }
+}
+
+/// Refuses a request without an admitted inbound key; the key never goes further.
+async fn authorize(State(gw): State<Arc<Gateway>>, mut request: Request, next: Next) -> Response {
+    let presented = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .map(|v| v.as_bytes());
+    if !gw.keys.admits(presented) {
+        return ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "authentication_error",
+            "invalid_api_key",
+            "a missing or wrong gateway key",
+        )
+        .into_response();
+    }
+    request.headers_mut().remove(header::AUTHORIZATION);
+    next.run(request).await
+}
+
+async fn list_models(State(gw): State<Arc<Gateway>>) -> Response {
+    Json(models::list(&gw.cfg, gw.env.as_ref())).into_response()
+}
+
+/// The body as JSON, or OpenAI's 400 for it.
+fn json_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::invalid("body", format!("the body is not a valid request: {e}")))
+}
+
+async fn chat_completions(
+    State(gw): State<Arc<Gateway>>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    let Ok(_permit) = gw.in_flight.try_acquire() else {
+        let mut busy = ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limit_error",
+            "gateway_busy",
+            "the gateway is serving as many requests as it allows; try again",
+        );
+        busy.retry_after = Some(1);
+        return busy.into_response();
+    };
+    match serve_chat(&gw, &headers, &body).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn serve_chat(gw: &Gateway, headers: &HeaderMap, body: &[u8]) -> Result<Response, ApiError> {
+    let req: chat::ChatRequest = json_body(body)?;
+    let routed = route::route(&req.model, &gw.cfg)?;
+    let header_require = headers
+        .get("x-geode-require")
+        .map(|v| v.to_str().unwrap_or("?"));
+    let body_require = req.geode.as_ref().and_then(|g| g.require.as_deref());
+    let mut task = req.task(gw.client.new_task(""))?;
+    task.route = routed.route;
+    task.fallback = routed.fallback;
+    task.require = route::require(gw.cfg.gateway.require, header_require, body_require)?;
+    task.budgets.timeout = task.budgets.timeout.min(gw.limits.request_timeout);
+    let run = gw.client.run_task(task, |_| {});
+    let answer = match tokio::time::timeout(gw.limits.request_timeout, run).await {
+        Ok(result) => result.map_err(ApiError::from_run)?,
+        Err(_) => {
+            return Err(ApiError::new(
+                StatusCode::GATEWAY_TIMEOUT,
+                "server_error",
+                "upstream_timeout",
+                "the request took longer than the gateway allows",
+            ));
+        }
+    };
+    let id = gw.next_id.fetch_add(1, Ordering::Relaxed);
+    let mut response = Json(chat::completion(id, &req.model, &answer)).into_response();
+    ledger::put_headers(response.headers_mut(), &answer.ledger);
+    Ok(response)
+}
+
+/// Serves `router` on `listener` until `shutdown` resolves, then lets requests in flight finish.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown)
+        .await
+}

@@ -1,0 +1,149 @@
+//! Which route a request's `model` names, and the guarantee it must get.
+//!
+//! | `model` | route |
+//! |---|---|
+//! | an alias from `[gateway.models.NAME]` | its adapter, model and fallbacks |
+//! | `ADAPTER/MODEL` (`openai-payg/gpt-5-mini`, `router/openai/gpt-5`) | that adapter (built-in or `[providers.NAME]`), that model |
+//! | `ADAPTER` (`local`, `anthropic-payg`) | that adapter with its default model |
+//! | anything else (`gpt-5-mini`, `claude-sonnet-4-5`) | the model, its provider inferred as `geode run --model` does |
+//!
+//! The policy is the gateway's `[gateway] require`, raised (never lowered) by the request's
+//! `x-geode-require` header or its `geode.require` body field.
+
+use crate::error::ApiError;
+use geode::agent::task::Route;
+use geode::config::Config;
+use geode::vocab::Require;
+
+/// A request's route and its fallbacks (`None`: the configuration's chain, as for `geode run`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Routed {
+    /// Where the task runs.
+    pub route: Route,
+    /// The alias's fallbacks, when it names some.
+    pub fallback: Option<Vec<String>>,
+}
+
+/// The route `model` names under `cfg`.
+pub fn route(model: &str, cfg: &Config) -> Result<Routed, ApiError> {
+    let model = model.trim();
+    if model.is_empty() {
+        return Err(ApiError::invalid("model", "model is required"));
+    }
+    if let Some(alias) = cfg.gateway.models.get(model) {
+        return Ok(Routed {
+            route: Route::Adapter {
+                name: alias.adapter.clone(),
+                model: (!alias.model.is_empty()).then(|| alias.model.clone()),
+            },
+            fallback: (!alias.fallback.is_empty()).then(|| alias.fallback.clone()),
+        });
+    }
+    let (head, rest) = match model.split_once('/') {
+        Some((h, r)) => (h, Some(r)),
+        None => (model, None),
+    };
+    let route = if cfg.spec(head).is_some() {
+        Route::Adapter {
+            name: head.to_owned(),
+            model: rest.filter(|r| !r.is_empty()).map(str::to_owned),
+        }
+    } else {
+        Route::Model(model.to_owned())
+    };
+    Ok(Routed {
+        route,
+        fallback: None,
+    })
+}
+
+/// The policy for one request: the floor from the configuration, raised by what the request
+/// asks (`header`, then `body`); an unknown level is refused, naming where it came from.
+pub fn require(
+    floor: Require,
+    header: Option<&str>,
+    body: Option<&str>,
+) -> Result<Require, ApiError> {
+    let mut level = floor;
+    for (asked, param) in [(header, "x-geode-require"), (body, "geode.require")] {
+        let Some(asked) = asked else { continue };
+        let asked: Require = serde_json::from_value(serde_json::Value::String(
+            asked.trim().to_owned(),
+        ))
+        .map_err(|_| {
+            ApiError::invalid(
+                param,
+                format!("{param} must be best-effort, wired or enforced, got {asked:?}"),
+            )
+        })?;
+        level = level.max(asked);
+    }
+    Ok(level)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> Config {
+        Config::parse(
+            "[gateway.models.fast]\nadapter = \"openai-payg\"\nmodel = \"gpt-5-mini\"\nfallback = [\"anthropic-payg\"]\n",
+            "geode.toml",
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn aliases_adapter_paths_and_bare_models_each_route() {
+        let cfg = cfg();
+        let fast = route("fast", &cfg).unwrap();
+        assert_eq!(
+            fast.route,
+            Route::Adapter {
+                name: "openai-payg".into(),
+                model: Some("gpt-5-mini".into())
+            }
+        );
+        assert_eq!(fast.fallback, Some(vec!["anthropic-payg".to_owned()]));
+        assert_eq!(
+            route("openai-compatible/org/model-7b", &cfg).unwrap().route,
+            Route::Adapter {
+                name: "openai-compatible".into(),
+                model: Some("org/model-7b".into())
+            }
+        );
+        assert_eq!(
+            route("local", &cfg).unwrap().route,
+            Route::Adapter {
+                name: "local".into(),
+                model: None
+            }
+        );
+        assert_eq!(
+            route("gpt-5-mini", &cfg).unwrap().route,
+            Route::Model("gpt-5-mini".into())
+        );
+        assert_eq!(route(" ", &cfg).unwrap_err().code, "invalid_request");
+    }
+
+    #[test]
+    fn a_request_raises_the_policy_and_never_lowers_it() {
+        assert_eq!(
+            require(Require::Wired, Some("enforced"), None).unwrap(),
+            Require::Enforced
+        );
+        assert_eq!(
+            require(Require::Wired, None, Some("best-effort")).unwrap(),
+            Require::Wired
+        );
+        assert_eq!(
+            require(Require::BestEffort, None, None).unwrap(),
+            Require::BestEffort
+        );
+        let bad = require(Require::BestEffort, Some("strict"), None).unwrap_err();
+        assert_eq!(
+            (bad.code, bad.param),
+            ("invalid_request", Some("x-geode-require"))
+        );
+    }
+}
