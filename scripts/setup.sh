@@ -17,6 +17,9 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # redis-server (Debian's package, pinned) for the queue tests of `geode serve` / `geode batch --queue`.
 "$here/install-redis.sh"
 
+# The official OpenAI Python SDK (pinned, in a venv under the cache) for the gateway's SDK tests.
+"$here/install-python-sdk.sh"
+
 # cargo-fuzz for `make fuzz` (fuzz/ is run with the nightly toolchain), pinned, installed only when
 # missing or another version.
 CARGO_FUZZ_VERSION=0.13.2

@@ -19,15 +19,15 @@ use support::{SECRET, Sandbox, bad_enum_answer, decision_schema, good_answer, mo
 const INBOUND: &str = "gw-inbound-key-7f3a9c2e51";
 
 /// A running `geode gateway`: its base URL and everything it wrote on stderr so far.
-struct Gateway {
+pub(crate) struct Gateway {
     child: Child,
-    base: String,
+    pub(crate) base: String,
     stderr: Arc<Mutex<String>>,
 }
 
 impl Gateway {
     /// Starts `geode gateway --listen 127.0.0.1:0 EXTRA` in `sb` and waits for its address.
-    fn start(sb: &Sandbox, extra: &[&str]) -> Gateway {
+    pub(crate) fn start(sb: &Sandbox, extra: &[&str]) -> Gateway {
         let mut args = vec!["gateway", "--listen", "127.0.0.1:0"];
         args.extend_from_slice(extra);
         let mut child = sb.spawn(&args);
@@ -77,7 +77,7 @@ impl Gateway {
         (status, headers, body)
     }
 
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         self.stderr.lock().unwrap().clone()
     }
 }
@@ -105,7 +105,7 @@ fn decision_request(model: &str) -> Value {
 }
 
 /// A sandbox for `openai-payg` (strict) and `glm-payg` (JSON mode) on their fakes.
-fn sandbox(openai: &FakeServer, glm: &FakeServer) -> Sandbox {
+pub(crate) fn sandbox(openai: &FakeServer, glm: &FakeServer) -> Sandbox {
     let mut sb = Sandbox::new();
     sb.var("GEODE_OPENAI_BASE_URL", openai.base_url())
         .var("OPENAI_API_KEY", SECRET)
@@ -114,7 +114,7 @@ fn sandbox(openai: &FakeServer, glm: &FakeServer) -> Sandbox {
     sb
 }
 
-async fn fakes(openai: Script, glm: Script) -> (FakeServer, FakeServer) {
+pub(crate) async fn fakes(openai: Script, glm: Script) -> (FakeServer, FakeServer) {
     (
         FakeServer::start(Kind::Responses, openai).await.unwrap(),
         FakeServer::start(Kind::Chat, glm).await.unwrap(),

@@ -1,0 +1,58 @@
+//! `geode gateway` driven by the official OpenAI Python SDK (`openai`, pinned, installed by
+//! `make test`'s setup into a venv under the cache), unmodified: the pytest file
+//! `tests/python/test_openai_sdk.py` runs against a gateway on 127.0.0.1 in front of
+//! `geode-fakes` providers. A missing venv fails the test loudly.
+
+use crate::e2e_gateway::{Gateway, fakes, sandbox};
+use crate::support::{bad_enum_answer, good_answer};
+use geode_fakes::{Reply, Script};
+use std::path::PathBuf;
+
+const INBOUND: &str = "gw-sdk-inbound-key-5d1e8b";
+
+/// The venv `scripts/install-python-sdk.sh` builds.
+fn python() -> PathBuf {
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache"));
+    let python = cache.join("geode/venv/openai-sdk/bin/python");
+    assert!(
+        python.is_file(),
+        "{} is missing: run `make setup` (scripts/install-python-sdk.sh)",
+        python.display()
+    );
+    python
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_python_sdk_parses_refuses_and_reads_the_ledger() {
+    let (openai, glm) = fakes(
+        Script::always(Reply::Json(good_answer())),
+        Script::always(Reply::Json(bad_enum_answer())),
+    )
+    .await;
+    let mut sb = sandbox(&openai, &glm);
+    sb.var("GEODE_GATEWAY_KEYS", INBOUND);
+    let gw = Gateway::start(&sb, &[]);
+    let tests = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python");
+    let out = tokio::process::Command::new(python())
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+        .arg(&tests)
+        .env("GEODE_GATEWAY_URL", &gw.base)
+        .env("GEODE_GATEWAY_KEY", INBOUND)
+        .env("NO_PROXY", "127.0.0.1")
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .kill_on_drop(true)
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "pytest failed:\n{stdout}\n{}\ngateway:\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        gw.log()
+    );
+    assert!(stdout.contains("7 passed"), "{stdout}");
+    assert!(!gw.log().contains(INBOUND));
+}

@@ -1,0 +1,101 @@
+"""`geode gateway` driven by the official OpenAI Python SDK, unmodified, as a user would.
+
+Run by crates/geode-cli/tests/it/e2e_gateway_sdk.rs, which starts the gateway on 127.0.0.1 in
+front of geode-fakes providers: `openai-payg` answers a valid Decision, `glm-payg` (JSON mode
+only) answers one with a wrong enum value. GEODE_GATEWAY_URL and GEODE_GATEWAY_KEY say where
+the gateway is and which inbound key it takes.
+"""
+
+import os
+from typing import Literal
+
+import openai
+import pytest
+from pydantic import BaseModel
+
+URL = os.environ["GEODE_GATEWAY_URL"] + "/v1"
+KEY = os.environ["GEODE_GATEWAY_KEY"]
+
+
+class Decision(BaseModel):
+    decision: Literal["accept", "reject"]
+    reason: str
+
+
+def client(key: str = KEY) -> openai.OpenAI:
+    return openai.OpenAI(base_url=URL, api_key=key, max_retries=0, timeout=60)
+
+
+MESSAGES = [
+    {"role": "system", "content": "You review pull requests."},
+    {"role": "user", "content": "Decide."},
+]
+
+
+def test_parse_gives_the_pydantic_instance_and_the_ledger_survives():
+    completion = client().chat.completions.parse(
+        model="openai-payg/gpt-5-mini", messages=MESSAGES, response_format=Decision
+    )
+    parsed = completion.choices[0].message.parsed
+    assert isinstance(parsed, Decision)
+    assert parsed == Decision(decision="accept", reason="the tests pass")
+    ledger = completion.model_extra["geode"]["ledger"]
+    assert ledger["adapter"] == "openai-payg"
+    assert ledger["wire_mode"] == "strict"
+    assert ledger["full_validation"]["valid"] is True
+
+
+def test_the_ledger_headers_read_through_the_raw_response_api():
+    raw = client().chat.completions.with_raw_response.parse(
+        model="openai-payg", messages=MESSAGES, response_format=Decision
+    )
+    assert raw.headers["x-geode-adapter"] == "openai-payg"
+    assert raw.headers["x-geode-mode"] == "strict"
+    assert raw.headers["x-geode-guarantee"] == "enforced"
+    assert raw.headers["x-geode-validated"] == "true"
+    assert raw.headers["x-geode-attempts"] == "1"
+    assert raw.parse().choices[0].message.parsed.decision == "accept"
+
+
+def test_a_route_that_cannot_enforce_is_refused_as_the_sdks_bad_request_error():
+    for extra in ({"extra_headers": {"x-geode-require": "enforced"}},
+                  {"extra_body": {"geode": {"require": "enforced"}}}):
+        with pytest.raises(openai.BadRequestError) as refused:
+            client().chat.completions.parse(
+                model="glm-payg", messages=MESSAGES, response_format=Decision, **extra
+            )
+        assert refused.value.code == "schema_not_enforceable"
+        assert refused.value.status_code == 400
+        candidates = refused.value.body["geode"]["candidates"]
+        assert candidates[0]["adapter"] == "glm-payg"
+
+
+def test_an_answer_invalid_after_the_retry_is_an_error_never_a_quiet_200():
+    with pytest.raises(openai.UnprocessableEntityError) as invalid:
+        client().chat.completions.parse(
+            model="glm-payg", messages=MESSAGES, response_format=Decision
+        )
+    assert invalid.value.code == "schema_validation_failed"
+    errors = invalid.value.body["geode"]["validation_errors"]
+    assert any(e["instance_path"] == "/decision" for e in errors)
+    assert len(invalid.value.body["geode"]["ledger"]["attempts"]) == 2
+
+
+def test_a_wrong_key_is_the_sdks_authentication_error():
+    with pytest.raises(openai.AuthenticationError) as denied:
+        client("not-the-gateway-key").chat.completions.create(model="openai-payg", messages=MESSAGES)
+    assert denied.value.code == "invalid_api_key"
+    assert KEY not in str(denied.value)
+
+
+def test_models_lists_the_routes():
+    ids = {m.id for m in client().models.list()}
+    assert {"openai-payg", "glm-payg", "local"} <= ids
+
+
+def test_json_object_mode_and_plain_text():
+    completion = client().chat.completions.create(
+        model="openai-payg", messages=MESSAGES, response_format={"type": "json_object"}
+    )
+    assert completion.choices[0].message.content.startswith("{")
+    assert completion.model_extra["geode"]["ledger"]["full_validation"]["valid"] is True
