@@ -13,12 +13,11 @@
 //! The answer's `content` is the validated value serialized (not the model's raw text, which
 //! may hold prose around it), so `client.chat.completions.parse()` reads it.
 
+use crate::convert::{self, Turns};
 use crate::error::ApiError;
-use geode::agent::task::{Answer, Output, Task};
-use geode::llm::request::Message;
-use geode::schema::ResponseSchema;
+use geode::agent::task::{Answer, Task};
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The fields of a Chat Completions request that the gateway reads; every other field is
@@ -54,16 +53,7 @@ pub struct ChatRequest {
     pub n: Option<u32>,
     /// geode's body extension (`{"require": "enforced"}`), for clients that cannot set headers.
     #[serde(default)]
-    pub geode: Option<Extension>,
-}
-
-/// The `geode` body extension.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Extension {
-    /// The guarantee this request requires.
-    #[serde(default)]
-    pub require: Option<String>,
+    pub geode: Option<convert::Extension>,
 }
 
 /// One turn.
@@ -76,154 +66,34 @@ pub struct ChatMessage {
     pub content: Value,
 }
 
-impl ChatMessage {
-    fn text(&self) -> Result<String, ApiError> {
-        match &self.content {
-            Value::String(s) => Ok(s.clone()),
-            Value::Null => Ok(String::new()),
-            Value::Array(parts) => parts
-                .iter()
-                .map(|p| {
-                    match (
-                        p.get("type").and_then(Value::as_str),
-                        p.get("text").and_then(Value::as_str),
-                    ) {
-                        (Some("text"), Some(t)) => Ok(t),
-                        (kind, _) => Err(ApiError::unsupported(
-                            "messages",
-                            format!(
-                                "content parts of type {} are not supported; send text",
-                                kind.unwrap_or("?")
-                            ),
-                        )),
-                    }
-                })
-                .collect::<Result<Vec<_>, _>>()
-                .map(|texts| texts.join("")),
-            _ => Err(ApiError::invalid(
-                "messages",
-                "a message's content must be a string or a list of parts",
-            )),
-        }
-    }
-}
-
-/// What the request's `response_format` asks for.
-pub fn output(format: Option<&Value>) -> Result<Output, ApiError> {
-    let Some(format) = format.filter(|f| !f.is_null()) else {
-        return Ok(Output::Text);
-    };
-    let kind = format.get("type").and_then(Value::as_str);
-    match kind {
-        Some("text") => Ok(Output::Text),
-        Some("json_object") => Ok(Output::Schema(object_schema())),
-        Some("json_schema") => {
-            let Some(schema) = format.get("json_schema").and_then(|j| j.get("schema")) else {
-                return Err(ApiError::invalid(
-                    "response_format",
-                    "json_schema needs json_schema.schema",
-                ));
-            };
-            let mut schema = schema.clone();
-            // The format's name titles the schema where the schema has none (it names the
-            // schema on the provider's wire).
-            if let (Some(obj), Some(name)) = (
-                schema.as_object_mut(),
-                format.pointer("/json_schema/name").and_then(Value::as_str),
-            ) {
-                obj.entry("title").or_insert_with(|| json!(name));
-            }
-            ResponseSchema::from_value(schema)
-                .map(Output::Schema)
-                .map_err(|e| {
-                    ApiError::invalid("response_format", format!("unusable json_schema: {e}"))
-                })
-        }
-        _ => Err(ApiError::invalid(
-            "response_format",
-            "response_format.type must be text, json_object or json_schema",
-        )),
-    }
-}
-
-fn object_schema() -> ResponseSchema {
-    let mut m = Map::new();
-    m.insert("type".into(), json!("object"));
-    // A literal object: never fails to build.
-    ResponseSchema::from_value(Value::Object(m)).unwrap_or_default()
-}
-
 impl ChatRequest {
     /// The request as a task laid over `base` (the gateway's defaults).
     pub fn task(&self, mut base: Task) -> Result<Task, ApiError> {
-        if self.stream == Some(true) {
-            return Err(ApiError::unsupported(
-                "stream",
-                "streaming is not served yet; send stream: false",
-            ));
-        }
-        if self
-            .tools
-            .as_ref()
-            .is_some_and(|t| !t.is_null() && t.as_array().is_none_or(|a| !a.is_empty()))
-        {
-            return Err(ApiError::unsupported(
-                "tools",
-                "client-side tools are not served yet: geode would have to drop them, and it never drops a parameter silently",
-            ));
-        }
+        convert::refuse_unserved(self.stream, self.tools.as_ref())?;
         if self.n.is_some_and(|n| n > 1) {
             return Err(ApiError::unsupported(
                 "n",
                 "only one choice (n = 1) is served",
             ));
         }
-        let mut system = Vec::new();
-        let mut turns = Vec::new();
+        let mut turns = Turns::default();
         for m in &self.messages {
-            let text = m.text()?;
-            match m.role.as_str() {
-                "system" | "developer" => system.push(text),
-                "user" => turns.push(Message::user(text)),
-                "assistant" => turns.push(Message::assistant(text)),
-                "tool" | "function" => {
-                    return Err(ApiError::unsupported(
-                        "messages",
-                        "tool turns are not served yet",
-                    ));
-                }
-                other => {
-                    return Err(ApiError::invalid(
-                        "messages",
-                        format!("unknown role {other:?}"),
-                    ));
-                }
-            }
-        }
-        let Some(last) = self
-            .messages
-            .iter()
-            .rev()
-            .find(|m| !matches!(m.role.as_str(), "system" | "developer"))
-        else {
-            return Err(ApiError::invalid(
+            turns.push(
+                &m.role,
+                convert::content_text(&m.content, "messages")?,
                 "messages",
-                "messages must hold a user turn",
-            ));
-        };
-        if last.role != "user" {
-            return Err(ApiError::invalid(
-                "messages",
-                "the last turn must be the user's",
-            ));
+            )?;
         }
-        turns.pop();
-        base.prompt = last.text()?;
-        base.history = turns;
-        if !system.is_empty() {
-            base.system = system.join("\n\n");
-        }
-        base.output = output(self.response_format.as_ref())?;
+        turns.into_task(&mut base, "messages")?;
+        let format = self.response_format.as_ref().filter(|f| !f.is_null());
+        base.output = convert::output(
+            format.map(|f| f.get("type").and_then(Value::as_str).unwrap_or("?")),
+            format
+                .and_then(|f| f.pointer("/json_schema/name"))
+                .and_then(Value::as_str),
+            format.and_then(|f| f.pointer("/json_schema/schema")),
+            "response_format",
+        )?;
         if let Some(max) = self.max_completion_tokens.or(self.max_tokens) {
             base.budgets.max_tokens = max;
         }

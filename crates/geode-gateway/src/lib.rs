@@ -7,6 +7,8 @@
 //! | file | job |
 //! |---|---|
 //! | [`chat`] | `POST /v1/chat/completions`: the request read into a task, the answer written back |
+//! | [`responses`] | `POST /v1/responses`: the same for the Responses API |
+//! | [`convert`] | what both share: turns into a task, text out of content parts, a format into the task's output |
 //! | [`route`] | the request's `model` → a route; the per-request policy |
 //! | [`error`] | every failure in OpenAI's error shape, mapped from the run's typed error |
 //! | [`ledger`] | the `x-geode-*` headers and the body's `geode` object |
@@ -20,9 +22,11 @@
 
 pub mod auth;
 pub mod chat;
+pub mod convert;
 pub mod error;
 pub mod ledger;
 pub mod models;
+pub mod responses;
 pub mod route;
 
 use auth::InboundKeys;
@@ -108,6 +112,7 @@ impl Gateway {
     pub fn router(self: &Arc<Self>) -> Router {
         let api = Router::new()
             .route("/v1/chat/completions", post(chat_completions))
+            .route("/v1/responses", post(responses_create))
             .route("/v1/models", get(list_models))
             .layer(axum::middleware::from_fn_with_state(
                 self.clone(),
@@ -161,11 +166,63 @@ fn json_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError>
         .map_err(|e| ApiError::invalid("body", format!("the body is not a valid request: {e}")))
 }
 
+/// One endpoint's request: its route, its policy extension, and the task it describes.
+trait Endpoint: serde::de::DeserializeOwned {
+    fn model(&self) -> &str;
+    fn extension(&self) -> Option<&convert::Extension>;
+    fn task(&self, base: geode::agent::task::Task) -> Result<geode::agent::task::Task, ApiError>;
+    /// The success body.
+    fn answer(id: u64, model: &str, answer: &geode::agent::task::Answer) -> serde_json::Value;
+}
+
+impl Endpoint for chat::ChatRequest {
+    fn model(&self) -> &str {
+        &self.model
+    }
+    fn extension(&self) -> Option<&convert::Extension> {
+        self.geode.as_ref()
+    }
+    fn task(&self, base: geode::agent::task::Task) -> Result<geode::agent::task::Task, ApiError> {
+        chat::ChatRequest::task(self, base)
+    }
+    fn answer(id: u64, model: &str, answer: &geode::agent::task::Answer) -> serde_json::Value {
+        chat::completion(id, model, answer)
+    }
+}
+
+impl Endpoint for responses::ResponsesRequest {
+    fn model(&self) -> &str {
+        &self.model
+    }
+    fn extension(&self) -> Option<&convert::Extension> {
+        self.geode.as_ref()
+    }
+    fn task(&self, base: geode::agent::task::Task) -> Result<geode::agent::task::Task, ApiError> {
+        responses::ResponsesRequest::task(self, base)
+    }
+    fn answer(id: u64, model: &str, answer: &geode::agent::task::Answer) -> serde_json::Value {
+        responses::response(id, model, answer)
+    }
+}
+
 async fn chat_completions(
     State(gw): State<Arc<Gateway>>,
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
+    handle::<chat::ChatRequest>(&gw, &headers, &body).await
+}
+
+async fn responses_create(
+    State(gw): State<Arc<Gateway>>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    handle::<responses::ResponsesRequest>(&gw, &headers, &body).await
+}
+
+/// Takes a slot (or answers 429), runs the request, and answers in the endpoint's shape.
+async fn handle<E: Endpoint>(gw: &Gateway, headers: &HeaderMap, body: &[u8]) -> Response {
     let Ok(_permit) = gw.in_flight.try_acquire() else {
         let mut busy = ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,
@@ -176,19 +233,23 @@ async fn chat_completions(
         busy.retry_after = Some(1);
         return busy.into_response();
     };
-    match serve_chat(&gw, &headers, &body).await {
+    match serve_one::<E>(gw, headers, body).await {
         Ok(r) => r,
         Err(e) => e.into_response(),
     }
 }
 
-async fn serve_chat(gw: &Gateway, headers: &HeaderMap, body: &[u8]) -> Result<Response, ApiError> {
-    let req: chat::ChatRequest = json_body(body)?;
-    let routed = route::route(&req.model, &gw.cfg)?;
+async fn serve_one<E: Endpoint>(
+    gw: &Gateway,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Response, ApiError> {
+    let req: E = json_body(body)?;
+    let routed = route::route(req.model(), &gw.cfg)?;
     let header_require = headers
         .get("x-geode-require")
         .map(|v| v.to_str().unwrap_or("?"));
-    let body_require = req.geode.as_ref().and_then(|g| g.require.as_deref());
+    let body_require = req.extension().and_then(|g| g.require.as_deref());
     let mut task = req.task(gw.client.new_task(""))?;
     task.route = routed.route;
     task.fallback = routed.fallback;
@@ -207,7 +268,7 @@ async fn serve_chat(gw: &Gateway, headers: &HeaderMap, body: &[u8]) -> Result<Re
         }
     };
     let id = gw.next_id.fetch_add(1, Ordering::Relaxed);
-    let mut response = Json(chat::completion(id, &req.model, &answer)).into_response();
+    let mut response = Json(E::answer(id, req.model(), &answer)).into_response();
     ledger::put_headers(response.headers_mut(), &answer.ledger);
     Ok(response)
 }

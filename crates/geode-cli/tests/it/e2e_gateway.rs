@@ -524,3 +524,84 @@ fn wait_exit(child: &mut Child) -> Option<i32> {
     }
     None
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_responses_endpoint_reads_input_items_and_text_format() {
+    let (openai, glm) = fakes(
+        Script::always(Reply::Json(good_answer())),
+        Script::always(Reply::Json(good_answer())),
+    )
+    .await;
+    let sb = sandbox(&openai, &glm);
+    let gw = Gateway::start(&sb, &[]);
+    let request = json!({
+        "model": "openai-payg/gpt-5-mini",
+        "instructions": "You review pull requests.",
+        "input": [
+            {"role": "user", "content": "Here is a diff."},
+            {"role": "assistant", "content": [{"type": "output_text", "text": "Seen."}]},
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Decide."}]}
+        ],
+        "text": {"format": {"type": "json_schema", "name": "decision", "strict": true, "schema": decision_schema()}},
+        "max_output_tokens": 300
+    });
+    let resp = reqwest::Client::new()
+        .post(gw.url("/v1/responses"))
+        .json(&request)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(header(resp.headers(), "x-geode-guarantee"), "enforced");
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["object"], "response");
+    assert_eq!(body["status"], "completed");
+    let text = body["output"][0]["content"][0]["text"].as_str().unwrap();
+    assert_eq!(serde_json::from_str::<Value>(text).unwrap(), good_answer());
+    assert_eq!(body["geode"]["ledger"]["full_validation"]["valid"], true);
+    // The earlier turns went upstream as history, in order, with the instructions as system.
+    let sent = model_calls(&openai)[0].body.to_string();
+    let (diff, seen, decide) = (
+        sent.find("Here is a diff.").unwrap(),
+        sent.find("Seen.").unwrap(),
+        sent.rfind("Decide.").unwrap(),
+    );
+    assert!(diff < seen && seen < decide, "{sent}");
+    assert!(sent.contains("You review pull requests."));
+    assert_eq!(model_calls(&openai)[0].body["max_output_tokens"], 300);
+    // Refused before any call, in the same shape as for Chat.
+    let mut strict = request.clone();
+    strict["model"] = json!("glm-payg");
+    strict["geode"] = json!({"require": "enforced"});
+    let resp = reqwest::Client::new()
+        .post(gw.url("/v1/responses"))
+        .json(&strict)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 400);
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "schema_not_enforceable");
+    assert!(model_calls(&glm).is_empty());
+    for (bad, param) in [
+        (
+            json!({"model": "openai-payg", "input": [{"type": "function_call_output", "output": "x"}]}),
+            "input",
+        ),
+        (json!({"model": "openai-payg", "input": 7}), "input"),
+        (
+            json!({"model": "openai-payg", "input": "hi", "text": {"format": {"type": "yaml"}}}),
+            "text.format",
+        ),
+    ] {
+        let resp = reqwest::Client::new()
+            .post(gw.url("/v1/responses"))
+            .json(&bad)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 400, "{bad}");
+        let body: Value = resp.json().await.unwrap();
+        assert_eq!(body["error"]["param"], param, "{bad} → {body}");
+    }
+}

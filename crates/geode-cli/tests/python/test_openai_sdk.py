@@ -99,3 +99,28 @@ def test_json_object_mode_and_plain_text():
     )
     assert completion.choices[0].message.content.startswith("{")
     assert completion.model_extra["geode"]["ledger"]["full_validation"]["valid"] is True
+
+
+def test_responses_parse_gives_the_pydantic_instance():
+    response = client().responses.parse(
+        model="openai-payg/gpt-5-mini",
+        instructions="You review pull requests.",
+        input=[{"role": "user", "content": "Decide."}],
+        text_format=Decision,
+    )
+    assert response.output_parsed == Decision(decision="accept", reason="the tests pass")
+    assert response.model_extra["geode"]["ledger"]["wire_mode"] == "strict"
+
+
+def test_responses_refusal_and_headers():
+    with pytest.raises(openai.BadRequestError) as refused:
+        client().responses.parse(
+            model="glm-payg", input="Decide.", text_format=Decision,
+            extra_headers={"x-geode-require": "enforced"},
+        )
+    assert refused.value.code == "schema_not_enforceable"
+    raw = client().responses.with_raw_response.parse(
+        model="openai-payg", input="Decide.", text_format=Decision
+    )
+    assert raw.headers["x-geode-guarantee"] == "enforced"
+    assert raw.parse().output_parsed.decision == "accept"
