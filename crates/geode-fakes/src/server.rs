@@ -29,6 +29,7 @@ use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -138,6 +139,7 @@ impl FakeServerBuilder {
             log: Mutex::new(Vec::new()),
             tap: self.tap,
             schema_support: self.schema_support,
+            open_bodies: Arc::default(),
         });
         let (stop, stopped) = oneshot::channel();
         let task = tokio::spawn(accept_loop(listener, Arc::clone(&state), acceptor, stopped));
@@ -189,6 +191,12 @@ impl FakeServer {
         self.kind
     }
 
+    /// Model answers whose bodies are still being sent: 0 once every client has read its
+    /// answer or gone away (how a test sees that a cancelled call closed its connection).
+    pub fn open_bodies(&self) -> usize {
+        self.state.open_bodies.load(Ordering::SeqCst)
+    }
+
     /// Every request received so far, in arrival order (secrets masked).
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.state.lock_log().clone()
@@ -220,6 +228,8 @@ struct State {
     log: Mutex<Vec<RecordedRequest>>,
     tap: Option<UnboundedSender<RecordedRequest>>,
     schema_support: SchemaSupport,
+    /// Model answers whose bodies are still being sent.
+    open_bodies: Arc<AtomicUsize>,
 }
 
 impl State {
@@ -431,7 +441,26 @@ async fn play(state: &State, body: &Value, reply: Reply) -> Result<Response<Body
             Reply::MaxTokens(text) => complete(Content::MaxTokens(text)),
         };
     };
-    Ok(deliver(plan, delay, ending).await)
+    let response = deliver(plan, delay, ending).await;
+    Ok(response.map(|body| counted(body, state.open_bodies.clone())))
+}
+
+/// Counts `body` among the server's open answer bodies until hyper drops it (sent in full, or
+/// the client went away).
+fn counted(body: Body, open: Arc<AtomicUsize>) -> Body {
+    struct Open(Arc<AtomicUsize>);
+    impl Drop for Open {
+        fn drop(&mut self) {
+            self.0.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+    open.fetch_add(1, Ordering::SeqCst);
+    let guard = Open(open);
+    body.map_frame(move |frame| {
+        let _ = &guard;
+        frame
+    })
+    .boxed()
 }
 
 fn too_large() -> Response<Body> {

@@ -8,13 +8,16 @@
 //! | `response_format` `json_object` | the schema `{"type": "object"}` |
 //! | `max_completion_tokens` / `max_tokens`, `temperature` | the task's budgets and sampling |
 //! | `geode.require` (body extension) | raises the policy, as the `x-geode-require` header does |
-//! | `tools`, `n` > 1, `tool` turns, `stream` | refused with `unsupported_parameter`: never silently dropped |
+//! | `stream: true` | chunks as the text arrives, then one chunk with the final validation and the ledger, then `[DONE]` |
+//! | `tools`, `n` > 1, `tool` turns | refused with `unsupported_parameter`: never silently dropped |
 //!
 //! The answer's `content` is the validated value serialized (not the model's raw text, which
 //! may hold prose around it), so `client.chat.completions.parse()` reads it.
 
 use crate::convert::{self, Turns};
 use crate::error::ApiError;
+use crate::stream::{Progress, Written};
+use axum::response::sse::Event;
 use geode::agent::task::{Answer, Task};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -69,7 +72,7 @@ pub struct ChatMessage {
 impl ChatRequest {
     /// The request as a task laid over `base` (the gateway's defaults).
     pub fn task(&self, mut base: Task) -> Result<Task, ApiError> {
-        convert::refuse_unserved(self.stream, self.tools.as_ref())?;
+        convert::refuse_unserved(self.tools.as_ref())?;
         if self.n.is_some_and(|n| n > 1) {
             return Err(ApiError::unsupported(
                 "n",
@@ -127,4 +130,62 @@ pub fn completion(id: u64, model: &str, answer: &Answer) -> Value {
         },
         "geode": crate::ledger::body(&answer.ledger),
     })
+}
+
+fn chunk(id: u64, model: &str, choices: Value) -> Value {
+    json!({
+        "id": format!("chatcmpl-geode-{id}"),
+        "object": "chat.completion.chunk",
+        "created": SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
+        "model": model,
+        "choices": choices,
+    })
+}
+
+/// The chunks of one step of a streamed run (see [`crate::stream`]): a delta, the retry (a
+/// chunk with no choice and `geode.event = "retry"`), the end (the finishing chunk with usage,
+/// the ledger and the checked value under `geode`, then `[DONE]`), or an error event.
+pub fn chunks(id: u64, model: &str, step: Progress, _: &mut Written) -> Vec<Event> {
+    let data = |v: Value| Event::default().data(v.to_string());
+    match step {
+        Progress::Delta(text) => vec![data(chunk(
+            id,
+            model,
+            json!([{ "index": 0, "delta": { "content": text }, "finish_reason": null }]),
+        ))],
+        Progress::Retry(why) => {
+            let mut c = chunk(id, model, json!([]));
+            c["geode"] = json!({ "event": "retry", "reason": why, "note": "the text streamed so far is void; the retry follows" });
+            vec![data(c)]
+        }
+        Progress::Done(Ok(answer)) => {
+            let mut c = chunk(
+                id,
+                model,
+                json!([{ "index": 0, "delta": {}, "finish_reason": "stop" }]),
+            );
+            let usage = &answer.usage;
+            c["usage"] = json!({
+                "prompt_tokens": usage.input_tokens,
+                "completion_tokens": usage.output_tokens,
+                "total_tokens": usage.input_tokens + usage.output_tokens,
+            });
+            let mut geode = crate::ledger::body(&answer.ledger);
+            geode["event"] = json!("final");
+            geode["value"] = answer.value.clone().unwrap_or(Value::Null);
+            c["geode"] = geode;
+            vec![data(c), Event::default().data("[DONE]")]
+        }
+        Progress::Done(Err(e)) => vec![data(e.body())],
+    }
+}
+
+/// The first chunk of a stream: the assistant's role.
+pub fn opening(id: u64, model: &str, _: &mut Written) -> Vec<Event> {
+    let c = chunk(
+        id,
+        model,
+        json!([{ "index": 0, "delta": { "role": "assistant", "content": "" }, "finish_reason": null }]),
+    );
+    vec![Event::default().data(c.to_string())]
 }

@@ -152,13 +152,7 @@ pub fn output(
 }
 
 /// Refuses what would change what an answer is if it were dropped.
-pub fn refuse_unserved(stream: Option<bool>, tools: Option<&Value>) -> Result<(), ApiError> {
-    if stream == Some(true) {
-        return Err(ApiError::unsupported(
-            "stream",
-            "streaming is not served yet; send stream: false",
-        ));
-    }
+pub fn refuse_unserved(tools: Option<&Value>) -> Result<(), ApiError> {
     if tools.is_some_and(|t| !t.is_null() && t.as_array().is_none_or(|a| !a.is_empty())) {
         return Err(ApiError::unsupported(
             "tools",

@@ -72,6 +72,16 @@ impl ApiError {
         }
     }
 
+    /// The request outlived the gateway's time limit.
+    pub fn timeout() -> Self {
+        Self::new(
+            StatusCode::GATEWAY_TIMEOUT,
+            "server_error",
+            "upstream_timeout",
+            "the request took longer than the gateway allows",
+        )
+    }
+
     /// A malformed request (`invalid_request`), naming the field at fault.
     pub fn invalid(param: &'static str, message: impl Into<String>) -> Self {
         Self::new(

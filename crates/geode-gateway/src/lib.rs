@@ -14,6 +14,7 @@
 //! | [`ledger`] | the `x-geode-*` headers and the body's `geode` object |
 //! | [`auth`] | inbound keys, compared in constant time |
 //! | [`models`] | `GET /v1/models` |
+//! | [`stream`] | `stream: true`: the run's progress, owned by the response (a client gone cancels it) |
 //!
 //! Each request runs through [`geode::Client::run_task`], the worker `geode run` uses: adapters
 //! are built once and shared. Bounds: the body size ([`Limits::max_body_bytes`]), requests in
@@ -28,22 +29,26 @@ pub mod ledger;
 pub mod models;
 pub mod responses;
 pub mod route;
+pub mod stream;
 
 use auth::InboundKeys;
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
+use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use error::ApiError;
+use futures::StreamExt;
 use geode::Client;
 use geode::config::Config;
 use geode::llm::registry::Environment;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
-use tokio::sync::Semaphore;
+use stream::{Progress, Written};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// What one gateway process allows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,7 +79,7 @@ pub struct Gateway {
     env: Arc<dyn Environment + Send + Sync>,
     keys: InboundKeys,
     limits: Limits,
-    in_flight: Semaphore,
+    in_flight: Arc<Semaphore>,
     next_id: AtomicU64,
 }
 
@@ -102,7 +107,7 @@ impl Gateway {
             cfg,
             env,
             keys,
-            in_flight: Semaphore::new(limits.max_in_flight.max(1)),
+            in_flight: Arc::new(Semaphore::new(limits.max_in_flight.max(1))),
             limits,
             next_id: AtomicU64::new(1),
         })
@@ -173,6 +178,12 @@ trait Endpoint: serde::de::DeserializeOwned {
     fn task(&self, base: geode::agent::task::Task) -> Result<geode::agent::task::Task, ApiError>;
     /// The success body.
     fn answer(id: u64, model: &str, answer: &geode::agent::task::Answer) -> serde_json::Value;
+    /// Whether the client asked for a stream.
+    fn streamed(&self) -> bool;
+    /// The events that open a stream.
+    fn opening(id: u64, model: &str, w: &mut Written) -> Vec<Event>;
+    /// The events of one step.
+    fn events(id: u64, model: &str, step: Progress, w: &mut Written) -> Vec<Event>;
 }
 
 impl Endpoint for chat::ChatRequest {
@@ -188,6 +199,15 @@ impl Endpoint for chat::ChatRequest {
     fn answer(id: u64, model: &str, answer: &geode::agent::task::Answer) -> serde_json::Value {
         chat::completion(id, model, answer)
     }
+    fn streamed(&self) -> bool {
+        self.stream == Some(true)
+    }
+    fn opening(id: u64, model: &str, w: &mut Written) -> Vec<Event> {
+        chat::opening(id, model, w)
+    }
+    fn events(id: u64, model: &str, step: Progress, w: &mut Written) -> Vec<Event> {
+        chat::chunks(id, model, step, w)
+    }
 }
 
 impl Endpoint for responses::ResponsesRequest {
@@ -202,6 +222,15 @@ impl Endpoint for responses::ResponsesRequest {
     }
     fn answer(id: u64, model: &str, answer: &geode::agent::task::Answer) -> serde_json::Value {
         responses::response(id, model, answer)
+    }
+    fn streamed(&self) -> bool {
+        self.stream == Some(true)
+    }
+    fn opening(id: u64, model: &str, w: &mut Written) -> Vec<Event> {
+        responses::opening(id, model, w)
+    }
+    fn events(id: u64, model: &str, step: Progress, w: &mut Written) -> Vec<Event> {
+        responses::events(id, model, step, w)
     }
 }
 
@@ -223,7 +252,7 @@ async fn responses_create(
 
 /// Takes a slot (or answers 429), runs the request, and answers in the endpoint's shape.
 async fn handle<E: Endpoint>(gw: &Gateway, headers: &HeaderMap, body: &[u8]) -> Response {
-    let Ok(_permit) = gw.in_flight.try_acquire() else {
+    let Ok(slot) = gw.in_flight.clone().try_acquire_owned() else {
         let mut busy = ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,
             "rate_limit_error",
@@ -233,7 +262,7 @@ async fn handle<E: Endpoint>(gw: &Gateway, headers: &HeaderMap, body: &[u8]) -> 
         busy.retry_after = Some(1);
         return busy.into_response();
     };
-    match serve_one::<E>(gw, headers, body).await {
+    match serve_one::<E>(gw, headers, body, slot).await {
         Ok(r) => r,
         Err(e) => e.into_response(),
     }
@@ -243,6 +272,7 @@ async fn serve_one<E: Endpoint>(
     gw: &Gateway,
     headers: &HeaderMap,
     body: &[u8],
+    slot: OwnedSemaphorePermit,
 ) -> Result<Response, ApiError> {
     let req: E = json_body(body)?;
     let routed = route::route(req.model(), &gw.cfg)?;
@@ -255,20 +285,43 @@ async fn serve_one<E: Endpoint>(
     task.fallback = routed.fallback;
     task.require = route::require(gw.cfg.gateway.require, header_require, body_require)?;
     task.budgets.timeout = task.budgets.timeout.min(gw.limits.request_timeout);
+    let id = gw.next_id.fetch_add(1, Ordering::Relaxed);
+    let model = req.model().to_owned();
+    if req.streamed() {
+        let mut progress = Box::pin(stream::run(
+            gw.client.clone(),
+            task,
+            gw.limits.request_timeout,
+            slot,
+        ));
+        // A run refused or failed before its first delta is an HTTP error, not a stream.
+        let first = match progress.next().await {
+            Some(Progress::Done(Err(e))) => return Err(e),
+            Some(step) => step,
+            None => {
+                return Err(ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "server_error",
+                    "internal_error",
+                    "the run ended without a word",
+                ));
+            }
+        };
+        let mut written = Written::default();
+        let opening = E::opening(id, &model, &mut written);
+        let steps = futures::stream::once(async move { first }).chain(progress);
+        let events = futures::stream::iter(opening).chain(steps.flat_map(move |step| {
+            futures::stream::iter(E::events(id, &model, step, &mut written))
+        }));
+        return Ok(Sse::new(events.map(Ok::<_, std::convert::Infallible>)).into_response());
+    }
     let run = gw.client.run_task(task, |_| {});
     let answer = match tokio::time::timeout(gw.limits.request_timeout, run).await {
         Ok(result) => result.map_err(ApiError::from_run)?,
-        Err(_) => {
-            return Err(ApiError::new(
-                StatusCode::GATEWAY_TIMEOUT,
-                "server_error",
-                "upstream_timeout",
-                "the request took longer than the gateway allows",
-            ));
-        }
+        Err(_) => return Err(ApiError::timeout()),
     };
-    let id = gw.next_id.fetch_add(1, Ordering::Relaxed);
-    let mut response = Json(E::answer(id, req.model(), &answer)).into_response();
+    drop(slot);
+    let mut response = Json(E::answer(id, &model, &answer)).into_response();
     ledger::put_headers(response.headers_mut(), &answer.ledger);
     Ok(response)
 }

@@ -264,12 +264,6 @@ async fn bad_requests_get_openai_shaped_errors_naming_the_field() {
     };
     for (body, status, code, param) in [
         (
-            with(&|r| r["stream"] = json!(true)),
-            400,
-            "unsupported_parameter",
-            "stream",
-        ),
-        (
             with(&|r| r["tools"] = json!([{"type": "function", "function": {"name": "f"}}])),
             400,
             "unsupported_parameter",
@@ -604,4 +598,226 @@ async fn the_responses_endpoint_reads_input_items_and_text_format() {
         let body: Value = resp.json().await.unwrap();
         assert_eq!(body["error"]["param"], param, "{bad} → {body}");
     }
+}
+
+/// The `data:` payloads (and `event:` names) of a whole SSE body.
+fn sse_events(text: &str) -> Vec<(String, String)> {
+    text.split("\n\n")
+        .filter(|e| !e.trim().is_empty())
+        .map(|e| {
+            let mut name = String::new();
+            let mut data = String::new();
+            for line in e.lines() {
+                if let Some(n) = line.strip_prefix("event:") {
+                    name = n.trim().to_owned();
+                } else if let Some(d) = line.strip_prefix("data:") {
+                    data.push_str(d.trim_start());
+                }
+            }
+            (name, data)
+        })
+        .collect()
+}
+
+async fn post_text(url: &str, body: &Value) -> (u16, String, String) {
+    let resp = reqwest::Client::new()
+        .post(url)
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status().as_u16();
+    let kind = header(resp.headers(), "content-type").to_owned();
+    (status, kind, resp.text().await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_stream_relays_deltas_then_ends_with_the_validation_and_the_ledger() {
+    let (openai, glm) = fakes(
+        Script::always(Reply::Json(good_answer())),
+        Script::always(Reply::Json(bad_enum_answer())),
+    )
+    .await;
+    let sb = sandbox(&openai, &glm);
+    let gw = Gateway::start(&sb, &[]);
+    let mut request = decision_request("openai-payg");
+    request["stream"] = json!(true);
+    let (status, kind, text) = post_text(&gw.url("/v1/chat/completions"), &request).await;
+    assert_eq!(status, 200, "{text}");
+    assert!(kind.starts_with("text/event-stream"), "{kind}");
+    let events = sse_events(&text);
+    assert_eq!(events.last().unwrap().1, "[DONE]", "{text}");
+    let chunks: Vec<Value> = events[..events.len() - 1]
+        .iter()
+        .map(|(_, d)| serde_json::from_str(d).unwrap())
+        .collect();
+    assert_eq!(chunks[0]["choices"][0]["delta"]["role"], "assistant");
+    assert!(
+        chunks
+            .iter()
+            .all(|c| c["object"] == "chat.completion.chunk")
+    );
+    let content: String = chunks
+        .iter()
+        .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
+        .collect();
+    assert_eq!(
+        serde_json::from_str::<Value>(&content).unwrap(),
+        good_answer(),
+        "{text}"
+    );
+    let deltas = chunks
+        .iter()
+        .filter(|c| {
+            c["choices"][0]["delta"]["content"]
+                .as_str()
+                .is_some_and(|s| !s.is_empty())
+        })
+        .count();
+    assert!(deltas > 1, "the text came in several deltas: {text}");
+    let last = chunks.last().unwrap();
+    assert_eq!(last["choices"][0]["finish_reason"], "stop");
+    assert_eq!(last["geode"]["event"], "final");
+    assert_eq!(last["geode"]["value"], good_answer());
+    assert_eq!(last["geode"]["ledger"]["full_validation"]["valid"], true);
+    assert!(last["usage"]["total_tokens"].as_u64().is_some());
+    assert_eq!(
+        model_calls(&openai)[0].body["stream"],
+        true,
+        "the upstream call streamed too"
+    );
+
+    // Refused before any call: a plain HTTP 400, not a stream.
+    let mut refused = decision_request("glm-payg");
+    refused["stream"] = json!(true);
+    refused["geode"] = json!({"require": "enforced"});
+    let (status, kind, text) = post_text(&gw.url("/v1/chat/completions"), &refused).await;
+    assert_eq!(status, 400, "{text}");
+    assert!(kind.starts_with("application/json"), "{kind}");
+    // Invalid twice: the retry is announced, and the stream ends with an error event, no [DONE].
+    let mut invalid = decision_request("glm-payg");
+    invalid["stream"] = json!(true);
+    let (status, _, text) = post_text(&gw.url("/v1/chat/completions"), &invalid).await;
+    assert_eq!(status, 200, "the stream had started: {text}");
+    let events = sse_events(&text);
+    assert!(events.iter().all(|(_, d)| d != "[DONE]"), "{text}");
+    let datas: Vec<Value> = events
+        .iter()
+        .map(|(_, d)| serde_json::from_str(d).unwrap())
+        .collect();
+    assert!(
+        datas.iter().any(|d| d["geode"]["event"] == "retry"),
+        "{text}"
+    );
+    assert_eq!(
+        datas.last().unwrap()["error"]["code"],
+        "schema_validation_failed",
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_responses_stream_sends_the_events_in_order_and_completes_with_the_ledger() {
+    let (openai, glm) = fakes(
+        Script::always(Reply::Json(good_answer())),
+        Script::always(Reply::Json(good_answer())),
+    )
+    .await;
+    let sb = sandbox(&openai, &glm);
+    let gw = Gateway::start(&sb, &[]);
+    let request = json!({
+        "model": "openai-payg",
+        "input": "Decide.",
+        "stream": true,
+        "text": {"format": {"type": "json_schema", "name": "decision", "strict": true, "schema": decision_schema()}}
+    });
+    let (status, _, text) = post_text(&gw.url("/v1/responses"), &request).await;
+    assert_eq!(status, 200, "{text}");
+    let events = sse_events(&text);
+    let names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        &names[..4],
+        [
+            "response.created",
+            "response.in_progress",
+            "response.output_item.added",
+            "response.content_part.added"
+        ],
+        "{text}"
+    );
+    assert_eq!(
+        &names[names.len() - 4..],
+        [
+            "response.output_text.done",
+            "response.content_part.done",
+            "response.output_item.done",
+            "response.completed"
+        ],
+        "{text}"
+    );
+    let datas: Vec<Value> = events
+        .iter()
+        .map(|(_, d)| serde_json::from_str(d).unwrap())
+        .collect();
+    let seqs: Vec<u64> = datas
+        .iter()
+        .map(|d| d["sequence_number"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>());
+    let relayed: String = datas
+        .iter()
+        .filter(|d| d["type"] == "response.output_text.delta")
+        .map(|d| d["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        serde_json::from_str::<Value>(&relayed).unwrap(),
+        good_answer()
+    );
+    let done = &datas.last().unwrap()["response"];
+    assert_eq!(done["status"], "completed");
+    assert_eq!(done["geode"]["ledger"]["wire_mode"], "strict");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_disconnects_cancels_the_upstream_call_and_frees_its_slot() {
+    let (openai, glm) = fakes(
+        Script::always(Reply::Endless),
+        Script::always(Reply::Json(good_answer())),
+    )
+    .await;
+    let sb = sandbox(&openai, &glm);
+    let gw = Gateway::start(&sb, &["--max-in-flight", "1"]);
+    let mut request = decision_request("openai-payg");
+    request["stream"] = json!(true);
+    let mut resp = reqwest::Client::new()
+        .post(gw.url("/v1/chat/completions"))
+        .json(&request)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    // Some text arrives, from an upstream answer that would never end.
+    let first = resp.chunk().await.unwrap().unwrap();
+    assert!(!first.is_empty());
+    assert_eq!(
+        openai.open_bodies(),
+        1,
+        "the upstream answer is being streamed"
+    );
+    drop(resp);
+    let mut closed = false;
+    for _ in 0..500 {
+        if openai.open_bodies() == 0 {
+            closed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        closed,
+        "the upstream connection was closed after the client left"
+    );
+    // The slot is free again: the next request is served, not refused as busy.
+    let (status, _, body) = gw.chat(&decision_request("glm-payg"), &[]).await;
+    assert_eq!(status, 200, "{body}");
 }

@@ -53,6 +53,6 @@ async fn the_official_python_sdk_parses_refuses_and_reads_the_ledger() {
         String::from_utf8_lossy(&out.stderr),
         gw.log()
     );
-    assert!(stdout.contains("9 passed"), "{stdout}");
+    assert!(stdout.contains("12 passed"), "{stdout}");
     assert!(!gw.log().contains(INBOUND));
 }

@@ -124,3 +124,34 @@ def test_responses_refusal_and_headers():
     )
     assert raw.headers["x-geode-guarantee"] == "enforced"
     assert raw.parse().output_parsed.decision == "accept"
+
+
+def test_a_chat_stream_through_the_sdks_stream_helper():
+    with client().chat.completions.stream(
+        model="openai-payg", messages=MESSAGES, response_format=Decision
+    ) as stream:
+        deltas = [e.delta for e in stream if e.type == "content.delta"]
+        final = stream.get_final_completion()
+    assert len(deltas) > 1
+    assert final.choices[0].message.parsed == Decision(decision="accept", reason="the tests pass")
+
+
+def test_a_responses_stream_through_the_sdks_stream_helper():
+    with client().responses.stream(
+        model="openai-payg", input="Decide.", text_format=Decision
+    ) as stream:
+        kinds = [e.type for e in stream]
+        final = stream.get_final_response()
+    assert kinds[0] == "response.created" and kinds[-1] == "response.completed"
+    assert "response.output_text.delta" in kinds
+    assert final.output_parsed == Decision(decision="accept", reason="the tests pass")
+
+
+def test_a_stream_that_fails_validation_raises_in_the_sdk():
+    with pytest.raises(openai.APIError) as failed:
+        with client().chat.completions.stream(
+            model="glm-payg", messages=MESSAGES, response_format=Decision
+        ) as stream:
+            for _ in stream:
+                pass
+    assert "schema_validation_failed" in str(failed.value.body) or failed.value.code == "schema_validation_failed"

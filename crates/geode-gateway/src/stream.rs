@@ -1,0 +1,103 @@
+//! `stream: true`: the run's progress as it happens, for both endpoints to write in their own
+//! event shapes. The answer text is relayed delta by delta as the adapter folds it; the one
+//! retry is announced before its first delta (the text so far is then void); the run's end
+//! carries the final validation and the ledger.
+//!
+//! The stream owns the run: when the client goes away the stream is dropped, which cancels the
+//! run's token (the adapter's upstream call is abandoned and its connection closed) and frees
+//! the request's slot.
+
+use crate::error::ApiError;
+use futures::Stream;
+use geode::Client;
+use geode::agent::task::{Answer, Task};
+use geode::llm::call::TextSink;
+use std::time::Duration;
+use tokio::sync::{OwnedSemaphorePermit, mpsc};
+use tokio_util::sync::CancellationToken;
+
+/// One step of a streamed run.
+#[derive(Debug)]
+pub enum Progress {
+    /// Answer text as it arrived.
+    Delta(String),
+    /// The first answer failed its check; the retry starts (why, scrubbed).
+    Retry(String),
+    /// The run ended: the checked answer, or why there is none.
+    Done(Result<Box<Answer>, ApiError>),
+}
+
+/// What an endpoint's event writer keeps between steps.
+#[derive(Debug, Default)]
+pub struct Written {
+    /// Events written so far (the Responses API numbers them).
+    pub events: u64,
+    /// The answer text relayed so far (since the last retry).
+    pub text: String,
+}
+
+impl Written {
+    /// The next sequence number.
+    pub fn sequence(&mut self) -> u64 {
+        let n = self.events;
+        self.events += 1;
+        n
+    }
+}
+
+/// Cancels the run when the stream is dropped before its end.
+struct Owner {
+    cancel: CancellationToken,
+    _slot: OwnedSemaphorePermit,
+}
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+/// Starts `task` on `client` and returns its progress; `slot` is held until the stream ends
+/// or is dropped, and the run is bounded by `timeout`.
+pub fn run(
+    client: Client,
+    task: Task,
+    timeout: Duration,
+    slot: OwnedSemaphorePermit,
+) -> impl Stream<Item = Progress> + Send {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let cancel = CancellationToken::new();
+    let owner = Owner {
+        cancel: cancel.clone(),
+        _slot: slot,
+    };
+    let (deltas, retries, done) = (tx.clone(), tx.clone(), tx);
+    tokio::spawn(async move {
+        let run = client.run_task(task, move |env| {
+            env.cancel = cancel;
+            env.on_text = Some(TextSink::new(move |d| {
+                let _ = deltas.send(Progress::Delta(d.to_owned()));
+            }));
+            env.on_retry = Some(TextSink::new(move |why| {
+                let _ = retries.send(Progress::Retry(why.to_owned()));
+            }));
+        });
+        let end = match tokio::time::timeout(timeout, run).await {
+            Ok(result) => result.map(Box::new).map_err(ApiError::from_run),
+            Err(_) => Err(ApiError::timeout()),
+        };
+        let _ = done.send(Progress::Done(end));
+    });
+    futures::stream::unfold((rx, Some(owner)), |(mut rx, owner)| async move {
+        let owner = owner?;
+        match rx.recv().await {
+            Some(Progress::Done(end)) => {
+                // The run is over: its slot is free before the last event is written.
+                drop(owner);
+                Some((Progress::Done(end), (rx, None)))
+            }
+            Some(p) => Some((p, (rx, Some(owner)))),
+            None => None,
+        }
+    })
+}
