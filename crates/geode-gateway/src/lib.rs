@@ -14,6 +14,7 @@
 //! | [`ledger`] | the `x-geode-*` headers and the body's `geode` object |
 //! | [`auth`] | inbound keys, compared in constant time |
 //! | [`models`] | `GET /v1/models` |
+//! | [`observe`] | the access-log line and `/metrics` |
 //! | [`stream`] | `stream: true`: the run's progress, owned by the response (a client gone cancels it) |
 //!
 //! Each request runs through [`geode::Client::run_task`], the worker `geode run` uses: adapters
@@ -27,6 +28,7 @@ pub mod convert;
 pub mod error;
 pub mod ledger;
 pub mod models;
+pub mod observe;
 pub mod responses;
 pub mod route;
 pub mod stream;
@@ -44,6 +46,7 @@ use futures::StreamExt;
 use geode::Client;
 use geode::config::Config;
 use geode::llm::registry::Environment;
+use observe::{Access, Ending};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -80,6 +83,7 @@ pub struct Gateway {
     keys: InboundKeys,
     limits: Limits,
     in_flight: Arc<Semaphore>,
+    metrics: observe::Metrics,
     next_id: AtomicU64,
 }
 
@@ -108,6 +112,7 @@ impl Gateway {
             env,
             keys,
             in_flight: Arc::new(Semaphore::new(limits.max_in_flight.max(1))),
+            metrics: observe::Metrics::default(),
             limits,
             next_id: AtomicU64::new(1),
         })
@@ -119,6 +124,7 @@ impl Gateway {
             .route("/v1/chat/completions", post(chat_completions))
             .route("/v1/responses", post(responses_create))
             .route("/v1/models", get(list_models))
+            .route("/metrics", get(metrics))
             .layer(axum::middleware::from_fn_with_state(
                 self.clone(),
                 authorize,
@@ -161,6 +167,17 @@ async fn authorize(State(gw): State<Arc<Gateway>>, mut request: Request, next: N
     next.run(request).await
 }
 
+async fn metrics(State(gw): State<Arc<Gateway>>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        gw.metrics.render(),
+    )
+        .into_response()
+}
+
 async fn list_models(State(gw): State<Arc<Gateway>>) -> Response {
     Json(models::list(&gw.cfg, gw.env.as_ref())).into_response()
 }
@@ -173,6 +190,8 @@ fn json_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError>
 
 /// One endpoint's request: its route, its policy extension, and the task it describes.
 trait Endpoint: serde::de::DeserializeOwned {
+    /// The path, for the access log and metrics.
+    const NAME: &'static str;
     fn model(&self) -> &str;
     fn extension(&self) -> Option<&convert::Extension>;
     fn task(&self, base: geode::agent::task::Task) -> Result<geode::agent::task::Task, ApiError>;
@@ -187,6 +206,7 @@ trait Endpoint: serde::de::DeserializeOwned {
 }
 
 impl Endpoint for chat::ChatRequest {
+    const NAME: &'static str = "/v1/chat/completions";
     fn model(&self) -> &str {
         &self.model
     }
@@ -211,6 +231,7 @@ impl Endpoint for chat::ChatRequest {
 }
 
 impl Endpoint for responses::ResponsesRequest {
+    const NAME: &'static str = "/v1/responses";
     fn model(&self) -> &str {
         &self.model
     }
@@ -239,7 +260,7 @@ async fn chat_completions(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
-    handle::<chat::ChatRequest>(&gw, &headers, &body).await
+    handle::<chat::ChatRequest>(gw, &headers, &body).await
 }
 
 async fn responses_create(
@@ -247,11 +268,12 @@ async fn responses_create(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
-    handle::<responses::ResponsesRequest>(&gw, &headers, &body).await
+    handle::<responses::ResponsesRequest>(gw, &headers, &body).await
 }
 
 /// Takes a slot (or answers 429), runs the request, and answers in the endpoint's shape.
-async fn handle<E: Endpoint>(gw: &Gateway, headers: &HeaderMap, body: &[u8]) -> Response {
+async fn handle<E: Endpoint>(gw: Arc<Gateway>, headers: &HeaderMap, body: &[u8]) -> Response {
+    let mut access = Access::start(E::NAME);
     let Ok(slot) = gw.in_flight.clone().try_acquire_owned() else {
         let mut busy = ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,
@@ -260,21 +282,37 @@ async fn handle<E: Endpoint>(gw: &Gateway, headers: &HeaderMap, body: &[u8]) -> 
             "the gateway is serving as many requests as it allows; try again",
         );
         busy.retry_after = Some(1);
+        access.finish(&gw.metrics, &Ending::failed(&busy, 429));
         return busy.into_response();
     };
-    match serve_one::<E>(gw, headers, body, slot).await {
-        Ok(r) => r,
-        Err(e) => e.into_response(),
+    match serve_one::<E>(&gw, headers, body, slot, &mut access).await {
+        Ok(Served::Answer(response, ledger)) => {
+            access.finish(&gw.metrics, &Ending::served(&ledger));
+            response
+        }
+        Ok(Served::Stream(response)) => response,
+        Err(e) => {
+            access.finish(&gw.metrics, &Ending::failed(&e, e.status.as_u16()));
+            e.into_response()
+        }
     }
 }
 
+/// A request served: an answer (logged by the caller) or a stream (logged at its end).
+enum Served {
+    Answer(Response, Box<geode::ledger::GuaranteeLedger>),
+    Stream(Response),
+}
+
 async fn serve_one<E: Endpoint>(
-    gw: &Gateway,
+    gw: &Arc<Gateway>,
     headers: &HeaderMap,
     body: &[u8],
     slot: OwnedSemaphorePermit,
-) -> Result<Response, ApiError> {
+    access: &mut Access,
+) -> Result<Served, ApiError> {
     let req: E = json_body(body)?;
+    access.asked(req.model(), req.streamed());
     let routed = route::route(req.model(), &gw.cfg)?;
     let header_require = headers
         .get("x-geode-require")
@@ -310,10 +348,22 @@ async fn serve_one<E: Endpoint>(
         let mut written = Written::default();
         let opening = E::opening(id, &model, &mut written);
         let steps = futures::stream::once(async move { first }).chain(progress);
+        let (gw, access) = (
+            gw.clone(),
+            std::mem::replace(access, Access::start(E::NAME)),
+        );
         let events = futures::stream::iter(opening).chain(steps.flat_map(move |step| {
+            match &step {
+                Progress::Done(Ok(answer)) => {
+                    access.finish(&gw.metrics, &Ending::served(&answer.ledger));
+                }
+                Progress::Done(Err(e)) => access.finish(&gw.metrics, &Ending::failed(e, 200)),
+                _ => {}
+            }
             futures::stream::iter(E::events(id, &model, step, &mut written))
         }));
-        return Ok(Sse::new(events.map(Ok::<_, std::convert::Infallible>)).into_response());
+        let sse = Sse::new(events.map(Ok::<_, std::convert::Infallible>));
+        return Ok(Served::Stream(sse.into_response()));
     }
     let run = gw.client.run_task(task, |_| {});
     let answer = match tokio::time::timeout(gw.limits.request_timeout, run).await {
@@ -323,7 +373,7 @@ async fn serve_one<E: Endpoint>(
     drop(slot);
     let mut response = Json(E::answer(id, &model, &answer)).into_response();
     ledger::put_headers(response.headers_mut(), &answer.ledger);
-    Ok(response)
+    Ok(Served::Answer(response, Box::new(answer.ledger)))
 }
 
 /// Serves `router` on `listener` until `shutdown` resolves, then lets requests in flight finish.

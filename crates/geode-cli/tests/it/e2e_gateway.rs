@@ -821,3 +821,82 @@ async fn a_client_that_disconnects_cancels_the_upstream_call_and_frees_its_slot(
     let (status, _, body) = gw.chat(&decision_request("glm-payg"), &[]).await;
     assert_eq!(status, 200, "{body}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_request_gets_one_access_log_line_and_is_counted_in_metrics() {
+    let (openai, glm) = fakes(
+        Script::always(Reply::Json(good_answer())),
+        Script::always(Reply::Json(good_answer())),
+    )
+    .await;
+    let sb = sandbox(&openai, &glm);
+    let gw = Gateway::start(&sb, &[]);
+    let (status, _, _) = gw.chat(&decision_request("openai-payg"), &[]).await;
+    assert_eq!(status, 200);
+    let (status, _, _) = gw
+        .chat(
+            &decision_request("glm-payg"),
+            &[("x-geode-require", "enforced")],
+        )
+        .await;
+    assert_eq!(status, 400);
+    let mut streamed = decision_request("openai-payg");
+    streamed["stream"] = json!(true);
+    let (status, _, _) = post_text(&gw.url("/v1/chat/completions"), &streamed).await;
+    assert_eq!(status, 200);
+    let metrics = reqwest::get(gw.url("/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for needle in [
+        r#"geode_gateway_requests_total{endpoint="/v1/chat/completions",adapter="openai-payg",mode="strict",outcome="valid"} 2"#,
+        r#"geode_gateway_requests_total{endpoint="/v1/chat/completions",adapter="",mode="",outcome="schema_not_enforceable"} 1"#,
+        r#"geode_gateway_request_seconds_count{endpoint="/v1/chat/completions"} 3"#,
+        r#"geode_gateway_tokens_total{adapter="openai-payg",direction="input"}"#,
+    ] {
+        assert!(metrics.contains(needle), "{needle} in:\n{metrics}");
+    }
+    let lines: Vec<Value> = gw
+        .log()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    assert_eq!(lines.len(), 3, "{}", gw.log());
+    assert_eq!(
+        (
+            &lines[0]["outcome"],
+            &lines[0]["adapter"],
+            &lines[0]["mode"],
+            &lines[0]["guarantee"],
+            &lines[0]["validated"],
+            &lines[0]["attempts"]
+        ),
+        (
+            &json!("valid"),
+            &json!("openai-payg"),
+            &json!("strict"),
+            &json!("enforced"),
+            &json!("true"),
+            &json!(1)
+        )
+    );
+    assert!(
+        lines[0]["latency_ms"].as_f64().is_some() && lines[0]["input_tokens"].as_u64().unwrap() > 0
+    );
+    assert_eq!(
+        (&lines[1]["status"], &lines[1]["outcome"]),
+        (&json!(400), &json!("schema_not_enforceable"))
+    );
+    assert_eq!(
+        (&lines[2]["stream"], &lines[2]["outcome"]),
+        (&json!(true), &json!("valid"))
+    );
+    let log = gw.log();
+    assert!(
+        !log.contains("Decide.") && !log.contains("the tests pass"),
+        "no prompt or answer text: {log}"
+    );
+    assert!(!log.contains(SECRET));
+}
