@@ -410,6 +410,29 @@ mod tests {
     }
 
     #[test]
+    fn the_gateway_table_holds_a_policy_and_aliases_and_refuses_what_it_does_not_know() {
+        let c = Config::parse(
+            "[gateway]\nrequire = \"wired\"\n[gateway.models.fast]\nadapter = \"openai-payg\"\nmodel = \"gpt-5-mini\"\nfallback = [\"glm-payg\"]\n",
+            "geode.toml",
+        )
+        .unwrap();
+        assert_eq!(c.gateway.require, Require::Wired);
+        let fast = &c.gateway.models["fast"];
+        assert_eq!((fast.adapter.as_str(), fast.model.as_str()), ("openai-payg", "gpt-5-mini"));
+        assert_eq!(fast.fallback, ["glm-payg"]);
+        for (text, needle) in [
+            ("[gateway.models.x]\nadapter = \"nope\"\n", "[gateway.models]"),
+            ("[gateway.models.x]\nadapter = \"local\"\nfallback = [\"nope\"]\n", "nope"),
+            ("[gateway]\nrequire = \"strict\"\n", "strict"),
+            ("[gateway]\nlisten = \"0.0.0.0:1\"\n", "listen"),
+            ("[gateway.models.x]\nmodel = \"m\"\n", "adapter"),
+        ] {
+            let err = Config::parse(text, "geode.toml").unwrap_err().to_string();
+            assert!(err.contains(needle), "{text}: {err}");
+        }
+    }
+
+    #[test]
     fn a_syntax_error_names_the_line() {
         let err =
             Config::parse("fallback = []\n\ndefault_adapter = = 3\n", "geode.toml").unwrap_err();
