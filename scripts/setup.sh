@@ -20,6 +20,9 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # The official OpenAI Python SDK (pinned, in a venv under the cache) for the gateway's SDK tests.
 "$here/install-python-sdk.sh"
 
+# The official OpenAI npm package and zod (pinned, under the cache) for the gateway's TypeScript SDK tests.
+"$here/install-node-sdk.sh"
+
 # cargo-fuzz for `make fuzz` (fuzz/ is run with the nightly toolchain), pinned, installed only when
 # missing or another version.
 CARGO_FUZZ_VERSION=0.13.2

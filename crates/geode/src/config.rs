@@ -418,11 +418,20 @@ mod tests {
         .unwrap();
         assert_eq!(c.gateway.require, Require::Wired);
         let fast = &c.gateway.models["fast"];
-        assert_eq!((fast.adapter.as_str(), fast.model.as_str()), ("openai-payg", "gpt-5-mini"));
+        assert_eq!(
+            (fast.adapter.as_str(), fast.model.as_str()),
+            ("openai-payg", "gpt-5-mini")
+        );
         assert_eq!(fast.fallback, ["glm-payg"]);
         for (text, needle) in [
-            ("[gateway.models.x]\nadapter = \"nope\"\n", "[gateway.models]"),
-            ("[gateway.models.x]\nadapter = \"local\"\nfallback = [\"nope\"]\n", "nope"),
+            (
+                "[gateway.models.x]\nadapter = \"nope\"\n",
+                "[gateway.models]",
+            ),
+            (
+                "[gateway.models.x]\nadapter = \"local\"\nfallback = [\"nope\"]\n",
+                "nope",
+            ),
             ("[gateway]\nrequire = \"strict\"\n", "strict"),
             ("[gateway]\nlisten = \"0.0.0.0:1\"\n", "listen"),
             ("[gateway.models.x]\nmodel = \"m\"\n", "adapter"),

@@ -1,7 +1,8 @@
-//! `geode gateway` driven by the official OpenAI Python SDK (`openai`, pinned, installed by
-//! `make test`'s setup into a venv under the cache), unmodified: the pytest file
-//! `tests/python/test_openai_sdk.py` runs against a gateway on 127.0.0.1 in front of
-//! `geode-fakes` providers. A missing venv fails the test loudly.
+//! `geode gateway` driven by the official OpenAI SDKs, unmodified, against a gateway on
+//! 127.0.0.1 in front of `geode-fakes` providers: the Python package (`openai`, pinned, in a
+//! venv under the cache) through `tests/python/test_openai_sdk.py`, and the npm package with
+//! its zod helpers through `tests/node/openai_sdk.test.mjs` (Node's test runner). Both are
+//! installed by `make test`'s setup; a missing one fails its test loudly.
 
 use crate::e2e_gateway::{Gateway, fakes, sandbox};
 use crate::support::{bad_enum_answer, good_answer};
@@ -10,12 +11,16 @@ use std::path::PathBuf;
 
 const INBOUND: &str = "gw-sdk-inbound-key-5d1e8b";
 
+fn cache() -> PathBuf {
+    std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache"))
+        .join("geode")
+}
+
 /// The venv `scripts/install-python-sdk.sh` builds.
 fn python() -> PathBuf {
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache"));
-    let python = cache.join("geode/venv/openai-sdk/bin/python");
+    let python = cache().join("venv/openai-sdk/bin/python");
     assert!(
         python.is_file(),
         "{} is missing: run `make setup` (scripts/install-python-sdk.sh)",
@@ -54,5 +59,53 @@ async fn the_official_python_sdk_parses_refuses_and_reads_the_ledger() {
         gw.log()
     );
     assert!(stdout.contains("12 passed"), "{stdout}");
+    assert!(!gw.log().contains(INBOUND));
+}
+
+/// The packages `scripts/install-node-sdk.sh` installs.
+fn node_modules() -> PathBuf {
+    let modules = cache().join("npm-sdk/node_modules");
+    assert!(
+        modules.join("openai/package.json").is_file() && modules.join("zod/package.json").is_file(),
+        "{} lacks openai or zod: run `make setup` (scripts/install-node-sdk.sh)",
+        modules.display()
+    );
+    modules
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_typescript_sdk_parses_with_zod_refuses_and_streams() {
+    let (openai, glm) = fakes(
+        Script::always(Reply::Json(good_answer())),
+        Script::always(Reply::Json(bad_enum_answer())),
+    )
+    .await;
+    let mut sb = sandbox(&openai, &glm);
+    sb.var("GEODE_GATEWAY_KEYS", INBOUND);
+    let gw = Gateway::start(&sb, &[]);
+    let test = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/node/openai_sdk.test.mjs");
+    let out = tokio::process::Command::new("node")
+        .arg("--test")
+        .arg("--test-reporter=spec")
+        .arg(&test)
+        .env("GEODE_GATEWAY_URL", &gw.base)
+        .env("GEODE_GATEWAY_KEY", INBOUND)
+        .env("GEODE_NODE_MODULES", node_modules())
+        .env("NO_PROXY", "127.0.0.1")
+        .kill_on_drop(true)
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "node --test failed:\n{stdout}\n{}\ngateway:\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        gw.log()
+    );
+    assert!(
+        stdout.contains("pass 7") && stdout.contains("fail 0"),
+        "{stdout}"
+    );
     assert!(!gw.log().contains(INBOUND));
 }

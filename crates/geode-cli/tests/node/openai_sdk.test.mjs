@@ -1,0 +1,100 @@
+// `geode gateway` driven by the official OpenAI TypeScript/JavaScript SDK (`openai` on npm) and
+// its zod helpers, unmodified, under Node's own test runner. Run by
+// crates/geode-cli/tests/it/e2e_gateway_sdk.rs against a gateway in front of geode-fakes
+// providers: `openai-payg` answers a valid Decision, `glm-payg` (JSON mode only) an invalid one.
+// NODE_PATH points at the pinned packages (scripts/install-node-sdk.sh).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { createRequire } from "node:module";
+
+const require = createRequire(process.env.GEODE_NODE_MODULES + "/");
+const { default: OpenAI } = await import(require.resolve("openai"));
+const { zodResponseFormat, zodTextFormat } = await import(require.resolve("openai/helpers/zod"));
+const { z } = await import(require.resolve("zod"));
+
+const Decision = z.object({ decision: z.enum(["accept", "reject"]), reason: z.string() });
+const client = new OpenAI({
+  baseURL: process.env.GEODE_GATEWAY_URL + "/v1",
+  apiKey: process.env.GEODE_GATEWAY_KEY,
+  maxRetries: 0,
+});
+const messages = [
+  { role: "system", content: "You review pull requests." },
+  { role: "user", content: "Decide." },
+];
+const good = { decision: "accept", reason: "the tests pass" };
+
+test("chat.completions.parse with the zod helper gives the parsed value and the ledger", async () => {
+  const done = await client.chat.completions.parse({
+    model: "openai-payg/gpt-5-mini",
+    messages,
+    response_format: zodResponseFormat(Decision, "decision"),
+  });
+  assert.deepEqual(done.choices[0].message.parsed, good);
+  assert.equal(done.geode.ledger.adapter, "openai-payg");
+  assert.equal(done.geode.ledger.full_validation.valid, true);
+});
+
+test("the ledger headers read through withResponse()", async () => {
+  const { data, response } = await client.chat.completions
+    .parse({ model: "openai-payg", messages, response_format: zodResponseFormat(Decision, "decision") })
+    .withResponse();
+  assert.equal(response.headers.get("x-geode-mode"), "strict");
+  assert.equal(response.headers.get("x-geode-guarantee"), "enforced");
+  assert.equal(response.headers.get("x-geode-validated"), "true");
+  assert.deepEqual(data.choices[0].message.parsed, good);
+});
+
+test("a route that cannot enforce is the SDK's BadRequestError with the code", async () => {
+  await assert.rejects(
+    client.chat.completions.parse(
+      { model: "glm-payg", messages, response_format: zodResponseFormat(Decision, "decision") },
+      { headers: { "x-geode-require": "enforced" } },
+    ),
+    (e) => e instanceof OpenAI.BadRequestError && e.code === "schema_not_enforceable",
+  );
+});
+
+test("an answer invalid after the retry is the SDK's UnprocessableEntityError", async () => {
+  await assert.rejects(
+    client.chat.completions.parse({ model: "glm-payg", messages, response_format: zodResponseFormat(Decision, "decision") }),
+    (e) => e instanceof OpenAI.UnprocessableEntityError && e.code === "schema_validation_failed",
+  );
+});
+
+test("responses.parse with zodTextFormat", async () => {
+  const done = await client.responses.parse({
+    model: "openai-payg",
+    input: "Decide.",
+    text: { format: zodTextFormat(Decision, "decision") },
+  });
+  assert.deepEqual(done.output_parsed, good);
+});
+
+test("a chat stream through the SDK's stream helper", async () => {
+  const stream = client.chat.completions.stream({
+    model: "openai-payg",
+    messages,
+    response_format: zodResponseFormat(Decision, "decision"),
+  });
+  let deltas = 0;
+  for await (const chunk of stream) {
+    if (chunk.choices[0]?.delta?.content) deltas += 1;
+  }
+  const final = await stream.finalChatCompletion();
+  assert.ok(deltas > 1);
+  assert.deepEqual(final.choices[0].message.parsed, good);
+});
+
+test("a responses stream through the SDK's stream helper", async () => {
+  const stream = client.responses.stream({
+    model: "openai-payg",
+    input: "Decide.",
+    text: { format: zodTextFormat(Decision, "decision") },
+  });
+  const kinds = [];
+  for await (const event of stream) kinds.push(event.type);
+  const final = await stream.finalResponse();
+  assert.equal(kinds.at(-1), "response.completed");
+  assert.deepEqual(final.output_parsed, good);
+});
