@@ -138,17 +138,29 @@ impl ApiError {
             RunError::Adapter { source, last, .. } => {
                 Self::upstream(source.kind(), message).with_ledger(last.ledger)
             }
-            RunError::Invalid { last, .. } => {
-                let (code, message) = match last.termination {
-                    TerminationReason::Truncated => (
+            RunError::Invalid { last, .. } | RunError::Ended { last, .. }
+                if matches!(
+                    last.termination,
+                    TerminationReason::Truncated | TerminationReason::ModelRefusal
+                ) =>
+            {
+                let (code, message) = if last.termination == TerminationReason::Truncated {
+                    (
                         "answer_truncated",
                         format!("the answer was cut at the token limit: {message}"),
-                    ),
-                    TerminationReason::ModelRefusal => {
-                        ("model_refused", format!("the model refused: {message}"))
-                    }
-                    _ => ("schema_validation_failed", message),
+                    )
+                } else {
+                    ("model_refused", format!("the model refused: {message}"))
                 };
+                Self::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "invalid_response_error",
+                    code,
+                    message,
+                )
+                .with_ledger(last.ledger)
+            }
+            RunError::Invalid { last, .. } => {
                 let errors = last
                     .ledger
                     .full_validation
@@ -158,7 +170,7 @@ impl ApiError {
                 Self::new(
                     StatusCode::UNPROCESSABLE_ENTITY,
                     "invalid_response_error",
-                    code,
+                    "schema_validation_failed",
                     message,
                 )
                 .detail(json!({ "validation_errors": errors }))

@@ -900,3 +900,101 @@ async fn each_request_gets_one_access_log_line_and_is_counted_in_metrics() {
     );
     assert!(!log.contains(SECRET));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn truncation_refusal_and_a_hung_upstream_each_get_their_own_error() {
+    let openai_script = Script::new([
+        Reply::MaxTokens(r#"{"decision": "acc"#.to_owned()),
+        Reply::Refusal("I will not decide this.".to_owned()),
+        Reply::Hang,
+    ]);
+    let (openai, glm) = fakes(openai_script, Script::always(Reply::Json(good_answer()))).await;
+    let sb = sandbox(&openai, &glm);
+    let gw = Gateway::start(&sb, &["--request-timeout", "1"]);
+    let (status, _, body) = gw.chat(&decision_request("openai-payg"), &[]).await;
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (422, &json!("answer_truncated")),
+        "{body}"
+    );
+    let (status, _, body) = gw.chat(&decision_request("openai-payg"), &[]).await;
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (422, &json!("model_refused")),
+        "{body}"
+    );
+    let (status, _, body) = gw.chat(&decision_request("openai-payg"), &[]).await;
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (504, &json!("upstream_timeout")),
+        "{body}"
+    );
+    assert_eq!(
+        model_calls(&openai).len(),
+        3,
+        "neither a cut answer nor a refusal is retried"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_from_configuration_is_a_route_like_any_adapter() {
+    let router = FakeServer::builder(Kind::Chat)
+        .script(Script::always(Reply::Json(good_answer())))
+        .start()
+        .await
+        .unwrap();
+    let mut sb = Sandbox::new();
+    sb.var("ROUTER_KEY", SECRET);
+    sb.config(&format!(
+        "[providers.router]\nwire = \"chat\"\nbase_url = \"{}/v1\"\nkey_env = \"ROUTER_KEY\"\nmodel = \"default-model\"\nschema = \"json_schema\"\n",
+        router.base_url()
+    ));
+    let gw = Gateway::start(&sb, &[]);
+    let (status, headers, body) = gw
+        .chat(
+            &decision_request("router/vendor/model-x"),
+            &[("x-geode-require", "enforced")],
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(header(&headers, "x-geode-adapter"), "router");
+    assert_eq!(header(&headers, "x-geode-guarantee"), "enforced");
+    let sent = &model_calls(&router)[0].body;
+    assert_eq!(sent["model"], "vendor/model-x");
+    assert_eq!(sent["response_format"]["type"], "json_schema", "{sent}");
+    let list: Value = reqwest::get(gw.url("/v1/models"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        list["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["id"] == "router"),
+        "{list}"
+    );
+    assert!(!gw.log().contains(SECRET) && !body.to_string().contains(SECRET));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_local_model_is_enforced_end_to_end_offline() {
+    let sb = Sandbox::with_local_model();
+    let gw = Gateway::start(&sb, &[]);
+    let mut request = decision_request("local");
+    request["max_completion_tokens"] = json!(200);
+    let (status, headers, body) = gw.chat(&request, &[("x-geode-require", "enforced")]).await;
+    assert_eq!(status, 200, "{body}\n{}", gw.log());
+    assert_eq!(header(&headers, "x-geode-adapter"), "local");
+    assert_eq!(header(&headers, "x-geode-guarantee"), "enforced");
+    assert_eq!(header(&headers, "x-geode-validated"), "true");
+    let content: Value =
+        serde_json::from_str(body["choices"][0]["message"]["content"].as_str().unwrap()).unwrap();
+    assert!(
+        ["accept", "reject"].contains(&content["decision"].as_str().unwrap()),
+        "{content}"
+    );
+    assert!(content["reason"].is_string());
+}
