@@ -3,7 +3,7 @@ SHELL := /bin/bash
 export CARGO_TERM_COLOR := never
 CACHE ?= $(HOME)/.cache/geode
 
-.PHONY: demo test bench bench-peer lint fmt setup fuzz api
+.PHONY: demo test bench bench-peer bench-gateway lint fmt setup fuzz api
 
 setup:
 	@scripts/setup.sh
@@ -23,6 +23,7 @@ demo: setup
 	@scripts/demo.sh
 
 bench: setup
+	scripts/install-litellm.sh
 	cargo bench --workspace
 
 # geode's local engine beside upstream llama-server (built once into the cache by setup), same
@@ -30,6 +31,13 @@ bench: setup
 # generation tok/s, validity and the ratios (crates/geode-local/benches/peer.rs).
 bench-peer: setup
 	cargo bench -p geode-local --bench peer
+
+# geode gateway beside the LiteLLM proxy (pinned, its own venv under the cache, installed here
+# only) in front of the same fast loopback upstream: added latency at 1, 64 and 512 clients,
+# requests per second, peak RSS, RSS with 1,000 open streams (crates/geode-cli/benches/gateway.rs).
+bench-gateway: setup
+	scripts/install-litellm.sh
+	cargo bench -p geode-cli --bench gateway
 
 # Every cargo-fuzz target for FUZZ_SECONDS each (default 600), one after another; prints
 # execs and crashes per target (scripts/fuzz.sh).
