@@ -820,6 +820,84 @@ async fn a_client_that_disconnects_cancels_the_upstream_call_and_frees_its_slot(
     // The slot is free again: the next request is served, not refused as busy.
     let (status, _, body) = gw.chat(&decision_request("glm-payg"), &[]).await;
     assert_eq!(status, 200, "{body}");
+    let left = gw
+        .log()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|l| l["stream"] == true);
+    assert_eq!(
+        left.map(|l| l["outcome"].clone()),
+        Some(json!("client_closed")),
+        "{}",
+        gw.log()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inbound_keys_can_come_from_a_file() {
+    let (openai, glm) = fakes(
+        Script::always(Reply::Json(good_answer())),
+        Script::always(Reply::Json(good_answer())),
+    )
+    .await;
+    let sb = sandbox(&openai, &glm);
+    let keys = sb.cwd.path().join("keys.txt");
+    std::fs::write(
+        &keys,
+        format!("# the team's keys\n{INBOUND}\n\nsecond-key-1234567\n"),
+    )
+    .unwrap();
+    let gw = Gateway::start(&sb, &["--keys-file", keys.to_str().unwrap()]);
+    let bearer = format!("Bearer {INBOUND}");
+    let (status, _, body) = gw
+        .chat(
+            &decision_request("openai-payg"),
+            &[("authorization", &bearer)],
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, _, _) = gw
+        .chat(
+            &decision_request("openai-payg"),
+            &[("authorization", "Bearer # the team's keys")],
+        )
+        .await;
+    assert_eq!(status, 401, "a comment line is not a key");
+    let (status, _, _) = gw.chat(&decision_request("openai-payg"), &[]).await;
+    assert_eq!(status, 401);
+    let out = sb
+        .geode(
+            &[
+                "gateway",
+                "--listen",
+                "127.0.0.1:0",
+                "--keys-file",
+                "missing.txt",
+            ],
+            "",
+        )
+        .await;
+    out.assert_exit(2)
+        .assert_stderr_has(&["--keys-file", "missing.txt"]);
+    std::fs::write(&keys, "a key with spaces\n").unwrap();
+    let out = sb
+        .geode(
+            &[
+                "gateway",
+                "--listen",
+                "127.0.0.1:0",
+                "--keys-file",
+                keys.to_str().unwrap(),
+            ],
+            "",
+        )
+        .await;
+    out.assert_exit(2).assert_stderr_has(&["inbound key #1"]);
+    assert!(
+        !out.stderr.contains("spaces"),
+        "a malformed key is not echoed: {}",
+        out.stderr
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,0 +1,242 @@
+//! The two model endpoints' shared path: take a slot (or answer 429), read the body into a
+//! task, run it, and answer as JSON or as a stream, with one access-log line and the metrics.
+//! Each endpoint says only how its request becomes a task and how an answer is written
+//! ([`Endpoint`]).
+
+use crate::error::ApiError;
+use crate::observe::{Access, Ending};
+use crate::stream::{self, Progress, Written};
+use crate::{Gateway, chat, convert, ledger, responses, route};
+use axum::Json;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event, Sse};
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use tokio::sync::OwnedSemaphorePermit;
+
+/// The body as JSON, or OpenAI's 400 for it.
+fn json_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::invalid("body", format!("the body is not a valid request: {e}")))
+}
+
+/// One endpoint's request: its route, its policy extension, and the task it describes.
+trait Endpoint: serde::de::DeserializeOwned {
+    /// The path, for the access log and metrics.
+    const NAME: &'static str;
+    fn model(&self) -> &str;
+    fn extension(&self) -> Option<&convert::Extension>;
+    fn task(&self, base: geode::agent::task::Task) -> Result<geode::agent::task::Task, ApiError>;
+    /// The success body.
+    fn answer(id: u64, model: &str, answer: &geode::agent::task::Answer) -> serde_json::Value;
+    /// Whether the client asked for a stream.
+    fn streamed(&self) -> bool;
+    /// The events that open a stream.
+    fn opening(id: u64, model: &str, w: &mut Written) -> Vec<Event>;
+    /// The events of one step.
+    fn events(id: u64, model: &str, step: Progress, w: &mut Written) -> Vec<Event>;
+}
+
+impl Endpoint for chat::ChatRequest {
+    const NAME: &'static str = "/v1/chat/completions";
+    fn model(&self) -> &str {
+        &self.model
+    }
+    fn extension(&self) -> Option<&convert::Extension> {
+        self.geode.as_ref()
+    }
+    fn task(&self, base: geode::agent::task::Task) -> Result<geode::agent::task::Task, ApiError> {
+        chat::ChatRequest::task(self, base)
+    }
+    fn answer(id: u64, model: &str, answer: &geode::agent::task::Answer) -> serde_json::Value {
+        chat::completion(id, model, answer)
+    }
+    fn streamed(&self) -> bool {
+        self.stream == Some(true)
+    }
+    fn opening(id: u64, model: &str, w: &mut Written) -> Vec<Event> {
+        chat::opening(id, model, w)
+    }
+    fn events(id: u64, model: &str, step: Progress, w: &mut Written) -> Vec<Event> {
+        chat::chunks(id, model, step, w)
+    }
+}
+
+impl Endpoint for responses::ResponsesRequest {
+    const NAME: &'static str = "/v1/responses";
+    fn model(&self) -> &str {
+        &self.model
+    }
+    fn extension(&self) -> Option<&convert::Extension> {
+        self.geode.as_ref()
+    }
+    fn task(&self, base: geode::agent::task::Task) -> Result<geode::agent::task::Task, ApiError> {
+        responses::ResponsesRequest::task(self, base)
+    }
+    fn answer(id: u64, model: &str, answer: &geode::agent::task::Answer) -> serde_json::Value {
+        responses::response(id, model, answer)
+    }
+    fn streamed(&self) -> bool {
+        self.stream == Some(true)
+    }
+    fn opening(id: u64, model: &str, w: &mut Written) -> Vec<Event> {
+        responses::opening(id, model, w)
+    }
+    fn events(id: u64, model: &str, step: Progress, w: &mut Written) -> Vec<Event> {
+        responses::events(id, model, step, w)
+    }
+}
+
+pub(crate) async fn chat_completions(
+    State(gw): State<Arc<Gateway>>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    handle::<chat::ChatRequest>(gw, &headers, &body).await
+}
+
+pub(crate) async fn responses_create(
+    State(gw): State<Arc<Gateway>>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    handle::<responses::ResponsesRequest>(gw, &headers, &body).await
+}
+
+/// Takes a slot (or answers 429), runs the request, and answers in the endpoint's shape.
+async fn handle<E: Endpoint>(gw: Arc<Gateway>, headers: &HeaderMap, body: &[u8]) -> Response {
+    let mut access = Access::start(E::NAME);
+    let Ok(slot) = gw.in_flight.clone().try_acquire_owned() else {
+        let mut busy = ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limit_error",
+            "gateway_busy",
+            "the gateway is serving as many requests as it allows; try again",
+        );
+        busy.retry_after = Some(1);
+        access.finish(&gw.metrics, &Ending::failed(&busy, 429));
+        return busy.into_response();
+    };
+    match serve_one::<E>(&gw, headers, body, slot, &mut access).await {
+        Ok(Served::Answer(response, ledger)) => {
+            access.finish(&gw.metrics, &Ending::served(&ledger));
+            response
+        }
+        Ok(Served::Stream(response)) => response,
+        Err(e) => {
+            access.finish(&gw.metrics, &Ending::failed(&e, e.status.as_u16()));
+            e.into_response()
+        }
+    }
+}
+
+/// A request served: an answer (logged by the caller) or a stream (logged at its end).
+enum Served {
+    Answer(Response, Box<geode::ledger::GuaranteeLedger>),
+    Stream(Response),
+}
+
+async fn serve_one<E: Endpoint>(
+    gw: &Arc<Gateway>,
+    headers: &HeaderMap,
+    body: &[u8],
+    slot: OwnedSemaphorePermit,
+    access: &mut Access,
+) -> Result<Served, ApiError> {
+    let req: E = json_body(body)?;
+    access.asked(req.model(), req.streamed());
+    let routed = route::route(req.model(), &gw.cfg)?;
+    let header_require = headers
+        .get("x-geode-require")
+        .map(|v| v.to_str().unwrap_or("?"));
+    let body_require = req.extension().and_then(|g| g.require.as_deref());
+    let mut task = req.task(gw.client.new_task(""))?;
+    task.route = routed.route;
+    task.fallback = routed.fallback;
+    task.require = route::require(gw.cfg.gateway.require, header_require, body_require)?;
+    task.budgets.timeout = task.budgets.timeout.min(gw.limits.request_timeout);
+    let id = gw.next_id.fetch_add(1, Ordering::Relaxed);
+    let model = req.model().to_owned();
+    if req.streamed() {
+        let mut progress = Box::pin(stream::run(
+            gw.client.clone(),
+            task,
+            gw.limits.request_timeout,
+            slot,
+        ));
+        // A run refused or failed before its first delta is an HTTP error, not a stream.
+        let first = match progress.next().await {
+            Some(Progress::Done(Err(e))) => return Err(e),
+            Some(step) => step,
+            None => {
+                return Err(ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "server_error",
+                    "internal_error",
+                    "the run ended without a word",
+                ));
+            }
+        };
+        let mut written = Written::default();
+        let opening = E::opening(id, &model, &mut written);
+        let steps = futures::stream::once(async move { first }).chain(progress);
+        let mut log = StreamLog {
+            access: Some(std::mem::replace(access, Access::start(E::NAME))),
+            gw: gw.clone(),
+        };
+        let events = futures::stream::iter(opening).chain(steps.flat_map(move |step| {
+            if let Progress::Done(end) = &step {
+                log.end(end);
+            }
+            futures::stream::iter(E::events(id, &model, step, &mut written))
+        }));
+        let sse = Sse::new(events.map(Ok::<_, std::convert::Infallible>));
+        return Ok(Served::Stream(sse.into_response()));
+    }
+    let run = gw.client.run_task(task, |_| {});
+    let answer = match tokio::time::timeout(gw.limits.request_timeout, run).await {
+        Ok(result) => result.map_err(ApiError::from_run)?,
+        Err(_) => return Err(ApiError::timeout()),
+    };
+    drop(slot);
+    let mut response = Json(E::answer(id, &model, &answer)).into_response();
+    ledger::put_headers(response.headers_mut(), &answer.ledger);
+    Ok(Served::Answer(response, Box::new(answer.ledger)))
+}
+
+/// A stream's access-log line: written at its end, or, when the client leaves first, when the
+/// stream is dropped (outcome `client_closed`).
+struct StreamLog {
+    access: Option<Access>,
+    gw: Arc<Gateway>,
+}
+
+impl StreamLog {
+    fn end(&mut self, end: &Result<Box<geode::agent::task::Answer>, ApiError>) {
+        if let Some(access) = self.access.take() {
+            match end {
+                Ok(answer) => access.finish(&self.gw.metrics, &Ending::served(&answer.ledger)),
+                Err(e) => access.finish(&self.gw.metrics, &Ending::failed(e, 200)),
+            }
+        }
+    }
+}
+
+impl Drop for StreamLog {
+    fn drop(&mut self) {
+        if let Some(access) = self.access.take() {
+            access.finish(
+                &self.gw.metrics,
+                &Ending {
+                    status: 200,
+                    outcome: "client_closed",
+                    ledger: None,
+                    upstream: false,
+                },
+            );
+        }
+    }
+}
