@@ -229,7 +229,7 @@ async fn run_unscrubbed(task: &Task, env: &WorkerEnv) -> Result<Answer, RunError
         });
     }
     let schema = task.output.schema();
-    let compiled = match schema.map(|s| CompiledSchema::compile_with(s, task.formats)) {
+    let compiled = match schema.map(|s| CompiledSchema::compile_cached(s, task.formats)) {
         Some(Err(source)) => {
             return Err(RunError::Schema {
                 source,
@@ -239,7 +239,7 @@ async fn run_unscrubbed(task: &Task, env: &WorkerEnv) -> Result<Answer, RunError
         Some(Ok(c)) => Some(c),
         None => None,
     };
-    let schema_pair = schema.zip(compiled.as_ref());
+    let schema_pair = schema.zip(compiled.as_deref());
     let constraint = task.output.constraint();
     let checked = task.output != Output::Text;
     let options = LoopOptions {
@@ -260,7 +260,7 @@ async fn run_unscrubbed(task: &Task, env: &WorkerEnv) -> Result<Answer, RunError
         lp = lp.with_input_guard(g.clone());
     }
     let mut ledger = GuaranteeLedger {
-        formats: compiled.as_ref().map(CompiledSchema::formats),
+        formats: compiled.as_deref().map(CompiledSchema::formats),
         unchecked_formats: compiled
             .as_ref()
             .map(|c| c.unchecked_formats().to_vec())

@@ -128,6 +128,11 @@ pub struct CompiledSchema<F: Json = SerdeJson> {
     unchecked_formats: Vec<String>,
 }
 
+/// Distinct compiled schemas [`CompiledSchema::compile_cached`] keeps.
+pub const MAX_CACHED_SCHEMAS: usize = 256;
+/// The longest schema text [`CompiledSchema::compile_cached`] keeps (bounding the cache's memory).
+pub const MAX_CACHED_SCHEMA_BYTES: usize = 64 << 10;
+
 /// Most backtracking steps one `pattern` match may take (the `fancy-regex` engine's limit; only
 /// patterns with lookaround or backreferences backtrack). Past it the match is an error, so the
 /// answer is reported invalid with a `pattern` issue instead of hanging.
@@ -160,6 +165,35 @@ impl CompiledSchema {
     /// [`MAX_REGEX_BACKTRACK`] steps fails instead of hanging.
     pub fn compile_with(schema: &ResponseSchema, formats: FormatMode) -> Result<Self, SchemaError> {
         Self::compile_in(schema, formats, None)
+    }
+
+    /// [`Self::compile_with`] through this process's cache, keyed by the schema's text and the
+    /// format mode: a gateway, a batch or a queue worker compiles each distinct schema once
+    /// instead of once per task. Failures and schemas longer than [`MAX_CACHED_SCHEMA_BYTES`]
+    /// are not cached; the cache is emptied when it holds [`MAX_CACHED_SCHEMAS`].
+    pub fn compile_cached(
+        schema: &ResponseSchema,
+        formats: FormatMode,
+    ) -> Result<std::sync::Arc<Self>, SchemaError> {
+        type Cache = std::sync::Mutex<
+            std::collections::HashMap<(String, FormatMode), std::sync::Arc<CompiledSchema>>,
+        >;
+        static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
+        let cache = CACHE.get_or_init(Cache::default);
+        let key = (schema.as_value().to_string(), formats);
+        if key.0.len() > MAX_CACHED_SCHEMA_BYTES {
+            return Self::compile_with(schema, formats).map(std::sync::Arc::new);
+        }
+        if let Some(hit) = cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return Ok(hit.clone());
+        }
+        let compiled = std::sync::Arc::new(Self::compile_with(schema, formats)?);
+        let mut held = cache.lock().unwrap_or_else(|p| p.into_inner());
+        if held.len() >= MAX_CACHED_SCHEMAS {
+            held.clear();
+        }
+        held.insert(key, compiled.clone());
+        Ok(compiled)
     }
 
     /// [`Self::compile_with`], with documents that `$ref`s may name by URI given up front

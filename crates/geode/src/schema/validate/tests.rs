@@ -443,3 +443,25 @@ fn shallow_check_on_non_object_roots_wants_a_value_of_the_type() {
     );
     assert_eq!(shallow_check(&int, "7.5"), ShallowCheck::NoObject);
 }
+
+#[test]
+fn a_schema_is_compiled_once_per_text_and_format_mode() {
+    let s =
+        ResponseSchema::from_json_str(r#"{"type":"object","required":["cached_once"]}"#).unwrap();
+    let same =
+        ResponseSchema::from_json_str(r#"{"type":"object","required":["cached_once"]}"#).unwrap();
+    let a = CompiledSchema::compile_cached(&s, FormatMode::Assert).unwrap();
+    let b = CompiledSchema::compile_cached(&same, FormatMode::Assert).unwrap();
+    assert!(std::sync::Arc::ptr_eq(&a, &b), "the same text: one compile");
+    let c = CompiledSchema::compile_cached(&s, FormatMode::Annotate).unwrap();
+    assert!(
+        !std::sync::Arc::ptr_eq(&a, &c),
+        "another format mode: another compile"
+    );
+    assert_eq!(c.formats(), FormatMode::Annotate);
+    assert!(!a.validate(&serde_json::json!({})).is_empty());
+    // A bad schema is refused every time, never cached as good.
+    let bad = ResponseSchema::from_json_str(r#"{"type":12}"#).unwrap();
+    assert!(CompiledSchema::compile_cached(&bad, FormatMode::Assert).is_err());
+    assert!(CompiledSchema::compile_cached(&bad, FormatMode::Assert).is_err());
+}
