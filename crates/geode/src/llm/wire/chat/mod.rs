@@ -77,7 +77,7 @@ impl BuildError {
 }
 
 /// GLM's provider errors: `network_error` is a retryable `Server` error, any other code a
-/// fatal `RunFailed` (the [`ProviderErrors`] of this family).
+/// fatal `RunFailed` (the [`ProviderErrors`](crate::llm::wire::parse_error::ProviderErrors) of this family).
 pub fn provider_error(adapter: String, kind: &str, message: String) -> AdapterError {
     if kind == "network_error" {
         AdapterError::Server {

@@ -80,7 +80,7 @@ pub fn adapter_error(e: ParseError, adapter: &str) -> AdapterError {
 }
 
 /// Maps an Anthropic error type to the adapter error with the status the HTTP API gives it
-/// (the [`ProviderErrors`] of this family).
+/// (the [`ProviderErrors`](crate::llm::wire::parse_error::ProviderErrors) of this family).
 pub fn provider_error(adapter: String, kind: &str, message: String) -> AdapterError {
     match kind {
         "rate_limit_error" => AdapterError::RateLimited {
