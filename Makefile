@@ -19,11 +19,12 @@ test: setup lint
 	cargo test --workspace --doc
 
 demo: setup
-	cargo build --release -p geode-cli -p geode-local
+	cargo build --release -p geode-cli -p geode-local -p geode-gateway
 	@scripts/demo.sh
 
 bench: setup
 	scripts/install-litellm.sh
+	cargo build --release -p geode-gateway
 	cargo bench --workspace
 
 # geode's local engine beside upstream llama-server (built once into the cache by setup), same
@@ -37,6 +38,7 @@ bench-peer: setup
 # requests per second, peak RSS, RSS with 1,000 open streams (crates/geode-cli/benches/gateway.rs).
 bench-gateway: setup
 	scripts/install-litellm.sh
+	cargo build --release -p geode-gateway
 	cargo bench -p geode-cli --bench gateway
 
 # Every cargo-fuzz target for FUZZ_SECONDS each (default 600), one after another; prints

@@ -1,103 +1,37 @@
-//! `geode gateway`: the OpenAI-compatible server of `geode-gateway`, with every adapter this
-//! binary knows (`local` included) and geode's own configuration. It binds to loopback unless
-//! told otherwise, and refuses any other address without inbound keys. SIGTERM or Ctrl-C: no
-//! new connection is taken, requests in flight finish, then it exits 0.
+//! `geode gateway`: runs the `geode-gateway` binary (beside this one, or `GEODE_GATEWAY_BIN`)
+//! in this process's place, with the same arguments, so that the worker binary does not carry a
+//! web server (docs/gateway.md).
 
-use clap::Args;
-use geode::llm::registry::ProcessEnv;
-use geode_gateway::auth::InboundKeys;
-use geode_gateway::{Gateway, Limits};
-use std::net::SocketAddr;
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Duration;
 
-/// The variable holding the inbound keys (comma-separated).
-const KEYS_ENV: &str = "GEODE_GATEWAY_KEYS";
+/// The variable naming the gateway binary, when it is not beside `geode`.
+const GATEWAY_BIN_ENV: &str = "GEODE_GATEWAY_BIN";
 
-#[derive(Args)]
+#[derive(clap::Args)]
 pub(crate) struct GatewayArgs {
-    /// The address to listen on (port 0: any free port, printed on stderr).
-    #[arg(long, default_value = "127.0.0.1:8787")]
-    listen: SocketAddr,
-    /// A file of inbound keys, one per line (else `GEODE_GATEWAY_KEYS`, comma-separated).
-    #[arg(long)]
-    keys_file: Option<PathBuf>,
-    /// The largest request body, in bytes.
-    #[arg(long, default_value_t = 4 << 20)]
-    max_body_bytes: usize,
-    /// Requests served at once; beyond it a request gets 429 with Retry-After.
-    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=65536))]
-    max_in_flight: u32,
-    /// The longest one request may take, in seconds (the retry included).
-    #[arg(long, default_value_t = 600.0)]
-    request_timeout: f64,
+    /// The gateway's own flags (`geode gateway --help` lists them).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    args: Vec<String>,
 }
 
-fn keys(args: &GatewayArgs) -> Result<InboundKeys, String> {
-    let list = match &args.keys_file {
-        Some(path) => std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read --keys-file {}: {e}", path.display()))?,
-        None => std::env::var(KEYS_ENV).unwrap_or_default(),
-    };
-    InboundKeys::parse(&list).map_err(|e| e.to_string())
+fn program() -> PathBuf {
+    if let Some(bin) = std::env::var_os(GATEWAY_BIN_ENV) {
+        return PathBuf::from(bin);
+    }
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|dir| dir.join("geode-gateway")))
+        .unwrap_or_else(|| PathBuf::from("geode-gateway"))
 }
 
 pub(crate) fn run(args: GatewayArgs) -> anyhow::Result<u8> {
-    let usage = |message: String| {
-        eprintln!("geode gateway: {message}");
-        Ok(crate::EXIT_USAGE)
-    };
-    let keys = match keys(&args) {
-        Ok(k) => k,
-        Err(e) => return usage(e),
-    };
-    if !args.listen.ip().is_loopback() && keys.is_empty() {
-        return usage(format!(
-            "refusing to listen on {} without inbound keys: set {KEYS_ENV} or --keys-file",
-            args.listen
-        ));
-    }
-    if !(args.request_timeout.is_finite() && args.request_timeout > 0.0) {
-        return usage("--request-timeout must be a positive number of seconds".to_owned());
-    }
-    let cfg = match crate::config() {
-        Ok(c) => c,
-        Err(code) => return Ok(code),
-    };
-    let client = match geode::Client::builder()
-        .config(cfg.clone())
-        .adapter_factory("local", crate::resolve::local_engine)
-        .build()
-    {
-        Ok(c) => c,
-        Err(e) => return usage(e.to_string()),
-    };
-    let limits = Limits {
-        max_body_bytes: args.max_body_bytes,
-        max_in_flight: args.max_in_flight as usize,
-        request_timeout: Duration::from_secs_f64(args.request_timeout.min(1e9)),
-    };
-    let gateway = Gateway::new(client, cfg, Arc::new(ProcessEnv), keys, limits);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    rt.block_on(async {
-        let listener = match tokio::net::TcpListener::bind(args.listen).await {
-            Ok(l) => l,
-            Err(e) => return usage(format!("cannot listen on {}: {e}", args.listen)),
-        };
-        let addr = listener.local_addr()?;
-        eprintln!("geode gateway: listening on http://{addr}");
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-        let shutdown = async move {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = tokio::signal::ctrl_c() => {}
-            }
-            eprintln!("geode gateway: stopping: finishing the requests in flight");
-        };
-        geode_gateway::serve(listener, gateway.router(), shutdown).await?;
-        Ok(0)
-    })
+    let program = program();
+    // `exec` returns only when the program could not be started.
+    let e = std::process::Command::new(&program).args(&args.args).exec();
+    eprintln!(
+        "geode gateway: cannot run {}: {e} (build it with `cargo build -p geode-gateway`, or set {GATEWAY_BIN_ENV})",
+        program.display()
+    );
+    Ok(crate::EXIT_USAGE)
 }

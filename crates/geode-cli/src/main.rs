@@ -72,7 +72,9 @@ enum Command {
     Batch(cmd_batch::BatchArgs),
     /// Serve tasks from a Redis queue (for `geode batch --queue` on any machine).
     Serve(cmd_serve::ServeArgs),
-    /// Serve the OpenAI API (chat completions, models) in front of every route, with the ledger.
+    /// Serve the OpenAI API (chat completions, responses, models) in front of every route, with
+    /// the ledger (the `geode-gateway` binary; `geode gateway --help` lists its flags).
+    #[command(disable_help_flag = true)]
     Gateway(cmd_gateway::GatewayArgs),
     /// The adapters, their structured-output modes, and which are configured here.
     Adapters(cmd_adapters::AdaptersArgs),

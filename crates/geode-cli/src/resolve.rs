@@ -26,7 +26,7 @@ fn build_adapter(name: &str, cfg: &Config) -> Result<Arc<dyn Adapter>, AdapterEr
 
 /// The one `local` adapter of this process: its engine process (and loaded model) serves every
 /// local call of a `run`, `batch` or `serve`.
-pub(crate) fn local_engine() -> Arc<dyn Adapter> {
+fn local_engine() -> Arc<dyn Adapter> {
     static ENGINE: std::sync::OnceLock<Arc<dyn Adapter>> = std::sync::OnceLock::new();
     ENGINE
         .get_or_init(|| {

@@ -1,0 +1,131 @@
+//! `geode-gateway` (run as `geode gateway`): the OpenAI-compatible server, with every adapter
+//! geode knows (`local` through its `geode-engine` process) and geode's own configuration. A
+//! binary of its own, so that the `geode` worker does not load a web server's code. It binds to
+//! loopback unless told otherwise, and refuses any other address without inbound keys. SIGTERM
+//! or Ctrl-C: no new connection is taken, requests in flight finish, then it exits 0.
+//!
+//! Exit codes: 0 after a clean stop, 2 for a usage or configuration error.
+
+use clap::Parser;
+use geode::llm::engine::EngineProcess;
+use geode::llm::registry::ProcessEnv;
+use geode_gateway::auth::InboundKeys;
+use geode_gateway::{Gateway, Limits};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The variable holding the inbound keys (comma-separated).
+const KEYS_ENV: &str = "GEODE_GATEWAY_KEYS";
+
+/// Exit code for a usage or configuration error.
+const EXIT_USAGE: u8 = geode::agent::exit::USAGE;
+
+/// Serve the OpenAI API (chat completions, responses, models) in front of every geode route,
+/// with the guarantee ledger.
+#[derive(Parser)]
+#[command(name = "geode gateway", version)]
+struct GatewayArgs {
+    /// The address to listen on (port 0: any free port, printed on stderr).
+    #[arg(long, default_value = "127.0.0.1:8787")]
+    listen: SocketAddr,
+    /// A file of inbound keys, one per line (else `GEODE_GATEWAY_KEYS`, comma-separated).
+    #[arg(long)]
+    keys_file: Option<PathBuf>,
+    /// The largest request body, in bytes.
+    #[arg(long, default_value_t = 4 << 20)]
+    max_body_bytes: usize,
+    /// Requests served at once; beyond it a request gets 429 with Retry-After.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    max_in_flight: u32,
+    /// The longest one request may take, in seconds (the retry included).
+    #[arg(long, default_value_t = 600.0)]
+    request_timeout: f64,
+}
+
+fn keys(args: &GatewayArgs) -> Result<InboundKeys, String> {
+    let list = match &args.keys_file {
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read --keys-file {}: {e}", path.display()))?,
+        None => std::env::var(KEYS_ENV).unwrap_or_default(),
+    };
+    InboundKeys::parse(&list).map_err(|e| e.to_string())
+}
+
+fn main() -> std::process::ExitCode {
+    match run(GatewayArgs::parse()) {
+        Ok(code) => std::process::ExitCode::from(code),
+        Err(e) => {
+            eprintln!("geode gateway: {}", geode::secret::scrub(&format!("{e:#}")));
+            std::process::ExitCode::from(EXIT_USAGE)
+        }
+    }
+}
+
+fn run(args: GatewayArgs) -> anyhow::Result<u8> {
+    let usage = |message: String| {
+        eprintln!("geode gateway: {message}");
+        Ok(EXIT_USAGE)
+    };
+    let keys = match keys(&args) {
+        Ok(k) => k,
+        Err(e) => return usage(e),
+    };
+    if !args.listen.ip().is_loopback() && keys.is_empty() {
+        return usage(format!(
+            "refusing to listen on {} without inbound keys: set {KEYS_ENV} or --keys-file",
+            args.listen
+        ));
+    }
+    if !(args.request_timeout.is_finite() && args.request_timeout > 0.0) {
+        return usage("--request-timeout must be a positive number of seconds".to_owned());
+    }
+    let cfg = match std::env::current_dir()
+        .map_err(|e| format!("cannot read the working directory: {e}"))
+        .and_then(|dir| geode::config::Config::load(&dir, &ProcessEnv).map_err(|e| e.to_string()))
+    {
+        Ok(c) => c,
+        Err(e) => return usage(e),
+    };
+    // The engine runs in its own process (`geode-engine`), started on the first local call.
+    let local = Arc::new(EngineProcess::new(
+        "local",
+        EngineProcess::default_program(&ProcessEnv),
+    )) as Arc<dyn geode::llm::adapter::Adapter>;
+    let client = match geode::Client::builder()
+        .config(cfg.clone())
+        .adapter_factory("local", move || local.clone())
+        .build()
+    {
+        Ok(c) => c,
+        Err(e) => return usage(e.to_string()),
+    };
+    let limits = Limits {
+        max_body_bytes: args.max_body_bytes,
+        max_in_flight: args.max_in_flight as usize,
+        request_timeout: Duration::from_secs_f64(args.request_timeout.min(1e9)),
+    };
+    let gateway = Gateway::new(client, cfg, Arc::new(ProcessEnv), keys, limits);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let listener = match tokio::net::TcpListener::bind(args.listen).await {
+            Ok(l) => l,
+            Err(e) => return usage(format!("cannot listen on {}: {e}", args.listen)),
+        };
+        let addr = listener.local_addr()?;
+        eprintln!("geode gateway: listening on http://{addr}");
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        let shutdown = async move {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+            eprintln!("geode gateway: stopping: finishing the requests in flight");
+        };
+        geode_gateway::serve(listener, gateway.router(), shutdown).await?;
+        Ok(0)
+    })
+}
