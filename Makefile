@@ -23,7 +23,7 @@ demo: setup
 	@scripts/demo.sh
 
 bench: setup
-	scripts/install-litellm.sh
+	scripts/install-venv.sh litellm scripts/python/litellm-requirements.txt litellm --version
 	cargo build --release -p geode-gateway
 	cargo bench --workspace
 
@@ -37,7 +37,7 @@ bench-peer: setup
 # only) in front of the same fast loopback upstream: added latency at 1, 64 and 512 clients,
 # requests per second, peak RSS, RSS with 1,000 open streams (crates/geode-cli/benches/gateway.rs).
 bench-gateway: setup
-	scripts/install-litellm.sh
+	scripts/install-venv.sh litellm scripts/python/litellm-requirements.txt litellm --version
 	cargo build --release -p geode-gateway
 	cargo bench -p geode-cli --bench gateway
 

@@ -18,7 +18,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 "$here/install-redis.sh"
 
 # The official OpenAI Python SDK (pinned, in a venv under the cache) for the gateway's SDK tests.
-"$here/install-python-sdk.sh"
+"$here/install-venv.sh" openai-sdk "$here/python/sdk-requirements.txt" python -c "import openai, pydantic, pytest"
 
 # The official OpenAI npm package and zod (pinned, under the cache) for the gateway's TypeScript SDK tests.
 "$here/install-node-sdk.sh"

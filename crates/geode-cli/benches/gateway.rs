@@ -3,7 +3,7 @@
 //! (a Decision schema as `response_format`). For 1, 64 and 512 concurrent clients it prints the
 //! latency each adds over calling the upstream directly (p50, p99), requests per second, and each
 //! process's peak RSS; then the RSS of the gateway holding 1,000 open streams. Run with
-//! `make bench-gateway` (release build; LiteLLM from scripts/install-litellm.sh).
+//! `make bench-gateway` (release build; LiteLLM from scripts/install-venv.sh litellm ...).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -201,7 +201,7 @@ fn litellm_bin() -> PathBuf {
     let bin = cache.join("geode/venv/litellm/bin/litellm");
     assert!(
         bin.is_file(),
-        "{} is missing: run scripts/install-litellm.sh (make bench-gateway does)",
+        "{} is missing: run `make bench-gateway` (scripts/install-venv.sh)",
         bin.display()
     );
     bin

@@ -18,12 +18,12 @@ fn cache() -> PathBuf {
         .join("geode")
 }
 
-/// The venv `scripts/install-python-sdk.sh` builds.
+/// The venv `scripts/install-venv.sh openai-sdk` builds (`make setup`).
 fn python() -> PathBuf {
     let python = cache().join("venv/openai-sdk/bin/python");
     assert!(
         python.is_file(),
-        "{} is missing: run `make setup` (scripts/install-python-sdk.sh)",
+        "{} is missing: run `make setup` (scripts/install-venv.sh openai-sdk ...)",
         python.display()
     );
     python
