@@ -27,9 +27,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// accepted and ignored, except those that change what an answer is (see the module table).
 #[derive(Debug, Deserialize)]
 pub struct ChatRequest {
-    /// The route.
-    #[serde(default)]
-    pub model: String,
+    /// What both endpoints read alike: route, stream, sampling, tools, geode's extension.
+    #[serde(flatten)]
+    pub head: convert::Head,
     /// The conversation.
     #[serde(default)]
     pub messages: Vec<ChatMessage>,
@@ -42,21 +42,9 @@ pub struct ChatRequest {
     /// Output token limit (the older name).
     #[serde(default)]
     pub max_tokens: Option<u32>,
-    /// Sampling temperature.
-    #[serde(default)]
-    pub temperature: Option<f32>,
-    /// Streaming.
-    #[serde(default)]
-    pub stream: Option<bool>,
-    /// Tools.
-    #[serde(default)]
-    pub tools: Option<Value>,
     /// Choices asked for.
     #[serde(default)]
     pub n: Option<u32>,
-    /// geode's body extension (`{"require": "enforced"}`), for clients that cannot set headers.
-    #[serde(default)]
-    pub geode: Option<convert::Extension>,
 }
 
 /// One turn.
@@ -72,7 +60,7 @@ pub struct ChatMessage {
 impl ChatRequest {
     /// The request as a task laid over `base` (the gateway's defaults).
     pub fn task(&self, mut base: Task) -> Result<Task, ApiError> {
-        convert::refuse_unserved(self.tools.as_ref())?;
+        self.head.refuse_unserved()?;
         if self.n.is_some_and(|n| n > 1) {
             return Err(ApiError::unsupported(
                 "n",
@@ -100,7 +88,7 @@ impl ChatRequest {
         if let Some(max) = self.max_completion_tokens.or(self.max_tokens) {
             base.budgets.max_tokens = max;
         }
-        base.temperature = self.temperature;
+        base.temperature = self.head.temperature;
         Ok(base)
     }
 }

@@ -151,13 +151,36 @@ pub fn output(
     }
 }
 
-/// Refuses what would change what an answer is if it were dropped.
-pub fn refuse_unserved(tools: Option<&Value>) -> Result<(), ApiError> {
-    if tools.is_some_and(|t| !t.is_null() && t.as_array().is_none_or(|a| !a.is_empty())) {
-        return Err(ApiError::unsupported(
-            "tools",
-            "client-side tools are not served yet: geode would have to drop them, and it never drops a parameter silently",
-        ));
+/// The fields both endpoints read alike.
+#[derive(Debug, Default, Deserialize)]
+pub struct Head {
+    /// The route.
+    #[serde(default)]
+    pub model: String,
+    /// Streaming.
+    #[serde(default)]
+    pub stream: Option<bool>,
+    /// Sampling temperature.
+    #[serde(default)]
+    pub temperature: Option<f32>,
+    /// Client-side tools (not served yet).
+    #[serde(default)]
+    pub tools: Option<Value>,
+    /// geode's body extension (`{"require": "enforced"}`), for clients that cannot set headers.
+    #[serde(default)]
+    pub geode: Option<Extension>,
+}
+
+impl Head {
+    /// Refuses what would change what an answer is if it were dropped.
+    pub fn refuse_unserved(&self) -> Result<(), ApiError> {
+        let tools = self.tools.as_ref();
+        if tools.is_some_and(|t| !t.is_null() && t.as_array().is_none_or(|a| !a.is_empty())) {
+            return Err(ApiError::unsupported(
+                "tools",
+                "client-side tools are not served yet: geode would have to drop them, and it never drops a parameter silently",
+            ));
+        }
+        Ok(())
     }
-    Ok(())
 }

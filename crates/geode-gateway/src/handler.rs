@@ -27,13 +27,12 @@ fn json_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError>
 trait Endpoint: serde::de::DeserializeOwned {
     /// The path, for the access log and metrics.
     const NAME: &'static str;
-    fn model(&self) -> &str;
-    fn extension(&self) -> Option<&convert::Extension>;
+    /// The fields both endpoints share (route, stream, extension).
+    fn head(&self) -> &convert::Head;
+    /// The task the request describes, laid over the gateway's defaults.
     fn task(&self, base: geode::agent::task::Task) -> Result<geode::agent::task::Task, ApiError>;
     /// The success body.
     fn answer(id: u64, model: &str, answer: &geode::agent::task::Answer) -> serde_json::Value;
-    /// Whether the client asked for a stream.
-    fn streamed(&self) -> bool;
     /// The events that open a stream.
     fn opening(id: u64, model: &str, w: &mut Written) -> Vec<Event>;
     /// The events of one step.
@@ -42,20 +41,14 @@ trait Endpoint: serde::de::DeserializeOwned {
 
 impl Endpoint for chat::ChatRequest {
     const NAME: &'static str = "/v1/chat/completions";
-    fn model(&self) -> &str {
-        &self.model
-    }
-    fn extension(&self) -> Option<&convert::Extension> {
-        self.geode.as_ref()
+    fn head(&self) -> &convert::Head {
+        &self.head
     }
     fn task(&self, base: geode::agent::task::Task) -> Result<geode::agent::task::Task, ApiError> {
         chat::ChatRequest::task(self, base)
     }
     fn answer(id: u64, model: &str, answer: &geode::agent::task::Answer) -> serde_json::Value {
         chat::completion(id, model, answer)
-    }
-    fn streamed(&self) -> bool {
-        self.stream == Some(true)
     }
     fn opening(id: u64, model: &str, w: &mut Written) -> Vec<Event> {
         chat::opening(id, model, w)
@@ -67,20 +60,14 @@ impl Endpoint for chat::ChatRequest {
 
 impl Endpoint for responses::ResponsesRequest {
     const NAME: &'static str = "/v1/responses";
-    fn model(&self) -> &str {
-        &self.model
-    }
-    fn extension(&self) -> Option<&convert::Extension> {
-        self.geode.as_ref()
+    fn head(&self) -> &convert::Head {
+        &self.head
     }
     fn task(&self, base: geode::agent::task::Task) -> Result<geode::agent::task::Task, ApiError> {
         responses::ResponsesRequest::task(self, base)
     }
     fn answer(id: u64, model: &str, answer: &geode::agent::task::Answer) -> serde_json::Value {
         responses::response(id, model, answer)
-    }
-    fn streamed(&self) -> bool {
-        self.stream == Some(true)
     }
     fn opening(id: u64, model: &str, w: &mut Written) -> Vec<Event> {
         responses::opening(id, model, w)
@@ -147,20 +134,22 @@ async fn serve_one<E: Endpoint>(
     access: &mut Access,
 ) -> Result<Served, ApiError> {
     let req: E = json_body(body)?;
-    access.asked(req.model(), req.streamed());
-    let routed = route::route(req.model(), &gw.cfg)?;
+    let head = req.head();
+    let streamed = head.stream == Some(true);
+    access.asked(&head.model, streamed);
+    let routed = route::route(&head.model, &gw.cfg)?;
     let header_require = headers
         .get("x-geode-require")
         .map(|v| v.to_str().unwrap_or("?"));
-    let body_require = req.extension().and_then(|g| g.require.as_deref());
+    let body_require = head.geode.as_ref().and_then(|g| g.require.as_deref());
     let mut task = req.task(gw.client.new_task(""))?;
     task.route = routed.route;
     task.fallback = routed.fallback;
     task.require = route::require(gw.cfg.gateway.require, header_require, body_require)?;
     task.budgets.timeout = task.budgets.timeout.min(gw.limits.request_timeout);
     let id = gw.next_id.fetch_add(1, Ordering::Relaxed);
-    let model = req.model().to_owned();
-    if req.streamed() {
+    let model = head.model.clone();
+    if streamed {
         let mut progress = Box::pin(stream::run(
             gw.client.clone(),
             task,

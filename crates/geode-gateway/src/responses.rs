@@ -25,9 +25,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// The fields of a Responses request that the gateway reads.
 #[derive(Debug, Deserialize)]
 pub struct ResponsesRequest {
-    /// The route.
-    #[serde(default)]
-    pub model: String,
+    /// What both endpoints read alike: route, stream, sampling, tools, geode's extension.
+    #[serde(flatten)]
+    pub head: convert::Head,
     /// A string, or a list of input items.
     #[serde(default)]
     pub input: Value,
@@ -40,24 +40,12 @@ pub struct ResponsesRequest {
     /// Output token limit.
     #[serde(default)]
     pub max_output_tokens: Option<u32>,
-    /// Sampling temperature.
-    #[serde(default)]
-    pub temperature: Option<f32>,
-    /// Streaming.
-    #[serde(default)]
-    pub stream: Option<bool>,
-    /// Tools.
-    #[serde(default)]
-    pub tools: Option<Value>,
-    /// geode's body extension.
-    #[serde(default)]
-    pub geode: Option<convert::Extension>,
 }
 
 impl ResponsesRequest {
     /// The request as a task laid over `base`.
     pub fn task(&self, mut base: Task) -> Result<Task, ApiError> {
-        convert::refuse_unserved(self.tools.as_ref())?;
+        self.head.refuse_unserved()?;
         let mut turns = Turns::default();
         match &self.input {
             Value::String(s) => turns.push("user", s.clone(), "input")?,
@@ -104,7 +92,7 @@ impl ResponsesRequest {
         if let Some(max) = self.max_output_tokens {
             base.budgets.max_tokens = max;
         }
-        base.temperature = self.temperature;
+        base.temperature = self.head.temperature;
         Ok(base)
     }
 }
