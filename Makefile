@@ -14,7 +14,10 @@ lint:
 
 # The workspace tests include crates/geode/tests/fuzz_replay.rs: every committed fuzz seed
 # (fuzz/seeds/<target>) replayed through its target's entry function on the stable toolchain.
+# `geode gateway` execs the geode-gateway binary beside `geode`; cargo builds a package's binary only
+# for that package's own tests, so it is built first for geode-cli's.
 test: setup lint
+	cargo build -p geode-gateway
 	cargo test --workspace --all-targets
 	cargo test --workspace --doc
 
