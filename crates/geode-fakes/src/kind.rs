@@ -71,6 +71,46 @@ impl Kind {
         }
     }
 
+    /// What [`crate::Reply::CallOfferedTool`] says: a call to the first function tool the
+    /// request offers (its arguments an instance of the tool's schema) until the conversation
+    /// holds a tool result, then [`Self::auto`].
+    pub(crate) fn call_offered_tool(self, body: &Value) -> Content {
+        // (where the tools are defined, their name, their schema, what marks a tool result)
+        let (name, schema) = match self {
+            Kind::Responses | Kind::ChatGpt => ("/name", "/parameters"),
+            Kind::Chat => ("/function/name", "/function/parameters"),
+            Kind::Messages => ("/name", "/input_schema"),
+        };
+        let answered = match self {
+            Kind::Responses | Kind::ChatGpt => body["input"]
+                .as_array()
+                .is_some_and(|items| items.iter().any(|i| i["type"] == "function_call_output")),
+            Kind::Chat => body["messages"]
+                .as_array()
+                .is_some_and(|m| m.iter().any(|m| m["role"] == "tool")),
+            Kind::Messages => body["messages"].as_array().is_some_and(|m| {
+                m.iter().any(|m| {
+                    m["content"]
+                        .as_array()
+                        .is_some_and(|c| c.iter().any(|b| b["type"] == "tool_result"))
+                })
+            }),
+        };
+        let offered = body["tools"].as_array().and_then(|tools| {
+            tools.iter().find_map(|t| {
+                let n = t.pointer(name)?.as_str()?;
+                (n != "StructuredOutput").then(|| (n.to_owned(), t.pointer(schema).cloned()))
+            })
+        });
+        match offered {
+            Some((name, schema)) if !answered => Content::ToolCall {
+                name,
+                arguments: crate::instance::instance(&schema.unwrap_or(Value::Null)),
+            },
+            _ => self.auto(body),
+        }
+    }
+
     pub(crate) fn answer(self, call: &Call, content: &Content) -> Plan {
         match self {
             Kind::Responses => responses::answer(call, content, call.wants_stream()),

@@ -33,6 +33,10 @@ pub enum Reply {
     /// `output_config.format`/`output_format`), or a call to an offered `StructuredOutput` tool
     /// (Messages, unless the last user turn already carries a `tool_result`), else a fixed text.
     Auto,
+    /// Call the first function tool the request offers, with an instance of its schema as the
+    /// arguments, until the conversation holds a tool result; then answer as [`Reply::Auto`].
+    /// One script serves a whole tool round trip, whichever client comes when.
+    CallOfferedTool,
     /// A normal answer with this text.
     Text(String),
     /// A normal answer whose text is this JSON value, serialised compactly.

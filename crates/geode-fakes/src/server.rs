@@ -427,6 +427,7 @@ async fn play(state: &State, body: &Value, reply: Reply) -> Result<Response<Body
                 Ending::Complete,
             ),
             Reply::Auto => complete(kind.auto(body)),
+            Reply::CallOfferedTool => complete(kind.call_offered_tool(body)),
             Reply::Text(text) => complete(Content::Text(text)),
             Reply::Json(value) => complete(Content::Text(value.to_string())),
             Reply::ToolCall { name, arguments } => {

@@ -9,12 +9,17 @@
 //! | `max_completion_tokens` / `max_tokens`, `temperature` | the task's budgets and sampling |
 //! | `geode.require` (body extension) | raises the policy, as the `x-geode-require` header does |
 //! | `stream: true` | chunks as the text arrives, then one chunk with the final validation and the ledger, then `[DONE]` |
-//! | `tools`, `n` > 1, `tool` turns | refused with `unsupported_parameter`: never silently dropped |
+//! | `tools`, `tool_choice` | the client's tools ([`crate::tools`]) |
+//! | `assistant` turns' `tool_calls`, `tool` turns | the calls and their results, in the task's history |
+//! | `n` > 1 | refused with `unsupported_parameter`: never silently dropped |
 //!
 //! The answer's `content` is the validated value serialized (not the model's raw text, which
-//! may hold prose around it), so `client.chat.completions.parse()` reads it.
+//! may hold prose around it), so `client.chat.completions.parse()` reads it. A turn that ends in
+//! calls to the client's tools answers `finish_reason: "tool_calls"` with the calls (their
+//! `arguments` valid against each tool's `parameters`) and `content: null` when the request has a
+//! format (text said beside the calls is then under `geode.text`, since the SDK would parse it).
 
-use crate::convert::{self, Turns};
+use crate::convert::{self, Reply, Turns};
 use crate::error::ApiError;
 use crate::stream::{Progress, Written};
 use axum::response::sse::Event;
@@ -55,12 +60,36 @@ pub struct ChatMessage {
     /// A string, or a list of parts of which the `text` ones are read.
     #[serde(default)]
     pub content: Value,
+    /// An assistant turn's calls to the client's tools.
+    #[serde(default)]
+    pub tool_calls: Vec<ChatToolCall>,
+    /// The call a `tool` turn answers.
+    #[serde(default)]
+    pub tool_call_id: Option<String>,
+}
+
+/// One call in an assistant turn.
+#[derive(Debug, Deserialize)]
+pub struct ChatToolCall {
+    /// The call id.
+    pub id: String,
+    /// The tool and its arguments.
+    pub function: ChatFunction,
+}
+
+/// A called function.
+#[derive(Debug, Deserialize)]
+pub struct ChatFunction {
+    /// The tool name.
+    pub name: String,
+    /// The arguments, as JSON text.
+    #[serde(default)]
+    pub arguments: String,
 }
 
 impl ChatRequest {
     /// The request as a task laid over `base` (the gateway's defaults).
     pub fn task(&self, mut base: Task) -> Result<Task, ApiError> {
-        self.head.refuse_unserved()?;
         if self.n.is_some_and(|n| n > 1) {
             return Err(ApiError::unsupported(
                 "n",
@@ -69,11 +98,15 @@ impl ChatRequest {
         }
         let mut turns = Turns::default();
         for m in &self.messages {
-            turns.push(
-                &m.role,
-                convert::content_text(&m.content, "messages")?,
-                "messages",
-            )?;
+            let text = convert::content_text(&m.content, "messages")?;
+            match (m.role.as_str(), &m.tool_call_id) {
+                ("tool", Some(id)) => turns.push_tool_result(id, text, "messages")?,
+                (role, _) => turns.push(role, text, "messages")?,
+            }
+            for call in &m.tool_calls {
+                let f = &call.function;
+                turns.push_tool_call(&call.id, &f.name, &f.arguments, "messages")?;
+            }
         }
         turns.into_task(&mut base, "messages")?;
         let format = self.response_format.as_ref().filter(|f| !f.is_null());
@@ -88,91 +121,133 @@ impl ChatRequest {
         if let Some(max) = self.max_completion_tokens.or(self.max_tokens) {
             base.budgets.max_tokens = max;
         }
-        base.temperature = self.head.temperature;
+        self.head.apply(&mut base, crate::tools::Shape::Chat)?;
         Ok(base)
     }
 }
 
-/// The Chat Completions answer for `answer`, under the `model` the client sent.
-pub fn completion(id: u64, model: &str, answer: &Answer) -> Value {
-    let content = match &answer.value {
-        Some(v) => v.to_string(),
-        None => answer.text.clone(),
+/// The Chat Completions answer for `answer`.
+pub fn completion(r: &Reply, answer: &Answer) -> Value {
+    let calls = tool_calls(answer);
+    let content = match (&answer.value, calls.is_empty()) {
+        (Some(v), _) => json!(v.to_string()),
+        (None, true) => json!(answer.text),
+        (None, false) => r.beside_calls(answer),
     };
-    let usage = &answer.usage;
+    let mut message = json!({ "role": "assistant", "content": content, "refusal": null });
+    if !calls.is_empty() {
+        message["tool_calls"] = json!(calls);
+    }
     json!({
-        "id": format!("chatcmpl-geode-{id}"),
+        "id": format!("chatcmpl-geode-{}", r.id),
         "object": "chat.completion",
         "created": SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
-        "model": model,
+        "model": r.model,
         "choices": [{
             "index": 0,
-            "message": { "role": "assistant", "content": content, "refusal": null },
-            "finish_reason": "stop",
+            "message": message,
+            "finish_reason": finish_reason(answer),
             "logprobs": null,
         }],
-        "usage": {
-            "prompt_tokens": usage.input_tokens,
-            "completion_tokens": usage.output_tokens,
-            "total_tokens": usage.input_tokens + usage.output_tokens,
-        },
-        "geode": crate::ledger::body(&answer.ledger),
+        "usage": usage(answer),
+        "geode": r.geode(answer),
     })
 }
 
-fn chunk(id: u64, model: &str, choices: Value) -> Value {
+fn finish_reason(answer: &Answer) -> &'static str {
+    if answer.tool_calls.is_empty() {
+        "stop"
+    } else {
+        "tool_calls"
+    }
+}
+
+fn usage(answer: &Answer) -> Value {
+    let usage = &answer.usage;
     json!({
-        "id": format!("chatcmpl-geode-{id}"),
+        "prompt_tokens": usage.input_tokens,
+        "completion_tokens": usage.output_tokens,
+        "total_tokens": usage.input_tokens + usage.output_tokens,
+    })
+}
+
+/// The answer's calls to the client's tools, as Chat writes them.
+fn tool_calls(answer: &Answer) -> Vec<Value> {
+    answer
+        .tool_calls
+        .iter()
+        .map(|t| {
+            json!({
+                "id": t.id,
+                "type": "function",
+                "function": { "name": t.name, "arguments": t.input.to_string() },
+            })
+        })
+        .collect()
+}
+
+fn chunk(r: &Reply, choices: Value) -> Value {
+    json!({
+        "id": format!("chatcmpl-geode-{}", r.id),
         "object": "chat.completion.chunk",
         "created": SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
-        "model": model,
+        "model": r.model,
         "choices": choices,
     })
 }
 
 /// The chunks of one step of a streamed run (see [`crate::stream`]): a delta, the retry (a
-/// chunk with no choice and `geode.event = "retry"`), the end (the finishing chunk with usage,
-/// the ledger and the checked value under `geode`, then `[DONE]`), or an error event.
-pub fn chunks(id: u64, model: &str, step: Progress, _: &mut Written) -> Vec<Event> {
+/// chunk with no choice and `geode.event = "retry"`), the end (the calls to the client's tools,
+/// if any, then the finishing chunk with usage, the ledger and the checked value under `geode`,
+/// then `[DONE]`), or an error event.
+pub fn chunks(r: &Reply, step: Progress, _: &mut Written) -> Vec<Event> {
     let data = |v: Value| Event::default().data(v.to_string());
     match step {
         Progress::Delta(text) => vec![data(chunk(
-            id,
-            model,
+            r,
             json!([{ "index": 0, "delta": { "content": text }, "finish_reason": null }]),
         ))],
         Progress::Retry(why) => {
-            let mut c = chunk(id, model, json!([]));
+            let mut c = chunk(r, json!([]));
             c["geode"] = json!({ "event": "retry", "reason": why, "note": "the text streamed so far is void; the retry follows" });
             vec![data(c)]
         }
         Progress::Done(Ok(answer)) => {
+            let mut events = Vec::new();
+            let calls: Vec<Value> = tool_calls(&answer)
+                .into_iter()
+                .enumerate()
+                .map(|(i, mut c)| {
+                    c["index"] = json!(i);
+                    c
+                })
+                .collect();
+            if !calls.is_empty() {
+                events.push(data(chunk(
+                    r,
+                    json!([{ "index": 0, "delta": { "tool_calls": calls }, "finish_reason": null }]),
+                )));
+            }
             let mut c = chunk(
-                id,
-                model,
-                json!([{ "index": 0, "delta": {}, "finish_reason": "stop" }]),
+                r,
+                json!([{ "index": 0, "delta": {}, "finish_reason": finish_reason(&answer) }]),
             );
-            let usage = &answer.usage;
-            c["usage"] = json!({
-                "prompt_tokens": usage.input_tokens,
-                "completion_tokens": usage.output_tokens,
-                "total_tokens": usage.input_tokens + usage.output_tokens,
-            });
-            let mut geode = crate::ledger::body(&answer.ledger);
+            c["usage"] = usage(&answer);
+            let mut geode = r.geode(&answer);
             geode["event"] = json!("final");
             geode["value"] = answer.value.clone().unwrap_or(Value::Null);
             c["geode"] = geode;
-            vec![data(c), Event::default().data("[DONE]")]
+            events.extend([data(c), Event::default().data("[DONE]")]);
+            events
         }
         Progress::Done(Err(e)) => vec![data(e.body())],
     }
 }
 
 /// The first chunk of a stream: the assistant's role.
-pub fn opening(id: u64, model: &str, _: &mut Written) -> Vec<Event> {
+pub fn opening(r: &Reply, _: &mut Written) -> Vec<Event> {
     let c = chunk(
-        id,
-        model,
+        r,
         json!([{ "index": 0, "delta": { "role": "assistant", "content": "" }, "finish_reason": null }]),
     );
     vec![Event::default().data(c.to_string())]

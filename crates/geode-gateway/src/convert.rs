@@ -1,10 +1,11 @@
-//! What both endpoints share on the way in: a conversation's turns laid into a task (system
-//! turns → the system prompt, the last user turn → the prompt, the turns before it → history),
-//! text read out of content parts, and a requested format read into the task's output.
+//! What both endpoints share: a conversation's turns laid into a task (system turns → the
+//! system prompt, the last user turn → the prompt, the turns before it → history; calls to the
+//! client's tools and their results as they are), text read out of content parts, a requested
+//! format read into the task's output, and what an answer is written back with ([`Reply`]).
 
 use crate::error::ApiError;
-use geode::agent::task::{Output, Task};
-use geode::llm::request::Message;
+use geode::agent::task::{Answer, Output, Task};
+use geode::llm::request::{ContentBlock, Message, Role};
 use geode::schema::ResponseSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -22,23 +23,101 @@ pub struct Extension {
 #[derive(Debug, Default)]
 pub struct Turns {
     system: Vec<String>,
-    turns: Vec<(bool, String)>,
+    turns: Vec<Message>,
 }
 
 impl Turns {
-    /// Adds one turn; `field` names the request field for errors.
+    /// Adds one text turn; `field` names the request field for errors.
     pub fn push(&mut self, role: &str, text: String, field: &'static str) -> Result<(), ApiError> {
         match role {
             "system" | "developer" => self.system.push(text),
-            "user" => self.turns.push((true, text)),
-            "assistant" => self.turns.push((false, text)),
+            "user" => self.turns.push(Message::user(text)),
+            "assistant" => self.turns.push(Message::assistant(text)),
             "tool" | "function" => {
-                return Err(ApiError::unsupported(
+                return Err(ApiError::invalid(
                     field,
-                    "tool turns are not served yet",
+                    "a tool turn must name the call it answers",
                 ));
             }
             other => return Err(ApiError::invalid(field, format!("unknown role {other:?}"))),
+        }
+        Ok(())
+    }
+
+    /// Adds a call the model made to one of the client's tools, with its arguments as JSON text:
+    /// to the assistant turn before it when there is one (an empty one gives its text up).
+    pub fn push_tool_call(
+        &mut self,
+        id: &str,
+        name: &str,
+        arguments: &str,
+        field: &'static str,
+    ) -> Result<(), ApiError> {
+        let input = serde_json::from_str::<Value>(arguments)
+            .ok()
+            .filter(Value::is_object)
+            .ok_or_else(|| {
+                ApiError::invalid(
+                    field,
+                    format!("the arguments of tool call {id:?} are not a JSON object"),
+                )
+            })?;
+        let call = ContentBlock::ToolUse {
+            id: id.to_owned(),
+            name: name.to_owned(),
+            input,
+        };
+        match self.turns.last_mut() {
+            Some(m) if m.role == Role::Assistant => {
+                m.content
+                    .retain(|b| !matches!(b, ContentBlock::Text { text } if text.is_empty()));
+                m.content.push(call);
+            }
+            _ => self.turns.push(Message {
+                role: Role::Assistant,
+                content: vec![call],
+            }),
+        }
+        Ok(())
+    }
+
+    /// Adds the result of the client's tool call `id`, which must be a call of the assistant
+    /// turn before it; results that follow each other travel in one user turn.
+    pub fn push_tool_result(
+        &mut self,
+        id: &str,
+        output: String,
+        field: &'static str,
+    ) -> Result<(), ApiError> {
+        let asked = self
+            .turns
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::Assistant)
+            .is_some_and(|m| {
+                m.content
+                    .iter()
+                    .any(|b| matches!(b, ContentBlock::ToolUse { id: call, .. } if call == id))
+            });
+        if !asked {
+            return Err(ApiError::invalid(
+                field,
+                format!(
+                    "the tool result for {id:?} answers no call of the assistant turn before it"
+                ),
+            ));
+        }
+        let result = ContentBlock::ToolResult {
+            tool_use_id: id.to_owned(),
+            content: output,
+            is_error: false,
+        };
+        match self.turns.last_mut() {
+            Some(m) if is_tool_results(m) => m.content.push(result),
+            _ => self.turns.push(Message {
+                role: Role::User,
+                content: vec![result],
+            }),
         }
         Ok(())
     }
@@ -50,12 +129,20 @@ impl Turns {
         }
     }
 
-    /// Lays the turns into `task`: the last must be the user's.
+    /// Lays the turns into `task`: the last must be the user's, a text (the prompt) or tool
+    /// results (then the task continues the conversation, with an empty prompt).
     pub fn into_task(mut self, task: &mut Task, field: &'static str) -> Result<(), ApiError> {
-        match self.turns.pop() {
-            Some((true, prompt)) => task.prompt = prompt,
-            Some((false, _)) => {
-                return Err(ApiError::invalid(field, "the last turn must be the user's"));
+        match self.turns.last() {
+            Some(m) if is_tool_results(m) => task.prompt = String::new(),
+            Some(m) if m.role == Role::User => {
+                task.prompt = m.text();
+                self.turns.pop();
+            }
+            Some(_) => {
+                return Err(ApiError::invalid(
+                    field,
+                    "the last turn must be the user's or a tool's",
+                ));
             }
             None => {
                 return Err(ApiError::invalid(
@@ -64,22 +151,19 @@ impl Turns {
                 ));
             }
         }
-        task.history = self
-            .turns
-            .into_iter()
-            .map(|(user, text)| {
-                if user {
-                    Message::user(text)
-                } else {
-                    Message::assistant(text)
-                }
-            })
-            .collect();
+        task.history = self.turns;
         if !self.system.is_empty() {
             task.system = self.system.join("\n\n");
         }
         Ok(())
     }
+}
+
+fn is_tool_results(m: &Message) -> bool {
+    m.role == Role::User
+        && m.content
+            .iter()
+            .all(|b| matches!(b, ContentBlock::ToolResult { .. }))
 }
 
 /// The text of a message's `content`: a string, or the text parts of a list (`text`,
@@ -163,24 +247,59 @@ pub struct Head {
     /// Sampling temperature.
     #[serde(default)]
     pub temperature: Option<f32>,
-    /// Client-side tools (not served yet).
+    /// Client-side tools ([`crate::tools`]).
     #[serde(default)]
     pub tools: Option<Value>,
+    /// How the model may use them.
+    #[serde(default)]
+    pub tool_choice: Option<Value>,
     /// geode's body extension (`{"require": "enforced"}`), for clients that cannot set headers.
     #[serde(default)]
     pub geode: Option<Extension>,
 }
 
 impl Head {
-    /// Refuses what would change what an answer is if it were dropped.
-    pub fn refuse_unserved(&self) -> Result<(), ApiError> {
-        let tools = self.tools.as_ref();
-        if tools.is_some_and(|t| !t.is_null() && t.as_array().is_none_or(|a| !a.is_empty())) {
-            return Err(ApiError::unsupported(
-                "tools",
-                "client-side tools are not served yet: geode would have to drop them, and it never drops a parameter silently",
-            ));
-        }
+    /// Lays the shared fields into `task`: sampling, and the tools read in `shape`.
+    pub fn apply(&self, task: &mut Task, shape: crate::tools::Shape) -> Result<(), ApiError> {
+        let (tools, choice) =
+            crate::tools::read(self.tools.as_ref(), self.tool_choice.as_ref(), shape)?;
+        task.tools = tools;
+        task.tool_choice = choice;
+        task.temperature = self.temperature;
         Ok(())
+    }
+}
+
+/// What every answer to one request is written with.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    /// The request's number (the answer's id).
+    pub id: u64,
+    /// The `model` the client sent, echoed back.
+    pub model: String,
+    /// Whether the request asked for a format (a schema or `json_object`).
+    pub shaped: bool,
+}
+
+impl Reply {
+    /// The text said beside calls to the client's tools, where the SDK reads answer text: the
+    /// text itself for a free-text request; `null` when the request has a format, since the SDK
+    /// would parse it as the answer (it is then under `geode.text`).
+    pub fn beside_calls(&self, answer: &Answer) -> Value {
+        if self.shaped || answer.text.is_empty() {
+            Value::Null
+        } else {
+            json!(answer.text)
+        }
+    }
+
+    /// The body's `geode` object for `answer` ([`crate::ledger::body`]), with the text kept out
+    /// of the content ([`Self::beside_calls`]).
+    pub fn geode(&self, answer: &Answer) -> Value {
+        let mut g = crate::ledger::body(&answer.ledger);
+        if self.shaped && !answer.tool_calls.is_empty() && !answer.text.is_empty() {
+            g["text"] = json!(answer.text);
+        }
+        g
     }
 }

@@ -7,6 +7,8 @@
 //! | the route cannot give the required guarantee for this schema (before any upstream call) | 400 | `schema_not_enforceable` |
 //! | the schema breaks the provider's limits (before any upstream call) | 400 | `schema_not_enforceable` |
 //! | the schema does not compile | 400 | `invalid_schema` |
+//! | a tool's `parameters` do not compile, or two tools share a name | 400 | `invalid_tools` |
+//! | the route's adapter takes no tools and the request offers some | 400 | `unsupported_parameter` |
 //! | the request is malformed or asks for something the gateway does not do | 400 | `invalid_request` / `unsupported_parameter` |
 //! | no inbound key, or a wrong one | 401 | `invalid_api_key` |
 //! | the `model` names no route | 404 | `model_not_found` |
@@ -26,6 +28,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use geode::agent::task::{ResolveError, RunError};
 use geode::agent::termination::TerminationReason;
+use geode::agent::tools::ToolRegistryError;
 use geode::ledger::GuaranteeLedger;
 use geode::llm::routing::RoutingError;
 use geode::vocab::ErrorKind;
@@ -134,6 +137,17 @@ impl ApiError {
                 message,
             )
             .param("response_format")
+            .with_ledger(last.ledger),
+            RunError::Tools { source, last } => Self::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_request_error",
+                match source {
+                    ToolRegistryError::NotTaken { .. } => "unsupported_parameter",
+                    _ => "invalid_tools",
+                },
+                message,
+            )
+            .param("tools")
             .with_ledger(last.ledger),
             RunError::Adapter { source, last, .. } => {
                 Self::upstream(source.kind(), message).with_ledger(last.ledger)

@@ -3,6 +3,7 @@
 //! Each endpoint says only how its request becomes a task and how an answer is written
 //! ([`Endpoint`]).
 
+use crate::convert::Reply;
 use crate::error::ApiError;
 use crate::observe::{Access, Ending};
 use crate::stream::{self, Progress, Written};
@@ -32,11 +33,11 @@ trait Endpoint: serde::de::DeserializeOwned {
     /// The task the request describes, laid over the gateway's defaults.
     fn task(&self, base: geode::agent::task::Task) -> Result<geode::agent::task::Task, ApiError>;
     /// The success body.
-    fn answer(id: u64, model: &str, answer: &geode::agent::task::Answer) -> serde_json::Value;
+    fn answer(r: &Reply, answer: &geode::agent::task::Answer) -> serde_json::Value;
     /// The events that open a stream.
-    fn opening(id: u64, model: &str, w: &mut Written) -> Vec<Event>;
+    fn opening(r: &Reply, w: &mut Written) -> Vec<Event>;
     /// The events of one step.
-    fn events(id: u64, model: &str, step: Progress, w: &mut Written) -> Vec<Event>;
+    fn events(r: &Reply, step: Progress, w: &mut Written) -> Vec<Event>;
 }
 
 impl Endpoint for chat::ChatRequest {
@@ -47,14 +48,14 @@ impl Endpoint for chat::ChatRequest {
     fn task(&self, base: geode::agent::task::Task) -> Result<geode::agent::task::Task, ApiError> {
         chat::ChatRequest::task(self, base)
     }
-    fn answer(id: u64, model: &str, answer: &geode::agent::task::Answer) -> serde_json::Value {
-        chat::completion(id, model, answer)
+    fn answer(r: &Reply, answer: &geode::agent::task::Answer) -> serde_json::Value {
+        chat::completion(r, answer)
     }
-    fn opening(id: u64, model: &str, w: &mut Written) -> Vec<Event> {
-        chat::opening(id, model, w)
+    fn opening(r: &Reply, w: &mut Written) -> Vec<Event> {
+        chat::opening(r, w)
     }
-    fn events(id: u64, model: &str, step: Progress, w: &mut Written) -> Vec<Event> {
-        chat::chunks(id, model, step, w)
+    fn events(r: &Reply, step: Progress, w: &mut Written) -> Vec<Event> {
+        chat::chunks(r, step, w)
     }
 }
 
@@ -66,14 +67,14 @@ impl Endpoint for responses::ResponsesRequest {
     fn task(&self, base: geode::agent::task::Task) -> Result<geode::agent::task::Task, ApiError> {
         responses::ResponsesRequest::task(self, base)
     }
-    fn answer(id: u64, model: &str, answer: &geode::agent::task::Answer) -> serde_json::Value {
-        responses::response(id, model, answer)
+    fn answer(r: &Reply, answer: &geode::agent::task::Answer) -> serde_json::Value {
+        responses::response(r, answer)
     }
-    fn opening(id: u64, model: &str, w: &mut Written) -> Vec<Event> {
-        responses::opening(id, model, w)
+    fn opening(r: &Reply, w: &mut Written) -> Vec<Event> {
+        responses::opening(r, w)
     }
-    fn events(id: u64, model: &str, step: Progress, w: &mut Written) -> Vec<Event> {
-        responses::events(id, model, step, w)
+    fn events(r: &Reply, step: Progress, w: &mut Written) -> Vec<Event> {
+        responses::events(r, step, w)
     }
 }
 
@@ -147,8 +148,11 @@ async fn serve_one<E: Endpoint>(
     task.fallback = routed.fallback;
     task.require = route::require(gw.cfg.gateway.require, header_require, body_require)?;
     task.budgets.timeout = task.budgets.timeout.min(gw.limits.request_timeout);
-    let id = gw.next_id.fetch_add(1, Ordering::Relaxed);
-    let model = head.model.clone();
+    let reply = Reply {
+        id: gw.next_id.fetch_add(1, Ordering::Relaxed),
+        model: head.model.clone(),
+        shaped: task.output != geode::agent::task::Output::Text,
+    };
     if streamed {
         let mut progress = Box::pin(stream::run(
             gw.client.clone(),
@@ -170,7 +174,7 @@ async fn serve_one<E: Endpoint>(
             }
         };
         let mut written = Written::default();
-        let opening = E::opening(id, &model, &mut written);
+        let opening = E::opening(&reply, &mut written);
         let steps = futures::stream::once(async move { first }).chain(progress);
         let mut log = StreamLog {
             access: Some(std::mem::replace(access, Access::start(E::NAME))),
@@ -180,7 +184,7 @@ async fn serve_one<E: Endpoint>(
             if let Progress::Done(end) = &step {
                 log.end(end);
             }
-            futures::stream::iter(E::events(id, &model, step, &mut written))
+            futures::stream::iter(E::events(&reply, step, &mut written))
         }));
         let sse = Sse::new(events.map(Ok::<_, std::convert::Infallible>));
         return Ok(Served::Stream(sse.into_response()));
@@ -191,7 +195,7 @@ async fn serve_one<E: Endpoint>(
         Err(_) => return Err(ApiError::timeout()),
     };
     drop(slot);
-    let mut response = Json(E::answer(id, &model, &answer)).into_response();
+    let mut response = Json(E::answer(&reply, &answer)).into_response();
     ledger::put_headers(response.headers_mut(), &answer.ledger);
     Ok(Served::Answer(response, Box::new(answer.ledger)))
 }

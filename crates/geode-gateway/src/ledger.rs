@@ -7,7 +7,7 @@
 //! | `x-geode-adapter` | the adapter that served the answer |
 //! | `x-geode-mode` | how the schema went on its wire (`strict`, `tool`, `json-mode`, `hint`, `constrained`, ...) |
 //! | `x-geode-guarantee` | what that mode guarantees (`enforced`, `wired`, `best-effort`) |
-//! | `x-geode-validated` | `true` when the answer passed full validation against the caller's schema, `false` when it failed, `not-checked` for free text |
+//! | `x-geode-validated` | `true` when the answer passed full validation against the caller's schema, `false` when it failed, `tool-arguments` for a turn that ended in calls to the client's tools (each call's arguments valid against its `parameters`; the answer's schema applies to the answer after them), `not-checked` for free text |
 //! | `x-geode-attempts` | attempts made (2 when the one retry ran) |
 
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
@@ -19,6 +19,7 @@ pub fn validated(ledger: &GuaranteeLedger) -> &'static str {
     match &ledger.full_validation {
         Some(v) if v.valid => "true",
         Some(_) => "false",
+        None if ledger.caller_tool_calls > 0 => "tool-arguments",
         None => "not-checked",
     }
 }

@@ -17,6 +17,7 @@
 //! | [`models`] | `GET /v1/models` |
 //! | [`observe`] | the access-log line and `/metrics` |
 //! | [`stream`] | `stream: true`: the run's progress, owned by the response (a client gone cancels it) |
+//! | [`tools`] | client-side tools: function tools and `tool_choice` into the task's caller tools |
 //!
 //! Each request runs through [`geode::Client::run_task`], the worker `geode run` uses: adapters
 //! are built once and shared. Bounds: the body size ([`Limits::max_body_bytes`]), requests in
@@ -34,6 +35,7 @@ pub mod observe;
 pub mod responses;
 pub mod route;
 pub mod stream;
+pub mod tools;
 
 use auth::InboundKeys;
 use axum::extract::{DefaultBodyLimit, Request, State};

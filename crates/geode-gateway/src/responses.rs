@@ -9,15 +9,21 @@
 //! | `max_output_tokens`, `temperature` | the task's budgets and sampling |
 //! | `geode.require` (body extension) | raises the policy |
 //! | `stream: true` | the Responses events in order (`response.created` … `response.output_text.delta` … `response.completed`, whose response carries the ledger) |
-//! | `tools`, items other than messages | refused with `unsupported_parameter` |
+//! | `tools`, `tool_choice` | the client's tools ([`crate::tools`]) |
+//! | `function_call`, `function_call_output` items | the calls and their results, in the task's history |
+//! | other items (`reasoning`, built-in tool calls, ...) | refused with `unsupported_parameter` |
 //!
 //! The output text is the validated value serialized, so `client.responses.parse()` reads it.
+//! A turn that ends in calls to the client's tools answers `function_call` items (arguments
+//! valid against each tool's `parameters`); a message item comes with them only for free text
+//! (with a format, the SDK would parse it; the text is then under `geode.text`).
 
-use crate::convert::{self, Turns};
+use crate::convert::{self, Reply, Turns};
 use crate::error::ApiError;
 use crate::stream::{Progress, Written};
 use axum::response::sse::Event;
 use geode::agent::task::{Answer, Task};
+use geode::llm::request::ToolUse;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -45,28 +51,12 @@ pub struct ResponsesRequest {
 impl ResponsesRequest {
     /// The request as a task laid over `base`.
     pub fn task(&self, mut base: Task) -> Result<Task, ApiError> {
-        self.head.refuse_unserved()?;
         let mut turns = Turns::default();
         match &self.input {
             Value::String(s) => turns.push("user", s.clone(), "input")?,
             Value::Array(items) => {
                 for item in items {
-                    let kind = item
-                        .get("type")
-                        .and_then(Value::as_str)
-                        .unwrap_or("message");
-                    if kind != "message" {
-                        return Err(ApiError::unsupported(
-                            "input",
-                            format!("input items of type {kind} are not served yet"),
-                        ));
-                    }
-                    let role = item.get("role").and_then(Value::as_str).unwrap_or("?");
-                    let text = convert::content_text(
-                        item.get("content").unwrap_or(&Value::Null),
-                        "input",
-                    )?;
-                    turns.push(role, text, "input")?;
+                    input_item(&mut turns, item)?;
                 }
             }
             _ => {
@@ -92,29 +82,88 @@ impl ResponsesRequest {
         if let Some(max) = self.max_output_tokens {
             base.budgets.max_tokens = max;
         }
-        base.temperature = self.head.temperature;
+        self.head.apply(&mut base, crate::tools::Shape::Responses)?;
         Ok(base)
     }
 }
 
-/// The completed response for `answer`, under the `model` the client sent.
-pub fn response(id: u64, model: &str, answer: &Answer) -> Value {
-    let text = match &answer.value {
-        Some(v) => v.to_string(),
-        None => answer.text.clone(),
-    };
+/// One input item: a message, a call to the client's tool, or its output.
+fn input_item(turns: &mut Turns, item: &Value) -> Result<(), ApiError> {
+    let field = |name: &str| item.get(name).and_then(Value::as_str).unwrap_or_default();
+    match item
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("message")
+    {
+        "message" => {
+            let text = convert::content_text(item.get("content").unwrap_or(&Value::Null), "input")?;
+            turns.push(
+                item.get("role").and_then(Value::as_str).unwrap_or("?"),
+                text,
+                "input",
+            )
+        }
+        "function_call" => {
+            turns.push_tool_call(field("call_id"), field("name"), field("arguments"), "input")
+        }
+        "function_call_output" => {
+            let output = match item.get("output") {
+                Some(Value::String(s)) => s.clone(),
+                Some(parts) => convert::content_text(parts, "input")?,
+                None => String::new(),
+            };
+            turns.push_tool_result(field("call_id"), output, "input")
+        }
+        kind => Err(ApiError::unsupported(
+            "input",
+            format!("input items of type {kind} are not served"),
+        )),
+    }
+}
+
+/// The completed response for `answer`.
+pub fn response(r: &Reply, answer: &Answer) -> Value {
+    let with_message = answer.tool_calls.is_empty() || !r.beside_calls(answer).is_null();
+    completed(r, answer, with_message)
+}
+
+/// The text of the answer's message item: the checked value serialized, else the text.
+fn answer_text(r: &Reply, answer: &Answer) -> String {
+    match (&answer.value, answer.tool_calls.is_empty()) {
+        (Some(v), _) => v.to_string(),
+        (None, true) => answer.text.clone(),
+        (None, false) => r
+            .beside_calls(answer)
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+    }
+}
+
+fn completed(r: &Reply, answer: &Answer, with_message: bool) -> Value {
     let usage = &answer.usage;
-    let mut r = shell(id, model, "completed");
-    r["output"] = json!([message(id, "completed", &text)]);
-    r["usage"] = json!({
+    let mut out = shell(r, "completed");
+    let mut items = Vec::new();
+    if with_message {
+        items.push(message(r.id, "completed", &answer_text(r, answer)));
+    }
+    items.extend(
+        answer
+            .tool_calls
+            .iter()
+            .enumerate()
+            .map(|(i, t)| function_call(r.id, i, t, "completed")),
+    );
+    out["output"] = json!(items);
+    out["usage"] = json!({
         "input_tokens": usage.input_tokens,
         "input_tokens_details": { "cached_tokens": usage.cached_input_tokens },
         "output_tokens": usage.output_tokens,
         "output_tokens_details": { "reasoning_tokens": 0 },
         "total_tokens": usage.input_tokens + usage.output_tokens,
     });
-    r["geode"] = crate::ledger::body(&answer.ledger);
-    r
+    out["geode"] = r.geode(answer);
+    out
 }
 
 fn message(id: u64, status: &str, text: &str) -> Value {
@@ -127,15 +176,26 @@ fn message(id: u64, status: &str, text: &str) -> Value {
     })
 }
 
-fn shell(id: u64, model: &str, status: &str) -> Value {
+fn function_call(id: u64, i: usize, call: &ToolUse, status: &str) -> Value {
     json!({
-        "id": format!("resp_geode{id}"),
+        "type": "function_call",
+        "id": format!("fc_geode{id}_{i}"),
+        "call_id": call.id,
+        "name": call.name,
+        "arguments": call.input.to_string(),
+        "status": status,
+    })
+}
+
+fn shell(r: &Reply, status: &str) -> Value {
+    json!({
+        "id": format!("resp_geode{}", r.id),
         "object": "response",
         "created_at": SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
         "status": status,
-        "model": model,
+        "model": r.model,
         "output": [],
-        "parallel_tool_calls": false,
+        "parallel_tool_calls": true,
         "tool_choice": "auto",
         "tools": [],
         "error": null,
@@ -149,20 +209,31 @@ fn event(w: &mut Written, kind: &str, mut data: Value) -> Event {
     Event::default().event(kind).data(data.to_string())
 }
 
-/// The opening events: the response created, its message item and text part added.
-pub fn opening(id: u64, model: &str, w: &mut Written) -> Vec<Event> {
-    let item = format!("msg_geode{id}");
+/// The opening events: the response created and in progress. The message item opens with the
+/// first text ([`open_message`]), so that a turn of tool calls alone has none.
+pub fn opening(r: &Reply, w: &mut Written) -> Vec<Event> {
     vec![
         event(
             w,
             "response.created",
-            json!({ "response": shell(id, model, "in_progress") }),
+            json!({ "response": shell(r, "in_progress") }),
         ),
         event(
             w,
             "response.in_progress",
-            json!({ "response": shell(id, model, "in_progress") }),
+            json!({ "response": shell(r, "in_progress") }),
         ),
+    ]
+}
+
+/// The message item and its text part added, once.
+fn open_message(r: &Reply, w: &mut Written) -> Vec<Event> {
+    if w.message_open {
+        return Vec::new();
+    }
+    w.message_open = true;
+    let item = format!("msg_geode{}", r.id);
+    vec![
         event(
             w,
             "response.output_item.added",
@@ -183,20 +254,22 @@ pub fn opening(id: u64, model: &str, w: &mut Written) -> Vec<Event> {
 }
 
 /// The events of one step of a streamed run: a text delta, the retry (`geode.retry`), the
-/// end (the text, part and item done, then `response.completed` with the ledger), or an
-/// `error` event.
-pub fn events(id: u64, model: &str, step: Progress, w: &mut Written) -> Vec<Event> {
-    let item = format!("msg_geode{id}");
+/// end (the text, part and item done, the calls to the client's tools, then
+/// `response.completed` with the ledger), or an `error` event.
+pub fn events(r: &Reply, step: Progress, w: &mut Written) -> Vec<Event> {
+    let item = format!("msg_geode{}", r.id);
     match step {
         Progress::Delta(delta) => {
+            let mut events = open_message(r, w);
             w.text.push_str(&delta);
-            vec![event(
+            events.push(event(
                 w,
                 "response.output_text.delta",
                 json!({
                     "item_id": item, "output_index": 0, "content_index": 0, "delta": delta, "logprobs": [],
                 }),
-            )]
+            ));
+            events
         }
         Progress::Retry(why) => {
             w.text.clear();
@@ -209,34 +282,68 @@ pub fn events(id: u64, model: &str, step: Progress, w: &mut Written) -> Vec<Even
             )]
         }
         Progress::Done(Ok(answer)) => {
-            let done = response(id, model, &answer);
-            let text = done
-                .pointer("/output/0/content/0/text")
-                .cloned()
-                .unwrap_or_default();
-            vec![
-                event(
-                    w,
-                    "response.output_text.done",
-                    json!({
-                        "item_id": item, "output_index": 0, "content_index": 0, "text": text, "logprobs": [],
-                    }),
-                ),
-                event(
-                    w,
-                    "response.content_part.done",
-                    json!({
-                        "item_id": item, "output_index": 0, "content_index": 0,
-                        "part": { "type": "output_text", "text": text, "annotations": [] },
-                    }),
-                ),
-                event(
-                    w,
-                    "response.output_item.done",
-                    json!({ "output_index": 0, "item": done["output"][0] }),
-                ),
-                event(w, "response.completed", json!({ "response": done })),
-            ]
+            let with_message = w.message_open || answer.tool_calls.is_empty();
+            let done = completed(r, &answer, with_message);
+            let mut events = Vec::new();
+            if with_message {
+                events.extend(open_message(r, w));
+                let text = answer_text(r, &answer);
+                events.extend([
+                    event(
+                        w,
+                        "response.output_text.done",
+                        json!({
+                            "item_id": item, "output_index": 0, "content_index": 0, "text": text, "logprobs": [],
+                        }),
+                    ),
+                    event(
+                        w,
+                        "response.content_part.done",
+                        json!({
+                            "item_id": item, "output_index": 0, "content_index": 0,
+                            "part": { "type": "output_text", "text": text, "annotations": [] },
+                        }),
+                    ),
+                    event(
+                        w,
+                        "response.output_item.done",
+                        json!({ "output_index": 0, "item": done["output"][0] }),
+                    ),
+                ]);
+            }
+            let first = usize::from(with_message);
+            for (i, call) in answer.tool_calls.iter().enumerate() {
+                let index = first + i;
+                let added = function_call(r.id, i, call, "in_progress");
+                let call_item = added["id"].clone();
+                let arguments = call.input.to_string();
+                let mut opened = added.clone();
+                opened["arguments"] = json!("");
+                events.extend([
+                    event(
+                        w,
+                        "response.output_item.added",
+                        json!({ "output_index": index, "item": opened }),
+                    ),
+                    event(
+                        w,
+                        "response.function_call_arguments.delta",
+                        json!({ "item_id": call_item, "output_index": index, "delta": arguments }),
+                    ),
+                    event(
+                        w,
+                        "response.function_call_arguments.done",
+                        json!({ "item_id": call_item, "output_index": index, "arguments": arguments }),
+                    ),
+                    event(
+                        w,
+                        "response.output_item.done",
+                        json!({ "output_index": index, "item": done["output"][index] }),
+                    ),
+                ]);
+            }
+            events.push(event(w, "response.completed", json!({ "response": done })));
+            events
         }
         Progress::Done(Err(e)) => {
             let mut body = e.body();

@@ -34,6 +34,8 @@ pub struct Written {
     pub events: u64,
     /// The answer text relayed so far (since the last retry).
     pub text: String,
+    /// Whether the answer's message item is open (the Responses API opens it with the first text).
+    pub message_open: bool,
 }
 
 impl Written {

@@ -170,6 +170,10 @@ pub struct GuaranteeLedger {
     pub attempts: Vec<AttemptRecord>,
     /// The retry decision.
     pub retry: RetryDecision,
+    /// Calls to the caller's tools the turn ended in, each with arguments validated against its
+    /// tool's schema. The response schema applies to the final answer, which is still to come.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub caller_tool_calls: u64,
     /// Input fields of the WorkerRequest that geode does not know (ignored).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unknown_request_fields: Vec<String>,
@@ -219,6 +223,12 @@ impl GuaranteeLedger {
             RetryDecision::Skipped { why } => format!("skipped({why})"),
         };
         out.push_str(&format!(" attempts={} retry={retry}", self.attempts.len()));
+        if self.caller_tool_calls > 0 {
+            out.push_str(&format!(
+                "\ncaller_tool_calls={} (arguments valid; the answer comes after their results)",
+                self.caller_tool_calls
+            ));
+        }
         if !self.residuals.is_empty() {
             out.push_str(&format!("\nresiduals: {}", self.residuals.join(" | ")));
         }

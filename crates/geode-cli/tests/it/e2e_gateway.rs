@@ -53,12 +53,12 @@ impl Gateway {
         }
     }
 
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }
 
     /// POSTs `body` to the chat endpoint with `headers`.
-    async fn chat(
+    pub(crate) async fn chat(
         &self,
         body: &Value,
         headers: &[(&str, &str)],
@@ -90,7 +90,7 @@ impl Drop for Gateway {
 }
 
 /// A request for a Decision on `model`.
-fn decision_request(model: &str) -> Value {
+pub(crate) fn decision_request(model: &str) -> Value {
     json!({
         "model": model,
         "messages": [
@@ -121,7 +121,7 @@ pub(crate) async fn fakes(openai: Script, glm: Script) -> (FakeServer, FakeServe
     )
 }
 
-fn header<'h>(h: &'h reqwest::header::HeaderMap, name: &str) -> &'h str {
+pub(crate) fn header<'h>(h: &'h reqwest::header::HeaderMap, name: &str) -> &'h str {
     h.get(name).and_then(|v| v.to_str().ok()).unwrap_or("")
 }
 
@@ -264,7 +264,7 @@ async fn bad_requests_get_openai_shaped_errors_naming_the_field() {
     };
     for (body, status, code, param) in [
         (
-            with(&|r| r["tools"] = json!([{"type": "function", "function": {"name": "f"}}])),
+            with(&|r| r["tools"] = json!([{"type": "code_interpreter"}])),
             400,
             "unsupported_parameter",
             "tools",
@@ -601,7 +601,7 @@ async fn the_responses_endpoint_reads_input_items_and_text_format() {
 }
 
 /// The `data:` payloads (and `event:` names) of a whole SSE body.
-fn sse_events(text: &str) -> Vec<(String, String)> {
+pub(crate) fn sse_events(text: &str) -> Vec<(String, String)> {
     text.split("\n\n")
         .filter(|e| !e.trim().is_empty())
         .map(|e| {
@@ -619,7 +619,7 @@ fn sse_events(text: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-async fn post_text(url: &str, body: &Value) -> (u16, String, String) {
+pub(crate) async fn post_text(url: &str, body: &Value) -> (u16, String, String) {
     let resp = reqwest::Client::new()
         .post(url)
         .json(body)

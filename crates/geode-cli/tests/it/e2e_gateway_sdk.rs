@@ -5,8 +5,8 @@
 //! installed by `make test`'s setup; a missing one fails its test loudly.
 
 use crate::e2e_gateway::{Gateway, fakes, sandbox};
-use crate::support::{bad_enum_answer, good_answer};
-use geode_fakes::{Reply, Script};
+use crate::support::{SECRET, bad_enum_answer, good_answer};
+use geode_fakes::{FakeServer, Kind, Reply, Script};
 use std::path::PathBuf;
 
 const INBOUND: &str = "gw-sdk-inbound-key-5d1e8b";
@@ -29,16 +29,32 @@ fn python() -> PathBuf {
     python
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_official_python_sdk_parses_refuses_and_reads_the_ledger() {
+/// The gateway both SDK suites drive: `openai-payg` answers a valid Decision, `glm-payg` (JSON
+/// mode only) one with a wrong enum value, and the configured provider `tooled` (a Chat
+/// upstream) calls the first tool it is offered until it gets the result, then answers.
+async fn sdk_gateway() -> ([FakeServer; 3], Gateway) {
     let (openai, glm) = fakes(
         Script::always(Reply::Json(good_answer())),
         Script::always(Reply::Json(bad_enum_answer())),
     )
     .await;
+    let tooled = FakeServer::start(Kind::Chat, Script::always(Reply::CallOfferedTool))
+        .await
+        .unwrap();
     let mut sb = sandbox(&openai, &glm);
-    sb.var("GEODE_GATEWAY_KEYS", INBOUND);
+    sb.var("GEODE_GATEWAY_KEYS", INBOUND)
+        .var("TOOLED_KEY", SECRET);
+    sb.config(&format!(
+        "[providers.tooled]\nwire = \"chat\"\nbase_url = \"{}/v1\"\nkey_env = \"TOOLED_KEY\"\nmodel = \"m\"\nschema = \"json_schema\"\n",
+        tooled.base_url()
+    ));
     let gw = Gateway::start(&sb, &[]);
+    ([openai, glm, tooled], gw)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_python_sdk_parses_refuses_calls_tools_and_reads_the_ledger() {
+    let (_fakes, gw) = sdk_gateway().await;
     let tests = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python");
     let out = tokio::process::Command::new(python())
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
@@ -58,7 +74,7 @@ async fn the_official_python_sdk_parses_refuses_and_reads_the_ledger() {
         String::from_utf8_lossy(&out.stderr),
         gw.log()
     );
-    assert!(stdout.contains("12 passed"), "{stdout}");
+    assert!(stdout.contains("14 passed"), "{stdout}");
     assert!(!gw.log().contains(INBOUND));
 }
 
@@ -74,15 +90,8 @@ fn node_modules() -> PathBuf {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_official_typescript_sdk_parses_with_zod_refuses_and_streams() {
-    let (openai, glm) = fakes(
-        Script::always(Reply::Json(good_answer())),
-        Script::always(Reply::Json(bad_enum_answer())),
-    )
-    .await;
-    let mut sb = sandbox(&openai, &glm);
-    sb.var("GEODE_GATEWAY_KEYS", INBOUND);
-    let gw = Gateway::start(&sb, &[]);
+async fn the_official_typescript_sdk_parses_with_zod_refuses_streams_and_calls_tools() {
+    let (_fakes, gw) = sdk_gateway().await;
     let test = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/node/openai_sdk.test.mjs");
     let out = tokio::process::Command::new("node")
         .arg("--test")
@@ -104,7 +113,7 @@ async fn the_official_typescript_sdk_parses_with_zod_refuses_and_streams() {
         gw.log()
     );
     assert!(
-        stdout.contains("pass 7") && stdout.contains("fail 0"),
+        stdout.contains("pass 8") && stdout.contains("fail 0"),
         "{stdout}"
     );
     assert!(!gw.log().contains(INBOUND));

@@ -10,6 +10,7 @@ mod e2e_budgets;
 mod e2e_cli_adapters;
 mod e2e_gateway;
 mod e2e_gateway_sdk;
+mod e2e_gateway_tools;
 mod e2e_http;
 mod e2e_local_engine;
 mod e2e_local_schemas;

@@ -9,7 +9,7 @@ import { createRequire } from "node:module";
 
 const require = createRequire(process.env.GEODE_NODE_MODULES + "/");
 const { default: OpenAI } = await import(require.resolve("openai"));
-const { zodResponseFormat, zodTextFormat } = await import(require.resolve("openai/helpers/zod"));
+const { zodResponseFormat, zodTextFormat, zodFunction } = await import(require.resolve("openai/helpers/zod"));
 const { z } = await import(require.resolve("zod"));
 
 const Decision = z.object({ decision: z.enum(["accept", "reject"]), reason: z.string() });
@@ -97,4 +97,23 @@ test("a responses stream through the SDK's stream helper", async () => {
   const final = await stream.finalResponse();
   assert.equal(kinds.at(-1), "response.completed");
   assert.deepEqual(final.output_parsed, good);
+});
+
+test("a zodFunction tool call parses, and its result continues to a parsed answer", async () => {
+  const tools = [zodFunction({ name: "get_weather", parameters: z.object({ city: z.string() }) })];
+  const format = zodResponseFormat(Decision, "decision");
+  const first = await client.chat.completions.parse({ model: "tooled", messages, response_format: format, tools });
+  const choice = first.choices[0];
+  assert.equal(choice.finish_reason, "tool_calls");
+  const call = choice.message.tool_calls[0];
+  assert.equal(call.function.name, "get_weather");
+  assert.equal(typeof call.function.parsed_arguments.city, "string");
+  const second = await client.chat.completions.parse({
+    model: "tooled",
+    messages: [...messages, choice.message, { role: "tool", tool_call_id: call.id, content: "clear" }],
+    response_format: format,
+    tools,
+  });
+  assert.equal(second.choices[0].finish_reason, "stop");
+  assert.ok(["accept", "reject"].includes(second.choices[0].message.parsed.decision));
 });

@@ -155,3 +155,57 @@ def test_a_stream_that_fails_validation_raises_in_the_sdk():
             for _ in stream:
                 pass
     assert "schema_validation_failed" in str(failed.value.body) or failed.value.code == "schema_validation_failed"
+
+
+class GetWeather(BaseModel):
+    """The weather in a city."""
+
+    city: str
+
+
+def test_tool_calls_parse_and_their_results_continue_to_a_parsed_answer():
+    tools = [openai.pydantic_function_tool(GetWeather)]
+    first = client().chat.completions.parse(
+        model="tooled", messages=MESSAGES, response_format=Decision, tools=tools
+    )
+    choice = first.choices[0]
+    assert choice.finish_reason == "tool_calls"
+    assert choice.message.parsed is None
+    call = choice.message.tool_calls[0]
+    assert call.function.name == "GetWeather"
+    assert isinstance(call.function.parsed_arguments, GetWeather)
+    raw = client().chat.completions.with_raw_response.parse(
+        model="tooled", messages=MESSAGES, response_format=Decision, tools=tools
+    )
+    assert raw.headers["x-geode-validated"] == "tool-arguments"
+    # The SDK's own message object goes back as it is, as its docs show.
+    messages = MESSAGES + [
+        choice.message,
+        {"role": "tool", "tool_call_id": call.id, "content": '{"sky": "clear"}'},
+    ]
+    second = client().chat.completions.parse(
+        model="tooled", messages=messages, response_format=Decision, tools=tools
+    )
+    assert second.choices[0].finish_reason == "stop"
+    assert isinstance(second.choices[0].message.parsed, Decision)
+    assert second.model_extra["geode"]["ledger"]["full_validation"]["valid"] is True
+
+
+def test_responses_function_calls_and_their_outputs():
+    tools = [{"type": "function", "name": "get_weather", "strict": True,
+              "parameters": GetWeather.model_json_schema() | {"additionalProperties": False}}]
+    first = client().responses.parse(
+        model="tooled", input="Decide.", text_format=Decision, tools=tools
+    )
+    calls = [o for o in first.output if o.type == "function_call"]
+    assert len(calls) == 1 and calls[0].name == "get_weather"
+    assert first.output_parsed is None
+    GetWeather.model_validate_json(calls[0].arguments)
+    second = client().responses.parse(
+        model="tooled",
+        input=[{"role": "user", "content": "Decide."}, *first.output,
+               {"type": "function_call_output", "call_id": calls[0].call_id, "output": "clear"}],
+        text_format=Decision,
+        tools=tools,
+    )
+    assert isinstance(second.output_parsed, Decision)

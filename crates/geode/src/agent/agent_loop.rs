@@ -17,13 +17,23 @@
 //! | provider refusal | `model_refusal` | yes |
 //! | output token limit | `truncated` | yes |
 //! | adapter failure | `llm_error` | yes |
+//! | valid calls to the caller's tools | `caller_tool_calls` | no |
+//!
+//! The caller's tools ([`ToolRegistry::register_caller`]) are not run here: when every call of
+//! a response to one of them has valid arguments, the turn ends and hands those calls back
+//! ([`AgenticResult::caller_tool_calls`]); the framework's own calls of that response run first.
+//! When one of them is invalid, every call of the response gets a result (the invalid ones an
+//! error naming the problem, the valid caller ones a request to send again) and the rounds go on.
+//! An empty user turn continues a conversation whose history ends in the user's turn (the
+//! caller's tool results) without adding one.
 
 use crate::agent::termination::TerminationReason;
 use crate::agent::tools::{ToolCallRecord, ToolRegistry};
 use crate::llm::adapter::Adapter;
 use crate::llm::call::{AdapterError, CallCx};
 use crate::llm::request::{
-    AdapterCallRequest, AdapterResponse, ContentBlock, Message, Role, ToolChoice, WireReport,
+    AdapterCallRequest, AdapterResponse, ContentBlock, Message, Role, ToolChoice, ToolUse,
+    WireReport,
 };
 use crate::schema::{ResponseSchema, TextConstraint};
 use crate::vocab::{ErrorKind, RetryClass, StopReason, Usage};
@@ -56,6 +66,8 @@ pub struct LoopOptions {
     pub response_schema: Option<ResponseSchema>,
     /// A choice/regex/grammar constraint sent on every call.
     pub text_constraint: Option<TextConstraint>,
+    /// How the model may use the tools (`none` on the last allowed round whatever this says).
+    pub tool_choice: ToolChoice,
 }
 
 impl Default for LoopOptions {
@@ -71,6 +83,7 @@ impl Default for LoopOptions {
             time_budget: None,
             response_schema: None,
             text_constraint: None,
+            tool_choice: ToolChoice::Auto,
         }
     }
 }
@@ -115,6 +128,9 @@ pub struct AgenticResult {
     pub wire: WireReport,
     /// A structured answer the provider returned beside the text, if any.
     pub structured: Option<Value>,
+    /// The calls to the caller's tools the turn ended in (`caller_tool_calls`), arguments valid.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub caller_tool_calls: Vec<ToolUse>,
 }
 
 /// The adapter error a run ended in, shared by the run's result and the error made of it (an
@@ -214,7 +230,7 @@ impl AgenticLoop {
             req.tool_choice = if last_round {
                 ToolChoice::None
             } else {
-                ToolChoice::Auto
+                self.options.tool_choice.clone()
             };
         }
         req
@@ -241,7 +257,11 @@ impl AgenticLoop {
     async fn run_turn(&mut self, user_input: &str, cx: &CallCx) -> AgenticResult {
         let started = Instant::now();
         let budget_end = self.options.time_budget.map(|b| started + b);
-        self.history.push(Message::user(user_input));
+        let continues =
+            user_input.is_empty() && self.history.last().is_some_and(|m| m.role == Role::User);
+        if !continues {
+            self.history.push(Message::user(user_input));
+        }
         let mut result = AgenticResult::default();
         if let Some(reason) = self.input_guard.as_ref().and_then(|g| g(user_input)) {
             result.text = reason;
@@ -328,16 +348,34 @@ impl AgenticLoop {
                 result.termination_reason = reason;
                 return result;
             }
+            let for_caller: Vec<&ToolUse> = response
+                .tool_uses
+                .iter()
+                .filter(|t| self.tools.is_caller(&t.name))
+                .collect();
+            let hand_back =
+                !for_caller.is_empty() && for_caller.iter().all(|c| self.tools.check(c).is_ok());
             let mut results = Vec::with_capacity(response.tool_uses.len());
             for call in &response.tool_uses {
+                if hand_back && self.tools.is_caller(&call.name) {
+                    continue;
+                }
                 let rec = self.tools.execute(call).await;
                 results.push(rec.to_block());
                 result.tool_calls.push(rec);
             }
-            self.history.push(Message {
-                role: Role::User,
-                content: results,
-            });
+            if !results.is_empty() {
+                self.history.push(Message {
+                    role: Role::User,
+                    content: results,
+                });
+            }
+            if hand_back {
+                result.text = response.text.trim().to_owned();
+                result.caller_tool_calls = for_caller.into_iter().cloned().collect();
+                result.termination_reason = TerminationReason::CallerToolCalls;
+                return result;
+            }
         }
     }
 

@@ -8,7 +8,7 @@
 use crate::agent::termination::TerminationReason;
 use crate::ledger::GuaranteeLedger;
 use crate::llm::call::AdapterError;
-use crate::llm::request::Message;
+use crate::llm::request::{Message, ToolChoice, ToolSpec, ToolUse};
 use crate::schema::SchemaError;
 use crate::schema::formats::FormatMode;
 use crate::schema::validate::Validation;
@@ -142,6 +142,11 @@ pub struct Task {
     pub effort: String,
     /// Sampling temperature (`None`: the provider's default).
     pub temperature: Option<f32>,
+    /// Tools the caller runs: offered to the model beside the worker's own; a turn whose calls
+    /// to them are valid ends with those calls ([`Answer::tool_calls`]) for the caller to run.
+    pub tools: Vec<ToolSpec>,
+    /// How the model may use the tools.
+    pub tool_choice: ToolChoice,
 }
 
 impl Task {
@@ -160,6 +165,8 @@ impl Task {
             budgets: Budgets::default(),
             effort: "high".to_owned(),
             temperature: None,
+            tools: Vec::new(),
+            tool_choice: ToolChoice::Auto,
         }
     }
 }
@@ -171,6 +178,10 @@ pub struct Answer {
     pub text: String,
     /// The JSON value read from it, when one was asked for and could be read.
     pub value: Option<Value>,
+    /// The calls to the caller's tools ([`Task::tools`]) the turn ended in, each with arguments
+    /// valid against the tool's schema; when there are any, the termination is
+    /// `caller_tool_calls` and no final answer was checked yet.
+    pub tool_calls: Vec<ToolUse>,
     /// How the last attempt ended.
     pub termination: TerminationReason,
     /// Usage over all attempts.
@@ -187,6 +198,7 @@ impl Answer {
         Self {
             text: String::new(),
             value: None,
+            tool_calls: Vec::new(),
             termination: TerminationReason::Unknown,
             usage: Usage::default(),
             elapsed: Duration::ZERO,
@@ -248,6 +260,15 @@ pub enum RunError {
         /// The ledger (adapter and model only).
         last: Box<Answer>,
     },
+    /// A tool of the task cannot be offered: two share a name, or a schema does not compile.
+    #[error("unusable tools: {source}")]
+    Tools {
+        /// The registry's error.
+        #[source]
+        source: crate::agent::tools::ToolRegistryError,
+        /// The ledger (adapter and model only).
+        last: Box<Answer>,
+    },
     /// The last adapter call failed.
     #[error("{message}")]
     Adapter {
@@ -284,6 +305,7 @@ impl RunError {
         match self {
             Self::Refused { last, .. }
             | Self::Schema { last, .. }
+            | Self::Tools { last, .. }
             | Self::Adapter { last, .. }
             | Self::Invalid { last, .. }
             | Self::Ended { last, .. } => Some(last),

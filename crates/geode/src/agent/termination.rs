@@ -49,6 +49,8 @@ pub enum TerminationReason {
     LlmError,
     /// The answer was cut by the output token limit (geode; GEODE cannot see this).
     Truncated,
+    /// The model called the caller's tools: the turn waits for their results (geode).
+    CallerToolCalls,
     /// Not known.
     #[default]
     Unknown,
@@ -111,6 +113,7 @@ mod tests {
             ),
             (TerminationReason::LlmError, "llm_error"),
             (TerminationReason::Truncated, "truncated"),
+            (TerminationReason::CallerToolCalls, "caller_tool_calls"),
         ] {
             assert_eq!(r.as_str(), s);
             let back: TerminationReason = serde_json::from_value(serde_json::json!(s)).unwrap();
@@ -142,6 +145,7 @@ mod tests {
             TerminationReason::ExternalVerificationRequired,
             TerminationReason::LlmError,
             TerminationReason::Truncated,
+            TerminationReason::CallerToolCalls,
             TerminationReason::Unknown,
         ];
         let failures: Vec<_> = all.iter().filter(|r| r.is_failure()).collect();

@@ -4,9 +4,14 @@
 //! independent of `response_schema`). The [`ToolRegistry`] compiles every `input_schema` once
 //! and validates the model's arguments before running a tool: a call with bad arguments, or to
 //! an unknown tool, never runs and goes back to the model as an error result naming the problem.
+//!
+//! A tool may also be the **caller's** ([`ToolRegistry::register_caller`]): declared to the
+//! model, never run here. Its calls are validated the same way, and the loop hands valid ones
+//! back to the caller (a gateway's client runs them and sends the results in its next request).
 
 use crate::llm::request::{ContentBlock, ToolSpec, ToolUse};
 use crate::schema::ResponseSchema;
+use crate::schema::formats::FormatMode;
 use crate::schema::validate::{CompiledSchema, render_issues};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -42,16 +47,26 @@ pub enum ToolRegistryError {
         /// The schema problem.
         source: crate::schema::SchemaError,
     },
+    /// The route's adapter takes no tools: offering them there would drop them.
+    #[error("{adapter} takes no tools, and the task offers {count}: they would be dropped")]
+    NotTaken {
+        /// The adapter.
+        adapter: String,
+        /// How many tools the task offers.
+        count: usize,
+    },
 }
 
+/// One tool: `tool` is `None` for a caller's tool, which is declared but never run here.
+#[derive(Clone)]
 struct Registered {
-    tool: Arc<dyn Tool>,
+    tool: Option<Arc<dyn Tool>>,
     spec: ToolSpec,
-    validator: CompiledSchema,
+    validator: Arc<CompiledSchema>,
 }
 
 /// The tools of one loop, with their compiled argument schemas.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct ToolRegistry {
     tools: BTreeMap<String, Registered>,
     order: Vec<String>,
@@ -89,6 +104,29 @@ impl ToolRegistry {
     /// Adds a tool; its `input_schema` must compile (an empty schema `{}` accepts any object).
     pub fn register(&mut self, tool: Arc<dyn Tool>) -> Result<(), ToolRegistryError> {
         let spec = tool.spec();
+        self.insert(spec, Some(tool))
+    }
+
+    /// Adds a tool the caller runs: the model may call it, the loop validates the call's
+    /// arguments and hands a valid call back instead of running it.
+    pub fn register_caller(&mut self, spec: ToolSpec) -> Result<(), ToolRegistryError> {
+        self.insert(spec, None)
+    }
+
+    /// This registry with the caller's tools added (the registry is shared, so it is copied).
+    pub fn with_caller_tools(&self, specs: &[ToolSpec]) -> Result<Self, ToolRegistryError> {
+        let mut all = self.clone();
+        for spec in specs {
+            all.register_caller(spec.clone())?;
+        }
+        Ok(all)
+    }
+
+    fn insert(
+        &mut self,
+        spec: ToolSpec,
+        tool: Option<Arc<dyn Tool>>,
+    ) -> Result<(), ToolRegistryError> {
         if self.tools.contains_key(&spec.name) {
             return Err(ToolRegistryError::Duplicate(spec.name));
         }
@@ -97,8 +135,9 @@ impl ToolRegistry {
         } else {
             spec.input_schema.clone()
         };
+        // Cached: a gateway's clients send the same tool schemas with every request.
         let validator = ResponseSchema::from_value(schema_value)
-            .and_then(|s| CompiledSchema::compile(&s))
+            .and_then(|s| CompiledSchema::compile_cached(&s, FormatMode::Assert))
             .map_err(|source| ToolRegistryError::BadInputSchema {
                 name: spec.name.clone(),
                 source,
@@ -113,6 +152,16 @@ impl ToolRegistry {
             },
         );
         Ok(())
+    }
+
+    /// Whether `name` is one of the caller's tools.
+    pub fn is_caller(&self, name: &str) -> bool {
+        self.tools.get(name).is_some_and(|r| r.tool.is_none())
+    }
+
+    /// Whether any of the caller's tools is registered.
+    pub fn has_caller_tools(&self) -> bool {
+        self.tools.values().any(|r| r.tool.is_none())
     }
 
     /// The specs, in registration order, as sent to the model.
@@ -150,6 +199,22 @@ impl ToolRegistry {
     }
 
     async fn run(&self, call: &ToolUse) -> Result<Value, ToolError> {
+        match &self.checked(call)?.tool {
+            Some(tool) => tool.call(call.input.clone()).await,
+            None => Err(ToolError(format!(
+                "`{}` was not run: it is the caller's tool, and another call of this turn was refused; send every call again, corrected",
+                call.name
+            ))),
+        }
+    }
+
+    /// Checks one call before it runs or goes back to the caller: a known tool, arguments that
+    /// are JSON and match its `input_schema`.
+    pub fn check(&self, call: &ToolUse) -> Result<(), ToolError> {
+        self.checked(call).map(|_| ())
+    }
+
+    fn checked(&self, call: &ToolUse) -> Result<&Registered, ToolError> {
         let Some(reg) = self.tools.get(&call.name) else {
             let known = self.order.join(", ");
             return Err(ToolError(format!(
@@ -172,7 +237,7 @@ impl ToolRegistry {
                 render_issues(&issues, issues.more_errors)
             )));
         }
-        reg.tool.call(call.input.clone()).await
+        Ok(reg)
     }
 }
 

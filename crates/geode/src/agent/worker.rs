@@ -15,7 +15,8 @@ use crate::agent::answer_check::{
     AnswerCheck, build_constraint_retry_prompt, build_schema_retry_prompt, check_answer,
 };
 use crate::agent::task::{Answer, NO_RESPONSE, Output, RunError, Task};
-use crate::agent::tools::ToolRegistry;
+use crate::agent::termination::TerminationReason;
+use crate::agent::tools::{ToolRegistry, ToolRegistryError};
 use crate::ledger::{AttemptRecord, CheckFailure, GuaranteeLedger, RetryDecision, WorkerCheck};
 use crate::llm::adapter::Adapter;
 use crate::llm::call::CallCx;
@@ -188,6 +189,10 @@ fn scrub_error(e: RunError) -> RunError {
             source,
             last: last(l),
         },
+        RunError::Tools { source, last: l } => RunError::Tools {
+            source,
+            last: last(l),
+        },
         RunError::Adapter {
             message,
             source,
@@ -228,6 +233,7 @@ async fn run_unscrubbed(task: &Task, env: &WorkerEnv) -> Result<Answer, RunError
             last: Box::new(Answer::empty(bare_ledger(task, env))),
         });
     }
+    let tools = caller_tools(task, env)?;
     let schema = task.output.schema();
     let compiled = match schema.map(|s| CompiledSchema::compile_cached(s, task.formats)) {
         Some(Err(source)) => {
@@ -253,9 +259,10 @@ async fn run_unscrubbed(task: &Task, env: &WorkerEnv) -> Result<Answer, RunError
         time_budget: task.budgets.time_budget,
         response_schema: schema.cloned(),
         text_constraint: constraint.cloned(),
+        tool_choice: task.tool_choice.clone(),
     };
-    let mut lp = AgenticLoop::new(env.adapter.clone(), options, env.tools.clone())
-        .with_history(task.history.clone());
+    let mut lp =
+        AgenticLoop::new(env.adapter.clone(), options, tools).with_history(task.history.clone());
     if let Some(g) = &env.input_guard {
         lp = lp.with_input_guard(g.clone());
     }
@@ -275,7 +282,8 @@ async fn run_unscrubbed(task: &Task, env: &WorkerEnv) -> Result<Answer, RunError
         .attempts
         .push(attempt_record(1, &first, elapsed, &first_check));
 
-    let (last, last_check) = if !checked {
+    let pending = first.termination_reason == TerminationReason::CallerToolCalls;
+    let (last, last_check) = if !checked || pending {
         ledger.retry = RetryDecision::NotNeeded;
         (first, first_check)
     } else if first_check.passed() {
@@ -327,6 +335,26 @@ async fn run_unscrubbed(task: &Task, env: &WorkerEnv) -> Result<Answer, RunError
     finish(task, ledger, last, last_check, checked, started.elapsed())
 }
 
+/// The worker's tools with the task's own (the caller's) added. A route whose adapter takes no
+/// tools refuses a task that has some: they would be dropped.
+fn caller_tools(task: &Task, env: &WorkerEnv) -> Result<Arc<ToolRegistry>, RunError> {
+    if task.tools.is_empty() {
+        return Ok(env.tools.clone());
+    }
+    let tools = if env.adapter.supports_tools() {
+        env.tools.with_caller_tools(&task.tools)
+    } else {
+        Err(ToolRegistryError::NotTaken {
+            adapter: env.adapter.name().to_owned(),
+            count: task.tools.len(),
+        })
+    };
+    tools.map(Arc::new).map_err(|source| RunError::Tools {
+        source,
+        last: Box::new(Answer::empty(bare_ledger(task, env))),
+    })
+}
+
 /// The ledger's final entries, then the answer, or the error the last attempt ended in.
 fn finish(
     task: &Task,
@@ -364,7 +392,9 @@ fn finish(
     }
     ledger.worker_check = check.verdict.clone();
     ledger.full_validation = check.full.clone();
-    let text_ok = !last.text.is_empty();
+    ledger.caller_tool_calls = last.caller_tool_calls.len() as u64;
+    let pending = !last.caller_tool_calls.is_empty();
+    let text_ok = !last.text.is_empty() || pending;
     let run_ok = last.error.is_none() && !last.termination_reason.is_failure();
     let intended = last.termination_reason.is_no_retry();
     let success = text_ok && run_ok && (!checked || check.passed() || intended);
@@ -382,6 +412,7 @@ fn finish(
     let answer = Box::new(Answer {
         text: last.text,
         value: check.object,
+        tool_calls: last.caller_tool_calls,
         termination: last.termination_reason,
         usage: last.usage,
         elapsed,

@@ -119,7 +119,9 @@ impl Error {
         let message = crate::secret::scrub(&e.to_string());
         match e {
             RunError::Route(_) => Self::config(message, adapter, model),
-            RunError::Refused { last, .. } | RunError::Schema { last, .. } => Self::Config {
+            RunError::Refused { last, .. }
+            | RunError::Schema { last, .. }
+            | RunError::Tools { last, .. } => Self::Config {
                 message,
                 ledger: Box::new(last.ledger),
             },

@@ -187,3 +187,158 @@ async fn the_ledger_names_the_reference_fields_the_worker_carried_without_acting
     .await;
     assert!(plain.ledger.ignored_request_fields.is_empty());
 }
+
+mod caller_tools {
+    //! Tools the caller runs (a gateway's client): offered with the schema, calls handed back
+    //! with valid arguments, invalid ones sent back to the model, the conversation continued
+    //! from the results, and a route that takes no tools refusing them rather than dropping.
+    use super::*;
+    use geode::agent::termination::TerminationReason;
+    use geode::agent::tools::ToolRegistryError;
+    use geode::ledger::{RetryDecision, WorkerCheck};
+    use geode::llm::request::{ContentBlock, Message, Role, ToolSpec, ToolUse};
+    use geode::vocab::StopReason;
+
+    fn weather() -> ToolSpec {
+        ToolSpec {
+            name: "get_weather".into(),
+            description: "the weather in a city".into(),
+            input_schema: json!({
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    fn call(id: &str, input: serde_json::Value) -> AdapterResponse {
+        AdapterResponse {
+            tool_uses: vec![ToolUse {
+                id: id.into(),
+                name: "get_weather".into(),
+                input,
+            }],
+            stop_reason: StopReason::ToolUse,
+            ..AdapterResponse::default()
+        }
+    }
+
+    fn task_with_tools() -> Task {
+        let mut task = schema_task();
+        task.tools = vec![weather()];
+        task
+    }
+
+    #[tokio::test]
+    async fn a_valid_call_ends_the_turn_for_the_caller_with_nothing_checked_yet() {
+        let adapter = Arc::new(ScriptedAdapter::new(vec![Ok(call(
+            "c1",
+            json!({"city": "Oslo"}),
+        ))]));
+        let answer = run_task(&task_with_tools(), &WorkerEnv::new(adapter.clone()))
+            .await
+            .unwrap();
+        assert_eq!(answer.termination, TerminationReason::CallerToolCalls);
+        assert_eq!(answer.tool_calls.len(), 1);
+        assert_eq!(answer.tool_calls[0].input, json!({"city": "Oslo"}));
+        assert_eq!(answer.value, None);
+        assert_eq!(answer.ledger.caller_tool_calls, 1);
+        assert_eq!(answer.ledger.worker_check, WorkerCheck::NotChecked);
+        assert_eq!(answer.ledger.retry, RetryDecision::NotNeeded);
+        assert!(answer.ledger.summary().contains("caller_tool_calls=1"));
+        let req = &adapter.requests()[0];
+        assert_eq!(req.tools, vec![weather()]);
+        assert!(
+            req.response_schema.is_some(),
+            "the schema travels with the tools"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_invalid_call_goes_back_to_the_model_and_only_a_valid_one_reaches_the_caller() {
+        let adapter = Arc::new(ScriptedAdapter::new(vec![
+            Ok(call("c1", json!({"city": 5}))),
+            Ok(call("c2", json!({"city": "Oslo"}))),
+        ]));
+        let answer = run_task(&task_with_tools(), &WorkerEnv::new(adapter.clone()))
+            .await
+            .unwrap();
+        assert_eq!(answer.tool_calls.len(), 1);
+        assert_eq!(answer.tool_calls[0].id, "c2");
+        let second = &adapter.requests()[1];
+        let fed_back = second
+            .messages
+            .iter()
+            .flat_map(|m| &m.content)
+            .find_map(|b| match b {
+                ContentBlock::ToolResult {
+                    tool_use_id,
+                    content,
+                    is_error: true,
+                } if tool_use_id == "c1" => Some(content.clone()),
+                _ => None,
+            })
+            .expect("the invalid call's error went back to the model");
+        assert!(fed_back.contains("/city"), "{fed_back}");
+    }
+
+    #[tokio::test]
+    async fn the_conversation_continues_from_the_callers_tool_results() {
+        let adapter = Arc::new(ScriptedAdapter::new(vec![Ok(AdapterResponse::text(
+            r#"{"decision": "accept"}"#,
+        ))]));
+        let mut task = task_with_tools();
+        task.prompt = String::new();
+        task.history = vec![
+            Message::user("Decide, after checking the weather."),
+            Message::tool_call("c1", "get_weather", json!({"city": "Oslo"})),
+            Message::tool_result("c1", r#"{"sky": "clear"}"#, false),
+        ];
+        let answer = run_task(&task, &WorkerEnv::new(adapter.clone()))
+            .await
+            .unwrap();
+        assert_eq!(answer.value, Some(json!({"decision": "accept"})));
+        assert!(answer.tool_calls.is_empty());
+        let sent = &adapter.requests()[0].messages;
+        assert_eq!(sent, &task.history, "no empty user turn is added");
+        assert_eq!(sent.last().unwrap().role, Role::User);
+    }
+
+    #[tokio::test]
+    async fn a_route_that_takes_no_tools_refuses_them_before_any_call() {
+        let adapter = Arc::new(ScriptedAdapter::new(vec![]).named("claude-cli"));
+        let err = run_task(&task_with_tools(), &WorkerEnv::new(adapter.clone()))
+            .await
+            .unwrap_err();
+        let RunError::Tools { source, .. } = &err else {
+            panic!("{err:?}");
+        };
+        assert!(matches!(
+            source,
+            ToolRegistryError::NotTaken { count: 1, .. }
+        ));
+        assert!(
+            err.to_string().contains("claude-cli takes no tools"),
+            "{err}"
+        );
+        assert!(adapter.requests().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_tool_whose_schema_does_not_compile_is_a_typed_error() {
+        let mut task = task_with_tools();
+        task.tools[0].input_schema = json!({"type": 12});
+        let err = run_task(&task, &env(vec![])).await.unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                RunError::Tools {
+                    source: ToolRegistryError::BadInputSchema { .. },
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+    }
+}

@@ -9,6 +9,7 @@
 //! plus the concrete validation errors (on a wrapped wire, for the wrapper the model was asked for).
 
 use crate::agent::agent_loop::AgenticResult;
+use crate::agent::termination::TerminationReason;
 use crate::ledger::{CheckFailure, ValidationVerdict, WorkerCheck};
 use crate::llm::request::WireReport;
 use crate::schema::extract::{NoObject, explain_no_object, extract_answer};
@@ -74,7 +75,9 @@ pub fn check_answer(
     constraint: Option<&TextConstraint>,
     validation: Validation,
 ) -> AnswerCheck {
-    if schema.is_none() && constraint.is_none() {
+    // A turn that ended in calls to the caller's tools has no answer yet.
+    let pending = result.termination_reason == TerminationReason::CallerToolCalls;
+    if pending || (schema.is_none() && constraint.is_none()) {
         return AnswerCheck::default();
     }
     if result.error.is_some() || result.termination_reason.is_failure() {

@@ -270,6 +270,8 @@ impl WorkerRequest {
             },
             effort: self.effort.clone(),
             temperature: None,
+            tools: Vec::new(),
+            tool_choice: Default::default(),
         })
     }
 

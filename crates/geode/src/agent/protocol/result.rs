@@ -76,7 +76,9 @@ impl WorkerResult {
         let message = error.to_string();
         let last = match error {
             RunError::Route(_) => return Self::failed(task_id, message),
-            RunError::Refused { last, .. } | RunError::Schema { last, .. } => {
+            RunError::Refused { last, .. }
+            | RunError::Schema { last, .. }
+            | RunError::Tools { last, .. } => {
                 let mut failed = Self::failed(task_id, message);
                 failed.ledger = last.ledger;
                 return failed;
