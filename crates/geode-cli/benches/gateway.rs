@@ -20,6 +20,11 @@ use std::time::{Duration, Instant};
 
 const SECONDS_PER_POINT: u64 = 6;
 const LOADS: [usize; 3] = [1, 64, 512];
+/// The loads of the second table, where the upstream takes [`SLOW_MS`] to answer: the gateway's
+/// overhead when it is not the bottleneck, as with any real model.
+const SLOW_LOADS: [usize; 2] = [64, 512];
+/// How long the `/slow` upstream takes to answer (a fast hosted model takes longer).
+const SLOW_MS: u64 = 20;
 const OPEN_STREAMS: usize = 1000;
 /// The inbound key both gateways require (LiteLLM refuses to start without one).
 const KEY: &str = "sk-bench0123456789abcdef0123456789abcdef";
@@ -96,9 +101,19 @@ async fn upstream(State(answer): State<Arc<String>>, body: axum::body::Bytes) ->
 
 use futures::StreamExt;
 
+/// The upstream behind `/slow`: the same answer after [`SLOW_MS`].
+async fn slow_upstream(state: State<Arc<String>>, body: axum::body::Bytes) -> Response {
+    tokio::time::sleep(Duration::from_millis(SLOW_MS)).await;
+    upstream(state, body).await
+}
+
 async fn start_upstream() -> String {
     let app = Router::new()
         .route("/v1/chat/completions", axum::routing::post(upstream))
+        .route(
+            "/slow/v1/chat/completions",
+            axum::routing::post(slow_upstream),
+        )
         .with_state(Arc::new(completion().to_string()));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -114,13 +129,53 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// A child process, killed when dropped.
+/// The process groups of the children still running, killed on the way out, by a signal too.
+static GROUPS: std::sync::Mutex<Vec<i32>> = std::sync::Mutex::new(Vec::new());
+
+fn kill_group(pgid: i32) {
+    let _ = nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(pgid),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+}
+
+/// A child in a process group of its own (LiteLLM starts workers), the whole group killed when
+/// dropped or when the bench is interrupted.
 struct Proc(Child);
+impl Proc {
+    fn spawn(cmd: &mut Command) -> Proc {
+        use std::os::unix::process::CommandExt;
+        let child = cmd.process_group(0).spawn().unwrap();
+        GROUPS.lock().unwrap().push(child.id() as i32);
+        Proc(child)
+    }
+}
 impl Drop for Proc {
     fn drop(&mut self) {
-        let _ = self.0.kill();
+        let pgid = self.0.id() as i32;
+        kill_group(pgid);
         let _ = self.0.wait();
+        GROUPS.lock().unwrap().retain(|g| *g != pgid);
     }
+}
+
+/// On SIGINT, SIGTERM or SIGHUP: every child group killed, then exit 130.
+fn kill_children_on_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    tokio::spawn(async {
+        let mut int = signal(SignalKind::interrupt()).unwrap();
+        let mut term = signal(SignalKind::terminate()).unwrap();
+        let mut hup = signal(SignalKind::hangup()).unwrap();
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
+            _ = hup.recv() => {}
+        }
+        for g in GROUPS.lock().unwrap().iter() {
+            kill_group(*g);
+        }
+        std::process::exit(130);
+    });
 }
 
 /// A status line of /proc/PID/status, in MiB (`VmHWM`: peak RSS; `VmRSS`: now).
@@ -165,33 +220,38 @@ async fn wait_ready(url: &str, what: &str) {
 }
 
 async fn start_geode(upstream: &str, dir: &Path) -> (Proc, String) {
+    let provider = |name: &str, base: &str| {
+        format!(
+            "[providers.{name}]\nwire = \"chat\"\nbase_url = \"{base}/v1\"\nkey_env = \"FAST_KEY\"\nmodel = \"m\"\nschema = \"json_schema\"\n"
+        )
+    };
     std::fs::write(
         dir.join("geode.toml"),
-        format!("[providers.fast]\nwire = \"chat\"\nbase_url = \"{upstream}/v1\"\nkey_env = \"FAST_KEY\"\nmodel = \"m\"\nschema = \"json_schema\"\n"),
+        provider("fast", upstream) + &provider("slow", &format!("{upstream}/slow")),
     )
     .unwrap();
     let port = free_port();
-    let child = Command::new(env!("CARGO_BIN_EXE_geode"))
-        .args([
-            "gateway",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--max-in-flight",
-            "4096",
-        ])
-        .current_dir(dir)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", dir)
-        .env("FAST_KEY", "bench-upstream-key-0000")
-        .env("GEODE_GATEWAY_KEYS", KEY)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let child = Proc::spawn(
+        Command::new(env!("CARGO_BIN_EXE_geode"))
+            .args([
+                "gateway",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--max-in-flight",
+                "4096",
+            ])
+            .current_dir(dir)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", dir)
+            .env("FAST_KEY", "bench-upstream-key-0000")
+            .env("GEODE_GATEWAY_KEYS", KEY)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
     let base = format!("http://127.0.0.1:{port}");
     wait_ready(&format!("{base}/health"), "geode gateway").await;
-    (Proc(child), base)
+    (child, base)
 }
 
 fn litellm_bin() -> PathBuf {
@@ -211,31 +271,31 @@ async fn start_litellm(upstream: &str, dir: &Path) -> (Proc, String) {
     let config = dir.join("litellm.yaml");
     std::fs::write(
         &config,
-        format!("model_list:\n  - model_name: fast\n    litellm_params:\n      model: openai/m\n      api_base: {upstream}/v1\n      api_key: bench-upstream-key-0000\nlitellm_settings:\n  telemetry: false\n"),
+        format!("model_list:\n  - model_name: fast\n    litellm_params:\n      model: openai/m\n      api_base: {upstream}/v1\n      api_key: bench-upstream-key-0000\n  - model_name: slow\n    litellm_params:\n      model: openai/m\n      api_base: {upstream}/slow/v1\n      api_key: bench-upstream-key-0000\nlitellm_settings:\n  telemetry: false\n"),
     )
     .unwrap();
     let port = free_port();
-    let child = Command::new(litellm_bin())
-        .args([
-            "--config",
-            config.to_str().unwrap(),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            &port.to_string(),
-        ])
-        .current_dir(dir)
-        .env("LITELLM_LOG", "ERROR")
-        .env("LITELLM_MASTER_KEY", KEY)
-        .env("LITELLM_TELEMETRY", "False")
-        .env("NO_PROXY", "127.0.0.1")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let child = Proc::spawn(
+        Command::new(litellm_bin())
+            .args([
+                "--config",
+                config.to_str().unwrap(),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                &port.to_string(),
+            ])
+            .current_dir(dir)
+            .env("LITELLM_LOG", "ERROR")
+            .env("LITELLM_MASTER_KEY", KEY)
+            .env("LITELLM_TELEMETRY", "False")
+            .env("NO_PROXY", "127.0.0.1")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
     let base = format!("http://127.0.0.1:{port}");
     wait_ready(&format!("{base}/health/liveliness"), "litellm").await;
-    (Proc(child), base)
+    (child, base)
 }
 
 /// One measured point: latencies in microseconds, sorted, and the rate.
@@ -364,6 +424,7 @@ fn main() {
         .build()
         .unwrap();
     rt.block_on(async {
+        kill_children_on_signal();
         let upstream = start_upstream().await;
         let dir = tempfile::tempdir().unwrap();
         let (geode, geode_base) = start_geode(&upstream, dir.path()).await;
@@ -378,24 +439,28 @@ fn main() {
         };
         // Warm every path once (connections, geode's schema compile cache, LiteLLM's imports).
         let _ = load(&format!("{upstream}/v1/chat/completions"), &request("m"), 1).await;
-        println!("gateway bench: {SECONDS_PER_POINT} s per point, upstream answers at once on loopback; latencies in ms");
-        println!("{:<9} {:>8} {:>9} {:>9} {:>11} {:>11} {:>9} {:>8}", "target", "clients", "p50", "p99", "added p50", "added p99", "req/s", "errors");
-        for clients in LOADS {
-            let direct = load(&format!("{upstream}/v1/chat/completions"), &request("m"), clients).await;
-            let row = |name: &str, p: &Point| {
-                println!(
-                    "{name:<9} {clients:>8} {:>9.3} {:>9.3} {:>11.3} {:>11.3} {:>9.0} {:>8}",
-                    p.pct(0.5), p.pct(0.99), p.pct(0.5) - direct.pct(0.5), p.pct(0.99) - direct.pct(0.99), p.rps, p.errors
-                );
-            };
-            row("direct", &direct);
-            let g = load(&format!("{geode_base}/v1/chat/completions"), &request("fast/m"), clients).await;
-            row("geode", &g);
-            if let Some((_, base)) = &litellm {
-                let l = load(&format!("{base}/v1/chat/completions"), &request("fast"), clients).await;
-                row("litellm", &l);
+        let table = async |title: &str, path: &str, model: &str, loads: &[usize]| {
+            println!("{title}");
+            println!("{:<9} {:>8} {:>9} {:>9} {:>11} {:>11} {:>9} {:>8}", "target", "clients", "p50", "p99", "added p50", "added p99", "req/s", "errors");
+            for &clients in loads {
+                let direct = load(&format!("{upstream}{path}/v1/chat/completions"), &request("m"), clients).await;
+                let row = |name: &str, p: &Point| {
+                    println!(
+                        "{name:<9} {clients:>8} {:>9.3} {:>9.3} {:>11.3} {:>11.3} {:>9.0} {:>8}",
+                        p.pct(0.5), p.pct(0.99), p.pct(0.5) - direct.pct(0.5), p.pct(0.99) - direct.pct(0.99), p.rps, p.errors
+                    );
+                };
+                row("direct", &direct);
+                let g = load(&format!("{geode_base}/v1/chat/completions"), &request(&format!("{model}/m")), clients).await;
+                row("geode", &g);
+                if let Some((_, base)) = &litellm {
+                    let l = load(&format!("{base}/v1/chat/completions"), &request(model), clients).await;
+                    row("litellm", &l);
+                }
             }
-        }
+        };
+        table(&format!("gateway bench: {SECONDS_PER_POINT} s per point, upstream answers at once on loopback (every process CPU-bound); latencies in ms"), "", "fast", &LOADS).await;
+        table(&format!("the same with an upstream that answers in {SLOW_MS} ms (the gateway not the bottleneck, as with any real model)"), "/slow", "slow", &SLOW_LOADS).await;
         println!("peak RSS (MiB): geode {:.1}{}", rss_mib(geode.0.id(), "VmHWM:"),
             litellm.as_ref().map_or(String::new(), |(p, _)| format!(", litellm (all its processes) {:.1}", tree_rss_mib(p.0.id(), "VmHWM:"))));
         let mut streamed = request("fast/m");

@@ -16,6 +16,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The variable holding the inbound keys (comma-separated).
 const KEYS_ENV: &str = "GEODE_GATEWAY_KEYS";
 

@@ -204,7 +204,10 @@ impl Access {
             "output_tokens": output,
             "latency_ms": elapsed.as_secs_f64() * 1000.0,
         });
-        eprintln!("{line}");
+        // One write per line: formatting into stderr directly writes each token on its own.
+        let mut text = line.to_string();
+        text.push('\n');
+        let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), text.as_bytes());
         metrics
             .requests
             .get_or_create(&RequestLabels {
