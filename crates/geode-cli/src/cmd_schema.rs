@@ -66,6 +66,19 @@ fn load(file: &std::path::Path) -> Result<ResponseSchema, u8> {
         })
 }
 
+/// Whether the schema's root says nothing about the answer's type: `true`, `{}`, or keywords
+/// that only apply to some types (`{"uniqueItems": true}`).
+fn admits_any_root(schema: &serde_json::Value) -> bool {
+    const TYPING: &[&str] = &[
+        "type", "anyOf", "oneOf", "allOf", "$ref", "enum", "const", "not", "if",
+    ];
+    match schema {
+        serde_json::Value::Bool(b) => *b,
+        serde_json::Value::Object(m) => !TYPING.iter().any(|k| m.contains_key(*k)),
+        _ => false,
+    }
+}
+
 /// A JSON pointer as printed: `/` for the root.
 fn shown(pointer: &str) -> &str {
     if pointer.is_empty() { "/" } else { pointer }
@@ -215,7 +228,26 @@ fn check(file: &std::path::Path, json: bool) -> anyhow::Result<u8> {
         Ok(c) => c,
         Err(code) => return Ok(code),
     };
-    let verdict = check_strict(schema.as_value());
+    let as_written = check_strict(schema.as_value());
+    // The verdict is the plan `run` sends to OpenAI: strict only when that plan is (a schema
+    // strict as written can still be sent as a hint, e.g. one that admits any value).
+    let openai = cfg
+        .spec("openai-payg")
+        .map(|spec| spec.schema_route.plan(Some(&schema), PlanCx::default()));
+    let planned_strict = openai
+        .as_ref()
+        .is_some_and(|p| p.mode == geode::vocab::StructuredOutputMode::Strict);
+    let compatible = as_written.compatible && planned_strict;
+    let mut plan_reasons: Vec<String> = match &openai {
+        Some(p) if as_written.compatible && !planned_strict => p.weaker_because.clone(),
+        _ => Vec::new(),
+    };
+    if !planned_strict && admits_any_root(schema.as_value()) {
+        plan_reasons.insert(
+            0,
+            "/: the root constrains no type (any JSON value passes it), and OpenAI strict needs a closed object root".to_owned(),
+        );
+    }
     // The preflight `run` applies, per adapter; adapters breaking the same limits are grouped.
     let preflight = Preflight::new(&schema);
     let mut refusals: Vec<(Vec<&str>, &[LimitViolation])> = Vec::new();
@@ -239,7 +271,17 @@ fn check(file: &std::path::Path, json: bool) -> anyhow::Result<u8> {
         let out = serde_json::json!({
             "name": schema.name(),
             "openai_name": schema.openai_name(),
-            "strict": verdict,
+            "strict": {
+                "compatible": compatible,
+                "reasons": as_written.reasons,
+                "plan_reasons": plan_reasons,
+                "openai_plan": openai.as_ref().map(|p| serde_json::json!({
+                    "mode": p.mode,
+                    "wrapped": p.wrapped,
+                    "rewrites": p.transforms.len(),
+                    "weaker_because": p.weaker_because,
+                })),
+            },
             "preflight": {"refused": !refusals.is_empty(), "refusals": preflight},
         });
         println!("{out}");
@@ -248,14 +290,27 @@ fn check(file: &std::path::Path, json: bool) -> anyhow::Result<u8> {
             "schema {} (openai name {}): {}",
             schema.name(),
             schema.openai_name(),
-            if verdict.compatible {
-                "strict-compatible"
-            } else {
-                "NOT strict-compatible (sent as a strict=false hint)"
+            match (compatible, openai.as_ref().is_some_and(|p| p.wrapped)) {
+                (true, true) => "strict-compatible (its root wrapped under \"value\" on the wire)",
+                (true, false) => "strict-compatible",
+                (false, _) => "NOT strict-compatible as written",
             }
         );
-        for r in &verdict.reasons {
+        for r in &as_written.reasons {
             println!("  {}: {}", shown(&r.pointer), r.rule);
+        }
+        for r in &plan_reasons {
+            println!("  {r}");
+        }
+        match &openai {
+            Some(p) if !compatible && planned_strict => println!(
+                "  geode still sends it strict, after {} rewrite(s): `geode schema check --adapter openai-payg` shows them",
+                p.transforms.len()
+            ),
+            Some(p) if !compatible => {
+                println!("  geode sends it to OpenAI as a {} (strict=false)", p.mode)
+            }
+            _ => {}
         }
         if refusals.is_empty() {
             println!("provider limits: within the limits of every adapter");
@@ -264,7 +319,7 @@ fn check(file: &std::path::Path, json: bool) -> anyhow::Result<u8> {
             print_refused(&adapters.join(", "), violations);
         }
     }
-    Ok(if verdict.compatible && refusals.is_empty() {
+    Ok(if compatible && refusals.is_empty() {
         0
     } else {
         1

@@ -59,11 +59,16 @@ fn schema_check_exit_codes_are_0_1_2() {
             text(&r.stderr)
         );
     }
-    // A boolean schema is usable: `true` is `{}`.
+    // A boolean schema is usable (`true` is `{}`), and not strict-compatible: OpenAI gets a hint.
     let p = dir.path().join("true.json");
     std::fs::write(&p, "true").unwrap();
     let r = geode(&["schema", "check", p.to_str().unwrap()], "");
-    assert_eq!(r.status.code(), Some(0), "{}", text(&r.stderr));
+    assert_eq!(r.status.code(), Some(1), "{}", text(&r.stderr));
+    assert!(
+        text(&r.stdout).contains("constrains no type"),
+        "{}",
+        text(&r.stdout)
+    );
     let missing = geode(&["schema", "check", "/nonexistent.json"], "");
     assert_eq!(missing.status.code(), Some(2));
 }
@@ -206,4 +211,61 @@ fn a_reader_that_closes_stdout_ends_the_command_quietly() {
     let stderr = text(&out.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert_eq!(out.status.code(), Some(141), "{stderr}");
+}
+
+/// `schema check` without `--adapter` never calls a schema strict-compatible when the plan
+/// `run` sends to OpenAI is not `strict`, and every root shape gets a verdict with a reason.
+#[test]
+fn schema_check_verdicts_agree_with_the_openai_plan_for_every_root_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    for body in [
+        "true",
+        "{}",
+        r#"{"uniqueItems": true}"#,
+        r#"{"format": "email"}"#,
+        r#"{"type": "array", "items": {"type": "integer"}}"#,
+        r#"{"type": "string", "enum": ["a", "b"]}"#,
+        r#"{"anyOf": [{"type": "string"}, {"type": "integer"}]}"#,
+        r#"{"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"], "additionalProperties": false}"#,
+        r#"{"type": "object", "properties": {"a": {"type": "string"}}}"#,
+    ] {
+        let p = dir.path().join("s.json");
+        std::fs::write(&p, body).unwrap();
+        let path = p.to_str().unwrap();
+        let plan = geode(
+            &[
+                "schema",
+                "check",
+                "--json",
+                "--adapter",
+                "openai-payg",
+                path,
+            ],
+            "",
+        );
+        let plan: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
+        let check = geode(&["schema", "check", "--json", path], "");
+        let verdict: serde_json::Value = serde_json::from_slice(&check.stdout).unwrap();
+        let compatible = verdict["strict"]["compatible"].as_bool().unwrap();
+        assert_eq!(
+            verdict["strict"]["openai_plan"]["mode"], plan["mode"],
+            "{body}: the check reads the same plan"
+        );
+        if plan["mode"] != "strict" {
+            assert!(!compatible, "{body}: plan {plan}, verdict {verdict}");
+        }
+        if !compatible {
+            let reasons = verdict["strict"]["reasons"].as_array().unwrap().len()
+                + verdict["strict"]["plan_reasons"].as_array().unwrap().len();
+            assert!(reasons > 0, "{body}: a verdict without a reason: {verdict}");
+            assert_eq!(check.status.code(), Some(1), "{body}");
+        }
+        let text = geode(&["schema", "check", path], "");
+        let out = String::from_utf8_lossy(&text.stdout).into_owned();
+        assert_eq!(
+            out.contains(": strict-compatible"),
+            compatible,
+            "{body}: {out}"
+        );
+    }
 }
