@@ -143,6 +143,45 @@ netns_test!(
 );
 
 netns_test!(
+    geode_run_with_claude_cli_judges_an_invalid_structured_output_then_retries_then_exits_1,
+    async {
+        // Each claude run: the model calls StructuredOutput with an input the schema rejects,
+        // then answers the CLI's rejection and its one nudge in text, so the CLI ends with
+        // success and no structured_output. That input is the model's answer: validated,
+        // retried once with feedback, then exit 1 with its errors (exit 3 is for providers).
+        let run = [
+            Reply::tool_call("StructuredOutput", bad_enum_answer()),
+            Reply::text("I answered above."),
+            Reply::text("I answered above."),
+        ];
+        let script = Script::new(run.iter().chain(run.iter()).cloned());
+        let server = fake_of(Kind::Messages, script).await;
+        let sb = claude_sandbox(&server);
+        let out = run_decision(&sb, "claude-cli", &["--json"]).await;
+        out.assert_exit(1);
+        let ledger = &out.json()["ledger"];
+        assert_eq!(ledger["retry"]["decision"], "ran", "{ledger}");
+        assert_eq!(ledger["attempts"].as_array().unwrap().len(), 2, "{ledger}");
+        assert_eq!(
+            ledger["full_validation"]["errors"][0]["instance_path"], "/decision",
+            "{ledger}"
+        );
+        assert!(
+            !out.stdout
+                .contains("never called the StructuredOutput tool"),
+            "{}",
+            out.dump()
+        );
+        assert_eq!(
+            model_calls(&server).len(),
+            6,
+            "two claude runs of three calls"
+        );
+        assert_no_cli_left(&sb).await;
+    }
+);
+
+netns_test!(
     geode_run_with_codex_cli_prints_the_answer_in_cli_flag_mode,
     async {
         let (server, sb) = codex_playing(Script::always(Reply::Json(good_answer()))).await;

@@ -157,6 +157,30 @@ netns_test!(
 );
 
 netns_test!(
+    claude_an_invalid_input_then_an_ended_turn_is_an_answer_to_validate,
+    async {
+        // The model calls StructuredOutput with an invalid input, the CLI rejects it, and the
+        // model then only writes text: the CLI reports success without structured_output. The
+        // model did answer; its last input is the answer, for the caller's validation to fail
+        // (and the worker to retry), not a provider failure.
+        let bad = json!({"answer": 5});
+        let rig = rig(
+            Script::new([structured_call(bad.clone())])
+                .then_default(Reply::text("I gave my answer above.")),
+            Duration::from_secs(60),
+        )
+        .await;
+        let resp = rig.call().await.unwrap();
+        assert_eq!(serde_json::from_str::<Value>(&resp.text).unwrap(), bad);
+        assert_eq!(resp.structured, None, "the CLI rejected it");
+        assert_eq!(resp.wire.mode, StructuredOutputMode::CliValidated);
+        // The input, its rejection answered in text, the CLI's one nudge answered in text.
+        assert_eq!(rig.model_calls().len(), 3);
+        rig.assert_no_process_left().await;
+    }
+);
+
+netns_test!(
     claude_retry_exhaustion_hands_on_the_last_rejected_answer,
     async {
         // The model keeps breaking the schema until the CLI gives up (5 attempts); its last input

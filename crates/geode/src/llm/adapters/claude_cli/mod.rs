@@ -17,7 +17,8 @@
 //! |---|---|
 //! | `is_error:false` and `structured_output` present | success: text = compact JSON of it, `structured` = it |
 //! | `is_error:false`, no schema asked | success: text = `result` |
-//! | `is_error:false`, schema asked, no `structured_output` | `RunFailed{kind:"no_structured_output"}` (the model never called the tool; `subtype` still says success) |
+//! | `is_error:false`, schema asked, no `structured_output`, a `StructuredOutput` input in the stream | an answer: the **last** input, as below (the model called the tool with an invalid input, then ended its turn) |
+//! | `is_error:false`, schema asked, no `structured_output`, no input in the stream | `RunFailed{kind:"no_structured_output"}` (the model never called the tool; `subtype` still says success) |
 //! | `subtype:"error_max_structured_output_retries"`, a `StructuredOutput` input in the stream | an answer: text = compact JSON of the **last** rejected input, `structured` = none; the worker's validation then fails it (an invalid answer, not a provider failure) |
 //! | `subtype:"error_max_structured_output_retries"`, no input in the stream | `RunFailed{kind:"max_structured_output_retries"}` |
 //! | `subtype:"error_max_turns"` | `RunFailed{kind:"max_turns"}` |
@@ -186,9 +187,10 @@ impl Adapter for ClaudeCliAdapter {
                 "no result object on stdout",
             ));
         };
-        let resp = match rejected_answer(&result, &out.stdout.text) {
+        let schema_requested = req.response_schema.is_some();
+        let resp = match rejected_answer(&result, &out.stdout.text, schema_requested) {
             Some(resp) => resp,
-            None => interpret(result, req.response_schema.is_some())?,
+            None => interpret(result, schema_requested)?,
         };
         Ok(cli_common::answered(resp, plan))
     }
@@ -263,11 +265,23 @@ pub fn last_structured_output_input(stdout: &str) -> Option<Value> {
     })
 }
 
-/// When the CLI gave up on the model's `StructuredOutput` inputs (retries exhausted), the last
-/// input as an answer: the provider worked and the model answered, so the caller's validation
-/// decides (it fails, with the errors of that answer). `None` otherwise.
-pub fn rejected_answer(r: &CliResult, stdout: &str) -> Option<AdapterResponse> {
-    if r.subtype != "error_max_structured_output_retries" {
+/// When the stream holds a `StructuredOutput` input but no accepted structured result, the last
+/// input as an answer: the CLI gave up on the model's inputs (retries exhausted), or the model
+/// called the tool with an invalid input and then ended its turn without calling it again. The
+/// provider worked and the model answered, so the caller's validation decides (it fails, with
+/// the errors of that answer, after the worker's retry). A turn cut at `max_tokens` or refused
+/// keeps its own ending. `None` otherwise.
+pub fn rejected_answer(
+    r: &CliResult,
+    stdout: &str,
+    schema_requested: bool,
+) -> Option<AdapterResponse> {
+    let gave_up = r.subtype == "error_max_structured_output_retries";
+    let ended_without_one = schema_requested
+        && !r.is_error
+        && r.structured_output.is_none()
+        && !matches!(r.stop_reason.as_deref(), Some("max_tokens" | "refusal"));
+    if !gave_up && !ended_without_one {
         return None;
     }
     let input = last_structured_output_input(stdout)?;

@@ -124,7 +124,7 @@ fn retries_stream(last_input: &str) -> String {
 fn retry_exhaustion_hands_on_the_last_rejected_input_as_the_answer() {
     let stream = retries_stream(r#"{"answer":6,"extra":true}"#);
     let result = last_result(&stream).unwrap();
-    let r = rejected_answer(&result, &stream).unwrap();
+    let r = rejected_answer(&result, &stream, true).unwrap();
     assert_eq!(r.text, r#"{"answer":6,"extra":true}"#);
     assert_eq!(
         r.structured, None,
@@ -141,7 +141,7 @@ fn retry_exhaustion_hands_on_the_last_rejected_input_as_the_answer() {
 #[test]
 fn retry_exhaustion_without_any_input_stays_a_run_failure() {
     let result = last_result(RETRIES).unwrap();
-    assert!(rejected_answer(&result, RETRIES).is_none());
+    assert!(rejected_answer(&result, RETRIES, true).is_none());
     assert_eq!(
         kind(interpret(result, true).unwrap_err()),
         "max_structured_output_retries"
@@ -154,8 +154,36 @@ fn other_endings_are_not_turned_into_answers() {
     for text in [MAX_TURNS, HTTP400, OK] {
         let with_inputs = stream.replace(RETRIES, text);
         let result = last_result(&with_inputs).unwrap();
-        assert!(rejected_answer(&result, &with_inputs).is_none(), "{text}");
+        assert!(
+            rejected_answer(&result, &with_inputs, true).is_none(),
+            "{text}"
+        );
     }
+    // A free-text run's tool calls are not an answer either; nor is a turn cut at max_tokens.
+    let free = stream.replace(RETRIES, NOTOOL);
+    assert!(rejected_answer(&last_result(&free).unwrap(), &free, false).is_none());
+    let cut = stream.replace(
+        RETRIES,
+        &NOTOOL.replace(
+            r#""stop_reason":"end_turn""#,
+            r#""stop_reason":"max_tokens""#,
+        ),
+    );
+    assert!(rejected_answer(&last_result(&cut).unwrap(), &cut, true).is_none());
+}
+
+#[test]
+fn an_invalid_input_then_an_ended_turn_is_that_input_as_the_answer_not_a_provider_failure() {
+    // The model called StructuredOutput with a rejected input, then ended its turn in text: the
+    // CLI reports success without structured_output.
+    let stream = retries_stream(r#"{"answer":7}"#).replace(RETRIES, NOTOOL);
+    let result = last_result(&stream).unwrap();
+    let r = rejected_answer(&result, &stream, true).unwrap();
+    assert_eq!(r.text, r#"{"answer":7}"#);
+    assert_eq!(r.structured, None, "not a validated answer");
+    assert_eq!(r.stop_reason, StopReason::EndTurn);
+    // Without any input in the stream it stays the provider failure it was.
+    assert!(rejected_answer(&last_result(NOTOOL).unwrap(), NOTOOL, true).is_none());
 }
 
 #[test]
