@@ -315,14 +315,45 @@ impl Point {
     }
 }
 
+/// Under `cargo test`: 4 clients through the gateway for a second, every request answered.
+async fn smoke() {
+    let upstream = start_upstream().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (_geode, base) = start_geode(&upstream, dir.path()).await;
+    let request = json!({
+        "model": "fast/m",
+        "messages": [{"role": "user", "content": "Decide."}],
+        "response_format": {"type": "json_schema", "json_schema": {"name": "decision", "strict": true, "schema": decision()}}
+    });
+    let p = load_for(
+        &format!("{base}/v1/chat/completions"),
+        &request,
+        4,
+        Duration::from_secs(1),
+    )
+    .await;
+    assert_eq!(p.errors, 0, "every request through the gateway is answered");
+    assert!(!p.sorted_us.is_empty());
+    println!(
+        "gateway bench smoke: {} requests, p50 {:.3} ms",
+        p.sorted_us.len(),
+        p.pct(0.5)
+    );
+}
+
 /// `clients` loops posting `body` to `url` for the point's duration.
 async fn load(url: &str, body: &Value, clients: usize) -> Point {
+    load_for(url, body, clients, Duration::from_secs(SECONDS_PER_POINT)).await
+}
+
+/// `clients` loops posting `body` to `url` for `duration`.
+async fn load_for(url: &str, body: &Value, clients: usize, duration: Duration) -> Point {
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(clients)
         .build()
         .unwrap();
     let body = Arc::new(body.to_string());
-    let deadline = Instant::now() + Duration::from_secs(SECONDS_PER_POINT);
+    let deadline = Instant::now() + duration;
     let started = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..clients {
@@ -423,6 +454,12 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
+    // `cargo test` runs this binary without `--bench`: then one short geode-only point proves
+    // the path works, without LiteLLM and without minutes of load.
+    if !std::env::args().any(|a| a == "--bench") {
+        rt.block_on(smoke());
+        return;
+    }
     rt.block_on(async {
         kill_children_on_signal();
         let upstream = start_upstream().await;
