@@ -210,7 +210,7 @@ fn event(w: &mut Written, kind: &str, mut data: Value) -> Event {
 }
 
 /// The opening events: the response created and in progress. The message item opens with the
-/// first text ([`open_message`]), so that a turn of tool calls alone has none.
+/// first text, so that a turn of tool calls alone has none.
 pub fn opening(r: &Reply, w: &mut Written) -> Vec<Event> {
     vec![
         event(
