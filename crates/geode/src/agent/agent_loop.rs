@@ -18,6 +18,7 @@
 //! | output token limit | `truncated` | yes |
 //! | adapter failure | `llm_error` | yes |
 //! | valid calls to the caller's tools | `caller_tool_calls` | no |
+//! | the same failed tool calls [`CONVERGENCE_ROUNDS`] rounds in a row | `convergence_detected` | yes |
 //!
 //! The caller's tools ([`ToolRegistry::register_caller`]) are not run here: when every call of
 //! a response to one of them has valid arguments, the turn ends and hands those calls back
@@ -42,6 +43,13 @@ use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
+
+/// Rounds in a row whose tool calls are all the same failed calls (same tools, arguments and
+/// errors, e.g. a server that keeps calling a tool nobody offered) after which the loop stops
+/// with `convergence_detected`: the model was told the error twice and changed nothing, and
+/// with `max_rounds` unlimited nothing else would end the turn before its timeout, each round
+/// resending a longer history.
+pub const CONVERGENCE_ROUNDS: u32 = 3;
 
 /// Options of one loop. Defaults follow GEODE's `AgenticLoop`.
 #[derive(Debug, Clone, PartialEq)]
@@ -269,6 +277,8 @@ impl AgenticLoop {
             return result;
         }
         let mut round: u32 = 0;
+        // The failed calls of the last round and how many rounds in a row made exactly them.
+        let mut failed: (Vec<(String, Value, String)>, u32) = (Vec::new(), 0);
         loop {
             if cx.cancel.is_cancelled() {
                 return finish(result, TerminationReason::UserCancelled, "Interrupted.");
@@ -356,13 +366,38 @@ impl AgenticLoop {
             let hand_back =
                 !for_caller.is_empty() && for_caller.iter().all(|c| self.tools.check(c).is_ok());
             let mut results = Vec::with_capacity(response.tool_uses.len());
+            let mut round_failed = Vec::new();
             for call in &response.tool_uses {
                 if hand_back && self.tools.is_caller(&call.name) {
                     continue;
                 }
                 let rec = self.tools.execute(call).await;
                 results.push(rec.to_block());
+                if rec.is_error {
+                    round_failed.push((rec.name.clone(), rec.input.clone(), rec.output.clone()));
+                }
                 result.tool_calls.push(rec);
+            }
+            if !hand_back && !round_failed.is_empty() && round_failed.len() == results.len() {
+                let repeats = if round_failed == failed.0 {
+                    failed.1 + 1
+                } else {
+                    1
+                };
+                failed = (round_failed, repeats);
+            } else {
+                failed = (Vec::new(), 0);
+            }
+            if failed.1 >= CONVERGENCE_ROUNDS {
+                let (name, _, error) = &failed.0[0];
+                return fail(
+                    result,
+                    TerminationReason::ConvergenceDetected,
+                    &format!(
+                        "the same tool call failed {CONVERGENCE_ROUNDS} rounds in a row \
+                         (`{name}`: {error})"
+                    ),
+                );
             }
             if !results.is_empty() {
                 self.history.push(Message {

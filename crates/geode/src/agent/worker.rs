@@ -4,8 +4,9 @@
 //! when the check fails, runs the loop **once** more with a feedback user turn — but only when the
 //! first run took under half of the task's timeout, and never for intended non-JSON endings
 //! (`input_blocked`, `user_cancelled`, `user_clarification_needed`,
-//! `external_verification_required`), refusals, truncation, provider schema rejections or
-//! configuration/auth errors. Unlike GEODE, the retried answer is checked too,
+//! `external_verification_required`), refusals, truncation, provider schema rejections,
+//! configuration/auth errors, or a first answer whose mode fell below the task's `require`
+//! during the call. Unlike GEODE, the retried answer is checked too,
 //! and the run fails when it still fails. The [`GuaranteeLedger`] records every step.
 //!
 //! Time is read from `tokio::time::Instant`, so tests control it with a paused runtime.
@@ -158,6 +159,27 @@ async fn schema_refusal(task: &Task, env: &WorkerEnv, cx: &CallCx) -> Option<Str
     })
 }
 
+/// Why the retry is not sent when the first attempt's answer came back in a mode below the
+/// task's `require`: the adapter learnt during the call that it cannot meet it (an
+/// `openai-compatible` server caught answering outside the schema its probe said it enforces,
+/// [`crate::llm::adapters::compat_probe::contradiction`]), and a retry would be served below
+/// what the caller asked for.
+fn fell_below_require(task: &Task, env: &WorkerEnv, first: &AgenticResult) -> Option<String> {
+    let mode = first.wire.mode;
+    (task.output.schema().is_some()
+        && mode != StructuredOutputMode::None
+        && mode.level() < task.require)
+        .then(|| {
+            format!(
+                "require={}: {}'s mode for this schema fell to {mode} ({}) during the call; a \
+                 retry would be served below it",
+                task.require.as_str(),
+                env.adapter.name(),
+                mode.level().as_str()
+            )
+        })
+}
+
 /// Runs one task to completion. Never panics on bad input: a text constraint `require` does
 /// not allow on this adapter, or a schema that cannot be compiled, is refused before any call.
 /// Every string of the answer or the error (text, value, ledger, message) has passed through
@@ -290,6 +312,9 @@ async fn run_unscrubbed(task: &Task, env: &WorkerEnv) -> Result<Answer, RunError
         ledger.retry = RetryDecision::FirstPassed;
         (first, first_check)
     } else if let Some(why) = skip_reason(&first) {
+        ledger.retry = RetryDecision::Skipped { why };
+        (first, first_check)
+    } else if let Some(why) = fell_below_require(task, env, &first) {
         ledger.retry = RetryDecision::Skipped { why };
         (first, first_check)
     } else if elapsed.as_secs_f64() >= 0.5 * timeout.as_secs_f64() {

@@ -19,10 +19,22 @@
 //! Any other failure (connection refused, 5xx after the retries, 401, a timeout) is the call's
 //! error and nothing is remembered: the next call probes again. Two calls racing on a new server
 //! may both probe; the verdicts agree and the second simply overwrites the first.
+//!
+//! The probe is judged strictly: only the exact object counts (no fence, no prose, no extra or
+//! duplicate key, an object root), and a cut answer only when nothing but whitespace follows
+//! the nonce. A near miss proves nothing about enforcement, so it is `Ignored`.
+//!
+//! A verdict is a prediction. When a later answer under `Enforced` breaks the schema it was
+//! sent with (a complete answer, not one cut at the token limit, refused or calling tools),
+//! the server did not enforce it: [`contradiction`] says so, and the adapter withdraws the
+//! verdict ([`withdrawn`]), so that call's ledger says `hint`, not `strict`, and later calls
+//! put the schema in the prompt as well.
 
 use crate::llm::call::AdapterError;
 use crate::llm::request::{AdapterCallRequest, AdapterResponse, Message};
 use crate::schema::ResponseSchema;
+use crate::schema::formats::FormatMode;
+use crate::schema::validate::CompiledSchema;
 use crate::vocab::{StopReason, StructuredOutputMode, Transform};
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -139,15 +151,11 @@ pub fn judge(
         Ok(resp) => {
             // The nonce is nowhere in the prompt: a model writes it only when decoding is
             // constrained, so its start (whitespace aside) already shows enforcement when the
-            // answer is cut at the token limit.
-            let exact = serde_json::from_str::<Value>(resp.text.trim())
-                .ok()
-                .is_some_and(|v| v == json!({ PROBE_NAME: nonce }));
-            let cut_after_nonce = resp.stop_reason == StopReason::MaxTokens && {
-                let compact: String = resp.text.chars().filter(|c| !c.is_whitespace()).collect();
-                compact.starts_with(&format!("{{\"{PROBE_NAME}\":\"{nonce}\""))
-            };
-            let answered = exact || cut_after_nonce;
+            // answer is cut at the token limit. Tool calls are not the answer.
+            let answered = resp.tool_uses.is_empty()
+                && (is_exact(&resp.text, nonce)
+                    || (resp.stop_reason == StopReason::MaxTokens
+                        && is_cut_after_nonce(&resp.text, nonce)));
             Ok(if answered {
                 Probe {
                     verdict: Verdict::Enforced,
@@ -176,6 +184,65 @@ pub fn judge(
             ),
         }),
         Err(e) => Err(e),
+    }
+}
+
+/// Whether `text` is exactly the probe object: one JSON object (no fence, no prose) whose only
+/// key, present once, is [`PROBE_NAME`] with the nonce as its value. A duplicate key would pass
+/// a plain parse (the last one wins), and a derived struct would also take a JSON array.
+fn is_exact(text: &str, nonce: &str) -> bool {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Exact {
+        geode_probe: String,
+    }
+    let text = text.trim();
+    text.starts_with('{')
+        && serde_json::from_str::<Exact>(text).is_ok_and(|e| e.geode_probe == nonce)
+}
+
+/// Whether `text`, cut at the token limit, is the probe object's start up to the nonce with
+/// only whitespace around its tokens and after it: what an enforcing server writes when the
+/// model pads with whitespace until the limit. Anything else after the nonce (a comma, another
+/// key) or inside the key is a near miss.
+fn is_cut_after_nonce(text: &str, nonce: &str) -> bool {
+    let key = format!("\"{PROBE_NAME}\"");
+    let value = format!("\"{nonce}\"");
+    let mut rest = text.trim_start();
+    for token in ["{", key.as_str(), ":", value.as_str()] {
+        match rest.strip_prefix(token) {
+            Some(after) => rest = after.trim_start(),
+            None => return false,
+        }
+    }
+    rest.is_empty()
+}
+
+/// Why `resp`, an answer to a call sent as `strict` because the probe found the schema
+/// enforced, shows that it was not: a complete text answer (not cut at the token limit, not a
+/// refusal, no tool call) that is not one JSON value valid against `schema`, the schema on the
+/// wire. `None` when the answer is consistent with enforcement or says nothing about it.
+/// Formats are not asserted: servers that compile a grammar do not check them.
+pub fn contradiction(schema: &ResponseSchema, resp: &AdapterResponse) -> Option<String> {
+    if resp.stop_reason != StopReason::EndTurn || !resp.tool_uses.is_empty() {
+        return None;
+    }
+    let Ok(value) = serde_json::from_str::<Value>(resp.text.trim()) else {
+        return Some("its answer is not a JSON value".to_owned());
+    };
+    let compiled = CompiledSchema::compile_cached(schema, FormatMode::Annotate).ok()?;
+    (!compiled.is_valid(&value)).then(|| "its answer is not valid against the schema".to_owned())
+}
+
+/// The verdict that replaces `Enforced` once an answer contradicted it (`why`, from
+/// [`contradiction`]): `Ignored`, with the reason in the ledger's words.
+pub fn withdrawn(why: &str) -> Probe {
+    Probe {
+        verdict: Verdict::Ignored,
+        why: format!(
+            "probe verdict withdrawn: the server answered outside a json_schema sent as strict \
+             ({why}): not enforced (hint; the schema also goes in the prompt)"
+        ),
     }
 }
 
@@ -210,12 +277,30 @@ mod tests {
             ..cut
         };
         assert_eq!(judge(&n, Ok(whole)).unwrap().verdict, Verdict::Ignored);
+        for near in [
+            format!("{{\"geode_probe\": \"{n}\", \"more\": \"aa"),
+            format!("{{\"geode _probe\": \"{n}\""),
+            format!("Here: {{\"geode_probe\": \"{n}\""),
+        ] {
+            let cut = AdapterResponse {
+                stop_reason: StopReason::MaxTokens,
+                ..AdapterResponse::text(near.clone())
+            };
+            assert_eq!(
+                judge(&n, Ok(cut)).unwrap().verdict,
+                Verdict::Ignored,
+                "{near}"
+            );
+        }
         for other in [
             "Hello!".to_owned(),
             format!("{{\"geode_probe\": \"{}\"}}", &n[..6]),
             format!("{{\"geode_probe\": \"{n}\", \"extra\": 1}}"),
             "{\"geode_probe\": \"000000000000\"}".to_owned(),
             String::new(),
+            format!("{{\"geode_probe\": \"x\", \"geode_probe\": \"{n}\"}}"),
+            format!("[\"{n}\"]"),
+            format!("```json\n{{\"geode_probe\": \"{n}\"}}\n```"),
         ] {
             let p = judge(&n, answer(&other)).unwrap();
             assert_eq!(p.verdict, Verdict::Ignored, "{other}");
@@ -267,6 +352,32 @@ mod tests {
         assert_eq!(cached("http://127.0.0.1:1/x", "m"), Some(p));
         assert_eq!(cached("http://127.0.0.1:1/x", "other"), None);
         assert_eq!(cached("http://127.0.0.1:2/x", "m"), None);
+    }
+
+    #[test]
+    fn an_answer_outside_the_schema_contradicts_enforcement_a_cut_one_does_not() {
+        let schema = ResponseSchema::from_value(json!({
+            "type": "object",
+            "properties": {"a": {"enum": ["x"]}},
+            "required": ["a"],
+        }))
+        .unwrap();
+        let said = |text: &str, stop| AdapterResponse {
+            stop_reason: stop,
+            ..AdapterResponse::text(text)
+        };
+        assert!(contradiction(&schema, &said("{\"a\": \"x\"}", StopReason::EndTurn)).is_none());
+        for text in ["prose", "{\"a\": \"y\"}", "```json\n{\"a\": \"x\"}\n```"] {
+            assert!(
+                contradiction(&schema, &said(text, StopReason::EndTurn)).is_some(),
+                "{text}"
+            );
+        }
+        assert!(contradiction(&schema, &said("{\"a\": \"", StopReason::MaxTokens)).is_none());
+        assert!(contradiction(&schema, &said("no", StopReason::Refusal)).is_none());
+        let p = withdrawn("its answer is not a JSON value");
+        assert_eq!(p.verdict, Verdict::Ignored);
+        assert!(p.why.contains("withdrawn"), "{}", p.why);
     }
 
     #[test]

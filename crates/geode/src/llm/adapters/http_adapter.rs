@@ -300,7 +300,27 @@ impl Adapter for HttpAdapter {
         };
         let verdict = probe.as_ref().map(|p| p.verdict.mode());
         let plan = self.spec.schema_route.plan_call(&req, verdict);
+        let model = self.model_or_default(&req.model).to_owned();
+        let schema = req.response_schema.clone();
         let mut resp = self.send(&self.wire, req, &plan, cx).await?;
+        // An answer outside the schema the probe said the server enforces disproves the
+        // verdict: the ledger must not claim `strict` for it, and later calls get the hint.
+        let contradicted = match (&probe, &schema) {
+            (Some(p), Some(s)) if p.verdict == compat_probe::Verdict::Enforced => {
+                compat_probe::contradiction(s, &resp)
+            }
+            _ => None,
+        };
+        let probe = match contradicted {
+            Some(why) => {
+                let withdrawn = compat_probe::withdrawn(&why);
+                tracing::warn!(adapter = self.spec.name, url = %self.url, model, "json_schema probe verdict withdrawn");
+                compat_probe::remember(&self.url, &model, withdrawn.clone());
+                resp.wire.mode = withdrawn.verdict.mode();
+                Some(withdrawn)
+            }
+            None => probe,
+        };
         resp.wire.transforms.extend(probe.map(|p| p.transform()));
         Ok(resp)
     }
