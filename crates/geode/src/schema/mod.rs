@@ -15,6 +15,7 @@
 //! | `json_scan` | a JSON syntax check with the top-level keys, building nothing (the shallow check's parser) |
 //! | `tape` | a parsed JSON document over its borrowed text, one flat array (what the fast paths read instead of a `Value`) |
 //! | `tape_json` | the tape as a `jsonschema` value representation: full validation without a `Value` |
+//! | [`pattern`] | ECMA-262 `pattern`s rewritten into the syntax Rust's regex engines read |
 //! | [`resources`] | documents `$ref`s may name by URI, given up front (nothing is fetched) |
 //! | [`validate`] | the worker's shallow check and full JSON Schema validation |
 //! | [`cost`] | the static estimate that refuses schemas too expensive to validate |
@@ -37,6 +38,7 @@ mod json_read;
 #[doc(hidden)]
 pub mod json_scan;
 pub mod nullable;
+pub mod pattern;
 pub mod projection;
 pub mod resources;
 pub mod root;

@@ -19,6 +19,7 @@ mod http_messages;
 mod http_responses;
 mod layers;
 mod readme;
+mod real_shapes;
 mod response_budget;
 mod routing;
 mod subprocess;

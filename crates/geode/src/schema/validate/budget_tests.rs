@@ -43,16 +43,16 @@ fn the_hostile_chains_from_the_issue_are_too_expensive() {
 }
 
 #[test]
-fn the_cost_budget_sits_between_eleven_and_twelve_chained_levels() {
-    // 4 × 2^11 - 2 = 8190 checks per location: compiled, and an invalid answer lists its error.
-    let c = compile(chained("anyOf", 11, json!({"type": "string"}))).unwrap();
+fn the_cost_budget_sits_between_fourteen_and_fifteen_chained_levels() {
+    // 4 × 2^14 - 2 = 65,534 checks per location: compiled, and an invalid answer lists its error.
+    let c = compile(chained("anyOf", 14, json!({"type": "string"}))).unwrap();
     let report = c.validate(&json!({"x": 1}));
     assert_eq!(report.issues.len(), 1);
     assert_eq!(report.issues[0].keyword, "anyOf");
     assert!(matches!(
-        compile(chained("anyOf", 12, json!({"type": "string"}))),
+        compile(chained("anyOf", 15, json!({"type": "string"}))),
         Err(SchemaError::TooExpensive {
-            estimate: 16_382,
+            estimate: 131_070,
             ..
         })
     ));
