@@ -1,7 +1,7 @@
 #!/bin/sh
-# Runs the official JSON-Schema-Test-Suite through geode's two validation entry points (the
-# worker's and the one `geode validate` uses) and prints the pass rate per draft and the failing
-# groups as Markdown (the results are in docs/conformance.md).
+# Runs the official JSON-Schema-Test-Suite through geode's validation as the library runs it and
+# as a user runs it (each test's data piped into `geode validate`), and prints the pass rate per
+# draft and path and the failing groups as Markdown (the results are in docs/conformance.md).
 #
 #   scripts/conformance.sh [SUITE_DIR]
 #
@@ -22,4 +22,5 @@ if [ ! -d "$suite/tests/draft2020-12" ]; then
     exit 2
 fi
 echo "suite: $(git -C "$suite" log -1 --format='%h %cs' 2>/dev/null || echo unknown)" >&2
-cargo run --quiet -p geode --example conformance -- "$suite"
+cargo build --quiet -p geode-cli
+cargo run --quiet -p geode --example conformance -- "$suite" --cli target/debug/geode

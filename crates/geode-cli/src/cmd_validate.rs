@@ -1,20 +1,22 @@
 //! `geode validate --schema FILE`: extract the answer from stdin and validate it.
 //!
-//! The answer is found by the schema root's rule (`geode::schema::extract`): the last balanced
-//! object for an object root, else the whole input, a fenced `json` block or a balanced span of
-//! an allowed type. It is printed on stdout whatever its type; the errors go to stderr as JSON.
+//! The answer is found by the schema root's rule (`geode::schema::extract`), the worker's: an
+//! input that is one JSON value is that value, whatever its type; otherwise the last balanced
+//! object for an object root, else a fenced `json` block or a balanced span of an allowed type.
+//! It is printed on stdout whatever its type; the errors go to stderr as JSON.
 //!
 //! The answer is read as a [`Tape`](geode::schema::tape::Tape) over the input, not built into a
 //! `serde_json::Value`: the same answer and the same report, several times faster on big answers
 //! (`cargo bench -p geode-cli --bench big_inputs`).
 
 use clap::Args;
-use geode::schema::ResponseSchema;
 use geode::schema::extract::{NoObject, explain_no_object, extract_answer_tape};
 use geode::schema::formats::FormatMode;
+use geode::schema::resources::SchemaResources;
 use geode::schema::root::AnswerRoot;
 use geode::schema::tape_json::TapeJson;
 use geode::schema::validate::{CompiledSchema, ShallowCheck, shallow_check};
+use geode::schema::{ResponseSchema, SchemaError};
 use std::io::Read;
 use std::path::PathBuf;
 
@@ -49,11 +51,38 @@ pub(crate) struct ValidateArgs {
     /// How `format` is checked: asserted (default) or annotation-only.
     #[arg(long, value_enum, default_value = "assert")]
     formats: FormatsArg,
+    /// A folder of schemas that `$ref`s may name (every `*.json` under it); nothing is fetched.
+    #[arg(long, value_name = "DIR")]
+    resources: Option<PathBuf>,
+    /// The URI the `--resources` folder stands for (`http://example.com/schemas/`); each file's
+    /// URI is this joined with its relative path. Default: the folder's `file://` URI.
+    #[arg(long, value_name = "URI", requires = "resources")]
+    resources_base: Option<String>,
+}
+
+/// The documents of `--resources`, under `--resources-base` or the folder's own file URI.
+fn resources(args: &ValidateArgs) -> Result<Option<SchemaResources>, SchemaError> {
+    let Some(dir) = &args.resources else {
+        return Ok(None);
+    };
+    let base = match &args.resources_base {
+        Some(b) if b.ends_with('/') => b.clone(),
+        Some(b) => format!("{b}/"),
+        None => {
+            let abs = dir.canonicalize().map_err(|e| SchemaError::Io {
+                path: dir.display().to_string(),
+                message: e.to_string(),
+            })?;
+            format!("file://{}/", abs.display())
+        }
+    };
+    SchemaResources::from_dir(dir, &base).map(Some)
 }
 
 pub(crate) fn run(args: ValidateArgs) -> anyhow::Result<u8> {
     let schema = match ResponseSchema::from_file(&args.schema).and_then(|s| {
-        let c = CompiledSchema::<TapeJson>::build(&s, args.formats.into(), None)?;
+        let docs = resources(&args)?;
+        let c = CompiledSchema::<TapeJson>::build(&s, args.formats.into(), docs.as_ref())?;
         Ok((s, c))
     }) {
         Ok(s) => s,
@@ -115,7 +144,9 @@ fn verdict(errors: Vec<serde_json::Value>, more_errors: u64) -> u8 {
 fn no_answer(schema: &ResponseSchema, text: &str) -> u8 {
     let root = AnswerRoot::of(schema);
     let message = match (root, explain_no_object(text)) {
-        (AnswerRoot::Values(_), _) => format!("no {} parses in the input", root.describe()),
+        (AnswerRoot::Values(_) | AnswerRoot::Any, _) => {
+            format!("no {} parses in the input", root.describe())
+        }
         (_, NoObject::NoBalancedSpan) => "no balanced JSON object parses in the input".to_owned(),
         (_, why) => format!("no JSON object parses in the input: {why}"),
     };

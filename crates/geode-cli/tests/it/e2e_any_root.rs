@@ -6,7 +6,7 @@ use crate::support;
 
 use geode_fakes::{FakeServer, Reply, Script};
 use serde_json::{Value, json};
-use support::http_cases::{ALL, Case, GLM_PAYG, Placement, fake};
+use support::http_cases::{ALL, Case, GLM_PAYG, OPENAI_PAYG, Placement, fake};
 use support::{Outcome, Sandbox};
 
 /// Writes `schema` into the sandbox's HOME and returns the path.
@@ -74,8 +74,8 @@ async fn validate_prints_the_answer_of_every_root_type() {
         assert_eq!(out.code, Some(0), "{schema}: {}", out.dump());
         assert_eq!(out.stdout.trim(), *printed, "{schema}: {}", out.dump());
     }
-    // Invalid: a value of the right type that breaks the schema (printed all the same), no
-    // value of the type, a value outside the enum. Schema, input, printed (when checked), why.
+    // Invalid: a value of the right type that breaks the schema (printed all the same), a
+    // whole value of another type, prose holding no value of the type, a value outside the enum. Schema, input, printed (when checked), why.
     let ints: Value = serde_json::from_str(INTS).unwrap();
     let colours = json!({"enum": ["red", "green"]});
     let invalid = [
@@ -85,7 +85,14 @@ async fn validate_prints_the_answer_of_every_root_type() {
             Some("[1, \"x\"]"),
             "\"instance_path\":\"/1\"",
         ),
-        (&ints, "{\"a\": 1}", None, "no JSON array parses"),
+        // A whole input of one value is the answer: the validator names its type.
+        (
+            &ints,
+            "{\"a\": 1}",
+            Some("{\"a\": 1}"),
+            "\"keyword\":\"type\"",
+        ),
+        (&ints, "Here: {\"a\": 1}", None, "no JSON array parses"),
         (&colours, "\"blue\"", None, "\"keyword\":\"enum\""),
     ];
     for (i, (schema, input, printed, why)) in invalid.into_iter().enumerate() {
@@ -96,6 +103,118 @@ async fn validate_prints_the_answer_of_every_root_type() {
             assert_eq!(out.stdout.trim(), printed, "{}", out.dump());
         }
     }
+}
+
+/// Schemas that leave the root's type open, with an answer each: the exit code `geode validate`
+/// gives, what it prints, and what its errors name. Any JSON value is an answer where the schema
+/// does not constrain the type; a whole input of one value is taken as it is.
+const OPEN_ROOTS: [(&str, &str, i32, &str); 9] = [
+    (r#"{"uniqueItems": true}"#, "[1, 1]", 1, "uniqueItems"),
+    (r#"{"uniqueItems": true}"#, "[1, 2]", 0, "[1, 2]"),
+    (r#"{"required": ["a"]}"#, "12", 0, "12"),
+    (
+        r#"{"required": ["a"]}"#,
+        "so {\"b\": 1} then",
+        1,
+        "required",
+    ),
+    (r#"{"format": "email"}"#, "\"a@b.c\"", 0, "\"a@b.c\""),
+    (r#"{"format": "email"}"#, "\"nope\"", 1, "format"),
+    (r#"{}"#, "Sure:\n```json\n[1]\n```", 0, "[1]"),
+    (r#"true"#, "null", 0, "null"),
+    // A whole array against an object root is an array (a type error), not the object inside.
+    (
+        r#"{"type": "object"}"#,
+        "[{\"a\": 1}]",
+        1,
+        "\"keyword\":\"type\"",
+    ),
+];
+
+#[tokio::test]
+async fn validate_takes_any_value_where_the_schema_leaves_the_type_open() {
+    let sb = Sandbox::new();
+    for (i, (schema, input, code, shown)) in OPEN_ROOTS.into_iter().enumerate() {
+        let path = sb.home().join(format!("open{i}.json"));
+        std::fs::write(&path, schema).unwrap();
+        let out = validate(&sb, &path.display().to_string(), &[], input).await;
+        assert_eq!(out.code, Some(code), "{schema} / {input}: {}", out.dump());
+        let stream = if code == 0 { &out.stdout } else { &out.stderr };
+        assert!(stream.contains(shown), "{schema} / {input}: {}", out.dump());
+    }
+}
+
+/// The worker (through `geode run`) gives `geode validate`'s verdict on every open root: the
+/// fake answers the same text twice (the answer and the retry), and the exit code and the
+/// printed answer match.
+#[tokio::test]
+async fn run_gives_the_verdict_of_validate_on_open_roots() {
+    for (i, (schema, input, code, shown)) in OPEN_ROOTS.into_iter().enumerate() {
+        let server = fake(&OPENAI_PAYG, Script::always(Reply::text(input))).await;
+        let sb = OPENAI_PAYG.sandbox(&server);
+        let path = sb.home().join(format!("open{i}.json"));
+        std::fs::write(&path, schema).unwrap();
+        let path = path.display().to_string();
+        let out = sb.run("openai-payg", &path, &["--json", "Answer."]).await;
+        assert_eq!(out.code, Some(code), "{schema} / {input}: {}", out.dump());
+        let result = out.json();
+        let attempts = result["ledger"]["attempts"].as_array().unwrap().len();
+        assert_eq!(attempts, if code == 0 { 1 } else { 2 }, "{result}");
+        if code == 0 {
+            let printed: Value = serde_json::from_str(shown).unwrap();
+            assert_eq!(result["answer"], printed, "{schema} / {input}: {result}");
+        }
+    }
+}
+
+/// `--resources DIR` hands `geode validate` the schemas a `$ref` names, under
+/// `--resources-base` or, without it, the folder's own `file://` URI; nothing is fetched, and a
+/// `$ref` that names no document is an unusable schema (exit 2).
+#[tokio::test]
+async fn validate_resolves_refs_from_a_resources_folder() {
+    let sb = Sandbox::new();
+    let dir = sb.home().join("schemas");
+    std::fs::create_dir_all(dir.join("defs")).unwrap();
+    std::fs::write(
+        dir.join("defs/name.json"),
+        r#"{"type": "string", "minLength": 2}"#,
+    )
+    .unwrap();
+    let dir_arg = dir.display().to_string();
+    let by_uri = schema_file(
+        &sb,
+        "by-uri.json",
+        &json!({"properties": {"n": {"$ref": "https://example.com/s/defs/name.json"}}}),
+    );
+    let base = [
+        "--resources",
+        &dir_arg,
+        "--resources-base",
+        "https://example.com/s",
+    ];
+    validate(&sb, &by_uri, &base, r#"{"n": "x"}"#)
+        .await
+        .assert_exit(1)
+        .assert_stderr_has(&["\"/n\"", "minLength"]);
+    validate(&sb, &by_uri, &base, r#"{"n": "xy"}"#)
+        .await
+        .assert_exit(0);
+    let out = validate(&sb, &by_uri, &[], r#"{"n": "xy"}"#).await;
+    out.assert_exit(2);
+    assert!(out.stderr.contains("unusable schema"), "{}", out.dump());
+    let file_uri = format!(
+        "file://{}/defs/name.json",
+        dir.canonicalize().unwrap().display()
+    );
+    let by_file = schema_file(
+        &sb,
+        "by-file.json",
+        &json!({"properties": {"n": {"$ref": file_uri}}}),
+    );
+    validate(&sb, &by_file, &["--resources", &dir_arg], r#"{"n": "x"}"#)
+        .await
+        .assert_exit(1)
+        .assert_stderr_has(&["minLength"]);
 }
 
 #[tokio::test]

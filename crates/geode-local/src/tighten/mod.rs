@@ -10,7 +10,7 @@
 //!
 //! | narrowing | where | never when |
 //! |---|---|---|
-//! | the root typed: `type: object` | a root whose type the schema leaves open (`{"properties": ...}` without `type`): geode reads such an answer as a JSON object ([`AnswerRoot`]), so the decoder must write one | the root is typed `object` already |
+//! | the root typed: `type: object` | a root whose type the schema leaves open but whose keywords describe an object (`{"properties": ...}` without `type`; [`AnswerRoot::asked`]) | the root is typed `object` already; an open root without object keywords (`{}`, `{"items": …}`) |
 //! | compact whitespace: `x-guidance` with `whitespace_flexible: false` and the separators `", "` and `": "` (the model's own spacing), no other whitespace | the root | the caller's schema sets `x-guidance.whitespace_flexible` or `whitespace_pattern` itself |
 //! | objects closed: `additionalProperties: false` | an object schema that leaves `additionalProperties` open (absent, `true` or `{}`), or gives it a schema beside declared `properties` | see below; `required` names a key not in `properties`; `minProperties` needs more keys than `properties` has (without `patternProperties`); a keyword left to validation beside it (`not`, `if`, `dependencies`, ...) |
 //! | strings capped: `maxLength: max(`[`STRING_CAP`]`, minLength)` | a `type: string` schema without `maxLength` and `pattern` (with a `format`: only without `minLength`) | see below |
@@ -185,11 +185,12 @@ fn compact_whitespace(schema: &mut Value) -> Option<Transform> {
     })
 }
 
-/// Types the root `object` when geode reads the answer as an object but the schema leaves the
-/// root's type open (the decoder would otherwise be free to write a string).
+/// Types the root `object` when the schema leaves the root's type open but describes an object
+/// ([`AnswerRoot::asked`]; the decoder would otherwise be free to write a string). A narrowing:
+/// every answer it allows, the caller's schema allows.
 fn type_object_root(schema: &ResponseSchema, out: &mut Value) -> Option<Transform> {
     let root = out.as_object_mut()?;
-    if AnswerRoot::of(schema) != AnswerRoot::Object
+    if AnswerRoot::asked(schema) != AnswerRoot::Object
         || root.get("type").and_then(Value::as_str) == Some("object")
     {
         return None;
@@ -197,8 +198,8 @@ fn type_object_root(schema: &ResponseSchema, out: &mut Value) -> Option<Transfor
     root.insert("type".to_owned(), json!("object"));
     Some(Transform {
         pointer: String::new(),
-        action: "type: object for decoding (the schema leaves the root's type open; geode reads \
-                 the answer as a JSON object)"
+        action: "type: object for decoding (the schema leaves the root's type open and \
+                 describes an object)"
             .to_owned(),
     })
 }

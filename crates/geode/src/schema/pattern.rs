@@ -10,13 +10,14 @@
 //! | `[` inside a class (`[[a-z]]`) | a literal `[` | `\[` |
 //! | `&`, `~`, `-` doubled inside a class (`[a&&b]`) | literal characters | escaped (Rust reads class set operators) |
 //! | `]` or `}` outside a class, `{` that starts no quantifier (`\{d}`, `a{,3}`, `{x}`) | literal characters | escaped |
-//! | an identity escape of a letter ECMA does not define (`\a`, `\e`, `\z`, `\A`, `\p`, `\Q`) | the letter itself | the letter (Rust reads most as assertions or classes) |
+//! | an identity escape of a letter ECMA does not define (`\a`, `\e`, `\z`, `\A`, `\Q`) | the letter itself | the letter (Rust reads most as assertions or classes) |
 //! | `\b` inside a class | backspace | `\x08` |
 //! | `\0` not followed by a digit | NUL | `\x00` |
 //! | `\x` or `\u` without their hex digits, `\c` without a letter | `x`, `u`, `\c` | the literal text |
 //! | `[]`, `[^]` | no character, any character | [`EMPTY_CLASS`], `[\s\S]` |
 //!
-//! Everything else passes through unchanged: `\d`, `\w`, `\s`, `\cX`, `\xHH`, `\uHHHH`,
+//! Unicode property escapes (`\p{Letter}`, `\P{L}`) are read as in ECMA's Unicode mode, which JSON
+//! Schema asks for. Everything else passes through unchanged: `\d`, `\w`, `\s`, `\cX`, `\xHH`, `\uHHHH`,
 //! backreferences, groups and lookaround are read by the validator's engine (fancy-regex, with
 //! the validator's own translation of the classes' ECMA meaning). A pattern that is not valid
 //! ECMA either (an unclosed group) is left as written, and the validator says why.
@@ -194,6 +195,15 @@ fn escape(chars: &[char], i: usize, in_class: bool, out: &mut String) -> usize {
             out.push_str(r"\\c");
             i + 2
         }
+        // A Unicode property (`\p{Letter}`): JSON Schema reads patterns in Unicode mode here.
+        'p' | 'P' if chars.get(i + 2) == Some(&'{') => {
+            let end = chars[i + 2..]
+                .iter()
+                .position(|c| *c == '}')
+                .map_or(chars.len(), |p| i + 3 + p);
+            out.extend(&chars[i..end]);
+            end
+        }
         'k' if !chars.get(i + 2).is_some_and(|c| *c == '<') => {
             out.push('k');
             i + 2
@@ -272,7 +282,10 @@ mod tests {
         (r"^\d{3}-\w+$", "123-ab_c", true),
         (r"^(?=.*\d)[a-z\d]{4}$", "ab1c", true),
         (r"^(a)\1$", "aa", true),
-        (r"^\p{L}$", "p{L}", true),
+        (r"^\p{L}$", "é", true),
+        (r"^\p{Letter}+$", "Hello", true),
+        (r"^\P{L}$", "1", true),
+        (r"^\p$", "p", true),
         (r"^[A-Fa-f\d]{2}$", "a9", true),
         (r"^\[\*]$", "[*]", true),
     ];

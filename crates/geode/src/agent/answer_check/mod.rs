@@ -12,7 +12,7 @@ use crate::agent::agent_loop::AgenticResult;
 use crate::agent::termination::TerminationReason;
 use crate::ledger::{CheckFailure, ValidationVerdict, WorkerCheck};
 use crate::llm::request::WireReport;
-use crate::schema::extract::{NoObject, explain_no_object, extract_answer};
+use crate::schema::extract::{NoObject, explain_no_object, extract_answer, extract_typed_answer};
 use crate::schema::nullable::absent_nulls;
 use crate::schema::root::{AnswerRoot, unwrap_root};
 use crate::schema::validate::{
@@ -95,7 +95,7 @@ pub fn check_answer(
     };
     if let Some((schema, compiled)) = schema {
         let root = AnswerRoot::of(schema);
-        let Some(object) = answer_value(text, root, &result.wire) else {
+        let Some(object) = answer_value(text, root, validation, &result.wire) else {
             if !root.is_object() {
                 return fail(CheckFailure::NoValue {
                     expected: root.describe(),
@@ -149,14 +149,24 @@ pub fn check_answer(
 /// object's `value` is the answer; an answer that came back unwrapped anyway is still found by
 /// the root's own rule (the caller's schema decides either way). A `null` the wire allowed for
 /// an optional property ([`crate::schema::nullable`]) is read as the property left out.
-fn answer_value(text: &str, root: AnswerRoot, wire: &WireReport) -> Option<Value> {
+fn answer_value(
+    text: &str,
+    root: AnswerRoot,
+    validation: Validation,
+    wire: &WireReport,
+) -> Option<Value> {
     let unwrapped =
         || extract_answer(text, AnswerRoot::Object).and_then(|(_, wrapper)| unwrap_root(wrapper));
+    // The shallow check judges no type, so it takes only an answer of the root's type.
+    let own = || match validation {
+        Validation::Full => extract_answer(text, root),
+        Validation::RequiredKeys => extract_typed_answer(text, root),
+    };
     let mut value = wire
         .wrapped_root
         .then(unwrapped)
         .flatten()
-        .or_else(|| extract_answer(text, root).map(|(_, v)| v))?;
+        .or_else(|| own().map(|(_, v)| v))?;
     absent_nulls(&mut value, &wire.absent_nulls);
     Some(value)
 }
@@ -226,7 +236,7 @@ pub fn build_schema_retry_prompt(
     wrapped_root: bool,
 ) -> String {
     let stripped = first_text.map(str::trim).unwrap_or_default();
-    let root = AnswerRoot::of(schema);
+    let root = AnswerRoot::asked(schema);
     let asked = if wrapped_root {
         format!(
             "JSON object whose key \"value\" holds the {}",

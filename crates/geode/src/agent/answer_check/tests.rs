@@ -40,16 +40,53 @@ fn an_array_root_passes_with_the_array_as_the_answer() {
     );
     // The shallow check only wants an array.
     assert!(check(ints.clone(), "[1, \"x\"]", Validation::RequiredKeys).passed());
-    let c = check(ints, "{\"a\": [1]}", Validation::Full);
+    // A whole answer of the wrong type is the answer, and the validator says why it fails.
+    let c = check(ints.clone(), "{\"a\": [1]}", Validation::Full);
     assert_eq!(
         c.verdict,
         WorkerCheck::Fail {
-            reason: CheckFailure::NoValue {
-                expected: "JSON array".into()
-            }
+            reason: CheckFailure::Invalid { count: 1 }
         }
     );
-    assert_eq!(c.trigger(), "no parseable JSON array");
+    assert_eq!(c.issues()[0].keyword, "type");
+    // The shallow check judges no type: it wants an array and finds none.
+    for validation in [Validation::Full, Validation::RequiredKeys] {
+        let text = if validation == Validation::Full {
+            "Here it is: {\"a\": [1]}"
+        } else {
+            "{\"a\": [1]}"
+        };
+        let c = check(ints.clone(), text, validation);
+        assert_eq!(
+            c.verdict,
+            WorkerCheck::Fail {
+                reason: CheckFailure::NoValue {
+                    expected: "JSON array".into()
+                }
+            }
+        );
+        assert_eq!(c.trigger(), "no parseable JSON array");
+    }
+}
+
+#[test]
+fn an_untyped_root_takes_any_whole_value_and_validates_it() {
+    for (schema, text, valid) in [
+        (json!({"uniqueItems": true}), "[1, 1]", false),
+        (json!({"uniqueItems": true}), "[1, 2]", true),
+        (json!({"items": {"type": "integer"}}), "[1, \"x\"]", false),
+        (json!({"format": "email"}), "\"a@b.c\"", true),
+        (json!({"format": "email"}), "\"nope\"", false),
+        (json!({"required": ["a"]}), "12", true),
+        (json!({}), "null", true),
+    ] {
+        let c = check(schema.clone(), text, Validation::Full);
+        assert_eq!(c.passed(), valid, "{schema} {text}: {c:?}");
+        assert!(
+            c.object.is_some(),
+            "{schema} {text}: the value is the answer"
+        );
+    }
 }
 
 #[test]

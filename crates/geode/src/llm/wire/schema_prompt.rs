@@ -12,9 +12,10 @@ use crate::schema::root::AnswerRoot;
 pub const INSTRUCTION_HEADING: &str = "Final answer format (JSON):";
 
 /// The instruction text for `schema`: one heading, the rules, then the pretty schema. The answer
-/// is named by the schema's root ("JSON object", "JSON array", ...; see [`AnswerRoot::describe`]).
+/// is named by the root the model is asked for ("JSON object", "JSON array", ...; see
+/// [`AnswerRoot::asked`]).
 pub fn schema_instruction(schema: &ResponseSchema) -> String {
-    let what = AnswerRoot::of(schema).describe();
+    let what = AnswerRoot::asked(schema).describe();
     format!(
         "{INSTRUCTION_HEADING}\nYour final answer must be a single {what} that matches the \
          JSON Schema below. Reply with the {what} only: no prose, no code fences.\n\

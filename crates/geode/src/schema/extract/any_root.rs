@@ -1,16 +1,18 @@
 //! Extraction for any root (part of [`super`], in its own file for size): the rule for
-//! [`AnswerRoot::Values`] roots, and [`extract_answer`] / [`find_answer`] that pick the rule.
+//! [`AnswerRoot::Values`] and [`AnswerRoot::Any`] roots, and [`extract_answer`] /
+//! [`find_answer`] that pick the rule.
 
-use super::{find_last_object, last_object_with};
+use super::{find_last_object, last_object_after};
 use crate::schema::root::{AnswerRoot, TypeSet};
 use crate::schema::tape::Tape;
 use memchr::memmem;
 use serde_json::Value;
 use std::ops::Range;
 
-/// The answer of `text` for a schema root: for [`AnswerRoot::Object`] GEODE's last
-/// balanced object ([`super::extract_last_object`]); otherwise the rule of the module table, returning
-/// the exact substring and the parsed value.
+/// The answer of `text` for a schema root, by the rule of the module table: the whole text when
+/// it is one JSON value, else for [`AnswerRoot::Object`] GEODE's last balanced object
+/// ([`super::extract_last_object`]), else the root's own steps. Returns the exact substring and
+/// the parsed value.
 ///
 /// ```
 /// use geode::schema::extract::extract_answer;
@@ -21,7 +23,35 @@ use std::ops::Range;
 /// assert!(extract_answer("Sure: 42", ints).is_none());
 /// ```
 pub fn extract_answer(text: &str, root: AnswerRoot) -> Option<(&str, Value)> {
-    extract_with(text, root, |s| serde_json::from_str(s).ok(), TypeSet::of)
+    extract_with(
+        text,
+        root,
+        Whole::AnyType,
+        |s| serde_json::from_str(s).ok(),
+        TypeSet::of,
+    )
+}
+
+/// [`extract_answer`] for the shallow check, which judges no type: a whole answer of a type the
+/// root does not admit is passed over for the root's own steps (GEODE's rule finds the object
+/// in `[{"a": 1}]`), so that what is found is always of the root's type.
+pub(crate) fn extract_typed_answer(text: &str, root: AnswerRoot) -> Option<(&str, Value)> {
+    extract_with(
+        text,
+        root,
+        Whole::OfRootType,
+        |s| serde_json::from_str(s).ok(),
+        TypeSet::of,
+    )
+}
+
+/// What the whole trimmed text must be to be the answer as it is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Whole {
+    /// Any JSON value (the validator judges its type).
+    AnyType,
+    /// A value of one of the root's types.
+    OfRootType,
 }
 
 /// [`extract_answer`] with the answer read into a [`Tape`] instead of a `Value`: the same
@@ -37,6 +67,7 @@ pub fn extract_answer_tape(text: &str, root: AnswerRoot) -> Option<(&str, Tape<'
     extract_with(
         text,
         root,
+        Whole::AnyType,
         |s| Tape::parse(s).ok(),
         |t| TypeSet::of_node(t.root()),
     )
@@ -44,31 +75,77 @@ pub fn extract_answer_tape(text: &str, root: AnswerRoot) -> Option<(&str, Tape<'
 
 /// The answer of `text` for a schema root, each candidate read by `parse` and kept when its
 /// type (`type_of`) fits the root: the one rule behind [`extract_answer`] (a `Value`) and
-/// [`extract_answer_tape`] (a tape).
+/// [`extract_answer_tape`] (a tape). A text that is one JSON value as a whole is that value
+/// whatever its type (the validator then says whether the type fits), so that piping a value
+/// into `geode validate` and validating it in memory agree.
 pub(super) fn extract_with<'a, T>(
     text: &'a str,
     root: AnswerRoot,
+    whole_rule: Whole,
     parse: impl Fn(&'a str) -> Option<T>,
     type_of: impl Fn(&T) -> TypeSet,
 ) -> Option<(&'a str, T)> {
+    let whole = text.trim_matches(is_json_space);
+    let admitted = match whole_rule {
+        Whole::AnyType => TypeSet::ALL,
+        Whole::OfRootType => root.types(),
+    };
+    let tried = first_byte_fits(whole, admitted);
+    if tried && let Some(t) = parse(whole).filter(|t| admitted.contains(type_of(t))) {
+        return Some((whole, t));
+    }
+    let object = |s: &'a str| parse(s).filter(|t| type_of(t) == TypeSet::OBJECT);
     match root {
-        AnswerRoot::Object => {
-            last_object_with(text, |s| parse(s).filter(|t| type_of(t) == TypeSet::OBJECT))
+        AnswerRoot::Object => last_object_after(text, tried, object),
+        AnswerRoot::Any => {
+            fenced_value(text, &parse).or_else(|| last_object_after(text, tried, object))
         }
-        AnswerRoot::Values(types) => last_value_with(text, types, |s| {
+        AnswerRoot::Values(types) => last_value_after(text, types, tried, |s| {
             parse(s).filter(|t| types.contains(type_of(t)))
         }),
     }
 }
 
+/// The whole trimmed text when `parse` takes it, else [`fenced_value`]: the steps of an untyped
+/// root before the object rule.
+pub(crate) fn whole_or_fenced<'a, T>(
+    text: &'a str,
+    parse: impl Fn(&'a str) -> Option<T>,
+) -> Option<(&'a str, T)> {
+    let whole = text.trim_matches(is_json_space);
+    if first_byte_fits(whole, TypeSet::ALL)
+        && let Some(t) = parse(whole)
+    {
+        return Some((whole, t));
+    }
+    fenced_value(text, parse)
+}
+
+/// The last fenced `json` (or untagged) block whose trimmed content `parse` takes.
+fn fenced_value<'a, T>(
+    text: &'a str,
+    parse: impl Fn(&'a str) -> Option<T>,
+) -> Option<(&'a str, T)> {
+    fenced_blocks(text).into_iter().rev().find_map(|r| {
+        let block = text.get(r)?.trim_matches(is_json_space);
+        parse(block).map(|t| (block, t))
+    })
+}
+
 /// Like [`extract_answer`] but checks syntax and type only, without building a `Value`.
 pub fn find_answer(text: &str, root: AnswerRoot) -> Option<&str> {
+    let scan = |s: &str| crate::schema::json_scan::scan_keys(s, &[]);
+    let whole = text.trim_matches(is_json_space);
+    let tried = first_byte_fits(whole, TypeSet::ALL);
+    if tried && scan(whole).is_some() {
+        return Some(whole);
+    }
     match root {
         AnswerRoot::Object => find_last_object(text),
-        AnswerRoot::Values(types) => {
-            last_value_with(text, types, |s| crate::schema::json_scan::scan_keys(s, &[]))
-                .map(|(s, _)| s)
-        }
+        AnswerRoot::Any => fenced_value(text, scan)
+            .map(|(s, _)| s)
+            .or_else(|| find_last_object(text)),
+        AnswerRoot::Values(types) => last_value_after(text, types, tried, scan).map(|(s, _)| s),
     }
 }
 
@@ -78,6 +155,16 @@ pub fn find_answer(text: &str, root: AnswerRoot) -> Option<&str> {
 pub fn last_value_with<'a, T>(
     text: &'a str,
     types: TypeSet,
+    parse: impl FnMut(&'a str) -> Option<T>,
+) -> Option<(&'a str, T)> {
+    last_value_after(text, types, false, parse)
+}
+
+/// [`last_value_with`], told whether the whole trimmed text has already been refused.
+fn last_value_after<'a, T>(
+    text: &'a str,
+    types: TypeSet,
+    whole_refused: bool,
     mut parse: impl FnMut(&'a str) -> Option<T>,
 ) -> Option<(&'a str, T)> {
     let mut try_one = |s: &'a str| -> Option<(&'a str, T)> {
@@ -94,7 +181,7 @@ pub fn last_value_with<'a, T>(
         Some((s, t))
     };
     let whole = text.trim_matches(is_json_space);
-    if let Some(found) = try_one(whole) {
+    if !whole_refused && let Some(found) = try_one(whole) {
         return Some(found);
     }
     for r in fenced_blocks(text).into_iter().rev() {
@@ -108,7 +195,7 @@ pub fn last_value_with<'a, T>(
         return None;
     }
     if containers == TypeSet::OBJECT {
-        return last_object_with(text, |s| try_one(s).map(|(_, t)| t));
+        return last_object_after(text, whole_refused, |s| try_one(s).map(|(_, t)| t));
     }
     bracket_spans(text)
         .into_iter()

@@ -7,7 +7,10 @@
 //!
 //! | root | step | candidate | accepted when |
 //! |---|---|---|---|
-//! | object (or untyped) | 1 | the last top-level `{…}` span, then earlier ones (GEODE's rule, below) | it parses as an object |
+//! | every root | 0 | the whole answer, trimmed of JSON whitespace | it parses as one JSON value, of any type (the validator then judges the type) |
+//! | object | 1 | the last top-level `{…}` span, then earlier ones (GEODE's rule, below) | it parses as an object |
+//! | untyped (`{}`, `{"required":[…]}`) | 1 | each fenced code block tagged `json` or untagged, last to first | its trimmed content parses as JSON |
+//! | untyped | 2 | the object rule | it parses as an object |
 //! | any other | 1 | the whole answer, trimmed of JSON whitespace | it parses as a value of an allowed type |
 //! | any other | 2 | each fenced code block tagged `json` or untagged, last to first | its trimmed content parses as a value of an allowed type |
 //! | any other, admitting arrays | 3 | each top-level balanced `[…]` or `{…}` span (both kinds count as one depth), last to first | it parses as a value of an allowed type |
@@ -307,11 +310,24 @@ fn prefix_xor(mut x: u64) -> u64 {
 /// span, so the rule gives the same text). Most answers of a strict provider are just that.
 pub fn last_object_with<'a, T>(
     text: &'a str,
+    parse: impl FnMut(&'a str) -> Option<T>,
+) -> Option<(&'a str, T)> {
+    last_object_after(text, false, parse)
+}
+
+/// [`last_object_with`], told whether `parse` has already refused the whole trimmed text (so
+/// that it is not parsed twice).
+pub(super) fn last_object_after<'a, T>(
+    text: &'a str,
+    whole_refused: bool,
     mut parse: impl FnMut(&'a str) -> Option<T>,
 ) -> Option<(&'a str, T)> {
     let whole = text.trim_matches(|c| matches!(c, ' ' | '\t' | '\n' | '\r'));
     let tried_whole = whole.starts_with('{') && whole.ends_with('}');
-    if tried_whole && let Some(t) = parse(whole) {
+    if tried_whole
+        && !whole_refused
+        && let Some(t) = parse(whole)
+    {
         return Some((whole, t));
     }
     top_level_spans(text).into_iter().rev().find_map(|r| {
@@ -334,7 +350,11 @@ pub fn last_object_with<'a, T>(
 /// assert!(extract_last_object("no braces").is_none());
 /// ```
 pub fn extract_last_object(text: &str) -> Option<(&str, Value)> {
-    extract_answer(text, crate::schema::root::AnswerRoot::Object)
+    last_object_with(text, |s| {
+        serde_json::from_str::<Value>(s)
+            .ok()
+            .filter(Value::is_object)
+    })
 }
 
 /// Why [`extract_last_object`] found no object in a text.
@@ -433,6 +453,7 @@ mod any_root;
 pub use any_root::{
     bracket_spans, extract_answer, extract_answer_tape, fenced_blocks, find_answer, last_value_with,
 };
+pub(crate) use any_root::{extract_typed_answer, whole_or_fenced};
 
 #[cfg(test)]
 mod tests;

@@ -1,10 +1,16 @@
 //! The answer's root: which JSON types a schema admits at the top level.
 //!
 //! In: a [`ResponseSchema`]. Out: an [`AnswerRoot`] — [`AnswerRoot::Object`] when the schema
-//! admits only objects *or says nothing about the root's type* (GEODE's contract: the
-//! answer is a JSON object), else [`AnswerRoot::Values`] with the [`TypeSet`] it admits (`array`,
-//! `string`, `["integer","null"]`, an `enum` of strings, an `anyOf` of an array and a number, ...).
+//! admits only objects, [`AnswerRoot::Any`] when it says nothing about the root's type (`{}`,
+//! `{"required":["a"]}`, `{"items":{…}}`: JSON Schema admits every value there, so geode does
+//! too), else [`AnswerRoot::Values`] with the [`TypeSet`] it admits (`array`, `string`,
+//! `["integer","null"]`, an `enum` of strings, an `anyOf` of an array and a number, ...).
 //! Extraction ([`super::extract::extract_answer`]) and the worker's shallow check follow it.
+//!
+//! What the model is *asked* to write is [`AnswerRoot::asked`]: the same, except that an open
+//! root described by object keywords (`properties`, `required`, ...) is asked for as an object.
+//! Prompts, the local decoder's narrowing and the object-only wires follow that; acceptance never
+//! does.
 //!
 //! How the set is found, per keyword (every keyword narrows; the root is the intersection):
 //!
@@ -154,9 +160,10 @@ impl std::fmt::Display for TypeSet {
 /// What the answer's top-level value may be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AnswerRoot {
-    /// A JSON object, found by GEODE's rule (the last balanced `{…}` that parses). Also
-    /// the root of a schema that does not restrict the type (`{}`, `{"required":["a"]}`).
+    /// A JSON object, found by GEODE's rule (the last balanced `{…}` that parses).
     Object,
+    /// Any JSON value: the schema does not restrict the root's type (`{}`, `{"required":["a"]}`).
+    Any,
     /// A value of one of these types (never exactly `{object}`, never every type).
     Values(TypeSet),
 }
@@ -171,17 +178,34 @@ impl AnswerRoot {
     /// use geode::schema::{ResponseSchema, root::{AnswerRoot, TypeSet}};
     /// let s = |t: &str| AnswerRoot::of(&ResponseSchema::from_json_str(t).unwrap());
     /// assert_eq!(s(r#"{"type":"object"}"#), AnswerRoot::Object);
-    /// assert_eq!(s(r#"{"required":["a"]}"#), AnswerRoot::Object);
+    /// assert_eq!(s(r#"{"required":["a"]}"#), AnswerRoot::Any);
     /// assert_eq!(s(r#"{"type":"array"}"#), AnswerRoot::Values(TypeSet::ARRAY));
     /// assert_eq!(s(r#"{"enum":["a","b"]}"#), AnswerRoot::Values(TypeSet::STRING));
     /// ```
     pub fn of(schema: &ResponseSchema) -> Self {
         let root = schema.as_value();
-        let types = types_of(root, root, MAX_REF_HOPS);
-        if types == TypeSet::ALL || types == TypeSet::OBJECT {
-            Self::Object
-        } else {
-            Self::Values(types)
+        match types_of(root, root, MAX_REF_HOPS) {
+            TypeSet::ALL => Self::Any,
+            TypeSet::OBJECT => Self::Object,
+            types => Self::Values(types),
+        }
+    }
+
+    /// The root the model is asked to write: [`Self::of`], except that an open root that object
+    /// keywords describe (`properties`, `required`, `additionalProperties`, ...) is asked for as
+    /// an object, since that is plainly what the schema's author means. Acceptance still follows
+    /// [`Self::of`]: `[1]` is a valid answer to `{"required":["a"]}`.
+    ///
+    /// ```
+    /// use geode::schema::{ResponseSchema, root::AnswerRoot};
+    /// let s = |t: &str| AnswerRoot::asked(&ResponseSchema::from_json_str(t).unwrap());
+    /// assert_eq!(s(r#"{"required":["a"]}"#), AnswerRoot::Object);
+    /// assert_eq!(s(r#"{"uniqueItems":true}"#), AnswerRoot::Any);
+    /// ```
+    pub fn asked(schema: &ResponseSchema) -> Self {
+        match Self::of(schema) {
+            Self::Any if describes_object(schema.as_value()) => Self::Object,
+            root => root,
         }
     }
 
@@ -189,6 +213,7 @@ impl AnswerRoot {
     pub fn types(self) -> TypeSet {
         match self {
             Self::Object => TypeSet::OBJECT,
+            Self::Any => TypeSet::ALL,
             Self::Values(t) => t,
         }
     }
@@ -203,12 +228,34 @@ impl AnswerRoot {
     pub fn describe(self) -> String {
         match self {
             Self::Object => "JSON object".to_owned(),
+            Self::Any => "JSON value".to_owned(),
             Self::Values(t) => match t.names().as_slice() {
                 [one] if !one.contains(' ') => format!("JSON {one}"),
                 _ => format!("JSON value ({t})"),
             },
         }
     }
+}
+
+/// Keywords that only constrain objects.
+const OBJECT_KEYWORDS: &[&str] = &[
+    "properties",
+    "required",
+    "additionalProperties",
+    "patternProperties",
+    "propertyNames",
+    "minProperties",
+    "maxProperties",
+    "dependentRequired",
+    "dependentSchemas",
+    "dependencies",
+    "unevaluatedProperties",
+];
+
+/// True when a schema's root names an object keyword.
+fn describes_object(root: &Value) -> bool {
+    root.as_object()
+        .is_some_and(|m| OBJECT_KEYWORDS.iter().any(|k| m.contains_key(*k)))
 }
 
 /// The types `node` admits, `root` being the document `$ref`s resolve in.

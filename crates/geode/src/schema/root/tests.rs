@@ -8,17 +8,44 @@ fn root(v: Value) -> AnswerRoot {
 }
 
 #[test]
-fn object_and_untyped_roots_keep_the_reference_rule() {
-    assert_eq!(root(json!({})), AnswerRoot::Object);
+fn object_roots_are_objects_and_untyped_roots_admit_any_value() {
     assert_eq!(root(json!({"type": "object"})), AnswerRoot::Object);
-    assert_eq!(
-        root(json!({"required": ["a"], "properties": {}})),
-        AnswerRoot::Object
-    );
     assert_eq!(
         root(json!({"anyOf": [{"type": "object"}, {"required": ["a"], "type": "object"}]})),
         AnswerRoot::Object
     );
+    for open in [
+        json!({}),
+        json!(true),
+        json!({"required": ["a"], "properties": {}}),
+        json!({"uniqueItems": true}),
+        json!({"items": {"type": "integer"}}),
+        json!({"format": "email"}),
+    ] {
+        assert_eq!(root(open.clone()), AnswerRoot::Any, "{open}");
+    }
+}
+
+#[test]
+fn an_open_root_is_asked_for_as_an_object_only_when_object_keywords_describe_it() {
+    let asked = |v: Value| AnswerRoot::asked(&ResponseSchema::from_value(v).unwrap());
+    assert_eq!(asked(json!({"required": ["a"]})), AnswerRoot::Object);
+    assert_eq!(asked(json!({"properties": {"a": {}}})), AnswerRoot::Object);
+    assert_eq!(
+        asked(json!({"additionalProperties": false})),
+        AnswerRoot::Object
+    );
+    assert_eq!(asked(json!({})), AnswerRoot::Any);
+    assert_eq!(
+        asked(json!({"items": {"type": "integer"}})),
+        AnswerRoot::Any
+    );
+    assert_eq!(
+        asked(json!({"type": "array"})),
+        AnswerRoot::Values(TypeSet::ARRAY)
+    );
+    assert_eq!(AnswerRoot::Any.describe(), "JSON value");
+    assert_eq!(AnswerRoot::Any.types(), TypeSet::ALL);
 }
 
 #[test]
@@ -70,7 +97,7 @@ fn every_kind_of_non_object_root_is_found() {
         assert_eq!(root(schema.clone()), AnswerRoot::Values(want), "{schema}");
     }
     // A `$ref` cycle stops after a few hops instead of looping.
-    assert_eq!(root(json!({"$ref": "#"})), AnswerRoot::Object);
+    assert_eq!(root(json!({"$ref": "#"})), AnswerRoot::Any);
 }
 
 #[test]

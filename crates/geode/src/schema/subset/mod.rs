@@ -224,7 +224,7 @@ fn fit_root(
         RootRule::Any => true,
         RootRule::ObjectNotAnyOf => typed_object && !m.contains_key("anyOf"),
         RootRule::ObjectType => typed_object,
-        RootRule::ObjectValue => AnswerRoot::of(caller).is_object(),
+        RootRule::ObjectValue => AnswerRoot::asked(caller).is_object(),
     };
     if keep {
         return false;
@@ -232,7 +232,7 @@ fn fit_root(
     const COMBINATORS: &[&str] = &[
         "type", "anyOf", "oneOf", "allOf", "$ref", "enum", "const", "not", "if",
     ];
-    if AnswerRoot::of(caller).is_object() && !COMBINATORS.iter().any(|k| m.contains_key(*k)) {
+    if AnswerRoot::asked(caller).is_object() && !COMBINATORS.iter().any(|k| m.contains_key(*k)) {
         if let Value::Object(m) = wire {
             m.insert("type".into(), Value::String("object".into()));
         }

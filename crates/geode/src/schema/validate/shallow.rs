@@ -26,8 +26,9 @@ pub enum ShallowCheck<'a> {
 /// GEODE's worker check on answer text (the last steps of `_needs_schema_retry`): the last
 /// top-level object that parses must have every top-level `required` key. For a schema whose
 /// root is not an object ([`AnswerRoot::Values`]) the answer is found by
-/// [`extract::find_answer`]'s rule and must parse as a value of the root's type; `required`
-/// applies only when that value is an object.
+/// [`extract::find_answer`]'s rule and must parse as a value of the root's type; for an untyped
+/// root ([`AnswerRoot::Any`]) any whole value, fenced block or object. `required` applies only
+/// when that value is an object.
 /// Values are not built, only syntax-checked ([`extract::last_valid_object`],
 /// [`json_scan::scan_keys`]; several times faster than parsing into a `Value`). Like
 /// [`extract::find_last_object`], it accepts numbers that do not fit an `f64` (`1e400`), as
@@ -43,6 +44,8 @@ pub fn shallow_check<'a>(schema: &ResponseSchema, text: &'a str) -> ShallowCheck
     let required = schema.required_keys();
     let found = match AnswerRoot::of(schema) {
         AnswerRoot::Object => extract::last_valid_object(text, &required),
+        AnswerRoot::Any => extract::whole_or_fenced(text, |s| json_scan::scan_keys(s, &required))
+            .or_else(|| extract::last_valid_object(text, &required)),
         AnswerRoot::Values(types) => {
             extract::last_value_with(text, types, |s| json_scan::scan_keys(s, &required))
         }
