@@ -197,10 +197,11 @@ pub fn to_adapter_error(e: LocalError) -> AdapterError {
     let adapter = ADAPTER_NAME.to_owned();
     let message = e.to_string();
     match e {
-        LocalError::ModelMissing { .. } | LocalError::Load { .. } => {
+        LocalError::ModelMissing { .. } | LocalError::Load { .. } | LocalError::BadEnv { .. } => {
             AdapterError::Config { adapter, message }
         }
         LocalError::Constraint { .. }
+        | LocalError::AnswerTooLong { .. }
         | LocalError::PromptTooLong { .. }
         | LocalError::Prompt { .. } => AdapterError::Unsupported { adapter, message },
         LocalError::Matcher { .. } => AdapterError::RunFailed {

@@ -100,12 +100,20 @@ impl Constraint {
     }
 
     /// The llguidance grammar for this constraint (`None` when unconstrained), a schema
-    /// narrowed for answers of at most `max_tokens`.
-    fn to_grammar(&self, max_tokens: u32) -> Result<Option<TopLevelGrammar>, LocalError> {
+    /// narrowed for answers of at most `max_tokens`, refused when even its shortest answer
+    /// needs more tokens of a model whose longest token is `longest_token` bytes
+    /// ([`crate::shortest::check`]).
+    fn to_grammar(
+        &self,
+        max_tokens: u32,
+        longest_token: usize,
+    ) -> Result<Option<TopLevelGrammar>, LocalError> {
         Ok(Some(match self {
             Self::None => return Ok(None),
             Self::JsonSchema(schema) => {
-                TopLevelGrammar::from_json_schema(tighten_within(schema, max_tokens).schema)
+                let decoding = tighten_within(schema, max_tokens).schema;
+                crate::shortest::check(&decoding, max_tokens, longest_token)?;
+                TopLevelGrammar::from_json_schema(decoding)
             }
             Self::Choice(options) => TopLevelGrammar::from_lark(choice_grammar(options)?),
             Self::Regex(rx) => TopLevelGrammar::from_regex(rx),
@@ -121,7 +129,8 @@ impl Constraint {
         factory: &ParserFactory,
         max_tokens: u32,
     ) -> Result<Option<Matcher>, LocalError> {
-        let Some(grammar) = self.to_grammar(max_tokens)? else {
+        let longest_token = factory.tok_env().tok_trie().max_token_len();
+        let Some(grammar) = self.to_grammar(max_tokens, longest_token)? else {
             return Ok(None);
         };
         let parser = factory

@@ -33,11 +33,17 @@ use std::time::Duration;
 
 /// The environment variable naming the GGUF model file.
 pub const MODEL_ENV: &str = "GEODE_LOCAL_MODEL";
-/// The environment variable overriding the thread count (a positive integer; default 2).
+/// The environment variable overriding the thread count (1 to [`MAX_THREADS`]; default 2).
 pub const THREADS_ENV: &str = "GEODE_LOCAL_THREADS";
 /// The environment variable overriding the number of sequence slots (calls decoded at once;
-/// a positive integer; default 16).
+/// 1 to [`MAX_SLOTS`]; default 16).
 pub const SLOTS_ENV: &str = "GEODE_LOCAL_SLOTS";
+/// The most threads: ggml's `GGML_MAX_N_THREADS` (100,000 aborted the engine with a C++
+/// exception Rust cannot catch).
+pub const MAX_THREADS: u32 = 512;
+/// The most slots: llama.cpp's `LLAMA_MAX_SEQ` (1,000,000 failed to create the context with
+/// "null reference from llama.cpp", naming nothing).
+pub const MAX_SLOTS: u32 = 256;
 /// The model file name in the cache directory.
 pub const MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 
@@ -78,13 +84,26 @@ impl Default for EngineConfig {
     ///
     /// llama.cpp's worker threads spin at barriers: on a machine whose cores are busy with other
     /// work, 1 thread can be much faster than 2.
+    /// A variable out of its range is ignored here; [`EngineConfig::from_env`] refuses it.
     fn default() -> Self {
+        let env = |name, max| bounded_env(name, max).ok().flatten();
         Self {
             model_path: default_model_path(),
             n_ctx: 4096,
-            threads: positive_env(THREADS_ENV).unwrap_or(2),
-            slots: positive_env(SLOTS_ENV).unwrap_or(16),
+            threads: env(THREADS_ENV, MAX_THREADS).map_or(2, |t| i32::try_from(t).unwrap_or(2)),
+            slots: env(SLOTS_ENV, MAX_SLOTS).unwrap_or(16),
         }
+    }
+}
+
+impl EngineConfig {
+    /// [`EngineConfig::default`], but a `GEODE_LOCAL_THREADS` or `GEODE_LOCAL_SLOTS` that is
+    /// not an integer in its range is an error naming the variable (the documented rule for
+    /// variables that override a setting), not a silent default.
+    pub fn from_env() -> Result<Self, LocalError> {
+        bounded_env(THREADS_ENV, MAX_THREADS)?;
+        bounded_env(SLOTS_ENV, MAX_SLOTS)?;
+        Ok(Self::default())
     }
 }
 
@@ -140,7 +159,7 @@ impl LocalEngine {
         if let Some(engine) = SHARED.get() {
             return Ok(Arc::clone(engine));
         }
-        let engine = Arc::new(Self::load(&EngineConfig::default())?);
+        let engine = Arc::new(Self::load(&EngineConfig::from_env()?)?);
         Ok(Arc::clone(SHARED.get_or_init(|| engine)))
     }
 
@@ -166,6 +185,14 @@ impl LocalEngine {
             .map_err(|e| load_err(format!("llguidance: {e:#}")))?;
         factory.quiet();
         let n_ctx = NonZeroU32::new(config.n_ctx).ok_or_else(|| load_err("n_ctx is 0".into()))?;
+        // Out of llama.cpp's ranges the context is not created, or the process aborts.
+        if !(1..=i64::from(MAX_THREADS)).contains(&i64::from(config.threads))
+            || config.slots > MAX_SLOTS
+        {
+            return Err(load_err(format!(
+                "threads must be 1 to {MAX_THREADS} and slots at most {MAX_SLOTS}"
+            )));
+        }
         let params = LlamaContextParams::default()
             .with_n_ctx(Some(n_ctx))
             .with_n_batch(512)
@@ -277,10 +304,21 @@ fn thread_gone() -> LocalError {
     }
 }
 
-/// A positive integer from the environment variable `name`.
-fn positive_env<T: std::str::FromStr + PartialOrd + Default>(name: &str) -> Option<T> {
-    std::env::var(name)
-        .ok()
-        .and_then(|t| t.trim().parse::<T>().ok())
-        .filter(|t| *t > T::default())
+/// The integer from 1 to `max` in the environment variable `name`; `None` when it is unset
+/// or empty. Its value is never shown.
+fn bounded_env(name: &'static str, max: u32) -> Result<Option<u32>, LocalError> {
+    let Some(text) = std::env::var_os(name) else {
+        return Ok(None);
+    };
+    let text = text.to_string_lossy();
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    match text.trim().parse::<u32>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(Some(n)),
+        _ => Err(LocalError::BadEnv {
+            name,
+            message: format!("must be an integer from 1 to {max}"),
+        }),
+    }
 }

@@ -19,6 +19,15 @@ pub enum LocalError {
         /// The path that was looked up.
         path: PathBuf,
     },
+    /// A variable that sets the engine up (`GEODE_LOCAL_THREADS`, `GEODE_LOCAL_SLOTS`) has a
+    /// bad value (not shown).
+    #[error("bad environment variable {name}: {message}")]
+    BadEnv {
+        /// The variable.
+        name: &'static str,
+        /// What is wrong.
+        message: String,
+    },
     /// llama.cpp could not initialise or load the model.
     #[error("cannot load local model {}: {message}", path.display())]
     Load {
@@ -34,6 +43,23 @@ pub enum LocalError {
         kind: &'static str,
         /// llguidance's reason.
         reason: String,
+    },
+    /// Every answer the schema allows is longer than the call's token budget can hold
+    /// ([`crate::shortest`]): refused before any token instead of decoding to the budget.
+    #[error(
+        "json_schema constraint refused before decoding: every answer it allows is at least \
+         {bytes} bytes ({cause}), at least {tokens} tokens of this model, more than max_tokens \
+         {max_tokens}"
+    )]
+    AnswerTooLong {
+        /// The lower bound on an answer's bytes.
+        bytes: u64,
+        /// The lower bound on its tokens.
+        tokens: u64,
+        /// The call's budget.
+        max_tokens: u32,
+        /// The keyword that makes it long, with its place (`minItems 1000000 at /`).
+        cause: String,
     },
     /// The constraint matcher failed while decoding (the output is not trusted).
     #[error("constraint matcher failed during decoding: {reason}")]

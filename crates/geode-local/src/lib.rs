@@ -8,6 +8,7 @@
 //! | `slots` | the scheduler: concurrent calls in sequence slots, stepped together in one batch |
 //! | [`tighten`] | the caller's schema narrowed for decoding (closed objects, compact whitespace, bounded strings, lists and map keys, narrowed further until its longest answer fits the call's `max_tokens`; keywords llguidance cannot compile left to validation), each change named |
 //! | [`constraint`] | [`Constraint`]: JSON Schema, choice, regex, Lark grammar → llguidance matcher (fail closed) |
+//! | [`shortest`] | a lower bound on any answer's length: a schema whose shortest answer cannot fit `max_tokens` is refused before decoding |
 //! | [`prompt`] | chat turns from a request, rendered with the GGUF's chat template |
 //! | [`decode`] | the masked sampling loop, stop reasons, usage |
 //! | `closing` | in the last tokens of the budget, the mask's closing tokens preferred |
@@ -46,6 +47,7 @@ pub mod decode;
 pub mod engine;
 pub mod error;
 pub mod prompt;
+pub mod shortest;
 mod slots;
 pub mod tighten;
 

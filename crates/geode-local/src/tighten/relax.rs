@@ -11,6 +11,7 @@
 //! | keyword | in the grammar |
 //! |---|---|
 //! | `oneOf` | decoded as `anyOf` (exclusivity checked afterwards); beside an `anyOf`, as an `allOf` entry `{"anyOf": [...]}` |
+//! | `not` of a schema every value matches (`{}`, `true`, annotations only) | the whole schema decoded as `false` (a narrowing: it rejects every value, so llguidance refuses a required one before any token, and leaves out an optional one) |
 //! | `not`, `if`/`then`/`else`, `dependencies`, `dependentRequired`, `dependentSchemas`, `uniqueItems`, `contains`/`minContains`/`maxContains`, `propertyNames`, `unevaluatedProperties`, `unevaluatedItems` | removed (checked afterwards) |
 //! | `format: iri` | `format: uri` (a narrowing: every URI is an IRI) |
 //! | `format: int32` / `int64` (OpenAPI's, common in Kubernetes and other OpenAPI-made schemas) | the format's signed range as `minimum`/`maximum`, where the schema's own bounds are not tighter (a narrowing: a model cannot write a 200-digit `port`) |
@@ -60,9 +61,36 @@ pub(super) fn may_require_keys(keyword: &str) -> bool {
 pub(super) const COMPILED_FORMATS: [&str; 11] =
     projection::joined(&projection::STRICT_FORMATS, &["uri", "unknown"]);
 
+/// Keywords that never reject a value: a schema of only these (or `true`, `{}`) matches every
+/// value, and `not` of it matches none.
+const ANNOTATIONS: [&str; 8] = [
+    "title",
+    "description",
+    "$comment",
+    "examples",
+    "default",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+];
+
+/// Whether every value matches `schema` for sure (`true`, `{}`, annotations only).
+fn matches_everything(schema: &Value) -> bool {
+    match schema {
+        Value::Bool(b) => *b,
+        Value::Object(map) => map.keys().all(|k| ANNOTATIONS.contains(&k.as_str())),
+        _ => false,
+    }
+}
+
 /// One change for llguidance.
 #[derive(Debug, Clone, PartialEq)]
 enum Relax {
+    /// `not` of a schema every value matches: the node matches nothing, decoded as `false`
+    /// (removing `not` would decode every value, each then rejected by validation and
+    /// retried: a `{"not": {}}` root, which is also what a `false` root becomes, decoded an
+    /// unconstrained answer twice).
+    NothingMatches,
     OneOfAsAnyOf,
     Remove(String),
     IriAsUri,
@@ -98,13 +126,20 @@ pub(crate) fn relax(original: &Value, out: &mut Value) -> Vec<Transform> {
     let mut applied = Vec::new();
     for (pointer, change) in found.into_iter().rev() {
         let at = locate(out, &pointer);
-        if let Some(Value::Object(node)) = at.and_then(|at| out.pointer_mut(&at)) {
+        let Some(slot) = at.and_then(|at| out.pointer_mut(&at)) else {
+            continue;
+        };
+        if change == Relax::NothingMatches && slot.is_object() {
+            *slot = Value::Bool(false);
+        } else if let Value::Object(node) = slot {
             apply(node, &change);
-            applied.push(Transform {
-                pointer,
-                action: describe(&change),
-            });
+        } else {
+            continue;
         }
+        applied.push(Transform {
+            pointer,
+            action: describe(&change),
+        });
     }
     applied.reverse();
     applied
@@ -128,6 +163,10 @@ fn locate(out: &Value, pointer: &str) -> Option<String> {
 
 fn describe(change: &Relax) -> String {
     match change {
+        Relax::NothingMatches => "not of a schema every value matches: no value matches here, \
+                                  decoded as false (llguidance refuses it where a value is \
+                                  required)"
+            .to_owned(),
         Relax::OneOfAsAnyOf => "oneOf decoded as anyOf (llguidance cannot compile oneOf; that \
                                 exactly one branch holds is checked by validating the answer)"
             .to_owned(),
@@ -179,6 +218,8 @@ fn apply(node: &mut Map<String, Value>, change: &Relax) {
                 node.insert("anyOf".to_owned(), branches);
             }
         }
+        // Replaces the whole node: done by the caller.
+        Relax::NothingMatches => {}
         Relax::Remove(k) => {
             node.shift_remove(k);
         }
@@ -203,6 +244,11 @@ fn collect(node: &Value, pointer: String, found: &mut Vec<(String, Relax)>) {
     };
     if map.get("oneOf").is_some_and(Value::is_array) {
         found.push((pointer.clone(), Relax::OneOfAsAnyOf));
+    }
+    if map.get("not").is_some_and(matches_everything) {
+        // Nothing inside matters any more: the node becomes `false`.
+        found.push((pointer, Relax::NothingMatches));
+        return;
     }
     for k in UNCOMPILED {
         if map.contains_key(k) {

@@ -226,3 +226,33 @@ fn grammar_accepts(schema: &Value, text: &str) -> bool {
     let bytes: Vec<u32> = text.bytes().map(u32::from).collect();
     m.consume_tokens(&bytes).is_ok() && m.is_accepting().unwrap_or(false)
 }
+
+#[test]
+fn not_of_everything_matches_nothing_and_is_decoded_as_false() {
+    // A `false` root is `{"not": {}}` in a ResponseSchema: removing `not` would decode anything.
+    for root in [json!({"not": {}}), json!(false), json!({"not": true})] {
+        let t = tighten(&root);
+        assert_eq!(t.schema, json!(false), "{root}");
+        let refused = compiles(&t.schema).unwrap_err();
+        assert!(refused.contains("false"), "{refused}");
+    }
+    // An optional property that matches nothing is left out; a required one is refused.
+    let optional = json!({
+        "type": "object",
+        "properties": {"gone": {"not": {"description": "never"}}, "kept": {"type": "integer"}},
+    });
+    let t = tighten(&optional);
+    assert_eq!(t.schema.pointer("/properties/gone"), Some(&json!(false)));
+    assert!(t.transforms.iter().any(|t| t.pointer == "/properties/gone"
+        && t.action.starts_with("not of a schema every value matches")));
+    compiles(&t.schema).unwrap();
+    let required = json!({
+        "type": "object",
+        "properties": {"x": {"type": "string", "not": {}}},
+        "required": ["x"],
+    });
+    assert!(compiles(&tighten(&required).schema).is_err());
+    // `not` of a real schema is still left to validation.
+    let t = tighten(&json!({"type": "string", "not": {"const": "a"}}));
+    assert!(t.schema.get("not").is_none() && t.schema.get("type").is_some());
+}
