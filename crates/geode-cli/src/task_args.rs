@@ -58,8 +58,9 @@ pub(crate) struct TaskArgs {
     /// A system prompt.
     #[arg(long)]
     system: Option<String>,
-    /// Maximum output tokens per call.
-    #[arg(long)]
+    /// Maximum output tokens per call (at least 1: 0 went on the wire as is and came back as a
+    /// provider's 400).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     max_tokens: Option<u32>,
 }
 

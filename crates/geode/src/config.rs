@@ -8,6 +8,13 @@
 //! name, or `pass_env` on an adapter that runs no CLI, is an error that names the entry by
 //! position only (a pasted value is never echoed).
 //!
+//! Hostile files are refused, not half-read: a `geode.toml` that is there but is not a regular
+//! file (a directory, a FIFO, a device, a dangling or looping symlink) or is larger than
+//! [`MAX_CONFIG_BYTES`] is an error, never skipped for the defaults; a value of the wrong type
+//! is named by its key and position, not echoed (a key pasted in the wrong place stays
+//! unseen), and every message passes the secret scrubber; `[timeouts] request_s`, each
+//! `[adapters.NAME] model` and `base_url` are checked when the file is loaded.
+//!
 //! ```toml
 //! default_adapter = "openai-payg"
 //! fallback = ["openai-payg", "anthropic-payg"]
@@ -54,6 +61,10 @@ use std::path::{Path, PathBuf};
 
 /// The variable that overrides `[limits] max_response_bytes`.
 pub const MAX_RESPONSE_BYTES_ENV: &str = "GEODE_MAX_RESPONSE_BYTES";
+
+/// The largest config file read (1 MiB): a config is a few tables; a larger file (a symlink to
+/// a log, a paste gone wrong) is refused before it is read whole.
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
 /// Per-adapter settings.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -186,6 +197,17 @@ pub enum ConfigError {
         /// The provider, the key and why.
         problem: ProviderError,
     },
+    /// A setting whose value cannot be used (`[timeouts] request_s`, `[adapters.NAME] model`
+    /// or `base_url`). The message never holds the value when it may be a secret.
+    #[error("bad config {path}: {key}: {message}")]
+    Setting {
+        /// The file.
+        path: String,
+        /// The key, e.g. `[adapters.openai-payg] base_url`.
+        key: String,
+        /// What is wrong.
+        message: String,
+    },
     /// A `pass_env` that cannot be used. The message names entries by position, never by text.
     #[error("bad config {path}: [adapters.{adapter}] pass_env: {message}")]
     PassEnv {
@@ -207,7 +229,7 @@ impl Config {
                 path: path.to_owned(),
                 line,
                 column,
-                message: e.message().to_owned(),
+                message: crate::secret::scrub(&without_strings(e.message())),
             }
         })?;
         cfg.rows = cfg
@@ -243,6 +265,31 @@ impl Config {
             .find(|n| cfg.spec(n).is_none())
         {
             return Err(unknown(bad, "[gateway.models]"));
+        }
+        let setting = |key: String, message: String| ConfigError::Setting {
+            path: path.to_owned(),
+            key,
+            message,
+        };
+        if let Some(s) = cfg.timeouts.request_s
+            && !(s.is_finite() && s > 0.0)
+        {
+            return Err(setting(
+                "[timeouts] request_s".to_owned(),
+                format!("timeout_s must be a positive, finite number of seconds, got {s}"),
+            ));
+        }
+        for (name, adapter) in &cfg.adapters {
+            if adapter.model.as_ref().is_some_and(|m| m.trim().is_empty()) {
+                return Err(setting(
+                    format!("[adapters.{name}] model"),
+                    "is empty: name a model, or leave the key out for the default".to_owned(),
+                ));
+            }
+            if let Some(base) = &adapter.base_url {
+                crate::llm::registry::check_base_url(base)
+                    .map_err(|m| setting(format!("[adapters.{name}] base_url"), m))?;
+            }
         }
         for (name, adapter) in &cfg.adapters {
             check_pass_env(cfg.spec(name), &adapter.pass_env).map_err(|message| {
@@ -286,11 +333,10 @@ impl Config {
             candidates.push(PathBuf::from(home).join(".config/geode/config.toml"));
         }
         for path in candidates {
-            if env.file_exists(&path) {
-                let text = std::fs::read_to_string(&path).map_err(|e| ConfigError::Io {
-                    path: path.display().to_string(),
-                    message: e.to_string(),
-                })?;
+            // Anything at the path (a symlink included, even a dangling one) is the config: a
+            // directory or a loop there is an error, not a reason to run on the defaults.
+            if env.file_exists(&path) || path.symlink_metadata().is_ok() {
+                let text = read_config(&path)?;
                 return Self::parse(&text, &path.display().to_string());
             }
         }
@@ -328,6 +374,32 @@ impl Config {
         (!base.trim().is_empty()).then(|| join(&base, e.path))
     }
 
+    /// Where [`Self::endpoint_url`] (without a flag) takes `adapter`'s base URL from, in words
+    /// for an error that names it: the `GEODE_*_BASE_URL` variable, the SDK's variable, this
+    /// file's `base_url`, or the registry's default.
+    pub fn base_url_source(&self, adapter: &str, env: &dyn Environment) -> String {
+        let Some(e) = self.spec(adapter).and_then(|s| s.endpoint) else {
+            return "the base URL".to_owned();
+        };
+        if env.var(e.base_env).is_some() {
+            return e.base_env.to_owned();
+        }
+        if let Some(sdk) = e.sdk_base
+            && env.var(sdk.env).is_some()
+        {
+            return sdk.env.to_owned();
+        }
+        match (
+            &self.source,
+            self.adapters.get(adapter).and_then(|a| a.base_url.as_ref()),
+        ) {
+            (Some(path), Some(_)) => {
+                format!("[adapters.{adapter}] base_url of {}", path.display())
+            }
+            _ => format!("the default base URL of {adapter}"),
+        }
+    }
+
     /// The model for `adapter`: `flag` > this file > the registry default.
     pub fn model(&self, adapter: &str, flag: Option<&str>) -> String {
         flag.filter(|m| !m.is_empty())
@@ -345,9 +417,10 @@ impl Config {
                 .trim()
                 .parse::<NonZeroU64>()
                 .map(NonZeroU64::get)
+                // The value is not shown: a key pasted into the wrong variable stays unseen.
                 .map_err(|e| ConfigError::BadEnv {
                     name: MAX_RESPONSE_BYTES_ENV,
-                    message: format!("{v:?} is not a positive number of bytes ({e})"),
+                    message: format!("not a positive number of bytes ({e})"),
                 });
         }
         Ok(self
@@ -355,6 +428,71 @@ impl Config {
             .max_response_bytes
             .map_or(DEFAULT_MAX_RESPONSE_BYTES, NonZeroU64::get))
     }
+}
+
+/// The text of the config file at `path`: a regular file (symlinks followed) of at most
+/// [`MAX_CONFIG_BYTES`], valid UTF-8. A FIFO or a device is refused before it is opened (a
+/// read would block or never end).
+fn read_config(path: &Path) -> Result<String, ConfigError> {
+    use std::io::Read;
+    let io = |message: String| ConfigError::Io {
+        path: path.display().to_string(),
+        message,
+    };
+    let meta = std::fs::metadata(path).map_err(|e| io(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(io("not a regular file".to_owned()));
+    }
+    if meta.len() > MAX_CONFIG_BYTES {
+        return Err(io(format!(
+            "{} bytes, more than the {MAX_CONFIG_BYTES} a config may have",
+            meta.len()
+        )));
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_CONFIG_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|e| io(e.to_string()))?;
+    if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > MAX_CONFIG_BYTES {
+        return Err(io(format!(
+            "more than the {MAX_CONFIG_BYTES} bytes a config may have"
+        )));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        io(format!(
+            "not valid UTF-8 (at byte {})",
+            e.utf8_error().valid_up_to()
+        ))
+    })
+}
+
+/// `message` (a TOML or serde error) with each quoted string value taken out: `invalid type:
+/// string "sk-...", expected f64` becomes `invalid type: a string, expected f64`. The line
+/// and column already point at the value, and a secret pasted in the wrong place must not be
+/// echoed.
+fn without_strings(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(at) = rest.find("string \"") {
+        out.push_str(&rest[..at]);
+        out.push_str("a string");
+        let value = &rest[at + "string \"".len()..];
+        let mut escaped = false;
+        let end = value.char_indices().find_map(|(i, c)| match c {
+            '\\' if !escaped => {
+                escaped = true;
+                None
+            }
+            '"' if !escaped => Some(i + 1),
+            _ => {
+                escaped = false;
+                None
+            }
+        });
+        rest = end.map_or("", |e| &value[e..]);
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Why `names` cannot be the `pass_env` of `adapter`, if it cannot.
@@ -530,6 +668,48 @@ mod tests {
         assert!(err.to_string().contains("only the CLI adapters"), "{err}");
         let err = Config::parse("[adapters.codex-cli]\npass_env = \"X\"\n", "g.toml").unwrap_err();
         assert!(matches!(err, ConfigError::Invalid { line: 2, .. }), "{err}");
+    }
+
+    #[test]
+    fn a_wrong_type_never_echoes_a_string_value() {
+        let err = Config::parse("[timeouts]\nrequest_s = \"sk-pasted-\\\"key\"\n", "g.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(!err.contains("sk-pasted"), "{err}");
+        assert!(err.contains("line 2") && err.contains("a string"), "{err}");
+        assert_eq!(
+            without_strings(r#"invalid type: string "a\"b", expected f64; string "c""#),
+            "invalid type: a string, expected f64; a string"
+        );
+    }
+
+    #[test]
+    fn bad_settings_name_their_key() {
+        for (text, key) in [
+            ("[timeouts]\nrequest_s = nan\n", "[timeouts] request_s"),
+            ("[timeouts]\nrequest_s = -inf\n", "[timeouts] request_s"),
+            (
+                "[adapters.glm-payg]\nmodel = \" \"\n",
+                "[adapters.glm-payg] model",
+            ),
+            (
+                "[adapters.glm-payg]\nbase_url = \"not a url\"\n",
+                "[adapters.glm-payg] base_url",
+            ),
+            (
+                "[adapters.glm-payg]\nbase_url = \"http://u:pw-secret@h/v1\"\n",
+                "[adapters.glm-payg] base_url",
+            ),
+        ] {
+            let err = Config::parse(text, "g.toml").unwrap_err();
+            assert!(
+                matches!(err, ConfigError::Setting { .. }),
+                "{text}: {err:?}"
+            );
+            let err = err.to_string();
+            assert!(err.contains(key), "{text}: {err}");
+            assert!(!err.contains("pw-secret"), "{err}");
+        }
     }
 
     #[test]

@@ -25,12 +25,18 @@ async fn worker_retries_once(case: Case) {
     assert_eq!(ledger["adapter"], case.adapter, "{ledger}");
     assert_eq!(ledger["retry"]["decision"], "ran", "{ledger}");
     assert_eq!(ledger["attempts"].as_array().unwrap().len(), 2, "{ledger}");
-    assert_eq!(ledger["wire_mode"], case.mode, "{ledger}");
+    // A probed server whose answer broke the schema it was said to enforce loses the verdict:
+    // the retry goes as a hint, and the ledger says so (hostile_probe.rs).
+    let probed = case.adapter == "openai-compatible";
+    let mode = if probed { "hint" } else { case.mode };
+    assert_eq!(ledger["wire_mode"], mode, "{ledger}");
 
     let calls = model_calls(&server);
     assert_eq!(calls.len(), 2, "{calls:#?}");
-    for call in &calls {
-        case.assert_schema_on_wire(&call.body);
+    for (i, call) in calls.iter().enumerate() {
+        if !(probed && i == 1) {
+            case.assert_schema_on_wire(&call.body);
+        }
         case.assert_credential_header(call);
     }
 }

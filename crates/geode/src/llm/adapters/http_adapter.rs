@@ -87,13 +87,31 @@ impl HttpAdapter {
                 "no base URL: set {var} or base_url in [adapters.{name}] of geode.toml"
             ))
         })?;
+        // A base URL from a variable is checked here, where its source is known (the file's
+        // when it was loaded): a bad one is a configuration error naming it, not a transport
+        // failure at the first call; the URL itself is never shown (it may hold a password).
+        if let Err(why) = crate::llm::registry::check_base_url(&url) {
+            let source = cfg.base_url_source(name, env);
+            return Err(config_err(format!("{source}: {why}")));
+        }
+        // A key read from `key` must fit in a header (a pasted newline would otherwise fail
+        // every call with a bare "invalid header"); the value is never shown.
+        let key_in = |key: &str, v: String| {
+            if reqwest::header::HeaderValue::from_str(&v).is_err() {
+                return Err(config_err(format!(
+                    "environment variable {key} holds a character an HTTP header cannot carry \
+                     (a newline or another control character); its value is not shown"
+                )));
+            }
+            Ok(Secret::new(v))
+        };
         let signer = match spec.auth {
             Auth::ApiKey { env: key, header } => match var_in(env, key) {
-                Some(v) => Signer::Key(Secret::new(v), header),
+                Some(v) => Signer::Key(key_in(key, v)?, header),
                 None => return Err(config_err(format!("environment variable {key} is not set"))),
             },
             Auth::OptionalApiKey { env: key, header } => match var_in(env, key) {
-                Some(v) => Signer::Key(Secret::new(v), header),
+                Some(v) => Signer::Key(key_in(key, v)?, header),
                 None => Signer::Unsigned,
             },
             Auth::CodexLogin {
@@ -124,7 +142,7 @@ impl HttpAdapter {
                 })
             }
             Auth::ClaudeLogin { token_env, .. } => match var_in(env, token_env) {
-                Some(t) => Signer::Claude(ClaudeLogin::Fixed(Secret::new(t))),
+                Some(t) => Signer::Claude(ClaudeLogin::Fixed(key_in(token_env, t)?)),
                 None => {
                     let path = spec.credential_file(env).ok_or_else(|| {
                         config_err(format!("{token_env} is not set and HOME is unknown"))

@@ -261,7 +261,7 @@ mod providers;
 mod rows;
 mod schema_route;
 
-pub use providers::{ProviderConfig, ProviderError, SchemaOnWire, WireKind};
+pub use providers::{ProviderConfig, ProviderError, SchemaOnWire, WireKind, check_base_url};
 pub use rows::{ADAPTERS, CLAUDE_CLI, CODEX_CLI};
 pub use schema_route::{PlanCx, SchemaRoute};
 

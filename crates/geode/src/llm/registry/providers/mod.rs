@@ -321,8 +321,9 @@ fn check_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// An `http` or `https` URL with a host and no credentials in it.
-fn check_base_url(base: &str) -> Result<(), String> {
+/// Why `base` cannot be a base URL: not a URL, not `http`/`https` with a host, or holding
+/// credentials (never echoed). Also used for the built-in adapters' `base_url` and variables.
+pub fn check_base_url(base: &str) -> Result<(), String> {
     let url = reqwest::Url::parse(base.trim())
         .map_err(|e| format!("not a URL ({e}); give e.g. https://host/v1"))?;
     if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
