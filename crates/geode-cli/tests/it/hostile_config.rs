@@ -394,12 +394,15 @@ async fn a_provider_on_a_remote_host_is_accepted_and_never_reached_from_the_test
     out.assert_exit(3).assert_hides(SECRET);
 }
 
+/// Puts a hostile `geode.toml` (or home config) in a sandbox.
+type Make = dyn Fn(&Sandbox);
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_config_file_that_is_not_a_small_regular_text_file_is_an_error_not_the_defaults() {
     let write = |sb: &Sandbox, bytes: &[u8]| {
         std::fs::write(sb.cwd.path().join("geode.toml"), bytes).unwrap();
     };
-    let cases: Vec<(&str, Box<dyn Fn(&Sandbox)>, Vec<&str>)> = vec![
+    let cases: Vec<(&str, Box<Make>, Vec<&str>)> = vec![
         (
             "10 MB of comments",
             Box::new(move |sb: &Sandbox| {
