@@ -21,14 +21,16 @@ test: setup lint
 	cargo test --workspace --all-targets
 	cargo test --workspace --doc
 
+# GEODE_LINK_ORDER=1: the release link puts the code a hosted task runs first (crates/geode-cli/build.rs),
+# which takes a worker's peak RSS from about 11 to 6.5 MiB (docs/benchmarks.md, "A lean worker").
 demo: setup
-	cargo build --release -p geode-cli -p geode-local -p geode-gateway
+	GEODE_LINK_ORDER=1 cargo build --release -p geode-cli -p geode-local -p geode-gateway
 	@scripts/demo.sh
 
 bench: setup
 	scripts/install-venv.sh litellm scripts/python/litellm-requirements.txt litellm --version
 	cargo build --release -p geode-gateway
-	cargo bench --workspace
+	GEODE_LINK_ORDER=1 cargo bench --workspace
 
 # geode's local engine beside upstream llama-server (built once into the cache by setup), same
 # model, prompts, schema, sampling and threads, interleaved; prints per-call latency, prompt and
