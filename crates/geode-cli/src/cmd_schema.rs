@@ -9,6 +9,7 @@ use clap::Subcommand;
 use geode::llm::registry::PlanCx;
 use geode::schema::ResponseSchema;
 use geode::schema::projection::{LimitViolation, Preflight};
+use geode::schema::root::AnswerRoot;
 use geode::schema::strict::check_strict;
 use geode::schema::validate::CompiledSchema;
 use std::path::PathBuf;
@@ -64,19 +65,6 @@ fn load(file: &std::path::Path) -> Result<ResponseSchema, u8> {
             eprintln!("geode: unusable schema: {e}");
             crate::EXIT_USAGE
         })
-}
-
-/// Whether the schema's root says nothing about the answer's type: `true`, `{}`, or keywords
-/// that only apply to some types (`{"uniqueItems": true}`).
-fn admits_any_root(schema: &serde_json::Value) -> bool {
-    const TYPING: &[&str] = &[
-        "type", "anyOf", "oneOf", "allOf", "$ref", "enum", "const", "not", "if",
-    ];
-    match schema {
-        serde_json::Value::Bool(b) => *b,
-        serde_json::Value::Object(m) => !TYPING.iter().any(|k| m.contains_key(*k)),
-        _ => false,
-    }
 }
 
 /// A JSON pointer as printed: `/` for the root.
@@ -242,7 +230,7 @@ fn check(file: &std::path::Path, json: bool) -> anyhow::Result<u8> {
         Some(p) if as_written.compatible && !planned_strict => p.weaker_because.clone(),
         _ => Vec::new(),
     };
-    if !planned_strict && admits_any_root(schema.as_value()) {
+    if !planned_strict && AnswerRoot::of(&schema) == AnswerRoot::Any {
         plan_reasons.insert(
             0,
             "/: the root constrains no type (any JSON value passes it), and OpenAI strict needs a closed object root".to_owned(),

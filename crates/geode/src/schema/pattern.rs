@@ -204,7 +204,7 @@ fn escape(chars: &[char], i: usize, in_class: bool, out: &mut String) -> usize {
             out.extend(&chars[i..end]);
             end
         }
-        'k' if !chars.get(i + 2).is_some_and(|c| *c == '<') => {
+        'k' if chars.get(i + 2) != Some(&'<') => {
             out.push('k');
             i + 2
         }

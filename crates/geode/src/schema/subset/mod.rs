@@ -361,6 +361,16 @@ fn strip_node(
 /// assert_eq!(plan.wire.unwrap()["properties"]["value"]["type"], "array");
 /// ```
 pub fn openai_strict(schema: &ResponseSchema) -> WirePlan {
+    // An answer of any type cannot be written in strict's subset, where every schema is typed:
+    // wrapped as `{"value": {}}` it would be refused by the provider, so it goes as a hint.
+    if AnswerRoot::asked(schema) == AnswerRoot::Any {
+        return WirePlan {
+            weaker_because: vec![
+                "OpenAI strict: the root constrains no type (any JSON value passes it), and strict needs every schema typed".to_owned(),
+            ],
+            ..object_root(schema, &OPENAI_STRICT, StructuredOutputMode::Hint)
+        };
+    }
     let mut transforms = Vec::new();
     let mut residuals = Vec::new();
     let mut wire = schema.as_value().clone();

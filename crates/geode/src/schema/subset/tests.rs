@@ -249,3 +249,34 @@ fn openai_limits_are_counted_on_the_wrapped_copy() {
     assert_eq!((err[0].found, err[0].max), (11, 10), "{err:?}");
     assert!(openai_strict_limits(&schema(inner)).is_ok());
 }
+
+#[test]
+fn openai_strict_sends_a_root_of_any_type_as_a_hint() {
+    for open in [
+        json!({}),
+        json!({"uniqueItems": true}),
+        json!({"format": "email"}),
+    ] {
+        let plan = openai_strict(&schema(open.clone()));
+        assert_eq!(plan.mode, StructuredOutputMode::Hint, "{open}");
+        assert!(
+            plan.weaker_because[0].contains("constrains no type"),
+            "{open}: {:?}",
+            plan.weaker_because
+        );
+    }
+    // An open root that object keywords describe is planned as an object.
+    let described = json!({"type": "object", "properties": {"a": {"type": "string"}}});
+    assert_eq!(
+        openai_strict(&schema(described)).mode,
+        StructuredOutputMode::Strict
+    );
+    let plan = openai_strict(&schema(json!({"required": ["a"]})));
+    assert!(
+        plan.weaker_because
+            .iter()
+            .all(|r| !r.contains("constrains no type")),
+        "{:?}",
+        plan.weaker_because
+    );
+}
