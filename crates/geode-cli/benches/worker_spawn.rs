@@ -147,12 +147,14 @@ fn main() {
 /// stale list spreads a task's code over the whole `.text` again (the RSS above grows by MiBs;
 /// under 40% of the names, as both profiles' names are listed, it is called stale).
 fn hot_symbols_present(bin: &std::path::Path) -> (usize, usize) {
-    let list = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/link/hot-symbols.txt"
-    ))
-    .unwrap();
-    let nm = Command::new("nm").arg("--defined-only").arg(bin).output().unwrap();
+    let list =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/link/hot-symbols.txt"))
+            .unwrap();
+    let nm = Command::new("nm")
+        .arg("--defined-only")
+        .arg(bin)
+        .output()
+        .unwrap();
     let defined: std::collections::HashSet<&str> = std::str::from_utf8(&nm.stdout)
         .unwrap()
         .lines()
