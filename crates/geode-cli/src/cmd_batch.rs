@@ -16,7 +16,7 @@ use crate::task_args::TaskArgs;
 use anyhow::Context;
 use clap::Args;
 use geode::agent::protocol::WorkerRequest;
-use geode::batch::input::{BadLine, InputLine, read_line, scan_ids};
+use geode::batch::input::{BadLine, InputLine, open_input, read_line, scan_ids};
 use geode::batch::output::ResultLog;
 use geode::batch::pace::{Limits, PacedAdapter, Pacer};
 use geode::batch::queue::{CollectOptions, QueueUrl, collect};
@@ -61,6 +61,7 @@ pub(crate) struct BatchArgs {
 }
 
 pub(crate) fn run(args: BatchArgs) -> anyhow::Result<u8> {
+    crate::logs::init();
     let usage = |e: &dyn std::fmt::Display| {
         eprintln!("geode: {e}");
         Ok(crate::EXIT_USAGE)
@@ -77,15 +78,10 @@ pub(crate) fn run(args: BatchArgs) -> anyhow::Result<u8> {
         Ok(r) => r,
         Err(e) => return usage(&e),
     };
-    let open = || {
-        std::fs::File::open(&args.input)
-            .map(BufReader::new)
-            .with_context(|| format!("cannot open {}", args.input.display()))
-    };
+    let open = || open_input(&args.input, &args.output).map(BufReader::new);
     match open().map(scan_ids) {
         Ok(Ok(_)) => {}
-        Ok(Err(e)) => return usage(&e),
-        Err(e) => return usage(&format!("{e:#}")),
+        Ok(Err(e)) | Err(e) => return usage(&e),
     }
     let log = match ResultLog::open(&args.output) {
         Ok(l) => l,
@@ -98,6 +94,7 @@ pub(crate) fn run(args: BatchArgs) -> anyhow::Result<u8> {
             args.output.display()
         );
     }
+    report_unreadable(&args.output, log.unreadable_lines());
     let lines = open()?
         .lines()
         .enumerate()
@@ -150,7 +147,13 @@ pub(crate) fn run(args: BatchArgs) -> anyhow::Result<u8> {
         };
         watcher.abort();
         result
-    })?;
+    });
+    // Printed whole (`{e}`), not as an anyhow chain: these errors already name their cause,
+    // and the chain printed it twice.
+    let final_summary = match final_summary {
+        Ok(s) => s,
+        Err(e) => return usage(&geode::secret::scrub(&e.to_string())),
+    };
     report(&final_summary);
     if let Some(path) = &args.summary_json {
         std::fs::write(path, serde_json::to_vec_pretty(&final_summary)?)
@@ -217,6 +220,26 @@ fn rate(s: &Summary, elapsed: Duration) -> String {
         "-".to_owned()
     };
     format!("{per_sec:.2} tasks/s · eta {eta}")
+}
+
+/// Says what was done with complete lines of the results file that are not results: nothing
+/// (they stay where they are), and the tasks they may have held run again.
+fn report_unreadable(output: &std::path::Path, lines: &[usize]) {
+    if lines.is_empty() {
+        return;
+    }
+    let shown: Vec<String> = lines.iter().take(10).map(ToString::to_string).collect();
+    let more = if lines.len() > shown.len() {
+        format!(", and {} more", lines.len() - shown.len())
+    } else {
+        String::new()
+    };
+    eprintln!(
+        "geode: {}: {} line(s) are not results (line {}{more}); they are left as they are and any task they held runs again",
+        output.display(),
+        lines.len(),
+        shown.join(", "),
+    );
 }
 
 /// The summary on stderr.

@@ -13,6 +13,7 @@ mod cmd_schema;
 mod cmd_serve;
 mod cmd_validate;
 mod cmd_worker;
+mod logs;
 mod progress;
 mod resolve;
 mod task_args;

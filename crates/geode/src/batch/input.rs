@@ -14,6 +14,7 @@ use crate::agent::protocol::{WorkerRequest, parse_request_line};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::io::BufRead;
+use std::path::{Path, PathBuf};
 
 /// One line of the input, read.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,10 +47,44 @@ pub enum InputError {
     /// The input could not be read.
     #[error("cannot read the input: {0}")]
     Io(#[from] std::io::Error),
+    /// The input could not be opened.
+    #[error("cannot open the input {}: {source}", .path.display())]
+    Open {
+        /// The path given.
+        path: PathBuf,
+        /// The failure.
+        source: std::io::Error,
+    },
+    /// The input is not a regular file. A batch reads its input twice (once to check the ids,
+    /// once to run), and a pipe or FIFO read a second time is empty: every task would be lost
+    /// without a word.
+    #[error(
+        "the input {} is a {kind}, not a regular file: a batch reads its input twice (once to check the task ids); write the tasks to a file first",
+        .path.display()
+    )]
+    NotAFile {
+        /// The path given.
+        path: PathBuf,
+        /// What it is instead.
+        kind: &'static str,
+    },
+    /// The output is the input: the tasks would be read back as results and skipped.
+    #[error(
+        "--output {} is the same file as --input: its task lines would be read as results; choose another --output",
+        .path.display()
+    )]
+    SameAsOutput {
+        /// The output path given.
+        path: PathBuf,
+    },
     /// Some task ids stand on more than one line.
     #[error("duplicate task ids in the input: {}", describe_duplicates(.0))]
     DuplicateIds(Vec<(String, Vec<usize>)>),
 }
+
+/// Longest task id an error message quotes whole; a longer one is cut (a 1 MB id repeated
+/// must not make a 2 MB error line).
+const MAX_QUOTED_ID_CHARS: usize = 80;
 
 fn describe_duplicates(dups: &[(String, Vec<usize>)]) -> String {
     let shown: Vec<String> = dups
@@ -57,7 +92,11 @@ fn describe_duplicates(dups: &[(String, Vec<usize>)]) -> String {
         .take(10)
         .map(|(id, lines)| {
             let lines: Vec<String> = lines.iter().map(ToString::to_string).collect();
-            format!("{id:?} on lines {}", lines.join(", "))
+            let quoted = match id.char_indices().nth(MAX_QUOTED_ID_CHARS) {
+                Some((cut, _)) => format!("{:?}… ({} bytes)", &id[..cut], id.len()),
+                None => format!("{id:?}"),
+            };
+            format!("{quoted} on lines {}", lines.join(", "))
         })
         .collect();
     let more = dups.len().saturating_sub(shown.len());
@@ -67,6 +106,33 @@ fn describe_duplicates(dups: &[(String, Vec<usize>)]) -> String {
         String::new()
     };
     format!("{}{tail}", shown.join("; "))
+}
+
+/// Opens the input, refusing what cannot be read twice (see [`InputError::NotAFile`]) and an
+/// `output` that is the same file (checked before the output is opened, which would cut the
+/// input's unterminated last line as a torn result).
+pub fn open_input(path: &Path, output: &Path) -> Result<std::fs::File, InputError> {
+    use std::os::unix::fs::MetadataExt;
+    let open = |source| InputError::Open {
+        path: path.to_owned(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(open)?;
+    let meta = file.metadata().map_err(open)?;
+    if !meta.is_file() {
+        return Err(InputError::NotAFile {
+            path: path.to_owned(),
+            kind: crate::batch::output::file_kind(meta.file_type()),
+        });
+    }
+    if let Ok(out) = std::fs::metadata(output)
+        && (out.dev(), out.ino()) == (meta.dev(), meta.ino())
+    {
+        return Err(InputError::SameAsOutput {
+            path: output.to_owned(),
+        });
+    }
+    Ok(file)
 }
 
 /// Reads one line (1-based `line`) against the batch's `template`; `None` for a blank line.

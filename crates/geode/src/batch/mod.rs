@@ -67,7 +67,7 @@ pub async fn run_batch(
     summary: Arc<Mutex<Summary>>,
 ) -> Result<Summary, OutputError> {
     let started = tokio::time::Instant::now();
-    lock(&summary).torn_bytes = log.torn_bytes();
+    lock(&summary).note_log(&log);
     let log = Arc::new(Mutex::new(log));
     let permits = Arc::new(Semaphore::new(options.concurrency.max(1)));
     let mut running = JoinSet::new();

@@ -6,9 +6,13 @@
 //! | a torn last line is dropped | [`ResultLog::open`] reads what is there; bytes after the last newline (a crash mid-write) are cut off before anything is appended |
 //! | resume | the task ids already in the file are returned, so a re-run skips them |
 //! | nothing twice | [`ResultLog::append`] refuses an id the file already holds |
+//! | one writer | the file is locked (`flock`, exclusive) while open: a second batch on the same file is refused with [`OutputError::Locked`] instead of running every task again beside the first |
+//! | a failed write leaves no partial line | the file is cut back to its last whole line before the error is returned (a full disk, a size limit) |
+//! | only a regular file | a device (`/dev/full` reads zeros forever), a FIFO or a socket is refused with [`OutputError::NotAFile`]: a results file must be read back to resume |
 //!
-//! A complete line that is not a result (edited by hand, say) is counted in
-//! [`ResultLog::unreadable_lines`] and left alone: its task runs again.
+//! A complete line that is not a result (edited by hand, garbage from a disk fault, a line
+//! without `task_id` and `success`) is left alone and its task runs again;
+//! [`ResultLog::unreadable_lines`] names it by line number so the caller can say so.
 
 use crate::agent::protocol::WorkerResult;
 use std::collections::HashSet;
@@ -20,13 +24,45 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum OutputError {
-    /// Reading, cutting or writing the file failed.
+    /// Opening, reading or cutting the file failed.
     #[error("results file {}: {source}", .path.display())]
     Io {
         /// The file.
         path: PathBuf,
         /// The failure.
         source: std::io::Error,
+    },
+    /// Appending a result failed (a full disk, say). The partial line was cut off, so the file
+    /// holds whole results only, and a re-run resumes from them.
+    #[error(
+        "cannot append to results file {}: {source}; the results already written are kept and a re-run resumes from them",
+        .path.display()
+    )]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The failure.
+        source: std::io::Error,
+    },
+    /// Another process (another `geode batch` on the same file) holds the file's lock.
+    #[error(
+        "results file {} is in use by another geode batch (it holds the file's lock); wait for it to end or choose another --output",
+        .path.display()
+    )]
+    Locked {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The path is not a regular file (a device, a FIFO, a socket): results cannot be read back.
+    #[error(
+        "results file {} is a {kind}, not a regular file: a batch reads its results file back to resume",
+        .path.display()
+    )]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+        /// What it is instead.
+        kind: &'static str,
     },
     /// A result could not be serialised.
     #[error("cannot serialise the result of {task_id}: {message}")]
@@ -43,14 +79,19 @@ pub enum OutputError {
 pub struct ResultLog {
     path: PathBuf,
     file: File,
+    /// Bytes of whole lines in the file: where a failed append is cut back to.
+    len: u64,
     done: HashSet<String>,
     torn_bytes: u64,
-    unreadable: usize,
+    /// 1-based numbers of complete lines that are not results.
+    unreadable: Vec<usize>,
 }
 
 impl ResultLog {
-    /// Opens (or creates) `path`, reads the task ids it holds and cuts a torn last line.
+    /// Opens (or creates) `path`, locks it, reads the task ids it holds and cuts a torn last
+    /// line.
     pub fn open(path: &Path) -> Result<Self, OutputError> {
+        use fs4::fs_std::FileExt;
         let io = |source| OutputError::Io {
             path: path.to_owned(),
             source,
@@ -61,6 +102,21 @@ impl ResultLog {
             .append(true)
             .open(path)
             .map_err(io)?;
+        // Checked on the open file, not the path, so nothing can swap it in between.
+        let kind = file.metadata().map_err(io)?.file_type();
+        if !kind.is_file() {
+            return Err(OutputError::NotAFile {
+                path: path.to_owned(),
+                kind: file_kind(kind),
+            });
+        }
+        // Before reading: a second batch must not take the first one's line being written for
+        // a torn one and cut it.
+        if !FileExt::try_lock_exclusive(&file).map_err(io)? {
+            return Err(OutputError::Locked {
+                path: path.to_owned(),
+            });
+        }
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes).map_err(io)?;
         let whole = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
@@ -70,8 +126,8 @@ impl ResultLog {
             file.seek(SeekFrom::End(0)).map_err(io)?;
         }
         let mut done = HashSet::new();
-        let mut unreadable = 0;
-        for line in bytes[..whole].split(|b| *b == b'\n') {
+        let mut unreadable = Vec::new();
+        for (i, line) in bytes[..whole].split(|b| *b == b'\n').enumerate() {
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
@@ -79,12 +135,13 @@ impl ResultLog {
                 Some(id) => {
                     done.insert(id);
                 }
-                None => unreadable += 1,
+                None => unreadable.push(i + 1),
             }
         }
         Ok(Self {
             path: path.to_owned(),
             file,
+            len: whole as u64,
             done,
             torn_bytes,
             unreadable,
@@ -111,9 +168,10 @@ impl ResultLog {
         self.torn_bytes
     }
 
-    /// Complete lines that were not results.
-    pub fn unreadable_lines(&self) -> usize {
-        self.unreadable
+    /// The 1-based numbers of complete lines that are not results (left in the file as they
+    /// are; their tasks, if any, run again).
+    pub fn unreadable_lines(&self) -> &[usize] {
+        &self.unreadable
     }
 
     /// Appends `result` as one whole line and flushes it. Returns `false` (and writes nothing)
@@ -127,25 +185,52 @@ impl ResultLog {
             message: e.to_string(),
         })?;
         line.push(b'\n');
-        let io = |source| OutputError::Io {
-            path: self.path.clone(),
-            source,
-        };
-        self.file.write_all(&line).map_err(io)?;
-        self.file.flush().map_err(io)?;
+        let written = self.file.write_all(&line).and_then(|()| self.file.flush());
+        if let Err(source) = written {
+            // A write may stop part-way (a full disk); cut what it left so no torn line sits
+            // in the middle of the file if a later append succeeds. Best effort: a file that
+            // cannot be cut either has its torn line cut on the next open.
+            let _ = self.file.set_len(self.len);
+            return Err(OutputError::Write {
+                path: self.path.clone(),
+                source,
+            });
+        }
+        self.len += line.len() as u64;
         self.done.insert(result.task_id.clone());
         Ok(true)
     }
 }
 
+/// The task id of a result line; `None` for anything else. A result has a string `task_id`
+/// and a boolean `success` (both required by [`WorkerResult`]): a stray input line or a
+/// fragment holding only a `task_id` is not taken for a finished task.
 fn task_id_of(line: &[u8]) -> Option<String> {
     #[derive(serde::Deserialize)]
-    struct IdOnly {
+    struct Head {
         task_id: String,
+        #[serde(rename = "success")]
+        _success: bool,
     }
-    serde_json::from_slice::<IdOnly>(line)
-        .ok()
-        .map(|i| i.task_id)
+    serde_json::from_slice::<Head>(line).ok().map(|h| h.task_id)
+}
+
+/// What a file type is, for the errors that refuse anything but a regular file.
+pub(crate) fn file_kind(kind: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_dir() {
+        "directory"
+    } else if kind.is_char_device() {
+        "character device"
+    } else if kind.is_block_device() {
+        "block device"
+    } else if kind.is_fifo() {
+        "FIFO"
+    } else if kind.is_socket() {
+        "socket"
+    } else {
+        "special file"
+    }
 }
 
 #[cfg(test)]
@@ -202,9 +287,35 @@ mod tests {
     fn an_unreadable_complete_line_is_counted_and_its_task_runs_again() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out.jsonl");
-        std::fs::write(&path, "garbage\n\n").unwrap();
+        std::fs::write(&path, "garbage\n\n{\"task_id\":\"x\"}\n").unwrap();
         let log = ResultLog::open(&path).unwrap();
-        assert_eq!((log.len(), log.unreadable_lines()), (0, 1));
+        assert_eq!((log.len(), log.unreadable_lines()), (0, &[1, 3][..]));
+    }
+
+    #[test]
+    fn a_second_open_is_refused_while_the_first_holds_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.jsonl");
+        let first = ResultLog::open(&path).unwrap();
+        let err = ResultLog::open(&path).unwrap_err();
+        assert!(matches!(err, OutputError::Locked { .. }), "{err}");
+        drop(first);
+        ResultLog::open(&path).unwrap();
+    }
+
+    #[test]
+    fn a_device_is_refused_before_it_is_read() {
+        let err = ResultLog::open(Path::new("/dev/zero")).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                OutputError::NotAFile {
+                    kind: "character device",
+                    ..
+                }
+            ),
+            "{err}"
+        );
     }
 
     #[test]

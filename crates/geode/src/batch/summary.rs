@@ -71,11 +71,20 @@ pub struct Summary {
     pub adapters: BTreeMap<String, AdapterTotals>,
     /// Bytes of a torn last line cut from the results file on start.
     pub torn_bytes: u64,
+    /// Complete lines of the results file that are not results (garbage), left in place;
+    /// any task they held runs again.
+    pub unreadable_lines: u64,
     /// Wall time in milliseconds.
     pub wall_ms: u64,
 }
 
 impl Summary {
+    /// Notes what opening the results file found: a torn last line cut, garbage lines kept.
+    pub fn note_log(&mut self, log: &crate::batch::output::ResultLog) {
+        self.torn_bytes = log.torn_bytes();
+        self.unreadable_lines = log.unreadable_lines().len() as u64;
+    }
+
     /// Counts one written result.
     pub fn record(&mut self, result: &WorkerResult) {
         match Outcome::of(result) {

@@ -162,6 +162,9 @@ impl Default for WorkerRequest {
 /// The largest request [`parse_request`] reads (64 MiB): a bound on memory for hostile stdin.
 pub const MAX_REQUEST_BYTES: usize = 64 << 20;
 
+/// Longest [`WorkerError::BadField`] message, in characters (longer ones are cut with `…`).
+pub const MAX_FIELD_ERROR_CHARS: usize = 300;
+
 /// The task id of a failed result when the request gave none that could be read.
 pub const UNKNOWN_TASK_ID: &str = "unknown";
 
@@ -365,11 +368,14 @@ pub fn parse_request(input: &[u8]) -> Result<WorkerRequest, WorkerError> {
     let req: WorkerRequest = serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
-        WorkerError::BadField(if path == "." {
+        let message = if path == "." {
             inner.to_string()
         } else {
             format!("{path}: {inner}")
-        })
+        };
+        // serde quotes the offending value ("invalid type: string \"…\""): a 50 MB string in
+        // a wrongly typed field must not become a 50 MB error line, result or summary.
+        WorkerError::BadField(crate::secret::clip(&message, MAX_FIELD_ERROR_CHARS))
     })?;
     req.check()?;
     Ok(req)
