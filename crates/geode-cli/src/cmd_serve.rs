@@ -32,6 +32,7 @@ pub(crate) struct ServeArgs {
 }
 
 pub(crate) fn run(args: ServeArgs) -> anyhow::Result<u8> {
+    crate::logs::init();
     let url = match QueueUrl::parse(&args.queue) {
         Ok(u) => u,
         Err(e) => {

@@ -1,6 +1,6 @@
 //! `geode batch --queue`: enqueue the input's tasks and collect their results (see [`super`]).
 
-use super::{Backoff, QueueError, QueueUrl, connect, ensure_group, field};
+use super::{Backoff, QueueError, QueueUrl, connect, ensure_group, field, refusal};
 use crate::agent::protocol::WorkerResult;
 use crate::batch::Summary;
 use crate::batch::input::InputLine;
@@ -32,6 +32,7 @@ pub async fn collect(
     options: CollectOptions,
 ) -> Result<Summary, QueueError> {
     let started = tokio::time::Instant::now();
+    lock(&summary).note_log(&log);
     let mut pending: HashMap<String, String> = HashMap::new();
     for line in lines {
         match line {
@@ -48,7 +49,11 @@ pub async fn collect(
     }
     lock(&summary).queued = pending.len() as u64;
     let stop = options.stop;
-    let mut conn = connect(url, &stop).await?;
+    let mut conn = match connect(url, &stop).await {
+        // Stopped (Ctrl-C) before Redis answered: nothing collected, the caller says so.
+        Err(QueueError::Stopped) => return Ok(lock(&summary).clone()),
+        other => other?,
+    };
     let epoch = format!("{}-{}", std::process::id(), started.elapsed().as_nanos());
     let mut cursors = ("0".to_owned(), "0".to_owned());
     let mut backoff = Backoff::new();
@@ -74,6 +79,9 @@ pub async fn collect(
         };
         match read {
             Err(e) => {
+                if let Some(fatal) = refusal(url, &e) {
+                    return Err(fatal);
+                }
                 tracing::warn!("redis: {e}; retrying");
                 if !backoff.sleep(&stop).await {
                     break;
@@ -90,6 +98,16 @@ pub async fn collect(
                             cursors.0.clone_from(&entry.id);
                         }
                         let Some(result) = entry_result(&entry.map, dead) else {
+                            // Written by hand or damaged: no task to give it to. (A dead letter
+                            // without a task id was logged by the worker that moved it.)
+                            if dead {
+                                continue;
+                            }
+                            tracing::warn!(
+                                stream = %stream.key,
+                                entry = %entry.id,
+                                "skipped an entry that is not a geode result"
+                            );
                             continue;
                         };
                         if pending.remove(&result.task_id).is_some() && log.append(&result)? {

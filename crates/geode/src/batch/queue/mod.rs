@@ -18,7 +18,9 @@
 //! | a task that keeps killing its worker ends | past `max_deliveries` it moves to `dead` with its last known error, and the collector records it as a failed result |
 //! | a task finished twice reports once | the collector's [`crate::batch::output::ResultLog`] keeps the first result per id |
 //! | Redis restarts or the network drops | commands go through a reconnecting `ConnectionManager`; workers and the collector retry with backoff, the group is re-created, and the collector re-enqueues what is not done when the `epoch` is gone |
-//! | `geode serve` stops gracefully | on stop it reads no new task and finishes what it holds |
+//! | `geode serve` stops gracefully | on stop it reads no new task and finishes what it holds; a stop while Redis is unreachable ends the wait at once |
+//! | errors retrying cannot fix end the run | a refused password ([`QueueError::Auth`]) or a queue key that is not a stream ([`QueueError::WrongType`]) is returned, not retried forever |
+//! | a password in the URL stays secret | it is registered with the scrubber, and URLs in errors and logs show `***@` in its place ([`QueueUrl::redacted_server`]) |
 
 mod collect;
 mod serve;
@@ -26,7 +28,7 @@ mod serve;
 pub use collect::{CollectOptions, collect};
 pub use serve::serve;
 
-use redis::aio::ConnectionManager;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -54,26 +56,60 @@ pub enum QueueError {
         /// What is wrong.
         why: &'static str,
     },
-    /// Redis failed in a way retrying does not fix, or the run was stopped while connecting.
+    /// Redis failed in a way retrying does not fix.
     #[error("redis: {0}")]
     Redis(String),
+    /// The server refused the credentials (a wrong or missing password, a user without the
+    /// permission): retrying cannot fix it.
+    #[error("redis at {server} refused the credentials: {message}")]
+    Auth {
+        /// The server, its password shown as `***`.
+        server: String,
+        /// What Redis said.
+        message: String,
+    },
+    /// A key of the queue holds something other than a stream (something else wrote it):
+    /// retrying cannot fix it.
+    #[error(
+        "redis: a key of queue {queue:?} is not a stream ({message}); delete the geode:{queue}:* keys or use another queue name"
+    )]
+    WrongType {
+        /// The queue's name.
+        queue: String,
+        /// What Redis said.
+        message: String,
+    },
+    /// The run was stopped (SIGTERM, Ctrl-C) before a connection was made.
+    #[error("stopped before a connection to redis was made")]
+    Stopped,
     /// The results file failed.
     #[error(transparent)]
     Output(#[from] crate::batch::output::OutputError),
 }
 
 impl QueueUrl {
-    /// Parses `redis://HOST:PORT/NAME` (NAME: letters, digits, `-`, `_`, `.`).
+    /// Parses `redis://[USER:PASSWORD@]HOST:PORT/NAME` (NAME: ASCII letters, digits, `-`, `_`,
+    /// `.`). A password is registered with the scrubber
+    /// ([`crate::secret::register`]), and errors show the URL with `***` in its place.
     pub fn parse(url: &str) -> Result<Self, QueueError> {
         let bad = |why| QueueError::BadUrl {
-            url: url.to_owned(),
+            url: redact(url),
             why,
         };
         let rest = url
             .strip_prefix("redis://")
             .ok_or_else(|| bad("not redis://"))?;
-        let (host, name) = rest.split_once('/').ok_or_else(|| bad("no queue name"))?;
-        if host.is_empty() {
+        // The name cannot hold '@', so the last '@' ends the credentials (a password may hold '/').
+        let host_from = rest.rfind('@').map_or(0, |at| at + 1);
+        if host_from > 0 {
+            let userinfo = &rest[..host_from - 1];
+            crate::secret::register(userinfo.split_once(':').map_or(userinfo, |(_, p)| p));
+        }
+        let slash = rest[host_from..]
+            .find('/')
+            .ok_or_else(|| bad("no queue name"))?;
+        let (host, name) = (&rest[..host_from + slash], &rest[host_from + slash + 1..]);
+        if host.len() == host_from {
             return Err(bad("no host"));
         }
         let name_ok = !name.is_empty()
@@ -81,12 +117,20 @@ impl QueueUrl {
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
         if !name_ok {
-            return Err(bad("the name must be letters, digits, '-', '_' or '.'"));
+            return Err(bad(
+                "the name must be ASCII letters, digits, '-', '_' or '.' (no spaces, ':', '*' or other characters)",
+            ));
         }
         Ok(Self {
             server: format!("redis://{host}"),
             name: name.to_owned(),
         })
+    }
+
+    /// The server as `redis://HOST:PORT`, with any credentials shown as `***`: what errors and
+    /// logs print.
+    pub fn redacted_server(&self) -> String {
+        redact(&self.server)
     }
 
     /// The key `geode:NAME:part`.
@@ -119,25 +163,78 @@ impl Default for QueueOptions {
     }
 }
 
-/// Connects, retrying with backoff (up to 5 s between tries) until it works or `stop` fires.
+/// `url` with everything between `://` and the last `@` (the credentials) shown as `***`.
+fn redact(url: &str) -> String {
+    let start = url.find("://").map_or(0, |i| i + 3);
+    match url.rfind('@') {
+        Some(at) if at >= start => format!("{}***{}", &url[..start], &url[at..]),
+        _ => url.to_owned(),
+    }
+}
+
+/// How the connection manager reconnects. redis 0.32 hands `factor` to its backoff as the growth
+/// per try from a 1 s start, so its default (100) made the second reconnection wait the 60 s
+/// cap, six times over (a first connection to a Redis that is down took minutes, and a stop
+/// could not end it): grow by 2 up to 2 s, and give each TCP connect 5 s.
+fn manager_config() -> ConnectionManagerConfig {
+    ConnectionManagerConfig::new()
+        .set_factor(2)
+        .set_max_delay(2000)
+        .set_number_of_retries(3)
+        .set_connection_timeout(Duration::from_secs(5))
+}
+
+/// Connects, retrying with backoff (up to 5 s between tries) until it works, `stop` fires
+/// ([`QueueError::Stopped`], at once) or Redis refuses in a way retrying cannot fix.
 pub(crate) async fn connect(
     url: &QueueUrl,
     stop: &CancellationToken,
 ) -> Result<ConnectionManager, QueueError> {
-    let client =
-        redis::Client::open(url.server.as_str()).map_err(|e| QueueError::Redis(e.to_string()))?;
+    let client = redis::Client::open(url.server.as_str())
+        .map_err(|e| QueueError::Redis(crate::secret::scrub(&e.to_string())))?;
     let mut backoff = Backoff::new();
     loop {
-        match ConnectionManager::new(client.clone()).await {
+        let attempt = tokio::select! {
+            _ = stop.cancelled() => return Err(QueueError::Stopped),
+            r = ConnectionManager::new_with_config(client.clone(), manager_config()) => r,
+        };
+        match attempt {
             Ok(c) => return Ok(c),
             Err(e) => {
-                tracing::warn!("redis {}: {e}; retrying", url.server);
+                if let Some(fatal) = refusal(url, &e) {
+                    return Err(fatal);
+                }
+                tracing::warn!(
+                    "cannot reach redis at {}: {e}; retrying",
+                    url.redacted_server()
+                );
                 if !backoff.sleep(stop).await {
-                    return Err(QueueError::Redis(format!("stopped while connecting: {e}")));
+                    return Err(QueueError::Stopped);
                 }
             }
         }
     }
+}
+
+/// The Redis errors retrying cannot fix, as a typed error; `None` for the ones worth retrying
+/// (a dropped connection, a restart, a server still loading).
+pub(crate) fn refusal(url: &QueueUrl, e: &redis::RedisError) -> Option<QueueError> {
+    let message = || crate::secret::scrub(&e.to_string());
+    if e.kind() == redis::ErrorKind::AuthenticationFailed
+        || matches!(e.code(), Some("NOAUTH" | "WRONGPASS" | "NOPERM"))
+    {
+        return Some(QueueError::Auth {
+            server: url.redacted_server(),
+            message: message(),
+        });
+    }
+    if e.code() == Some("WRONGTYPE") {
+        return Some(QueueError::WrongType {
+            queue: url.name.clone(),
+            message: message(),
+        });
+    }
+    None
 }
 
 /// Creates the consumer group (and the stream) unless it exists.
@@ -213,6 +310,8 @@ mod tests {
             "redis:///q",
             "redis://h:1/",
             "redis://h:1/a b",
+            "redis://h:1/ü",
+            "redis://h:1/a:b",
         ] {
             let e = QueueUrl::parse(bad).unwrap_err();
             assert!(
@@ -220,5 +319,16 @@ mod tests {
                 "{e}"
             );
         }
+    }
+
+    #[test]
+    fn a_password_is_kept_for_the_connection_and_hidden_everywhere_else() {
+        let u = QueueUrl::parse("redis://:pa/ss-word-42@127.0.0.1:6390/q").unwrap();
+        assert_eq!(u.server, "redis://:pa/ss-word-42@127.0.0.1:6390");
+        assert_eq!(u.name, "q");
+        assert_eq!(u.redacted_server(), "redis://***@127.0.0.1:6390");
+        let e = QueueUrl::parse("redis://user:pa/ss-word-42@h:1/bad name").unwrap_err();
+        assert!(!e.to_string().contains("ss-word"), "{e}");
+        assert_eq!(crate::secret::scrub("x pa/ss-word-42 y"), "x *** y");
     }
 }

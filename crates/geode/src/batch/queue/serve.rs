@@ -1,6 +1,8 @@
 //! `geode serve`: one worker on a queue (see the table in [`super`]).
 
-use super::{Backoff, GROUP, QueueError, QueueOptions, QueueUrl, connect, ensure_group, field};
+use super::{
+    Backoff, GROUP, QueueError, QueueOptions, QueueUrl, connect, ensure_group, field, refusal,
+};
 use crate::agent::protocol::{WorkerRequest, WorkerResult, parse_request_line, run_worker};
 use crate::batch::Prepare;
 use redis::aio::ConnectionManager;
@@ -17,7 +19,11 @@ pub async fn serve(
     prepare: Arc<Prepare>,
 ) -> Result<u64, QueueError> {
     let stop = options.stop.clone();
-    let mut conn = connect(url, &stop).await?;
+    let mut conn = match connect(url, &stop).await {
+        // Stopped before holding anything: a graceful stop like any other.
+        Err(QueueError::Stopped) => return Ok(0),
+        other => other?,
+    };
     let me = format!(
         "{}-{}",
         std::env::var("HOSTNAME").unwrap_or_else(|_| "worker".to_owned()),
@@ -73,6 +79,9 @@ pub async fn serve(
                 }
             }
             Err(e) => {
+                if let Some(fatal) = refusal(url, &e) {
+                    return Err(fatal);
+                }
                 tracing::warn!("redis: {e}; retrying");
                 if !backoff.sleep(&stop).await {
                     break;
@@ -179,7 +188,7 @@ async fn dead_letter(
             "delivered {} times without a result (its workers were lost; the last was {})",
             p.times_delivered, p.consumer
         );
-        tracing::warn!(task = %task_id, "dead-lettered: {error}");
+        tracing::warn!(task = ?task_id, "dead-lettered: {error}");
         redis::pipe()
             .atomic()
             .cmd("XADD")
@@ -212,8 +221,14 @@ async fn run_entry(
     prepare: Arc<Prepare>,
     lease: std::time::Duration,
 ) -> bool {
-    let task_id = field(&entry.map, "task_id").unwrap_or_default();
-    let request = field(&entry.map, "request").unwrap_or_default();
+    // Anything may be written into the stream by hand: an entry without a task id cannot be
+    // answered to anyone, so it goes to the dead-letter stream (once, with a log line).
+    let Some(task_id) = field(&entry.map, "task_id").filter(|id| !id.is_empty()) else {
+        let error = "not a geode task: no task_id field (written into the stream by hand?)";
+        tracing::warn!(entry = %entry.id, "{error}; moved to the dead-letter stream");
+        return dead_letter_entry(&mut conn, url, &entry.id, error).await;
+    };
+    let request = field(&entry.map, "request");
     let renew = {
         let (mut conn, url, id) = (conn.clone(), url.clone(), entry.id.clone());
         async move {
@@ -245,15 +260,61 @@ async fn run_entry(
         }
     };
     let work = async {
-        match parse_request_line(&request) {
+        let parsed = match &request {
+            Some(text) => parse_request_line(text).map_err(|e| e.to_string()),
+            None => Err("no request field, or one that is not UTF-8".to_owned()),
+        };
+        match parsed {
             Ok(req) => run_one(req, &prepare).await,
-            Err(e) => WorkerResult::failed(&task_id, format!("bad task in the queue: {e}")),
+            Err(e) => {
+                tracing::warn!(task = ?task_id, entry = %entry.id, "bad task in the queue: {e}; answered as failed");
+                WorkerResult::failed(&task_id, format!("bad task in the queue: {e}"))
+            }
         }
     };
     let renewer = tokio::spawn(renew);
     let result = work.await;
     renewer.abort();
     write_result(&mut conn, url, &entry.id, &result).await
+}
+
+/// Moves one entry to the dead-letter stream with `error` and acknowledges it, retried like
+/// [`write_result`]. Returns `false`: no result was written.
+async fn dead_letter_entry(
+    conn: &mut ConnectionManager,
+    url: &QueueUrl,
+    entry_id: &str,
+    error: &str,
+) -> bool {
+    let mut backoff = Backoff::new();
+    let give_up = tokio_util::sync::CancellationToken::new();
+    for _ in 0..20 {
+        let r: redis::RedisResult<()> = redis::pipe()
+            .atomic()
+            .cmd("XADD")
+            .arg(url.key("dead"))
+            .arg("*")
+            .arg("entry")
+            .arg(entry_id)
+            .arg("error")
+            .arg(error)
+            .ignore()
+            .cmd("XACK")
+            .arg(url.key("tasks"))
+            .arg(GROUP)
+            .arg(entry_id)
+            .ignore()
+            .query_async(conn)
+            .await;
+        match r {
+            Ok(()) => return false,
+            Err(e) => {
+                tracing::warn!(entry = %entry_id, "cannot dead-letter the entry yet: {e}");
+                backoff.sleep(&give_up).await;
+            }
+        }
+    }
+    false
 }
 
 async fn run_one(req: WorkerRequest, prepare: &Arc<Prepare>) -> WorkerResult {
@@ -298,7 +359,7 @@ async fn write_result(
         match r {
             Ok(()) => return true,
             Err(e) => {
-                tracing::warn!(task = %result.task_id, "cannot write the result yet: {e}");
+                tracing::warn!(task = ?result.task_id, "cannot write the result yet: {e}");
                 backoff.sleep(&give_up).await;
             }
         }
