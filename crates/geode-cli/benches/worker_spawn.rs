@@ -73,18 +73,7 @@ fn main() {
     let mut whole = Vec::new();
     for _ in 0..RUNS {
         let start = Instant::now();
-        let mut cmd = worker(&bin);
-        cmd.env("HOME", std::env::temp_dir())
-            .env("OPENAI_API_KEY", "sk-bench")
-            .env("GEODE_OPENAI_BASE_URL", fake.base_url())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null());
-        let child = spawn_with_stdin(&mut cmd, req_line.as_bytes());
-        rt.block_on(async {
-            tokio::time::timeout(Duration::from_secs(10), rx.recv())
-                .await
-                .unwrap()
-        });
+        let child = spawn_task(&rt, &bin, &fake, &mut rx, &req_line);
         to_first_request.push(start.elapsed());
         let out = child.wait_with_output().unwrap();
         whole.push(start.elapsed());
@@ -165,20 +154,14 @@ fn hot_symbols_present(bin: &std::path::Path) -> (usize, usize) {
     (present, names.len())
 }
 
-fn answer() -> Reply {
-    Reply::Json(serde_json::json!({"decision":"accept","reason":"ok"}))
-}
-
-/// One more task, whose answer the fake holds back: `/proc/PID/status` (kB figures by name)
-/// read while the worker waits, so the RSS can be split into the process's own memory and the
-/// binary's mapped file pages.
-fn memory_while_waiting(
+/// A `geode worker` given the task line, returned once its model request reached the fake.
+fn spawn_task(
     rt: &tokio::runtime::Runtime,
     bin: &std::path::Path,
     fake: &FakeServer,
-    rx: &mut tokio::sync::mpsc::UnboundedReceiver<geode_fakes::RecordedRequest>,
+    rx: &mut Tap,
     req_line: &str,
-) -> std::collections::HashMap<String, u64> {
+) -> std::process::Child {
     let mut cmd = worker(bin);
     cmd.env("HOME", std::env::temp_dir())
         .env("OPENAI_API_KEY", "sk-bench")
@@ -191,6 +174,27 @@ fn memory_while_waiting(
             .await
             .unwrap()
     });
+    child
+}
+
+/// The fake's request tap.
+type Tap = tokio::sync::mpsc::UnboundedReceiver<geode_fakes::RecordedRequest>;
+
+fn answer() -> Reply {
+    Reply::Json(serde_json::json!({"decision":"accept","reason":"ok"}))
+}
+
+/// One more task, whose answer the fake holds back: `/proc/PID/status` (kB figures by name)
+/// read while the worker waits, so the RSS can be split into the process's own memory and the
+/// binary's mapped file pages.
+fn memory_while_waiting(
+    rt: &tokio::runtime::Runtime,
+    bin: &std::path::Path,
+    fake: &FakeServer,
+    rx: &mut Tap,
+    req_line: &str,
+) -> std::collections::HashMap<String, u64> {
+    let child = spawn_task(rt, bin, fake, rx, req_line);
     let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("\"success\":true"));
