@@ -298,9 +298,16 @@ impl<F: Json> CompiledSchema<F> {
                 formats,
                 unchecked_formats,
             })
-            .map_err(|e| SchemaError::Uncompilable {
-                message: shorten(e.to_string()),
-                pointer: e.instance_path().to_string(),
+            .map_err(|e| {
+                let pointer = e.instance_path().to_string();
+                let message = too_big_pattern(schema.as_value(), &pointer).map_or_else(
+                    || e.to_string(),
+                    |p| format!("pattern {p:?} is too large for the regex engine: its compiled form is over the engine's size limit (counted repetitions such as {{1000000}} are expanded)"),
+                );
+                SchemaError::Uncompilable {
+                    message: shorten(message),
+                    pointer,
+                }
             })
     }
 
@@ -369,6 +376,23 @@ impl From<ValidationIssue> for ValidationReport {
             more_errors: 0,
         }
     }
+}
+
+/// The pattern at `pointer` (a `pattern`, or a name of a `patternProperties`) that the regex
+/// engine refuses for its size alone, so that the error says so instead of calling valid ECMA
+/// syntax "not a regex".
+fn too_big_pattern(schema: &Value, pointer: &str) -> Option<String> {
+    let (parent, last) = pointer.rsplit_once('/')?;
+    let pattern = if parent.ends_with("/patternProperties") || parent == "patternProperties" {
+        last.replace("~1", "/").replace("~0", "~")
+    } else {
+        schema.pointer(pointer)?.as_str()?.to_owned()
+    };
+    matches!(
+        regex::Regex::new(&super::pattern::to_rust_syntax(&pattern)),
+        Err(regex::Error::CompiledTooBig(_))
+    )
+    .then_some(pattern)
 }
 
 /// One root-level issue with the keyword `budget`.

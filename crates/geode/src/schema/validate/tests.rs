@@ -465,3 +465,26 @@ fn a_schema_is_compiled_once_per_text_and_format_mode() {
     assert!(CompiledSchema::compile_cached(&bad, FormatMode::Assert).is_err());
     assert!(CompiledSchema::compile_cached(&bad, FormatMode::Assert).is_err());
 }
+
+#[test]
+fn a_pattern_too_large_for_the_engine_is_called_too_large_not_invalid() {
+    for schema in [
+        json!({"type": "string", "pattern": "a{1000000}"}),
+        json!({"type": "object", "patternProperties": {"^x{1000000}$": {}}}),
+    ] {
+        let err = CompiledSchema::compile(&ResponseSchema::from_value(schema.clone()).unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("too large for the regex engine"),
+            "{schema}: {err}"
+        );
+    }
+    // A pattern that is not ECMA syntax keeps the validator's reason.
+    let err = CompiledSchema::compile(
+        &ResponseSchema::from_value(json!({"type": "string", "pattern": "(a"})).unwrap(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(!err.contains("too large"), "{err}");
+}
