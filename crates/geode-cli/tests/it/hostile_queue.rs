@@ -585,3 +585,40 @@ fn a_100000_character_queue_name_works() {
     w.signal(nix::sys::signal::Signal::SIGTERM);
     assert_eq!(w.finish().0, Some(0));
 }
+
+/// A Redis that freezes (`SIGSTOP`: connections stay open, nothing answers) while `serve` and
+/// the collector wait on it: each command times out instead of waiting forever, so a stop still
+/// ends both (serve exit 0, the collector's Ctrl-C 130), and after a thaw the queue works again.
+#[test]
+fn a_frozen_redis_does_not_hold_a_stop_and_the_queue_works_after_a_thaw() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(glm_answering(Reply::Json(good_answer())));
+    let redis = Redis::start();
+    let url = redis.queue("frozen");
+    let sb = sandbox(&server, 3);
+    let w = worker(&sb, &url);
+    let (code, err) = collector(&sb, &url).finish();
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(results(sb.cwd.path()).len(), 3);
+    // Serve is connected and idle in its blocking read when Redis freezes; a new collector
+    // then connects to the frozen server.
+    redis.freeze(true);
+    std::thread::sleep(Duration::from_secs(2));
+    std::fs::remove_file(sb.cwd.path().join("out.jsonl")).unwrap();
+    let c = collector(&sb, &url);
+    std::thread::sleep(Duration::from_secs(2));
+    c.signal(nix::sys::signal::Signal::SIGINT);
+    w.signal(nix::sys::signal::Signal::SIGTERM);
+    let (collected, collect_err) = c.finish();
+    let (served, serve_err) = w.finish();
+    redis.freeze(false);
+    assert_eq!(collected, Some(130), "{collect_err}");
+    assert_eq!(served, Some(0), "{serve_err}");
+    // Thawed, the same queue takes a new run from a new worker.
+    let w = worker(&sb, &url);
+    let (code, err) = collector(&sb, &url).finish();
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(results(sb.cwd.path()).len(), 3);
+    w.signal(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(w.finish().0, Some(0));
+}

@@ -47,6 +47,18 @@ impl Redis {
         }
     }
 
+    /// Freezes (`SIGSTOP`) or thaws (`SIGCONT`) the server: it keeps its connections open and
+    /// answers nothing while frozen.
+    pub fn freeze(&self, frozen: bool) {
+        let signal = if frozen {
+            nix::sys::signal::Signal::SIGSTOP
+        } else {
+            nix::sys::signal::Signal::SIGCONT
+        };
+        let pid = self.child.as_ref().expect("the server runs").id();
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), signal).unwrap();
+    }
+
     /// Kills the server (its data is gone: no persistence) and starts it again on the same port.
     pub fn restart(&mut self) {
         self.stop();
