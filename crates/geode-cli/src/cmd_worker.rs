@@ -22,7 +22,7 @@ pub(crate) struct WorkerArgs {}
 
 pub(crate) fn run(_args: WorkerArgs) -> anyhow::Result<u8> {
     let (result, code) = serve();
-    println!("{}", serde_json::to_string(&result)?);
+    println!("{}", result.to_json_line()?);
     Ok(code)
 }
 

@@ -259,7 +259,13 @@ async fn task_ids_with_newlines_and_control_characters_round_trip_one_line_each(
     for raw in ['\u{1b}', '\u{0}', '\r', '\u{7}'] {
         assert!(!out.stderr.contains(raw), "raw {raw:?} on stderr");
     }
-    // One '\n'-terminated line per result, each parsing back to its exact id.
+    // No Unicode line break is written raw (a reader splitting on them, as Python's
+    // `splitlines` does, would cut the line); one '\n'-terminated line per result, each parsing
+    // back to its exact id.
+    let text = std::fs::read_to_string(sb.cwd.path().join("out.jsonl")).unwrap();
+    for raw in ['\u{85}', '\u{2028}', '\u{2029}'] {
+        assert!(!text.contains(raw), "raw {raw:?} in out.jsonl");
+    }
     let written = lines(sb.cwd.path(), "out.jsonl");
     assert_eq!(written.len(), ids.len());
     let mut got: Vec<String> = written

@@ -180,10 +180,13 @@ impl ResultLog {
         if self.done.contains(&result.task_id) {
             return Ok(false);
         }
-        let mut line = serde_json::to_vec(result).map_err(|e| OutputError::Serialise {
-            task_id: result.task_id.clone(),
-            message: e.to_string(),
-        })?;
+        let mut line = result
+            .to_json_line()
+            .map_err(|e| OutputError::Serialise {
+                task_id: result.task_id.clone(),
+                message: e.to_string(),
+            })?
+            .into_bytes();
         line.push(b'\n');
         let written = self.file.write_all(&line).and_then(|()| self.file.flush());
         if let Err(source) = written {

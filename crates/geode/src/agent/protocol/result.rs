@@ -52,6 +52,28 @@ fn clip(text: &str) -> String {
 }
 
 impl WorkerResult {
+    /// The result as one JSONL line (without the newline), with U+0085, U+2028 and U+2029
+    /// escaped: serde_json writes them raw (valid JSON), but readers that split on Unicode line
+    /// breaks (Python's `str.splitlines`, JavaScript before ES2019) would cut the line there.
+    ///
+    /// ```
+    /// use geode::agent::protocol::WorkerResult;
+    /// let r = WorkerResult::failed("a\u{2028}b\u{85}", "x");
+    /// let line = r.to_json_line().unwrap();
+    /// assert!(line.contains("a\\u2028b\\u0085") && !line.contains(['\u{2028}', '\u{85}']));
+    /// assert_eq!(serde_json::from_str::<WorkerResult>(&line).unwrap().task_id, r.task_id);
+    /// ```
+    pub fn to_json_line(&self) -> serde_json::Result<String> {
+        let line = serde_json::to_string(self)?;
+        if !line.contains(['\u{85}', '\u{2028}', '\u{2029}']) {
+            return Ok(line);
+        }
+        Ok(line
+            .replace('\u{85}', "\\u0085")
+            .replace('\u{2028}', "\\u2028")
+            .replace('\u{2029}', "\\u2029"))
+    }
+
     /// A failed result that carries only an error (bad input, routing failure, panic).
     pub fn failed(task_id: &str, error: impl Into<String>) -> Self {
         let error = crate::secret::scrub(&error.into());
