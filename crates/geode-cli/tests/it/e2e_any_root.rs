@@ -167,6 +167,61 @@ async fn run_gives_the_verdict_of_validate_on_open_roots() {
     }
 }
 
+/// `geode batch` gives the same verdicts: one line per open root, each with its schema, run
+/// one at a time against a fake that answers each case's text (twice when the retry follows).
+#[tokio::test]
+async fn batch_gives_the_verdict_of_validate_on_open_roots() {
+    let replies = OPEN_ROOTS.iter().flat_map(|(_, input, code, _)| {
+        std::iter::repeat_n(Reply::text(*input), if *code == 0 { 1 } else { 2 })
+    });
+    let server = fake(&OPENAI_PAYG, Script::new(replies)).await;
+    let sb = OPENAI_PAYG.sandbox(&server);
+    let lines: String = OPEN_ROOTS
+        .iter()
+        .enumerate()
+        .map(|(i, (schema, ..))| {
+            let schema: Value = serde_json::from_str(schema).unwrap();
+            json!({"task_id": format!("o{i}"), "prompt": "Answer.", "response_schema": schema})
+                .to_string()
+                + "\n"
+        })
+        .collect();
+    std::fs::write(sb.cwd.path().join("in.jsonl"), lines).unwrap();
+    let out = sb
+        .geode(
+            &[
+                "batch",
+                "--adapter",
+                "openai-payg",
+                "--input",
+                "in.jsonl",
+                "--output",
+                "out.jsonl",
+                "--concurrency",
+                "1",
+            ],
+            "",
+        )
+        .await;
+    assert!(matches!(out.code, Some(0 | 1)), "{}", out.dump());
+    let text = std::fs::read_to_string(sb.cwd.path().join("out.jsonl")).unwrap();
+    let results: std::collections::HashMap<String, Value> = text
+        .lines()
+        .map(|l| {
+            let r: Value = serde_json::from_str(l).unwrap();
+            (r["task_id"].as_str().unwrap().to_owned(), r)
+        })
+        .collect();
+    for (i, (schema, input, code, shown)) in OPEN_ROOTS.into_iter().enumerate() {
+        let r = &results[&format!("o{i}")];
+        assert_eq!(r["success"], code == 0, "{schema} / {input}: {r}");
+        if code == 0 {
+            let printed: Value = serde_json::from_str(shown).unwrap();
+            assert_eq!(r["answer"], printed, "{schema} / {input}: {r}");
+        }
+    }
+}
+
 /// `--resources DIR` hands `geode validate` the schemas a `$ref` names, under
 /// `--resources-base` or, without it, the folder's own `file://` URI; nothing is fetched, and a
 /// `$ref` that names no document is an unusable schema (exit 2).
