@@ -19,7 +19,7 @@ use geode::agent::protocol::WorkerRequest;
 use geode::batch::input::{BadLine, InputLine, open_input, read_line, scan_ids};
 use geode::batch::output::ResultLog;
 use geode::batch::pace::{Limits, PacedAdapter, Pacer};
-use geode::batch::queue::{CollectOptions, QueueUrl, collect};
+use geode::batch::queue::{CollectOptions, collect};
 use geode::batch::{BatchOptions, Prepare, Summary, run_batch};
 use geode::config::Config;
 use geode::llm::registry::ProcessEnv;
@@ -70,7 +70,7 @@ pub(crate) fn run(args: BatchArgs) -> anyhow::Result<u8> {
         Ok(c) => c,
         Err(e) => return usage(&e),
     };
-    let queue = match args.queue.as_deref().map(QueueUrl::parse).transpose() {
+    let queue = match args.queue.as_deref().map(crate::queue_url).transpose() {
         Ok(q) => q,
         Err(e) => return usage(&e),
     };

@@ -6,7 +6,7 @@
 use crate::cmd_batch::paced_prepare;
 use clap::Args;
 use geode::batch::pace::Limits;
-use geode::batch::queue::{QueueOptions, QueueUrl, serve};
+use geode::batch::queue::{QueueOptions, serve};
 use std::time::Duration;
 
 #[derive(Args)]
@@ -33,7 +33,7 @@ pub(crate) struct ServeArgs {
 
 pub(crate) fn run(args: ServeArgs) -> anyhow::Result<u8> {
     crate::logs::init();
-    let url = match QueueUrl::parse(&args.queue) {
+    let url = match crate::queue_url(&args.queue) {
         Ok(u) => u,
         Err(e) => {
             eprintln!("geode: {e}");

@@ -24,6 +24,18 @@ use std::process::ExitCode;
 /// Exit code for a usage or configuration error.
 pub(crate) const EXIT_USAGE: u8 = geode::agent::exit::USAGE;
 
+/// The `--queue` URL, with `GEODE_QUEUE_PASSWORD` as the Redis password when the URL has none
+/// (so that it need not be on the command line).
+pub(crate) fn queue_url(
+    arg: &str,
+) -> Result<geode::batch::queue::QueueUrl, geode::batch::queue::QueueError> {
+    let url = geode::batch::queue::QueueUrl::parse(arg)?;
+    Ok(match std::env::var("GEODE_QUEUE_PASSWORD") {
+        Ok(password) => url.with_password(&password),
+        Err(_) => url,
+    })
+}
+
 /// The configuration of the working directory (`geode.toml`, else the user's). A file that
 /// cannot be used is printed and ends the command with [`EXIT_USAGE`].
 pub(crate) fn config() -> Result<geode::config::Config, u8> {

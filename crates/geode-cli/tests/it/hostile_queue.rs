@@ -622,3 +622,31 @@ fn a_frozen_redis_does_not_hold_a_stop_and_the_queue_works_after_a_thaw() {
     w.signal(nix::sys::signal::Signal::SIGTERM);
     assert_eq!(w.finish().0, Some(0));
 }
+
+/// `GEODE_QUEUE_PASSWORD` gives the password without putting it on the command line (where
+/// `ps` and shell history show it): the queue works, and it shows in no output.
+#[test]
+fn the_password_can_come_from_the_environment_instead_of_the_command_line() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(glm_answering(Reply::Json(good_answer())));
+    let redis = redis_with_password();
+    let url = redis.queue("envpw");
+    assert!(!url.contains(PASSWORD));
+    let mut sb = sandbox(&server, 3);
+    sb.var("GEODE_QUEUE_PASSWORD", PASSWORD);
+    let w = worker(&sb, &url);
+    let (code, collected) = collector(&sb, &url).finish();
+    assert_eq!(code, Some(0), "{collected}");
+    assert_eq!(results(sb.cwd.path()).len(), 3);
+    w.signal(nix::sys::signal::Signal::SIGTERM);
+    let (code, served) = w.finish();
+    assert_eq!(code, Some(0), "{served}");
+    for text in [collected, served] {
+        assert!(!text.contains(PASSWORD), "{text}");
+    }
+    // Without it, the same URL is refused by Redis with a clear error.
+    std::fs::remove_file(sb.cwd.path().join("out.jsonl")).unwrap();
+    sb.var("GEODE_QUEUE_PASSWORD", "");
+    let (code, err) = collector(&sb, &url).finish();
+    assert_eq!(code, Some(2), "{err}");
+}

@@ -127,6 +127,38 @@ impl QueueUrl {
         })
     }
 
+    /// The URL with `password` as its Redis password, when the URL gives none (a password in
+    /// the URL wins): how `GEODE_QUEUE_PASSWORD` keeps it out of the command line (`ps`, shell
+    /// history). Registered with the scrubber like one in the URL.
+    ///
+    /// ```
+    /// use geode::batch::queue::QueueUrl;
+    /// let url = QueueUrl::parse("redis://127.0.0.1:6379/jobs").unwrap().with_password("p@ss/1");
+    /// assert_eq!(url.server, "redis://:p%40ss%2F1@127.0.0.1:6379");
+    /// assert_eq!(url.redacted_server(), "redis://***@127.0.0.1:6379");
+    /// ```
+    pub fn with_password(mut self, password: &str) -> Self {
+        let Some(host) = self.server.strip_prefix("redis://") else {
+            return self;
+        };
+        if password.is_empty() || host.contains('@') {
+            return self;
+        }
+        crate::secret::register(password);
+        let encoded: String = password
+            .bytes()
+            .map(|b| match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                    (b as char).to_string()
+                }
+                _ => format!("%{b:02X}"),
+            })
+            .collect();
+        crate::secret::register(&encoded);
+        self.server = format!("redis://:{encoded}@{host}");
+        self
+    }
+
     /// The server as `redis://HOST:PORT`, with any credentials shown as `***`: what errors and
     /// logs print.
     pub fn redacted_server(&self) -> String {
