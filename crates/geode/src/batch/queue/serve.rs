@@ -286,18 +286,31 @@ async fn dead_letter_entry(
     entry_id: &str,
     error: &str,
 ) -> bool {
+    let fields = [("entry", entry_id), ("error", error)];
+    if !add_and_ack(conn, url, "dead", &fields, entry_id).await {
+        tracing::warn!(entry = %entry_id, "gave up dead-lettering the entry");
+    }
+    false
+}
+
+/// `XADD part FIELDS` and `XACK tasks ENTRY` in one transaction, retried with backoff (at most
+/// about a minute) while Redis is away; `true` once done.
+async fn add_and_ack(
+    conn: &mut ConnectionManager,
+    url: &QueueUrl,
+    part: &str,
+    fields: &[(&str, &str)],
+    entry_id: &str,
+) -> bool {
     let mut backoff = Backoff::new();
     let give_up = tokio_util::sync::CancellationToken::new();
     for _ in 0..20 {
-        let r: redis::RedisResult<()> = redis::pipe()
-            .atomic()
-            .cmd("XADD")
-            .arg(url.key("dead"))
-            .arg("*")
-            .arg("entry")
-            .arg(entry_id)
-            .arg("error")
-            .arg(error)
+        let mut pipe = redis::pipe();
+        let add = pipe.atomic().cmd("XADD").arg(url.key(part)).arg("*");
+        for (name, value) in fields {
+            add.arg(*name).arg(*value);
+        }
+        let r: redis::RedisResult<()> = add
             .ignore()
             .cmd("XACK")
             .arg(url.key("tasks"))
@@ -307,9 +320,9 @@ async fn dead_letter_entry(
             .query_async(conn)
             .await;
         match r {
-            Ok(()) => return false,
+            Ok(()) => return true,
             Err(e) => {
-                tracing::warn!(entry = %entry_id, "cannot dead-letter the entry yet: {e}");
+                tracing::warn!(entry = %entry_id, stream = part, "cannot write to redis yet: {e}");
                 backoff.sleep(&give_up).await;
             }
         }
@@ -325,8 +338,7 @@ async fn run_one(req: WorkerRequest, prepare: &Arc<Prepare>) -> WorkerResult {
     }
 }
 
-/// `XADD results` and `XACK tasks` in one transaction, retried with backoff (at most about a
-/// minute) while Redis is away.
+/// The result into the results stream, acknowledging its entry ([`add_and_ack`]).
 async fn write_result(
     conn: &mut ConnectionManager,
     url: &QueueUrl,
@@ -336,33 +348,9 @@ async fn write_result(
     let Ok(json) = serde_json::to_string(result) else {
         return false;
     };
-    let mut backoff = Backoff::new();
-    let give_up = tokio_util::sync::CancellationToken::new();
-    for _ in 0..20 {
-        let r: redis::RedisResult<()> = redis::pipe()
-            .atomic()
-            .cmd("XADD")
-            .arg(url.key("results"))
-            .arg("*")
-            .arg("task_id")
-            .arg(&result.task_id)
-            .arg("result")
-            .arg(&json)
-            .ignore()
-            .cmd("XACK")
-            .arg(url.key("tasks"))
-            .arg(GROUP)
-            .arg(entry_id)
-            .ignore()
-            .query_async(conn)
-            .await;
-        match r {
-            Ok(()) => return true,
-            Err(e) => {
-                tracing::warn!(task = ?result.task_id, "cannot write the result yet: {e}");
-                backoff.sleep(&give_up).await;
-            }
-        }
-    }
-    false
+    let fields = [
+        ("task_id", result.task_id.as_str()),
+        ("result", json.as_str()),
+    ];
+    add_and_ack(conn, url, "results", &fields, entry_id).await
 }
