@@ -434,19 +434,9 @@ async fn a_disk_that_fills_mid_batch_leaves_whole_lines_and_a_rerun_finishes() {
     // write fails instead of killing the process.
     let blocks = (line_len * 7 / 2).div_ceil(512);
     let args = batch_args(&["--concurrency", "1"]);
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c")
-        .arg(format!(
-            "trap '' XFSZ; ulimit -f {blocks}; exec \"$0\" \"$@\""
-        ))
-        .arg(env!("CARGO_BIN_EXE_geode"))
-        .args(&args)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", sb.home())
-        .envs(sb.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .current_dir(sb.cwd.path());
-    let out = run_std(cmd);
+    let script = format!("trap '' XFSZ; ulimit -f {blocks}; exec \"$0\" \"$@\"");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = run_std(sb.wrapped(&["sh", "-c", &script], &args));
     assert_no_panic(&out);
     out.assert_exit(2);
     // Only whole lines: the partial write was cut back (no torn line to cut next time).

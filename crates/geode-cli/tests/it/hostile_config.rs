@@ -322,16 +322,8 @@ async fn base_urls_that_are_not_urls_or_hold_a_password_are_refused_naming_their
 /// `unshare -rn geode ARGS`: the binary in a network namespace of its own, with no interface up,
 /// so a non-loopback address cannot be reached whatever geode does.
 async fn offline(sb: &Sandbox, args: &[&str]) -> Outcome {
-    let mut cmd = tokio::process::Command::new("unshare");
-    cmd.arg("-rn")
-        .arg(env!("CARGO_BIN_EXE_geode"))
-        .args(args)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", sb.home())
-        .envs(sb.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .current_dir(sb.cwd.path())
-        .stdin(Stdio::null())
+    let mut cmd = tokio::process::Command::from(sb.wrapped(&["unshare", "-rn"], args));
+    cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);

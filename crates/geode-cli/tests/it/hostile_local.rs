@@ -92,17 +92,8 @@ async fn run_local(sb: &Sandbox, schema: &str, extra: &[&str]) -> Bounded {
     args.extend_from_slice(extra);
     args.push("Answer.");
     let limit = format!("--as={ADDRESS_SPACE}");
-    let mut cmd = tokio::process::Command::new("prlimit");
-    cmd.arg(&limit)
-        .arg("--")
-        .arg(env!("CARGO_BIN_EXE_geode"))
-        .args(&args)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", sb.home())
-        .envs(sb.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .current_dir(sb.cwd.path())
-        .stdin(Stdio::null())
+    let mut cmd = tokio::process::Command::from(sb.wrapped(&["prlimit", &limit, "--"], &args));
+    cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);

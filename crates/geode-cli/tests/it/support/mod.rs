@@ -196,7 +196,21 @@ impl Sandbox {
     /// `geode ARGS` with the sandbox's environment and working directory, for a caller that
     /// wires its standard streams itself (e.g. stderr to a terminal).
     pub fn command(&self, args: &[&str]) -> std::process::Command {
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_geode"));
+        self.wrapped(&[], args)
+    }
+
+    /// [`Self::command`] run by a wrapper program: `WRAPPER... geode ARGS` (`prlimit --as=N --`,
+    /// `unshare -rn`, `sh -c SCRIPT`).
+    pub fn wrapped(&self, wrapper: &[&str], args: &[&str]) -> std::process::Command {
+        let geode = env!("CARGO_BIN_EXE_geode");
+        let mut cmd = match wrapper.split_first() {
+            Some((program, rest)) => {
+                let mut cmd = std::process::Command::new(program);
+                cmd.args(rest).arg(geode);
+                cmd
+            }
+            None => std::process::Command::new(geode),
+        };
         cmd.args(args)
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
