@@ -69,32 +69,16 @@ fn run_std(mut cmd: Command) -> Outcome {
         .spawn()
         .unwrap();
     let mut out_pipe = child.stdout.take().unwrap();
-    let mut err_pipe = child.stderr.take().unwrap();
     let out = std::thread::spawn(move || {
         let mut s = String::new();
         let _ = out_pipe.read_to_string(&mut s);
         s
     });
-    let err = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err_pipe.read_to_string(&mut s);
-        s
-    });
-    let deadline = Instant::now() + RUN_BOUND;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("a geode process exceeded {RUN_BOUND:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let (code, stderr) = finish(child);
     Outcome {
-        code: status.code(),
+        code,
         stdout: out.join().unwrap(),
-        stderr: err.join().unwrap(),
+        stderr,
     }
 }
 
