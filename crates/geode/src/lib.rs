@@ -118,7 +118,7 @@ pub mod vocab;
 pub use client::partial_json;
 pub use client::{
     AdapterFactory, Client, ClientBuilder, Error, Extracted, ItemSource, PartialGuarantee,
-    StreamEvent, TextAnswer, stream_task,
+    StreamEvent, TextAnswer, TypedSchema, stream_task,
 };
 /// The schemars version geode derives schemas with (`#[derive(geode::schemars::JsonSchema)]`).
 pub use schemars;

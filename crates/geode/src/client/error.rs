@@ -2,8 +2,10 @@
 //! ledger of what happened (empty apart from adapter and model when nothing was sent).
 
 use crate::agent::exit;
-use crate::agent::task::RunError;
+use crate::agent::task::{ResolveError, RunError};
+use crate::agent::termination::TerminationReason;
 use crate::ledger::{CheckFailure, GuaranteeLedger, WorkerCheck};
+use crate::llm::routing::RoutingError;
 use crate::schema::validate::ValidationIssue;
 use crate::vocab::ErrorKind;
 
@@ -20,6 +22,34 @@ pub enum Error {
         /// What is wrong.
         message: String,
         /// What happened (no attempts when refused before any call).
+        ledger: Box<GuaranteeLedger>,
+    },
+    /// `require` cannot be met on this route, found before any token was spent: the fixed
+    /// adapter's mode for the schema is below it, or routing removed every candidate (exit code
+    /// 2 in the CLI).
+    #[error("not enforceable: {message}")]
+    NotEnforceable {
+        /// Why, naming the adapter's mode and the requirement.
+        message: String,
+        /// Adapter and model only: nothing was sent.
+        ledger: Box<GuaranteeLedger>,
+    },
+    /// The model refused to answer (a refusal stop, or a refusal in place of the answer; exit
+    /// code 1).
+    #[error("the model refused: {message}")]
+    Refused {
+        /// What the run reported.
+        message: String,
+        /// What happened.
+        ledger: Box<GuaranteeLedger>,
+    },
+    /// The answer was cut at the output token limit; it is never repaired into a value (exit
+    /// code 1).
+    #[error("the answer was cut at the token limit: {message}")]
+    Truncated {
+        /// What the run reported.
+        message: String,
+        /// What happened.
         ledger: Box<GuaranteeLedger>,
     },
     /// The provider or transport failed (auth, rate limit, server, timeout, ...; exit code 3).
@@ -63,6 +93,15 @@ pub enum Error {
     },
 }
 
+/// An empty ledger naming the route of a call that never ran.
+fn named_ledger(adapter: &str, model: &str) -> GuaranteeLedger {
+    GuaranteeLedger {
+        adapter: adapter.to_owned(),
+        model: model.to_owned(),
+        ..GuaranteeLedger::default()
+    }
+}
+
 fn summary(errors: &[ValidationIssue]) -> String {
     match errors.first() {
         None => "no details".to_owned(),
@@ -83,6 +122,9 @@ impl Error {
     pub fn ledger(&self) -> &GuaranteeLedger {
         match self {
             Self::Config { ledger, .. }
+            | Self::NotEnforceable { ledger, .. }
+            | Self::Refused { ledger, .. }
+            | Self::Truncated { ledger, .. }
             | Self::Provider { ledger, .. }
             | Self::Invalid { ledger, .. }
             | Self::Deserialize { ledger, .. }
@@ -93,9 +135,13 @@ impl Error {
     /// The CLI's exit code for this error (see [`crate::agent::exit`]).
     pub fn exit_code(&self) -> u8 {
         match self {
-            Self::Config { .. } => exit::USAGE,
+            Self::Config { .. } | Self::NotEnforceable { .. } => exit::USAGE,
             Self::Provider { .. } => exit::PROVIDER,
-            Self::Invalid { .. } | Self::Deserialize { .. } | Self::Ended { .. } => exit::INVALID,
+            Self::Invalid { .. }
+            | Self::Refused { .. }
+            | Self::Truncated { .. }
+            | Self::Deserialize { .. }
+            | Self::Ended { .. } => exit::INVALID,
         }
     }
 
@@ -103,25 +149,47 @@ impl Error {
     pub(crate) fn config(message: impl Into<String>, adapter: &str, model: &str) -> Self {
         Self::Config {
             message: crate::secret::scrub(&message.into()),
-            ledger: Box::new(GuaranteeLedger {
-                adapter: adapter.to_owned(),
-                model: model.to_owned(),
-                ..GuaranteeLedger::default()
-            }),
+            ledger: Box::new(named_ledger(adapter, model)),
         }
     }
 
-    /// The error of a failed run, by its variant: refused or unroutable before any call and
-    /// adapter errors of a configuration kind are [`Self::Config`], a cancelled call is
-    /// [`Self::Ended`], other adapter errors [`Self::Provider`], an answer that failed its check
-    /// [`Self::Invalid`]. `adapter` and `model` name the route of a task that never ran.
+    /// The error of a failed run, by its variant: `require` unmet before any call is
+    /// [`Self::NotEnforceable`]; unroutable, and adapter errors of a configuration kind,
+    /// [`Self::Config`]; a cancelled call [`Self::Ended`]; other adapter errors
+    /// [`Self::Provider`]; an answer cut at the token limit [`Self::Truncated`], a refusal
+    /// [`Self::Refused`], any other answer that failed its check [`Self::Invalid`]. `adapter`
+    /// and `model` name the route of a task that never ran.
     pub(crate) fn from_run(e: RunError, adapter: &str, model: &str) -> Self {
         let message = crate::secret::scrub(&e.to_string());
         match e {
+            RunError::Route(ResolveError::Routing(RoutingError::NoCandidate { .. })) => {
+                Self::NotEnforceable {
+                    message,
+                    ledger: Box::new(named_ledger(adapter, model)),
+                }
+            }
             RunError::Route(_) => Self::config(message, adapter, model),
-            RunError::Refused { last, .. }
-            | RunError::Schema { last, .. }
-            | RunError::Tools { last, .. } => Self::Config {
+            RunError::Refused { last, .. } => Self::NotEnforceable {
+                message,
+                ledger: Box::new(last.ledger),
+            },
+            RunError::Invalid { last, .. } | RunError::Ended { last, .. }
+                if last.termination == TerminationReason::Truncated =>
+            {
+                Self::Truncated {
+                    message,
+                    ledger: Box::new(last.ledger),
+                }
+            }
+            RunError::Invalid { last, .. } | RunError::Ended { last, .. }
+                if last.termination == TerminationReason::ModelRefusal =>
+            {
+                Self::Refused {
+                    message,
+                    ledger: Box::new(last.ledger),
+                }
+            }
+            RunError::Schema { last, .. } | RunError::Tools { last, .. } => Self::Config {
                 message,
                 ledger: Box::new(last.ledger),
             },

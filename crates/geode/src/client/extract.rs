@@ -26,6 +26,20 @@ impl Client {
         typed_value(&typed, result)
     }
 
+    /// Asks for a value of a schema prepared by [`TypedSchema::from_generated`] (a schema
+    /// another language generated for its own type, such as a pydantic model's): its rewrites
+    /// go into the ledger and the answer comes back unwrapped, as for [`Self::extract`], as JSON.
+    pub async fn extract_typed(
+        &self,
+        typed: &std::sync::Arc<TypedSchema>,
+        prompt: impl Into<String>,
+    ) -> Result<Extracted<Value>, Error> {
+        let mut task = self.task(prompt.into());
+        task.output = Output::Schema(typed.schema.clone());
+        let result = self.run_with(task, |_| {}).await;
+        typed_value(typed, result)
+    }
+
     /// Asks for a JSON value matching `schema` (a JSON object); the answer is validated with
     /// one retry, as for [`Self::extract`].
     pub async fn extract_json(
@@ -161,6 +175,9 @@ pub(crate) fn annotate(ledger: &mut GuaranteeLedger, typed: &TypedSchema) {
 pub(crate) fn annotate_error(mut e: Error, typed: &TypedSchema) -> Error {
     match &mut e {
         Error::Config { ledger, .. }
+        | Error::NotEnforceable { ledger, .. }
+        | Error::Refused { ledger, .. }
+        | Error::Truncated { ledger, .. }
         | Error::Provider { ledger, .. }
         | Error::Invalid { ledger, .. }
         | Error::Deserialize { ledger, .. }

@@ -25,6 +25,7 @@ mod typed_schema;
 pub use builder::{AdapterFactory, ClientBuilder};
 pub use error::Error;
 pub use stream::{ItemSource, PartialGuarantee, StreamEvent, stream_task};
+pub use typed_schema::TypedSchema;
 
 use crate::agent::resolve::Resolver;
 use crate::agent::task::{Answer, Route, RunError, Task};

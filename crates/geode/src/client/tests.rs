@@ -287,7 +287,7 @@ fn provider_failures_and_unmet_require_are_typed() {
 
     let (c, adapter) = enforced_on_silent();
     let err = rt().block_on(c.extract::<Review>("go")).unwrap_err();
-    assert!(matches!(err, Error::Config { .. }), "{err:?}");
+    assert!(matches!(err, Error::NotEnforceable { .. }), "{err:?}");
     assert!(err.to_string().contains("below"), "{err}");
     assert!(adapter.requests().is_empty());
 }

@@ -173,6 +173,22 @@ impl Client {
         }
     }
 
+    /// Streams a value of a prepared schema ([`Self::extract_typed`]) as [`Self::stream`]
+    /// does: partials and items are of the type's value (unwrapped), the final value is JSON.
+    pub fn stream_typed(
+        &self,
+        typed: Arc<TypedSchema>,
+        prompt: impl Into<String>,
+        items: ItemSource,
+    ) -> BoxStream<'static, Result<StreamEvent<Value>, Error>> {
+        let mut task = self.task(prompt.into());
+        task.output = Output::Schema(typed.schema.clone());
+        match self.worker_env(&mut task) {
+            Ok(env) => drive(task, env, typed, &items, typed_value::<Value>),
+            Err(e) => failed(annotate_error(e, &typed)),
+        }
+    }
+
     /// Streams a JSON value matching `schema` (a JSON object), as [`Self::stream`] does.
     pub fn stream_json(
         &self,

@@ -1,0 +1,256 @@
+//! `Client`: the Rust [`geode::Client`] built from Python's keyword arguments, with each call in
+//! a sync form (GIL released, Ctrl-C cancels: [`crate::wait`]) and an asyncio form (an awaitable
+//! whose cancellation drops the call). A successful call gives `(value_json, ledger_json,
+//! summary)`; a failed one raises the `geode` exception of its kind.
+
+use crate::env::OverlayEnv;
+use crate::errors::{config_error, to_py_err};
+use crate::schema::NativeSchema;
+use crate::stream::NativeStream;
+use crate::wait::wait;
+use geode::llm::adapter::Adapter;
+use geode::llm::engine::EngineProcess;
+use geode::vocab::Require;
+use geode::{Client, Error, Extracted, ItemSource};
+use pyo3::prelude::*;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What a successful call hands to Python: the value and the ledger as JSON text, and the
+/// ledger's one-line summary.
+type Done = (String, String, String);
+
+/// A text-shaped call: one of N strings, a regular expression, a Lark grammar.
+enum Text {
+    Choice(Vec<String>),
+    Regex(String),
+    Grammar(String),
+}
+
+/// A client shared by every thread and task of a program (calls run concurrently).
+#[pyclass(frozen, module = "geode._native", name = "Client")]
+pub struct NativeClient {
+    client: Client,
+}
+
+#[pymethods]
+impl NativeClient {
+    /// Every argument is optional; what is not given comes from `geode.toml` and the
+    /// environment as for the CLI. `env` is read before the process environment.
+    #[new]
+    #[pyo3(signature = (adapter=None, model=None, require=None, timeout=None, fallback=None, max_tokens=None, system=None, env=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        adapter: Option<String>,
+        model: Option<String>,
+        require: Option<String>,
+        timeout: Option<f64>,
+        fallback: Option<Vec<String>>,
+        max_tokens: Option<u32>,
+        system: Option<String>,
+        env: Option<HashMap<String, String>>,
+    ) -> PyResult<Self> {
+        let env = OverlayEnv::new(env.unwrap_or_default());
+        let engine = engine_program(&env);
+        let mut builder = Client::builder()
+            .environment(env)
+            .adapter_factory("local", move || {
+                Arc::new(EngineProcess::new("local", engine.clone())) as Arc<dyn Adapter>
+            });
+        if let Some(a) = adapter {
+            builder = builder.adapter(a);
+        }
+        if let Some(m) = model {
+            builder = builder.model(m);
+        }
+        if let Some(r) = require {
+            builder = builder.require(parse_require(py, &r)?);
+        }
+        if let Some(t) = timeout {
+            builder = builder.timeout(parse_timeout(py, t)?);
+        }
+        if let Some(f) = fallback {
+            builder = builder.fallback(f);
+        }
+        if let Some(m) = max_tokens {
+            builder = builder.max_tokens(m);
+        }
+        if let Some(s) = system {
+            builder = builder.system(s);
+        }
+        let client = builder.build().map_err(|e| to_py_err(py, &e))?;
+        Ok(Self { client })
+    }
+
+    /// Adapter, model and `require` only: a client holds no secret of its own, and shows none.
+    fn __repr__(&self) -> String {
+        format!("{:?}", self.client)
+    }
+
+    /// Asks for a value of `schema`; blocks with the GIL released.
+    fn extract(&self, py: Python<'_>, schema: &NativeSchema, prompt: String) -> PyResult<Done> {
+        let (client, typed) = (self.client.clone(), schema.typed.clone());
+        let result = wait(
+            py,
+            async move { client.extract_typed(&typed, prompt).await },
+        )?;
+        done(py, result)
+    }
+
+    /// [`Self::extract`] as an awaitable.
+    fn aextract<'py>(
+        &self,
+        py: Python<'py>,
+        schema: &NativeSchema,
+        prompt: String,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (client, typed) = (self.client.clone(), schema.typed.clone());
+        pyo3_async_runtimes::tokio::future_into_py(py, async move {
+            let result = client.extract_typed(&typed, prompt).await;
+            Python::attach(|py| done(py, result))
+        })
+    }
+
+    /// Exactly one of `options`.
+    fn choose(&self, py: Python<'_>, options: Vec<String>, prompt: String) -> PyResult<Done> {
+        self.text(py, Text::Choice(options), prompt)
+    }
+
+    /// Text whose whole (trimmed) answer matches `regex`.
+    fn matches(&self, py: Python<'_>, regex: String, prompt: String) -> PyResult<Done> {
+        self.text(py, Text::Regex(regex), prompt)
+    }
+
+    /// Text derivable from the Lark grammar `lark`.
+    fn grammar(&self, py: Python<'_>, lark: String, prompt: String) -> PyResult<Done> {
+        self.text(py, Text::Grammar(lark), prompt)
+    }
+
+    /// [`Self::choose`] as an awaitable.
+    fn achoose<'py>(
+        &self,
+        py: Python<'py>,
+        options: Vec<String>,
+        prompt: String,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.atext(py, Text::Choice(options), prompt)
+    }
+
+    /// [`Self::matches`] as an awaitable.
+    fn amatches<'py>(
+        &self,
+        py: Python<'py>,
+        regex: String,
+        prompt: String,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.atext(py, Text::Regex(regex), prompt)
+    }
+
+    /// [`Self::grammar`] as an awaitable.
+    fn agrammar<'py>(
+        &self,
+        py: Python<'py>,
+        lark: String,
+        prompt: String,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.atext(py, Text::Grammar(lark), prompt)
+    }
+
+    /// Streams a value of `schema`. `items`: the root property whose elements stream as items
+    /// (default: the root list, or the root's one array property).
+    #[pyo3(signature = (schema, prompt, items=None))]
+    fn stream(&self, schema: &NativeSchema, prompt: String, items: Option<String>) -> NativeStream {
+        let source = items.map_or(ItemSource::Auto, ItemSource::Field);
+        NativeStream::new(
+            self.client
+                .stream_typed(schema.typed.clone(), prompt, source),
+        )
+    }
+}
+
+impl NativeClient {
+    fn text(&self, py: Python<'_>, text: Text, prompt: String) -> PyResult<Done> {
+        let client = self.client.clone();
+        let result = wait(py, async move { run_text(&client, text, prompt).await })?;
+        done(py, result)
+    }
+
+    fn atext<'py>(
+        &self,
+        py: Python<'py>,
+        text: Text,
+        prompt: String,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let client = self.client.clone();
+        pyo3_async_runtimes::tokio::future_into_py(py, async move {
+            let result = run_text(&client, text, prompt).await;
+            Python::attach(|py| done(py, result))
+        })
+    }
+}
+
+async fn run_text(client: &Client, text: Text, prompt: String) -> Result<Extracted<Value>, Error> {
+    let answer = match &text {
+        Text::Choice(options) => {
+            let options: Vec<&str> = options.iter().map(String::as_str).collect();
+            client.choose(&options, prompt).await
+        }
+        Text::Regex(regex) => client.matches(regex, prompt).await,
+        Text::Grammar(lark) => client.grammar(lark, prompt).await,
+    }?;
+    Ok(Extracted {
+        value: Value::String(answer.value),
+        ledger: answer.ledger,
+    })
+}
+
+/// The successful call's JSON, or its exception.
+pub fn done(py: Python<'_>, result: Result<Extracted<Value>, Error>) -> PyResult<Done> {
+    match result {
+        Ok(x) => Ok((
+            x.value.to_string(),
+            serde_json::to_string(&x.ledger).unwrap_or_default(),
+            x.ledger.summary(),
+        )),
+        Err(e) => Err(to_py_err(py, &e)),
+    }
+}
+
+fn parse_require(py: Python<'_>, name: &str) -> PyResult<Require> {
+    serde_json::from_value(Value::String(name.to_owned())).map_err(|_| {
+        config_error(
+            py,
+            &format!("require={name:?}: expected \"best-effort\", \"wired\" or \"enforced\""),
+        )
+    })
+}
+
+fn parse_timeout(py: Python<'_>, seconds: f64) -> PyResult<Duration> {
+    Duration::try_from_secs_f64(seconds)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| {
+            config_error(
+                py,
+                &format!("timeout={seconds}: expected a positive number of seconds"),
+            )
+        })
+}
+
+/// The engine binary: `GEODE_ENGINE_BIN`, else `geode-engine` beside the Python interpreter
+/// (a virtual environment's `bin/`), else `geode-engine` on `PATH`.
+fn engine_program(env: &OverlayEnv) -> PathBuf {
+    use geode::llm::registry::Environment;
+    if let Some(bin) = env.var(geode::llm::engine::ENGINE_BIN_ENV) {
+        return PathBuf::from(bin);
+    }
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|dir| dir.join("geode-engine")))
+        .filter(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from("geode-engine"))
+}

@@ -1,0 +1,74 @@
+//! A failed call as the `geode` exception of its kind. The classes live in Python
+//! (python/geode/_errors.py, where users read them); this side names the kind and hands over the
+//! message, the ledger and the details as JSON. Every string has passed geode's secret scrubber.
+
+use geode::Error;
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+
+/// The Python class (`geode._errors`) for each kind of [`Error`].
+fn kind(e: &Error) -> &'static str {
+    match e {
+        Error::NotEnforceable { .. } => "not_enforceable",
+        Error::Provider { .. } => "provider",
+        Error::Invalid { .. } | Error::Deserialize { .. } => "invalid",
+        Error::Refused { .. } => "refused",
+        Error::Truncated { .. } => "truncated",
+        Error::Ended { .. } => "ended",
+        _ => "config",
+    }
+}
+
+/// The exception for `e`.
+pub fn to_py_err(py: Python<'_>, e: &Error) -> PyErr {
+    let errors = match e {
+        Error::Invalid { errors, .. } => serde_json::to_string(errors).unwrap_or_default(),
+        _ => "[]".to_owned(),
+    };
+    let provider_kind = match e {
+        Error::Provider { kind, .. } => Some(kind.as_str()),
+        _ => None,
+    };
+    let ledger = e.ledger();
+    build(
+        py,
+        kind(e),
+        &e.to_string(),
+        &serde_json::to_string(ledger).unwrap_or_default(),
+        &ledger.summary(),
+        &errors,
+        provider_kind,
+    )
+}
+
+/// A configuration error raised before any call (a bad argument or schema).
+pub fn config_error(py: Python<'_>, message: &str) -> PyErr {
+    let message = geode::secret::scrub(message);
+    build(py, "config", &message, "{}", "", "[]", None)
+}
+
+fn build(
+    py: Python<'_>,
+    kind: &str,
+    message: &str,
+    ledger_json: &str,
+    summary: &str,
+    errors_json: &str,
+    provider_kind: Option<&str>,
+) -> PyErr {
+    let made = py.import("geode._errors").and_then(|m| {
+        m.getattr("_from_native")?.call1((
+            kind,
+            message,
+            ledger_json,
+            summary,
+            errors_json,
+            provider_kind,
+        ))
+    });
+    match made {
+        Ok(exc) => PyErr::from_value(exc),
+        // The package is broken (the module is missing): still a clear error, never a panic.
+        Err(e) => PyRuntimeError::new_err(format!("{kind}: {message} (geode._errors: {e})")),
+    }
+}

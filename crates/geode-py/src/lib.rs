@@ -1,0 +1,34 @@
+//! The native module behind the `geode` Python package (`geode._native`): the Rust [`geode::Client`]
+//! with Python's calling conventions. The Python layer (python/geode) turns types into schemas and
+//! answers into instances; everything geode guarantees (adapters, `require`, the retry with
+//! feedback, validation, the ledger) happens here, in Rust.
+//!
+//! | file | job |
+//! |---|---|
+//! | [`client`] | `Client`: built from keyword arguments, configuration and environment; sync and async calls |
+//! | [`schema`] | `Schema`: a caller's schema prepared once (a type's rewritten, a dict's as given) |
+//! | [`stream`] | `Stream`: partial values, items and the final value, sync and async |
+//! | [`wait`] | a sync call with the GIL released that Ctrl-C cancels |
+//! | [`errors`] | a failed call as the `geode` exception of its kind, with the ledger |
+//! | [`env`] | variables given to the client, over the process environment |
+//!
+//! Values cross as JSON text: pydantic reads JSON text faster than it reads Python objects.
+
+mod client;
+mod env;
+mod errors;
+mod schema;
+mod stream;
+mod wait;
+
+use pyo3::prelude::*;
+
+/// The extension module, imported as `geode._native`.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<client::NativeClient>()?;
+    m.add_class::<schema::NativeSchema>()?;
+    m.add_class::<stream::NativeStream>()?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,154 @@
+"""``Client``: every call geode can make, sync and async, with the value and its ledger back."""
+
+from __future__ import annotations
+
+from typing import Any, Generic, Mapping, Optional, Sequence, TypeVar, Union, overload
+
+from . import _native
+from ._ledger import Ledger
+from ._shapes import shape_of
+from ._stream import Stream, _load
+
+T = TypeVar("T")
+
+__all__ = ["Client", "Extraction"]
+
+
+class Extraction(Generic[T]):
+    """A checked value and the account of how it was obtained."""
+
+    __slots__ = ("value", "ledger")
+
+    def __init__(self, value: T, ledger: Ledger) -> None:
+        self.value = value
+        """The value: an instance of the target type, or plain JSON data for a dict schema."""
+        self.ledger = ledger
+        """Which adapter served it, how the schema went on the wire, every attempt."""
+
+    def __repr__(self) -> str:
+        return f"Extraction(value={self.value!r}, ledger={self.ledger!r})"
+
+
+Target = Union[type, Any, dict]
+
+
+class Client:
+    """A handle for structured calls, shared safely by threads and asyncio tasks (calls run
+    concurrently; adapters, connections and a loaded local model are built once per client).
+
+    Every argument is optional; what is not given comes from ``geode.toml`` (current
+    directory, else ``~/.config/geode/config.toml``) and the environment, exactly as for the
+    ``geode`` CLI.
+
+    :param adapter: the adapter for every call (``"local"``, ``"openai-payg"``,
+        ``"anthropic-payg"``, a ``[providers.NAME]`` of ``geode.toml``...); routed when absent.
+    :param model: the model name (the adapter's default when absent).
+    :param require: ``"best-effort"``, ``"wired"`` or ``"enforced"``: a call whose route
+        cannot guarantee that much raises :class:`NotEnforceable` before any token is spent.
+    :param timeout: seconds for a whole call, retry included.
+    :param fallback: adapters tried in order when one fails before answering.
+    :param max_tokens: the output token budget of each attempt.
+    :param system: a system prompt for every call.
+    :param env: variables read before ``os.environ`` (keys, base URLs), for this client only.
+    """
+
+    __slots__ = ("_native",)
+
+    def __init__(
+        self,
+        adapter: Optional[str] = None,
+        *,
+        model: Optional[str] = None,
+        require: Optional[str] = None,
+        timeout: Optional[float] = None,
+        fallback: Optional[Sequence[str]] = None,
+        max_tokens: Optional[int] = None,
+        system: Optional[str] = None,
+        env: Optional[Mapping[str, str]] = None,
+    ) -> None:
+        self._native = _native.Client(
+            adapter,
+            model,
+            require,
+            None if timeout is None else float(timeout),
+            None if fallback is None else list(fallback),
+            max_tokens,
+            system,
+            None if env is None else dict(env),
+        )
+
+    @classmethod
+    def from_env(cls) -> Client:
+        """A client configured entirely as the CLI is: ``geode.toml`` and the environment."""
+        return cls()
+
+    def __repr__(self) -> str:
+        return f"geode.{self._native!r}"
+
+    @overload
+    def extract(self, target: type[T], prompt: str) -> Extraction[T]: ...
+    @overload
+    def extract(self, target: Any, prompt: str) -> Extraction[Any]: ...
+
+    def extract(self, target: Target, prompt: str) -> Extraction[Any]:
+        """Asks for a value of ``target`` (a pydantic model, dataclass, ``TypedDict``,
+        ``list[...]``, or a JSON Schema dict). The answer is validated against the schema, with
+        one retry that tells the model what was wrong. Blocks with the GIL released; Ctrl-C
+        cancels the call."""
+        shape = shape_of(target)
+        value_json, ledger_json, summary = self._native.extract(shape.schema, prompt)
+        ledger = Ledger(ledger_json, summary)
+        return Extraction(_load(shape, value_json, ledger), ledger)
+
+    @overload
+    async def aextract(self, target: type[T], prompt: str) -> Extraction[T]: ...
+    @overload
+    async def aextract(self, target: Any, prompt: str) -> Extraction[Any]: ...
+
+    async def aextract(self, target: Target, prompt: str) -> Extraction[Any]:
+        """:meth:`extract` on the running asyncio loop (no thread per call); cancelling the
+        task cancels the call."""
+        shape = shape_of(target)
+        value_json, ledger_json, summary = await self._native.aextract(shape.schema, prompt)
+        ledger = Ledger(ledger_json, summary)
+        return Extraction(_load(shape, value_json, ledger), ledger)
+
+    def stream(self, target: Target, prompt: str, *, items: Optional[str] = None) -> Stream[Any]:
+        """Streams a value of ``target``: :class:`Partial` values as text arrives,
+        :class:`Item` for each element of the root list (or of the root's one list field, or of
+        the field ``items`` names) once it is whole and valid, :class:`Retry` when the retry
+        starts, then one :class:`Final`. Iterate it with ``for`` or ``async for``."""
+        shape = shape_of(target)
+        return Stream(self._native.stream(shape.schema, prompt, items), shape)
+
+    def choose(self, options: Sequence[str], prompt: str) -> Extraction[str]:
+        """Exactly one of ``options`` (enforced by a constraining engine, checked otherwise)."""
+        return _text(self._native.choose(list(options), prompt))
+
+    def matches(self, regex: str, prompt: str) -> Extraction[str]:
+        """Text whose whole (trimmed) answer matches ``regex``."""
+        return _text(self._native.matches(regex, prompt))
+
+    def grammar(self, lark: str, prompt: str) -> Extraction[str]:
+        """Text derivable from the Lark grammar ``lark`` (enforced by a constraining engine;
+        elsewhere the ledger names it unchecked)."""
+        return _text(self._native.grammar(lark, prompt))
+
+    async def achoose(self, options: Sequence[str], prompt: str) -> Extraction[str]:
+        """:meth:`choose` on the running asyncio loop."""
+        return _text(await self._native.achoose(list(options), prompt))
+
+    async def amatches(self, regex: str, prompt: str) -> Extraction[str]:
+        """:meth:`matches` on the running asyncio loop."""
+        return _text(await self._native.amatches(regex, prompt))
+
+    async def agrammar(self, lark: str, prompt: str) -> Extraction[str]:
+        """:meth:`grammar` on the running asyncio loop."""
+        return _text(await self._native.agrammar(lark, prompt))
+
+
+def _text(done: tuple[str, str, str]) -> Extraction[str]:
+    import json
+
+    value_json, ledger_json, summary = done
+    return Extraction(json.loads(value_json), Ledger(ledger_json, summary))

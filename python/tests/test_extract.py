@@ -1,0 +1,152 @@
+"""`Client.extract` and `aextract` against the fake OpenAI Responses server: every target kind,
+the value typed, the ledger, the retry with feedback, and the text constraints."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+from typing import List, Optional
+
+import pytest
+from pydantic import BaseModel
+from typing_extensions import TypedDict
+
+import geode
+
+
+class Decision(BaseModel):
+    """Whether to merge, and why."""
+
+    accept: bool
+    reason: str
+    lines: Optional[List[int]] = None
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+    y: int
+
+
+class Movie(TypedDict):
+    title: str
+    year: int
+
+
+def sent_schema(request: dict) -> dict:
+    return request["body"]["text"]["format"]["schema"]
+
+
+def test_a_pydantic_model_comes_back_as_an_instance_with_its_ledger(fake):
+    f, env = fake([{"json": {"accept": True, "reason": "tests pass", "lines": None}}])
+    client = geode.Client("openai-payg", env=env)
+    answer = client.extract(Decision, "Merge?")
+    assert answer.value == Decision(accept=True, reason="tests pass", lines=None)
+    ledger = answer.ledger
+    assert ledger.adapter == "openai-payg"
+    assert ledger.wire_mode == "strict"
+    assert "wire_mode=strict (enforced)" in ledger.summary()
+    # The optional field is sent required and nullable, and the ledger names the rewrite.
+    assert any(t["pointer"] == "/properties/lines" for t in ledger.transforms)
+    schema = sent_schema(f.model_requests()[0])
+    assert set(schema["required"]) == {"accept", "reason", "lines"}
+    assert schema["additionalProperties"] is False
+    whole = ledger.to_dict()
+    assert whole["adapter"] == "openai-payg" and len(whole["attempts"]) == 1
+    assert ledger.usage.output_tokens > 0
+
+
+@pytest.mark.parametrize(
+    "target, reply, expected",
+    [
+        (Point, {"x": 1, "y": 2}, Point(1, 2)),
+        (Movie, {"title": "Alien", "year": 1979}, {"title": "Alien", "year": 1979}),
+        (List[Point], {"value": [{"x": 1, "y": 2}, {"x": 3, "y": 4}]}, [Point(1, 2), Point(3, 4)]),
+        (
+            {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+            {"n": 7},
+            {"n": 7},
+        ),
+    ],
+    ids=["dataclass", "typeddict", "list-root", "dict-schema"],
+)
+def test_every_target_kind(fake, target, reply, expected):
+    f, env = fake([{"json": reply}])
+    answer = geode.Client("openai-payg", env=env).extract(target, "go")
+    assert answer.value == expected
+    if target is List[Point]:
+        # A list root is wrapped on the wire (answers must be objects) and unwrapped here.
+        assert sent_schema(f.model_requests()[0])["properties"]["value"]["type"] == "array"
+        assert any("wrapped" in t["action"] for t in answer.ledger.transforms)
+
+
+def test_a_dict_schema_is_sent_as_written(fake):
+    schema = {
+        "type": "object",
+        "properties": {"tags": {"type": "array", "items": {"type": "string"}}},
+        "required": ["tags"],
+        "additionalProperties": False,
+    }
+    f, env = fake([{"json": {"tags": ["a", "b"]}}])
+    answer = geode.Client("openai-payg", env=env).extract(schema, "tags?")
+    assert answer.value == {"tags": ["a", "b"]}
+    assert answer.ledger.transforms == []
+    assert sent_schema(f.model_requests()[0])["properties"] == schema["properties"]
+
+
+def test_an_invalid_first_answer_is_retried_with_the_validator_feedback(fake):
+    f, env = fake(
+        [
+            {"json": {"accept": "yes", "reason": "ok", "lines": None}},
+            {"json": {"accept": True, "reason": "ok", "lines": [3]}},
+        ]
+    )
+    answer = geode.Client("openai-payg", env=env).extract(Decision, "Merge?")
+    assert answer.value.lines == [3]
+    assert len(answer.ledger.attempts) == 2
+    second = json.dumps(f.model_requests()[1]["body"])
+    assert "accept" in second and "boolean" in second
+
+
+def test_aextract_runs_on_the_event_loop(fake):
+    f, env = fake([{"json": {"accept": False, "reason": "red CI", "lines": [1, 2]}}])
+    client = geode.Client("openai-payg", env=env)
+    answer = asyncio.run(client.aextract(Decision, "Merge?"))
+    assert answer.value == Decision(accept=False, reason="red CI", lines=[1, 2])
+    assert answer.ledger.adapter == "openai-payg"
+
+
+def test_text_constraints_sync_and_async(fake):
+    f, env = fake([{"text": "reject"}, {"text": "AB-12"}, {"text": "yes"}, {"text": "accept"}])
+    client = geode.Client("openai-payg", env=env)
+    assert client.choose(["accept", "reject"], "?").value == "reject"
+    assert client.matches(r"[A-Z]{2}-[0-9]+", "?").value == "AB-12"
+    g = client.grammar('start: "yes" | "no"\n', "?")
+    assert g.value == "yes"
+    assert any("grammar: unchecked" in r for r in g.ledger.residuals)
+    assert asyncio.run(client.achoose(["accept", "reject"], "?")).value == "accept"
+
+
+def test_the_same_schema_is_prepared_once_per_type(fake):
+    f, env = fake({"steps": [], "default": {"json": {"x": 5, "y": 6}}})
+    client = geode.Client("openai-payg", env=env)
+    from geode import _shapes
+
+    first = _shapes.shape_of(Point)
+    for _ in range(3):
+        assert client.extract(Point, "p").value == Point(5, 6)
+    assert _shapes.shape_of(Point) is first
+
+
+def test_from_env_reads_geode_toml_and_the_environment_as_the_cli_does(fake, monkeypatch, tmp_path):
+    f, env = fake([{"json": {"x": 1, "y": 1}}])
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    (tmp_path / "geode.toml").write_text('default_adapter = "openai-payg"\n[adapters.openai-payg]\nmodel = "gpt-from-toml"\n')
+    monkeypatch.chdir(tmp_path)
+    client = geode.Client.from_env()
+    answer = client.extract(Point, "p")
+    assert answer.value == Point(1, 1)
+    assert answer.ledger.adapter == "openai-payg"
+    assert f.model_requests()[0]["body"]["model"] == "gpt-from-toml"
