@@ -21,6 +21,7 @@
 //! | [`cost`] | the static estimate that refuses schemas too expensive to validate |
 //! | [`projection`] | the Anthropic projection, residual constraints and limit preflight |
 //! | [`subset`] | each provider's schema subset as data, and the one rewrite per wire (wrap, strip, or a weaker mode) |
+//! | [`repair`] | the declared repair tier: an almost-valid answer read with named, reported fixes, never a guess |
 //!
 //! ```
 //! use geode::schema::ResponseSchema;
@@ -40,6 +41,7 @@ pub mod json_scan;
 pub mod nullable;
 pub mod pattern;
 pub mod projection;
+pub mod repair;
 pub mod resources;
 pub mod root;
 pub mod strict;

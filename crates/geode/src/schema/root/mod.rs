@@ -169,7 +169,7 @@ pub enum AnswerRoot {
 }
 
 /// Most `$ref` hops followed when finding the root's types.
-const MAX_REF_HOPS: usize = 8;
+pub(crate) const MAX_REF_HOPS: usize = 8;
 
 impl AnswerRoot {
     /// The root of a schema (see the module table).
@@ -259,7 +259,7 @@ fn describes_object(root: &Value) -> bool {
 }
 
 /// The types `node` admits, `root` being the document `$ref`s resolve in.
-fn types_of(node: &Value, root: &Value, hops: usize) -> TypeSet {
+pub(crate) fn types_of(node: &Value, root: &Value, hops: usize) -> TypeSet {
     let m = match node {
         Value::Bool(true) => return TypeSet::ALL,
         Value::Object(m) => m,
