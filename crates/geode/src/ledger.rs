@@ -11,7 +11,9 @@
 //! | worker check | `worker_check` |
 //! | full validation against the caller's original schema | `full_validation` |
 //! | attempts and the retry | `attempts`, `retry` |
+//! | the repair tier, when asked for | `answer_mode` (`repaired`), `repairs` |
 
+use crate::schema::repair::Repair;
 use crate::schema::validate::ValidationIssue;
 use crate::vocab::{AdapterTry, ErrorKind, StopReason, StructuredOutputMode, Transform, Usage};
 use serde::{Deserialize, Serialize};
@@ -69,6 +71,32 @@ pub enum CheckFailure {
         /// Which constraint kind.
         constraint: String,
     },
+    /// The answer was valid only once repaired, and `require` accepts no repaired answer.
+    RepairNotAccepted {
+        /// The task's requirement (`wired` or `enforced`).
+        require: crate::vocab::Require,
+        /// The repairs it would have needed.
+        repairs: Vec<Repair>,
+    },
+}
+
+/// How the final answer was read: as the model wrote it, or repaired.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerMode {
+    /// Read as written (the worker's extraction only).
+    #[default]
+    AsWritten,
+    /// Read by the repair tier ([`crate::schema::repair`]): its fixes are in `repairs`. A
+    /// repaired answer is best effort whatever the wire mode, so `require` `wired` or
+    /// `enforced` never accepts one.
+    Repaired,
+}
+
+impl AnswerMode {
+    fn is_as_written(&self) -> bool {
+        *self == Self::AsWritten
+    }
 }
 
 /// The verdict of full JSON Schema validation against the caller's original schema.
@@ -158,6 +186,12 @@ pub struct GuaranteeLedger {
     /// Full validation of the final answer against the original schema.
     #[serde(default)]
     pub full_validation: Option<ValidationVerdict>,
+    /// How the final answer was read (omitted when as written).
+    #[serde(default, skip_serializing_if = "AnswerMode::is_as_written")]
+    pub answer_mode: AnswerMode,
+    /// Every fix the repair tier made to read the final answer, in order (omitted when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repairs: Vec<Repair>,
     /// How full validation treated `format` (`assert` or `annotate`), when a schema was checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub formats: Option<crate::schema::formats::FormatMode>,
@@ -206,6 +240,9 @@ impl GuaranteeLedger {
             WorkerCheck::Fail { reason } => format!("fail({reason})"),
         };
         out.push_str(&format!("\nworker_check={check}"));
+        if !self.repairs.is_empty() {
+            out.push_str(&format!(" repaired={}", self.repairs.len()));
+        }
         if let Some(v) = &self.full_validation {
             out.push_str(&format!(
                 " full_validation={}",
@@ -231,6 +268,9 @@ impl GuaranteeLedger {
         }
         if !self.residuals.is_empty() {
             out.push_str(&format!("\nresiduals: {}", self.residuals.join(" | ")));
+        }
+        if !self.repairs.is_empty() {
+            out.push_str(&format!("\nrepairs: {}", repairs_text(&self.repairs)));
         }
         if let Some(mode) = self.formats {
             out.push_str(&format!("\nformats={mode}"));
@@ -262,8 +302,30 @@ impl std::fmt::Display for CheckFailure {
             }
             Self::Invalid { count } => write!(f, "{count} schema validation errors"),
             Self::ConstraintUnmet { constraint } => write!(f, "{constraint} not met"),
+            Self::RepairNotAccepted { require, repairs } => write!(
+                f,
+                "the answer is valid only once repaired ({}), and require={} accepts no repaired answer",
+                repairs_text(repairs),
+                require.as_str()
+            ),
         }
     }
+}
+
+/// Repairs as people read them: `trailing_commas at /items, enum_case at /decision`.
+fn repairs_text(repairs: &[Repair]) -> String {
+    let shown: Vec<String> = repairs
+        .iter()
+        .map(|r| {
+            let at = if r.instance_path.is_empty() {
+                "the root"
+            } else {
+                &r.instance_path
+            };
+            format!("{} at {at}", r.kind)
+        })
+        .collect();
+    shown.join(", ")
 }
 
 #[cfg(test)]
@@ -348,6 +410,55 @@ mod tests {
             serde_json::from_value::<CheckFailure>(serde_json::json!({"kind": "no_object"}))
                 .unwrap(),
             plain
+        );
+    }
+
+    #[test]
+    fn repairs_are_declared_and_absent_when_none() {
+        use crate::schema::repair::{Repair, RepairKind};
+        let plain = serde_json::to_value(GuaranteeLedger::default()).unwrap();
+        assert!(plain.get("repairs").is_none() && plain.get("answer_mode").is_none());
+        let ledger = GuaranteeLedger {
+            worker_check: WorkerCheck::Pass,
+            answer_mode: AnswerMode::Repaired,
+            repairs: vec![
+                Repair::new(RepairKind::TrailingCommas, ""),
+                Repair::new(RepairKind::EnumCase, "/decision"),
+            ],
+            ..GuaranteeLedger::default()
+        };
+        let v = serde_json::to_value(&ledger).unwrap();
+        assert_eq!(v["answer_mode"], "repaired");
+        assert_eq!(
+            v["repairs"],
+            serde_json::json!([
+                {"kind": "trailing_commas", "instance_path": ""},
+                {"kind": "enum_case", "instance_path": "/decision"}
+            ])
+        );
+        assert_eq!(
+            serde_json::from_value::<GuaranteeLedger>(v).unwrap(),
+            ledger
+        );
+        let summary = ledger.summary();
+        assert!(
+            summary.contains("worker_check=pass repaired=2"),
+            "{summary}"
+        );
+        assert!(
+            summary.contains("\nrepairs: trailing_commas at the root, enum_case at /decision"),
+            "{summary}"
+        );
+        assert!(!GuaranteeLedger::default().summary().contains("repaired"));
+        let refused = CheckFailure::RepairNotAccepted {
+            require: Require::Enforced,
+            repairs: ledger.repairs.clone(),
+        };
+        assert!(
+            refused
+                .to_string()
+                .contains("require=enforced accepts no repaired answer"),
+            "{refused}"
         );
     }
 }

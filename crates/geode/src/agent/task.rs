@@ -134,6 +134,9 @@ pub struct Task {
     pub require: Require,
     /// Which check decides the retry and success.
     pub validation: Validation,
+    /// Whether an answer that fails its check may be read by the declared repair tier
+    /// ([`crate::schema::repair`]); off unless asked.
+    pub repair: bool,
     /// How full validation treats `format`.
     pub formats: FormatMode,
     /// Time, token and round limits.
@@ -161,6 +164,7 @@ impl Task {
             output: Output::Text,
             require: Require::BestEffort,
             validation: Validation::Full,
+            repair: false,
             formats: FormatMode::Assert,
             budgets: Budgets::default(),
             effort: "high".to_owned(),

@@ -7,18 +7,24 @@
 //! `external_verification_required`), refusals, truncation, provider schema rejections,
 //! configuration/auth errors, or a first answer whose mode fell below the task's `require`
 //! during the call. Unlike GEODE, the retried answer is checked too,
-//! and the run fails when it still fails. The [`GuaranteeLedger`] records every step.
+//! and the run fails when it still fails. A task that asks for repair has each failed answer
+//! read by the declared repair tier ([`check_with_repair`]) before that decision; a repaired
+//! answer is named in the ledger, and refused like an invalid one under `require` `wired` or
+//! `enforced`. The [`GuaranteeLedger`] records every step.
 //!
 //! Time is read from `tokio::time::Instant`, so tests control it with a paused runtime.
 
 use crate::agent::agent_loop::{AgenticLoop, AgenticResult, LoopOptions};
 use crate::agent::answer_check::{
-    AnswerCheck, build_constraint_retry_prompt, build_schema_retry_prompt, check_answer,
+    AnswerCheck, RepairPolicy, build_constraint_retry_prompt, build_schema_retry_prompt,
+    check_with_repair,
 };
 use crate::agent::task::{Answer, NO_RESPONSE, Output, RunError, Task};
 use crate::agent::termination::TerminationReason;
 use crate::agent::tools::{ToolRegistry, ToolRegistryError};
-use crate::ledger::{AttemptRecord, CheckFailure, GuaranteeLedger, RetryDecision, WorkerCheck};
+use crate::ledger::{
+    AnswerMode, AttemptRecord, CheckFailure, GuaranteeLedger, RetryDecision, WorkerCheck,
+};
 use crate::llm::adapter::Adapter;
 use crate::llm::call::CallCx;
 use crate::schema::validate::CompiledSchema;
@@ -299,7 +305,11 @@ async fn run_unscrubbed(task: &Task, env: &WorkerEnv) -> Result<Answer, RunError
 
     let first = lp.arun(&task.prompt, &cx).await;
     let elapsed = started.elapsed();
-    let first_check = check_answer(&first, schema_pair, constraint, task.validation);
+    let policy = RepairPolicy {
+        enabled: task.repair,
+        require: task.require,
+    };
+    let first_check = check_with_repair(&first, schema_pair, constraint, task.validation, policy);
     ledger
         .attempts
         .push(attempt_record(1, &first, elapsed, &first_check));
@@ -347,7 +357,7 @@ async fn run_unscrubbed(task: &Task, env: &WorkerEnv) -> Result<Answer, RunError
         };
         let retry_started = Instant::now();
         let mut second = lp.arun(&feedback, &cx).await;
-        let check = check_answer(&second, schema_pair, constraint, task.validation);
+        let check = check_with_repair(&second, schema_pair, constraint, task.validation, policy);
         ledger
             .attempts
             .push(attempt_record(2, &second, retry_started.elapsed(), &check));
@@ -417,6 +427,10 @@ fn finish(
     }
     ledger.worker_check = check.verdict.clone();
     ledger.full_validation = check.full.clone();
+    if !check.repairs.is_empty() {
+        ledger.answer_mode = AnswerMode::Repaired;
+        ledger.repairs = check.repairs.clone();
+    }
     ledger.caller_tool_calls = last.caller_tool_calls.len() as u64;
     let pending = !last.caller_tool_calls.is_empty();
     let text_ok = !last.text.is_empty() || pending;

@@ -5,8 +5,12 @@
 //! [`crate::schema::extract`]; when the wire wrapped the root under `value`, the wrapper's
 //! `value`), missing top-level `required` keys (object answers only); then, with [`Validation::Full`] (geode's default),
 //! full JSON Schema validation against the caller's original schema; then a choice/regex
-//! constraint when one is set. [`build_schema_retry_prompt`] renders GEODE's feedback turn
+//! constraint when one is set; [`check_with_repair`] adds the declared repair tier when a task
+//! asks for it. [`build_schema_retry_prompt`] renders GEODE's feedback turn
 //! plus the concrete validation errors (on a wrapped wire, for the wrapper the model was asked for).
+
+mod repair;
+pub use repair::{RepairPolicy, check_with_repair};
 
 use crate::agent::agent_loop::AgenticResult;
 use crate::agent::termination::TerminationReason;
@@ -31,6 +35,9 @@ pub struct AnswerCheck {
     pub object: Option<Value>,
     /// Full validation of that object, when a schema and an object were there.
     pub full: Option<ValidationVerdict>,
+    /// The fixes the repair tier made to read `object` ([`check_with_repair`]); empty when the
+    /// answer was read as written.
+    pub repairs: Vec<crate::schema::repair::Repair>,
 }
 
 impl AnswerCheck {

@@ -24,7 +24,7 @@ fn is_default<T: Default + PartialEq>(v: &T) -> bool {
 
 /// One task for a worker. Field names and defaults ([`WorkerRequest::default`], for every
 /// field but `task_id`, which [`parse_request`] requires) are GEODE's; geode's additions
-/// (`validation`, `require`, `adapter`, `text_constraint`, `max_rounds`, `formats`) are omitted from JSON
+/// (`validation`, `require`, `adapter`, `text_constraint`, `max_rounds`, `formats`, `repair`) are omitted from JSON
 /// when they hold their defaults.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -93,6 +93,9 @@ pub struct WorkerRequest {
     /// geode: how full validation treats `format`: `assert` (default) or `annotate`.
     #[serde(skip_serializing_if = "is_default")]
     pub formats: FormatMode,
+    /// geode: let the declared repair tier read an answer that fails its check (default off).
+    #[serde(skip_serializing_if = "is_default")]
+    pub repair: bool,
     /// Fields geode does not know; ignored, and named in the ledger.
     #[serde(flatten, skip_serializing)]
     pub unknown: Map<String, Value>,
@@ -154,6 +157,7 @@ impl Default for WorkerRequest {
             text_constraint: None,
             max_rounds: 0,
             formats: FormatMode::Assert,
+            repair: false,
             unknown: Map::new(),
         }
     }
@@ -262,6 +266,7 @@ impl WorkerRequest {
             output,
             require: self.require,
             validation: self.validation,
+            repair: self.repair,
             formats: self.formats,
             budgets: Budgets {
                 timeout: Duration::from_secs_f64(self.timeout_s.min(1e9)),
