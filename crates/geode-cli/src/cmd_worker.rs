@@ -18,16 +18,21 @@ use geode::llm::registry::ProcessEnv;
 use std::io::Read;
 
 #[derive(Args)]
-pub(crate) struct WorkerArgs {}
+pub(crate) struct WorkerArgs {
+    /// Let the declared repair tier read the answer, whatever the request's `repair` says
+    /// (also `repair = true` in geode.toml).
+    #[arg(long)]
+    repair: bool,
+}
 
-pub(crate) fn run(_args: WorkerArgs) -> anyhow::Result<u8> {
-    let (result, code) = serve();
+pub(crate) fn run(args: WorkerArgs) -> anyhow::Result<u8> {
+    let (result, code) = serve(args.repair);
     println!("{}", result.to_json_line()?);
     Ok(code)
 }
 
 /// Reads the request, runs it, and returns the one result with its exit code.
-fn serve() -> (WorkerResult, u8) {
+fn serve(repair: bool) -> (WorkerResult, u8) {
     let refused = |task_id: &str, e: &dyn std::fmt::Display| {
         (
             WorkerResult::failed(task_id, e.to_string()),
@@ -51,6 +56,7 @@ fn serve() -> (WorkerResult, u8) {
         Ok(c) => c,
         Err(e) => return refused(&req.task_id, &e),
     };
+    req.repair |= repair || cfg.repair;
     let env = match resolve(&mut req, &cfg) {
         Ok(e) => e,
         Err(e) => return refused(&req.task_id, &e),

@@ -62,6 +62,11 @@ pub(crate) struct TaskArgs {
     /// provider's 400).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     max_tokens: Option<u32>,
+    /// Let the declared repair tier read an answer that fails its check (fences, quotes,
+    /// trailing commas, ... each named in the ledger); never a cut-off answer, and never
+    /// accepted under --require wired or enforced. Also `repair = true` in geode.toml.
+    #[arg(long)]
+    repair: bool,
 }
 
 /// A positive, finite number of seconds (`NaN`, `inf`, `0` and negatives are usage errors).
@@ -120,6 +125,7 @@ impl TaskArgs {
             RequireArg::Enforced => Require::Enforced,
         };
         req.formats = args.formats.into();
+        req.repair = args.repair || cfg.repair;
         req.validation = match args.validation {
             ValidationArg::Full => Validation::Full,
             ValidationArg::RequiredKeys => Validation::RequiredKeys,

@@ -17,6 +17,9 @@ pub struct Extension {
     /// The guarantee this request requires.
     #[serde(default)]
     pub require: Option<String>,
+    /// Whether this request's answer may be repaired (over `x-geode-repair` and the config).
+    #[serde(default)]
+    pub repair: Option<bool>,
 }
 
 /// The turns of a request, in order.

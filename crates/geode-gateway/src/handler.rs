@@ -147,6 +147,11 @@ async fn serve_one<E: Endpoint>(
     task.route = routed.route;
     task.fallback = routed.fallback;
     task.require = route::require(gw.cfg.gateway.require, header_require, body_require)?;
+    let header_repair = headers
+        .get("x-geode-repair")
+        .map(|v| v.to_str().unwrap_or("?"));
+    let body_repair = head.geode.as_ref().and_then(|g| g.repair);
+    task.repair = route::repair(task.repair, header_repair, body_repair)?;
     task.budgets.timeout = task.budgets.timeout.min(gw.limits.request_timeout);
     let reply = Reply {
         id: gw.next_id.fetch_add(1, Ordering::Relaxed),

@@ -9,6 +9,7 @@
 //! | `x-geode-guarantee` | what that mode guarantees (`enforced`, `wired`, `best-effort`) |
 //! | `x-geode-validated` | `true` when the answer passed full validation against the caller's schema, `false` when it failed, `tool-arguments` for a turn that ended in calls to the client's tools (each call's arguments valid against its `parameters`; the answer's schema applies to the answer after them), `not-checked` for free text |
 //! | `x-geode-attempts` | attempts made (2 when the one retry ran) |
+//! | `x-geode-repairs` | only on a repaired answer: how many repairs the repair tier made (the body's ledger lists them) |
 
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use geode::ledger::GuaranteeLedger;
@@ -40,6 +41,12 @@ pub fn put_headers(headers: &mut HeaderMap, ledger: &GuaranteeLedger) {
         if let Ok(v) = HeaderValue::from_str(&value) {
             headers.insert(HeaderName::from_static(name), v);
         }
+    }
+    if !ledger.repairs.is_empty() {
+        headers.insert(
+            HeaderName::from_static("x-geode-repairs"),
+            HeaderValue::from(ledger.repairs.len()),
+        );
     }
 }
 

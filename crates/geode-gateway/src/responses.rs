@@ -8,6 +8,7 @@
 //! | `text.format` `json_schema` / `json_object` / `text` | the caller's schema, `{"type": "object"}`, or free text |
 //! | `max_output_tokens`, `temperature` | the task's budgets and sampling |
 //! | `geode.require` (body extension) | raises the policy |
+//! | `geode.repair` (body extension) | lets the repair tier read this answer (or not), as the `x-geode-repair` header does |
 //! | `stream: true` | the Responses events in order (`response.created` … `response.output_text.delta` … `response.completed`, whose response carries the ledger) |
 //! | `tools`, `tool_choice` | the client's tools ([`crate::tools`]) |
 //! | `function_call`, `function_call_output` items | the calls and their results, in the task's history |

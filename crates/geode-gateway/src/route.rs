@@ -8,7 +8,8 @@
 //! | anything else (`gpt-5-mini`, `claude-sonnet-4-5`) | the model, its provider inferred as `geode run --model` does |
 //!
 //! The policy is the gateway's `[gateway] require`, raised (never lowered) by the request's
-//! `x-geode-require` header or its `geode.require` body field.
+//! `x-geode-require` header or its `geode.require` body field; whether an answer may be
+//! repaired is `repair` in `geode.toml`, set per request by `x-geode-repair` or `geode.repair`.
 
 use crate::error::ApiError;
 use geode::agent::task::Route;
@@ -81,6 +82,24 @@ pub fn require(
     Ok(level)
 }
 
+/// Whether one request's answer may be repaired ([`geode::schema::repair`]): the body's
+/// `geode.repair`, else the `x-geode-repair` header (`true` or `false`), else the gateway's
+/// default (`repair` in `geode.toml`). A header that is neither is refused, naming it.
+pub fn repair(default: bool, header: Option<&str>, body: Option<bool>) -> Result<bool, ApiError> {
+    let header = match header.map(str::trim) {
+        None => None,
+        Some(h) if h.eq_ignore_ascii_case("true") => Some(true),
+        Some(h) if h.eq_ignore_ascii_case("false") => Some(false),
+        Some(h) => {
+            return Err(ApiError::invalid(
+                "x-geode-repair",
+                format!("x-geode-repair must be true or false, got {h:?}"),
+            ));
+        }
+    };
+    Ok(body.or(header).unwrap_or(default))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,6 +110,17 @@ mod tests {
             "geode.toml",
         )
         .unwrap()
+    }
+
+    #[test]
+    fn repair_is_the_body_else_the_header_else_the_default() {
+        assert!(!repair(false, None, None).unwrap());
+        assert!(repair(true, None, None).unwrap());
+        assert!(repair(false, Some("TRUE"), None).unwrap());
+        assert!(!repair(true, Some("false"), None).unwrap());
+        assert!(!repair(false, Some("true"), Some(false)).unwrap());
+        let bad = repair(false, Some("yes"), None).unwrap_err();
+        assert_eq!(bad.param, Some("x-geode-repair"));
     }
 
     #[test]

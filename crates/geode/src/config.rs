@@ -18,6 +18,7 @@
 //! ```toml
 //! default_adapter = "openai-payg"
 //! fallback = ["openai-payg", "anthropic-payg"]
+//! repair = false                       # the declared repair tier (schema::repair); off unless asked
 //!
 //! [timeouts]
 //! request_s = 120
@@ -129,6 +130,11 @@ pub struct Config {
     pub default_adapter: Option<String>,
     /// Adapters tried in order on retryable provider failures.
     pub fallback: Vec<String>,
+    /// Let the declared repair tier ([`crate::schema::repair`]) read answers that fail their
+    /// check, for `geode run`, `batch`, `worker`, the gateway and [`crate::Client::from_env`]
+    /// (each can also ask for it alone; `geode validate` reads no config, only `--repair`).
+    /// Off by default.
+    pub repair: bool,
     /// Timeouts.
     pub timeouts: Timeouts,
     /// Limits.
@@ -545,6 +551,19 @@ mod tests {
         assert_eq!(c.timeouts.request_s, Some(30.0));
         assert_eq!(c.model("openai-payg", None), "gpt-5.5");
         assert_eq!(c.model("openai-payg", Some("o3")), "o3");
+    }
+
+    #[test]
+    fn repair_is_off_unless_the_file_asks_and_must_be_a_boolean() {
+        assert!(!Config::default().repair);
+        assert!(!Config::parse("", "geode.toml").unwrap().repair);
+        assert!(
+            Config::parse("repair = true\n", "geode.toml")
+                .unwrap()
+                .repair
+        );
+        let bad = Config::parse("repair = \"yes\"\n", "geode.toml").unwrap_err();
+        assert!(bad.to_string().contains("line 1"), "{bad}");
     }
 
     #[test]

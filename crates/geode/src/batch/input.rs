@@ -4,7 +4,7 @@
 //! |---|---|
 //! | blank (only whitespace) | skipped |
 //! | `{"task_id": "...", "prompt": "...", ...}` (a `prompt` and no `description`) | the batch's template request with that id, the prompt as its description, and any other field of the line laid over it |
-//! | any other JSON object with a `task_id` | a full [`WorkerRequest`] with GEODE's fields and defaults; the template's `adapter` fills an empty one |
+//! | any other JSON object with a `task_id` | a full [`WorkerRequest`] with GEODE's fields and defaults; the template's `adapter` fills an empty one, and its `repair` (`--repair`) turns the line's on |
 //! | anything else (not JSON, not an object, no `task_id`, a bad field) | a [`BadLine`] with its 1-based line number; the other lines still run |
 //!
 //! Task ids must be unique: [`scan_ids`] reads the whole input once before anything runs and
@@ -173,6 +173,8 @@ pub fn read_line(text: &str, line: usize, template: &WorkerRequest) -> Option<In
                 if req.adapter.is_empty() {
                     req.adapter.clone_from(&template.adapter);
                 }
+                // `--repair` asks for the tier on every task; a line may ask for it alone.
+                req.repair |= template.repair;
                 req
             }
             Err(e) => return bad(e.to_string()),
@@ -285,6 +287,29 @@ mod tests {
             "a bad overlaid field is a bad line: {:?}",
             read_line(bad, 4, &template())
         );
+    }
+
+    #[test]
+    fn the_batch_repair_flag_reaches_every_kind_of_line_and_a_line_may_ask_alone() {
+        let repairing = WorkerRequest {
+            repair: true,
+            ..template()
+        };
+        let repair = |line: &str, t: &WorkerRequest| match read_line(line, 1, t) {
+            Some(InputLine::Task { request, .. }) => request.repair,
+            other => panic!("not a task: {other:?}"),
+        };
+        let full = r#"{"task_id":"b","description":"d"}"#;
+        let short = r#"{"task_id":"a","prompt":"hi"}"#;
+        let overlaid = r#"{"task_id":"a","prompt":"hi","max_rounds":2}"#;
+        for line in [full, short, overlaid] {
+            assert!(repair(line, &repairing), "{line}");
+            assert!(!repair(line, &template()), "{line}");
+        }
+        assert!(repair(
+            r#"{"task_id":"b","description":"d","repair":true}"#,
+            &template()
+        ));
     }
 
     #[test]

@@ -34,6 +34,7 @@ pub struct ClientBuilder {
     env: Option<Arc<dyn Environment + Send + Sync>>,
     max_tokens: Option<u32>,
     system: Option<String>,
+    repair: Option<bool>,
 }
 
 impl ClientBuilder {
@@ -115,6 +116,42 @@ impl ClientBuilder {
         self
     }
 
+    /// Let the declared repair tier read an answer that fails its check
+    /// ([`crate::schema::repair`]): fences, quotes, trailing commas, a string where a number
+    /// is due, ... each named in the ledger's `repairs`. Never on a cut-off answer, and never
+    /// accepted when [`Self::require`] is `Wired` or `Enforced`. Default: `repair` in
+    /// `geode.toml` (off).
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use geode::Client;
+    /// use geode::llm::{request::AdapterResponse, scripted::ScriptedAdapter};
+    /// use std::sync::Arc;
+    ///
+    /// #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+    /// struct Count { n: u32 }
+    ///
+    /// let sloppy = || ScriptedAdapter::new(vec![Ok(AdapterResponse::text("{'n': '3',}"))]);
+    /// let client = |repair| {
+    ///     Client::builder()
+    ///         .config(geode::config::Config::default())
+    ///         .adapter_instance(Arc::new(sloppy()))
+    ///         .repair(repair)
+    ///         .build()
+    /// };
+    /// let count = client(true)?.extract::<Count>("How many?").await?;
+    /// assert_eq!(count.value.n, 3);
+    /// let kinds: Vec<&str> = count.ledger.repairs.iter().map(|r| r.kind.as_str()).collect();
+    /// assert_eq!(kinds, ["single_quotes", "trailing_commas", "string_to_number"]);
+    /// // Off (the default): the same answer is retried once, then invalid.
+    /// assert!(client(false)?.extract::<Count>("How many?").await.is_err());
+    /// # Ok::<(), geode::Error>(()) }).unwrap();
+    /// ```
+    pub fn repair(mut self, repair: bool) -> Self {
+        self.repair = Some(repair);
+        self
+    }
+
     /// The client. Fails only when the configuration cannot be loaded or the response budget
     /// in it or the environment is malformed; adapters are built on first use.
     pub fn build(self) -> Result<Client, Error> {
@@ -134,6 +171,7 @@ impl ClientBuilder {
         let max_response_bytes = cfg
             .max_response_bytes(env.as_ref())
             .map_err(|e| Error::config(e.to_string(), &name, &model))?;
+        let repair = self.repair.unwrap_or(cfg.repair);
         let source = match self.instance {
             Some(adapter) => Source::Instance {
                 adapter,
@@ -156,6 +194,7 @@ impl ClientBuilder {
                 timeout: self.timeout,
                 max_tokens: self.max_tokens,
                 system: self.system,
+                repair,
             }),
         })
     }

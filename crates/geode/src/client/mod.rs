@@ -80,6 +80,7 @@ struct Inner {
     timeout: Option<Duration>,
     max_tokens: Option<u32>,
     system: Option<String>,
+    repair: bool,
 }
 
 enum Source {
@@ -126,6 +127,7 @@ impl Client {
             (None, None) => Route::Default,
         };
         task.require = i.require;
+        task.repair = i.repair;
         if let Some(t) = i.timeout {
             task.budgets.timeout = t;
         }
@@ -218,8 +220,8 @@ impl Client {
         crate::agent::worker::run_task(&task, &env).await
     }
 
-    /// A task carrying this client's settings (adapter, model, `require`, budgets, system
-    /// prompt), to adjust and hand to [`Self::run_task`].
+    /// A task carrying this client's settings (adapter, model, `require`, `repair`, budgets,
+    /// system prompt), to adjust and hand to [`Self::run_task`].
     pub fn new_task(&self, prompt: impl Into<String>) -> Task {
         self.task(prompt.into())
     }
