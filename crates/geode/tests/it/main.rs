@@ -20,6 +20,7 @@ mod http_responses;
 mod layers;
 mod readme;
 mod real_shapes;
+mod repair_corpus;
 mod response_budget;
 mod routing;
 mod subprocess;

@@ -3,7 +3,7 @@
 //!
 //! | step | candidates | taken when |
 //! |---|---|---|
-//! | 1 | the whole text, trimmed | it reads as one value (only space or comments after it); a value of a type the root does not admit is [`NotRepairable::WrongType`], not a reason to look inside it |
+//! | 1 | the whole text, trimmed | it reads as one value (only space or comments after it), of any type: the schema then judges it, and a value of the wrong type is not looked into |
 //! | 2 | the content of each fenced block (```` ``` ```` or `~~~`, any tag; an unclosed last fence runs to the end) | exactly one distinct value of an admitted type reads from the fences |
 //! | 3 | each `{` (object roots) or `[` (array roots) in the prose, left to right, not inside a value already read, at most [`MAX_STARTS`] | exactly one distinct value of an admitted type reads from them |
 //!
@@ -25,16 +25,11 @@ pub(super) fn read(text: &str, root: AnswerRoot) -> Result<(Value, Vec<Repair>),
         expected: root.describe(),
         detail: e.to_string(),
     };
-    let whole = read_whole(text, 0, text.len());
-    let first_error = match whole {
+    // As the worker's extraction does, a whole answer is that value whatever its type: the
+    // coercions and the validator judge it (an array where an object is due is not looked into).
+    let first_error = match read_whole(text, 0, text.len()) {
         Ok(parsed) => {
             let parsed = bounded(parsed)?;
-            if !admitted.admits(&parsed.value) {
-                return Err(NotRepairable::WrongType {
-                    expected: root.describe(),
-                    found: TypeSet::of(&parsed.value).to_string(),
-                });
-            }
             return Ok((parsed.value, parsed.repairs));
         }
         Err(e) => e,

@@ -180,14 +180,6 @@ pub enum NotRepairable {
         /// Why the closest reading failed.
         detail: String,
     },
-    /// The whole answer reads as a value of a type the schema's root does not admit.
-    #[error("the answer reads as a JSON {found}, not a {expected}")]
-    WrongType {
-        /// What was looked for.
-        expected: String,
-        /// What was found.
-        found: String,
-    },
     /// Several different values could be the answer.
     #[error("{count} different values in the answer; which one is meant is a guess")]
     Ambiguous {

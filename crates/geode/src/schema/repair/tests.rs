@@ -259,7 +259,7 @@ fn what_would_need_a_guess_is_not_repairable() {
             |e| matches!(e, NotRepairable::Ambiguous { count: 2 }),
         ),
         ("[{'decision': 'accept', 'reason': 'a'}]", |e| {
-            matches!(e, NotRepairable::WrongType { .. })
+            matches!(e, NotRepairable::StillInvalid { .. })
         }),
         ("{\"decision\": \"accept\", \"reason\": undefined}", |e| {
             matches!(e, NotRepairable::NoValue { .. })
