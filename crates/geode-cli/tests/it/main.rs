@@ -17,6 +17,7 @@ mod e2e_local_schemas;
 mod e2e_policy;
 mod e2e_progress;
 mod e2e_providers;
+mod e2e_repair;
 mod e2e_queue;
 mod e2e_secrets;
 mod e2e_stream;
