@@ -231,3 +231,41 @@ async fn worker_batch_and_the_config_ask_for_repair_too() {
     }
     assert_eq!(results.lines().count(), 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gateway_repairs_per_request_and_says_so() {
+    use crate::e2e_gateway::{Gateway, decision_request, fakes, header};
+    let (openai, glm) = fakes(
+        Script::always(Reply::Json(good_answer())),
+        Script::always(Reply::text(SLOPPY)),
+    )
+    .await;
+    let sb = crate::e2e_gateway::sandbox(&openai, &glm);
+    let gw = Gateway::start(&sb, &[]);
+    let (status, headers, body) = gw
+        .chat(&decision_request("glm-payg"), &[("x-geode-repair", "true")])
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let content: Value =
+        serde_json::from_str(body["choices"][0]["message"]["content"].as_str().unwrap()).unwrap();
+    assert_eq!(content, good_answer());
+    assert_eq!(header(&headers, "x-geode-repairs"), "4");
+    assert_eq!(body["geode"]["ledger"]["answer_mode"], "repaired");
+    assert_eq!(repair_kinds(&body["geode"]["ledger"]), sloppy_repairs());
+
+    // Off unless asked: the same answer is a 422 after the retry, no repair header.
+    let (status, headers, body) = gw.chat(&decision_request("glm-payg"), &[]).await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(header(&headers, "x-geode-repairs"), "");
+
+    // The body extension asks too; a header that is not a boolean is refused, named.
+    let mut asked = decision_request("glm-payg");
+    asked["geode"] = json!({"repair": true});
+    let (status, _, body) = gw.chat(&asked, &[]).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, _, body) = gw
+        .chat(&decision_request("glm-payg"), &[("x-geode-repair", "yes")])
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["param"], "x-geode-repair");
+}
