@@ -33,6 +33,7 @@ struct Tally {
     wrong: Vec<String>,
     missed: Vec<String>,
     per_kind: BTreeMap<&'static str, usize>,
+    per_reason: BTreeMap<&'static str, usize>,
 }
 
 #[test]
@@ -64,6 +65,7 @@ fn repair_corpus_has_no_wrong_repair() {
                     Some(reason),
                     "{id}: not repairable, but why: {why}"
                 );
+                *t.per_reason.entry(reason).or_default() += 1;
                 t.refused += 1;
             }
             (Value::String(s), Ok(Repaired::NotNeeded)) if s == "not_needed" => t.not_needed += 1,
@@ -114,7 +116,8 @@ fn repair_corpus_has_no_wrong_repair() {
     println!("| left alone: already valid | {} |", t.not_needed);
     println!("| wrong repairs | {} |", t.wrong.len());
     println!("| missed repairs | {} |", t.missed.len());
-    println!("per kind: {:?}", t.per_kind);
+    println!("repaired, per kind: {:?}", t.per_kind);
+    println!("not repairable, per reason: {:?}", t.per_reason);
     assert!(t.wrong.is_empty(), "wrong repairs:\n{}", t.wrong.join("\n"));
     assert!(t.missed.is_empty(), "missed:\n{}", t.missed.join("\n"));
     for kind in RepairKind::ALL {
