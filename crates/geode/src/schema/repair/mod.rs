@@ -292,9 +292,17 @@ pub fn repair(input: &RepairInput<'_>) -> Result<Repaired, NotRepairable> {
     } else {
         AnswerRoot::of(input.schema)
     };
-    let (mut value, mut repairs) = match extract_answer(text, root) {
-        Some((_, v)) => (v, Vec::new()),
-        None => locate::read(text, root)?,
+    // The worker's extraction first; `picked` is its value when it came out of prose or a fence,
+    // where another value the lenient reader sees would make any fix of it a guess.
+    let (mut value, mut repairs, picked) = match extract_answer(text, root) {
+        Some((raw, v)) => {
+            let picked = (raw.len() != text.len()).then(|| v.clone());
+            (v, Vec::new(), picked)
+        }
+        None => {
+            let (v, r) = locate::read(text, root)?;
+            (v, r, None)
+        }
     };
     if input.wrapped_root {
         value = unwrapped(value, &mut repairs);
@@ -304,6 +312,15 @@ pub fn repair(input: &RepairInput<'_>) -> Result<Repaired, NotRepairable> {
     }
     if repairs.is_empty() && input.compiled.validate(&value).is_empty() {
         return Ok(Repaired::NotNeeded);
+    }
+    if let Some(picked) = picked {
+        match locate::read(text, root) {
+            Ok((other, _)) if other != picked => {
+                return Err(NotRepairable::Ambiguous { count: 2 });
+            }
+            Err(e @ NotRepairable::Ambiguous { .. }) => return Err(e),
+            _ => {}
+        }
     }
     coerce::coerce(&mut value, input.schema.as_value(), &mut repairs);
     let report = input.compiled.validate(&value);

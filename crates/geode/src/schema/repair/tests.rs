@@ -232,7 +232,7 @@ type Expected = (&'static str, fn(&NotRepairable) -> bool);
 #[test]
 fn what_would_need_a_guess_is_not_repairable() {
     let d = decision();
-    let cases: [Expected; 10] = [
+    let cases: [Expected; 11] = [
         ("{\"decision\": {\"x\": \"accept\"", |e| {
             matches!(e, NotRepairable::CutOff { missing: 2 })
         }),
@@ -256,6 +256,10 @@ fn what_would_need_a_guess_is_not_repairable() {
         }),
         (
             "First {'decision': 'accept', 'reason': 'a'} then {'decision': 'reject', 'reason': 'b'}",
+            |e| matches!(e, NotRepairable::Ambiguous { count: 2 }),
+        ),
+        (
+            "Example: {\"decision\": \"Accept\", \"reason\": \"x\"} Mine: {'decision': 'reject', 'reason': 'y'}",
             |e| matches!(e, NotRepairable::Ambiguous { count: 2 }),
         ),
         ("[{'decision': 'accept', 'reason': 'a'}]", |e| {
