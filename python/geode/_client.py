@@ -52,7 +52,7 @@ class Client:
     :param env: variables read before ``os.environ`` (keys, base URLs), for this client only.
     """
 
-    __slots__ = ("_native",)
+    __slots__ = ("_native", "_repr")
 
     def __init__(
         self,
@@ -76,6 +76,8 @@ class Client:
             system,
             None if env is None else dict(env),
         )
+        # Settings only: `env` may hold keys, and is never shown.
+        self._repr = f"geode.Client(adapter={adapter!r}, model={model!r}, require={require!r})"
 
     @classmethod
     def from_env(cls) -> Client:
@@ -83,7 +85,7 @@ class Client:
         return cls()
 
     def __repr__(self) -> str:
-        return f"geode.{self._native!r}"
+        return self._repr
 
     @overload
     def extract(self, target: type[T], prompt: str) -> Extraction[T]: ...

@@ -13,7 +13,7 @@
 //!   `{"text": "hi"}`, `{"json": {"a": 1}}`, `{"tool_call": {"name": "f", "arguments": {}}}`,
 //!   `{"status": {"status": 429, "retry_after": 2}}`, `"connection_reset"`, `"auto"`,
 //!   `{"slow_body": {"delay_ms": 500, "then": {"text": "late"}}}`, `"hang_mid_body"`,
-//!   `"reset_mid_body"`, `"endless"`, `"garbage"`, `"html"`, `{"in_band_error": "overloaded"}`.
+//!   `{"hang_mid_text": "{\"a\": [1, 2"}`, `"reset_mid_body"`, `"endless"`, `"garbage"`, `"html"`, `{"in_band_error": "overloaded"}`.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -86,6 +86,9 @@ pub enum Reply {
     /// Start a normal text answer, send about half of it, then go silent with the connection
     /// open (a hang mid-body).
     HangMidBody,
+    /// [`Reply::HangMidBody`] with this answer text (a JSON answer whose first half a
+    /// streaming client can already show).
+    HangMidText(String),
     /// Start a normal text answer, send about half of it, then abort the connection (a reset
     /// mid-stream; a JSON answer behaves as [`Reply::StreamCut`]).
     ResetMidBody,

@@ -389,6 +389,10 @@ async fn play(state: &State, body: &Value, reply: Reply) -> Result<Response<Body
                 kind.answer(&call, &Content::Text(CUT_TEXT.to_owned())),
                 Ending::CutThenHang,
             ),
+            Reply::HangMidText(text) => (
+                kind.answer(&call, &Content::Text(text)),
+                Ending::CutThenHang,
+            ),
             Reply::ResetMidBody => (
                 kind.answer(&call, &Content::Text(CUT_TEXT.to_owned())),
                 Ending::CutThenReset,
