@@ -6,7 +6,7 @@
 //! | a string holding a JSON number (`"42"`, `" -1.5 "`) | admits numbers (or integers, for an integral one), no strings | the number | `string_to_number` |
 //! | `"true"` / `"false"` in any case | admits booleans, no strings | the boolean | `string_to_boolean` |
 //! | a string outside the enum | an enum (or `const`s) with exactly one member equal to it but for case | that member | `enum_case` |
-//! | a non-null value of a type not admitted | admits arrays, and its items admit the value as it is | `[value]` | `wrap_in_array` |
+//! | a non-null value of a type not admitted (not a string holding `,` `;` or a line break, which may be a list written as text) | admits arrays, and its items admit the value as it is | `[value]` | `wrap_in_array` |
 //!
 //! The schema is followed through `properties`, `additionalProperties`, `items`, `prefixItems`,
 //! local `$ref`s, `allOf`, and the one `anyOf`/`oneOf` branch that admits the value's type
@@ -152,7 +152,11 @@ fn allowed_strings(node: &Value, root: &Value, hops: usize) -> Option<Vec<String
 /// Whether `value` should become `[value]`: its type is not admitted, arrays are, and the
 /// items admit it as it is.
 fn wraps(value: &Value, types: TypeSet, node: &Value, root: &Value) -> bool {
+    // A string holding a separator may be a list written as text: `["a, b"]` or `["a", "b"]`
+    // is a guess.
+    let listlike = value.as_str().is_some_and(|s| s.contains([',', ';', '\n']));
     if value.is_null()
+        || listlike
         || value.is_array()
         || types == TypeSet::ALL
         || types.admits(value)
