@@ -16,10 +16,13 @@ lint:
 # (fuzz/seeds/<target>) replayed through its target's entry function on the stable toolchain.
 # `geode gateway` execs the geode-gateway binary beside `geode`; cargo builds a package's binary only
 # for that package's own tests, so it is built first for geode-cli's.
+# The Python package last: its wheel is built against the workspace's debug build, and its pytest
+# suite drives the debug binaries (the fakes, geode-engine) that cargo test built.
 test: setup lint
 	cargo build -p geode-gateway
 	cargo test --workspace --all-targets
 	cargo test --workspace --doc
+	scripts/python-package.sh
 
 # GEODE_LINK_ORDER=1: the release link puts the code a hosted task runs first (crates/geode-cli/build.rs),
 # which takes a worker's peak RSS from about 11 to 6.5 MiB (docs/benchmarks.md, "A lean worker").

@@ -8,6 +8,7 @@
 # builds ${XDG_CACHE_HOME:-$HOME/.cache}/geode/venv/NAME and runs CHECK (a command, relative
 # names resolved in the venv's bin/) to prove it works. Used for:
 #   openai-sdk  scripts/python/sdk-requirements.txt      the gateway's Python SDK tests (make test)
+#   geode-py    scripts/python/geode-py-requirements.txt the Python package: wheel build and pytest (make test)
 #   litellm     scripts/python/litellm-requirements.txt  the gateway benchmark (make bench-gateway)
 set -euo pipefail
 [ $# -ge 3 ] || { echo "usage: $0 NAME REQUIREMENTS CHECK..." >&2; exit 2; }
