@@ -339,3 +339,96 @@ fn hostile_inputs_end_typed_and_bounded() {
         assert!(run(&s, text).is_err(), "{text}");
     }
 }
+
+proptest::proptest! {
+    /// Whatever the text, repair ends typed (no panic), and a value it gives validates.
+    #[test]
+    fn any_text_ends_typed_and_a_repaired_value_validates(
+        text in "[{}\\[\\],:'\"“”‘’ a-zA-Z0-9_.#/*\\\\\\n-]{0,60}"
+    ) {
+        let d = decision();
+        for s in [&d, &schema(json!({"type": "array", "items": {"type": "integer"}}))] {
+            if let Ok(Repaired::Value { value, repairs }) = run(s, &text) {
+                proptest::prop_assert!(s.1.validate(&value).is_empty(), "{text:?} → {value}");
+                proptest::prop_assert!(!repairs.is_empty());
+            }
+        }
+    }
+}
+
+/// A Decision written sloppily in one of many ways, and the value it stands for.
+fn sloppy_decision() -> impl proptest::strategy::Strategy<Value = (String, Value)> {
+    use proptest::prelude::*;
+    (
+        proptest::bool::ANY,
+        "[a-z]{1,5}(('[a-z]{1,3})| [a-z]{1,5}|, [a-z]{1,4}){0,4}",
+        0usize..4,
+        0usize..3,
+        0usize..3,
+        (
+            proptest::bool::ANY,
+            proptest::bool::ANY,
+            proptest::bool::ANY,
+        ),
+        0usize..3,
+    )
+        .prop_map(
+            |(accept, reason, key_q, value_q, case, (comma, comment, open_end), wrap)| {
+                let decision = if accept { "accept" } else { "reject" };
+                let shown = match case {
+                    0 => decision.to_owned(),
+                    1 => decision.to_uppercase(),
+                    _ => format!("{}{}", &decision[..1].to_uppercase(), &decision[1..]),
+                };
+                let key = |k: &str| match key_q {
+                    0 => format!("\"{k}\""),
+                    1 => format!("'{k}'"),
+                    2 => k.to_owned(),
+                    _ => format!("“{k}”"),
+                };
+                let val = |v: &str| match value_q {
+                    0 => format!("\"{v}\""),
+                    1 => format!("'{v}'"),
+                    _ => format!("“{v}”"),
+                };
+                let mut text = format!(
+                    "{{{}: {}, {}{}: {}",
+                    key("decision"),
+                    val(&shown),
+                    if comment { "/* why */ " } else { "" },
+                    key("reason"),
+                    val(&reason)
+                );
+                // A comma then the end is the look of a cut-off answer: never repaired.
+                if comma && !open_end {
+                    text.push(',');
+                }
+                if !open_end {
+                    text.push('}');
+                }
+                let text = match (wrap, open_end) {
+                    (1, _) => format!("```json\n{text}\n```"),
+                    (2, false) => format!("Here it is: {text} Hope that helps."),
+                    _ => text,
+                };
+                (text, json!({"decision": decision, "reason": reason}))
+            },
+        )
+}
+
+proptest::proptest! {
+    /// Every sloppy writing of a Decision reads back as exactly that Decision: never another
+    /// value, never refused.
+    #[test]
+    fn a_sloppy_decision_reads_back_as_itself((text, want) in sloppy_decision()) {
+        let got = run(&decision(), &text);
+        match got {
+            Ok(Repaired::Value { value, .. }) => proptest::prop_assert_eq!(value, want, "{}", text),
+            Ok(Repaired::NotNeeded) => {
+                let (_, strict) = extract_answer(&text, AnswerRoot::Object).unwrap();
+                proptest::prop_assert_eq!(strict, want, "{}", text);
+            }
+            Err(e) => proptest::prop_assert!(false, "{text:?}: {e}"),
+        }
+    }
+}
