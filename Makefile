@@ -3,7 +3,7 @@ SHELL := /bin/bash
 export CARGO_TERM_COLOR := never
 CACHE ?= $(HOME)/.cache/geode
 
-.PHONY: demo test bench bench-peer bench-gateway lint fmt setup fuzz api
+.PHONY: demo test bench bench-peer bench-gateway bench-python lint fmt setup fuzz api
 
 setup:
 	@scripts/setup.sh
@@ -48,6 +48,12 @@ bench-gateway: setup
 	scripts/install-venv.sh litellm scripts/python/litellm-requirements.txt litellm --version
 	cargo build --release -p geode-gateway
 	cargo bench -p geode-cli --bench gateway
+
+# geode's Python package (a release wheel) beside Instructor and PydanticAI (PyPI, pinned, each in its
+# own venv under the cache, installed here only) on one Decision task against one loopback fake:
+# wall time and process CPU per call, import time, interleaved rounds (python/bench/peers.py).
+bench-python: setup
+	scripts/bench-python.sh
 
 # Every cargo-fuzz target for FUZZ_SECONDS each (default 600), one after another; prints
 # execs and crashes per target (scripts/fuzz.sh).
