@@ -40,6 +40,10 @@
 //! model = "openai/gpt-5.5"
 //! schema = "json_schema"
 //!
+//! [cache]                              # the response cache (crate::cache); --cache wins
+//! dir = ".geode-cache"                 # or url = "redis://127.0.0.1:6379/team"
+//! ttl = "7d"                           # or seconds; default: no bound
+//!
 //! [gateway]                            # geode gateway: the least guarantee of every request
 //! require = "wired"
 //!
@@ -108,6 +112,39 @@ pub struct GatewayConfig {
     pub models: BTreeMap<String, ModelAlias>,
 }
 
+/// The response cache (`[cache]`, [`crate::cache`]): `dir` or `url`, and a TTL. The command
+/// line's `--cache` and `--cache-ttl` win over it.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CacheConfig {
+    /// A directory on this machine (relative: from the working directory).
+    pub dir: Option<PathBuf>,
+    /// A Redis URL shared by machines: `redis://[USER:PASSWORD@]HOST:PORT[/NAME]`.
+    pub url: Option<String>,
+    /// The largest age of an entry that may answer: seconds, or a duration text (`"1h"`).
+    pub ttl: Option<CacheTtl>,
+}
+
+/// `ttl = 3600` or `ttl = "1h"`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum CacheTtl {
+    /// Whole seconds.
+    Seconds(u64),
+    /// A duration text ([`crate::cache::parse_ttl`]).
+    Text(String),
+}
+
+impl CacheTtl {
+    /// The duration, refused when not positive.
+    pub fn duration(&self) -> Result<std::time::Duration, crate::cache::CacheError> {
+        match self {
+            Self::Seconds(s) => crate::cache::parse_ttl(&s.to_string()),
+            Self::Text(t) => crate::cache::parse_ttl(t),
+        }
+    }
+}
+
 /// A `model` name of the gateway that stands for a route.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -145,6 +182,8 @@ pub struct Config {
     pub providers: BTreeMap<String, ProviderConfig>,
     /// The gateway's policy and model aliases.
     pub gateway: GatewayConfig,
+    /// The response cache, when one is set.
+    pub cache: CacheConfig,
     /// The providers' rows, checked ([`Self::spec`] finds them).
     #[serde(skip)]
     rows: Vec<&'static AdapterSpec>,
@@ -284,6 +323,23 @@ impl Config {
                 "[timeouts] request_s".to_owned(),
                 format!("timeout_s must be a positive, finite number of seconds, got {s}"),
             ));
+        }
+        if cfg.cache.dir.is_some() && cfg.cache.url.is_some() {
+            return Err(setting(
+                "[cache]".to_owned(),
+                "give `dir` (this machine) or `url` (Redis), not both".to_owned(),
+            ));
+        }
+        if let Some(url) = &cfg.cache.url
+            && !url.starts_with("redis://")
+        {
+            return Err(setting(
+                "[cache] url".to_owned(),
+                "must be redis://HOST:PORT[/NAME] (a directory goes in `dir`)".to_owned(),
+            ));
+        }
+        if let Some(Err(e)) = cfg.cache.ttl.as_ref().map(CacheTtl::duration) {
+            return Err(setting("[cache] ttl".to_owned(), e.to_string()));
         }
         for (name, adapter) in &cfg.adapters {
             if adapter.model.as_ref().is_some_and(|m| m.trim().is_empty()) {

@@ -12,6 +12,7 @@
 //! | full validation against the caller's original schema | `full_validation` |
 //! | attempts and the retry | `attempts`, `retry` |
 //! | the repair tier, when asked for | `answer_mode` (`repaired`), `repairs` |
+//! | the response cache, on a hit | `replayed`, `cached_at`, `original_usage` |
 
 use crate::schema::repair::Repair;
 use crate::schema::validate::ValidationIssue;
@@ -208,6 +209,17 @@ pub struct GuaranteeLedger {
     /// tool's schema. The response schema applies to the final answer, which is still to come.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub caller_tool_calls: u64,
+    /// True when this answer was replayed from the response cache ([`crate::cache`]): no
+    /// request was made, and the rest of this ledger is the original run's (omitted when false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replayed: bool,
+    /// When a replayed answer was made, RFC 3339 in UTC (omitted unless replayed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_at: Option<String>,
+    /// What the original run of a replayed answer used; its attempts' usage reads zero, since
+    /// the replay spent no token (omitted unless replayed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub original_usage: Option<Usage>,
     /// Input fields of the WorkerRequest that geode does not know (ignored).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unknown_request_fields: Vec<String>,
@@ -268,6 +280,15 @@ impl GuaranteeLedger {
         }
         if !self.residuals.is_empty() {
             out.push_str(&format!("\nresiduals: {}", self.residuals.join(" | ")));
+        }
+        if self.replayed {
+            let original = self.original_usage.unwrap_or_default();
+            out.push_str(&format!(
+                "\nreplayed from the cache (made {}): 0 new tokens; the original run used {} in, {} out",
+                self.cached_at.as_deref().unwrap_or("at an unknown time"),
+                original.input_tokens,
+                original.output_tokens
+            ));
         }
         if !self.repairs.is_empty() {
             out.push_str(&format!("\nrepairs: {}", repairs_text(&self.repairs)));

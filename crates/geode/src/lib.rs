@@ -17,6 +17,7 @@
 //! | [`llm`] | one call: request/response, the adapter trait, wires, adapters, registry, routing |
 //! | [`agent`] | many calls: the typed task, the worker and its retry, the loop, tools, subtasks, the process protocol |
 //! | [`batch`] | many tasks from JSONL: resume, whole-line results, pacing, the summary |
+//! | [`cache`] | the response cache: validated answers kept under a hash of the request, replayed with the original ledger marked `replayed` |
 //! | [`ledger`] | the guarantee ledger |
 //! | [`vocab`] | value types every layer shares: modes, transforms, usage, stop reasons, error kinds |
 //! | [`secret`] | the `Secret` type and the one scrubber every outgoing string passes through |
@@ -105,6 +106,7 @@
 
 pub mod agent;
 pub mod batch;
+pub mod cache;
 mod client;
 pub mod config;
 pub mod ledger;

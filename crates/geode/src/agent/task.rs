@@ -137,6 +137,9 @@ pub struct Task {
     /// Whether an answer that fails its check may be read by the declared repair tier
     /// ([`crate::schema::repair`]); off unless asked.
     pub repair: bool,
+    /// Whether the environment's response cache ([`crate::cache`]) may answer this task and
+    /// keep its answer; on by default, and without effect when the environment has no cache.
+    pub cache: bool,
     /// How full validation treats `format`.
     pub formats: FormatMode,
     /// Time, token and round limits.
@@ -165,6 +168,7 @@ impl Task {
             require: Require::BestEffort,
             validation: Validation::Full,
             repair: false,
+            cache: true,
             formats: FormatMode::Assert,
             budgets: Budgets::default(),
             effort: "high".to_owned(),

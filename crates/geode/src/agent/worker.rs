@@ -53,6 +53,9 @@ pub struct WorkerEnv {
     /// Receives the trigger (why the first answer failed its check) when the one retry starts,
     /// before its first call.
     pub on_retry: Option<crate::llm::call::TextSink>,
+    /// The response cache consulted before the run and given its validated answer after
+    /// ([`crate::cache`]); `None`: no cache.
+    pub cache: Option<crate::cache::Cache>,
 }
 
 impl WorkerEnv {
@@ -66,6 +69,7 @@ impl WorkerEnv {
             max_response_bytes: crate::llm::call::DEFAULT_MAX_RESPONSE_BYTES,
             on_text: None,
             on_retry: None,
+            cache: None,
         }
     }
 }
@@ -190,11 +194,37 @@ fn fell_below_require(task: &Task, env: &WorkerEnv, first: &AgenticResult) -> Op
 /// not allow on this adapter, or a schema that cannot be compiled, is refused before any call.
 /// Every string of the answer or the error (text, value, ledger, message) has passed through
 /// [`crate::secret::scrub`].
+///
+/// With a response cache in `env` ([`WorkerEnv::cache`]) and a task that allows it, a stored
+/// answer is replayed without any call ([`crate::cache::Cache::lookup`]), and a validated
+/// answer of a run is kept. Tasks that run the worker's own tools are not cached: their answer
+/// rests on what the tools did.
 pub async fn run_task(task: &Task, env: &WorkerEnv) -> Result<Answer, RunError> {
-    run_unscrubbed(task, env)
+    let cache = env
+        .cache
+        .as_ref()
+        .filter(|_| task.cache && env.tools.is_empty());
+    let key = match cache {
+        Some(c) => match c.lookup(task, env.adapter.as_ref()).await {
+            crate::cache::Lookup::Hit(answer) => {
+                if let Some(sink) = &env.on_text {
+                    sink.send(&crate::secret::scrub(&answer.text));
+                }
+                return Ok(scrub_answer(*answer));
+            }
+            crate::cache::Lookup::Miss { key, .. } => Some(key),
+            crate::cache::Lookup::NotCacheable => None,
+        },
+        None => None,
+    };
+    let run = run_unscrubbed(task, env)
         .await
         .map(scrub_answer)
-        .map_err(scrub_error)
+        .map_err(scrub_error);
+    if let (Some(c), Some(key), Ok(answer)) = (cache, &key, &run) {
+        c.keep(key, task, answer).await;
+    }
+    run
 }
 
 fn scrub_answer(mut a: Answer) -> Answer {

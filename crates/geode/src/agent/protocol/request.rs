@@ -267,6 +267,7 @@ impl WorkerRequest {
             require: self.require,
             validation: self.validation,
             repair: self.repair,
+            cache: true,
             formats: self.formats,
             budgets: Budgets {
                 timeout: Duration::from_secs_f64(self.timeout_s.min(1e9)),

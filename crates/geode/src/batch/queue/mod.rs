@@ -208,7 +208,7 @@ fn redact(url: &str) -> String {
 /// per try from a 1 s start, so its default (100) made the second reconnection wait the 60 s
 /// cap, six times over (a first connection to a Redis that is down took minutes, and a stop
 /// could not end it): grow by 2 up to 2 s, and give each TCP connect 5 s.
-fn manager_config() -> ConnectionManagerConfig {
+pub(crate) fn manager_config() -> ConnectionManagerConfig {
     ConnectionManagerConfig::new()
         .set_factor(2)
         .set_max_delay(2000)

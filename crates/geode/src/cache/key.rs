@@ -1,0 +1,135 @@
+//! The cache key: SHA-256 over the canonical JSON of everything that decides the answer.
+//!
+//! | part | holds | why |
+//! |---|---|---|
+//! | `request` | adapter, model, system prompt, earlier turns, prompt, the caller's tools and tool choice, temperature, output and thinking tokens, effort, rounds, fallback chain | the same question to the same model |
+//! | `schema_sha256` | the caller's schema, canonical (keys sorted) | any change, even a `description`, is another question |
+//! | `wire_sha256` | the adapter's plan of the schema ([`crate::schema::subset::WirePlan`]: mode, wire copy, rewrites) | the same schema sent another way is another answer |
+//! | `policy` | `repair`, `formats`, `validation` | they decide which answers count as valid |
+//!
+//! `require` is not hashed: the entry keeps the `require` it was made under and the lookup
+//! refuses it for a stronger one ([`super::entry::CacheEntry::serves`]), so the stronger run
+//! replaces it and then answers both. Object keys are sorted, so two schemas that differ only
+//! in key order share a key; the budgets that only bound time (`timeout_s`) are left out.
+
+use crate::agent::task::Task;
+use crate::llm::adapter::Adapter;
+use crate::llm::registry::PlanCx;
+use crate::schema::ResponseSchema;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+/// Bumped when what goes into a key changes, so older entries simply miss.
+const KEY_FORMAT: u32 = 1;
+
+/// A request's cache key and the two hashes it was made from (shown in logs and tests).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CacheKey {
+    /// The key: 64 hex digits.
+    pub hex: String,
+    /// SHA-256 of the caller's schema, canonical.
+    pub schema_sha256: String,
+    /// SHA-256 of the adapter's plan of the schema.
+    pub wire_sha256: String,
+}
+
+impl CacheKey {
+    /// The key of `task` on `adapter` (its schema: `schema`).
+    pub fn of(task: &Task, adapter: &dyn Adapter, schema: &ResponseSchema) -> Self {
+        let schema_sha256 = sha256_hex(canonical(schema.as_value()));
+        let wire_sha256 = sha256_hex(canonical(&wire_plan(task, adapter, schema)));
+        let b = &task.budgets;
+        let whole = json!({
+            "key_format": KEY_FORMAT,
+            "request": {
+                "adapter": adapter.name(),
+                "model": task.route.model(),
+                "system": task.system,
+                "history": task.history,
+                "prompt": task.prompt,
+                "tools": task.tools,
+                "tool_choice": task.tool_choice,
+                "temperature": task.temperature,
+                "max_tokens": b.max_tokens,
+                "thinking": b.thinking,
+                "effort": task.effort,
+                "max_rounds": b.max_rounds,
+                "fallback": task.fallback,
+            },
+            "schema_sha256": schema_sha256,
+            "wire_sha256": wire_sha256,
+            "policy": {
+                "repair": task.repair,
+                "formats": task.formats,
+                "validation": task.validation,
+            },
+        });
+        Self {
+            hex: sha256_hex(canonical(&whole)),
+            schema_sha256,
+            wire_sha256,
+        }
+    }
+}
+
+/// How the adapter puts `schema` on its wire for this task: its row's plan (the route's plan
+/// before any probe, so that the key does not change once a probe has run), or, for an
+/// adapter outside the registry, its name and mode.
+fn wire_plan(task: &Task, adapter: &dyn Adapter, schema: &ResponseSchema) -> Value {
+    match adapter.spec() {
+        Some(spec) => {
+            let cx = PlanCx {
+                thinking: task.budgets.thinking > 0,
+                prefill: false,
+                probed: None,
+            };
+            let plan = spec.schema_route.plan(Some(schema), cx);
+            json!({"row": spec.name, "plan": serde_json::to_value(plan).unwrap_or(Value::Null)})
+        }
+        None => json!({"adapter": adapter.name(), "mode": adapter.wire_mode(Some(schema))}),
+    }
+}
+
+/// Lowercase hex SHA-256 of `data`.
+pub(crate) fn sha256_hex(data: impl AsRef<[u8]>) -> String {
+    let digest = Sha256::digest(data.as_ref());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `v` as compact JSON with every object's keys sorted: one text per value, whatever order
+/// the keys were written or inserted in.
+pub(crate) fn canonical(v: &Value) -> String {
+    let mut out = String::new();
+    write_canonical(v, &mut out);
+    out
+}
+
+fn write_canonical(v: &Value, out: &mut String) {
+    match v {
+        Value::Object(m) => {
+            let mut entries: Vec<(&String, &Value)> = m.iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            out.push('{');
+            for (i, (k, v)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push(':');
+                write_canonical(v, out);
+            }
+            out.push('}');
+        }
+        Value::Array(a) => {
+            out.push('[');
+            for (i, v) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(v, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}

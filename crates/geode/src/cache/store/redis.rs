@@ -1,0 +1,213 @@
+//! The shared store: Redis (`redis://[USER:PASSWORD@]HOST:PORT[/NAME]`), through the same
+//! `redis` crate and reconnecting connection manager as the queue ([`crate::batch::queue`]).
+//!
+//! | key | holds |
+//! |---|---|
+//! | `geode:cache:NAME:e:KEY` | one entry: the SHA-256 of its bytes in hex, a newline, the bytes |
+//! | `geode:cache:NAME:counters` | a hash of the counters every process added (`HINCRBY`) |
+//!
+//! `SET` replaces a value whole, so writers never interleave; the hash in front of the bytes
+//! makes a damaged value (truncated, altered) a miss like a damaged file. Every command is
+//! bounded by [`OP_TIMEOUT`]: an unreachable or frozen Redis makes lookups miss and writes
+//! fail (logged), and the run goes on upstream. The connection is made on first use.
+
+use super::{Counters, Got, Store, StoreStats};
+use crate::batch::queue::QueueUrl;
+use crate::cache::CacheError;
+use crate::cache::key::sha256_hex;
+use redis::aio::ConnectionManager;
+use std::time::Duration;
+
+/// The longest one command may take before the cache gives up on it.
+pub const OP_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Entries in Redis.
+pub struct RedisStore {
+    url: QueueUrl,
+    conn: tokio::sync::OnceCell<ConnectionManager>,
+}
+
+impl RedisStore {
+    /// The store at `url` (parsed by [`QueueUrl::parse`], whose NAME is the cache's name).
+    /// Nothing is connected yet.
+    pub fn new(url: QueueUrl) -> Self {
+        Self {
+            url,
+            conn: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    fn key(&self, part: &str) -> String {
+        format!("geode:cache:{}:{part}", self.url.name)
+    }
+
+    fn error(&self, source: impl std::error::Error + Send + Sync + 'static) -> CacheError {
+        CacheError::Store {
+            location: self.location(),
+            source: Box::new(source),
+        }
+    }
+
+    async fn conn(&self) -> Result<ConnectionManager, CacheError> {
+        let make = || async {
+            let client =
+                redis::Client::open(self.url.server.as_str()).map_err(|e| self.error(e))?;
+            ConnectionManager::new_with_config(client, crate::batch::queue::manager_config())
+                .await
+                .map_err(|e| self.error(e))
+        };
+        let conn = tokio::time::timeout(OP_TIMEOUT, self.conn.get_or_try_init(make))
+            .await
+            .map_err(|e| self.error(e))??;
+        Ok(conn.clone())
+    }
+
+    /// Runs `cmd` within [`OP_TIMEOUT`].
+    async fn run<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T, CacheError> {
+        let mut conn = self.conn().await?;
+        tokio::time::timeout(OP_TIMEOUT, cmd.query_async::<T>(&mut conn))
+            .await
+            .map_err(|e| self.error(e))?
+            .map_err(|e| self.error(e))
+    }
+
+    /// Every entry key, by `SCAN` (never `KEYS`, which blocks the server).
+    async fn entry_keys(&self) -> Result<Vec<String>, CacheError> {
+        let pattern = self.key("e:*");
+        let mut cursor: u64 = 0;
+        let mut keys = Vec::new();
+        loop {
+            let (next, batch): (u64, Vec<String>) = self
+                .run(
+                    redis::cmd("SCAN")
+                        .arg(cursor)
+                        .arg("MATCH")
+                        .arg(&pattern)
+                        .arg("COUNT")
+                        .arg(500),
+                )
+                .await?;
+            keys.extend(batch);
+            if next == 0 {
+                return Ok(keys);
+            }
+            cursor = next;
+        }
+    }
+}
+
+/// The stored form: the bytes' SHA-256 in hex, a newline, the bytes.
+fn framed(bytes: &[u8]) -> Vec<u8> {
+    let mut out = sha256_hex(bytes).into_bytes();
+    out.push(b'\n');
+    out.extend_from_slice(bytes);
+    out
+}
+
+/// The bytes of a stored value whose hash holds.
+fn unframed(stored: &[u8]) -> Result<Vec<u8>, String> {
+    let nl = stored
+        .iter()
+        .position(|b| *b == b'\n')
+        .ok_or("no hash line")?;
+    let (hash, bytes) = (&stored[..nl], &stored[nl + 1..]);
+    if hash != sha256_hex(bytes).as_bytes() {
+        return Err("its hash does not match (truncated or altered)".to_owned());
+    }
+    Ok(bytes.to_vec())
+}
+
+#[async_trait::async_trait]
+impl Store for RedisStore {
+    async fn get(&self, key: &str) -> Result<Got, CacheError> {
+        let stored: Option<Vec<u8>> = self
+            .run(redis::cmd("GET").arg(self.key(&format!("e:{key}"))))
+            .await?;
+        Ok(match stored {
+            None => Got::Missing,
+            Some(s) => match unframed(&s) {
+                Ok(bytes) => Got::Bytes(bytes),
+                Err(why) => Got::Corrupt(why),
+            },
+        })
+    }
+
+    async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<(), CacheError> {
+        self.run::<()>(
+            redis::cmd("SET")
+                .arg(self.key(&format!("e:{key}")))
+                .arg(framed(&bytes)),
+        )
+        .await
+    }
+
+    async fn remove(&self, key: &str) -> Result<(), CacheError> {
+        self.run::<()>(redis::cmd("DEL").arg(self.key(&format!("e:{key}"))))
+            .await
+    }
+
+    async fn add_counters(&self, c: Counters) -> Result<(), CacheError> {
+        let key = self.key("counters");
+        let mut pipe = redis::pipe();
+        for (field, n) in [
+            ("hits", c.hits),
+            ("misses", c.misses),
+            ("stores", c.stores),
+            ("corrupt", c.corrupt),
+        ] {
+            pipe.cmd("HINCRBY").arg(&key).arg(field).arg(n).ignore();
+        }
+        let mut conn = self.conn().await?;
+        tokio::time::timeout(OP_TIMEOUT, pipe.query_async::<()>(&mut conn))
+            .await
+            .map_err(|e| self.error(e))?
+            .map_err(|e| self.error(e))
+    }
+
+    async fn stats(&self) -> Result<StoreStats, CacheError> {
+        let mut stats = StoreStats {
+            location: self.location(),
+            ..StoreStats::default()
+        };
+        let prefix = self.key("e:");
+        for full in self.entry_keys().await? {
+            let key = full.strip_prefix(&prefix).unwrap_or(&full).to_owned();
+            let stored: Option<Vec<u8>> = self.run(redis::cmd("GET").arg(&full)).await?;
+            let whole = stored
+                .and_then(|s| unframed(&s).ok())
+                .filter(|b| crate::cache::entry::CacheEntry::decode(b, &key).is_ok());
+            match whole {
+                Some(b) => {
+                    stats.entries += 1;
+                    stats.bytes += b.len() as u64;
+                }
+                None => stats.unreadable += 1,
+            }
+        }
+        let counts: std::collections::HashMap<String, u64> = self
+            .run(redis::cmd("HGETALL").arg(self.key("counters")))
+            .await?;
+        let n = |f: &str| counts.get(f).copied().unwrap_or(0);
+        stats.counters = Counters {
+            hits: n("hits"),
+            misses: n("misses"),
+            stores: n("stores"),
+            corrupt: n("corrupt"),
+        };
+        Ok(stats)
+    }
+
+    async fn clear(&self) -> Result<u64, CacheError> {
+        let keys = self.entry_keys().await?;
+        for chunk in keys.chunks(500) {
+            self.run::<()>(redis::cmd("DEL").arg(chunk)).await?;
+        }
+        self.run::<()>(redis::cmd("DEL").arg(self.key("counters")))
+            .await?;
+        Ok(keys.len() as u64)
+    }
+
+    fn location(&self) -> String {
+        format!("{}/{}", self.url.redacted_server(), self.url.name)
+    }
+}
