@@ -125,28 +125,28 @@ class Client:
 
     def choose(self, options: Sequence[str], prompt: str) -> Extraction[str]:
         """Exactly one of ``options`` (enforced by a constraining engine, checked otherwise)."""
-        return _text(self._native.choose(list(options), prompt))
+        return _text(self._native.text("choice", list(options), prompt))
 
     def matches(self, regex: str, prompt: str) -> Extraction[str]:
         """Text whose whole (trimmed) answer matches ``regex``."""
-        return _text(self._native.matches(regex, prompt))
+        return _text(self._native.text("regex", regex, prompt))
 
     def grammar(self, lark: str, prompt: str) -> Extraction[str]:
         """Text derivable from the Lark grammar ``lark`` (enforced by a constraining engine;
         elsewhere the ledger names it unchecked)."""
-        return _text(self._native.grammar(lark, prompt))
+        return _text(self._native.text("grammar", lark, prompt))
 
     async def achoose(self, options: Sequence[str], prompt: str) -> Extraction[str]:
         """:meth:`choose` on the running asyncio loop."""
-        return _text(await self._native.achoose(list(options), prompt))
+        return _text(await self._native.atext("choice", list(options), prompt))
 
     async def amatches(self, regex: str, prompt: str) -> Extraction[str]:
         """:meth:`matches` on the running asyncio loop."""
-        return _text(await self._native.amatches(regex, prompt))
+        return _text(await self._native.atext("regex", regex, prompt))
 
     async def agrammar(self, lark: str, prompt: str) -> Extraction[str]:
         """:meth:`grammar` on the running asyncio loop."""
-        return _text(await self._native.agrammar(lark, prompt))
+        return _text(await self._native.atext("grammar", lark, prompt))
 
 
 def _text(done: tuple[str, str, str]) -> Extraction[str]:

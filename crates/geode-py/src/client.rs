@@ -115,49 +115,27 @@ impl NativeClient {
         })
     }
 
-    /// Exactly one of `options`.
-    fn choose(&self, py: Python<'_>, options: Vec<String>, prompt: String) -> PyResult<Done> {
-        self.text(py, Text::Choice(options), prompt)
+    /// A text-shaped call: `kind` is `choice` (`spec` the options), `regex` or `grammar` (`spec`
+    /// the pattern or the Lark grammar); blocks with the GIL released.
+    fn text(&self, py: Python<'_>, kind: &str, spec: Spec, prompt: String) -> PyResult<Done> {
+        let (client, text) = (self.client.clone(), Text::of(py, kind, spec)?);
+        let result = wait(py, async move { run_text(&client, text, prompt).await })?;
+        done(py, result)
     }
 
-    /// Text whose whole (trimmed) answer matches `regex`.
-    fn matches(&self, py: Python<'_>, regex: String, prompt: String) -> PyResult<Done> {
-        self.text(py, Text::Regex(regex), prompt)
-    }
-
-    /// Text derivable from the Lark grammar `lark`.
-    fn grammar(&self, py: Python<'_>, lark: String, prompt: String) -> PyResult<Done> {
-        self.text(py, Text::Grammar(lark), prompt)
-    }
-
-    /// [`Self::choose`] as an awaitable.
-    fn achoose<'py>(
+    /// [`Self::text`] as an awaitable.
+    fn atext<'py>(
         &self,
         py: Python<'py>,
-        options: Vec<String>,
+        kind: &str,
+        spec: Spec,
         prompt: String,
     ) -> PyResult<Bound<'py, PyAny>> {
-        self.atext(py, Text::Choice(options), prompt)
-    }
-
-    /// [`Self::matches`] as an awaitable.
-    fn amatches<'py>(
-        &self,
-        py: Python<'py>,
-        regex: String,
-        prompt: String,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        self.atext(py, Text::Regex(regex), prompt)
-    }
-
-    /// [`Self::grammar`] as an awaitable.
-    fn agrammar<'py>(
-        &self,
-        py: Python<'py>,
-        lark: String,
-        prompt: String,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        self.atext(py, Text::Grammar(lark), prompt)
+        let (client, text) = (self.client.clone(), Text::of(py, kind, spec)?);
+        pyo3_async_runtimes::tokio::future_into_py(py, async move {
+            let result = run_text(&client, text, prompt).await;
+            Python::attach(|py| done(py, result))
+        })
     }
 
     /// Streams a value of `schema`. `items`: the root property whose elements stream as items
@@ -172,24 +150,26 @@ impl NativeClient {
     }
 }
 
-impl NativeClient {
-    fn text(&self, py: Python<'_>, text: Text, prompt: String) -> PyResult<Done> {
-        let client = self.client.clone();
-        let result = wait(py, async move { run_text(&client, text, prompt).await })?;
-        done(py, result)
-    }
+/// What a text-shaped call is given: the options of a choice, or one pattern or grammar.
+#[derive(FromPyObject)]
+enum Spec {
+    One(String),
+    Options(Vec<String>),
+}
 
-    fn atext<'py>(
-        &self,
-        py: Python<'py>,
-        text: Text,
-        prompt: String,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let client = self.client.clone();
-        pyo3_async_runtimes::tokio::future_into_py(py, async move {
-            let result = run_text(&client, text, prompt).await;
-            Python::attach(|py| done(py, result))
-        })
+impl Text {
+    fn of(py: Python<'_>, kind: &str, spec: Spec) -> PyResult<Self> {
+        match (kind, spec) {
+            ("choice", Spec::Options(options)) => Ok(Self::Choice(options)),
+            ("regex", Spec::One(regex)) => Ok(Self::Regex(regex)),
+            ("grammar", Spec::One(lark)) => Ok(Self::Grammar(lark)),
+            (kind, _) => Err(config_error(
+                py,
+                &format!(
+                    "text constraint {kind:?}: expected choice (a list), regex or grammar (a string)"
+                ),
+            )),
+        }
     }
 }
 
