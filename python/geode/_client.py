@@ -50,6 +50,10 @@ class Client:
     :param max_tokens: the output token budget of each attempt.
     :param system: a system prompt for every call.
     :param env: variables read before ``os.environ`` (keys, base URLs), for this client only.
+    :param repair: let an almost-valid answer through, repaired (quotes, trailing commas, ``"42"``
+        for a number...), each fix named in ``ledger.repairs``; never a cut-off answer, never
+        under ``require="wired"`` or ``"enforced"``. Off unless asked (or ``repair = true`` in
+        ``geode.toml``).
     """
 
     __slots__ = ("_native", "_repr")
@@ -65,6 +69,7 @@ class Client:
         max_tokens: Optional[int] = None,
         system: Optional[str] = None,
         env: Optional[Mapping[str, str]] = None,
+        repair: Optional[bool] = None,
     ) -> None:
         self._native = _native.Client(
             adapter,
@@ -75,6 +80,7 @@ class Client:
             max_tokens,
             system,
             None if env is None else dict(env),
+            repair,
         )
         # Settings only: `env` may hold keys, and is never shown.
         self._repr = f"geode.Client(adapter={adapter!r}, model={model!r}, require={require!r})"

@@ -83,6 +83,11 @@ class Ledger:
         return self._get("retry")
 
     @property
+    def repairs(self) -> list[dict[str, str]]:
+        """Each repair of the answer (``Client(repair=True)``): ``{"kind", "instance_path"}``."""
+        return list(self._get("repairs", []))
+
+    @property
     def usage(self) -> Usage:
         """Tokens spent by every attempt."""
         totals = [0, 0, 0]

@@ -150,3 +150,22 @@ def test_from_env_reads_geode_toml_and_the_environment_as_the_cli_does(fake, mon
     assert answer.value == Point(1, 1)
     assert answer.ledger.adapter == "openai-payg"
     assert f.model_requests()[0]["body"]["model"] == "gpt-from-toml"
+
+
+def test_repair_is_off_unless_asked_and_declared_when_on(fake):
+    sloppy = {"text": "{'accept': True, 'reason': 'ok', 'lines': None,}"}
+    f, env = fake([sloppy])
+    answer = geode.Client("openai-payg", env=env, repair=True).extract(Decision, "Merge?")
+    assert answer.value == Decision(accept=True, reason="ok", lines=None)
+    kinds = {r["kind"] for r in answer.ledger.repairs}
+    assert {"single_quotes", "python_literals", "trailing_commas"} <= kinds
+    assert "repaired=" in answer.ledger.summary()
+    assert len(f.model_requests()) == 1
+    # Off (the default): the same answer is retried, then invalid.
+    f, env = fake([sloppy, sloppy])
+    with pytest.raises(geode.InvalidAnswer):
+        geode.Client("openai-payg", env=env).extract(Decision, "Merge?")
+    # Never under require="enforced".
+    f, env = fake([sloppy, sloppy])
+    with pytest.raises(geode.InvalidAnswer):
+        geode.Client("openai-payg", env=env, repair=True, require="enforced").extract(Decision, "Merge?")

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// What a successful call hands to Python: the value and the ledger as JSON text, and the
-/// ledger's one-line summary.
+/// ledger's summary.
 type Done = (String, String, String);
 
 /// A text-shaped call: one of N strings, a regular expression, a Lark grammar.
@@ -41,7 +41,7 @@ impl NativeClient {
     /// Every argument is optional; what is not given comes from `geode.toml` and the
     /// environment as for the CLI. `env` is read before the process environment.
     #[new]
-    #[pyo3(signature = (adapter=None, model=None, require=None, timeout=None, fallback=None, max_tokens=None, system=None, env=None))]
+    #[pyo3(signature = (adapter=None, model=None, require=None, timeout=None, fallback=None, max_tokens=None, system=None, env=None, repair=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -53,6 +53,7 @@ impl NativeClient {
         max_tokens: Option<u32>,
         system: Option<String>,
         env: Option<HashMap<String, String>>,
+        repair: Option<bool>,
     ) -> PyResult<Self> {
         let env = OverlayEnv::new(env.unwrap_or_default());
         let engine = engine_program(&env);
@@ -81,6 +82,9 @@ impl NativeClient {
         }
         if let Some(s) = system {
             builder = builder.system(s);
+        }
+        if let Some(r) = repair {
+            builder = builder.repair(r);
         }
         let client = builder.build().map_err(|e| to_py_err(py, &e))?;
         Ok(Self { client })
