@@ -33,6 +33,8 @@ use std::time::Duration;
 pub(crate) struct BatchArgs {
     #[command(flatten)]
     task: TaskArgs,
+    #[command(flatten)]
+    cache: crate::cache_args::CacheArgs,
     /// The tasks: one WorkerRequest, or `{"task_id": ..., "prompt": ...}`, per line.
     #[arg(long)]
     input: PathBuf,
@@ -109,7 +111,11 @@ pub(crate) fn run(args: BatchArgs) -> anyhow::Result<u8> {
         rpm: args.rpm,
         tpm: args.tpm,
     };
-    let prepare = paced_prepare(cfg, limits);
+    let cache = match args.cache.open(&cfg) {
+        Ok(c) => c,
+        Err(e) => return usage(&e),
+    };
+    let prepare = paced_prepare(cfg, limits, cache.clone());
     let options = BatchOptions {
         concurrency: usize::from(args.concurrency),
         ..BatchOptions::default()
@@ -146,6 +152,7 @@ pub(crate) fn run(args: BatchArgs) -> anyhow::Result<u8> {
                 .map_err(anyhow::Error::from),
         };
         watcher.abort();
+        crate::cache_args::flush(cache.as_ref()).await;
         result
     });
     // Printed whole (`{e}`), not as an anyhow chain: these errors already name their cause,
@@ -167,11 +174,16 @@ pub(crate) fn run(args: BatchArgs) -> anyhow::Result<u8> {
 }
 
 /// Resolves each task as `geode run` does, with every adapter's calls going through that
-/// adapter's one shared pacer.
-pub(crate) fn paced_prepare(cfg: Config, limits: Limits) -> Arc<Prepare> {
+/// adapter's one shared pacer, and the response cache, when there is one.
+pub(crate) fn paced_prepare(
+    cfg: Config,
+    limits: Limits,
+    cache: Option<geode::cache::Cache>,
+) -> Arc<Prepare> {
     let pacers: Mutex<HashMap<String, Pacer>> = Mutex::default();
     Arc::new(move |mut req: WorkerRequest| {
         let mut env = resolve(&mut req, &cfg).map_err(|e| e.to_string())?;
+        env.cache = cache.clone();
         let name = env.adapter.name().to_owned();
         let pacer = pacers
             .lock()

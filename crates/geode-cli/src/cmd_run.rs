@@ -13,6 +13,8 @@ use geode::{ItemSource, stream_task};
 pub(crate) struct RunArgs {
     #[command(flatten)]
     task: TaskArgs,
+    #[command(flatten)]
+    cache: crate::cache_args::CacheArgs,
     /// Print the whole WorkerResult as JSON on stdout.
     #[arg(long, conflicts_with = "stream")]
     json: bool,
@@ -37,6 +39,13 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<u8> {
             return Ok(crate::EXIT_USAGE);
         }
     };
+    let cache = match args.cache.open(&cfg) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("geode: {e}");
+            return Ok(crate::EXIT_USAGE);
+        }
+    };
     let mut env = match resolve(&mut req, &cfg) {
         Ok(e) => e,
         Err(e) => {
@@ -44,12 +53,15 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<u8> {
             return Ok(crate::EXIT_USAGE);
         }
     };
+    env.cache = cache.clone();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
     if args.stream {
-        return Ok(rt.block_on(stream_events(req.task()?, env)));
+        let code = rt.block_on(stream_events(req.task()?, env));
+        rt.block_on(crate::cache_args::flush(cache.as_ref()));
+        return Ok(code);
     }
     let progress = {
         let _runtime = rt.enter();
@@ -61,6 +73,7 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<u8> {
     };
     env.on_text = progress.as_ref().map(Progress::sink);
     let result = rt.block_on(run_worker(&req, &env));
+    rt.block_on(crate::cache_args::flush(cache.as_ref()));
     // Cleared before the answer and the ledger are printed.
     drop(progress);
     if args.json {

@@ -29,6 +29,8 @@ pub(crate) struct ServeArgs {
     /// Tokens per minute, per adapter, for this worker.
     #[arg(long)]
     tpm: Option<u64>,
+    #[command(flatten)]
+    cache: crate::cache_args::CacheArgs,
 }
 
 pub(crate) fn run(args: ServeArgs) -> anyhow::Result<u8> {
@@ -55,12 +57,20 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<u8> {
         ..QueueOptions::default()
     };
     let stop = options.stop.clone();
+    let cache = match args.cache.open(&cfg) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("geode: {e}");
+            return Ok(crate::EXIT_USAGE);
+        }
+    };
     let prepare = paced_prepare(
         cfg,
         Limits {
             rpm: args.rpm,
             tpm: args.tpm,
         },
+        cache.clone(),
     );
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -76,9 +86,11 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<u8> {
             eprintln!("geode serve: stopping: finishing the tasks held");
             stop.cancel();
         });
-        serve(&url, options, prepare)
+        let served = serve(&url, options, prepare)
             .await
-            .map_err(anyhow::Error::from)
+            .map_err(anyhow::Error::from);
+        crate::cache_args::flush(cache.as_ref()).await;
+        served
     })?;
     eprintln!("geode serve: {written} results written");
     Ok(0)

@@ -23,16 +23,18 @@ pub(crate) struct WorkerArgs {
     /// (also `repair = true` in geode.toml).
     #[arg(long)]
     repair: bool,
+    #[command(flatten)]
+    cache: crate::cache_args::CacheArgs,
 }
 
 pub(crate) fn run(args: WorkerArgs) -> anyhow::Result<u8> {
-    let (result, code) = serve(args.repair);
+    let (result, code) = serve(args.repair, &args.cache);
     println!("{}", result.to_json_line()?);
     Ok(code)
 }
 
 /// Reads the request, runs it, and returns the one result with its exit code.
-fn serve(repair: bool) -> (WorkerResult, u8) {
+fn serve(repair: bool, cache: &crate::cache_args::CacheArgs) -> (WorkerResult, u8) {
     let refused = |task_id: &str, e: &dyn std::fmt::Display| {
         (
             WorkerResult::failed(task_id, e.to_string()),
@@ -57,10 +59,15 @@ fn serve(repair: bool) -> (WorkerResult, u8) {
         Err(e) => return refused(&req.task_id, &e),
     };
     req.repair |= repair || cfg.repair;
-    let env = match resolve(&mut req, &cfg) {
+    let mut env = match resolve(&mut req, &cfg) {
         Ok(e) => e,
         Err(e) => return refused(&req.task_id, &e),
     };
+    env.cache = match cache.open(&cfg) {
+        Ok(c) => c,
+        Err(e) => return refused(&req.task_id, &e),
+    };
+    let cache = env.cache.clone();
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -70,9 +77,10 @@ fn serve(repair: bool) -> (WorkerResult, u8) {
     };
     let task_id = req.task_id.clone();
     // Run as a task so that a panic comes back as a JoinError, not an unwinding process.
-    match rt
-        .block_on(async move { tokio::spawn(async move { run_worker(&req, &env).await }).await })
-    {
+    let ran =
+        rt.block_on(async move { tokio::spawn(async move { run_worker(&req, &env).await }).await });
+    rt.block_on(crate::cache_args::flush(cache.as_ref()));
+    match ran {
         Ok(result) => {
             let code = crate::exit_code(&result);
             (result, code)

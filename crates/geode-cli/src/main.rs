@@ -5,8 +5,10 @@
 //! Exit codes: 0 success / valid, 1 invalid answer or non-strict schema, 2 usage or
 //! configuration error, 3 provider or transport failure.
 
+mod cache_args;
 mod cmd_adapters;
 mod cmd_batch;
+mod cmd_cache;
 mod cmd_gateway;
 mod cmd_run;
 mod cmd_schema;
@@ -91,6 +93,11 @@ enum Command {
     Gateway(cmd_gateway::GatewayArgs),
     /// The adapters, their structured-output modes, and which are configured here.
     Adapters(cmd_adapters::AdaptersArgs),
+    /// The response cache (`--cache`): what it holds and its hits, or empty it.
+    Cache {
+        #[command(subcommand)]
+        command: cmd_cache::CacheCommand,
+    },
 }
 
 /// A reader that stops reading (`geode adapters | head -1`) closes stdout: the next `println!`
@@ -124,6 +131,7 @@ fn main() -> ExitCode {
         Command::Batch(args) => cmd_batch::run(args),
         Command::Serve(args) => cmd_serve::run(args),
         Command::Gateway(args) => cmd_gateway::run(args),
+        Command::Cache { command } => cmd_cache::run(command),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),

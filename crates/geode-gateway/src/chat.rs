@@ -9,6 +9,7 @@
 //! | `max_completion_tokens` / `max_tokens`, `temperature` | the task's budgets and sampling |
 //! | `geode.require` (body extension) | raises the policy, as the `x-geode-require` header does |
 //! | `geode.repair` (body extension) | lets the repair tier read this answer (or not), as the `x-geode-repair` header does |
+//! | `geode.cache` (body extension) | `false`: the response cache (`[cache]`) neither answers nor keeps this request, as `x-geode-cache: false` does |
 //! | `stream: true` | chunks as the text arrives, then one chunk with the final validation and the ledger, then `[DONE]` |
 //! | `tools`, `tool_choice` | the client's tools ([`crate::tools`]) |
 //! | `assistant` turns' `tool_calls`, `tool` turns | the calls and their results, in the task's history |

@@ -20,6 +20,10 @@ pub struct Extension {
     /// Whether this request's answer may be repaired (over `x-geode-repair` and the config).
     #[serde(default)]
     pub repair: Option<bool>,
+    /// Whether the response cache may answer this request and keep its answer (over
+    /// `x-geode-cache`; default true when `[cache]` is set).
+    #[serde(default)]
+    pub cache: Option<bool>,
 }
 
 /// The turns of a request, in order.

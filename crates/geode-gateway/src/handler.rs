@@ -152,6 +152,11 @@ async fn serve_one<E: Endpoint>(
         .map(|v| v.to_str().unwrap_or("?"));
     let body_repair = head.geode.as_ref().and_then(|g| g.repair);
     task.repair = route::repair(task.repair, header_repair, body_repair)?;
+    let header_cache = headers
+        .get("x-geode-cache")
+        .map(|v| v.to_str().unwrap_or("?"));
+    let body_cache = head.geode.as_ref().and_then(|g| g.cache);
+    task.cache = route::cache(header_cache, body_cache)?;
     task.budgets.timeout = task.budgets.timeout.min(gw.limits.request_timeout);
     let reply = Reply {
         id: gw.next_id.fetch_add(1, Ordering::Relaxed),

@@ -10,6 +10,7 @@
 //! | `x-geode-validated` | `true` when the answer passed full validation against the caller's schema, `false` when it failed, `tool-arguments` for a turn that ended in calls to the client's tools (each call's arguments valid against its `parameters`; the answer's schema applies to the answer after them), `not-checked` for free text |
 //! | `x-geode-attempts` | attempts made (2 when the one retry ran) |
 //! | `x-geode-repairs` | only on a repaired answer: how many repairs the repair tier made (the body's ledger lists them) |
+//! | `x-geode-replayed` | only on an answer replayed from the response cache (`[cache]`): when it was made (RFC 3339); no upstream request was made and its usage is zero |
 
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use geode::ledger::GuaranteeLedger;
@@ -48,6 +49,11 @@ pub fn put_headers(headers: &mut HeaderMap, ledger: &GuaranteeLedger) {
             HeaderValue::from(ledger.repairs.len()),
         );
     }
+    if ledger.replayed
+        && let Ok(v) = HeaderValue::from_str(ledger.cached_at.as_deref().unwrap_or("unknown"))
+    {
+        headers.insert(HeaderName::from_static("x-geode-replayed"), v);
+    }
 }
 
 /// The body's `geode` object: the ledger, its one-line summary, and how usage was counted.
@@ -55,6 +61,10 @@ pub fn body(ledger: &GuaranteeLedger) -> Value {
     json!({
         "ledger": ledger,
         "summary": ledger.summary(),
-        "usage_counted": "the sum over every attempt (the retry included)",
+        "usage_counted": if ledger.replayed {
+            "none: replayed from the response cache with no request (the original run's usage is ledger.original_usage)"
+        } else {
+            "the sum over every attempt (the retry included)"
+        },
     })
 }

@@ -9,6 +9,7 @@
 //! | `max_output_tokens`, `temperature` | the task's budgets and sampling |
 //! | `geode.require` (body extension) | raises the policy |
 //! | `geode.repair` (body extension) | lets the repair tier read this answer (or not), as the `x-geode-repair` header does |
+//! | `geode.cache` (body extension) | `false`: the response cache (`[cache]`) neither answers nor keeps this request, as `x-geode-cache: false` does |
 //! | `stream: true` | the Responses events in order (`response.created` … `response.output_text.delta` … `response.completed`, whose response carries the ledger) |
 //! | `tools`, `tool_choice` | the client's tools ([`crate::tools`]) |
 //! | `function_call`, `function_call_output` items | the calls and their results, in the task's history |

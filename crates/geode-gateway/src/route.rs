@@ -9,7 +9,9 @@
 //!
 //! The policy is the gateway's `[gateway] require`, raised (never lowered) by the request's
 //! `x-geode-require` header or its `geode.require` body field; whether an answer may be
-//! repaired is `repair` in `geode.toml`, set per request by `x-geode-repair` or `geode.repair`.
+//! repaired is `repair` in `geode.toml`, set per request by `x-geode-repair` or `geode.repair`;
+//! whether the response cache (`[cache]`) may answer is set per request by `x-geode-cache` or
+//! `geode.cache` (default yes).
 
 use crate::error::ApiError;
 use geode::agent::task::Route;
@@ -86,18 +88,29 @@ pub fn require(
 /// `geode.repair`, else the `x-geode-repair` header (`true` or `false`), else the gateway's
 /// default (`repair` in `geode.toml`). A header that is neither is refused, naming it.
 pub fn repair(default: bool, header: Option<&str>, body: Option<bool>) -> Result<bool, ApiError> {
-    let header = match header.map(str::trim) {
-        None => None,
-        Some(h) if h.eq_ignore_ascii_case("true") => Some(true),
-        Some(h) if h.eq_ignore_ascii_case("false") => Some(false),
-        Some(h) => {
-            return Err(ApiError::invalid(
-                "x-geode-repair",
-                format!("x-geode-repair must be true or false, got {h:?}"),
-            ));
-        }
-    };
+    let header = boolean_header("x-geode-repair", header)?;
     Ok(body.or(header).unwrap_or(default))
+}
+
+/// Whether the response cache (`[cache]`, [`geode::cache`]) may answer one request and keep
+/// its answer: the body's `geode.cache`, else the `x-geode-cache` header, else yes. Without
+/// `[cache]` there is no cache and this changes nothing.
+pub fn cache(header: Option<&str>, body: Option<bool>) -> Result<bool, ApiError> {
+    let header = boolean_header("x-geode-cache", header)?;
+    Ok(body.or(header).unwrap_or(true))
+}
+
+/// A `true`/`false` header (any case); anything else is refused, naming the header.
+fn boolean_header(name: &'static str, header: Option<&str>) -> Result<Option<bool>, ApiError> {
+    match header.map(str::trim) {
+        None => Ok(None),
+        Some(h) if h.eq_ignore_ascii_case("true") => Ok(Some(true)),
+        Some(h) if h.eq_ignore_ascii_case("false") => Ok(Some(false)),
+        Some(h) => Err(ApiError::invalid(
+            name,
+            format!("{name} must be true or false, got {h:?}"),
+        )),
+    }
 }
 
 #[cfg(test)]
@@ -110,6 +123,18 @@ mod tests {
             "geode.toml",
         )
         .unwrap()
+    }
+
+    #[test]
+    fn the_cache_is_on_unless_the_body_or_the_header_turns_it_off() {
+        assert!(cache(None, None).unwrap());
+        assert!(!cache(Some("False"), None).unwrap());
+        assert!(cache(Some("false"), Some(true)).unwrap());
+        assert!(!cache(None, Some(false)).unwrap());
+        assert_eq!(
+            cache(Some("no"), None).unwrap_err().param,
+            Some("x-geode-cache")
+        );
     }
 
     #[test]

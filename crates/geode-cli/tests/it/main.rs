@@ -7,6 +7,7 @@ mod cli;
 mod e2e_any_root;
 mod e2e_batch;
 mod e2e_budgets;
+mod e2e_cache;
 mod e2e_cli_adapters;
 mod e2e_gateway;
 mod e2e_gateway_sdk;

@@ -57,6 +57,9 @@ pub struct Summary {
     pub failed: u64,
     /// Tasks whose one schema retry ran.
     pub retried: u64,
+    /// Tasks answered from the response cache, with no request (omitted when none).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub replayed: u64,
     /// Tasks skipped because the results file already held them.
     pub skipped: u64,
     /// Tasks handed to a worker this run.
@@ -96,6 +99,9 @@ impl Summary {
         if matches!(result.ledger.retry, RetryDecision::Ran { .. }) {
             self.retried += 1;
         }
+        if result.ledger.replayed {
+            self.replayed += 1;
+        }
         let adapter = if result.ledger.adapter.is_empty() {
             "-".to_owned()
         } else {
@@ -131,8 +137,13 @@ impl Summary {
         let tokens: (u64, u64) = self.adapters.values().fold((0, 0), |(i, o), t| {
             (i + t.input_tokens, o + t.output_tokens)
         });
+        let replayed = if self.replayed > 0 {
+            format!(" · replayed {}", self.replayed)
+        } else {
+            String::new()
+        };
         format!(
-            "done {}/{} · valid {} · invalid {} · failed {} · refused {} · retried {} · skipped {} · bad lines {} · tokens {}/{}",
+            "done {}/{} · valid {} · invalid {} · failed {} · refused {} · retried {} · skipped {} · bad lines {} · tokens {}/{}{replayed}",
             self.done(),
             self.queued,
             self.valid,
@@ -146,4 +157,8 @@ impl Summary {
             tokens.1
         )
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

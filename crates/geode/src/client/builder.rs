@@ -35,6 +35,7 @@ pub struct ClientBuilder {
     max_tokens: Option<u32>,
     system: Option<String>,
     repair: Option<bool>,
+    response_cache: Option<Option<crate::cache::Cache>>,
 }
 
 impl ClientBuilder {
@@ -152,6 +153,41 @@ impl ClientBuilder {
         self
     }
 
+    /// Keep every validated answer in `cache` and replay it, with no request, when the same
+    /// call comes again ([`crate::cache`]): the ledger then says `replayed` and when the
+    /// answer was made, and no new token is counted. `None` turns off a cache `geode.toml`
+    /// sets. Default: `[cache]` in `geode.toml` (none).
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use geode::Client;
+    /// use geode::cache::{Cache, CacheLocation};
+    /// use geode::llm::{request::AdapterResponse, scripted::ScriptedAdapter};
+    /// use std::sync::Arc;
+    ///
+    /// #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+    /// struct Count { n: u32 }
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let cache = Cache::open(&CacheLocation::Dir(dir.path().into()), None)?;
+    /// let adapter = Arc::new(ScriptedAdapter::new(vec![Ok(AdapterResponse::text(r#"{"n": 3}"#))]));
+    /// let client = Client::builder()
+    ///     .config(geode::config::Config::default())
+    ///     .adapter_instance(adapter.clone())
+    ///     .cache(Some(cache))
+    ///     .build()?;
+    /// let first = client.extract::<Count>("How many?").await?;
+    /// let again = client.extract::<Count>("How many?").await?;
+    /// assert_eq!((first.value.n, again.value.n), (3, 3));
+    /// assert_eq!(adapter.requests().len(), 1); // the second made no request
+    /// assert!(again.ledger.replayed && !first.ledger.replayed);
+    /// # Ok::<(), Box<dyn std::error::Error>>(()) }).unwrap();
+    /// ```
+    pub fn cache(mut self, cache: Option<crate::cache::Cache>) -> Self {
+        self.response_cache = Some(cache);
+        self
+    }
+
     /// The client. Fails only when the configuration cannot be loaded or the response budget
     /// in it or the environment is malformed; adapters are built on first use.
     pub fn build(self) -> Result<Client, Error> {
@@ -172,6 +208,11 @@ impl ClientBuilder {
             .max_response_bytes(env.as_ref())
             .map_err(|e| Error::config(e.to_string(), &name, &model))?;
         let repair = self.repair.unwrap_or(cfg.repair);
+        let response_cache = match self.response_cache {
+            Some(chosen) => chosen,
+            None => crate::cache::Cache::from_config(&cfg.cache)
+                .map_err(|e| Error::config(e.to_string(), &name, &model))?,
+        };
         let source = match self.instance {
             Some(adapter) => Source::Instance {
                 adapter,
@@ -195,6 +236,7 @@ impl ClientBuilder {
                 max_tokens: self.max_tokens,
                 system: self.system,
                 repair,
+                response_cache,
             }),
         })
     }

@@ -81,6 +81,8 @@ struct Inner {
     max_tokens: Option<u32>,
     system: Option<String>,
     repair: bool,
+    /// The response cache every call consults ([`crate::cache`]).
+    response_cache: Option<crate::cache::Cache>,
 }
 
 enum Source {
@@ -171,6 +173,7 @@ impl Client {
                 }
                 let mut env = WorkerEnv::new(adapter.clone());
                 env.max_response_bytes = *max_response_bytes;
+                env.cache = self.inner.response_cache.clone();
                 Ok(env)
             }
             Source::Configured(c) => {
@@ -201,6 +204,10 @@ impl Client {
                     fallback: fallback.as_deref(),
                 }
                 .resolve(task)
+                .map(|mut env| {
+                    env.cache = self.inner.response_cache.clone();
+                    env
+                })
                 .map_err(RunError::Route)
             }
         }

@@ -13,7 +13,8 @@
 //!
 //! A damaged entry (its hash fails, its file is gone or its bytes are not an entry) is a miss:
 //! it is removed here, and the fresh answer written in its place. The directory also holds
-//! `geode/counters.jsonl`, one line of counters appended by each process that used it.
+//! `geode/counters.jsonl`, one line of counters appended by each process that used it (a line
+//! that does not read is skipped).
 //!
 //! [cacache]: https://docs.rs/cacache
 
@@ -59,6 +60,25 @@ impl DirStore {
             Ok(bytes) => Got::Bytes(bytes),
             Err(e) => Got::Corrupt(e.to_string()),
         }
+    }
+
+    /// Writes the entry, then reads its index line back: an index file damaged beyond a line
+    /// (bytes that are not text stop cacache's reader) hides every line written after the
+    /// damage, so such a file is removed and the entry written again.
+    fn put_sync(&self, key: &str, bytes: &[u8]) -> Result<(), CacheError> {
+        cacache::write_sync(&self.dir, key, bytes).map_err(|e| self.error(e))?;
+        if let Ok(Some(_)) = cacache::metadata_sync(&self.dir, key) {
+            return Ok(());
+        }
+        // No line reads back: with `remove_fully` and no entry found, cacache removes the
+        // index file alone.
+        cacache::RemoveOpts::new()
+            .remove_fully(true)
+            .remove_sync(&self.dir, key)
+            .map_err(|e| self.error(e))?;
+        cacache::write_sync(&self.dir, key, bytes)
+            .map(drop)
+            .map_err(|e| self.error(e))
     }
 
     /// Removes `key`'s index lines and its content, whichever of the two are there.
@@ -117,8 +137,9 @@ impl DirStore {
             dir: path.clone(),
             source,
         };
-        let mut line = serde_json::to_string(&counters).map_err(|e| self.error_of(e))?;
-        line.push('\n');
+        let json = serde_json::to_string(&counters).map_err(|e| self.error_of(e))?;
+        // A leading newline: a torn line left by a crash ends there instead of taking this one.
+        let line = format!("\n{json}\n");
         let mut file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -177,12 +198,7 @@ impl Store for DirStore {
 
     async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<(), CacheError> {
         let (me, key) = (self.clone(), key.to_owned());
-        blocking(move || {
-            cacache::write_sync(&me.dir, &key, bytes)
-                .map(drop)
-                .map_err(|e| me.error(e))
-        })
-        .await
+        blocking(move || me.put_sync(&key, &bytes)).await
     }
 
     async fn remove(&self, key: &str) -> Result<(), CacheError> {
