@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any, Generic, Mapping, Optional, Sequence, TypeVar, Union, overload
 
 from . import _native
@@ -45,7 +46,7 @@ class Client:
     :param model: the model name (the adapter's default when absent).
     :param require: ``"best-effort"``, ``"wired"`` or ``"enforced"``: a call whose route
         cannot guarantee that much raises :class:`NotEnforceable` before any token is spent.
-    :param timeout: seconds for a whole call, retry included.
+    :param timeout: seconds (or a ``timedelta``) for a whole call, retry included.
     :param fallback: adapters tried in order when one fails before answering.
     :param max_tokens: the output token budget of each attempt.
     :param system: a system prompt for every call.
@@ -64,7 +65,7 @@ class Client:
         *,
         model: Optional[str] = None,
         require: Optional[str] = None,
-        timeout: Optional[float] = None,
+        timeout: Union[float, timedelta, None] = None,
         fallback: Optional[Sequence[str]] = None,
         max_tokens: Optional[int] = None,
         system: Optional[str] = None,
@@ -75,7 +76,7 @@ class Client:
             adapter,
             model,
             require,
-            None if timeout is None else float(timeout),
+            _seconds(timeout),
             None if fallback is None else list(fallback),
             max_tokens,
             system,
@@ -153,6 +154,16 @@ class Client:
     async def agrammar(self, lark: str, prompt: str) -> Extraction[str]:
         """:meth:`grammar` on the running asyncio loop."""
         return _text(await self._native.atext("grammar", lark, prompt))
+
+
+def _seconds(timeout: Union[float, timedelta, None]) -> Optional[float]:
+    if timeout is None:
+        return None
+    if isinstance(timeout, timedelta):
+        return timeout.total_seconds()
+    if isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
+        return float(timeout)
+    raise TypeError(f"timeout: expected seconds or a timedelta, not {type(timeout).__name__}")
 
 
 def _text(done: tuple[str, str, str]) -> Extraction[str]:

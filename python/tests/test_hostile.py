@@ -45,3 +45,13 @@ def test_a_huge_answer_is_refused_typed(fake):
     with pytest.raises(geode.ProviderError) as e:
         client.extract({"type": "object"}, "p")
     assert e.value.kind in ("response_too_large", "timeout")
+
+
+def test_a_timeout_may_be_a_timedelta(fake):
+    from datetime import timedelta
+
+    f, env = fake({"steps": [], "default": "hang"})
+    client = geode.Client("openai-payg", env=env, timeout=timedelta(milliseconds=300))
+    with pytest.raises(geode.ProviderError) as e:
+        client.extract({"type": "object"}, "p")
+    assert e.value.kind == "timeout"
