@@ -105,6 +105,17 @@ async fn a_second_run_makes_no_request_and_its_ledger_says_replayed() {
     ]);
     assert_eq!(model_calls(&server).len(), 1);
 
+    // `--stream` replays too: the final event carries the replayed ledger.
+    let out = sb
+        .run_decision("openai-payg", &["--cache", "c", "--stream"], DECIDE)
+        .await;
+    out.assert_exit(0);
+    let last = out.json_lines().pop().unwrap();
+    assert_eq!(last["event"], "final", "{}", out.dump());
+    assert_eq!(last["value"], good_answer());
+    assert_eq!(last["ledger"]["replayed"], true, "{last}");
+    assert_eq!(model_calls(&server).len(), 1);
+
     let s = stats(&sb, "c").await;
     assert_eq!(
         (s["entries"].as_u64(), s["unreadable"].as_u64()),
@@ -118,7 +129,7 @@ async fn a_second_run_makes_no_request_and_its_ledger_says_replayed() {
             c["misses"].as_u64(),
             c["stores"].as_u64()
         ),
-        (Some(2), Some(1), Some(1)),
+        (Some(3), Some(1), Some(1)),
         "{s}"
     );
     let text = sb.geode(&["cache", "stats", "--cache", "c"], "").await;
@@ -130,7 +141,7 @@ async fn a_second_run_makes_no_request_and_its_ledger_says_replayed() {
     );
     assert!(
         text.stdout
-            .contains("hits 2 · misses 1 · writes 1 · damaged 0"),
+            .contains("hits 3 · misses 1 · writes 1 · damaged 0"),
         "{}",
         text.dump()
     );
