@@ -170,7 +170,10 @@ fn required_is_enforced_at_the_end_even_if_partials_never_showed_the_field() {
 fn a_refused_request_is_one_error_event() {
     let (c, adapter) = crate::client::tests::enforced_on_silent();
     let events = collect(c.stream::<Report>("go"));
-    assert!(matches!(events.as_slice(), [Err(Error::NotEnforceable { .. })]));
+    assert!(matches!(
+        events.as_slice(),
+        [Err(Error::NotEnforceable { .. })]
+    ));
     assert!(adapter.requests().is_empty());
 }
 
