@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 from typing import Any, Generic, Mapping, Optional, Sequence, TypeVar, Union, overload
 
@@ -55,6 +56,11 @@ class Client:
         for a number...), each fix named in ``ledger.repairs``; never a cut-off answer, never
         under ``require="wired"`` or ``"enforced"``. Off unless asked (or ``repair = true`` in
         ``geode.toml``).
+    :param cache: keep every validated answer in this directory (or ``redis://...``) and replay
+        it, with no request, when the same call comes again; the ledger then says ``replayed``.
+        ``False`` turns off a cache ``geode.toml`` sets. An answer made under a weaker
+        ``require`` never answers a stronger one.
+    :param cache_ttl: the oldest answer replayed: seconds, a ``timedelta`` or ``"1h"``.
     """
 
     __slots__ = ("_native", "_repr")
@@ -71,6 +77,8 @@ class Client:
         system: Optional[str] = None,
         env: Optional[Mapping[str, str]] = None,
         repair: Optional[bool] = None,
+        cache: Union[str, "os.PathLike[str]", bool, None] = None,
+        cache_ttl: Union[float, timedelta, str, None] = None,
     ) -> None:
         self._native = _native.Client(
             adapter,
@@ -82,6 +90,8 @@ class Client:
             system,
             None if env is None else dict(env),
             repair,
+            _cache(cache),
+            _ttl(cache_ttl),
         )
         # Settings only: `env` may hold keys, and is never shown.
         self._repr = f"geode.Client(adapter={adapter!r}, model={model!r}, require={require!r})"
@@ -164,6 +174,21 @@ def _seconds(timeout: Union[float, timedelta, None]) -> Optional[float]:
     if isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
         return float(timeout)
     raise TypeError(f"timeout: expected seconds or a timedelta, not {type(timeout).__name__}")
+
+
+def _cache(cache: Union[str, "os.PathLike[str]", bool, None]) -> Optional[str]:
+    if cache is None or cache is True:
+        return None
+    if cache is False:
+        return ""
+    return os.fspath(cache)
+
+
+def _ttl(ttl: Union[float, timedelta, str, None]) -> Optional[str]:
+    if ttl is None or isinstance(ttl, str):
+        return ttl
+    seconds = _seconds(ttl)
+    return None if seconds is None else repr(seconds)
 
 
 def _text(done: tuple[str, str, str]) -> Extraction[str]:

@@ -88,8 +88,18 @@ class Ledger:
         return list(self._get("repairs", []))
 
     @property
+    def replayed(self) -> bool:
+        """Whether the answer was replayed from the response cache (no request was made)."""
+        return bool(self._get("replayed", False))
+
+    @property
+    def cached_at(self) -> Optional[str]:
+        """When a replayed answer was made (RFC 3339, UTC)."""
+        return self._get("cached_at")
+
+    @property
     def usage(self) -> Usage:
-        """Tokens spent by every attempt."""
+        """Tokens spent by every attempt (zero for a replayed answer: see ``original_usage``)."""
         totals = [0, 0, 0]
         cost: Optional[float] = None
         for attempt in self.attempts:
@@ -100,6 +110,19 @@ class Ledger:
             if u.get("cost_usd") is not None:
                 cost = (cost or 0.0) + u["cost_usd"]
         return Usage(totals[0], totals[1], totals[2], cost)
+
+    @property
+    def original_usage(self) -> Optional[Usage]:
+        """What the original run of a replayed answer spent."""
+        u = self._get("original_usage")
+        if u is None:
+            return None
+        return Usage(
+            u.get("input_tokens", 0),
+            u.get("output_tokens", 0),
+            u.get("cached_input_tokens", 0),
+            u.get("cost_usd"),
+        )
 
     def __repr__(self) -> str:
         return f"Ledger({self._summary.splitlines()[0] if self._summary else ''!r})"

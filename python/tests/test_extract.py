@@ -169,3 +169,22 @@ def test_repair_is_off_unless_asked_and_declared_when_on(fake):
     f, env = fake([sloppy, sloppy])
     with pytest.raises(geode.InvalidAnswer):
         geode.Client("openai-payg", env=env, repair=True, require="enforced").extract(Decision, "Merge?")
+
+
+def test_a_cached_answer_is_replayed_with_no_request_and_says_so(fake, tmp_path):
+    f, env = fake({"steps": [], "default": {"json": {"x": 4, "y": 2}}})
+    client = geode.Client("openai-payg", env=env, cache=tmp_path / "cache", cache_ttl=3600)
+    first = client.extract(Point, "where?")
+    again = client.extract(Point, "where?")
+    assert first.value == again.value == Point(4, 2)
+    assert len(f.model_requests()) == 1
+    assert again.ledger.replayed and not first.ledger.replayed
+    assert again.ledger.cached_at
+    assert again.ledger.usage.output_tokens == 0
+    assert again.ledger.original_usage == first.ledger.usage
+    # A stronger require is not answered by an entry made under a weaker one.
+    strict = geode.Client("openai-payg", env=env, cache=tmp_path / "cache", require="enforced")
+    assert not strict.extract(Point, "where?").ledger.replayed
+    assert len(f.model_requests()) == 2
+    with pytest.raises(geode.ConfigError, match="ttl|TTL"):
+        geode.Client("openai-payg", env=env, cache=tmp_path / "cache", cache_ttl="soon")

@@ -41,7 +41,7 @@ impl NativeClient {
     /// Every argument is optional; what is not given comes from `geode.toml` and the
     /// environment as for the CLI. `env` is read before the process environment.
     #[new]
-    #[pyo3(signature = (adapter=None, model=None, require=None, timeout=None, fallback=None, max_tokens=None, system=None, env=None, repair=None))]
+    #[pyo3(signature = (adapter=None, model=None, require=None, timeout=None, fallback=None, max_tokens=None, system=None, env=None, repair=None, cache=None, cache_ttl=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -54,6 +54,8 @@ impl NativeClient {
         system: Option<String>,
         env: Option<HashMap<String, String>>,
         repair: Option<bool>,
+        cache: Option<String>,
+        cache_ttl: Option<String>,
     ) -> PyResult<Self> {
         let env = OverlayEnv::new(env.unwrap_or_default());
         let engine = engine_program(&env);
@@ -85,6 +87,9 @@ impl NativeClient {
         }
         if let Some(r) = repair {
             builder = builder.repair(r);
+        }
+        if let Some(location) = cache {
+            builder = builder.cache(open_cache(py, &location, cache_ttl.as_deref())?);
         }
         let client = builder.build().map_err(|e| to_py_err(py, &e))?;
         Ok(Self { client })
@@ -202,6 +207,25 @@ pub fn done(py: Python<'_>, result: Result<Extracted<Value>, Error>) -> PyResult
         )),
         Err(e) => Err(to_py_err(py, &e)),
     }
+}
+
+/// The response cache at `location` (a directory or `redis://...`); an empty location turns off
+/// a cache `geode.toml` would give.
+fn open_cache(
+    py: Python<'_>,
+    location: &str,
+    ttl: Option<&str>,
+) -> PyResult<Option<geode::cache::Cache>> {
+    if location.is_empty() {
+        return Ok(None);
+    }
+    let ttl = ttl
+        .map(geode::cache::parse_ttl)
+        .transpose()
+        .map_err(|e| config_error(py, &e.to_string()))?;
+    geode::cache::Cache::open(&geode::cache::CacheLocation::parse(location), ttl)
+        .map(Some)
+        .map_err(|e| config_error(py, &format!("cache {location}: {e}")))
 }
 
 fn parse_require(py: Python<'_>, name: &str) -> PyResult<Require> {
