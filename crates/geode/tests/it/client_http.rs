@@ -251,7 +251,7 @@ async fn require_enforced_refuses_a_wire_that_cannot_enforce_before_any_request(
     let err = support::bounded(c.extract::<Review>("go"))
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::Config { .. }), "{err:?}");
+    assert!(matches!(err, Error::NotEnforceable { .. }), "{err:?}");
     assert!(server.requests().is_empty());
     server.shutdown().await;
 }
