@@ -67,15 +67,7 @@ pub(super) struct Parsed {
 /// Reads one value starting at `start` (space and comments before it skipped) in
 /// `text[..end]`; what follows the value is left to the caller.
 pub(super) fn read_prefix(text: &str, start: usize, end: usize) -> Result<Parsed, SyntaxError> {
-    let mut p = Reader {
-        text,
-        pos: start,
-        end,
-        path: Vec::new(),
-        repairs: Vec::new(),
-        closed_at_end: 0,
-        depth: 0,
-    };
+    let mut p = Reader::new(text, start, end);
     p.skip_space()?;
     let value = p.value()?;
     Ok(Parsed {
@@ -89,15 +81,7 @@ pub(super) fn read_prefix(text: &str, start: usize, end: usize) -> Result<Parsed
 /// Reads `text[start..end]` as exactly one value: only space and comments may follow it.
 pub(super) fn read_whole(text: &str, start: usize, end: usize) -> Result<Parsed, SyntaxError> {
     let mut parsed = read_prefix(text, start, end)?;
-    let mut p = Reader {
-        text,
-        pos: parsed.end,
-        end,
-        path: Vec::new(),
-        repairs: Vec::new(),
-        closed_at_end: 0,
-        depth: 0,
-    };
+    let mut p = Reader::new(text, parsed.end, end);
     p.skip_space()?;
     if p.pos < end {
         return Err(p.unexpected("the end of the answer"));
@@ -149,7 +133,20 @@ fn loose_quote(c: char) -> Option<(RepairKind, &'static [char])> {
         .map(|(_, kind, closers)| (*kind, *closers))
 }
 
-impl Reader<'_> {
+impl<'a> Reader<'a> {
+    /// A reader of `text[pos..end]` at the root, with nothing repaired yet.
+    fn new(text: &'a str, pos: usize, end: usize) -> Self {
+        Self {
+            text,
+            pos,
+            end,
+            path: Vec::new(),
+            repairs: Vec::new(),
+            closed_at_end: 0,
+            depth: 0,
+        }
+    }
+
     fn peek(&self) -> Option<char> {
         self.text.get(self.pos..self.end)?.chars().next()
     }
