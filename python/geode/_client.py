@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from datetime import timedelta
 from typing import Any, Generic, Mapping, Optional, Sequence, TypeVar, Union, overload
@@ -192,7 +193,5 @@ def _ttl(ttl: Union[float, timedelta, str, None]) -> Optional[str]:
 
 
 def _text(done: tuple[str, str, str]) -> Extraction[str]:
-    import json
-
     value_json, ledger_json, summary = done
     return Extraction(json.loads(value_json), Ledger(ledger_json, summary))

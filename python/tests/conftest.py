@@ -10,7 +10,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import pytest
 
@@ -145,7 +145,3 @@ def eventually(check, timeout: float = 10.0, what: str = "") -> None:
         time.sleep(0.02)
     pytest.fail(f"never became true: {what or check}")
 
-
-def fake_children(exclude: Optional[list[int]] = None) -> list[int]:
-    """Children that are not the fakes the test started."""
-    return [p for p in children() if p not in (exclude or [])]

@@ -95,11 +95,6 @@ impl NativeClient {
         Ok(Self { client })
     }
 
-    /// Adapter, model and `require` only: a client holds no secret of its own, and shows none.
-    fn __repr__(&self) -> String {
-        format!("{:?}", self.client)
-    }
-
     /// Asks for a value of `schema`; blocks with the GIL released.
     fn extract(&self, py: Python<'_>, schema: &NativeSchema, prompt: String) -> PyResult<Done> {
         let (client, typed) = (self.client.clone(), schema.typed.clone());

@@ -19,11 +19,9 @@ impl Client {
     where
         T: schemars::JsonSchema + DeserializeOwned + 'static,
     {
-        let mut task = self.task(prompt.into());
+        let task = self.task(prompt.into());
         let typed = typed_schema::<T>(&task)?;
-        task.output = Output::Schema(typed.schema.clone());
-        let result = self.run_with(task, |_| {}).await;
-        typed_value(&typed, result)
+        self.run_typed(task, &typed).await
     }
 
     /// Asks for a value of a schema prepared by [`TypedSchema::from_generated`] (a schema
@@ -34,7 +32,15 @@ impl Client {
         typed: &std::sync::Arc<TypedSchema>,
         prompt: impl Into<String>,
     ) -> Result<Extracted<Value>, Error> {
-        let mut task = self.task(prompt.into());
+        self.run_typed(self.task(prompt.into()), typed).await
+    }
+
+    /// Runs `task` asking for `typed`'s schema; the answer unwrapped and deserialized.
+    async fn run_typed<T: DeserializeOwned>(
+        &self,
+        mut task: Task,
+        typed: &TypedSchema,
+    ) -> Result<Extracted<T>, Error> {
         task.output = Output::Schema(typed.schema.clone());
         let result = self.run_with(task, |_| {}).await;
         typed_value(typed, result)

@@ -161,15 +161,10 @@ impl Client {
         T: schemars::JsonSchema + DeserializeOwned + Send + 'static,
         E: DeserializeOwned + Send + 'static,
     {
-        let mut task = self.task(prompt.into());
-        let typed = match typed_schema::<T>(&task) {
-            Ok(t) => t,
-            Err(e) => return failed(e),
-        };
-        task.output = Output::Schema(typed.schema.clone());
-        match self.worker_env(&mut task) {
-            Ok(env) => drive(task, env, typed, &items, typed_value::<T>),
-            Err(e) => failed(annotate_error(e, &typed)),
+        let task = self.task(prompt.into());
+        match typed_schema::<T>(&task) {
+            Ok(typed) => self.stream_of(task, typed, &items),
+            Err(e) => failed(e),
         }
     }
 
@@ -181,10 +176,23 @@ impl Client {
         prompt: impl Into<String>,
         items: ItemSource,
     ) -> BoxStream<'static, Result<StreamEvent<Value>, Error>> {
-        let mut task = self.task(prompt.into());
+        self.stream_of(self.task(prompt.into()), typed, &items)
+    }
+
+    /// Streams `task` asking for `typed`'s schema; the final value unwrapped and deserialized.
+    fn stream_of<T, E>(
+        &self,
+        mut task: Task,
+        typed: Arc<TypedSchema>,
+        items: &ItemSource,
+    ) -> BoxStream<'static, Result<StreamEvent<T, E>, Error>>
+    where
+        T: DeserializeOwned + Send + 'static,
+        E: DeserializeOwned + Send + 'static,
+    {
         task.output = Output::Schema(typed.schema.clone());
         match self.worker_env(&mut task) {
-            Ok(env) => drive(task, env, typed, &items, typed_value::<Value>),
+            Ok(env) => drive(task, env, typed, items, typed_value::<T>),
             Err(e) => failed(annotate_error(e, &typed)),
         }
     }
