@@ -20,9 +20,10 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # The official OpenAI Python SDK (pinned, in a venv under the cache) for the gateway's SDK tests.
 "$here/install-venv.sh" openai-sdk "$here/python/sdk-requirements.txt" python -c "import openai, pydantic, pytest"
 
-# The official OpenAI npm package and zod (pinned, under the cache) for the gateway's TypeScript SDK tests.
+# maturin, pydantic and pytest (pinned, in a venv under the cache) for the Python package's wheel and tests.
 "$here/install-venv.sh" geode-py "$here/python/geode-py-requirements.txt" maturin --version
 
+# The official OpenAI npm package and zod (pinned, under the cache) for the gateway's TypeScript SDK tests.
 "$here/install-node-sdk.sh"
 
 # cargo-fuzz for `make fuzz` (fuzz/ is run with the nightly toolchain), pinned, installed only when
