@@ -10,7 +10,7 @@ scripts/install-venv.sh geode-py-bench scripts/python/geode-py-requirements.txt 
 scripts/install-venv.sh bench-instructor scripts/python/bench-instructor-requirements.txt python -c "import instructor"
 scripts/install-venv.sh bench-pydantic-ai scripts/python/bench-pydantic-ai-requirements.txt python -c "import pydantic_ai"
 rm -rf target/wheels-release
-(cd python && "$VENVS/geode-py-bench/bin/maturin" build --quiet --release --strip --out ../target/wheels-release)
+(cd python && PATH="$VENVS/geode-py-bench/bin:$PATH" maturin build --quiet --release --strip --out ../target/wheels-release)
 "$VENVS/geode-py-bench/bin/pip" install --quiet --disable-pip-version-check --force-reinstall --no-deps target/wheels-release/geode-*.whl
 cargo build --release -p geode-fakes
 exec "$VENVS/geode-py-bench/bin/python" python/bench/peers.py --fake target/release/geode-fakes \

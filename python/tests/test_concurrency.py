@@ -122,7 +122,9 @@ def test_ctrl_c_cancels_a_sync_call(fake, tmp_path):
     script.write_text(
         textwrap.dedent(
             f"""
-            import sys, geode
+            import faulthandler, sys, geode
+            # Should it ever hang: where every thread was, in the failure's stderr.
+            faulthandler.dump_traceback_later(20, exit=True)
             client = geode.Client("openai-payg", env={env!r})
             try:
                 client.extract({{"type": "object"}}, "p")
@@ -132,11 +134,11 @@ def test_ctrl_c_cancels_a_sync_call(fake, tmp_path):
             """
         )
     )
-    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     f.wait_requests(1)
     proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=30)
-    assert proc.returncode == 7 and "interrupted" in out
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 7 and "interrupted" in out, err
     assert KEY not in out
 
 

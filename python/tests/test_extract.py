@@ -188,3 +188,40 @@ def test_a_cached_answer_is_replayed_with_no_request_and_says_so(fake, tmp_path)
     assert len(f.model_requests()) == 2
     with pytest.raises(geode.ConfigError, match="ttl|TTL"):
         geode.Client("openai-payg", env=env, cache=tmp_path / "cache", cache_ttl="soon")
+
+
+CONVERSATION = [
+    {"role": "system", "content": "You review pull requests."},
+    {"role": "user", "content": "PR 12 adds a test."},
+    {"role": "assistant", "content": [{"type": "output_text", "text": "Noted: PR 12."}]},
+    {"role": "user", "content": [{"type": "text", "text": "Merge "}, {"type": "text", "text": "it?"}]},
+]
+
+
+def test_a_conversation_travels_as_history_system_and_prompt(fake):
+    f, env = fake([{"json": {"accept": True, "reason": "ok", "lines": None}}, {"text": "accept"}])
+    client = geode.Client("openai-payg", env=env, system="the client's own")
+    assert client.extract(Decision, CONVERSATION).value.accept is True
+    body = f.model_requests()[0]["body"]
+    assert "You review pull requests." in json.dumps(body)
+    assert "the client's own" not in json.dumps(body), "the conversation's system turn replaces it"
+    sent = json.dumps(body["input"])
+    at = [sent.index(t) for t in ("PR 12 adds a test.", "Noted: PR 12.", "Merge it?")]
+    assert at == sorted(at), sent
+    assert client.choose(["accept", "reject"], CONVERSATION[1:]).value == "accept"
+
+
+def test_a_conversation_that_cannot_be_answered_is_refused_before_any_request(fake):
+    f, env = fake([])
+    client = geode.Client("openai-payg", env=env)
+    with pytest.raises(geode.ConfigError, match="last turn must be the user's"):
+        client.extract(Decision, CONVERSATION[:3])
+    with pytest.raises(geode.ConfigError, match="unknown role"):
+        client.extract(Decision, [{"role": "robot", "content": "hi"}])
+    with pytest.raises(TypeError, match="only text parts"):
+        client.extract(Decision, [{"role": "user", "content": [{"type": "image_url", "image_url": "x"}]}])
+    with pytest.raises(TypeError, match="list of messages"):
+        client.extract(Decision, {"role": "user", "content": "hi"})
+    with pytest.raises(TypeError, match="string 'role'"):
+        client.extract(Decision, ["hi"])
+    assert f.model_requests() == []

@@ -32,7 +32,12 @@ def test_cpython_3_9_runs_the_wheel_without_pydantic(fake, tmp_path):
     python39 = cpython_3_9()
     # Only the installed package on the path: no pydantic, no site-packages.
     only = tmp_path / "only"
-    shutil.copytree(Path(geode.__file__).parent, only / "geode")
+    installed = Path(geode.__file__).parent
+    shutil.copytree(installed, only / "geode")
+    # The shared libraries the wheel carries (libgomp for the local engine), as pip installed them.
+    libs = installed.parent / "geode.libs"
+    if libs.is_dir():
+        shutil.copytree(libs, only / "geode.libs")
     f, env = fake([{"json": {"n": 7}}, {"json": {"n": 8}}])
     script = textwrap.dedent(
         f"""

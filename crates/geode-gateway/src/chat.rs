@@ -21,10 +21,11 @@
 //! `arguments` valid against each tool's `parameters`) and `content: null` when the request has a
 //! format (text said beside the calls is then under `geode.text`, since the SDK would parse it).
 
-use crate::convert::{self, Reply, Turns};
+use crate::convert::{self, Reply, turns_error};
 use crate::error::ApiError;
 use crate::stream::{Progress, Written};
 use axum::response::sse::Event;
+use geode::Conversation;
 use geode::agent::task::{Answer, Task};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -98,19 +99,22 @@ impl ChatRequest {
                 "only one choice (n = 1) is served",
             ));
         }
-        let mut turns = Turns::default();
+        let mut turns = Conversation::new();
+        let bad = turns_error("messages");
         for m in &self.messages {
             let text = convert::content_text(&m.content, "messages")?;
             match (m.role.as_str(), &m.tool_call_id) {
-                ("tool", Some(id)) => turns.push_tool_result(id, text, "messages")?,
-                (role, _) => turns.push(role, text, "messages")?,
+                ("tool", Some(id)) => turns.push_tool_result(id, text).map_err(&bad)?,
+                (role, _) => turns.push(role, text).map_err(&bad)?,
             }
             for call in &m.tool_calls {
                 let f = &call.function;
-                turns.push_tool_call(&call.id, &f.name, &f.arguments, "messages")?;
+                turns
+                    .push_tool_call(&call.id, &f.name, &f.arguments)
+                    .map_err(&bad)?;
             }
         }
-        turns.into_task(&mut base, "messages")?;
+        turns.into_prompt().map_err(&bad)?.lay_into(&mut base);
         let format = self.response_format.as_ref().filter(|f| !f.is_null());
         base.output = convert::output(
             format.map(|f| f.get("type").and_then(Value::as_str).unwrap_or("?")),

@@ -1,11 +1,10 @@
-//! What both endpoints share: a conversation's turns laid into a task (system turns → the
-//! system prompt, the last user turn → the prompt, the turns before it → history; calls to the
-//! client's tools and their results as they are), text read out of content parts, a requested
-//! format read into the task's output, and what an answer is written back with ([`Reply`]).
+//! What both endpoints share: a conversation's errors as 400s (the turns are laid into the task
+//! by [`geode::Conversation`]), text read out of content parts, a requested format read into the
+//! task's output, and what an answer is written back with ([`Reply`]).
 
 use crate::error::ApiError;
+use geode::agent::conversation::ConversationError;
 use geode::agent::task::{Answer, Output, Task};
-use geode::llm::request::{ContentBlock, Message, Role};
 use geode::schema::ResponseSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -26,151 +25,9 @@ pub struct Extension {
     pub cache: Option<bool>,
 }
 
-/// The turns of a request, in order.
-#[derive(Debug, Default)]
-pub struct Turns {
-    system: Vec<String>,
-    turns: Vec<Message>,
-}
-
-impl Turns {
-    /// Adds one text turn; `field` names the request field for errors.
-    pub fn push(&mut self, role: &str, text: String, field: &'static str) -> Result<(), ApiError> {
-        match role {
-            "system" | "developer" => self.system.push(text),
-            "user" => self.turns.push(Message::user(text)),
-            "assistant" => self.turns.push(Message::assistant(text)),
-            "tool" | "function" => {
-                return Err(ApiError::invalid(
-                    field,
-                    "a tool turn must name the call it answers",
-                ));
-            }
-            other => return Err(ApiError::invalid(field, format!("unknown role {other:?}"))),
-        }
-        Ok(())
-    }
-
-    /// Adds a call the model made to one of the client's tools, with its arguments as JSON text:
-    /// to the assistant turn before it when there is one (an empty one gives its text up).
-    pub fn push_tool_call(
-        &mut self,
-        id: &str,
-        name: &str,
-        arguments: &str,
-        field: &'static str,
-    ) -> Result<(), ApiError> {
-        let input = serde_json::from_str::<Value>(arguments)
-            .ok()
-            .filter(Value::is_object)
-            .ok_or_else(|| {
-                ApiError::invalid(
-                    field,
-                    format!("the arguments of tool call {id:?} are not a JSON object"),
-                )
-            })?;
-        let call = ContentBlock::ToolUse {
-            id: id.to_owned(),
-            name: name.to_owned(),
-            input,
-        };
-        match self.turns.last_mut() {
-            Some(m) if m.role == Role::Assistant => {
-                m.content
-                    .retain(|b| !matches!(b, ContentBlock::Text { text } if text.is_empty()));
-                m.content.push(call);
-            }
-            _ => self.turns.push(Message {
-                role: Role::Assistant,
-                content: vec![call],
-            }),
-        }
-        Ok(())
-    }
-
-    /// Adds the result of the client's tool call `id`, which must be a call of the assistant
-    /// turn before it; results that follow each other travel in one user turn.
-    pub fn push_tool_result(
-        &mut self,
-        id: &str,
-        output: String,
-        field: &'static str,
-    ) -> Result<(), ApiError> {
-        let asked = self
-            .turns
-            .iter()
-            .rev()
-            .find(|m| m.role == Role::Assistant)
-            .is_some_and(|m| {
-                m.content
-                    .iter()
-                    .any(|b| matches!(b, ContentBlock::ToolUse { id: call, .. } if call == id))
-            });
-        if !asked {
-            return Err(ApiError::invalid(
-                field,
-                format!(
-                    "the tool result for {id:?} answers no call of the assistant turn before it"
-                ),
-            ));
-        }
-        let result = ContentBlock::ToolResult {
-            tool_use_id: id.to_owned(),
-            content: output,
-            is_error: false,
-        };
-        match self.turns.last_mut() {
-            Some(m) if is_tool_results(m) => m.content.push(result),
-            _ => self.turns.push(Message {
-                role: Role::User,
-                content: vec![result],
-            }),
-        }
-        Ok(())
-    }
-
-    /// Adds a system prompt given apart from the turns (the Responses API's `instructions`).
-    pub fn instructions(&mut self, text: &str) {
-        if !text.is_empty() {
-            self.system.insert(0, text.to_owned());
-        }
-    }
-
-    /// Lays the turns into `task`: the last must be the user's, a text (the prompt) or tool
-    /// results (then the task continues the conversation, with an empty prompt).
-    pub fn into_task(mut self, task: &mut Task, field: &'static str) -> Result<(), ApiError> {
-        match self.turns.last() {
-            Some(m) if is_tool_results(m) => task.prompt = String::new(),
-            Some(m) if m.role == Role::User => {
-                task.prompt = m.text();
-                self.turns.pop();
-            }
-            Some(_) => {
-                return Err(ApiError::invalid(
-                    field,
-                    "the last turn must be the user's or a tool's",
-                ));
-            }
-            None => {
-                return Err(ApiError::invalid(
-                    field,
-                    "the request must hold a user turn",
-                ));
-            }
-        }
-        task.history = self.turns;
-        if !self.system.is_empty() {
-            task.system = self.system.join("\n\n");
-        }
-        Ok(())
-    }
-}
-
-fn is_tool_results(m: &Message) -> bool {
-    m.role == Role::User
-        && m.content
-            .iter()
-            .all(|b| matches!(b, ContentBlock::ToolResult { .. }))
+/// A request's conversation, with its errors as the 400s that name `field`.
+pub fn turns_error(field: &'static str) -> impl Fn(ConversationError) -> ApiError {
+    move |e| ApiError::invalid(field, e.to_string())
 }
 
 /// The text of a message's `content`: a string, or the text parts of a list (`text`,

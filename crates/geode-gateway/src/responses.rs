@@ -20,10 +20,11 @@
 //! valid against each tool's `parameters`); a message item comes with them only for free text
 //! (with a format, the SDK would parse it; the text is then under `geode.text`).
 
-use crate::convert::{self, Reply, Turns};
+use crate::convert::{self, Reply, turns_error};
 use crate::error::ApiError;
 use crate::stream::{Progress, Written};
 use axum::response::sse::Event;
+use geode::Conversation;
 use geode::agent::task::{Answer, Task};
 use geode::llm::request::ToolUse;
 use serde::Deserialize;
@@ -53,9 +54,11 @@ pub struct ResponsesRequest {
 impl ResponsesRequest {
     /// The request as a task laid over `base`.
     pub fn task(&self, mut base: Task) -> Result<Task, ApiError> {
-        let mut turns = Turns::default();
+        let mut turns = Conversation::new();
         match &self.input {
-            Value::String(s) => turns.push("user", s.clone(), "input")?,
+            Value::String(s) => turns
+                .push("user", s.clone())
+                .map_err(turns_error("input"))?,
             Value::Array(items) => {
                 for item in items {
                     input_item(&mut turns, item)?;
@@ -69,7 +72,10 @@ impl ResponsesRequest {
             }
         }
         turns.instructions(self.instructions.as_deref().unwrap_or_default());
-        turns.into_task(&mut base, "input")?;
+        turns
+            .into_prompt()
+            .map_err(turns_error("input"))?
+            .lay_into(&mut base);
         let format = self
             .text
             .as_ref()
@@ -90,8 +96,9 @@ impl ResponsesRequest {
 }
 
 /// One input item: a message, a call to the client's tool, or its output.
-fn input_item(turns: &mut Turns, item: &Value) -> Result<(), ApiError> {
+fn input_item(turns: &mut Conversation, item: &Value) -> Result<(), ApiError> {
     let field = |name: &str| item.get(name).and_then(Value::as_str).unwrap_or_default();
+    let bad = turns_error("input");
     match item
         .get("type")
         .and_then(Value::as_str)
@@ -99,22 +106,21 @@ fn input_item(turns: &mut Turns, item: &Value) -> Result<(), ApiError> {
     {
         "message" => {
             let text = convert::content_text(item.get("content").unwrap_or(&Value::Null), "input")?;
-            turns.push(
-                item.get("role").and_then(Value::as_str).unwrap_or("?"),
-                text,
-                "input",
-            )
+            let role = item.get("role").and_then(Value::as_str).unwrap_or("?");
+            turns.push(role, text).map_err(bad)
         }
-        "function_call" => {
-            turns.push_tool_call(field("call_id"), field("name"), field("arguments"), "input")
-        }
+        "function_call" => turns
+            .push_tool_call(field("call_id"), field("name"), field("arguments"))
+            .map_err(bad),
         "function_call_output" => {
             let output = match item.get("output") {
                 Some(Value::String(s)) => s.clone(),
                 Some(parts) => convert::content_text(parts, "input")?,
                 None => String::new(),
             };
-            turns.push_tool_result(field("call_id"), output, "input")
+            turns
+                .push_tool_result(field("call_id"), output)
+                .map_err(bad)
         }
         kind => Err(ApiError::unsupported(
             "input",

@@ -257,6 +257,7 @@ mod tests {
         assert_eq!(e.kind(), ErrorKind::Config);
         assert!(text.contains("/nowhere/m.gguf"), "{text}");
         assert!(text.contains("scripts/fetch-model.sh"), "{text}");
+        assert!(text.contains("python -m geode fetch-model"), "{text}");
     }
 
     #[tokio::test]

@@ -11,7 +11,6 @@
 //! "transforms": [...]}`, [`geode_local::tighten`]), fitted to a budget of N tokens when given
 //! ([`geode_local::tighten::tighten_within`]); `geode schema check --adapter local` shows them.
 
-use geode_local::LocalAdapter;
 use std::io::Read;
 use std::process::ExitCode;
 
@@ -27,26 +26,13 @@ fn main() -> ExitCode {
             Some(_) => usage(),
         };
     }
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("geode-engine: cannot start the runtime: {e}");
-            return ExitCode::from(3);
-        }
-    };
-    let adapter = LocalAdapter::shared();
-    match rt.block_on(geode::llm::engine::serve(
-        &adapter,
-        tokio::io::stdin(),
-        tokio::io::stdout(),
-    )) {
+    match geode_local::serve_stdio() {
         Ok(()) => ExitCode::SUCCESS,
-        // The parent is gone: nothing left to answer.
-        Err(_) => ExitCode::from(3),
+        // The runtime did not start, or the parent is gone: nothing left to answer.
+        Err(e) => {
+            eprintln!("geode-engine: {e}");
+            ExitCode::from(3)
+        }
     }
 }
 

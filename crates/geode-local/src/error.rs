@@ -11,8 +11,9 @@ use std::path::PathBuf;
 pub enum LocalError {
     /// The model file does not exist (or is not a file).
     #[error(
-        "local model not found at {}: run `make demo` or `scripts/fetch-model.sh` to fetch it, \
-         or set GEODE_LOCAL_MODEL to a GGUF file",
+        "local model not found at {}: fetch it with `python -m geode fetch-model` (the Python \
+         package) or `scripts/fetch-model.sh` (the repository), or set GEODE_LOCAL_MODEL to a \
+         GGUF file",
         path.display()
     )]
     ModelMissing {

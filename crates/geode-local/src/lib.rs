@@ -83,3 +83,20 @@ pub fn client_builder() -> geode::ClientBuilder {
 pub fn local_client_builder() -> geode::ClientBuilder {
     client_builder().adapter("local")
 }
+
+/// A whole engine process's job (the `geode-engine` binary, and the Python package's
+/// `geode._engine.main`): serves engine calls ([`geode::llm::engine::serve`]) from stdin to
+/// stdout with the process-wide model until stdin closes. An error means the runtime could not
+/// start or the parent went away (stdout closed).
+pub fn serve_stdio() -> std::io::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let adapter = LocalAdapter::shared();
+    runtime.block_on(geode::llm::engine::serve(
+        &adapter,
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+    ))
+}

@@ -5,13 +5,14 @@
 
 use crate::env::OverlayEnv;
 use crate::errors::{config_error, to_py_err};
+use crate::prompt::PromptArg;
 use crate::schema::NativeSchema;
 use crate::stream::NativeStream;
 use crate::wait::wait;
 use geode::llm::adapter::Adapter;
 use geode::llm::engine::EngineProcess;
 use geode::vocab::Require;
-use geode::{Client, Error, Extracted, ItemSource};
+use geode::{Client, Error, Extracted, ItemSource, Prompt};
 use pyo3::prelude::*;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -58,12 +59,11 @@ impl NativeClient {
         cache_ttl: Option<String>,
     ) -> PyResult<Self> {
         let env = OverlayEnv::new(env.unwrap_or_default());
-        let engine = engine_program(&env);
+        // One engine per client, started on its first local call.
+        let engine = Arc::new(local_engine(py, &env));
         let mut builder = Client::builder()
             .environment(env)
-            .adapter_factory("local", move || {
-                Arc::new(EngineProcess::new("local", engine.clone())) as Arc<dyn Adapter>
-            });
+            .adapter_factory("local", move || engine.clone() as Arc<dyn Adapter>);
         if let Some(a) = adapter {
             builder = builder.adapter(a);
         }
@@ -96,8 +96,9 @@ impl NativeClient {
     }
 
     /// Asks for a value of `schema`; blocks with the GIL released.
-    fn extract(&self, py: Python<'_>, schema: &NativeSchema, prompt: String) -> PyResult<Done> {
+    fn extract(&self, py: Python<'_>, schema: &NativeSchema, prompt: PromptArg) -> PyResult<Done> {
         let (client, typed) = (self.client.clone(), schema.typed.clone());
+        let prompt = prompt.into_prompt(py)?;
         let result = wait(
             py,
             async move { client.extract_typed(&typed, prompt).await },
@@ -110,9 +111,10 @@ impl NativeClient {
         &self,
         py: Python<'py>,
         schema: &NativeSchema,
-        prompt: String,
+        prompt: PromptArg,
     ) -> PyResult<Bound<'py, PyAny>> {
         let (client, typed) = (self.client.clone(), schema.typed.clone());
+        let prompt = prompt.into_prompt(py)?;
         pyo3_async_runtimes::tokio::future_into_py(py, async move {
             let result = client.extract_typed(&typed, prompt).await;
             Python::attach(|py| done(py, result))
@@ -121,8 +123,9 @@ impl NativeClient {
 
     /// A text-shaped call: `kind` is `choice` (`spec` the options), `regex` or `grammar` (`spec`
     /// the pattern or the Lark grammar); blocks with the GIL released.
-    fn text(&self, py: Python<'_>, kind: &str, spec: Spec, prompt: String) -> PyResult<Done> {
+    fn text(&self, py: Python<'_>, kind: &str, spec: Spec, prompt: PromptArg) -> PyResult<Done> {
         let (client, text) = (self.client.clone(), Text::of(py, kind, spec)?);
+        let prompt = prompt.into_prompt(py)?;
         let result = wait(py, async move { run_text(&client, text, prompt).await })?;
         done(py, result)
     }
@@ -133,9 +136,10 @@ impl NativeClient {
         py: Python<'py>,
         kind: &str,
         spec: Spec,
-        prompt: String,
+        prompt: PromptArg,
     ) -> PyResult<Bound<'py, PyAny>> {
         let (client, text) = (self.client.clone(), Text::of(py, kind, spec)?);
+        let prompt = prompt.into_prompt(py)?;
         pyo3_async_runtimes::tokio::future_into_py(py, async move {
             let result = run_text(&client, text, prompt).await;
             Python::attach(|py| done(py, result))
@@ -145,12 +149,20 @@ impl NativeClient {
     /// Streams a value of `schema`. `items`: the root property whose elements stream as items
     /// (default: the root list, or the root's one array property).
     #[pyo3(signature = (schema, prompt, items=None))]
-    fn stream(&self, schema: &NativeSchema, prompt: String, items: Option<String>) -> NativeStream {
+    fn stream(
+        &self,
+        py: Python<'_>,
+        schema: &NativeSchema,
+        prompt: PromptArg,
+        items: Option<String>,
+    ) -> PyResult<NativeStream> {
         let source = items.map_or(ItemSource::Auto, ItemSource::Field);
-        NativeStream::new(
-            self.client
-                .stream_typed(schema.typed.clone(), prompt, source),
-        )
+        let prompt = prompt.into_prompt(py)?;
+        Ok(NativeStream::new(self.client.stream_typed(
+            schema.typed.clone(),
+            prompt,
+            source,
+        )))
     }
 }
 
@@ -177,7 +189,7 @@ impl Text {
     }
 }
 
-async fn run_text(client: &Client, text: Text, prompt: String) -> Result<Extracted<Value>, Error> {
+async fn run_text(client: &Client, text: Text, prompt: Prompt) -> Result<Extracted<Value>, Error> {
     let answer = match &text {
         Text::Choice(options) => {
             let options: Vec<&str> = options.iter().map(String::as_str).collect();
@@ -244,16 +256,49 @@ fn parse_timeout(py: Python<'_>, seconds: f64) -> PyResult<Duration> {
         })
 }
 
-/// The engine binary: `GEODE_ENGINE_BIN`, else `geode-engine` beside the Python interpreter
-/// (a virtual environment's `bin/`), else `geode-engine` on `PATH`.
-fn engine_program(env: &OverlayEnv) -> PathBuf {
+/// How the interpreter starts the engine built into the module: the `geode` package this process
+/// imported (its folder is the argument) comes first on the path, so a `geode/` folder in the
+/// working directory cannot stand in for it.
+const ENGINE_BOOT: &str =
+    "import sys; sys.path.insert(0, sys.argv[1]); from geode._engine import main; sys.exit(main())";
+
+/// The engine for `local`: `GEODE_ENGINE_BIN` when set; else this interpreter serving the
+/// engine built into the module (`geode._engine.main`); in a build without it (feature
+/// `local` off) or when Python cannot say where it is, `geode-engine` on `PATH`. The client's
+/// own `GEODE_LOCAL_*` variables go into the engine's environment.
+fn local_engine(py: Python<'_>, env: &OverlayEnv) -> EngineProcess {
     use geode::llm::registry::Environment;
-    if let Some(bin) = env.var(geode::llm::engine::ENGINE_BIN_ENV) {
-        return PathBuf::from(bin);
-    }
-    std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.parent().map(|dir| dir.join("geode-engine")))
-        .filter(|p| p.is_file())
-        .unwrap_or_else(|| PathBuf::from("geode-engine"))
+    let engine = match (env.var(geode::llm::engine::ENGINE_BIN_ENV), bundled(py)) {
+        (Some(bin), _) => EngineProcess::new("local", bin),
+        (None, Some((python, packages))) if cfg!(feature = "local") => {
+            EngineProcess::new("local", python).with_args([
+                "-c".into(),
+                ENGINE_BOOT.into(),
+                packages.into_os_string(),
+            ])
+        }
+        (None, _) => EngineProcess::new("local", "geode-engine"),
+    };
+    engine.with_vars(env.engine_vars())
+}
+
+/// `sys.executable` and the folder holding the imported `geode` package, when Python knows both
+/// (an application embedding Python may have no executable).
+fn bundled(py: Python<'_>) -> Option<(PathBuf, PathBuf)> {
+    let exe: String = py
+        .import("sys")
+        .ok()?
+        .getattr("executable")
+        .ok()?
+        .extract()
+        .ok()?;
+    let init: String = py
+        .import("geode")
+        .ok()?
+        .getattr("__file__")
+        .ok()?
+        .extract()
+        .ok()?;
+    let packages = PathBuf::from(init).parent()?.parent()?.to_path_buf();
+    (!exe.is_empty()).then(|| (PathBuf::from(exe), packages))
 }

@@ -16,6 +16,15 @@ impl OverlayEnv {
     pub fn new(vars: HashMap<String, String>) -> Self {
         Self { vars }
     }
+
+    /// The given variables that set up the local engine (`GEODE_LOCAL_MODEL`, `_THREADS`,
+    /// `_SLOTS`...): the engine is its own process, so they go into its environment.
+    pub fn engine_vars(&self) -> impl Iterator<Item = (String, String)> + '_ {
+        self.vars
+            .iter()
+            .filter(|(k, _)| k.starts_with("GEODE_LOCAL_"))
+            .map(|(k, v)| (k.clone(), v.clone()))
+    }
 }
 
 impl Environment for OverlayEnv {

@@ -10,13 +10,18 @@
 //! | [`stream`] | `Stream`: partial values, items and the final value, sync and async |
 //! | [`wait`] | a sync call with the GIL released that Ctrl-C cancels |
 //! | [`errors`] | a failed call as the `geode` exception of its kind, with the ledger |
+//! | [`prompt`] | a prompt: a string, or a conversation's turns |
 //! | [`env`] | variables given to the client, over the process environment |
+//! | `engine` | the local model's engine, served by `geode._engine.main` in a child interpreter (feature `local`) |
 //!
 //! Values cross as JSON text: pydantic reads JSON text faster than it reads Python objects.
 
 mod client;
+#[cfg(feature = "local")]
+mod engine;
 mod env;
 mod errors;
+mod prompt;
 mod schema;
 mod stream;
 mod wait;
@@ -29,6 +34,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<client::NativeClient>()?;
     m.add_class::<schema::NativeSchema>()?;
     m.add_class::<stream::NativeStream>()?;
+    #[cfg(feature = "local")]
+    m.add_function(wrap_pyfunction!(engine::serve_engine, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

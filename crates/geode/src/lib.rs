@@ -115,6 +115,7 @@ pub mod schema;
 pub mod secret;
 pub mod vocab;
 
+pub use agent::conversation::{Conversation, Prompt};
 /// Not the API: the incremental JSON reader behind streaming, public for geode's benches.
 #[doc(hidden)]
 pub use client::partial_json;

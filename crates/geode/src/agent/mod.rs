@@ -3,6 +3,7 @@
 //! | module | job |
 //! |---|---|
 //! | [`task`] | the worker's typed language: `Task` in, `Result<Answer, RunError>` out |
+//! | [`conversation`] | turns (system, user, assistant, tool calls and results) laid into a task |
 //! | [`worker`] | `run_task`: the loop, the answer check and the one retry with feedback |
 //! | [`resolve`] | a task's route to an adapter (routing, `require`, preflight, fallbacks) |
 //! | [`protocol`] | the process protocol: `WorkerRequest` / `WorkerResult`, converted at the edge |
@@ -15,6 +16,7 @@
 
 pub mod agent_loop;
 pub mod answer_check;
+pub mod conversation;
 pub mod excerpt;
 pub mod exit;
 pub mod protocol;

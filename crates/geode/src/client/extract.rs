@@ -3,6 +3,7 @@
 
 use super::typed_schema::TypedSchema;
 use super::{Client, Error, Extracted, TextAnswer};
+use crate::agent::conversation::Prompt;
 use crate::agent::protocol::{WorkerRequest, WorkerResult, run_worker};
 use crate::agent::task::{Answer, Output, Task};
 use crate::agent::worker::{WorkerEnv, run_task};
@@ -15,7 +16,7 @@ impl Client {
     /// Asks for a `T`: its schema (generated once per type, made strict-friendly: objects
     /// closed, `Option` fields required and nullable, a non-object root wrapped) goes on the wire, the answer is validated (one retry with
     /// feedback) and deserialized. The ledger names every rewrite of the type's schema.
-    pub async fn extract<T>(&self, prompt: impl Into<String>) -> Result<Extracted<T>, Error>
+    pub async fn extract<T>(&self, prompt: impl Into<Prompt>) -> Result<Extracted<T>, Error>
     where
         T: schemars::JsonSchema + DeserializeOwned + 'static,
     {
@@ -30,7 +31,7 @@ impl Client {
     pub async fn extract_typed(
         &self,
         typed: &std::sync::Arc<TypedSchema>,
-        prompt: impl Into<String>,
+        prompt: impl Into<Prompt>,
     ) -> Result<Extracted<Value>, Error> {
         self.run_typed(self.task(prompt.into()), typed).await
     }
@@ -51,7 +52,7 @@ impl Client {
     pub async fn extract_json(
         &self,
         schema: &Value,
-        prompt: impl Into<String>,
+        prompt: impl Into<Prompt>,
     ) -> Result<Extracted<Value>, Error> {
         let schema = ResponseSchema::from_value(schema.clone()).map_err(|e| self.refused(e))?;
         let mut task = self.task(prompt.into());
@@ -65,7 +66,7 @@ impl Client {
 
     /// Asks for exactly one of `options` (enforced by a constraining engine, checked locally
     /// otherwise; the ledger says which).
-    pub async fn choose(&self, options: &[&str], prompt: impl Into<String>) -> TextAnswer {
+    pub async fn choose(&self, options: &[&str], prompt: impl Into<Prompt>) -> TextAnswer {
         let c = TextConstraint::Choice(options.iter().map(|o| (*o).to_owned()).collect());
         let answer = self.constrained(c, prompt.into()).await?;
         let text = answer.text.trim();
@@ -80,14 +81,14 @@ impl Client {
     }
 
     /// Asks for text whose whole (trimmed) answer matches `regex`.
-    pub async fn matches(&self, regex: &str, prompt: impl Into<String>) -> TextAnswer {
+    pub async fn matches(&self, regex: &str, prompt: impl Into<Prompt>) -> TextAnswer {
         let c = TextConstraint::Regex(regex.to_owned());
         self.constrained_text(c, prompt).await
     }
 
     /// Asks for text derivable from the Lark grammar `lark` (enforced only by a constraining
     /// engine; elsewhere the ledger names it unchecked).
-    pub async fn grammar(&self, lark: &str, prompt: impl Into<String>) -> TextAnswer {
+    pub async fn grammar(&self, lark: &str, prompt: impl Into<Prompt>) -> TextAnswer {
         let c = TextConstraint::Grammar(lark.to_owned());
         self.constrained_text(c, prompt).await
     }
@@ -120,7 +121,7 @@ impl Client {
         }
     }
 
-    async fn constrained(&self, c: TextConstraint, prompt: String) -> Result<Answer, Error> {
+    async fn constrained(&self, c: TextConstraint, prompt: Prompt) -> Result<Answer, Error> {
         c.validate().map_err(|e| self.refused(e))?;
         let mut task = self.task(prompt);
         task.output = Output::Constraint(c);
@@ -128,7 +129,7 @@ impl Client {
     }
 
     /// The trimmed answer under `c`.
-    async fn constrained_text(&self, c: TextConstraint, prompt: impl Into<String>) -> TextAnswer {
+    async fn constrained_text(&self, c: TextConstraint, prompt: impl Into<Prompt>) -> TextAnswer {
         let answer = self.constrained(c, prompt.into()).await?;
         Ok(Extracted {
             value: answer.text.trim().to_owned(),
@@ -151,7 +152,7 @@ impl Client {
     }
 
     fn refused(&self, e: impl std::fmt::Display) -> Error {
-        let task = self.task(String::new());
+        let task = self.task(Prompt::default());
         let adapter = task.route.adapter().unwrap_or_default();
         Error::config(e.to_string(), adapter, task.route.model())
     }

@@ -27,6 +27,7 @@ pub use error::Error;
 pub use stream::{ItemSource, PartialGuarantee, StreamEvent, stream_task};
 pub use typed_schema::TypedSchema;
 
+use crate::agent::conversation::Prompt;
 use crate::agent::resolve::Resolver;
 use crate::agent::task::{Answer, Route, RunError, Task};
 use crate::agent::worker::WorkerEnv;
@@ -116,9 +117,9 @@ impl Client {
     }
 
     /// A task carrying this client's settings.
-    pub(crate) fn task(&self, prompt: String) -> Task {
+    pub(crate) fn task(&self, prompt: Prompt) -> Task {
         let i = &self.inner;
-        let mut task = Task::new(prompt);
+        let mut task = Task::new(String::new());
         let model = (!i.model.is_empty()).then(|| i.model.clone());
         task.route = match (&i.adapter, model) {
             (Some(name), model) => Route::Adapter {
@@ -139,6 +140,7 @@ impl Client {
         if let Some(s) = &i.system {
             task.system = s.clone();
         }
+        prompt.lay_into(&mut task);
         task
     }
 
@@ -229,7 +231,7 @@ impl Client {
 
     /// A task carrying this client's settings (adapter, model, `require`, `repair`, budgets,
     /// system prompt), to adjust and hand to [`Self::run_task`].
-    pub fn new_task(&self, prompt: impl Into<String>) -> Task {
+    pub fn new_task(&self, prompt: impl Into<Prompt>) -> Task {
         self.task(prompt.into())
     }
 

@@ -10,6 +10,7 @@ use super::extract::{annotate_error, typed_schema, typed_value};
 use super::partial_json::PartialJson;
 use super::typed_schema::TypedSchema;
 use super::{Client, Error, Extracted};
+use crate::agent::conversation::Prompt;
 use crate::agent::task::{Answer, Output, Task};
 use crate::agent::worker::{WorkerEnv, run_task};
 use crate::llm::call::TextSink;
@@ -143,7 +144,7 @@ impl Client {
     /// [`StreamEvent::Retry`] when the retry starts, then [`StreamEvent::Final`] or an error.
     pub fn stream<T>(
         &self,
-        prompt: impl Into<String>,
+        prompt: impl Into<Prompt>,
     ) -> BoxStream<'static, Result<StreamEvent<T>, Error>>
     where
         T: schemars::JsonSchema + DeserializeOwned + Send + 'static,
@@ -154,7 +155,7 @@ impl Client {
     /// [`Self::stream`] with items of type `E` from the list `items` names.
     pub fn stream_items<T, E>(
         &self,
-        prompt: impl Into<String>,
+        prompt: impl Into<Prompt>,
         items: ItemSource,
     ) -> BoxStream<'static, Result<StreamEvent<T, E>, Error>>
     where
@@ -173,7 +174,7 @@ impl Client {
     pub fn stream_typed(
         &self,
         typed: Arc<TypedSchema>,
-        prompt: impl Into<String>,
+        prompt: impl Into<Prompt>,
         items: ItemSource,
     ) -> BoxStream<'static, Result<StreamEvent<Value>, Error>> {
         self.stream_of(self.task(prompt.into()), typed, &items)
@@ -201,7 +202,7 @@ impl Client {
     pub fn stream_json(
         &self,
         schema: &Value,
-        prompt: impl Into<String>,
+        prompt: impl Into<Prompt>,
     ) -> BoxStream<'static, Result<StreamEvent<Value>, Error>> {
         let mut task = self.task(prompt.into());
         match ResponseSchema::from_value(schema.clone()) {

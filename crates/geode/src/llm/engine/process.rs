@@ -9,6 +9,7 @@ use crate::llm::call::{AdapterError, CallCx};
 use crate::llm::registry::AdapterSpec;
 use crate::llm::request::{AdapterCallRequest, AdapterResponse};
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -159,6 +160,8 @@ pub struct EngineProcess {
     name: String,
     spec: Option<&'static AdapterSpec>,
     program: PathBuf,
+    args: Vec<OsString>,
+    vars: Vec<(String, String)>,
     engine: Mutex<Option<Arc<Engine>>>,
     next_id: AtomicU64,
 }
@@ -168,6 +171,11 @@ impl std::fmt::Debug for EngineProcess {
         f.debug_struct("EngineProcess")
             .field("name", &self.name)
             .field("program", &self.program)
+            .field("args", &self.args)
+            .field(
+                "vars",
+                &self.vars.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            )
             .finish()
     }
 }
@@ -179,9 +187,31 @@ impl EngineProcess {
             name: name.to_owned(),
             spec: crate::llm::registry::spec(name),
             program: program.into(),
+            args: Vec::new(),
+            vars: Vec::new(),
             engine: Mutex::new(None),
             next_id: AtomicU64::new(1),
         }
+    }
+
+    /// Starts the engine with these arguments (an interpreter serving the engine from a module,
+    /// as the Python package does: the interpreter running `geode._engine`).
+    #[must_use]
+    pub fn with_args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        self.args = args.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets these variables in the engine's environment (a caller's own settings for the
+    /// engine, such as `GEODE_LOCAL_MODEL`, that are not in this process's environment).
+    #[must_use]
+    pub fn with_vars(mut self, vars: impl IntoIterator<Item = (String, String)>) -> Self {
+        self.vars = vars.into_iter().collect();
+        self
     }
 
     /// The engine binary: `$GEODE_ENGINE_BIN`, else `geode-engine` in the running binary's
@@ -202,6 +232,7 @@ impl EngineProcess {
 
     fn start(&self) -> Result<Engine, AdapterError> {
         let mut command = tokio::process::Command::new(&self.program);
+        command.args(&self.args).envs(self.vars.iter().cloned());
         if std::env::var_os(OMP_WAIT_POLICY).is_none() && std::env::var_os(GOMP_SPINCOUNT).is_none()
         {
             // llama.cpp's OpenMP threads spin at every barrier (300,000 turns by default)
