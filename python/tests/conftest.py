@@ -4,11 +4,14 @@ the workspace's target/debug (`make test` builds them first); a missing one fail
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
 import threading
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +27,13 @@ def binary(name: str) -> str:
     if not path.is_file():
         pytest.fail(f"{path} is missing: run `make test` (it builds the workspace first)")
     return str(path)
+
+
+SYNC = "/__geode_test_sync/"
+
+
+def _is_model_call(request: dict) -> bool:
+    return request.get("path", "").endswith(("/responses", "/completions", "/messages"))
 
 
 class Fake:
@@ -42,6 +52,7 @@ class Fake:
         self.port = int(self.base_url.rsplit(":", 1)[1].split("/")[0])
         self._requests: list[dict] = []
         self._lock = threading.Lock()
+        self._markers = itertools.count()
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
@@ -50,17 +61,38 @@ class Fake:
             with self._lock:
                 self._requests.append(json.loads(line))
 
-    def requests(self) -> list[dict]:
+    def _logged(self) -> list[dict]:
         with self._lock:
-            return list(self._requests)
+            return [r for r in self._requests if not r.get("path", "").startswith(SYNC)]
+
+    def _sync(self) -> None:
+        """The fake logs each request on its own schedule, maybe after answering it: a marker
+        request is sent and its line awaited, so every request made before is in the log."""
+        marker = f"{SYNC}{next(self._markers)}"
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{self.port}{marker}", timeout=10).close()
+        except urllib.error.HTTPError:
+            pass
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            with self._lock:
+                if any(r.get("path") == marker for r in self._requests):
+                    return
+            time.sleep(0.005)
+        pytest.fail(f"the fake never logged {marker}")
+
+    def requests(self) -> list[dict]:
+        """Every request made to the fake so far."""
+        self._sync()
+        return self._logged()
 
     def model_requests(self) -> list[dict]:
-        return [r for r in self.requests() if r.get("path", "").endswith(("/responses", "/completions", "/messages"))]
+        return [r for r in self.requests() if _is_model_call(r)]
 
     def wait_requests(self, n: int, timeout: float = 20.0) -> list[dict]:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            got = self.model_requests()
+            got = [r for r in self._logged() if _is_model_call(r)]
             if len(got) >= n:
                 return got
             time.sleep(0.01)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import subprocess
+import sys
 from typing import List, Optional
 
 import pytest
@@ -150,6 +152,30 @@ def test_from_env_reads_geode_toml_and_the_environment_as_the_cli_does(fake, mon
     assert answer.value == Point(1, 1)
     assert answer.ledger.adapter == "openai-payg"
     assert f.model_requests()[0]["body"]["model"] == "gpt-from-toml"
+
+
+def test_a_project_file_sending_a_key_elsewhere_needs_trust_as_it_is(monkeypatch, tmp_path):
+    home, project = tmp_path / "home", tmp_path / "project"
+    home.mkdir()
+    project.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-DO-NOT-LEAK-4242")
+    # 192.0.2.1 is never routed, and no call is made: only the configuration is read.
+    (project / "geode.toml").write_text('[adapters.openai-payg]\nbase_url = "https://192.0.2.1/v1"\n')
+    monkeypatch.chdir(project)
+    with pytest.raises(geode.ConfigError, match="python -m geode trust-config") as refused:
+        geode.Client.from_env()
+    assert "[adapters.openai-payg] base_url" in str(refused.value)
+    assert "DO-NOT-LEAK" not in str(refused.value)
+    trust = [sys.executable, "-m", "geode", "trust-config"]
+    done = subprocess.run(trust, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert (home / ".config" / "geode" / "trusted-configs").is_file()
+    assert repr(geode.Client.from_env()).startswith("geode.Client(")
+    (project / "geode.toml").write_text('[adapters.openai-payg]\nbase_url = "https://192.0.2.2/v1"\n')
+    with pytest.raises(geode.ConfigError, match="trust"):
+        geode.Client.from_env()
 
 
 def test_repair_is_off_unless_asked_and_declared_when_on(fake):

@@ -159,5 +159,5 @@ def test_a_model_the_caller_named_is_never_overwritten(tmp_path):
 def test_usage_is_printed_for_anything_else():
     done = subprocess.run([sys.executable, "-m", "geode", "pull"], capture_output=True, text=True)
     assert done.returncode == 2
-    assert "usage: python -m geode fetch-model" in done.stderr
+    assert "usage: python -m geode fetch-model | trust-config" in done.stderr
 

@@ -9,6 +9,7 @@ mod cache_args;
 mod cmd_adapters;
 mod cmd_batch;
 mod cmd_cache;
+mod cmd_config;
 mod cmd_gateway;
 mod cmd_run;
 mod cmd_schema;
@@ -98,6 +99,11 @@ enum Command {
         #[command(subcommand)]
         command: cmd_cache::CacheCommand,
     },
+    /// The configuration: trust a project's geode.toml to send credentials where it says.
+    Config {
+        #[command(subcommand)]
+        command: cmd_config::ConfigCommand,
+    },
 }
 
 /// A reader that stops reading (`geode adapters | head -1`) closes stdout: the next `println!`
@@ -132,6 +138,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => cmd_serve::run(args),
         Command::Gateway(args) => cmd_gateway::run(args),
         Command::Cache { command } => cmd_cache::run(command),
+        Command::Config { command } => Ok(cmd_config::run(command)),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),

@@ -11,6 +11,7 @@
 //! | [`wait`] | a sync call with the GIL released that Ctrl-C cancels |
 //! | [`errors`] | a failed call as the `geode` exception of its kind, with the ledger |
 //! | [`prompt`] | a prompt: a string, or a conversation's turns |
+//! | [`trust`] | `trust_config`: a project's `geode.toml` trusted to send credentials where it says |
 //! | [`env`] | variables given to the client, over the process environment |
 //! | `engine` | the local model's engine, served by `geode._engine.main` in a child interpreter (feature `local`) |
 //!
@@ -24,6 +25,7 @@ mod errors;
 mod prompt;
 mod schema;
 mod stream;
+mod trust;
 mod wait;
 
 use pyo3::prelude::*;
@@ -36,6 +38,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<stream::NativeStream>()?;
     #[cfg(feature = "local")]
     m.add_function(wrap_pyfunction!(engine::serve_engine, m)?)?;
+    m.add_function(wrap_pyfunction!(trust::trust_config, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

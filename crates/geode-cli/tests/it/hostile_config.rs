@@ -345,13 +345,20 @@ async fn offline(sb: &Sandbox, args: &[&str]) -> Outcome {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_provider_on_a_remote_host_is_accepted_and_never_reached_from_the_tests() {
+async fn a_provider_on_a_remote_host_is_accepted_once_trusted_and_never_reached_from_the_tests() {
     // 192.0.2.1 is TEST-NET-1 (never routed); the runs are offline besides.
     let mut sb = Sandbox::new();
     sb.var("REMOTE_KEY", SECRET);
     sb.config(
         "[providers.remote]\nwire = \"chat\"\nbase_url = \"https://192.0.2.1/v1\"\nkey_env = \"REMOTE_KEY\"\nmodel = \"m\"\nschema = \"json_object\"\n",
     );
+    // The project file names both the key's variable and the host: not until it is trusted.
+    let out = offline(&sb, &["adapters", "--json"]).await;
+    out.assert_exit(2)
+        .assert_hides(SECRET)
+        .assert_stderr_has(&["[providers.remote] key_env", "geode config trust"]);
+    let out = offline(&sb, &["config", "trust"]).await;
+    out.assert_exit(0).assert_hides(SECRET);
     let out = offline(&sb, &["adapters", "--json"]).await;
     out.assert_exit(0).assert_hides(SECRET);
     let rows: Vec<serde_json::Value> = serde_json::from_str(&out.stdout).unwrap();
@@ -599,4 +606,49 @@ async fn a_key_with_a_newline_is_an_error_naming_its_variable_never_its_value() 
         .assert_answer(&good_answer())
         .assert_hides(SECRET);
     assert_eq!(model_calls(&server).len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_project_file_cannot_send_a_key_to_its_own_host_until_trusted_as_it_is() {
+    let mut sb = Sandbox::new();
+    sb.var("OPENAI_API_KEY", SECRET);
+    let redirect = "[adapters.openai-payg]\nbase_url = \"https://192.0.2.1/v1\"\n";
+    sb.config(redirect);
+    let schema = support::decision_schema_path();
+    let run = [
+        "run",
+        "--adapter",
+        "openai-payg",
+        "--schema",
+        &schema,
+        DECIDE,
+    ];
+    let out = offline(&sb, &run).await;
+    out.assert_exit(2)
+        .assert_hides(SECRET)
+        .assert_stderr_has(&["[adapters.openai-payg] base_url", "geode config trust"]);
+    // The same setting from the user's own config, or from the environment, is the user's.
+    std::fs::remove_file(sb.cwd.path().join("geode.toml")).unwrap();
+    let user = sb.home().join(".config/geode");
+    std::fs::create_dir_all(&user).unwrap();
+    std::fs::write(user.join("config.toml"), redirect).unwrap();
+    let out = offline(&sb, &run).await;
+    out.assert_exit(3).assert_hides(SECRET);
+    std::fs::remove_file(user.join("config.toml")).unwrap();
+    // Trusted, the file is used (the call fails offline: exit 3, not 2) ...
+    sb.config(redirect);
+    offline(&sb, &["config", "trust"]).await.assert_exit(0);
+    offline(&sb, &run).await.assert_exit(3).assert_hides(SECRET);
+    // ... until it changes.
+    sb.config(&format!("{redirect}model = \"gpt-5-mini\"\n"));
+    offline(&sb, &run)
+        .await
+        .assert_exit(2)
+        .assert_stderr_has(&["geode config trust"]);
+    // A file that is not a usable config is never trusted.
+    sb.config("[adapters.openai-payg]\nbase_url = 42\n");
+    offline(&sb, &["config", "trust"]).await.assert_exit(2);
+    let list = user.join("trusted-configs");
+    let trusted = std::fs::read_to_string(&list).unwrap();
+    assert_eq!(trusted.lines().count(), 1, "{trusted}");
 }

@@ -53,6 +53,8 @@
 //! fallback = ["anthropic-payg"]
 //! ```
 
+pub mod trust;
+
 use crate::llm::adapters::cli_common::is_env_name;
 use crate::llm::call::DEFAULT_MAX_RESPONSE_BYTES;
 use crate::llm::registry::{
@@ -253,6 +255,21 @@ pub enum ConfigError {
         /// What is wrong.
         message: String,
     },
+    /// A project's `geode.toml` (the working directory's) would send a credential to a host it
+    /// chose, and the user has not trusted it as it is ([`trust`]).
+    #[error(
+        "{path} sends credentials to hosts it names ({}); if you trust this file, run `geode config \
+         trust` (or `python -m geode trust-config`) beside it (it is trusted as it is now: a \
+         change asks again), or move these settings to ~/.config/geode/config.toml or the \
+         environment",
+        settings.join(", ")
+    )]
+    Untrusted {
+        /// The file.
+        path: String,
+        /// The settings, as keys (`[adapters.openai-payg] base_url`).
+        settings: Vec<String>,
+    },
     /// A `pass_env` that cannot be used. The message names entries by position, never by text.
     #[error("bad config {path}: [adapters.{adapter}] pass_env: {message}")]
     PassEnv {
@@ -389,8 +406,11 @@ impl Config {
     }
 
     /// Loads `geode.toml` from `cwd`, else `~/.config/geode/config.toml`, else the defaults.
+    /// The working directory's file may not send a credential to a host it chose unless the
+    /// user trusted it ([`trust`]).
     pub fn load(cwd: &Path, env: &dyn Environment) -> Result<Self, ConfigError> {
-        let mut candidates = vec![cwd.join("geode.toml")];
+        let project = cwd.join("geode.toml");
+        let mut candidates = vec![project.clone()];
         if let Some(home) = env.var("HOME") {
             candidates.push(PathBuf::from(home).join(".config/geode/config.toml"));
         }
@@ -399,10 +419,31 @@ impl Config {
             // directory or a loop there is an error, not a reason to run on the defaults.
             if env.file_exists(&path) || path.symlink_metadata().is_ok() {
                 let text = read_config(&path)?;
-                return Self::parse(&text, &path.display().to_string());
+                let cfg = Self::parse(&text, &path.display().to_string())?;
+                if path == project {
+                    check_trust(&cfg, &path, &text, env)?;
+                }
+                return Ok(cfg);
             }
         }
         Ok(Self::default())
+    }
+
+    /// Trusts the config file at `path` as it is now (`geode config trust`): it must be a
+    /// usable config. Gives the trust list's path.
+    pub fn trust_file(path: &Path, env: &dyn Environment) -> Result<PathBuf, ConfigError> {
+        let text = read_config(path)?;
+        Self::parse(&text, &path.display().to_string())?;
+        let list = trust::TrustList::locate(env).ok_or_else(|| ConfigError::Io {
+            path: path.display().to_string(),
+            message: "neither XDG_CONFIG_HOME nor HOME is set: nowhere to keep the trust"
+                .to_owned(),
+        })?;
+        list.trust(path, &text).map_err(|e| ConfigError::Io {
+            path: e.path.clone(),
+            message: e.source.to_string(),
+        })?;
+        Ok(list.path().to_path_buf())
     }
 
     /// The model-call URL for `adapter` (an HTTP row): `{base}{path}` where the base is
@@ -495,6 +536,24 @@ impl Config {
 /// The text of the config file at `path`: a regular file (symlinks followed) of at most
 /// [`MAX_CONFIG_BYTES`], valid UTF-8. A FIFO or a device is refused before it is opened (a
 /// read would block or never end).
+/// Refuses a project file that would send a credential to a host it chose, unless trusted.
+fn check_trust(
+    cfg: &Config,
+    path: &Path,
+    text: &str,
+    env: &dyn Environment,
+) -> Result<(), ConfigError> {
+    let settings = trust::credential_redirects(cfg);
+    let trusted = || trust::TrustList::locate(env).is_some_and(|l| l.trusts(path, text));
+    if settings.is_empty() || trusted() {
+        return Ok(());
+    }
+    Err(ConfigError::Untrusted {
+        path: path.display().to_string(),
+        settings,
+    })
+}
+
 fn read_config(path: &Path) -> Result<String, ConfigError> {
     use std::io::Read;
     let io = |message: String| ConfigError::Io {
