@@ -483,6 +483,15 @@ async fn the_worker_and_geode_toml_use_the_cache_too() {
     out.assert_exit(0);
     assert_eq!(out.json()["ledger"]["replayed"], true);
     assert_eq!(model_calls(&server).len(), 1);
+    // A request may keep itself away from the cache: a real call, nothing replayed.
+    let mut opted_out: Value = serde_json::from_str(line.trim()).unwrap();
+    opted_out["cache"] = Value::Bool(false);
+    let out = sb
+        .geode(&["worker", "--cache", "c"], &format!("{opted_out}\n"))
+        .await;
+    out.assert_exit(0);
+    assert_ne!(out.json()["ledger"]["replayed"], true, "{}", out.dump());
+    assert_eq!(model_calls(&server).len(), 2);
 
     sb.config("[cache]\ndir = \"c\"\n");
     let out = sb.worker(&line).await;
@@ -495,7 +504,7 @@ async fn the_worker_and_geode_toml_use_the_cache_too() {
     let out = sb.geode(&["cache", "stats"], "").await;
     out.assert_exit(0);
     assert!(out.stdout.contains("entries 1"), "{}", out.dump());
-    assert_eq!(model_calls(&server).len(), 1);
+    assert_eq!(model_calls(&server).len(), 2);
     let out = Sandbox::new().geode(&["cache", "stats"], "").await;
     out.assert_exit(2).assert_stderr_has(&["no cache"]);
 }

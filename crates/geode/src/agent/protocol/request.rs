@@ -24,8 +24,8 @@ fn is_default<T: Default + PartialEq>(v: &T) -> bool {
 
 /// One task for a worker. Field names and defaults ([`WorkerRequest::default`], for every
 /// field but `task_id`, which [`parse_request`] requires) are GEODE's; geode's additions
-/// (`validation`, `require`, `adapter`, `text_constraint`, `max_rounds`, `formats`, `repair`) are omitted from JSON
-/// when they hold their defaults.
+/// (`validation`, `require`, `adapter`, `text_constraint`, `max_rounds`, `formats`, `repair`,
+/// `cache`) are omitted from JSON when they hold their defaults.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct WorkerRequest {
@@ -96,6 +96,10 @@ pub struct WorkerRequest {
     /// geode: let the declared repair tier read an answer that fails its check (default off).
     #[serde(skip_serializing_if = "is_default")]
     pub repair: bool,
+    /// geode: `false` keeps this task away from the worker's response cache (no replay, nothing
+    /// kept); absent or `true` uses it when the worker has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache: Option<bool>,
     /// Fields geode does not know; ignored, and named in the ledger.
     #[serde(flatten, skip_serializing)]
     pub unknown: Map<String, Value>,
@@ -158,6 +162,7 @@ impl Default for WorkerRequest {
             max_rounds: 0,
             formats: FormatMode::Assert,
             repair: false,
+            cache: None,
             unknown: Map::new(),
         }
     }
@@ -267,7 +272,7 @@ impl WorkerRequest {
             require: self.require,
             validation: self.validation,
             repair: self.repair,
-            cache: true,
+            cache: self.cache.unwrap_or(true),
             formats: self.formats,
             budgets: Budgets {
                 timeout: Duration::from_secs_f64(self.timeout_s.min(1e9)),
