@@ -32,6 +32,18 @@ pub enum ConversationError {
 }
 
 /// The turns of a conversation, in order.
+///
+/// ```
+/// # fn main() -> Result<(), geode::agent::conversation::ConversationError> {
+/// let mut turns = geode::Conversation::new();
+/// turns.push("system", "You review pull requests.")?;
+/// turns.push("user", "PR 12 adds a test.")?;
+/// turns.push("assistant", "Noted: PR 12.")?;
+/// turns.push("user", "Merge it?")?;
+/// let prompt: geode::Prompt = turns.into_prompt()?; // client.extract::<Decision>(prompt)
+/// # let _ = prompt;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Conversation {
     system: Vec<String>,
