@@ -122,9 +122,12 @@ def test_ctrl_c_cancels_a_sync_call(fake, tmp_path):
     script.write_text(
         textwrap.dedent(
             f"""
-            import faulthandler, sys, geode
+            import faulthandler, signal, sys, geode
             # Should it ever hang: where every thread was, in the failure's stderr.
             faulthandler.dump_traceback_later(20, exit=True)
+            # Python leaves SIGINT ignored when it starts with it ignored (a test run started in
+            # the background by a non-interactive shell): give it the handler a terminal's has.
+            signal.signal(signal.SIGINT, signal.default_int_handler)
             client = geode.Client("openai-payg", env={env!r})
             try:
                 client.extract({{"type": "object"}}, "p")
