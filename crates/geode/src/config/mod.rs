@@ -15,6 +15,9 @@
 //! unseen), and every message passes the secret scrubber; `[timeouts] request_s`, each
 //! `[adapters.NAME] model` and `base_url` are checked when the file is loaded.
 //!
+//! The working directory's file may not send a credential to a host it chose until the user
+//! trusted it as it is ([`trust`]); the user's own file is theirs.
+//!
 //! ```toml
 //! default_adapter = "openai-payg"
 //! fallback = ["openai-payg", "anthropic-payg"]
