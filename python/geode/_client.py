@@ -58,7 +58,9 @@ class Client:
     :param timeout: seconds (or a ``timedelta``) for a whole call, retry included.
     :param fallback: adapters tried in order when one fails before answering.
     :param max_tokens: the output token budget of each attempt.
-    :param system: a system prompt for every call.
+    :param system: a system prompt for every call (a conversation's system turns replace it).
+    :param temperature: the sampling temperature of every call (default: the provider's; the
+        local engine's is 0.7, and ``0`` decodes greedily); reasoning models take none.
     :param env: variables read before ``os.environ`` (keys, base URLs), for this client only.
     :param repair: let an almost-valid answer through, repaired (quotes, trailing commas, ``"42"``
         for a number...), each fix named in ``ledger.repairs``; never a cut-off answer, never
@@ -87,6 +89,7 @@ class Client:
         repair: Optional[bool] = None,
         cache: Union[str, "os.PathLike[str]", bool, None] = None,
         cache_ttl: Union[float, timedelta, str, None] = None,
+        temperature: Optional[float] = None,
     ) -> None:
         self._native = _native.Client(
             adapter,
@@ -100,6 +103,7 @@ class Client:
             repair,
             _cache(cache),
             _ttl(cache_ttl),
+            temperature,
         )
         # Settings only: `env` may hold keys, and is never shown.
         self._repr = f"geode.Client(adapter={adapter!r}, model={model!r}, require={require!r})"

@@ -251,3 +251,12 @@ def test_a_conversation_that_cannot_be_answered_is_refused_before_any_request(fa
     with pytest.raises(TypeError, match="string 'role'"):
         client.extract(Decision, ["hi"])
     assert f.model_requests() == []
+
+
+def test_a_temperature_goes_on_the_wire_and_a_bad_one_is_refused(fake):
+    f, env = fake([{"json": {"accept": True, "reason": "ok", "lines": None}}], adapter="glm-payg")
+    client = geode.Client("glm-payg", env=env, temperature=0.0)
+    assert client.extract(Decision, "Merge?").value.accept is True
+    assert f.model_requests()[0]["body"]["temperature"] == 0.0
+    with pytest.raises(geode.ConfigError, match="temperature"):
+        geode.Client("glm-payg", env=env, temperature=-1.0)

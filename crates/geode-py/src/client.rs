@@ -42,7 +42,7 @@ impl NativeClient {
     /// Every argument is optional; what is not given comes from `geode.toml` and the
     /// environment as for the CLI. `env` is read before the process environment.
     #[new]
-    #[pyo3(signature = (adapter=None, model=None, require=None, timeout=None, fallback=None, max_tokens=None, system=None, env=None, repair=None, cache=None, cache_ttl=None))]
+    #[pyo3(signature = (adapter=None, model=None, require=None, timeout=None, fallback=None, max_tokens=None, system=None, env=None, repair=None, cache=None, cache_ttl=None, temperature=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -57,6 +57,7 @@ impl NativeClient {
         repair: Option<bool>,
         cache: Option<String>,
         cache_ttl: Option<String>,
+        temperature: Option<f32>,
     ) -> PyResult<Self> {
         let env = OverlayEnv::new(env.unwrap_or_default());
         // One engine per client, started on its first local call.
@@ -84,6 +85,9 @@ impl NativeClient {
         }
         if let Some(s) = system {
             builder = builder.system(s);
+        }
+        if let Some(t) = temperature {
+            builder = builder.temperature(t);
         }
         if let Some(r) = repair {
             builder = builder.repair(r);

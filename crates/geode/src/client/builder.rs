@@ -33,6 +33,7 @@ pub struct ClientBuilder {
     config: Option<Config>,
     env: Option<Arc<dyn Environment + Send + Sync>>,
     max_tokens: Option<u32>,
+    temperature: Option<f32>,
     system: Option<String>,
     repair: Option<bool>,
     response_cache: Option<Option<crate::cache::Cache>>,
@@ -108,6 +109,14 @@ impl ClientBuilder {
     /// Output tokens per model call.
     pub fn max_tokens(mut self, tokens: u32) -> Self {
         self.max_tokens = Some(tokens);
+        self
+    }
+
+    /// The sampling temperature of every call (default: the provider's; the local engine's is
+    /// 0.7, and 0 decodes greedily). Must be a finite number ≥ 0, else [`Self::build`] fails.
+    /// Reasoning models take none: the wire leaves it out.
+    pub fn temperature(mut self, temperature: f32) -> Self {
+        self.temperature = Some(temperature);
         self
     }
 
@@ -204,6 +213,12 @@ impl ClientBuilder {
                     .map_err(|e| Error::config(e.to_string(), &name, &model))?
             }
         };
+        if let Some(t) = self.temperature
+            && !(t.is_finite() && t >= 0.0)
+        {
+            let message = format!("temperature {t}: expected a finite number ≥ 0");
+            return Err(Error::config(message, &name, &model));
+        }
         let max_response_bytes = cfg
             .max_response_bytes(env.as_ref())
             .map_err(|e| Error::config(e.to_string(), &name, &model))?;
@@ -234,6 +249,7 @@ impl ClientBuilder {
                 require: self.require,
                 timeout: self.timeout,
                 max_tokens: self.max_tokens,
+                temperature: self.temperature,
                 system: self.system,
                 repair,
                 response_cache,

@@ -80,6 +80,7 @@ struct Inner {
     require: Require,
     timeout: Option<Duration>,
     max_tokens: Option<u32>,
+    temperature: Option<f32>,
     system: Option<String>,
     repair: bool,
     /// The response cache every call consults ([`crate::cache`]).
@@ -137,6 +138,7 @@ impl Client {
         if let Some(m) = i.max_tokens {
             task.budgets.max_tokens = m;
         }
+        task.temperature = i.temperature;
         if let Some(s) = &i.system {
             task.system = s.clone();
         }

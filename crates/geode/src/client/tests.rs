@@ -387,3 +387,47 @@ fn the_answer_text_is_not_required_to_be_bare_json() {
 fn strict(t: &TypedSchema) -> bool {
     crate::schema::strict::check_strict(t.schema.as_value()).compatible
 }
+
+#[test]
+fn a_conversation_and_a_temperature_reach_the_adapter_and_a_bad_temperature_is_refused() {
+    let adapter = Arc::new(ScriptedAdapter::new(vec![Ok(AdapterResponse::text("yes"))]));
+    let client = Client::builder()
+        .config(Config::default())
+        .adapter_instance(adapter.clone())
+        .system("the client's")
+        .temperature(0.0)
+        .build()
+        .unwrap();
+    let mut turns = crate::Conversation::new();
+    turns.push("developer", "Answer yes or no.").unwrap();
+    turns.push("user", "Is water wet?").unwrap();
+    turns.push("assistant", "Which water?").unwrap();
+    turns.push("user", "Any.").unwrap();
+    let answer = rt().block_on(client.choose(&["yes", "no"], turns.into_prompt().unwrap()));
+    assert_eq!(answer.unwrap().value, "yes");
+    let sent = &adapter.requests()[0];
+    assert_eq!(sent.temperature, Some(0.0));
+    assert!(
+        sent.system_prompt.contains("Answer yes or no."),
+        "{}",
+        sent.system_prompt
+    );
+    assert!(
+        !sent.system_prompt.contains("the client's"),
+        "the conversation's system turn wins"
+    );
+    let texts: Vec<String> = sent.messages.iter().map(|m| m.text()).collect();
+    assert_eq!(texts.len(), 3, "{texts:?}");
+    assert_eq!(
+        texts[..2],
+        ["Is water wet?".to_owned(), "Which water?".to_owned()]
+    );
+    assert!(texts[2].starts_with("Any."), "{texts:?}");
+    for bad in [-0.5, f32::NAN, f32::INFINITY] {
+        let built = Client::builder()
+            .config(Config::default())
+            .temperature(bad)
+            .build();
+        assert!(matches!(built, Err(Error::Config { .. })), "{bad}");
+    }
+}
