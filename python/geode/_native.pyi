@@ -1,5 +1,7 @@
 """Type stubs of the native module (crates/geode-py)."""
 
+from os import PathLike
+from pathlib import Path
 from typing import Awaitable, Optional, Union
 
 __version__: str
@@ -8,7 +10,7 @@ Done = tuple[str, str, str]
 PromptArg = Union[str, list[tuple[str, str]]]
 
 def serve_engine() -> int: ...
-def trust_config(path: str) -> str: ...
+def trust_config(path: Union[str, PathLike[str]]) -> Path: ...
 
 class Schema:
     def __init__(self, schema_json: str, generated: bool) -> None: ...
