@@ -7,52 +7,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use geode_fakes::{FakeServer, Kind, Reply, Script};
-use std::path::{Path, PathBuf};
+mod support;
+
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use support::{CONCURRENCY, LATENCY_MS, Redis, batch_args, env_usize, geode, schema, write_input};
 
-const LATENCY_MS: u64 = 200;
-const CONCURRENCY: &str = "100";
-
-fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_geode"))
-}
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-fn schema() -> String {
-    format!(
-        "{}/../../examples/decision.schema.json",
-        env!("CARGO_MANIFEST_DIR")
-    )
-}
-
-fn write_input(dir: &Path, n: usize) {
-    let text: String = (0..n)
-        .map(|i| format!("{{\"task_id\":\"t{i}\",\"prompt\":\"Decide.\"}}\n"))
-        .collect();
-    std::fs::write(dir.join("in.jsonl"), text).unwrap();
-}
-
-fn geode(dir: &Path, base: &str, args: &[&str]) -> Child {
-    Command::new(bin())
-        .args(args)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", dir)
-        .env("GEODE_GLM_BASE_URL", base)
-        .env("ZAI_API_KEY", "bench-key-not-secret")
-        .current_dir(dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
+fn spawn(mut command: Command) -> Child {
+    command.spawn().unwrap()
 }
 
 /// The peak RSS (VmHWM) of a live process in MiB.
@@ -80,91 +42,6 @@ fn wait_sampling(mut child: Child, started: Instant) -> (Duration, f64) {
     }
 }
 
-struct Redis {
-    port: u16,
-    child: Child,
-}
-
-impl Redis {
-    fn start() -> Redis {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("redis-server (scripts/setup.sh installs it)");
-        let r = Redis { port, child };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while r.cli(&["PING"]).trim() != "PONG" {
-            assert!(Instant::now() < deadline, "redis-server did not start");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        r
-    }
-
-    fn cli(&self, args: &[&str]) -> String {
-        let out = Command::new("redis-cli")
-            .args(["-p", &self.port.to_string()])
-            .args(args)
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// (commands processed, bytes in + out) so far.
-    fn stats(&self) -> (u64, u64) {
-        let info = self.cli(&["INFO", "stats"]);
-        let get = |k: &str| {
-            info.lines()
-                .find_map(|l| l.strip_prefix(&format!("{k}:")))
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .unwrap_or(0)
-        };
-        (
-            get("total_commands_processed"),
-            get("total_net_input_bytes") + get("total_net_output_bytes"),
-        )
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn batch_args<'a>(schema: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
-    let mut args = vec![
-        "batch",
-        "--adapter",
-        "glm-payg",
-        "--schema",
-        schema,
-        "--input",
-        "in.jsonl",
-        "--output",
-        "out.jsonl",
-        "--concurrency",
-        CONCURRENCY,
-    ];
-    args.extend_from_slice(extra);
-    args
-}
-
 fn main() {
     if !std::env::args().any(|a| a == "--bench") {
         println!("benchmark: run with `make bench` (cargo bench)");
@@ -175,18 +52,7 @@ fn main() {
         return;
     }
     let tasks = env_usize("GEODE_BENCH_TASKS", 10_000);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let reply = Reply::slow(
-        LATENCY_MS,
-        Reply::Json(serde_json::json!({"decision": "accept", "reason": "ok"})),
-    );
-    let fake = rt
-        .block_on(FakeServer::start(Kind::Chat, Script::always(reply)))
-        .unwrap();
+    let (_rt, fake) = support::slow_fake();
     let base = fake.base_url();
     let schema = schema();
     println!(
@@ -199,9 +65,13 @@ fn main() {
 
     // One process, no Redis.
     let dir = tempfile::tempdir().unwrap();
-    write_input(dir.path(), tasks);
+    write_input(dir.path(), tasks, |_| "Decide.".to_owned());
     let started = Instant::now();
-    let child = geode(dir.path(), &base, &batch_args(&schema, &[]));
+    let child = spawn(geode(
+        dir.path(),
+        &base,
+        &batch_args(&schema, "out.jsonl", &[]),
+    ));
     let (wall, rss) = wait_sampling(child, started);
     println!(
         "| geode batch (no Redis) | {:.1} s | {:.0} | {rss:.1} MiB | - | - |",
@@ -211,26 +81,26 @@ fn main() {
 
     let mut per_task = (0.0, 0.0, 0.0);
     for workers in [1usize, 2, 4] {
-        let redis = Redis::start();
+        let redis = Redis::start().expect("redis-server (scripts/setup.sh installs it)");
         let queue = format!("redis://127.0.0.1:{}/bench", redis.port);
         let dir = tempfile::tempdir().unwrap();
-        write_input(dir.path(), tasks);
+        write_input(dir.path(), tasks, |_| "Decide.".to_owned());
         let before = redis.stats();
         let started = Instant::now();
         let serving: Vec<Child> = (0..workers)
             .map(|_| {
-                geode(
+                spawn(geode(
                     dir.path(),
                     &base,
                     &["serve", "--queue", &queue, "--concurrency", CONCURRENCY],
-                )
+                ))
             })
             .collect();
-        let collector = geode(
+        let collector = spawn(geode(
             dir.path(),
             &base,
-            &batch_args(&schema, &["--queue", &queue]),
-        );
+            &batch_args(&schema, "out.jsonl", &["--queue", &queue]),
+        ));
         let (wall, _) = wait_sampling(collector, started);
         let rss: f64 = serving.iter().map(|c| peak_rss(c.id())).fold(0.0, f64::max);
         let after = redis.stats();
@@ -268,7 +138,7 @@ fn local() {
     let home = std::env::var("HOME").unwrap_or_default();
     // `geode CMD --adapter local --schema S --max-tokens 64 REST...`
     let run = |cmd: &str, rest: &[&str]| {
-        let status = Command::new(bin())
+        let status = Command::new(env!("CARGO_BIN_EXE_geode"))
             .args([cmd, "--adapter", "local", "--schema", &schema])
             .args(["--max-tokens", "64"])
             .args(rest)
@@ -285,7 +155,7 @@ fn local() {
         run("run", &["Decide."]);
     }
     let runs = started.elapsed();
-    write_input(dir.path(), n);
+    write_input(dir.path(), n, |_| "Decide.".to_owned());
     let started = Instant::now();
     run(
         "batch",

@@ -8,62 +8,18 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use geode_fakes::{FakeServer, Kind, Reply, Script};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+mod support;
+
+use std::path::Path;
 use std::time::{Duration, Instant};
-
-const LATENCY_MS: u64 = 200;
-const CONCURRENCY: &str = "100";
-
-fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_geode"))
-}
-
-fn schema() -> String {
-    format!(
-        "{}/../../examples/decision.schema.json",
-        env!("CARGO_MANIFEST_DIR")
-    )
-}
-
-fn write_input(dir: &Path, n: usize) {
-    let text: String = (0..n)
-        .map(|i| format!("{{\"task_id\":\"t{i}\",\"prompt\":\"Decide on change {i}.\"}}\n"))
-        .collect();
-    std::fs::write(dir.join("in.jsonl"), text).unwrap();
-}
+use support::{CONCURRENCY, LATENCY_MS, Redis, batch_args, env_usize, geode, schema, write_input};
 
 /// One `geode batch [--cache CACHE] --output OUT`; returns its wall time and the results file.
 fn batch(dir: &Path, base: &str, cache: Option<&str>, out: &str) -> (Duration, String) {
     let schema = schema();
+    let cache_args = cache.map_or(Vec::new(), |c| vec!["--cache", c]);
     let started = Instant::now();
-    let mut args = vec![
-        "batch",
-        "--adapter",
-        "glm-payg",
-        "--schema",
-        &schema,
-        "--input",
-        "in.jsonl",
-        "--output",
-        out,
-        "--concurrency",
-        CONCURRENCY,
-    ];
-    if let Some(c) = cache {
-        args.extend(["--cache", c]);
-    }
-    let status = Command::new(bin())
-        .args(&args)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", dir)
-        .env("GEODE_GLM_BASE_URL", base)
-        .env("ZAI_API_KEY", "bench-key-not-secret")
-        .current_dir(dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
+    let status = geode(dir, base, &batch_args(&schema, out, &cache_args))
         .status()
         .unwrap();
     let wall = started.elapsed();
@@ -86,70 +42,13 @@ fn count(results: &str) -> (usize, usize) {
     (n, replayed)
 }
 
-struct Redis {
-    port: u16,
-    child: std::process::Child,
-}
-
-impl Redis {
-    fn start() -> Option<Redis> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .ok()?
-            .local_addr()
-            .ok()?
-            .port();
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .stdout(Stdio::null())
-            .spawn()
-            .ok()?;
-        let r = Redis { port, child };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let out = Command::new("redis-cli")
-                .args(["-p", &port.to_string(), "PING"])
-                .output()
-                .ok()?;
-            if String::from_utf8_lossy(&out.stdout).trim() == "PONG" {
-                return Some(r);
-            }
-            if Instant::now() > deadline {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn main() {
     if !std::env::args().any(|a| a == "--bench") {
         println!("benchmark: run with `make bench-cache` (cargo bench)");
         return;
     }
-    let tasks: usize = std::env::var("GEODE_BENCH_CACHE_TASKS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1000);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let reply = Reply::slow(
-        LATENCY_MS,
-        Reply::Json(serde_json::json!({"decision": "accept", "reason": "ok"})),
-    );
-    let fake = rt
-        .block_on(FakeServer::start(Kind::Chat, Script::always(reply)))
-        .unwrap();
+    let tasks = env_usize("GEODE_BENCH_CACHE_TASKS", 1000);
+    let (_rt, fake) = support::slow_fake();
     let base = fake.base_url();
     let redis = Redis::start();
     let mut stores = vec![("directory", None)];
@@ -163,7 +62,7 @@ fn main() {
     println!("|---|---|---|---|---|---|");
     {
         let dir = tempfile::tempdir().unwrap();
-        write_input(dir.path(), tasks);
+        write_input(dir.path(), tasks, distinct);
         let before = fake.requests().len();
         let (wall, results) = batch(dir.path(), &base, None, "none.jsonl");
         let requests = fake.requests().len() - before;
@@ -176,7 +75,7 @@ fn main() {
     }
     for (store, url) in stores {
         let dir = tempfile::tempdir().unwrap();
-        write_input(dir.path(), tasks);
+        write_input(dir.path(), tasks, distinct);
         let cache = url.unwrap_or_else(|| dir.path().join("cache").display().to_string());
         let mut walls = Vec::new();
         for run in ["cold", "warm"] {
@@ -207,4 +106,9 @@ fn main() {
             "\n(redis-server not found: the Redis rows were skipped; scripts/setup.sh installs it)"
         );
     }
+}
+
+/// Each task its own prompt, so each its own cache key.
+fn distinct(i: usize) -> String {
+    format!("Decide on change {i}.")
 }
