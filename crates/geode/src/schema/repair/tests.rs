@@ -8,15 +8,9 @@ fn schema(v: Value) -> (ResponseSchema, CompiledSchema) {
 }
 
 fn decision() -> (ResponseSchema, CompiledSchema) {
-    schema(json!({
-        "type": "object",
-        "required": ["decision", "reason"],
-        "properties": {
-            "decision": {"enum": ["accept", "reject"]},
-            "reason": {"type": "string"}
-        },
-        "additionalProperties": false
-    }))
+    let s = crate::schema::fixtures::decision();
+    let c = CompiledSchema::compile(&s).unwrap();
+    (s, c)
 }
 
 fn run(s: &(ResponseSchema, CompiledSchema), text: &str) -> Result<Repaired, NotRepairable> {

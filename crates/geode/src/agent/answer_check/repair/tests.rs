@@ -6,7 +6,6 @@ use crate::agent::worker::{WorkerEnv, run_task};
 use crate::ledger::{AnswerMode, CheckFailure, RetryDecision, WorkerCheck};
 use crate::llm::request::AdapterResponse;
 use crate::llm::scripted::ScriptedAdapter;
-use crate::schema::ResponseSchema;
 use crate::schema::repair::{Repair, RepairKind};
 use crate::vocab::{Require, StopReason, StructuredOutputMode};
 use serde_json::json;
@@ -16,18 +15,8 @@ const MALFORMED: &str = "{'decision': 'Accept', 'reason': 'the tests pass',}";
 const GOOD: &str = r#"{"decision": "accept", "reason": "the tests pass"}"#;
 
 fn task(repair: bool, require: Require) -> Task {
-    let schema = ResponseSchema::from_value(json!({
-        "type": "object",
-        "required": ["decision", "reason"],
-        "properties": {
-            "decision": {"enum": ["accept", "reject"]},
-            "reason": {"type": "string"}
-        },
-        "additionalProperties": false
-    }))
-    .unwrap();
     Task {
-        output: Output::Schema(schema),
+        output: Output::Schema(crate::schema::fixtures::decision()),
         repair,
         require,
         ..Task::new("Decide.")
