@@ -13,8 +13,8 @@
 //! per file: the SHA-256 of its text and its canonical path.
 
 use super::Config;
+use crate::cache::key::sha256_hex;
 use crate::llm::registry::{Auth, Environment};
-use sha2::{Digest, Sha256};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -162,9 +162,7 @@ impl TrustList {
 /// `<sha256 of text> <canonical path>`.
 fn entry(file: &Path, text: &str) -> String {
     let path = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
-    let digest = Sha256::digest(text.as_bytes());
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    format!("{hex} {}", path.display())
+    format!("{} {}", sha256_hex(text), path.display())
 }
 
 #[cfg(test)]
