@@ -375,17 +375,27 @@ async fn a_read_only_output_is_refused_with_its_path_and_left_untouched() {
     let before = "{\"task_id\":\"t000\",\"success\":true}\n";
     std::fs::write(dir.join("out.jsonl"), before).unwrap();
     std::fs::set_permissions(dir.join("out.jsonl"), PermissionsExt::from_mode(0o444)).unwrap();
-    let args = batch_args(&[]);
-    let mut cmd = sb.command(&args.iter().map(String::as_str).collect::<Vec<_>>());
-    // Root writes through a read-only mode: run the binary as `nobody` then, so the file is
-    // read-only to it whoever runs the tests.
+    let mut args = batch_args(&[]);
     let root = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(dir).unwrap()) == 0;
-    if root {
+    let cmd = if root {
+        // Root writes through a read-only mode: run the binary as `nobody` then, so the file is
+        // read-only to it whoever runs the tests. The checkout may sit in a folder only its
+        // owner can enter (`mktemp -d`), so the binary and the schema are copied in.
         for d in [dir, sb.home()] {
             std::fs::set_permissions(d, PermissionsExt::from_mode(0o777)).unwrap();
         }
+        let geode = dir.join("geode");
+        std::fs::copy(env!("CARGO_BIN_EXE_geode"), &geode).unwrap();
+        let at = args.iter().position(|a| a == "--schema").unwrap() + 1;
+        std::fs::copy(&args[at], dir.join("decision.schema.json")).unwrap();
+        args[at] = "decision.schema.json".to_owned();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut cmd = sb.wrapped_binary(&[], &geode, &args);
         cmd.uid(65534).gid(65534);
-    }
+        cmd
+    } else {
+        sb.command(&args.iter().map(String::as_str).collect::<Vec<_>>())
+    };
     let out = run_std(cmd);
     assert_no_panic(&out);
     out.assert_exit(2);

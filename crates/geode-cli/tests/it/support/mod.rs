@@ -202,7 +202,16 @@ impl Sandbox {
     /// [`Self::command`] run by a wrapper program: `WRAPPER... geode ARGS` (`prlimit --as=N --`,
     /// `unshare -rn`, `sh -c SCRIPT`).
     pub fn wrapped(&self, wrapper: &[&str], args: &[&str]) -> std::process::Command {
-        let geode = env!("CARGO_BIN_EXE_geode");
+        self.wrapped_binary(wrapper, Path::new(env!("CARGO_BIN_EXE_geode")), args)
+    }
+
+    /// [`Self::wrapped`] with another copy of the binary (one another user may execute).
+    pub fn wrapped_binary(
+        &self,
+        wrapper: &[&str],
+        geode: &Path,
+        args: &[&str],
+    ) -> std::process::Command {
         let mut cmd = match wrapper.split_first() {
             Some((program, rest)) => {
                 let mut cmd = std::process::Command::new(program);
