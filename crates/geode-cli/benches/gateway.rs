@@ -2,7 +2,10 @@
 //! upstream (an in-process Chat Completions server answering at once), with the same requests
 //! (a Decision schema as `response_format`). For 1, 64 and 512 concurrent clients it prints the
 //! latency each adds over calling the upstream directly (p50, p99), requests per second, and each
-//! process's peak RSS; then the RSS of the gateway holding 1,000 open streams. Run with
+//! process's peak RSS; then the RSS of the gateway holding 1,000 open streams. Beside them, the
+//! floor any proxy pays on this machine: a bare relay (axum in, reqwest out, bytes passed through)
+//! asked for the plain reply (`relay`) and for the streamed one (`relay-sse`, the exchange geode's
+//! Chat adapter makes). Run with
 //! `make bench-gateway` (release build; LiteLLM from scripts/install-venv.sh litellm ...).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -12,6 +15,7 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::Response;
+use axum::serve::ListenerExt;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -65,7 +69,7 @@ async fn upstream(State(answer): State<Arc<String>>, body: axum::body::Bytes) ->
         json!({"role": "assistant", "content": "{\"decision\":\"accept\","}),
         Value::Null,
     );
-    let hold = request.to_string().contains("Hold.");
+    let hold = body.windows(5).any(|w| w == b"Hold.");
     let rest = if hold {
         Vec::new()
     } else {
@@ -117,8 +121,77 @@ async fn start_upstream() -> String {
         .with_state(Arc::new(completion().to_string()));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
+    // As providers' servers do: a streamed reply's chunks are not held back by Nagle.
+    let listener = listener.tap_io(|tcp| tcp.set_nodelay(true).unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     format!("http://{addr}")
+}
+
+/// The floor any proxy pays here: a process that forwards each request's bytes to the upstream
+/// and the answer's bytes back (axum in, reqwest out, the parts geode's gateway is made of),
+/// with no parsing, validation or logging. Run as `gateway --relay UPSTREAM PORT` by [`start_relay`].
+fn relay(upstream: String, port: u16) {
+    async fn forward(
+        State((client, upstream)): State<(reqwest::Client, Arc<String>)>,
+        uri: axum::http::Uri,
+        body: axum::body::Bytes,
+    ) -> Response {
+        let sent = client
+            .post(format!("{upstream}{}", uri.path()))
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(body)
+            .send()
+            .await;
+        let answer = match sent {
+            Ok(r) => (r.status(), r.bytes().await),
+            Err(e) => {
+                return Response::builder()
+                    .status(502)
+                    .body(Body::from(e.to_string()))
+                    .unwrap();
+            }
+        };
+        match answer {
+            (status, Ok(bytes)) => Response::builder()
+                .status(status)
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from(bytes))
+                .unwrap(),
+            (_, Err(e)) => Response::builder()
+                .status(502)
+                .body(Body::from(e.to_string()))
+                .unwrap(),
+        }
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async move {
+        let app = Router::new()
+            .route("/health", axum::routing::get(|| async { "ok" }))
+            .route("/v1/chat/completions", axum::routing::post(forward))
+            .route("/slow/v1/chat/completions", axum::routing::post(forward))
+            .with_state((reqwest::Client::new(), Arc::new(upstream)));
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+            .await
+            .unwrap();
+        axum::serve(listener, app).await.unwrap();
+    });
+}
+
+/// This bench binary run again as a [`relay`] in front of `upstream`, in a process of its own.
+async fn start_relay(upstream: &str) -> (Proc, String) {
+    let port = free_port();
+    let child = Proc::spawn(
+        Command::new(std::env::current_exe().unwrap())
+            .args(["--relay", upstream, &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    let base = format!("http://127.0.0.1:{port}");
+    wait_ready(&format!("{base}/health"), "relay").await;
+    (child, base)
 }
 
 fn free_port() -> u16 {
@@ -450,6 +523,13 @@ fn main() {
     // and in the children, which inherit the limit.
     let _ =
         nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE, 16384, 16384);
+    let args: Vec<String> = std::env::args().collect();
+    if let [_, flag, upstream, port] = args.as_slice()
+        && flag == "--relay"
+    {
+        relay(upstream.clone(), port.parse().unwrap());
+        return;
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -465,6 +545,7 @@ fn main() {
         let upstream = start_upstream().await;
         let dir = tempfile::tempdir().unwrap();
         let (geode, geode_base) = start_geode(&upstream, dir.path()).await;
+        let (_relay, relay_base) = start_relay(&upstream).await;
         let with_litellm = std::env::var_os("GEODE_BENCH_NO_LITELLM").is_none();
         let litellm = if with_litellm { Some(start_litellm(&upstream, dir.path()).await) } else { None };
         let request = |model: &str| {
@@ -488,6 +569,12 @@ fn main() {
                     );
                 };
                 row("direct", &direct);
+                let floor = load(&format!("{relay_base}{path}/v1/chat/completions"), &request("m"), clients).await;
+                row("relay", &floor);
+                let mut sse = request("m");
+                sse["stream"] = json!(true);
+                let floor = load(&format!("{relay_base}{path}/v1/chat/completions"), &sse, clients).await;
+                row("relay-sse", &floor);
                 let g = load(&format!("{geode_base}/v1/chat/completions"), &request(&format!("{model}/m")), clients).await;
                 row("geode", &g);
                 if let Some((_, base)) = &litellm {

@@ -183,11 +183,19 @@ async fn list_models(State(gw): State<Arc<Gateway>>) -> Response {
 }
 
 /// Serves `router` on `listener` until `shutdown` resolves, then lets requests in flight finish.
+/// Each connection has `TCP_NODELAY`: a stream's events are small writes, and Nagle's algorithm
+/// would hold each one back until the client acknowledged the one before.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     router: Router,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    use axum::serve::ListenerExt;
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!("TCP_NODELAY not set on a connection: {e}");
+        }
+    });
     axum::serve(listener, router)
         .with_graceful_shutdown(shutdown)
         .await

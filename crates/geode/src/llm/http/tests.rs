@@ -449,3 +449,73 @@ fn urls_join_with_one_slash() {
     assert_eq!(join_url("http://h/", "/v1/x"), "http://h/v1/x");
     assert_eq!(join_url("http://h", "v1/x"), "http://h/v1/x");
 }
+
+/// An HTTP/1.1 server on 127.0.0.1 that keeps each connection open for more requests, answering
+/// each `{"ok":true}` after `delay`, and counts the connections it accepted.
+async fn keep_alive_server(delay: Duration) -> (String, Arc<AtomicUsize>) {
+    let (listener, url) = listen("/v1/x").await;
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let count = accepted.clone();
+    tokio::spawn(async move {
+        while let Ok((sock, _)) = listener.accept().await {
+            count.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(answer_each_request(sock, delay));
+        }
+    });
+    (url, accepted)
+}
+
+async fn answer_each_request(mut sock: tokio::net::TcpStream, delay: Duration) {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let mut head_end = None;
+        let mut body_len = 0;
+        while head_end.is_none_or(|end| got.len() < end + body_len) {
+            if head_end.is_none()
+                && let Some(i) = got.windows(4).position(|w| w == b"\r\n\r\n")
+            {
+                let head = String::from_utf8_lossy(&got[..i]).to_ascii_lowercase();
+                body_len = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length:"))
+                    .and_then(|v| v.trim().parse().ok())
+                    .unwrap_or(0);
+                head_end = Some(i + 4);
+                continue;
+            }
+            match sock.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+            }
+        }
+        got.drain(..head_end.unwrap_or(0) + body_len);
+        tokio::time::sleep(delay).await;
+        let body = r#"{"ok":true}"#;
+        let reply = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        if sock.write_all(reply.as_bytes()).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// 64 calls at once open 64 connections; the next 64 run on them. (With httpx's 5 idle
+/// connections per host, 59 of every 64 calls connected anew: on TLS, a handshake each.)
+#[tokio::test]
+async fn a_busy_client_reuses_its_connections() {
+    let (url, accepted) = keep_alive_server(Duration::from_millis(50)).await;
+    let http = HttpClient::new(HttpConfig::default()).unwrap();
+    for round in 0..3 {
+        let calls = (0..64).map(|_| {
+            let (http, post) = (http.clone(), req(&url));
+            async move { http.post_json(&post, &CallCx::new()).await }
+        });
+        for answer in bounded(futures::future::join_all(calls)).await {
+            assert_eq!(answer.unwrap()["ok"], true, "round {round}");
+        }
+    }
+    assert_eq!(accepted.load(Ordering::SeqCst), 64);
+}
