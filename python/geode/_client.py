@@ -73,7 +73,7 @@ class Client:
     :param cache_ttl: the oldest answer replayed: seconds, a ``timedelta`` or ``"1h"``.
     """
 
-    __slots__ = ("_native", "_repr")
+    __slots__ = ("_native", "_shown")
 
     def __init__(
         self,
@@ -106,7 +106,32 @@ class Client:
             temperature,
         )
         # Settings only: `env` may hold keys, and is never shown.
-        self._repr = f"geode.Client(adapter={adapter!r}, model={model!r}, require={require!r})"
+        self._shown = (adapter, model, require)
+
+    def with_options(
+        self,
+        *,
+        model: Optional[str] = None,
+        require: Optional[str] = None,
+        timeout: Union[float, timedelta, None] = None,
+        max_tokens: Optional[int] = None,
+        temperature: Optional[float] = None,
+        system: Optional[str] = None,
+    ) -> Client:
+        """This client with some settings changed, for one call or a few:
+        ``client.with_options(model="gpt-5", require="enforced").extract(...)``. Cheap; it shares
+        this client's adapters, connections, local engine and cache. What is not given is kept."""
+        derived = object.__new__(Client)
+        derived._native = self._native.with_options(
+            model, require, _seconds(timeout), max_tokens, temperature, system
+        )
+        adapter, was_model, was_require = self._shown
+        derived._shown = (
+            adapter,
+            was_model if model is None else model,
+            was_require if require is None else require,
+        )
+        return derived
 
     @classmethod
     def from_env(cls) -> Client:
@@ -114,7 +139,8 @@ class Client:
         return cls()
 
     def __repr__(self) -> str:
-        return self._repr
+        adapter, model, require = self._shown
+        return f"geode.Client(adapter={adapter!r}, model={model!r}, require={require!r})"
 
     @overload
     def extract(self, target: type[T], prompt: Prompt) -> Extraction[T]: ...

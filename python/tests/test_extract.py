@@ -253,6 +253,32 @@ def test_a_conversation_that_cannot_be_answered_is_refused_before_any_request(fa
     assert f.model_requests() == []
 
 
+def test_with_options_changes_the_calls_it_makes_and_leaves_the_client_as_it_was(fake):
+    answer = {"json": {"accept": True, "reason": "ok", "lines": None}}
+    f, env = fake([answer, answer], adapter="glm-payg")
+    client = geode.Client("glm-payg", env=env, model="glm-4.6", max_tokens=100)
+    call = client.with_options(model="glm-4.5-air", max_tokens=77, temperature=0.0, system="Be brief.")
+    assert call.extract(Decision, "Merge?").value.accept is True
+    assert client.extract(Decision, "Merge?").value.accept is True
+    first, second = (r["body"] for r in f.model_requests())
+    assert (first["model"], first["max_tokens"], first["temperature"]) == ("glm-4.5-air", 77, 0.0)
+    assert "Be brief." in json.dumps(first["messages"])
+    assert (second["model"], second["max_tokens"]) == ("glm-4.6", 100)
+    assert "temperature" not in second and "Be brief." not in json.dumps(second)
+    assert repr(call) == "geode.Client(adapter='glm-payg', model='glm-4.5-air', require=None)"
+    assert repr(client) == "geode.Client(adapter='glm-payg', model='glm-4.6', require=None)"
+    # A stronger guarantee for one call is refused before any request; bad settings at once.
+    with pytest.raises(geode.NotEnforceable):
+        client.with_options(require="enforced").extract(Decision, "Merge?")
+    assert len(f.model_requests()) == 2
+    with pytest.raises(geode.ConfigError, match="temperature"):
+        client.with_options(temperature=-1.0)
+    with pytest.raises(geode.ConfigError, match="require"):
+        client.with_options(require="surely")
+    with pytest.raises(geode.ConfigError, match="timeout"):
+        client.with_options(timeout=0)
+
+
 def test_a_temperature_goes_on_the_wire_and_a_bad_one_is_refused(fake):
     f, env = fake([{"json": {"accept": True, "reason": "ok", "lines": None}}], adapter="glm-payg")
     client = geode.Client("glm-payg", env=env, temperature=0.0)

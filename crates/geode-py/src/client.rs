@@ -12,7 +12,7 @@ use crate::wait::wait;
 use geode::llm::adapter::Adapter;
 use geode::llm::engine::EngineProcess;
 use geode::vocab::Require;
-use geode::{Client, Error, Extracted, ItemSource, Prompt};
+use geode::{CallSettings, Client, Error, Extracted, ItemSource, Prompt};
 use pyo3::prelude::*;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -96,6 +96,32 @@ impl NativeClient {
             builder = builder.cache(open_cache(py, &location, cache_ttl.as_deref())?);
         }
         let client = builder.build().map_err(|e| to_py_err(py, &e))?;
+        Ok(Self { client })
+    }
+
+    /// This client with some settings changed; it shares the adapters, connections, local
+    /// engine and response cache of `self`.
+    #[pyo3(signature = (model=None, require=None, timeout=None, max_tokens=None, temperature=None, system=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn with_options(
+        &self,
+        py: Python<'_>,
+        model: Option<String>,
+        require: Option<String>,
+        timeout: Option<f64>,
+        max_tokens: Option<u32>,
+        temperature: Option<f32>,
+        system: Option<String>,
+    ) -> PyResult<Self> {
+        let settings = CallSettings {
+            model,
+            require: require.map(|r| parse_require(py, &r)).transpose()?,
+            timeout: timeout.map(|t| parse_timeout(py, t)).transpose()?,
+            max_tokens,
+            temperature,
+            system,
+        };
+        let client = self.client.with(settings).map_err(|e| to_py_err(py, &e))?;
         Ok(Self { client })
     }
 

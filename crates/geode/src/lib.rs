@@ -120,8 +120,8 @@ pub use agent::conversation::{Conversation, Prompt};
 #[doc(hidden)]
 pub use client::partial_json;
 pub use client::{
-    AdapterFactory, Client, ClientBuilder, Error, Extracted, ItemSource, PartialGuarantee,
-    StreamEvent, TextAnswer, TypedSchema, stream_task,
+    AdapterFactory, CallSettings, Client, ClientBuilder, Error, Extracted, ItemSource,
+    PartialGuarantee, StreamEvent, TextAnswer, TypedSchema, stream_task,
 };
 /// The schemars version geode derives schemas with (`#[derive(geode::schemars::JsonSchema)]`).
 pub use schemars;

@@ -213,11 +213,9 @@ impl ClientBuilder {
                     .map_err(|e| Error::config(e.to_string(), &name, &model))?
             }
         };
-        if let Some(t) = self.temperature
-            && !(t.is_finite() && t >= 0.0)
-        {
-            let message = format!("temperature {t}: expected a finite number ≥ 0");
-            return Err(Error::config(message, &name, &model));
+        if let Some(t) = self.temperature {
+            super::call_settings::check_temperature(t)
+                .map_err(|message| Error::config(message, &name, &model))?;
         }
         let max_response_bytes = cfg
             .max_response_bytes(env.as_ref())
@@ -243,7 +241,7 @@ impl ClientBuilder {
         };
         Ok(Client {
             inner: Arc::new(Inner {
-                source,
+                source: Arc::new(source),
                 adapter: self.adapter,
                 model,
                 require: self.require,

@@ -4,6 +4,7 @@
 //! | file | job |
 //! |---|---|
 //! | [`builder`] | [`ClientBuilder`]: from configuration and environment, or around an adapter |
+//! | [`call_settings`] | [`Client::with`]: one call's model, `require`, budgets, sampling, system prompt |
 //! | [`extract`] | `extract::<T>()`, `extract_json`, `choose`, `matches`, `grammar`, `run` |
 //! | [`typed_schema`] | a Rust type's schema: generated once, made strict-friendly, wrapped if needed |
 //! | [`partial_json`] | the incremental tolerant JSON parser behind streaming |
@@ -16,6 +17,7 @@
 //! [`Error`] by its variant.
 
 mod builder;
+mod call_settings;
 mod error;
 mod extract;
 pub mod partial_json;
@@ -23,6 +25,7 @@ mod stream;
 mod typed_schema;
 
 pub use builder::{AdapterFactory, ClientBuilder};
+pub use call_settings::CallSettings;
 pub use error::Error;
 pub use stream::{ItemSource, PartialGuarantee, StreamEvent, stream_task};
 pub use typed_schema::TypedSchema;
@@ -73,8 +76,11 @@ impl std::fmt::Debug for Client {
     }
 }
 
+/// The settings are per client; the source (the adapters it has built) is shared by the
+/// clients [`Client::with`] derives.
+#[derive(Clone)]
 struct Inner {
-    source: Source,
+    source: Arc<Source>,
     adapter: Option<String>,
     model: String,
     require: Require,
@@ -157,7 +163,7 @@ impl Client {
     /// [`Self::worker_env`] with the failure still typed: refused (`require` unmet on a fixed
     /// adapter) or unroutable.
     fn resolve(&self, task: &mut Task) -> Result<WorkerEnv, RunError> {
-        match &self.inner.source {
+        match self.inner.source.as_ref() {
             Source::Instance {
                 adapter,
                 max_response_bytes,
@@ -240,7 +246,7 @@ impl Client {
     /// The mode the client's fixed adapter would use for `schema` (`None` when adapters are
     /// routed per call).
     pub fn wire_mode(&self, schema: &ResponseSchema) -> Option<StructuredOutputMode> {
-        match &self.inner.source {
+        match self.inner.source.as_ref() {
             Source::Instance { adapter, .. } => Some(adapter.wire_mode(Some(schema))),
             Source::Configured(_) => None,
         }

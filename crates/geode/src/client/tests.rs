@@ -431,3 +431,68 @@ fn a_conversation_and_a_temperature_reach_the_adapter_and_a_bad_temperature_is_r
         assert!(matches!(built, Err(Error::Config { .. })), "{bad}");
     }
 }
+
+#[test]
+fn a_call_lays_its_settings_over_the_clients_and_shares_its_adapters() {
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    let built = Arc::new(AtomicUsize::new(0));
+    let adapter = Arc::new(ScriptedAdapter::repeating(
+        AdapterResponse::text(r#"{"value": "low"}"#),
+        std::time::Duration::ZERO,
+    ));
+    let (counter, shared) = (built.clone(), adapter.clone());
+    let base = Client::builder()
+        .config(Config::default())
+        .adapter("local")
+        .model("small")
+        .adapter_factory("local", move || {
+            counter.fetch_add(1, SeqCst);
+            shared.clone() as Arc<dyn Adapter>
+        })
+        .system("the client's")
+        .max_tokens(100)
+        .build()
+        .unwrap();
+    let call = base
+        .with(CallSettings {
+            model: Some("big".into()),
+            max_tokens: Some(7),
+            temperature: Some(0.0),
+            system: Some("the call's".into()),
+            ..CallSettings::default()
+        })
+        .unwrap();
+    let rt = rt();
+    assert_eq!(
+        rt.block_on(call.extract::<Severity>("go")).unwrap().value,
+        Severity::Low
+    );
+    rt.block_on(base.extract::<Severity>("go")).unwrap();
+    let sent = adapter.requests();
+    let seen = |i: usize| {
+        let r = &sent[i];
+        (r.model.as_str(), r.max_tokens, r.temperature)
+    };
+    assert_eq!(seen(0), ("big", 7, Some(0.0)));
+    assert!(sent[0].system_prompt.contains("the call's"));
+    assert_eq!(seen(1), ("small", 100, None), "the client keeps its own");
+    assert!(sent[1].system_prompt.contains("the client's"));
+    assert_eq!(built.load(SeqCst), 1, "one adapter, built once, for both");
+    // A stronger `require` for one call is checked before any request.
+    let strict = base
+        .with(CallSettings {
+            require: Some(Require::Enforced),
+            ..CallSettings::default()
+        })
+        .unwrap();
+    let err = rt.block_on(strict.extract::<Severity>("go")).unwrap_err();
+    assert!(matches!(err, Error::NotEnforceable { .. }), "{err:?}");
+    assert_eq!(adapter.requests().len(), 2);
+    for bad in [-1.0, f32::NAN] {
+        let refused = base.with(CallSettings {
+            temperature: Some(bad),
+            ..CallSettings::default()
+        });
+        assert!(matches!(refused, Err(Error::Config { .. })), "{bad}");
+    }
+}
