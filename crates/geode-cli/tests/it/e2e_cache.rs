@@ -429,11 +429,7 @@ async fn two_batches_at_once_share_one_cache_directory_and_every_entry_reads_bac
 
 /// `geode run --adapter openai-payg --cache CACHE --json ...`, parsed.
 async fn run_at(sb: &Sandbox, cache: &str) -> Value {
-    let out = sb
-        .run_decision("openai-payg", &["--cache", cache, "--json"], DECIDE)
-        .await;
-    out.assert_exit(0);
-    out.json()
+    run_at_with(sb, cache, &[]).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -469,6 +465,38 @@ async fn a_redis_cache_replays_across_processes_and_survives_damage() {
     let out = sb.geode(&["cache", "clear", "--cache", &url], "").await;
     out.assert_exit(0);
     assert_eq!(stats(&sb, &url).await["entries"], 0);
+}
+
+/// An entry written under a TTL expires in Redis too, so a shared cache does not grow without
+/// end; one written without a TTL stays until it is replaced or cleared.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_cache_with_a_ttl_lets_redis_drop_its_entries() {
+    let redis = support::redis::Redis::start();
+    let (_server, sb) = OPENAI_PAYG
+        .serve(Script::always(Reply::Json(good_answer())))
+        .await;
+    let expiry_of_the_one_entry = |name: &str| {
+        let keys = redis.cli(&["--scan", "--pattern", &format!("geode:cache:{name}:e:*")]);
+        let keys: Vec<&str> = keys.lines().filter(|l| !l.is_empty()).collect();
+        assert_eq!(keys.len(), 1, "{keys:?}");
+        redis.cli(&["PTTL", keys[0]]).trim().parse::<i64>().unwrap()
+    };
+    let url = format!("redis://127.0.0.1:{}/ttl", redis.port);
+    run_at_with(&sb, &url, &["--cache-ttl", "1h"]).await;
+    let ms = expiry_of_the_one_entry("ttl");
+    assert!((3_500_000..=3_600_000).contains(&ms), "PTTL {ms}");
+    let url = format!("redis://127.0.0.1:{}/forever", redis.port);
+    run_at_with(&sb, &url, &[]).await;
+    assert_eq!(expiry_of_the_one_entry("forever"), -1, "no TTL: no expiry");
+}
+
+/// [`run_at`] with more flags.
+async fn run_at_with(sb: &Sandbox, cache: &str, more: &[&str]) -> Value {
+    let mut args = vec!["--cache", cache, "--json"];
+    args.extend_from_slice(more);
+    let out = sb.run_decision("openai-payg", &args, DECIDE).await;
+    out.assert_exit(0);
+    out.json()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

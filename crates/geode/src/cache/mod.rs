@@ -193,7 +193,7 @@ impl Cache {
     pub fn open(location: &CacheLocation, ttl: Option<Duration>) -> Result<Self, CacheError> {
         let store: Box<dyn Store> = match location {
             CacheLocation::Dir(dir) => Box::new(store::dir::DirStore::open(dir)?),
-            CacheLocation::Redis(url) => redis_store(url)?,
+            CacheLocation::Redis(url) => redis_store(url, ttl)?,
         };
         Ok(Self::with_store(store, ttl))
     }
@@ -348,14 +348,16 @@ impl Cache {
 }
 
 #[cfg(feature = "queue")]
-fn redis_store(url: &str) -> Result<Box<dyn Store>, CacheError> {
+fn redis_store(url: &str, ttl: Option<Duration>) -> Result<Box<dyn Store>, CacheError> {
     let with_name = redis_url_with_name(url);
     let parsed = crate::batch::queue::QueueUrl::parse(&with_name).map_err(CacheError::BadUrl)?;
-    Ok(Box::new(store::redis::RedisStore::new(parsed)))
+    Ok(Box::new(
+        store::redis::RedisStore::new(parsed).expiring_after(ttl),
+    ))
 }
 
 #[cfg(not(feature = "queue"))]
-fn redis_store(_url: &str) -> Result<Box<dyn Store>, CacheError> {
+fn redis_store(_url: &str, _ttl: Option<Duration>) -> Result<Box<dyn Store>, CacheError> {
     Err(CacheError::NoRedis)
 }
 

@@ -6,6 +6,10 @@
 //! | `geode:cache:NAME:e:KEY` | one entry: the SHA-256 of its bytes in hex, a newline, the bytes |
 //! | `geode:cache:NAME:counters` | a hash of the counters every process added (`HINCRBY`) |
 //!
+//! A cache opened with a TTL writes its entries with `SET ... PX`, so Redis drops them once no
+//! reader with that TTL could replay them: a shared cache does not grow without end. (A reader
+//! with a longer TTL then misses sooner; the writer's TTL bounds what is kept.)
+//!
 //! `SET` replaces a value whole, so writers never interleave; the hash in front of the bytes
 //! makes a damaged value (truncated, altered) a miss like a damaged file. Every command is
 //! bounded by [`OP_TIMEOUT`]: an unreachable or frozen Redis makes lookups miss and writes
@@ -25,6 +29,8 @@ pub const OP_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct RedisStore {
     url: QueueUrl,
     conn: tokio::sync::OnceCell<ConnectionManager>,
+    /// How long Redis keeps an entry written here; `None`: until it is replaced or cleared.
+    expiry: Option<Duration>,
 }
 
 impl RedisStore {
@@ -34,7 +40,14 @@ impl RedisStore {
         Self {
             url,
             conn: tokio::sync::OnceCell::new(),
+            expiry: None,
         }
+    }
+
+    /// Entries written from now on expire in Redis after `ttl` (at least 1 ms).
+    pub fn expiring_after(mut self, ttl: Option<Duration>) -> Self {
+        self.expiry = ttl;
+        self
     }
 
     fn key(&self, part: &str) -> String {
@@ -133,12 +146,17 @@ impl Store for RedisStore {
     }
 
     async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<(), CacheError> {
-        self.run::<()>(
-            redis::cmd("SET")
-                .arg(self.key(&format!("e:{key}")))
-                .arg(framed(&bytes)),
-        )
-        .await
+        let mut set = redis::cmd("SET");
+        set.arg(self.key(&format!("e:{key}"))).arg(framed(&bytes));
+        if let Some(ttl) = self.expiry {
+            // Redis refuses an expiry past the end of its clock; a quarter of it is millions of years.
+            let most = u64::try_from(i64::MAX / 4).unwrap_or(u64::MAX);
+            let ms = u64::try_from(ttl.as_millis())
+                .unwrap_or(most)
+                .clamp(1, most);
+            set.arg("PX").arg(ms);
+        }
+        self.run::<()>(&set).await
     }
 
     async fn remove(&self, key: &str) -> Result<(), CacheError> {
