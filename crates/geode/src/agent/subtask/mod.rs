@@ -57,6 +57,12 @@ pub struct SubTask {
     /// geode: how full validation treats `format` (`assert` by default, or `annotate`).
     #[serde(default)]
     pub formats: crate::schema::formats::FormatMode,
+    /// geode: let the declared repair tier read an answer that fails its check (default off).
+    #[serde(default)]
+    pub repair: bool,
+    /// geode: `false` keeps this task away from the worker's response cache.
+    #[serde(default)]
+    pub cache: Option<bool>,
 }
 
 /// Settings of the manager that turns SubTasks into WorkerRequests.
@@ -119,6 +125,8 @@ impl SubTask {
             require: self.require,
             validation: self.validation,
             formats: self.formats,
+            repair: self.repair,
+            cache: self.cache,
             ..WorkerRequest::default()
         }
     }
