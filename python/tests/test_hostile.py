@@ -26,6 +26,20 @@ def test_bad_arguments_are_refused_before_any_call(fake):
         geode.Client("openai-payg", timeout="soon", env=env)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         geode.Client("openai-payg", env={"OPENAI_API_KEY": 1})  # type: ignore[dict-item]
+    # One call's settings are held to the same rules, and show no key.
+    with pytest.raises(TypeError):
+        client.with_options(model=42)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        client.with_options("gpt-5")  # type: ignore[misc]
+    with pytest.raises(OverflowError):
+        client.with_options(max_tokens=-1)
+    for bad in (float("nan"), float("inf"), -1.0):
+        with pytest.raises(geode.ConfigError):
+            client.with_options(timeout=bad)
+        with pytest.raises(geode.ConfigError):
+            client.with_options(temperature=bad)
+    derived = client.with_options(model="m", system="s")
+    assert env["OPENAI_API_KEY"] not in repr(derived)
     assert f.model_requests() == []
 
 

@@ -136,32 +136,27 @@ fn relay(upstream: String, port: u16) {
         uri: axum::http::Uri,
         body: axum::body::Bytes,
     ) -> Response {
-        let sent = client
-            .post(format!("{upstream}{}", uri.path()))
+        let reply = async {
+            let r = client
+                .post(format!("{upstream}{}", uri.path()))
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(body)
+                .send()
+                .await?;
+            Ok::<_, reqwest::Error>((r.status(), r.bytes().await?))
+        };
+        let (status, body) = match reply.await {
+            Ok((status, bytes)) => (status, Body::from(bytes)),
+            Err(e) => (
+                axum::http::StatusCode::BAD_GATEWAY,
+                Body::from(e.to_string()),
+            ),
+        };
+        Response::builder()
+            .status(status)
             .header(header::CONTENT_TYPE, "application/json")
             .body(body)
-            .send()
-            .await;
-        let answer = match sent {
-            Ok(r) => (r.status(), r.bytes().await),
-            Err(e) => {
-                return Response::builder()
-                    .status(502)
-                    .body(Body::from(e.to_string()))
-                    .unwrap();
-            }
-        };
-        match answer {
-            (status, Ok(bytes)) => Response::builder()
-                .status(status)
-                .header(header::CONTENT_TYPE, "application/json")
-                .body(Body::from(bytes))
-                .unwrap(),
-            (_, Err(e)) => Response::builder()
-                .status(502)
-                .body(Body::from(e.to_string()))
-                .unwrap(),
-        }
+            .unwrap()
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

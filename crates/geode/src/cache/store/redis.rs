@@ -25,6 +25,10 @@ use std::time::Duration;
 /// The longest one command may take before the cache gives up on it.
 pub const OP_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The longest expiry sent: Redis refuses one past the end of its millisecond clock, and a
+/// quarter of it is millions of years.
+const MAX_EXPIRY_MS: u64 = i64::MAX.unsigned_abs() / 4;
+
 /// Entries in Redis.
 pub struct RedisStore {
     url: QueueUrl,
@@ -149,11 +153,9 @@ impl Store for RedisStore {
         let mut set = redis::cmd("SET");
         set.arg(self.key(&format!("e:{key}"))).arg(framed(&bytes));
         if let Some(ttl) = self.expiry {
-            // Redis refuses an expiry past the end of its clock; a quarter of it is millions of years.
-            let most = u64::try_from(i64::MAX / 4).unwrap_or(u64::MAX);
             let ms = u64::try_from(ttl.as_millis())
-                .unwrap_or(most)
-                .clamp(1, most);
+                .unwrap_or(MAX_EXPIRY_MS)
+                .clamp(1, MAX_EXPIRY_MS);
             set.arg("PX").arg(ms);
         }
         self.run::<()>(&set).await
