@@ -23,7 +23,7 @@ pub(crate) fn run(args: AdaptersArgs) -> anyhow::Result<u8> {
         Ok(c) => c,
         Err(code) => return Ok(code),
     };
-    let adapters: Vec<&AdapterSpec> = cfg.adapters().collect();
+    let adapters: Vec<&AdapterSpec> = cfg.routing.adapters.all().collect();
     let env = ProcessEnv;
     if args.json {
         let rows: Vec<_> = adapters

@@ -21,8 +21,7 @@ use geode::batch::output::ResultLog;
 use geode::batch::pace::{Limits, PacedAdapter, Pacer};
 use geode::batch::queue::{CollectOptions, collect};
 use geode::batch::{BatchOptions, Prepare, Summary, run_batch};
-use geode::config::Config;
-use geode::llm::registry::ProcessEnv;
+use geode::config::Settings;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, IsTerminal};
 use std::path::PathBuf;
@@ -68,7 +67,7 @@ pub(crate) fn run(args: BatchArgs) -> anyhow::Result<u8> {
         eprintln!("geode: {e}");
         Ok(crate::EXIT_USAGE)
     };
-    let cfg = match Config::load(&std::env::current_dir()?, &ProcessEnv) {
+    let cfg = match crate::load_settings() {
         Ok(c) => c,
         Err(e) => return usage(&e),
     };
@@ -176,7 +175,7 @@ pub(crate) fn run(args: BatchArgs) -> anyhow::Result<u8> {
 /// Resolves each task as `geode run` does, with every adapter's calls going through that
 /// adapter's one shared pacer, and the response cache, when there is one.
 pub(crate) fn paced_prepare(
-    cfg: Config,
+    cfg: Settings,
     limits: Limits,
     cache: Option<geode::cache::Cache>,
 ) -> Arc<Prepare> {

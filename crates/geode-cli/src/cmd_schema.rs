@@ -8,7 +8,7 @@ use crate::resolve::limit_violations;
 use clap::Subcommand;
 use geode::llm::registry::PlanCx;
 use geode::schema::ResponseSchema;
-use geode::schema::projection::{LimitViolation, Preflight};
+use geode::schema::preflight::{LimitViolation, Preflight};
 use geode::schema::root::AnswerRoot;
 use geode::schema::strict::check_strict;
 use geode::schema::validate::CompiledSchema;
@@ -90,8 +90,8 @@ fn check_adapter(
         Ok(c) => c,
         Err(code) => return Ok(code),
     };
-    let Some(spec) = cfg.spec(name) else {
-        let names: Vec<&str> = cfg.adapters().map(|a| a.name).collect();
+    let Some(spec) = cfg.routing.adapters.spec(name) else {
+        let names: Vec<&str> = cfg.routing.adapters.all().map(|a| a.name).collect();
         eprintln!(
             "geode: unknown adapter {name:?}; one of: {}",
             names.join(", ")
@@ -220,6 +220,8 @@ fn check(file: &std::path::Path, json: bool) -> anyhow::Result<u8> {
     // The verdict is the plan `run` sends to OpenAI: strict only when that plan is (a schema
     // strict as written can still be sent as a hint, e.g. one that admits any value).
     let openai = cfg
+        .routing
+        .adapters
         .spec("openai-payg")
         .map(|spec| spec.schema_route.plan(Some(&schema), PlanCx::default()));
     let planned_strict = openai
@@ -239,7 +241,7 @@ fn check(file: &std::path::Path, json: bool) -> anyhow::Result<u8> {
     // The preflight `run` applies, per adapter; adapters breaking the same limits are grouped.
     let preflight = Preflight::new(&schema);
     let mut refusals: Vec<(Vec<&str>, &[LimitViolation])> = Vec::new();
-    for spec in cfg.adapters() {
+    for spec in cfg.routing.adapters.all() {
         let violations = spec.schema_route.limit_violations(&preflight);
         if violations.is_empty() {
             continue;

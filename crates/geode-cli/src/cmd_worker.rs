@@ -13,8 +13,6 @@ use clap::Args;
 use geode::agent::protocol::{
     MAX_REQUEST_BYTES, UNKNOWN_TASK_ID, WorkerResult, parse_request, request_task_id, run_worker,
 };
-use geode::config::Config;
-use geode::llm::registry::ProcessEnv;
 use std::io::Read;
 
 #[derive(Args)]
@@ -51,10 +49,7 @@ fn serve(repair: bool, cache: &crate::cache_args::CacheArgs) -> (WorkerResult, u
         Ok(r) => r,
         Err(e) => return refused(&request_task_id(&input), &e),
     };
-    let cfg = match std::env::current_dir()
-        .map_err(|e| e.to_string())
-        .and_then(|dir| Config::load(&dir, &ProcessEnv).map_err(|e| e.to_string()))
-    {
+    let cfg = match crate::load_settings() {
         Ok(c) => c,
         Err(e) => return refused(&req.task_id, &e),
     };

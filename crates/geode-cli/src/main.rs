@@ -31,24 +31,31 @@ pub(crate) const EXIT_USAGE: u8 = geode::agent::exit::USAGE;
 /// (so that it need not be on the command line).
 pub(crate) fn queue_url(
     arg: &str,
-) -> Result<geode::batch::queue::QueueUrl, geode::batch::queue::QueueError> {
-    let url = geode::batch::queue::QueueUrl::parse(arg)?;
+) -> Result<geode::redis::RedisUrl, geode::batch::queue::QueueError> {
+    let url = geode::redis::RedisUrl::parse(arg)?;
     Ok(match std::env::var("GEODE_QUEUE_PASSWORD") {
         Ok(password) => url.with_password(&password),
         Err(_) => url,
     })
 }
 
-/// The configuration of the working directory (`geode.toml`, else the user's). A file that
-/// cannot be used is printed and ends the command with [`EXIT_USAGE`].
-pub(crate) fn config() -> Result<geode::config::Config, u8> {
-    let loaded = std::env::current_dir()
+/// The settings of this process: the working directory's configuration (`geode.toml`, else
+/// the user's), resolved once with the process environment.
+pub(crate) fn load_settings() -> Result<geode::config::Settings, String> {
+    let env = &geode::llm::registry::ProcessEnv;
+    std::env::current_dir()
         .map_err(|e| format!("cannot read the working directory: {e}"))
         .and_then(|dir| {
-            geode::config::Config::load(&dir, &geode::llm::registry::ProcessEnv)
+            geode::config::Config::load(&dir, env)
+                .and_then(|c| c.settings(env))
                 .map_err(|e| e.to_string())
-        });
-    loaded.map_err(|e| {
+        })
+}
+
+/// [`load_settings`], with a configuration that cannot be used printed and ending the command
+/// with [`EXIT_USAGE`].
+pub(crate) fn config() -> Result<geode::config::Settings, u8> {
+    load_settings().map_err(|e| {
         eprintln!("geode: {e}");
         EXIT_USAGE
     })

@@ -6,32 +6,33 @@ use geode::agent::protocol::{WorkerError, WorkerRequest};
 use geode::agent::resolve::Resolver;
 use geode::agent::task::ResolveError;
 use geode::agent::worker::WorkerEnv;
-use geode::config::Config;
+use geode::config::Settings;
 use geode::llm::adapter::Adapter;
 use geode::llm::call::AdapterError;
 use geode::llm::engine::EngineProcess;
-use geode::llm::registry::ProcessEnv;
+use geode::llm::registry::{ProcessEnv, WireFamily};
+use geode::llm::settings::AdapterSettings;
 use std::sync::Arc;
 
 pub(crate) use geode::agent::resolve::limit_violations;
 
-/// Builds one adapter by registry name, with settings from the config and environment.
-fn build_adapter(name: &str, cfg: &Config) -> Result<Arc<dyn Adapter>, AdapterError> {
-    match name {
+/// Builds one adapter by registry name, with its settings and the process environment.
+fn build_adapter(name: &str, settings: &AdapterSettings) -> Result<Arc<dyn Adapter>, AdapterError> {
+    match settings.spec(name).map(|s| s.wire_family) {
         // The engine runs in its own process (`geode-engine`): this binary does not link it.
-        "local" => Ok(local_engine()),
-        other => geode::llm::build::build(other, cfg, &ProcessEnv),
+        Some(WireFamily::Local) => Ok(local_engine(name)),
+        _ => geode::llm::build::build(name, settings, &ProcessEnv),
     }
 }
 
 /// The one `local` adapter of this process: its engine process (and loaded model) serves every
 /// local call of a `run`, `batch` or `serve`.
-fn local_engine() -> Arc<dyn Adapter> {
+fn local_engine(name: &str) -> Arc<dyn Adapter> {
     static ENGINE: std::sync::OnceLock<Arc<dyn Adapter>> = std::sync::OnceLock::new();
     ENGINE
         .get_or_init(|| {
             Arc::new(EngineProcess::new(
-                "local",
+                name,
                 EngineProcess::default_program(&ProcessEnv),
             ))
         })
@@ -50,13 +51,16 @@ pub(crate) enum RouteError {
     Resolve(#[from] ResolveError),
 }
 
-/// Resolves the environment for `req` from the config and the process environment, filling
+/// Resolves the environment for `req` from the settings and the process environment, filling
 /// `req.model` when routing chose it.
-pub(crate) fn resolve(req: &mut WorkerRequest, cfg: &Config) -> Result<WorkerEnv, RouteError> {
+pub(crate) fn resolve(
+    req: &mut WorkerRequest,
+    settings: &Settings,
+) -> Result<WorkerEnv, RouteError> {
     let mut task = req.task()?;
-    let build = |name: &str| build_adapter(name, cfg);
+    let build = |name: &str| build_adapter(name, &settings.routing.adapters);
     let env = Resolver {
-        cfg,
+        settings: &settings.routing,
         env: &ProcessEnv,
         build: &build,
         fallback: None,

@@ -3,7 +3,7 @@
 
 use clap::Args;
 use geode::agent::protocol::WorkerRequest;
-use geode::config::Config;
+use geode::config::Settings;
 use geode::schema::validate::Validation;
 use geode::schema::{ResponseSchema, TextConstraint};
 use geode::vocab::Require;
@@ -99,7 +99,7 @@ impl TaskArgs {
     /// a constraint that does not compile is refused here, before any adapter exists).
     pub(crate) fn request(
         &self,
-        cfg: &Config,
+        settings: &Settings,
         task_id: &str,
         prompt: &str,
     ) -> anyhow::Result<WorkerRequest> {
@@ -113,7 +113,7 @@ impl TaskArgs {
         req.model = args.model.clone().unwrap_or_default();
         req.timeout_s = args
             .timeout
-            .or(cfg.timeouts.request_s)
+            .or(settings.request_timeout.map(|t| t.as_secs_f64()))
             .unwrap_or(req.timeout_s);
         req.agent_system_prompt = args.system.clone().unwrap_or_default();
         if let Some(m) = args.max_tokens {
@@ -125,7 +125,7 @@ impl TaskArgs {
             RequireArg::Enforced => Require::Enforced,
         };
         req.formats = args.formats.into();
-        req.repair = args.repair || cfg.repair;
+        req.repair = args.repair || settings.repair;
         req.validation = match args.validation {
             ValidationArg::Full => Validation::Full,
             ValidationArg::RequiredKeys => Validation::RequiredKeys,

@@ -138,7 +138,7 @@ async fn serve_one<E: Endpoint>(
     let head = req.head();
     let streamed = head.stream == Some(true);
     access.asked(&head.model, streamed);
-    let routed = route::route(&head.model, &gw.cfg)?;
+    let routed = route::route(&head.model, &gw.settings)?;
     let header_require = headers
         .get("x-geode-require")
         .map(|v| v.to_str().unwrap_or("?"));
@@ -146,7 +146,7 @@ async fn serve_one<E: Endpoint>(
     let mut task = req.task(gw.client.new_task(""))?;
     task.route = routed.route;
     task.fallback = routed.fallback;
-    task.require = route::require(gw.cfg.gateway.require, header_require, body_require)?;
+    task.require = route::require(gw.settings.gateway.require, header_require, body_require)?;
     let header_repair = headers
         .get("x-geode-repair")
         .map(|v| v.to_str().unwrap_or("?"));

@@ -46,7 +46,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use error::ApiError;
 use geode::Client;
-use geode::config::Config;
+use geode::config::Settings;
 use geode::llm::registry::Environment;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -74,11 +74,11 @@ impl Default for Limits {
     }
 }
 
-/// One gateway: the client that runs every request, the configuration it routes by, its
+/// One gateway: the client that runs every request, the settings it routes by, its
 /// inbound keys and limits.
 pub struct Gateway {
     client: Client,
-    cfg: Config,
+    settings: Settings,
     env: Arc<dyn Environment + Send + Sync>,
     keys: InboundKeys,
     limits: Limits,
@@ -97,18 +97,18 @@ impl std::fmt::Debug for Gateway {
 }
 
 impl Gateway {
-    /// A gateway running requests on `client` (built from `cfg` and `env`, with whatever
+    /// A gateway running requests on `client` (built from `settings` and `env`, with whatever
     /// adapter factories the binary adds, such as `local`).
     pub fn new(
         client: Client,
-        cfg: Config,
+        settings: Settings,
         env: Arc<dyn Environment + Send + Sync>,
         keys: InboundKeys,
         limits: Limits,
     ) -> Arc<Self> {
         Arc::new(Self {
             client,
-            cfg,
+            settings,
             env,
             keys,
             in_flight: Arc::new(Semaphore::new(limits.max_in_flight.max(1))),
@@ -179,7 +179,7 @@ async fn metrics(State(gw): State<Arc<Gateway>>) -> Response {
 }
 
 async fn list_models(State(gw): State<Arc<Gateway>>) -> Response {
-    Json(models::list(&gw.cfg, gw.env.as_ref())).into_response()
+    Json(models::list(&gw.settings, gw.env.as_ref())).into_response()
 }
 
 /// Serves `router` on `listener` until `shutdown` resolves, then lets requests in flight finish.

@@ -84,10 +84,14 @@ fn run(args: GatewayArgs) -> anyhow::Result<u8> {
     if !(args.request_timeout.is_finite() && args.request_timeout > 0.0) {
         return usage("--request-timeout must be a positive number of seconds".to_owned());
     }
-    let cfg = match std::env::current_dir()
+    // The configuration is read once, here, and resolved with the environment.
+    let settings = match std::env::current_dir()
         .map_err(|e| format!("cannot read the working directory: {e}"))
-        .and_then(|dir| geode::config::Config::load(&dir, &ProcessEnv).map_err(|e| e.to_string()))
-    {
+        .and_then(|dir| {
+            geode::config::Config::load(&dir, &ProcessEnv)
+                .and_then(|c| c.settings(&ProcessEnv))
+                .map_err(|e| e.to_string())
+        }) {
         Ok(c) => c,
         Err(e) => return usage(e),
     };
@@ -97,7 +101,7 @@ fn run(args: GatewayArgs) -> anyhow::Result<u8> {
         EngineProcess::default_program(&ProcessEnv),
     )) as Arc<dyn geode::llm::adapter::Adapter>;
     let client = match geode::Client::builder()
-        .config(cfg.clone())
+        .settings(settings.clone())
         .adapter_factory("local", move || local.clone())
         .build()
     {
@@ -109,7 +113,7 @@ fn run(args: GatewayArgs) -> anyhow::Result<u8> {
         max_in_flight: args.max_in_flight as usize,
         request_timeout: Duration::from_secs_f64(args.request_timeout.min(1e9)),
     };
-    let gateway = Gateway::new(client, cfg, Arc::new(ProcessEnv), keys, limits);
+    let gateway = Gateway::new(client, settings, Arc::new(ProcessEnv), keys, limits);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

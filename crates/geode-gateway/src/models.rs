@@ -1,18 +1,19 @@
 //! `GET /v1/models`: every route a client may name, with the best guarantee each can give a
 //! schema and whether it is configured here (its key or login present).
 
-use geode::config::Config;
+use geode::config::Settings;
 use geode::llm::registry::Environment;
 use serde_json::{Value, json};
 
 /// The model list: the configuration's aliases, then every adapter it knows.
-pub fn list(cfg: &Config, env: &dyn Environment) -> Value {
-    let mut data: Vec<Value> = cfg
+pub fn list(settings: &Settings, env: &dyn Environment) -> Value {
+    let adapters = &settings.routing.adapters;
+    let mut data: Vec<Value> = settings
         .gateway
         .models
         .iter()
         .filter_map(|(name, alias)| {
-            let spec = cfg.spec(&alias.adapter)?;
+            let spec = adapters.spec(&alias.adapter)?;
             Some(entry(
                 name,
                 spec.name,
@@ -21,7 +22,7 @@ pub fn list(cfg: &Config, env: &dyn Environment) -> Value {
             ))
         })
         .collect();
-    data.extend(cfg.adapters().map(|spec| {
+    data.extend(adapters.all().map(|spec| {
         entry(
             spec.name,
             spec.name,

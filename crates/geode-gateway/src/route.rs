@@ -15,7 +15,7 @@
 
 use crate::error::ApiError;
 use geode::agent::task::Route;
-use geode::config::Config;
+use geode::config::Settings;
 use geode::vocab::Require;
 
 /// A request's route and its fallbacks (`None`: the configuration's chain, as for `geode run`).
@@ -27,13 +27,13 @@ pub struct Routed {
     pub fallback: Option<Vec<String>>,
 }
 
-/// The route `model` names under `cfg`.
-pub fn route(model: &str, cfg: &Config) -> Result<Routed, ApiError> {
+/// The route `model` names under `settings`.
+pub fn route(model: &str, settings: &Settings) -> Result<Routed, ApiError> {
     let model = model.trim();
     if model.is_empty() {
         return Err(ApiError::invalid("model", "model is required"));
     }
-    if let Some(alias) = cfg.gateway.models.get(model) {
+    if let Some(alias) = settings.gateway.models.get(model) {
         return Ok(Routed {
             route: Route::Adapter {
                 name: alias.adapter.clone(),
@@ -46,7 +46,7 @@ pub fn route(model: &str, cfg: &Config) -> Result<Routed, ApiError> {
         Some((h, r)) => (h, Some(r)),
         None => (model, None),
     };
-    let route = if cfg.spec(head).is_some() {
+    let route = if settings.routing.adapters.spec(head).is_some() {
         Route::Adapter {
             name: head.to_owned(),
             model: rest.filter(|r| !r.is_empty()).map(str::to_owned),
@@ -117,11 +117,13 @@ fn boolean_header(name: &'static str, header: Option<&str>) -> Result<Option<boo
 mod tests {
     use super::*;
 
-    fn cfg() -> Config {
-        Config::parse(
+    fn cfg() -> Settings {
+        geode::config::Config::parse(
             "[gateway.models.fast]\nadapter = \"openai-payg\"\nmodel = \"gpt-5-mini\"\nfallback = [\"anthropic-payg\"]\n",
             "geode.toml",
         )
+        .unwrap()
+        .settings(&geode::llm::registry::ProcessEnv)
         .unwrap()
     }
 

@@ -26,7 +26,7 @@
 
 use geode::agent::protocol::{WorkerRequest, WorkerResult, run_worker};
 use geode::agent::resolve::Resolver;
-use geode::config::Config;
+use geode::agent::resolve::RoutingSettings;
 use geode::llm::adapter::Adapter;
 use geode::llm::registry::ProcessEnv;
 use geode::schema::ResponseSchema;
@@ -207,10 +207,10 @@ async fn run_one(path: &Path, adapter: &Arc<dyn Adapter>) -> (WorkerResult, f64,
         Err(e) => WorkerResult::failed("sweep", format!("schema: {e}")),
         Ok(schema) => {
             req.response_schema = Some(schema);
-            let cfg = Config::default();
+            let settings = RoutingSettings::default();
             let build = |_: &str| Ok(Arc::clone(adapter));
             let resolver = Resolver {
-                cfg: &cfg,
+                settings: &settings,
                 env: &ProcessEnv,
                 build: &build,
                 fallback: None,

@@ -257,9 +257,9 @@ fn open_cache(
         return Ok(None);
     }
     let ttl = ttl
-        .map(geode::cache::parse_ttl)
+        .map(geode::vocab::parse_duration)
         .transpose()
-        .map_err(|e| config_error(py, &e.to_string()))?;
+        .map_err(|e| config_error(py, &format!("bad cache TTL: {e}")))?;
     geode::cache::Cache::open(&geode::cache::CacheLocation::parse(location), ttl)
         .map(Some)
         .map_err(|e| config_error(py, &format!("cache {location}: {e}")))

@@ -3,7 +3,6 @@
 //! Included by path next to `env.rs` (`#[path = "support/built.rs"] mod built;`).
 
 use super::env::MapEnv;
-use geode::config::Config;
 use geode::llm::adapter::Adapter;
 use geode::llm::http::{HttpClient, HttpConfig, RetryPolicy};
 use std::sync::Arc;
@@ -21,7 +20,7 @@ pub fn built_without_retries(name: &str, env: &MapEnv) -> Arc<dyn Adapter> {
     })
     .unwrap();
     Arc::new(
-        geode::llm::build::build_http(name, &Config::default(), env)
+        geode::llm::build::build_http(name, &geode::llm::settings::AdapterSettings::default(), env)
             .unwrap()
             .with_http(http),
     )

@@ -10,9 +10,9 @@
 //! ([`short_deadline`]): a backoff sleep that would pass the deadline is not taken.
 
 use super::env::MapEnv;
-use geode::config::Config;
 use geode::llm::adapter::Adapter;
 use geode::llm::call::{AdapterError, CallCx};
+use geode::llm::settings::AdapterSettings;
 use geode_fakes::{FakeServer, Kind, RecordedRequest, Script};
 use serde_json::json;
 use std::path::Path;
@@ -116,9 +116,9 @@ pub fn machine(adapter: &str, origin: &str, secret: &str, home: &Path) -> MapEnv
     }
 }
 
-/// Builds `adapter` on `env` with an empty config, exactly as `geode` builds it.
+/// Builds `adapter` on `env` with no settings, exactly as `geode` builds it.
 pub fn build(adapter: &str, env: &MapEnv) -> Result<Arc<dyn Adapter>, AdapterError> {
-    geode::llm::build::build(adapter, &Config::default(), env)
+    geode::llm::build::build(adapter, &AdapterSettings::default(), env)
 }
 
 /// Writes a codex `auth.json` (mode 0600) for `account` into `dir`, its access token expiring
@@ -220,7 +220,7 @@ pub fn short_deadline() -> CallCx {
 pub fn build_from_process_env(adapter: &str) -> Result<Arc<dyn Adapter>, AdapterError> {
     geode::llm::build::build(
         adapter,
-        &Config::default(),
+        &AdapterSettings::default(),
         &geode::llm::registry::ProcessEnv,
     )
 }

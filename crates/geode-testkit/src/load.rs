@@ -8,7 +8,7 @@ use super::{decision_schema, leaks};
 use geode::agent::protocol::WorkerResult;
 use geode::agent::subtask::{EnvResolver, SubTaskDefaults, run_subtasks};
 use geode::agent::worker::WorkerEnv;
-use geode::config::{AdapterConfig, Config};
+use geode::llm::settings::{AdapterSetting, AdapterSettings};
 use geode_fakes::{FakeServer, Kind, Reply, Script};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -100,12 +100,11 @@ pub async fn run(tasks: usize, seed: u64) -> LoadReport {
         .await
         .unwrap();
     let port = server.addr().port();
-    let mut cfg = Config::default();
-    cfg.adapters.insert(
-        "openai-payg".into(),
-        AdapterConfig {
+    let cfg = AdapterSettings::default().with(
+        "openai-payg",
+        AdapterSetting {
             base_url: Some(server.base_url()),
-            ..AdapterConfig::default()
+            ..AdapterSetting::default()
         },
     );
     let env = MapEnv::new().set("OPENAI_API_KEY", "sk-load-test-key-0123456789");

@@ -209,7 +209,7 @@ fn bench_call_end_to_end(c: &mut Criterion) {
         .block_on(sse_server())
         .unwrap_or_else(|e| panic!("loopback server: {e}"));
     let env = BenchEnv(base);
-    let cfg = geode::config::Config::default();
+    let cfg = geode::llm::settings::AdapterSettings::default();
     let adapter = geode::llm::build::build("openai-payg", &cfg, &env)
         .unwrap_or_else(|e| panic!("build: {e}"));
     let req = request();

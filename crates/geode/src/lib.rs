@@ -109,8 +109,11 @@ pub mod batch;
 pub mod cache;
 mod client;
 pub mod config;
+pub mod digest;
 pub mod ledger;
 pub mod llm;
+#[cfg(feature = "redis")]
+pub mod redis;
 pub mod schema;
 pub mod secret;
 pub mod vocab;

@@ -12,6 +12,7 @@
 //! | [`Usage`], [`StopReason`] | token counts; why the model stopped |
 //! | [`AdapterTry`] | one adapter tried by a fallback chain or routing |
 //! | [`ErrorKind`], [`RetryClass`] | what kind of failure ended a call, and whether another try could help |
+//! | [`parse_duration`], [`DurationError`] | a duration as people type it (`3600`, `90s`, `1h`) |
 
 use serde::{Deserialize, Serialize};
 
@@ -331,4 +332,42 @@ mod tests {
             ]
         );
     }
+}
+
+/// A duration that is not a positive number of seconds or a duration text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{text:?}: {why} (seconds, or a duration such as 90s, 30m, 1h, 7d)")]
+pub struct DurationError {
+    /// What was given.
+    pub text: String,
+    /// What is wrong.
+    pub why: String,
+}
+
+/// A duration as given on the command line or in `geode.toml` (a cache TTL, a timeout): whole or
+/// decimal seconds (`3600`), or a duration text (`90s`, `30m`, `1h`, `7d`). Zero, negative and
+/// not-a-number are refused.
+///
+/// ```
+/// use geode::vocab::parse_duration;
+/// use std::time::Duration;
+/// assert_eq!(parse_duration("3600").unwrap(), Duration::from_secs(3600));
+/// assert_eq!(parse_duration("1h 30m").unwrap(), Duration::from_secs(5400));
+/// assert!(parse_duration("0").is_err() && parse_duration("soon").is_err());
+/// ```
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, DurationError> {
+    let bad = |why: String| DurationError {
+        text: text.to_owned(),
+        why,
+    };
+    let t = text.trim();
+    let d = match t.parse::<f64>() {
+        Ok(s) if s.is_finite() && s > 0.0 => std::time::Duration::from_secs_f64(s.min(1e12)),
+        Ok(_) => return Err(bad("must be positive".to_owned())),
+        Err(_) => humantime::parse_duration(t).map_err(|e| bad(e.to_string()))?,
+    };
+    if d.is_zero() {
+        return Err(bad("must be positive".to_owned()));
+    }
+    Ok(d)
 }

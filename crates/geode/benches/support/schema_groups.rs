@@ -10,7 +10,7 @@ use geode::schema::extract::{
     top_level_spans,
 };
 use geode::schema::formats::FormatMode;
-use geode::schema::projection::Preflight;
+use geode::schema::preflight::Preflight;
 use geode::schema::root::AnswerRoot;
 use geode::schema::strict::{check_strict, check_strict_text};
 use geode::schema::tape_json::TapeJson;

@@ -1,5 +1,7 @@
-//! Turning a [`Task`]'s route into a [`WorkerEnv`] from configuration and environment: routing,
-//! the `require` policy, the dialect preflight, the adapter itself and the fallback chain.
+//! Turning a [`Task`]'s route into a [`WorkerEnv`] from the routing settings and the environment:
+//! routing, the `require` policy, the dialect preflight, the adapter itself and the fallback
+//! chain. The settings are plain data, resolved once per process at the edge
+//! ([`crate::config::Config::settings`]); nothing here reads a file or a variable of its own.
 //!
 //! One rule for the CLI (`geode run`, `geode worker`) and for [`crate::Client`]. Adapters are
 //! obtained through a caller-given builder, so the CLI can add `local` (which lives in
@@ -7,13 +9,14 @@
 
 use crate::agent::task::{ResolveError, Route, Task};
 use crate::agent::worker::WorkerEnv;
-use crate::config::Config;
 use crate::llm::adapter::Adapter;
 use crate::llm::call::AdapterError;
+use crate::llm::call::DEFAULT_MAX_RESPONSE_BYTES;
 use crate::llm::fallback::FallbackAdapter;
 use crate::llm::registry::{AdapterSpec, Environment};
 use crate::llm::routing::{RouteRequest, route};
-use crate::schema::projection::{LimitViolation, Preflight};
+use crate::llm::settings::AdapterSettings;
+use crate::schema::preflight::{LimitViolation, Preflight};
 use crate::schema::{ResponseSchema, TextConstraint};
 use crate::vocab::Require;
 use std::sync::Arc;
@@ -22,16 +25,41 @@ use std::sync::Arc;
 pub type AdapterBuilder<'a> =
     dyn Fn(&str) -> Result<Arc<dyn Adapter>, AdapterError> + Send + Sync + 'a;
 
-/// What a resolution reads: the config, the environment, how adapters are built, and an
-/// optional fallback list that replaces the config's.
+/// How tasks are routed: the adapters' settings, the default adapter, the fallback chain and
+/// the response budget every adapter is held to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoutingSettings {
+    /// Every adapter's settings, and the defined providers' rows.
+    pub adapters: AdapterSettings,
+    /// The adapter used when a task names none (else routing picks the first configured).
+    pub default_adapter: Option<String>,
+    /// Adapters tried in order on retryable provider failures, when the task names no adapter.
+    pub fallback: Vec<String>,
+    /// The most bytes of one response ([`DEFAULT_MAX_RESPONSE_BYTES`] unless set).
+    pub max_response_bytes: u64,
+}
+
+impl Default for RoutingSettings {
+    fn default() -> Self {
+        Self {
+            adapters: AdapterSettings::default(),
+            default_adapter: None,
+            fallback: Vec::new(),
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+        }
+    }
+}
+
+/// What a resolution reads: the routing settings, the environment, how adapters are built, and
+/// an optional fallback list that replaces the settings'.
 pub struct Resolver<'a> {
-    /// The configuration (`geode.toml`).
-    pub cfg: &'a Config,
+    /// The routing settings.
+    pub settings: &'a RoutingSettings,
     /// The environment variables and files.
     pub env: &'a dyn Environment,
     /// Builds an adapter by name (e.g. [`crate::llm::build::build`] plus `local`).
     pub build: &'a AdapterBuilder<'a>,
-    /// A fallback chain that replaces `cfg.fallback` and applies even when the adapter is
+    /// A fallback chain that replaces `settings.fallback` and applies even when the adapter is
     /// named explicitly (the client builder's `.fallback([...])`).
     pub fallback: Option<&'a [String]>,
 }
@@ -53,9 +81,10 @@ fn text_constraint_level(spec: &AdapterSpec) -> Require {
 impl Resolver<'_> {
     /// Resolves the environment for `task`: the routed adapter (plus the fallback chain when
     /// the route names no adapter, or always when [`Self::fallback`] or the task's own
-    /// `fallback` is given), with the route's model filled from the config when it has none.
+    /// `fallback` is given), with the route's model filled from the settings when it has none.
     pub fn resolve(&self, task: &mut Task) -> Result<WorkerEnv, ResolveError> {
-        let (cfg, env) = (self.cfg, self.env);
+        let (settings, env) = (self.settings, self.env);
+        let adapters = &settings.adapters;
         let explicit = task.route.adapter().map(str::to_owned);
         let schema = task.output.schema().cloned();
         let routed = route(
@@ -65,8 +94,8 @@ impl Resolver<'_> {
                 require: task.require,
                 schema: schema.as_ref(),
                 thinking: task.budgets.thinking > 0,
-                default_adapter: cfg.default_adapter.as_deref(),
-                providers: cfg.providers(),
+                default_adapter: settings.default_adapter.as_deref(),
+                providers: &adapters.providers,
             },
             env,
         )?;
@@ -83,18 +112,18 @@ impl Resolver<'_> {
         if task.route.model().is_empty() {
             task.route = Route::Adapter {
                 name: name.to_owned(),
-                model: Some(cfg.model(name, None)),
+                model: Some(adapters.model(name, None)),
             };
         }
         let primary = (self.build)(name)?;
         let mut chain: Vec<(Arc<dyn Adapter>, Option<String>)> = vec![(primary, None)];
         let fallback = match (task.fallback.as_deref().or(self.fallback), &explicit) {
             (Some(list), _) => list,
-            (None, None) => cfg.fallback.as_slice(),
+            (None, None) => settings.fallback.as_slice(),
             (None, Some(_)) => &[],
         };
         for fb in fallback.iter().filter(|n| n.as_str() != name) {
-            let Some(s) = cfg.spec(fb) else { continue };
+            let Some(s) = adapters.spec(fb) else { continue };
             let meets = (schema.is_none()
                 || s.schema_route.mode(schema.as_ref()).level() >= task.require)
                 && (task.output.constraint().is_none() || text_constraint_level(s) >= task.require);
@@ -103,7 +132,7 @@ impl Resolver<'_> {
                 && let Ok(a) = (self.build)(fb)
             {
                 // Another family cannot serve this model name: that link uses its own model.
-                let model = (s.family != routed.spec.family).then(|| cfg.model(fb, None));
+                let model = (s.family != routed.spec.family).then(|| adapters.model(fb, None));
                 chain.push((a, model));
             }
         }
@@ -120,7 +149,7 @@ impl Resolver<'_> {
             )
         };
         let mut worker_env = WorkerEnv::new(adapter);
-        worker_env.max_response_bytes = cfg.max_response_bytes(env)?;
+        worker_env.max_response_bytes = settings.max_response_bytes;
         Ok(worker_env)
     }
 }

@@ -225,20 +225,17 @@ pub enum ResolveError {
     /// The schema breaks the chosen adapter's provider limits.
     #[error(
         "schema refused before the call: {adapter}: {}",
-        crate::schema::projection::violations_text(violations)
+        crate::schema::preflight::violations_text(violations)
     )]
     Preflight {
         /// The chosen adapter.
         adapter: String,
         /// Every limit broken.
-        violations: Vec<crate::schema::projection::LimitViolation>,
+        violations: Vec<crate::schema::preflight::LimitViolation>,
     },
     /// The adapter could not be built (missing key, credential file, bad setting).
     #[error(transparent)]
     Build(#[from] crate::llm::call::AdapterError),
-    /// A setting the run reads is malformed.
-    #[error(transparent)]
-    Config(#[from] crate::config::ConfigError),
 }
 
 /// Why a task gave no answer. `Display` is one line, scrubbed of secrets; every variant that

@@ -17,7 +17,7 @@
 pub mod input;
 pub mod output;
 pub mod pace;
-#[cfg(feature = "queue")]
+#[cfg(feature = "redis")]
 pub mod queue;
 mod summary;
 

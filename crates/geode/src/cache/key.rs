@@ -13,11 +13,11 @@
 //! in key order share a key; the budgets that only bound time (`timeout_s`) are left out.
 
 use crate::agent::task::Task;
+use crate::digest::{canonical, sha256_hex};
 use crate::llm::adapter::Adapter;
 use crate::llm::registry::PlanCx;
 use crate::schema::ResponseSchema;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 /// Bumped when what goes into a key changes, so older entries simply miss.
 const KEY_FORMAT: u32 = 1;
@@ -87,49 +87,5 @@ fn wire_plan(task: &Task, adapter: &dyn Adapter, schema: &ResponseSchema) -> Val
             json!({"row": spec.name, "plan": serde_json::to_value(plan).unwrap_or(Value::Null)})
         }
         None => json!({"adapter": adapter.name(), "mode": adapter.wire_mode(Some(schema))}),
-    }
-}
-
-/// Lowercase hex SHA-256 of `data`.
-pub(crate) fn sha256_hex(data: impl AsRef<[u8]>) -> String {
-    let digest = Sha256::digest(data.as_ref());
-    digest.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// `v` as compact JSON with every object's keys sorted: one text per value, whatever order
-/// the keys were written or inserted in.
-pub(crate) fn canonical(v: &Value) -> String {
-    let mut out = String::new();
-    write_canonical(v, &mut out);
-    out
-}
-
-fn write_canonical(v: &Value, out: &mut String) {
-    match v {
-        Value::Object(m) => {
-            let mut entries: Vec<(&String, &Value)> = m.iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(b.0));
-            out.push('{');
-            for (i, (k, v)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push(':');
-                write_canonical(v, out);
-            }
-            out.push('}');
-        }
-        Value::Array(a) => {
-            out.push('[');
-            for (i, v) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(v, out);
-            }
-            out.push(']');
-        }
-        other => out.push_str(&other.to_string()),
     }
 }

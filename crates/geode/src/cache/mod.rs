@@ -19,7 +19,7 @@
 //!
 //! Where: a directory on one machine (`--cache DIR`, [`store::dir`], several processes at
 //! once), or Redis when machines share it (`--cache redis://HOST:PORT/NAME`,
-//! [`store::redis`], feature `queue`). The worker consults the cache of its
+//! [`store::redis`], feature `redis`). The worker consults the cache of its
 //! [`crate::agent::worker::WorkerEnv`] when the task allows it ([`crate::agent::task::Task::cache`]).
 
 pub mod entry;
@@ -61,20 +61,18 @@ pub enum CacheError {
         source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// A `redis://` location that does not parse.
-    #[cfg(feature = "queue")]
+    #[cfg(feature = "redis")]
     #[error("bad cache location: {0}")]
-    BadUrl(#[source] crate::batch::queue::QueueError),
+    BadUrl(#[source] crate::redis::RedisError),
+    /// A TTL with no cache to bound.
+    #[error("a cache TTL needs a cache: a directory or redis:// URL, or [cache] in geode.toml")]
+    TtlWithoutCache,
     /// A `redis://` location in a build without Redis.
-    #[error("a redis:// cache needs geode built with the `queue` feature")]
+    #[error("a redis:// cache needs geode built with the `redis` feature")]
     NoRedis,
     /// A TTL that is not a positive duration.
-    #[error("bad cache TTL {text:?}: {why} (seconds, or a duration such as 90s, 30m, 1h, 7d)")]
-    BadTtl {
-        /// What was given.
-        text: String,
-        /// What is wrong.
-        why: String,
-    },
+    #[error("bad cache TTL: {0}")]
+    BadTtl(#[from] crate::vocab::DurationError),
 }
 
 /// Where a cache lives: a directory, or a Redis URL.
@@ -97,31 +95,53 @@ impl CacheLocation {
     }
 }
 
-/// A TTL as given on the command line or in `geode.toml`: whole or decimal seconds (`3600`),
-/// or a duration (`90s`, `30m`, `1h`, `7d`). Zero and negative are refused.
-///
-/// ```
-/// use geode::cache::parse_ttl;
-/// use std::time::Duration;
-/// assert_eq!(parse_ttl("3600").unwrap(), Duration::from_secs(3600));
-/// assert_eq!(parse_ttl("1h 30m").unwrap(), Duration::from_secs(5400));
-/// assert!(parse_ttl("0").is_err() && parse_ttl("soon").is_err());
-/// ```
-pub fn parse_ttl(text: &str) -> Result<Duration, CacheError> {
-    let bad = |why: String| CacheError::BadTtl {
-        text: text.to_owned(),
-        why,
-    };
-    let t = text.trim();
-    let ttl = match t.parse::<f64>() {
-        Ok(s) if s.is_finite() && s > 0.0 => Duration::from_secs_f64(s.min(1e12)),
-        Ok(_) => return Err(bad("must be positive".to_owned())),
-        Err(_) => humantime::parse_duration(t).map_err(|e| bad(e.to_string()))?,
-    };
-    if ttl.is_zero() {
-        return Err(bad("must be positive".to_owned()));
+/// Where a cache lives and the oldest answer it may replay: plain settings, resolved once per
+/// process (`[cache]` in geode.toml, then a caller's own choice over it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CacheSettings {
+    /// Where the entries are.
+    pub location: CacheLocation,
+    /// Entries older than this are misses; `None`: no bound.
+    pub ttl: Option<Duration>,
+}
+
+impl CacheSettings {
+    /// The one precedence rule for a cache: a location the caller gives (a flag, a keyword
+    /// argument) wins over the configured one, and `""` turns caching off; a TTL the caller
+    /// gives wins over the configured TTL, and with no cache at all it is an error.
+    ///
+    /// ```
+    /// use geode::cache::{CacheLocation, CacheSettings};
+    /// use std::time::Duration;
+    /// let configured = CacheSettings { location: CacheLocation::parse("c"), ttl: None };
+    /// let hour = Some(Duration::from_secs(3600));
+    /// let chosen = CacheSettings::choose(None, hour, Some(&configured)).unwrap().unwrap();
+    /// assert_eq!((chosen.location, chosen.ttl), (CacheLocation::parse("c"), hour));
+    /// assert_eq!(CacheSettings::choose(Some(""), None, Some(&configured)).unwrap(), None);
+    /// assert!(CacheSettings::choose(None, hour, None).is_err());
+    /// ```
+    pub fn choose(
+        location: Option<&str>,
+        ttl: Option<Duration>,
+        configured: Option<&Self>,
+    ) -> Result<Option<Self>, CacheError> {
+        let location = match (location, configured) {
+            (Some(""), _) => return Ok(None),
+            (Some(given), _) => CacheLocation::parse(given),
+            (None, Some(c)) => c.location.clone(),
+            (None, None) if ttl.is_some() => return Err(CacheError::TtlWithoutCache),
+            (None, None) => return Ok(None),
+        };
+        Ok(Some(Self {
+            location,
+            ttl: ttl.or(configured.and_then(|c| c.ttl)),
+        }))
     }
-    Ok(ttl)
+
+    /// The cache these settings name.
+    pub fn open(&self) -> Result<Cache, CacheError> {
+        Cache::open(&self.location, self.ttl)
+    }
 }
 
 /// What a lookup found.
@@ -196,18 +216,6 @@ impl Cache {
             CacheLocation::Redis(url) => redis_store(url, ttl)?,
         };
         Ok(Self::with_store(store, ttl))
-    }
-
-    /// The cache `[cache]` in `geode.toml` describes, if any (a relative `dir` is taken from
-    /// the working directory).
-    pub fn from_config(cfg: &crate::config::CacheConfig) -> Result<Option<Self>, CacheError> {
-        let location = match (&cfg.dir, &cfg.url) {
-            (Some(dir), _) => CacheLocation::Dir(dir.clone()),
-            (None, Some(url)) => CacheLocation::parse(url),
-            (None, None) => return Ok(None),
-        };
-        let ttl = cfg.ttl.as_ref().map(|t| t.duration()).transpose()?;
-        Self::open(&location, ttl).map(Some)
     }
 
     /// A cache over any store (tests, other stores).
@@ -347,22 +355,22 @@ impl Cache {
     }
 }
 
-#[cfg(feature = "queue")]
+#[cfg(feature = "redis")]
 fn redis_store(url: &str, ttl: Option<Duration>) -> Result<Box<dyn Store>, CacheError> {
     let with_name = redis_url_with_name(url);
-    let parsed = crate::batch::queue::QueueUrl::parse(&with_name).map_err(CacheError::BadUrl)?;
+    let parsed = crate::redis::RedisUrl::parse(&with_name).map_err(CacheError::BadUrl)?;
     Ok(Box::new(
         store::redis::RedisStore::new(parsed).expiring_after(ttl),
     ))
 }
 
-#[cfg(not(feature = "queue"))]
+#[cfg(not(feature = "redis"))]
 fn redis_store(_url: &str, _ttl: Option<Duration>) -> Result<Box<dyn Store>, CacheError> {
     Err(CacheError::NoRedis)
 }
 
 /// `redis://HOST:PORT` names the cache `default`; `redis://HOST:PORT/NAME` names it.
-#[cfg_attr(not(feature = "queue"), allow(dead_code))]
+#[cfg_attr(not(feature = "redis"), allow(dead_code))]
 fn redis_url_with_name(url: &str) -> String {
     let rest = url.strip_prefix("redis://").unwrap_or(url);
     let host = &rest[rest.rfind('@').map_or(0, |at| at + 1)..];

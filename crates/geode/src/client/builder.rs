@@ -2,7 +2,7 @@
 //! adapters), from explicit settings, or around an adapter the caller already has.
 
 use super::{Client, Configured, Error, Inner, Source};
-use crate::config::Config;
+use crate::config::{Config, Settings};
 use crate::llm::adapter::Adapter;
 use crate::llm::registry::{Environment, ProcessEnv};
 use crate::vocab::Require;
@@ -18,7 +18,8 @@ pub type AdapterFactory = Arc<dyn Fn() -> Arc<dyn Adapter> + Send + Sync>;
 ///
 /// Without [`Self::adapter_instance`], adapters are built like the CLI builds them: routing from
 /// the model name, `require` and the configured default; base URLs and models from `geode.toml`
-/// ([`Config::load`] from the current directory unless [`Self::config`] is given); credentials
+/// ([`Config::load`] from the current directory unless [`Self::config`] or [`Self::settings`]
+/// is given); credentials
 /// from the environment ([`ProcessEnv`] unless [`Self::environment`] is given). Each adapter is
 /// built once and reused by every call of the client and its clones.
 #[derive(Default)]
@@ -31,6 +32,7 @@ pub struct ClientBuilder {
     timeout: Option<Duration>,
     fallback: Option<Vec<String>>,
     config: Option<Config>,
+    settings: Option<Settings>,
     env: Option<Arc<dyn Environment + Send + Sync>>,
     max_tokens: Option<u32>,
     temperature: Option<f32>,
@@ -94,9 +96,17 @@ impl ClientBuilder {
         self
     }
 
-    /// Use this configuration instead of loading `geode.toml`.
+    /// Use this configuration instead of loading `geode.toml`; it is resolved with the
+    /// environment when the client is built.
     pub fn config(mut self, config: Config) -> Self {
         self.config = Some(config);
+        self
+    }
+
+    /// Use these settings, already resolved ([`Config::settings`]): how a process that has read
+    /// its configuration once (the gateway, the CLI) hands it on. Wins over [`Self::config`].
+    pub fn settings(mut self, settings: Settings) -> Self {
+        self.settings = Some(settings);
         self
     }
 
@@ -203,28 +213,37 @@ impl ClientBuilder {
         let name = self.adapter.clone().unwrap_or_default();
         let model = self.model.clone().unwrap_or_default();
         let env: Arc<dyn Environment + Send + Sync> = self.env.unwrap_or(Arc::new(ProcessEnv));
-        let cfg = match self.config {
-            Some(c) => c,
-            None => {
+        let config_error = |e: &dyn std::fmt::Display| Error::config(e.to_string(), &name, &model);
+        let settings = match (self.settings, self.config) {
+            (Some(s), _) => s,
+            (None, Some(c)) => c.settings(env.as_ref()).map_err(|e| config_error(&e))?,
+            (None, None) => {
                 let cwd = std::env::current_dir().map_err(|e| {
                     Error::config(format!("no current directory: {e}"), &name, &model)
                 })?;
                 Config::load(&cwd, env.as_ref())
-                    .map_err(|e| Error::config(e.to_string(), &name, &model))?
+                    .and_then(|c| c.settings(env.as_ref()))
+                    .map_err(|e| config_error(&e))?
             }
         };
         if let Some(t) = self.temperature {
             super::call_settings::check_temperature(t)
                 .map_err(|message| Error::config(message, &name, &model))?;
         }
-        let max_response_bytes = cfg
-            .max_response_bytes(env.as_ref())
-            .map_err(|e| Error::config(e.to_string(), &name, &model))?;
-        let repair = self.repair.unwrap_or(cfg.repair);
+        let Settings {
+            routing,
+            repair: configured_repair,
+            cache: configured_cache,
+            ..
+        } = settings;
+        let max_response_bytes = routing.max_response_bytes;
+        let repair = self.repair.unwrap_or(configured_repair);
         let response_cache = match self.response_cache {
             Some(chosen) => chosen,
-            None => crate::cache::Cache::from_config(&cfg.cache)
-                .map_err(|e| Error::config(e.to_string(), &name, &model))?,
+            None => configured_cache
+                .map(|c| c.open())
+                .transpose()
+                .map_err(|e| config_error(&e))?,
         };
         let source = match self.instance {
             Some(adapter) => Source::Instance {
@@ -232,7 +251,7 @@ impl ClientBuilder {
                 max_response_bytes,
             },
             None => Source::Configured(Box::new(Configured {
-                cfg,
+                routing,
                 env,
                 fallback: self.fallback,
                 factories: self.factories,

@@ -31,10 +31,9 @@ pub use stream::{ItemSource, PartialGuarantee, StreamEvent, stream_task};
 pub use typed_schema::TypedSchema;
 
 use crate::agent::conversation::Prompt;
-use crate::agent::resolve::Resolver;
+use crate::agent::resolve::{Resolver, RoutingSettings};
 use crate::agent::task::{Answer, Route, RunError, Task};
 use crate::agent::worker::WorkerEnv;
-use crate::config::Config;
 use crate::ledger::GuaranteeLedger;
 use crate::llm::adapter::Adapter;
 use crate::llm::call::AdapterError;
@@ -103,7 +102,7 @@ enum Source {
 
 /// Adapters built on demand from configuration and environment, each once.
 struct Configured {
-    cfg: Config,
+    routing: RoutingSettings,
     env: Arc<dyn Environment + Send + Sync>,
     fallback: Option<Vec<String>>,
     factories: HashMap<String, AdapterFactory>,
@@ -188,7 +187,7 @@ impl Client {
             }
             Source::Configured(c) => {
                 let Configured {
-                    cfg,
+                    routing,
                     env,
                     fallback,
                     factories,
@@ -200,7 +199,7 @@ impl Client {
                     }
                     let built = match factories.get(name) {
                         Some(make) => make(),
-                        None => crate::llm::build::build(name, cfg, env.as_ref())?,
+                        None => crate::llm::build::build(name, &routing.adapters, env.as_ref())?,
                     };
                     if let Ok(mut c) = cache.lock() {
                         c.insert(name.to_owned(), built.clone());
@@ -208,7 +207,7 @@ impl Client {
                     Ok(built)
                 };
                 Resolver {
-                    cfg,
+                    settings: routing,
                     env: env.as_ref(),
                     build: &build,
                     fallback: fallback.as_deref(),

@@ -2,6 +2,7 @@
 
 use super::typed_schema::TypedSchema;
 use super::*;
+use crate::config::Config;
 use crate::ledger::RetryDecision;
 use crate::llm::request::AdapterResponse;
 use crate::llm::scripted::ScriptedAdapter;

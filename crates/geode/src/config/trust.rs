@@ -13,7 +13,7 @@
 //! per file: the SHA-256 of its text and its canonical path.
 
 use super::Config;
-use crate::cache::key::sha256_hex;
+use crate::digest::sha256_hex;
 use crate::llm::registry::{Auth, Environment};
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -13,7 +13,8 @@
 //! | [`adapter`] | the `Adapter` trait (`spec()` gives an adapter's row) |
 //! | [`call`] | `CallCx` (cancellation, deadline, budget, text sink) and `AdapterError` |
 //! | [`registry`] | every adapter as data: the rows are the adapters (and the README's wiring table) |
-//! | [`build`] | an adapter from its row, the config file and the environment |
+//! | [`settings`] | what building an adapter needs beyond its row: models, base URLs, `pass_env`, the defined providers |
+//! | [`build`] | an adapter from its row, its settings and the environment |
 //! | [`routing`] | which adapter serves a call; the `require` policy |
 //! | [`engine`] | an adapter served by another process over JSON lines (the binary's `local`, `geode-engine`) |
 //! | [`fallback`] | a configured chain of adapters taking over on retryable failures |
@@ -48,6 +49,7 @@ pub mod request;
 pub mod routing;
 #[cfg(any(test, feature = "testing"))]
 pub mod scripted;
+pub mod settings;
 #[doc(hidden)]
 pub mod sse;
 #[doc(hidden)]

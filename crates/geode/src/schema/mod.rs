@@ -19,7 +19,8 @@
 //! | [`resources`] | documents `$ref`s may name by URI, given up front (nothing is fetched) |
 //! | [`validate`] | the worker's shallow check and full JSON Schema validation |
 //! | [`cost`] | the static estimate that refuses schemas too expensive to validate |
-//! | [`projection`] | the Anthropic projection, residual constraints and limit preflight |
+//! | [`projection`] | the Anthropic projection and residual constraints |
+//! | [`preflight`] | the offline check of provider limits (nesting, properties, enum sizes), on the copy the wire gets |
 //! | [`subset`] | each provider's schema subset as data, and the one rewrite per wire (wrap, strip, or a weaker mode) |
 //! | [`repair`] | the declared repair tier: an almost-valid answer read with named, reported fixes, never a guess |
 //!
@@ -40,6 +41,7 @@ mod json_read;
 pub mod json_scan;
 pub mod nullable;
 pub mod pattern;
+pub mod preflight;
 pub mod projection;
 pub mod repair;
 pub mod resources;

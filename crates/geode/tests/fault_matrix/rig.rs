@@ -14,11 +14,11 @@ use crate::support::env::MapEnv;
 use crate::support::fake_cli::{self, Behaviour, Cli};
 use crate::support::{cli_rig, decision_answer, decision_schema, http, leaks};
 use crate::table::{ADAPTERS, Expect, Fault, Outcome};
-use geode::config::{AdapterConfig, Config};
 use geode::llm::adapter::Adapter;
 use geode::llm::adapters::claude_cli::{ClaudeCliAdapter, ClaudeCliConfig};
 use geode::llm::adapters::cli_common::CliOptions;
 use geode::llm::adapters::codex_cli::{CodexCliAdapter, CodexCliConfig};
+use geode::llm::settings::{AdapterSetting, AdapterSettings};
 use geode::secret::Secret;
 use geode::vocab::ErrorKind;
 use geode_fakes::{FakeServer, Kind, Reply, Script};
@@ -168,16 +168,15 @@ fn write_codex_auth(dir: &Path, stale: bool, refresh_token: Option<&str>) -> Vec
         .collect()
 }
 
-/// The described machine and config for HTTP adapter `adapter` against `origin`: the base URL
-/// comes from the config file here (the other suites set the variable), the key from the
+/// The described machine and settings for HTTP adapter `adapter` against `origin`: the base
+/// URL comes from the settings here (the other suites set the variable), the key from the
 /// adapter's variable.
-fn http_setup(adapter: &str, origin: &str, home: &Path) -> (Config, MapEnv) {
-    let mut cfg = Config::default();
-    cfg.adapters.insert(
-        adapter.to_owned(),
-        AdapterConfig {
+fn http_setup(adapter: &str, origin: &str, home: &Path) -> (AdapterSettings, MapEnv) {
+    let cfg = AdapterSettings::default().with(
+        adapter,
+        AdapterSetting {
             base_url: Some(http::base_url(adapter, origin)),
-            ..AdapterConfig::default()
+            ..AdapterSetting::default()
         },
     );
     let home = home.display().to_string();

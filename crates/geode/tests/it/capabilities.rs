@@ -9,11 +9,11 @@
 use geode_testkit::{built, env};
 
 use env::MapEnv;
-use geode::config::Config;
 use geode::llm::adapter::Adapter;
 use geode::llm::call::CallCx;
 use geode::llm::registry::{ADAPTERS, AdapterSpec, Auth, KeyHeader, WireFamily};
 use geode::llm::request::{AdapterCallRequest, Message, ToolSpec};
+use geode::llm::settings::AdapterSettings;
 use geode::schema::ResponseSchema;
 use geode_fakes::{FakeServer, Kind, RecordedRequest, Reply, Script};
 use serde_json::{Value, json};
@@ -225,7 +225,7 @@ async fn sdk_base_url_variables_are_honoured() {
             other => panic!("{other:?}"),
         }
         .set(var, format!("{}{suffix}", server.base_url()));
-        let adapter = geode::llm::build::build(name, &Config::default(), &env).unwrap();
+        let adapter = geode::llm::build::build(name, &AdapterSettings::default(), &env).unwrap();
         let cx = CallCx::new().with_timeout(Duration::from_secs(20));
         tokio::time::timeout(
             Duration::from_secs(30),
@@ -255,8 +255,9 @@ fn cli_rows_are_what_their_adapters_report() {
         .iter()
         .filter(|a| matches!(a.wire_family, WireFamily::Cli(_)))
     {
-        let adapter = geode::llm::build::build(spec.name, &Config::default(), &MapEnv::new())
-            .unwrap_or_else(|e| panic!("{}: {e}", spec.name));
+        let adapter =
+            geode::llm::build::build(spec.name, &AdapterSettings::default(), &MapEnv::new())
+                .unwrap_or_else(|e| panic!("{}: {e}", spec.name));
         assert_reports_its_row(adapter.as_ref(), spec);
         assert!(!spec.framework_tools && !spec.tools_with_schema && !spec.streaming);
         assert!(spec.endpoint.is_none(), "{}", spec.name);

@@ -1,10 +1,11 @@
 //! `geode batch --queue`: enqueue the input's tasks and collect their results (see [`super`]).
 
-use super::{Backoff, QueueError, QueueUrl, connect, ensure_group, field, refusal};
+use super::{Backoff, QueueError, connect, ensure_group, field, refusal};
 use crate::agent::protocol::WorkerResult;
 use crate::batch::Summary;
 use crate::batch::input::InputLine;
 use crate::batch::output::ResultLog;
+use crate::redis::RedisUrl;
 use redis::aio::ConnectionManager;
 use redis::streams::StreamReadReply;
 use std::collections::HashMap;
@@ -25,7 +26,7 @@ pub struct CollectOptions {
 /// Enqueues every task of `lines` not already in `log`, then appends each task's first result
 /// (or its dead-letter entry, as a failed result) to `log` until every task has one.
 pub async fn collect(
-    url: &QueueUrl,
+    url: &RedisUrl,
     lines: impl IntoIterator<Item = InputLine>,
     mut log: ResultLog,
     summary: Arc<Mutex<Summary>>,
@@ -130,7 +131,7 @@ pub async fn collect(
 /// Adds every pending task to the stream and marks the epoch.
 async fn enqueue(
     conn: &mut ConnectionManager,
-    url: &QueueUrl,
+    url: &RedisUrl,
     pending: &HashMap<String, String>,
     epoch: &str,
 ) -> redis::RedisResult<()> {
@@ -160,7 +161,7 @@ async fn enqueue(
 /// Reads new results and dead letters after the cursors, waiting at most a second.
 async fn read(
     conn: &mut ConnectionManager,
-    url: &QueueUrl,
+    url: &RedisUrl,
     cursors: &(String, String),
 ) -> redis::RedisResult<StreamReadReply> {
     let reply: Option<StreamReadReply> = redis::cmd("XREAD")

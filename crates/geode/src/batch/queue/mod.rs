@@ -1,4 +1,4 @@
-//! Many machines on one batch, through Redis Streams (the `redis` crate; feature `queue`).
+//! Many machines on one batch, through Redis Streams (the `redis` crate; feature `redis`).
 //!
 //! A queue `redis://HOST:PORT/NAME` is four keys under `geode:NAME:`:
 //!
@@ -19,8 +19,8 @@
 //! | a task finished twice reports once | the collector's [`crate::batch::output::ResultLog`] keeps the first result per id |
 //! | Redis restarts or the network drops | commands go through a reconnecting `ConnectionManager`; workers and the collector retry with backoff, the group is re-created, and the collector re-enqueues what is not done when the `epoch` is gone |
 //! | `geode serve` stops gracefully | on stop it reads no new task and finishes what it holds; a stop while Redis is unreachable ends the wait at once |
-//! | errors retrying cannot fix end the run | a refused password ([`QueueError::Auth`]) or a queue key that is not a stream ([`QueueError::WrongType`]) is returned, not retried forever |
-//! | a password in the URL stays secret | it is registered with the scrubber, and URLs in errors and logs show `***@` in its place ([`QueueUrl::redacted_server`]) |
+//! | errors retrying cannot fix end the run | a refused password ([`crate::redis::RedisError::Auth`]) or a queue key that is not a stream ([`QueueError::WrongType`]) is returned, not retried forever |
+//! | a password in the URL stays secret | as everywhere Redis is used ([`crate::redis`]) |
 
 mod collect;
 mod serve;
@@ -28,46 +28,24 @@ mod serve;
 pub use collect::{CollectOptions, collect};
 pub use serve::serve;
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use crate::redis::{RedisUrl, manager_config};
+use redis::aio::ConnectionManager;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// The consumer group of the workers.
 pub const GROUP: &str = "workers";
 
-/// A parsed `redis://HOST:PORT/NAME`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct QueueUrl {
-    /// `redis://HOST:PORT` (the server).
-    pub server: String,
-    /// The queue's name.
-    pub name: String,
-}
-
 /// Why a queue cannot be used.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum QueueError {
-    /// The URL is not `redis://HOST:PORT/NAME`.
-    #[error("bad queue URL {url:?}: {why} (expected redis://HOST:PORT/NAME)")]
-    BadUrl {
-        /// The URL given.
-        url: String,
-        /// What is wrong.
-        why: &'static str,
-    },
+    /// The URL does not parse, or the server refused the credentials.
+    #[error(transparent)]
+    Connection(#[from] crate::redis::RedisError),
     /// Redis failed in a way retrying does not fix.
     #[error("redis: {0}")]
     Redis(String),
-    /// The server refused the credentials (a wrong or missing password, a user without the
-    /// permission): retrying cannot fix it.
-    #[error("redis at {server} refused the credentials: {message}")]
-    Auth {
-        /// The server, its password shown as `***`.
-        server: String,
-        /// What Redis said.
-        message: String,
-    },
     /// A key of the queue holds something other than a stream (something else wrote it):
     /// retrying cannot fix it.
     #[error(
@@ -85,90 +63,6 @@ pub enum QueueError {
     /// The results file failed.
     #[error(transparent)]
     Output(#[from] crate::batch::output::OutputError),
-}
-
-impl QueueUrl {
-    /// Parses `redis://[USER:PASSWORD@]HOST:PORT/NAME` (NAME: ASCII letters, digits, `-`, `_`,
-    /// `.`). A password is registered with the scrubber
-    /// ([`crate::secret::register`]), and errors show the URL with `***` in its place.
-    pub fn parse(url: &str) -> Result<Self, QueueError> {
-        let bad = |why| QueueError::BadUrl {
-            url: redact(url),
-            why,
-        };
-        let rest = url
-            .strip_prefix("redis://")
-            .ok_or_else(|| bad("not redis://"))?;
-        // The name cannot hold '@', so the last '@' ends the credentials (a password may hold '/').
-        let host_from = rest.rfind('@').map_or(0, |at| at + 1);
-        if host_from > 0 {
-            let userinfo = &rest[..host_from - 1];
-            crate::secret::register(userinfo.split_once(':').map_or(userinfo, |(_, p)| p));
-        }
-        let slash = rest[host_from..]
-            .find('/')
-            .ok_or_else(|| bad("no queue name"))?;
-        let (host, name) = (&rest[..host_from + slash], &rest[host_from + slash + 1..]);
-        if host.len() == host_from {
-            return Err(bad("no host"));
-        }
-        let name_ok = !name.is_empty()
-            && name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-        if !name_ok {
-            return Err(bad(
-                "the name must be ASCII letters, digits, '-', '_' or '.' (no spaces, ':', '*' or other characters)",
-            ));
-        }
-        Ok(Self {
-            server: format!("redis://{host}"),
-            name: name.to_owned(),
-        })
-    }
-
-    /// The URL with `password` as its Redis password, when the URL gives none (a password in
-    /// the URL wins): how `GEODE_QUEUE_PASSWORD` keeps it out of the command line (`ps`, shell
-    /// history). Registered with the scrubber like one in the URL.
-    ///
-    /// ```
-    /// use geode::batch::queue::QueueUrl;
-    /// let url = QueueUrl::parse("redis://127.0.0.1:6379/jobs").unwrap().with_password("p@ss/1");
-    /// assert_eq!(url.server, "redis://:p%40ss%2F1@127.0.0.1:6379");
-    /// assert_eq!(url.redacted_server(), "redis://***@127.0.0.1:6379");
-    /// ```
-    pub fn with_password(mut self, password: &str) -> Self {
-        let Some(host) = self.server.strip_prefix("redis://") else {
-            return self;
-        };
-        if password.is_empty() || host.contains('@') {
-            return self;
-        }
-        crate::secret::register(password);
-        let encoded: String = password
-            .bytes()
-            .map(|b| match b {
-                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                    (b as char).to_string()
-                }
-                _ => format!("%{b:02X}"),
-            })
-            .collect();
-        crate::secret::register(&encoded);
-        self.server = format!("redis://:{encoded}@{host}");
-        self
-    }
-
-    /// The server as `redis://HOST:PORT`, with any credentials shown as `***`: what errors and
-    /// logs print.
-    pub fn redacted_server(&self) -> String {
-        redact(&self.server)
-    }
-
-    /// The key `geode:NAME:part`.
-    pub fn key(&self, part: &str) -> String {
-        format!("geode:{}:{part}", self.name)
-    }
 }
 
 /// How workers share a queue.
@@ -195,31 +89,10 @@ impl Default for QueueOptions {
     }
 }
 
-/// `url` with everything between `://` and the last `@` (the credentials) shown as `***`.
-fn redact(url: &str) -> String {
-    let start = url.find("://").map_or(0, |i| i + 3);
-    match url.rfind('@') {
-        Some(at) if at >= start => format!("{}***{}", &url[..start], &url[at..]),
-        _ => url.to_owned(),
-    }
-}
-
-/// How the connection manager reconnects. redis 0.32 hands `factor` to its backoff as the growth
-/// per try from a 1 s start, so its default (100) made the second reconnection wait the 60 s
-/// cap, six times over (a first connection to a Redis that is down took minutes, and a stop
-/// could not end it): grow by 2 up to 2 s, and give each TCP connect 5 s.
-pub(crate) fn manager_config() -> ConnectionManagerConfig {
-    ConnectionManagerConfig::new()
-        .set_factor(2)
-        .set_max_delay(2000)
-        .set_number_of_retries(3)
-        .set_connection_timeout(Duration::from_secs(5))
-}
-
 /// Connects, retrying with backoff (up to 5 s between tries) until it works, `stop` fires
 /// ([`QueueError::Stopped`], at once) or Redis refuses in a way retrying cannot fix.
 pub(crate) async fn connect(
-    url: &QueueUrl,
+    url: &RedisUrl,
     stop: &CancellationToken,
 ) -> Result<ConnectionManager, QueueError> {
     let client = redis::Client::open(url.server.as_str())
@@ -250,29 +123,20 @@ pub(crate) async fn connect(
 
 /// The Redis errors retrying cannot fix, as a typed error; `None` for the ones worth retrying
 /// (a dropped connection, a restart, a server still loading).
-pub(crate) fn refusal(url: &QueueUrl, e: &redis::RedisError) -> Option<QueueError> {
-    let message = || crate::secret::scrub(&e.to_string());
-    if e.kind() == redis::ErrorKind::AuthenticationFailed
-        || matches!(e.code(), Some("NOAUTH" | "WRONGPASS" | "NOPERM"))
-    {
-        return Some(QueueError::Auth {
-            server: url.redacted_server(),
-            message: message(),
-        });
+pub(crate) fn refusal(url: &RedisUrl, e: &redis::RedisError) -> Option<QueueError> {
+    if let Some(auth) = crate::redis::auth_refusal(url, e) {
+        return Some(auth.into());
     }
-    if e.code() == Some("WRONGTYPE") {
-        return Some(QueueError::WrongType {
-            queue: url.name.clone(),
-            message: message(),
-        });
-    }
-    None
+    (e.code() == Some("WRONGTYPE")).then(|| QueueError::WrongType {
+        queue: url.name.clone(),
+        message: crate::secret::scrub(&e.to_string()),
+    })
 }
 
 /// Creates the consumer group (and the stream) unless it exists.
 pub(crate) async fn ensure_group(
     conn: &mut ConnectionManager,
-    url: &QueueUrl,
+    url: &RedisUrl,
 ) -> redis::RedisResult<()> {
     let r: redis::RedisResult<()> = redis::cmd("XGROUP")
         .arg("CREATE")
@@ -324,43 +188,5 @@ pub(crate) fn field(
         redis::Value::BulkString(b) => String::from_utf8(b.clone()).ok(),
         redis::Value::SimpleString(s) => Some(s.clone()),
         _ => None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn urls_name_the_server_and_the_queue() {
-        let u = QueueUrl::parse("redis://127.0.0.1:6390/tickets-1").unwrap();
-        assert_eq!(u.server, "redis://127.0.0.1:6390");
-        assert_eq!(u.key("tasks"), "geode:tickets-1:tasks");
-        for bad in [
-            "http://h:1/q",
-            "redis://h:1",
-            "redis:///q",
-            "redis://h:1/",
-            "redis://h:1/a b",
-            "redis://h:1/ü",
-            "redis://h:1/a:b",
-        ] {
-            let e = QueueUrl::parse(bad).unwrap_err();
-            assert!(
-                e.to_string().contains("expected redis://HOST:PORT/NAME"),
-                "{e}"
-            );
-        }
-    }
-
-    #[test]
-    fn a_password_is_kept_for_the_connection_and_hidden_everywhere_else() {
-        let u = QueueUrl::parse("redis://:pa/ss-word-42@127.0.0.1:6390/q").unwrap();
-        assert_eq!(u.server, "redis://:pa/ss-word-42@127.0.0.1:6390");
-        assert_eq!(u.name, "q");
-        assert_eq!(u.redacted_server(), "redis://***@127.0.0.1:6390");
-        let e = QueueUrl::parse("redis://user:pa/ss-word-42@h:1/bad name").unwrap_err();
-        assert!(!e.to_string().contains("ss-word"), "{e}");
-        assert_eq!(crate::secret::scrub("x pa/ss-word-42 y"), "x *** y");
     }
 }

@@ -1,10 +1,9 @@
 //! `geode serve`: one worker on a queue (see the table in [`super`]).
 
-use super::{
-    Backoff, GROUP, QueueError, QueueOptions, QueueUrl, connect, ensure_group, field, refusal,
-};
+use super::{Backoff, GROUP, QueueError, QueueOptions, connect, ensure_group, field, refusal};
 use crate::agent::protocol::{WorkerRequest, WorkerResult, parse_request_line, run_worker};
 use crate::batch::Prepare;
+use crate::redis::RedisUrl;
 use redis::aio::ConnectionManager;
 use redis::streams::{StreamAutoClaimReply, StreamId, StreamPendingCountReply, StreamReadReply};
 use std::sync::Arc;
@@ -14,7 +13,7 @@ use tokio::task::JoinSet;
 /// Serves tasks from `url` until `options.stop` fires, then finishes what it holds. Returns
 /// how many results this worker wrote.
 pub async fn serve(
-    url: &QueueUrl,
+    url: &RedisUrl,
     options: QueueOptions,
     prepare: Arc<Prepare>,
 ) -> Result<u64, QueueError> {
@@ -98,7 +97,7 @@ pub async fn serve(
 /// Reads up to `count` new tasks for this consumer, waiting at most a second.
 async fn read_new(
     conn: &mut ConnectionManager,
-    url: &QueueUrl,
+    url: &RedisUrl,
     me: &str,
     count: usize,
 ) -> redis::RedisResult<Vec<StreamId>> {
@@ -123,7 +122,7 @@ async fn read_new(
 /// Takes over tasks idle past the lease (their worker died).
 async fn reclaim(
     conn: &mut ConnectionManager,
-    url: &QueueUrl,
+    url: &RedisUrl,
     me: &str,
     options: &QueueOptions,
     count: usize,
@@ -151,7 +150,7 @@ async fn reclaim(
 /// dead-letter stream.
 async fn dead_letter(
     conn: &mut ConnectionManager,
-    url: &QueueUrl,
+    url: &RedisUrl,
     options: &QueueOptions,
 ) -> redis::RedisResult<()> {
     let pending: StreamPendingCountReply = redis::cmd("XPENDING")
@@ -216,7 +215,7 @@ async fn dead_letter(
 /// it runs. Returns whether a result was written.
 async fn run_entry(
     mut conn: ConnectionManager,
-    url: &QueueUrl,
+    url: &RedisUrl,
     entry: StreamId,
     prepare: Arc<Prepare>,
     lease: std::time::Duration,
@@ -282,7 +281,7 @@ async fn run_entry(
 /// [`write_result`]. Returns `false`: no result was written.
 async fn dead_letter_entry(
     conn: &mut ConnectionManager,
-    url: &QueueUrl,
+    url: &RedisUrl,
     entry_id: &str,
     error: &str,
 ) -> bool {
@@ -297,7 +296,7 @@ async fn dead_letter_entry(
 /// about a minute) while Redis is away; `true` once done.
 async fn add_and_ack(
     conn: &mut ConnectionManager,
-    url: &QueueUrl,
+    url: &RedisUrl,
     part: &str,
     fields: &[(&str, &str)],
     entry_id: &str,
@@ -341,7 +340,7 @@ async fn run_one(req: WorkerRequest, prepare: &Arc<Prepare>) -> WorkerResult {
 /// The result into the results stream, acknowledging its entry ([`add_and_ack`]).
 async fn write_result(
     conn: &mut ConnectionManager,
-    url: &QueueUrl,
+    url: &RedisUrl,
     entry_id: &str,
     result: &WorkerResult,
 ) -> bool {

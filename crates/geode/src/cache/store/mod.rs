@@ -1,10 +1,10 @@
 //! Where entries live: a directory on one machine ([`dir::DirStore`]) or Redis, shared
-//! ([`redis::RedisStore`], feature `queue`). A store moves bytes under a key; what the bytes
+//! ([`redis::RedisStore`], feature `redis`). A store moves bytes under a key; what the bytes
 //! mean is [`super::entry`]'s business, so both stores are held to the same rules: a missing,
 //! damaged or unreadable entry is a miss, never an error that ends a run.
 
 pub mod dir;
-#[cfg(feature = "queue")]
+#[cfg(feature = "redis")]
 pub mod redis;
 
 use super::CacheError;

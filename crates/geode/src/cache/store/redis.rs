@@ -1,5 +1,5 @@
 //! The shared store: Redis (`redis://[USER:PASSWORD@]HOST:PORT[/NAME]`), through the same
-//! `redis` crate and reconnecting connection manager as the queue ([`crate::batch::queue`]).
+//! connection settings as the queue ([`crate::redis`]).
 //!
 //! | key | holds |
 //! |---|---|
@@ -16,9 +16,9 @@
 //! fail (logged), and the run goes on upstream. The connection is made on first use.
 
 use super::{Counters, Got, Store, StoreStats};
-use crate::batch::queue::QueueUrl;
 use crate::cache::CacheError;
-use crate::cache::key::sha256_hex;
+use crate::digest::sha256_hex;
+use crate::redis::RedisUrl;
 use redis::aio::ConnectionManager;
 use std::time::Duration;
 
@@ -31,16 +31,16 @@ const MAX_EXPIRY_MS: u64 = i64::MAX.unsigned_abs() / 4;
 
 /// Entries in Redis.
 pub struct RedisStore {
-    url: QueueUrl,
+    url: RedisUrl,
     conn: tokio::sync::OnceCell<ConnectionManager>,
     /// How long Redis keeps an entry written here; `None`: until it is replaced or cleared.
     expiry: Option<Duration>,
 }
 
 impl RedisStore {
-    /// The store at `url` (parsed by [`QueueUrl::parse`], whose NAME is the cache's name).
+    /// The store at `url` (parsed by [`RedisUrl::parse`], whose NAME is the cache's name).
     /// Nothing is connected yet.
-    pub fn new(url: QueueUrl) -> Self {
+    pub fn new(url: RedisUrl) -> Self {
         Self {
             url,
             conn: tokio::sync::OnceCell::new(),
@@ -69,7 +69,7 @@ impl RedisStore {
         let make = || async {
             let client =
                 redis::Client::open(self.url.server.as_str()).map_err(|e| self.error(e))?;
-            ConnectionManager::new_with_config(client, crate::batch::queue::manager_config())
+            ConnectionManager::new_with_config(client, crate::redis::manager_config())
                 .await
                 .map_err(|e| self.error(e))
         };

@@ -24,7 +24,7 @@
 //! | stdout past the call's response budget | [`AdapterError::ResponseTooLarge`] (the group was killed) |
 
 use crate::llm::call::AdapterError;
-use crate::llm::registry::{AdapterSpec, Auth, CliSpec, Environment, WireFamily};
+use crate::llm::registry::{AdapterSpec, Auth, CliSpec, Environment, WireFamily, is_env_name};
 use crate::llm::request::{AdapterCallRequest, AdapterResponse, ContentBlock, Role, WireReport};
 use crate::llm::subprocess::{
     BASE_ENV_ALLOW, DEFAULT_CAPTURE_BYTES, Ending, ProcessSpec, SubprocessError, SubprocessOutput,
@@ -248,16 +248,6 @@ impl CliOptions {
         }
         spec.capture_limit(self.capture_limit)
     }
-}
-
-/// Whether `name` is a portable environment variable name: an ASCII letter or `_`, then ASCII
-/// letters, digits or `_`. Anything else (`=`, NUL, spaces, a pasted value) is refused.
-pub fn is_env_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// The transcript written on the CLI's stdin. `include_system` puts the system prompt in a

@@ -14,9 +14,10 @@
 //!
 //! A missing, unreadable or invalid file names nothing (codex reports an invalid file itself).
 //! Only names are read and returned, never values; names that are not portable variable names
-//! ([`cli_common::is_env_name`]) are dropped.
+//! ([`crate::llm::registry::is_env_name`]) are dropped.
 
-use super::cli_common::{self, CliOptions};
+use super::cli_common::CliOptions;
+use crate::llm::registry::is_env_name;
 use std::path::PathBuf;
 use toml::{Table, Value};
 
@@ -53,7 +54,7 @@ pub fn env_names(config_text: Option<&str>, overrides: &[(String, String)]) -> V
             .flat_map(Table::values)
             .filter_map(Value::as_str);
         for name in key.into_iter().chain(headers) {
-            if cli_common::is_env_name(name) && !names.iter().any(|n| n == name) {
+            if is_env_name(name) && !names.iter().any(|n| n == name) {
                 names.push(name.to_owned());
             }
         }

@@ -4,7 +4,7 @@
 //!
 //! Everything it does comes from its [`AdapterSpec`]: the wire family (which [`Wire`] builds
 //! the body and folds the reply), the endpoint (`{base}{path}`, resolved by
-//! [`Config::endpoint_url`]), the default model, the reasoning-model patterns, and the auth
+//! [`crate::llm::settings::AdapterSettings::endpoint_url`]), the default model, the reasoning-model patterns, and the auth
 //! source. An API key is sent as its row says (bearer or `x-api-key`); the two subscription
 //! logins keep their own token code ([`super::codex_login`], [`super::claude_login`]).
 //! One call: fill in the default model, build, sign, then [`exchange`] (POST and fold).
@@ -15,13 +15,13 @@
 use super::claude_login::{self, ClaudeLogin};
 use super::codex_login::CodexLogin;
 use super::compat_probe::{self, Probe};
-use crate::config::Config;
 use crate::llm::adapter::Adapter;
 use crate::llm::call::{AdapterError, CallCx};
 use crate::llm::credentials::{CodexAuthFile, var_in};
 use crate::llm::http::{HttpClient, PostRequest};
 use crate::llm::registry::{AdapterSpec, Auth, Environment, KeyHeader, SchemaRoute, WireFamily};
 use crate::llm::request::{AdapterCallRequest, AdapterResponse};
+use crate::llm::settings::AdapterSettings;
 use crate::llm::wire::chat::{ChatTools, ChatWire};
 use crate::llm::wire::family::{BuildCx, Built, Delivery, Wire, exchange};
 use crate::llm::wire::messages::MessagesWire;
@@ -68,11 +68,11 @@ pub fn wire_for(spec: &AdapterSpec) -> Option<Arc<dyn Wire>> {
 }
 
 impl HttpAdapter {
-    /// The adapter of `spec` with settings from `cfg` and credentials from `env`, on the
+    /// The adapter of `spec` with its `settings` and credentials from `env`, on the
     /// shared HTTP client. A missing key or credentials file is a `Config` error naming it.
     pub fn from_spec(
         spec: &'static AdapterSpec,
-        cfg: &Config,
+        settings: &AdapterSettings,
         env: &dyn Environment,
     ) -> Result<Self, AdapterError> {
         let name = spec.name;
@@ -81,7 +81,7 @@ impl HttpAdapter {
             message,
         };
         let wire = wire_for(spec).ok_or_else(|| config_err("not an HTTP adapter".to_owned()))?;
-        let url = cfg.endpoint_url(name, None, env).ok_or_else(|| {
+        let url = settings.endpoint_url(name, None, env).ok_or_else(|| {
             let var = spec.endpoint.map_or("", |e| e.base_env);
             config_err(format!(
                 "no base URL: set {var} or base_url in [adapters.{name}] of geode.toml"
@@ -91,7 +91,7 @@ impl HttpAdapter {
         // when it was loaded): a bad one is a configuration error naming it, not a transport
         // failure at the first call; the URL itself is never shown (it may hold a password).
         if let Err(why) = crate::llm::registry::check_base_url(&url) {
-            let source = cfg.base_url_source(name, env);
+            let source = settings.base_url_source(name, env);
             return Err(config_err(format!("{source}: {why}")));
         }
         // A key read from `key` must fit in a header (a pasted newline would otherwise fail
@@ -158,7 +158,7 @@ impl HttpAdapter {
         Ok(Self {
             spec,
             url,
-            default_model: cfg.model(name, None),
+            default_model: settings.model(name, None),
             wire,
             signer,
             http: HttpClient::shared()?,
@@ -368,7 +368,7 @@ mod tests {
 
     fn build(name: &str, vars: &[(&'static str, &str)]) -> Result<HttpAdapter, AdapterError> {
         let env = Vars(vars.iter().map(|(k, v)| (*k, (*v).to_owned())).collect());
-        HttpAdapter::from_spec(spec(name).unwrap(), &Config::default(), &env)
+        HttpAdapter::from_spec(spec(name).unwrap(), &AdapterSettings::default(), &env)
     }
 
     #[test]
@@ -436,11 +436,13 @@ mod tests {
             anthropic(&[token, ("ANTHROPIC_BASE_URL", "http://a/")]),
             "http://a/v1/messages"
         );
-        let cfg = Config::parse(
-            "[adapters.openai-payg]\nbase_url = \"http://c\"\n",
-            "geode.toml",
-        )
-        .unwrap();
+        let cfg = AdapterSettings::default().with(
+            "openai-payg",
+            crate::llm::settings::AdapterSetting {
+                base_url: Some("http://c".to_owned()),
+                ..Default::default()
+            },
+        );
         let env = Vars(
             [key, ("OPENAI_BASE_URL", "http://s/v1")]
                 .iter()

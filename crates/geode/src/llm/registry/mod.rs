@@ -282,6 +282,16 @@ pub trait Environment {
     fn on_path(&self, name: &str) -> bool;
 }
 
+/// Whether `name` is a portable environment variable name: an ASCII letter or `_`, then ASCII
+/// letters, digits or `_`. Anything else (`=`, NUL, spaces, a pasted value) is refused.
+pub fn is_env_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 /// The real process environment.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ProcessEnv;

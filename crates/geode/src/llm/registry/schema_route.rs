@@ -18,7 +18,7 @@
 
 use crate::llm::request::AdapterCallRequest;
 use crate::schema::ResponseSchema;
-use crate::schema::projection::{LimitViolation, Preflight};
+use crate::schema::preflight::{LimitViolation, Preflight};
 use crate::schema::subset::{
     self, ANTHROPIC_NATIVE, ANTHROPIC_TOOL, JSON_OBJECT, OPENAI_STRICT, WirePlan, WireSubset,
 };

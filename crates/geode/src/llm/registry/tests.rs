@@ -141,7 +141,7 @@ fn only_openai_bound_routes_refuse_a_schema_past_openai_limits() {
         v = json!({"type":"object","properties":{"a": v},"required":["a"],"additionalProperties":false});
     }
     let deep = ResponseSchema::from_value(v).unwrap();
-    let preflight = crate::schema::projection::Preflight::new(&deep);
+    let preflight = crate::schema::preflight::Preflight::new(&deep);
     for a in ADAPTERS {
         let refused = !a.schema_route.limit_violations(&preflight).is_empty();
         let openai_bound = matches!(

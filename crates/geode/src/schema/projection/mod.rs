@@ -1,10 +1,9 @@
-//! Anthropic's schema projection, the residual constraints a wire copy leaves to local checks,
-//! and the offline preflight of provider limits.
+//! Anthropic's schema projection and the residual constraints a wire copy leaves to local checks.
 //!
 //! In: the caller's [`ResponseSchema`] (never modified). Out: from [`project_anthropic`], a
 //! [`Projection`] — the wire copy, the constraints the copy lost ([`Residual`], checked locally
-//! against the original) and one ledger [`Transform`] per rewrite; from [`Preflight`], the
-//! provider limits the schema breaks, before any call is made. Which adapter uses which is its
+//! against the original) and one ledger [`Transform`] per rewrite. The provider limits a schema
+//! breaks are [`super::preflight`]'s. Which adapter uses which is its
 //! [`crate::llm::registry::SchemaRoute`]. Pure, iterative, no IO.
 //!
 //! Anthropic projection, per subschema (keyword lists are the `const`s of [`AnthropicPolicy`]):
@@ -477,12 +476,6 @@ fn recursive_target(refs: &[(String, String)]) -> Option<String> {
     }
     None
 }
-
-mod preflight;
-pub use preflight::{
-    LimitViolation, OPENAI_STRICT_LIMITS, OpenAiLimits, Preflight, openai_strict_limits,
-    violations_text,
-};
 
 #[cfg(test)]
 mod tests;

@@ -23,7 +23,7 @@
 //! | string `format` only date-time, time, date, duration, email, hostname, ipv4, ipv6, uuid | another format removed, checked locally |
 //! | `default` ("'default' is not permitted") | removed (an annotation: nothing to check) |
 //! | `additionalProperties:false` on every object, every property required | not rewritable without changing the meaning: the caller's schema goes as a `strict:false` hint (root rewrite only), the reasons named |
-//! | limits (5,000 properties, 10 levels, 1,000 enum values, 120,000 characters) | refused before the call ([`super::projection::Preflight`]) |
+//! | limits (5,000 properties, 10 levels, 1,000 enum values, 120,000 characters) | refused before the call ([`super::preflight::Preflight`]) |
 //!
 //! ## Anthropic native structured outputs (`anthropic-payg`, `anthropic-oauth`)
 //!

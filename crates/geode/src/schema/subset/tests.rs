@@ -238,7 +238,7 @@ fn every_table_names_its_source_and_date() {
 
 #[test]
 fn openai_limits_are_counted_on_the_wrapped_copy() {
-    use crate::schema::projection::openai_strict_limits;
+    use crate::schema::preflight::openai_strict_limits;
     // Ten levels of objects under an array root: eleven once wrapped, past OpenAI's ten.
     let mut inner = json!({"type": "string"});
     for _ in 0..10 {

@@ -16,8 +16,8 @@
 //! and a bad one names its key; a value that might be a secret (a header value, a URL with a
 //! password) is never echoed.
 
+use super::is_env_name;
 use super::{AdapterSpec, Auth, Billing, Endpoint, Family, KeyHeader, SchemaRoute, WireFamily};
-use crate::llm::adapters::cli_common::is_env_name;
 use crate::llm::wire::chat::ChatTools;
 use crate::llm::wire::responses::Backend;
 use serde::Deserialize;

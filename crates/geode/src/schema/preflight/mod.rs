@@ -8,7 +8,8 @@
 //! Only OpenAI documents numeric limits; which adapters are held to them is their
 //! [`crate::llm::registry::SchemaRoute`].
 
-use super::{ResponseSchema, sub_pointer, subschemas};
+use super::ResponseSchema;
+use super::projection::{sub_pointer, subschemas};
 use crate::schema::strict::child;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -77,7 +78,7 @@ pub fn violations_text(violations: &[LimitViolation]) -> String {
 /// The OpenAI strict-mode limits `schema` breaks, found offline. `Err` lists every one.
 ///
 /// ```
-/// use geode::schema::{ResponseSchema, projection::openai_strict_limits};
+/// use geode::schema::{ResponseSchema, preflight::openai_strict_limits};
 /// let values: Vec<String> = (0..1001).map(|i| format!("v{i}")).collect();
 /// let s = ResponseSchema::from_value(serde_json::json!({"enum": values})).unwrap();
 /// let err = openai_strict_limits(&s).unwrap_err();
@@ -92,7 +93,7 @@ pub fn openai_strict_limits(schema: &ResponseSchema) -> Result<(), Vec<LimitViol
 /// check` counts a big schema once for every OpenAI-bound adapter, not once per adapter.
 ///
 /// ```
-/// use geode::schema::{ResponseSchema, projection::Preflight};
+/// use geode::schema::{ResponseSchema, preflight::Preflight};
 /// let values: Vec<String> = (0..1001).map(|i| format!("v{i}")).collect();
 /// let s = ResponseSchema::from_value(serde_json::json!({"enum": values})).unwrap();
 /// let preflight = Preflight::new(&s);
@@ -253,3 +254,6 @@ fn openai_violations(root: &Value, l: &OpenAiLimits) -> Vec<LimitViolation> {
     head.extend(out);
     head
 }
+
+#[cfg(test)]
+mod tests;
