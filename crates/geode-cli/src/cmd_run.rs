@@ -53,7 +53,7 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<u8> {
             return Ok(crate::EXIT_USAGE);
         }
     };
-    env.cache = cache.clone();
+    env.store = cache.as_ref().map(geode::cache::Cache::as_store);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

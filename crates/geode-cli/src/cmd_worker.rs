@@ -58,11 +58,11 @@ fn serve(repair: bool, cache: &crate::cache_args::CacheArgs) -> (WorkerResult, u
         Ok(e) => e,
         Err(e) => return refused(&req.task_id, &e),
     };
-    env.cache = match cache.open(&cfg) {
+    let cache = match cache.open(&cfg) {
         Ok(c) => c,
         Err(e) => return refused(&req.task_id, &e),
     };
-    let cache = env.cache.clone();
+    env.store = cache.as_ref().map(geode::cache::Cache::as_store);
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -21,6 +21,7 @@ pub mod excerpt;
 pub mod exit;
 pub mod protocol;
 pub mod resolve;
+pub mod store;
 pub mod subtask;
 pub mod task;
 pub mod termination;

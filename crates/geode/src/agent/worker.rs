@@ -19,6 +19,7 @@ use crate::agent::answer_check::{
     AnswerCheck, RepairPolicy, build_constraint_retry_prompt, build_schema_retry_prompt,
     check_with_repair,
 };
+use crate::agent::store::AnswerStore;
 use crate::agent::task::{Answer, NO_RESPONSE, Output, RunError, Task};
 use crate::agent::termination::TerminationReason;
 use crate::agent::tools::{ToolRegistry, ToolRegistryError};
@@ -53,9 +54,9 @@ pub struct WorkerEnv {
     /// Receives the trigger (why the first answer failed its check) when the one retry starts,
     /// before its first call.
     pub on_retry: Option<crate::llm::call::TextSink>,
-    /// The response cache consulted before the run and given its validated answer after
-    /// ([`crate::cache`]); `None`: no cache.
-    pub cache: Option<crate::cache::Cache>,
+    /// The answer store consulted before the run and given its validated answer after (the
+    /// response cache, [`crate::cache`]); `None`: none.
+    pub store: Option<Arc<dyn AnswerStore>>,
 }
 
 impl WorkerEnv {
@@ -69,7 +70,7 @@ impl WorkerEnv {
             max_response_bytes: crate::llm::call::DEFAULT_MAX_RESPONSE_BYTES,
             on_text: None,
             on_retry: None,
-            cache: None,
+            store: None,
         }
     }
 }
@@ -195,34 +196,30 @@ fn fell_below_require(task: &Task, env: &WorkerEnv, first: &AgenticResult) -> Op
 /// Every string of the answer or the error (text, value, ledger, message) has passed through
 /// [`crate::secret::scrub`].
 ///
-/// With a response cache in `env` ([`WorkerEnv::cache`]) and a task that allows it, a stored
-/// answer is replayed without any call ([`crate::cache::Cache::lookup`]), and a validated
-/// answer of a run is kept. Tasks that run the worker's own tools are not cached: their answer
+/// With an answer store in `env` ([`WorkerEnv::store`]) and a task that allows it, a stored
+/// answer is replayed without any call ([`AnswerStore::replay`]), and the answer of a run is
+/// handed to the store. Tasks that run the worker's own tools are not stored: their answer
 /// rests on what the tools did.
 pub async fn run_task(task: &Task, env: &WorkerEnv) -> Result<Answer, RunError> {
-    let cache = env
-        .cache
-        .as_ref()
+    let store = env
+        .store
+        .as_deref()
         .filter(|_| task.cache && env.tools.is_empty());
-    let key = match cache {
-        Some(c) => match c.lookup(task, env.adapter.as_ref()).await {
-            crate::cache::Lookup::Hit(answer) => {
-                if let Some(sink) = &env.on_text {
-                    sink.send(&crate::secret::scrub(&answer.text));
-                }
-                return Ok(scrub_answer(*answer));
-            }
-            crate::cache::Lookup::Miss { key, .. } => Some(key),
-            crate::cache::Lookup::NotCacheable => None,
-        },
+    if let Some(answer) = match store {
+        Some(s) => s.replay(task, env.adapter.as_ref()).await,
         None => None,
-    };
+    } {
+        if let Some(sink) = &env.on_text {
+            sink.send(&crate::secret::scrub(&answer.text));
+        }
+        return Ok(scrub_answer(answer));
+    }
     let run = run_unscrubbed(task, env)
         .await
         .map(scrub_answer)
         .map_err(scrub_error);
-    if let (Some(c), Some(key), Ok(answer)) = (cache, &key, &run) {
-        c.keep(key, task, answer).await;
+    if let (Some(s), Ok(answer)) = (store, &run) {
+        s.keep(task, env.adapter.as_ref(), answer).await;
     }
     run
 }

@@ -12,7 +12,7 @@
 //! replaces it and then answers both. Object keys are sorted, so two schemas that differ only
 //! in key order share a key; the budgets that only bound time (`timeout_s`) are left out.
 
-use crate::agent::task::Task;
+use crate::agent::task::{Budgets, Task};
 use crate::digest::{canonical, sha256_hex};
 use crate::llm::adapter::Adapter;
 use crate::llm::registry::PlanCx;
@@ -34,34 +34,64 @@ pub struct CacheKey {
 }
 
 impl CacheKey {
-    /// The key of `task` on `adapter` (its schema: `schema`).
+    /// The key of `task` on `adapter` (its schema: `schema`). The task is taken apart field by
+    /// field, so a field added to [`Task`] or [`Budgets`] is a compile error here until it is
+    /// put in the key or left out on purpose.
     pub fn of(task: &Task, adapter: &dyn Adapter, schema: &ResponseSchema) -> Self {
+        let Task {
+            prompt,
+            history,
+            system,
+            route,
+            fallback,
+            // Hashed as `schema_sha256` and `wire_sha256`.
+            output: _,
+            // Kept in the entry, compared on lookup (see the module's table).
+            require: _,
+            validation,
+            repair,
+            // Whether the cache is consulted at all.
+            cache: _,
+            formats,
+            budgets,
+            effort,
+            temperature,
+            tools,
+            tool_choice,
+        } = task;
+        let Budgets {
+            // Bound time only.
+            timeout: _,
+            time_budget: _,
+            max_tokens,
+            max_rounds,
+            thinking,
+        } = budgets;
         let schema_sha256 = sha256_hex(canonical(schema.as_value()));
-        let wire_sha256 = sha256_hex(canonical(&wire_plan(task, adapter, schema)));
-        let b = &task.budgets;
+        let wire_sha256 = sha256_hex(canonical(&wire_plan(*thinking, adapter, schema)));
         let whole = json!({
             "key_format": KEY_FORMAT,
             "request": {
                 "adapter": adapter.name(),
-                "model": task.route.model(),
-                "system": task.system,
-                "history": task.history,
-                "prompt": task.prompt,
-                "tools": task.tools,
-                "tool_choice": task.tool_choice,
-                "temperature": task.temperature,
-                "max_tokens": b.max_tokens,
-                "thinking": b.thinking,
-                "effort": task.effort,
-                "max_rounds": b.max_rounds,
-                "fallback": task.fallback,
+                "model": route.model(),
+                "system": system,
+                "history": history,
+                "prompt": prompt,
+                "tools": tools,
+                "tool_choice": tool_choice,
+                "temperature": temperature,
+                "max_tokens": max_tokens,
+                "thinking": thinking,
+                "effort": effort,
+                "max_rounds": max_rounds,
+                "fallback": fallback,
             },
             "schema_sha256": schema_sha256,
             "wire_sha256": wire_sha256,
             "policy": {
-                "repair": task.repair,
-                "formats": task.formats,
-                "validation": task.validation,
+                "repair": repair,
+                "formats": formats,
+                "validation": validation,
             },
         });
         Self {
@@ -75,11 +105,11 @@ impl CacheKey {
 /// How the adapter puts `schema` on its wire for this task: its row's plan (the route's plan
 /// before any probe, so that the key does not change once a probe has run), or, for an
 /// adapter outside the registry, its name and mode.
-fn wire_plan(task: &Task, adapter: &dyn Adapter, schema: &ResponseSchema) -> Value {
+fn wire_plan(thinking: u32, adapter: &dyn Adapter, schema: &ResponseSchema) -> Value {
     match adapter.spec() {
         Some(spec) => {
             let cx = PlanCx {
-                thinking: task.budgets.thinking > 0,
+                thinking: thinking > 0,
                 prefill: false,
                 probed: None,
             };

@@ -19,7 +19,8 @@
 //!
 //! Where: a directory on one machine (`--cache DIR`, [`store::dir`], several processes at
 //! once), or Redis when machines share it (`--cache redis://HOST:PORT/NAME`,
-//! [`store::redis`], feature `redis`). The worker consults the cache of its
+//! [`store::redis`], feature `redis`). The cache is the worker's answer store
+//! ([`crate::agent::store::AnswerStore`]): the worker consults the store of its
 //! [`crate::agent::worker::WorkerEnv`] when the task allows it ([`crate::agent::task::Task::cache`]).
 
 pub mod entry;
@@ -29,6 +30,7 @@ pub mod store;
 #[cfg(test)]
 mod tests;
 
+use crate::agent::store::AnswerStore;
 use crate::agent::task::{Answer, Task};
 use crate::llm::adapter::Adapter;
 use entry::{CacheEntry, Unfit};
@@ -294,9 +296,14 @@ impl Cache {
         Miss::Corrupt(why)
     }
 
+    /// This cache as the worker's answer store.
+    pub fn as_store(&self) -> Arc<dyn AnswerStore> {
+        Arc::new(self.clone())
+    }
+
     /// Keeps `answer` to `task` under `key` when it is a validated answer; a failed write is
     /// logged, never an error of the run. Returns whether it was written.
-    pub async fn keep(&self, key: &CacheKey, task: &Task, answer: &Answer) -> bool {
+    pub async fn keep_under(&self, key: &CacheKey, task: &Task, answer: &Answer) -> bool {
         let Some(entry) = CacheEntry::of(&key.hex, task, answer, SystemTime::now()) else {
             return false;
         };
@@ -352,6 +359,25 @@ impl Cache {
     /// Removes every entry and the counters; returns how many entries there were.
     pub async fn clear(&self) -> Result<u64, CacheError> {
         self.inner.store.clear().await
+    }
+}
+
+#[async_trait::async_trait]
+impl AnswerStore for Cache {
+    async fn replay(&self, task: &Task, adapter: &dyn Adapter) -> Option<Answer> {
+        match self.lookup(task, adapter).await {
+            Lookup::Hit(answer) => Some(*answer),
+            Lookup::Miss { .. } | Lookup::NotCacheable => None,
+        }
+    }
+
+    async fn keep(&self, task: &Task, adapter: &dyn Adapter, answer: &Answer) {
+        // The key is made again rather than carried from the lookup: a SHA-256 over a small
+        // JSON, and it keeps the key the cache's own business.
+        if let Some(schema) = task.output.schema() {
+            self.keep_under(&CacheKey::of(task, adapter, schema), task, answer)
+                .await;
+        }
     }
 }
 

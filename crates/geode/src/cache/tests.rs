@@ -66,7 +66,7 @@ async fn run(
     cache: &Cache,
 ) -> (Result<Answer, RunError>, usize) {
     let mut env = WorkerEnv::new(adapter.clone());
-    env.cache = Some(cache.clone());
+    env.store = Some(cache.as_store());
     let r = run_task(task, &env).await;
     (r, adapter.requests().len())
 }

@@ -34,6 +34,7 @@ use crate::agent::conversation::Prompt;
 use crate::agent::resolve::{Resolver, RoutingSettings};
 use crate::agent::task::{Answer, Route, RunError, Task};
 use crate::agent::worker::WorkerEnv;
+use crate::cache::Cache;
 use crate::ledger::GuaranteeLedger;
 use crate::llm::adapter::Adapter;
 use crate::llm::call::AdapterError;
@@ -182,7 +183,7 @@ impl Client {
                 }
                 let mut env = WorkerEnv::new(adapter.clone());
                 env.max_response_bytes = *max_response_bytes;
-                env.cache = self.inner.response_cache.clone();
+                env.store = self.inner.response_cache.as_ref().map(Cache::as_store);
                 Ok(env)
             }
             Source::Configured(c) => {
@@ -214,7 +215,7 @@ impl Client {
                 }
                 .resolve(task)
                 .map(|mut env| {
-                    env.cache = self.inner.response_cache.clone();
+                    env.store = self.inner.response_cache.as_ref().map(Cache::as_store);
                     env
                 })
                 .map_err(RunError::Route)
