@@ -1,7 +1,7 @@
-//! `WorkerRequest` parsing (`geode::agent::protocol::parse_request_line`) and the `WorkerResult`
+//! `WorkerRequest` parsing (`geode::protocol::parse_request_line`) and the `WorkerResult`
 //! JSON shape.
 
-use geode::agent::protocol::{WorkerResult, parse_request_line};
+use geode::protocol::{WorkerResult, parse_request_line};
 
 /// Reads `data` (invalid UTF-8 replaced) as a request line and as a result.
 ///

@@ -4,9 +4,9 @@ use crate::progress::Progress;
 use crate::resolve::resolve;
 use crate::task_args::TaskArgs;
 use clap::Args;
-use geode::agent::protocol::run_worker;
 use geode::agent::task::Task;
 use geode::agent::worker::WorkerEnv;
+use geode::protocol::run_worker;
 use geode::{ItemSource, stream_task};
 
 #[derive(Args)]
@@ -99,7 +99,7 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<u8> {
 async fn stream_events(task: Task, env: WorkerEnv) -> u8 {
     use futures::StreamExt;
     let mut events = stream_task(task, env, ItemSource::Auto);
-    let mut code = geode::agent::exit::VALID;
+    let mut code = geode::protocol::exit::VALID;
     while let Some(event) = events.next().await {
         let line = match event {
             Ok(e) => e.to_json(),

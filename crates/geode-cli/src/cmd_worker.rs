@@ -10,7 +10,7 @@
 
 use crate::resolve::resolve;
 use clap::Args;
-use geode::agent::protocol::{
+use geode::protocol::{
     MAX_REQUEST_BYTES, UNKNOWN_TASK_ID, WorkerResult, parse_request, request_task_id, run_worker,
 };
 use std::io::Read;
@@ -82,7 +82,7 @@ fn serve(repair: bool, cache: &crate::cache_args::CacheArgs) -> (WorkerResult, u
         }
         Err(e) => (
             WorkerResult::failed(&task_id, format!("the worker failed internally: {e}")),
-            geode::agent::exit::PROVIDER,
+            geode::protocol::exit::PROVIDER,
         ),
     }
 }

@@ -25,7 +25,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 /// Exit code for a usage or configuration error.
-pub(crate) const EXIT_USAGE: u8 = geode::agent::exit::USAGE;
+pub(crate) const EXIT_USAGE: u8 = geode::protocol::exit::USAGE;
 
 /// The `--queue` URL, with `GEODE_QUEUE_PASSWORD` as the Redis password when the URL has none
 /// (so that it need not be on the command line).
@@ -62,9 +62,9 @@ pub(crate) fn config() -> Result<geode::config::Settings, u8> {
 }
 
 /// 0 valid answer, 1 invalid after the retry, 2 configuration, 3 provider or transport failure
-/// (the rule lives in [`geode::agent::exit`]).
-pub(crate) fn exit_code(result: &geode::agent::protocol::WorkerResult) -> u8 {
-    geode::agent::exit::for_result(result)
+/// (the rule lives in [`geode::protocol::exit`]).
+pub(crate) fn exit_code(result: &geode::protocol::WorkerResult) -> u8 {
+    geode::protocol::exit::for_result(result)
 }
 
 #[derive(Parser)]

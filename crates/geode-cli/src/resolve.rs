@@ -2,7 +2,6 @@
 //! [`geode::agent::resolve::Resolver`] over the process environment, with `local` added (served
 //! by the `geode-engine` process).
 
-use geode::agent::protocol::{WorkerError, WorkerRequest};
 use geode::agent::resolve::Resolver;
 use geode::agent::task::ResolveError;
 use geode::agent::worker::WorkerEnv;
@@ -12,6 +11,7 @@ use geode::llm::call::AdapterError;
 use geode::llm::engine::EngineProcess;
 use geode::llm::registry::{ProcessEnv, WireFamily};
 use geode::llm::settings::AdapterSettings;
+use geode::protocol::{WorkerError, WorkerRequest};
 use std::sync::Arc;
 
 pub(crate) use geode::agent::resolve::limit_violations;

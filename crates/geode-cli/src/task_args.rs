@@ -2,8 +2,8 @@
 //! policy and limits, turned into a template [`WorkerRequest`].
 
 use clap::Args;
-use geode::agent::protocol::WorkerRequest;
 use geode::config::Settings;
+use geode::protocol::WorkerRequest;
 use geode::schema::validate::Validation;
 use geode::schema::{ResponseSchema, TextConstraint};
 use geode::vocab::Require;

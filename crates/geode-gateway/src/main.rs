@@ -23,7 +23,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const KEYS_ENV: &str = "GEODE_GATEWAY_KEYS";
 
 /// Exit code for a usage or configuration error.
-const EXIT_USAGE: u8 = geode::agent::exit::USAGE;
+const EXIT_USAGE: u8 = geode::protocol::exit::USAGE;
 
 /// Serve the OpenAI API (chat completions, responses, models) in front of every geode route,
 /// with the guarantee ledger.

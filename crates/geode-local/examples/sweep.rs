@@ -24,11 +24,11 @@
 //! timeout with little CPU time is a starved run, not a slow decode. `SWEEP_ONLY=a.json,b.json`
 //! keeps only those files of the sample; `SWEEP_TIMEOUT_S` changes the limit per schema.
 
-use geode::agent::protocol::{WorkerRequest, WorkerResult, run_worker};
 use geode::agent::resolve::Resolver;
 use geode::agent::resolve::RoutingSettings;
 use geode::llm::adapter::Adapter;
 use geode::llm::registry::ProcessEnv;
+use geode::protocol::{WorkerRequest, WorkerResult, run_worker};
 use geode::schema::ResponseSchema;
 use geode::vocab::{Require, StopReason};
 use serde_json::json;

@@ -46,9 +46,9 @@ pub fn subtasks(
     n: usize,
     description: &str,
     schema: ResponseSchema,
-) -> Vec<geode::agent::subtask::SubTask> {
+) -> Vec<geode::protocol::subtask::SubTask> {
     (0..n)
-        .map(|i| geode::agent::subtask::SubTask {
+        .map(|i| geode::protocol::subtask::SubTask {
             task_id: format!("t{i}"),
             description: description.into(),
             response_schema: Some(schema.clone()),

@@ -5,10 +5,10 @@
 
 use super::env::MapEnv;
 use super::{decision_schema, leaks};
-use geode::agent::protocol::WorkerResult;
-use geode::agent::subtask::{EnvResolver, SubTaskDefaults, run_subtasks};
 use geode::agent::worker::WorkerEnv;
 use geode::llm::settings::{AdapterSetting, AdapterSettings};
+use geode::protocol::WorkerResult;
+use geode::protocol::subtask::{EnvResolver, SubTaskDefaults, run_subtasks};
 use geode_fakes::{FakeServer, Kind, Reply, Script};
 use std::collections::BTreeMap;
 use std::sync::Arc;

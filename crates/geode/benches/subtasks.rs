@@ -4,10 +4,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use geode::agent::subtask::{EnvResolver, SubTask, SubTaskDefaults, run_subtasks};
 use geode::agent::worker::WorkerEnv;
 use geode::llm::request::AdapterResponse;
 use geode::llm::scripted::ScriptedAdapter;
+use geode::protocol::subtask::{EnvResolver, SubTask, SubTaskDefaults, run_subtasks};
 use geode::schema::ResponseSchema;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -1,6 +1,6 @@
 //! The guarantee ledger: which layer guaranteed what, for one worker result.
 //!
-//! Every [`crate::agent::protocol::WorkerResult`] carries a [`GuaranteeLedger`]. It answers, without
+//! Every [`crate::protocol::WorkerResult`] carries a [`GuaranteeLedger`]. It answers, without
 //! reading logs: which adapter served the call and how it put the schema on the wire
 //! ([`StructuredOutputMode`]), what it had to rewrite ([`Transform`]), what the worker's check and
 //! full validation concluded, every attempt with its usage and time, and why a retry ran or not.

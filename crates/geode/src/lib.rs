@@ -9,7 +9,7 @@
 //! Inside, the worker speaks a typed language: an [`agent::task::Task`] in (a route, the schema or
 //! text constraint, `require`, budgets as `Duration`s), `Result<`[`agent::task::Answer`]`,
 //! `[`agent::task::RunError`]`>` out. GEODE's JSON shapes (`WorkerRequest`,
-//! `WorkerResult`) live only at the process edge, in [`agent::protocol`].
+//! `WorkerResult`) live only at the process edge, in [`protocol`].
 //!
 //! | module | job |
 //! |---|---|
@@ -112,6 +112,7 @@ pub mod config;
 pub mod digest;
 pub mod ledger;
 pub mod llm;
+pub mod protocol;
 #[cfg(feature = "redis")]
 pub mod redis;
 pub mod schema;

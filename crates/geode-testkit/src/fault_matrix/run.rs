@@ -4,12 +4,12 @@
 //! against the expected outcome (kind, exit code, time, secrets).
 
 use super::table::{Expect, Outcome};
-use geode::agent::exit;
-use geode::agent::protocol::{WorkerRequest, WorkerResult, run_worker};
 use geode::agent::worker::WorkerEnv;
 use geode::llm::adapter::{Adapter, Wraps};
 use geode::llm::call::CallCx;
 use geode::llm::request::{AdapterCallRequest, AdapterResponse};
+use geode::protocol::exit;
+use geode::protocol::{WorkerRequest, WorkerResult, run_worker};
 use geode::schema::ResponseSchema;
 use geode::vocab::ErrorKind;
 use std::sync::{Arc, Mutex};

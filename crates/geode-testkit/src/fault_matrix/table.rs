@@ -4,7 +4,7 @@
 //! An outcome is the kind of the typed error the last adapter call ended in
 //! (`AdapterError::kind`, as the ledger records it), else `ok` (a valid answer) or `invalid` (the
 //! answer failed its check), with the exit code `geode run` gives the whole run
-//! (`geode::agent::exit`).
+//! (`geode::protocol::exit`).
 
 use geode::vocab::ErrorKind;
 

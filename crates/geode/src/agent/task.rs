@@ -1,6 +1,6 @@
 //! The worker's own language: a typed [`Task`] in, `Result<`[`Answer`]`, `[`RunError`]`>` out.
 //!
-//! The process protocol ([`crate::agent::protocol`]) reads GEODE's request shape
+//! The process protocol ([`crate::protocol`]) reads GEODE's request shape
 //! and converts it into a `Task` at the edge; [`crate::Client`] builds a `Task` directly. Nothing
 //! inside the worker reads a string to learn what happened: a failed run is a [`RunError`]
 //! variant that keeps its typed source.

@@ -10,7 +10,7 @@
 //! Task ids must be unique: [`scan_ids`] reads the whole input once before anything runs and
 //! names every id that repeats, with the lines it stands on.
 
-use crate::agent::protocol::{WorkerRequest, parse_request_line};
+use crate::protocol::{WorkerRequest, parse_request_line};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::io::BufRead;

@@ -1,7 +1,7 @@
 //! Batches: one schema (or any requests) over a data set, with nothing lost and nothing twice.
 //!
 //! `geode batch` reads JSONL tasks ([`input`]), runs them with bounded concurrency through the
-//! same worker as `geode run` ([`crate::agent::protocol::run_worker`]), paces each adapter
+//! same worker as `geode run` ([`crate::protocol::run_worker`]), paces each adapter
 //! ([`pace`]) and appends one result line per task as it ends ([`output`]). [`run_batch`] is
 //! the loop; the CLI adds the flags, the adapters and the progress display.
 //!
@@ -23,9 +23,9 @@ mod summary;
 
 pub use summary::{AdapterTotals, Outcome, Summary};
 
-use crate::agent::protocol::{WorkerRequest, WorkerResult, run_worker};
 use crate::agent::termination::TerminationReason;
 use crate::agent::worker::WorkerEnv;
+use crate::protocol::{WorkerRequest, WorkerResult, run_worker};
 use input::InputLine;
 use output::{OutputError, ResultLog};
 use std::sync::{Arc, Mutex};

@@ -14,7 +14,7 @@
 //! without `task_id` and `success`) is left alone and its task runs again;
 //! [`ResultLog::unreadable_lines`] names it by line number so the caller can say so.
 
-use crate::agent::protocol::WorkerResult;
+use crate::protocol::WorkerResult;
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};

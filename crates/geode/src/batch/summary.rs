@@ -1,9 +1,9 @@
 //! What a batch did: counts per outcome, retries, tokens per adapter, wall time.
 
-use crate::agent::exit;
-use crate::agent::protocol::WorkerResult;
 use crate::batch::input::BadLine;
 use crate::ledger::RetryDecision;
+use crate::protocol::WorkerResult;
+use crate::protocol::exit;
 use serde::Serialize;
 use std::collections::BTreeMap;
 

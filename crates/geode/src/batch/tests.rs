@@ -120,7 +120,7 @@ async fn bad_lines_and_refusals_are_reported_and_the_others_still_run() {
     assert_eq!(s.bad_lines.len(), 1);
     assert_eq!(s.bad_lines[0].line, 2);
     assert_eq!((s.valid, s.refused), (2, 1));
-    assert_eq!(s.exit_code(), crate::agent::exit::USAGE);
+    assert_eq!(s.exit_code(), crate::protocol::exit::USAGE);
     let refused = written(&path)
         .into_iter()
         .find(|r| r.task_id == "t2")
@@ -138,7 +138,7 @@ async fn invalid_answers_and_provider_failures_set_the_exit_code() {
     ));
     let s = run_on(lines(2), &path, invalid).await;
     assert_eq!((s.invalid, s.retried), (2, 2));
-    assert_eq!(s.exit_code(), crate::agent::exit::INVALID);
+    assert_eq!(s.exit_code(), crate::protocol::exit::INVALID);
     let failing = Arc::new(ScriptedAdapter::new(vec![Err(
         crate::llm::call::AdapterError::Auth {
             adapter: "scripted".into(),
@@ -155,7 +155,7 @@ async fn invalid_answers_and_provider_failures_set_the_exit_code() {
     )
     .await;
     assert_eq!(s.failed, 1);
-    assert_eq!(s.exit_code(), crate::agent::exit::PROVIDER);
+    assert_eq!(s.exit_code(), crate::protocol::exit::PROVIDER);
 }
 
 #[tokio::test]

@@ -1,11 +1,11 @@
 //! [`Error`]: why a [`crate::Client`] call did not give a value. Every variant carries the
 //! ledger of what happened (empty apart from adapter and model when nothing was sent).
 
-use crate::agent::exit;
 use crate::agent::task::{ResolveError, RunError};
 use crate::agent::termination::TerminationReason;
 use crate::ledger::{CheckFailure, GuaranteeLedger, WorkerCheck};
 use crate::llm::routing::RoutingError;
+use crate::protocol::exit;
 use crate::schema::validate::ValidationIssue;
 use crate::vocab::ErrorKind;
 
@@ -132,7 +132,7 @@ impl Error {
         }
     }
 
-    /// The CLI's exit code for this error (see [`crate::agent::exit`]).
+    /// The CLI's exit code for this error (see [`crate::protocol::exit`]).
     pub fn exit_code(&self) -> u8 {
         match self {
             Self::Config { .. } | Self::NotEnforceable { .. } => exit::USAGE,

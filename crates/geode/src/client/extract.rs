@@ -4,10 +4,10 @@
 use super::typed_schema::TypedSchema;
 use super::{Client, Error, Extracted, TextAnswer};
 use crate::agent::conversation::Prompt;
-use crate::agent::protocol::{WorkerRequest, WorkerResult, run_worker};
 use crate::agent::task::{Answer, Output, Task};
 use crate::agent::worker::{WorkerEnv, run_task};
 use crate::ledger::GuaranteeLedger;
+use crate::protocol::{WorkerRequest, WorkerResult, run_worker};
 use crate::schema::{ResponseSchema, TextConstraint};
 use serde::de::DeserializeOwned;
 use serde_json::Value;

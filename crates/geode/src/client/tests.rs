@@ -249,7 +249,7 @@ fn invalid_after_the_retry_is_an_error_carrying_errors_and_ledger() {
     assert!(errors.iter().any(|e| e.instance_path == "/verdict"));
     assert!(matches!(ledger.retry, RetryDecision::Ran { .. }));
     assert_eq!(adapter.requests().len(), 2);
-    assert_eq!(err.exit_code(), crate::agent::exit::INVALID);
+    assert_eq!(err.exit_code(), crate::protocol::exit::INVALID);
     assert!(
         err.ledger()
             .transforms
@@ -325,7 +325,7 @@ fn other_shapes_from_the_same_client() {
             .iter()
             .any(|r| r.contains("grammar: unchecked"))
     );
-    let result = rt.block_on(c.run(crate::agent::protocol::WorkerRequest::new("t1", "hi")));
+    let result = rt.block_on(c.run(crate::protocol::WorkerRequest::new("t1", "hi")));
     assert!(result.success);
     assert_eq!(result.output, r#"{"ok": true}"#);
     let sent = adapter.requests();
@@ -373,7 +373,7 @@ fn from_config_routes_and_reuses_built_adapters() {
         .unwrap();
     let err = rt.block_on(c.extract::<Severity>("go")).unwrap_err();
     assert!(err.to_string().contains("unknown adapter"), "{err}");
-    assert_eq!(err.exit_code(), crate::agent::exit::USAGE);
+    assert_eq!(err.exit_code(), crate::protocol::exit::USAGE);
 }
 
 #[test]

@@ -17,7 +17,7 @@
 //!   into an error message, and it scrubs first.
 //! - Where it runs (the library's exits): [`crate::llm::call::AdapterError`]'s `Display` and
 //!   `Debug`, the loop's [`crate::agent::agent_loop::AgenticResult`] and the worker's
-//!   [`crate::agent::protocol::WorkerResult`] (answer, summary, error and ledger, by
+//!   [`crate::protocol::WorkerResult`] (answer, summary, error and ledger, by
 //!   [`scrub_serde`]), and the CLI's error line.
 //!
 //! ```

@@ -10,12 +10,12 @@
 
 use geode_testkit as support;
 
-use geode::agent::exit;
-use geode::agent::protocol::{WorkerRequest, WorkerResult, run_worker};
 use geode::agent::worker::WorkerEnv;
 use geode::llm::adapter::Adapter;
 use geode::llm::call::CallCx;
 use geode::llm::request::{AdapterCallRequest, Message};
+use geode::protocol::exit;
+use geode::protocol::{WorkerRequest, WorkerResult, run_worker};
 use geode::schema::{ResponseSchema, TextConstraint};
 use geode::vocab::{ErrorKind, Require, RetryClass, StructuredOutputMode};
 use geode_fakes::llama_server::{LlamaServer, LlamaServerOptions};

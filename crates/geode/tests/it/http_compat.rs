@@ -8,13 +8,13 @@
 
 use geode_testkit as support;
 
-use geode::agent::exit;
-use geode::agent::protocol::{WorkerRequest, run_worker};
 use geode::agent::worker::WorkerEnv;
 use geode::llm::adapter::Adapter;
 use geode::llm::call::CallCx;
 use geode::llm::request::{AdapterCallRequest, Message};
 use geode::llm::wire::schema_prompt::INSTRUCTION_HEADING;
+use geode::protocol::exit;
+use geode::protocol::{WorkerRequest, run_worker};
 use geode::vocab::{Require, StructuredOutputMode};
 use geode_fakes::{FakeServer, Kind, RecordedRequest, Reply, SchemaSupport, Script};
 use serde_json::{Value, json};

@@ -2,10 +2,10 @@
 
 use geode_testkit as support;
 
-use geode::agent::subtask::{EnvResolver, SubTask, SubTaskDefaults, run_subtasks};
 use geode::agent::worker::WorkerEnv;
 use geode::llm::request::AdapterResponse;
 use geode::llm::scripted::ScriptedAdapter;
+use geode::protocol::subtask::{EnvResolver, SubTask, SubTaskDefaults, run_subtasks};
 use geode::schema::ResponseSchema;
 use serde_json::json;
 use std::sync::Arc;

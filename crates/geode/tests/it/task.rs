@@ -2,12 +2,12 @@
 //! typed source and a scrubbed `Display`; the process protocol converts `WorkerRequest` into a
 //! `Task` at the edge and names the GEODE fields it does not act on.
 
-use geode::agent::protocol::{WorkerError, WorkerRequest, run_worker};
 use geode::agent::task::{Output, Route, RunError, Task};
 use geode::agent::worker::{WorkerEnv, run_task};
 use geode::llm::call::AdapterError;
 use geode::llm::request::AdapterResponse;
 use geode::llm::scripted::ScriptedAdapter;
+use geode::protocol::{WorkerError, WorkerRequest, run_worker};
 use geode::schema::{ResponseSchema, TextConstraint};
 use geode::vocab::{ErrorKind, Require};
 use serde_json::json;

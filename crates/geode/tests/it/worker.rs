@@ -4,15 +4,13 @@
 
 use geode::agent::agent_loop::AgenticResult;
 use geode::agent::answer_check::{build_schema_retry_prompt, needs_schema_retry};
-use geode::agent::protocol::{
-    WorkerError, WorkerRequest, WorkerResult, parse_request_line, run_worker,
-};
 use geode::agent::termination::TerminationReason as T;
 use geode::agent::worker::WorkerEnv;
 use geode::ledger::{CheckFailure, RetryDecision, WorkerCheck};
 use geode::llm::call::AdapterError;
 use geode::llm::request::{AdapterResponse, ContentBlock, Role};
 use geode::llm::scripted::{ScriptedAdapter, Step};
+use geode::protocol::{WorkerError, WorkerRequest, WorkerResult, parse_request_line, run_worker};
 use geode::schema::ResponseSchema;
 use geode::schema::validate::Validation;
 use geode::vocab::StopReason;
@@ -535,7 +533,7 @@ async fn a_choice_on_a_hosted_adapter_is_checked_locally_retried_and_named_as_a_
 // ---- property: every request and result survives a JSON round trip ----
 
 mod round_trip {
-    use geode::agent::protocol::{WorkerRequest, WorkerResult, parse_request_line};
+    use geode::protocol::{WorkerRequest, WorkerResult, parse_request_line};
     use geode::schema::validate::Validation;
     use geode::schema::{ResponseSchema, TextConstraint};
     use geode::vocab::Require;

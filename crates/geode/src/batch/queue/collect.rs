@@ -1,10 +1,10 @@
 //! `geode batch --queue`: enqueue the input's tasks and collect their results (see [`super`]).
 
 use super::{Backoff, QueueError, connect, ensure_group, field, refusal};
-use crate::agent::protocol::WorkerResult;
 use crate::batch::Summary;
 use crate::batch::input::InputLine;
 use crate::batch::output::ResultLog;
+use crate::protocol::WorkerResult;
 use crate::redis::RedisUrl;
 use redis::aio::ConnectionManager;
 use redis::streams::StreamReadReply;

@@ -1,8 +1,8 @@
 //! `geode serve`: one worker on a queue (see the table in [`super`]).
 
 use super::{Backoff, GROUP, QueueError, QueueOptions, connect, ensure_group, field, refusal};
-use crate::agent::protocol::{WorkerRequest, WorkerResult, parse_request_line, run_worker};
 use crate::batch::Prepare;
+use crate::protocol::{WorkerRequest, WorkerResult, parse_request_line, run_worker};
 use crate::redis::RedisUrl;
 use redis::aio::ConnectionManager;
 use redis::streams::{StreamAutoClaimReply, StreamId, StreamPendingCountReply, StreamReadReply};

@@ -342,7 +342,7 @@ fn first_value(text: &str) -> Option<Result<(Value, usize), serde_json::Error>> 
 /// surrounded by nothing but whitespace, then [`WorkerRequest::check`].
 ///
 /// ```
-/// use geode::agent::protocol::{parse_request, WorkerError};
+/// use geode::protocol::{parse_request, WorkerError};
 /// assert!(parse_request(b"{\"task_id\":\"t\"}\n").is_ok());
 /// assert_eq!(parse_request(b"  \n"), Err(WorkerError::EmptyInput));
 /// assert!(matches!(parse_request(b"\xff\xfe"), Err(WorkerError::InvalidUtf8 { offset: 0 })));

@@ -57,7 +57,7 @@ impl WorkerResult {
     /// breaks (Python's `str.splitlines`, JavaScript before ES2019) would cut the line there.
     ///
     /// ```
-    /// use geode::agent::protocol::WorkerResult;
+    /// use geode::protocol::WorkerResult;
     /// let r = WorkerResult::failed("a\u{2028}b\u{85}", "x");
     /// let line = r.to_json_line().unwrap();
     /// assert!(line.contains("a\\u2028b\\u0085") && !line.contains(['\u{2028}', '\u{85}']));

@@ -5,8 +5,8 @@
 //! its own tokio task, so one that fails, or panics, yields a failed [`WorkerResult`] for that
 //! task alone; the others finish normally. Results come back in input order.
 
-use crate::agent::protocol::{WorkerRequest, WorkerResult, run_worker};
 use crate::agent::worker::WorkerEnv;
+use crate::protocol::{WorkerRequest, WorkerResult, run_worker};
 use crate::schema::validate::Validation;
 use crate::schema::{ResponseSchema, TextConstraint};
 use crate::vocab::Require;

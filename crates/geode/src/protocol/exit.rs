@@ -9,7 +9,7 @@
 //! | the answer failed its check after the retry, or the run was cancelled | [`INVALID`] 1 |
 //! | any other adapter error (auth, rate limit, server, transport, timeout, ...) | [`PROVIDER`] 3 |
 
-use crate::agent::protocol::WorkerResult;
+use crate::protocol::WorkerResult;
 use crate::vocab::ErrorKind;
 
 /// A valid answer.

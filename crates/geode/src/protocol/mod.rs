@@ -1,10 +1,18 @@
 //! The process protocol: GEODE's JSON shapes ([`WorkerRequest`] on stdin or a
 //! JSONL line, [`WorkerResult`] out), converted to and from the typed core
 //! ([`crate::agent::task`]) here and nowhere else. `geode worker`, `geode batch`, `geode serve`
-//! and subtasks speak it; [`crate::Client`] does not.
+//! and subtasks speak it; [`crate::Client`] and `geode run` do not.
+//!
+//! | module | job |
+//! |---|---|
+//! | `request`, `result` | `WorkerRequest` / `WorkerResult` and their conversion to and from the core |
+//! | [`subtask`] | GEODE's subtask delivery: `SubTask`, its `WorkerRequest`, running many at once |
+//! | [`exit`] | the process exit code of a finished request |
 
+pub mod exit;
 mod request;
 mod result;
+pub mod subtask;
 
 pub use request::{
     MAX_REQUEST_BYTES, UNKNOWN_TASK_ID, WorkerError, WorkerRequest, parse_request,
