@@ -189,3 +189,14 @@ mod tests {
         assert_eq!(v["usage"]["total_tokens"], 18);
     }
 }
+
+/// A 200 answer that reports a provider failure carrying `message`: an `error` object, in a
+/// `data:` chunk when streamed.
+pub(crate) fn in_band_error(message: &str, stream: bool) -> Plan {
+    let error = json!({"error": {"code": "1234", "message": message}});
+    if stream {
+        Plan::sse(vec![SseEvent::data(error.to_string())])
+    } else {
+        Plan::json(200, error)
+    }
+}

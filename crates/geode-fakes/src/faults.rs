@@ -1,5 +1,6 @@
-//! The bodies of the fault replies that are not a normal answer: garbage, an HTML page, and a
-//! provider failure reported inside a 200 answer (per [`Kind`]).
+//! The bodies of the fault replies that are not a normal answer: garbage and an HTML page, the
+//! same on every wire. A provider failure reported inside a 200 answer is each wire's own
+//! ([`Kind::in_band_error`]):
 //!
 //! | reply | Responses / ChatGPT | Messages | Chat |
 //! |---|---|---|---|
@@ -8,10 +9,10 @@
 //! | [`crate::Reply::Garbage`] | `data:` lines of non-UTF-8 bytes | same | same |
 //! | [`crate::Reply::Html`] | `text/html` proxy page | same | same |
 
+#[cfg(doc)]
 use crate::kind::Kind;
-use crate::plan::{Call, Plan, PlanBody, SseEvent, unix_now};
+use crate::plan::{Call, Plan, PlanBody};
 use bytes::Bytes;
-use serde_json::{Value, json};
 
 /// The bytes of a garbage body: 64 lines of `data: ` and 48 pseudo-random bytes that are never
 /// a line end (so an SSE reader frames them into events), with invalid UTF-8 throughout.
@@ -47,44 +48,6 @@ pub(crate) fn html() -> Plan {
     )
 }
 
-/// A 200 answer that reports a provider failure carrying `message`.
-pub(crate) fn in_band_error(kind: Kind, call: &Call, message: &str) -> Plan {
-    let stream = call.wants_stream() || kind == Kind::ChatGpt;
-    match kind {
-        Kind::Responses | Kind::ChatGpt if stream => Plan::sse(vec![SseEvent::named(
-            "error",
-            &json!({"type": "error", "code": "server_error", "message": message,
-                    "param": null, "sequence_number": 0}),
-        )]),
-        Kind::Responses | Kind::ChatGpt => Plan::json(
-            200,
-            json!({"id": call.ids.next("resp"), "object": "response", "created_at": unix_now(),
-                   "status": "failed", "output": [], "usage": null,
-                   "error": {"code": "server_error", "message": message}}),
-        ),
-        Kind::Messages => {
-            let error = anthropic_overloaded(message);
-            if stream {
-                Plan::sse(vec![SseEvent::named("error", &error)])
-            } else {
-                Plan::json(200, error)
-            }
-        }
-        Kind::Chat => {
-            let error = json!({"error": {"code": "1234", "message": message}});
-            if stream {
-                Plan::sse(vec![SseEvent::data(error.to_string())])
-            } else {
-                Plan::json(200, error)
-            }
-        }
-    }
-}
-
-fn anthropic_overloaded(message: &str) -> Value {
-    json!({"type": "error", "error": {"type": "overloaded_error", "message": message}})
-}
-
 fn content_type(call: &Call) -> &'static str {
     if call.wants_stream() {
         "text/event-stream"
@@ -109,6 +72,7 @@ mod tests {
     use super::*;
     use crate::plan::Ids;
     use crate::script::TokenUsage;
+    use serde_json::json;
 
     #[test]
     fn garbage_is_framed_but_neither_utf8_nor_json() {

@@ -126,7 +126,18 @@ impl Kind {
         match self {
             Kind::Responses => responses::failed_response(call, message, call.wants_stream()),
             Kind::ChatGpt => responses::failed_response(call, message, true),
-            Kind::Messages | Kind::Chat => crate::faults::in_band_error(self, call, message),
+            Kind::Messages | Kind::Chat => self.in_band_error(call, message),
+        }
+    }
+
+    /// A 200 answer that reports a provider failure carrying `message`, in this wire's shape
+    /// (the ChatGPT backend always streams).
+    pub(crate) fn in_band_error(self, call: &Call, message: &str) -> Plan {
+        let stream = call.wants_stream() || self == Kind::ChatGpt;
+        match self {
+            Kind::Responses | Kind::ChatGpt => responses::in_band_error(call, message, stream),
+            Kind::Messages => messages::in_band_error(message, stream),
+            Kind::Chat => chat::in_band_error(message, stream),
         }
     }
 

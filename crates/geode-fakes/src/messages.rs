@@ -249,3 +249,14 @@ mod tests {
         assert_eq!(auto(&body), Content::Text("{\"a\":true}".into()));
     }
 }
+
+/// A 200 answer that reports a provider failure carrying `message`: Anthropic's
+/// `overloaded_error`, as an `error` event when streamed.
+pub(crate) fn in_band_error(message: &str, stream: bool) -> Plan {
+    let error = json!({"type": "error", "error": {"type": "overloaded_error", "message": message}});
+    if stream {
+        Plan::sse(vec![SseEvent::named("error", &error)])
+    } else {
+        Plan::json(200, error)
+    }
+}

@@ -403,10 +403,7 @@ async fn play(state: &State, body: &Value, reply: Reply) -> Result<Response<Body
             ),
             Reply::Garbage => (faults::garbage(&call), Ending::Complete),
             Reply::Html => (faults::html(), Ending::Complete),
-            Reply::InBandError(message) => (
-                faults::in_band_error(kind, &call, &message),
-                Ending::Complete,
-            ),
+            Reply::InBandError(message) => (kind.in_band_error(&call, &message), Ending::Complete),
             Reply::ResponseFailed(message) => {
                 (kind.response_failed(&call, &message), Ending::Complete)
             }

@@ -4,7 +4,7 @@
 //! summary)`; a failed one raises the `geode` exception of its kind.
 
 use crate::env::OverlayEnv;
-use crate::errors::{config_error, to_py_err};
+use crate::outcome::{Done, config_error, done, to_py_err};
 use crate::prompt::PromptArg;
 use crate::schema::NativeSchema;
 use crate::stream::NativeStream;
@@ -19,10 +19,6 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// What a successful call hands to Python: the value and the ledger as JSON text, and the
-/// ledger's summary.
-type Done = (String, String, String);
 
 /// A text-shaped call: one of N strings, a regular expression, a Lark grammar.
 enum Text {
@@ -232,18 +228,6 @@ async fn run_text(client: &Client, text: Text, prompt: Prompt) -> Result<Extract
         value: Value::String(answer.value),
         ledger: answer.ledger,
     })
-}
-
-/// The successful call's JSON, or its exception.
-pub fn done(py: Python<'_>, result: Result<Extracted<Value>, Error>) -> PyResult<Done> {
-    match result {
-        Ok(x) => Ok((
-            x.value.to_string(),
-            serde_json::to_string(&x.ledger).unwrap_or_default(),
-            x.ledger.summary(),
-        )),
-        Err(e) => Err(to_py_err(py, &e)),
-    }
 }
 
 /// The response cache at `location` (a directory or `redis://...`); an empty location turns off

@@ -9,7 +9,7 @@
 //! | [`schema`] | `Schema`: a caller's schema prepared once (a type's rewritten, a dict's as given) |
 //! | [`stream`] | `Stream`: partial values, items and the final value, sync and async |
 //! | [`wait`] | a sync call with the GIL released that Ctrl-C cancels |
-//! | [`errors`] | a failed call as the `geode` exception of its kind, with the ledger |
+//! | [`outcome`] | what crosses back when a call ends: the value tuple, or the `geode` exception of its kind with the ledger |
 //! | [`prompt`] | a prompt: a string, or a conversation's turns |
 //! | [`trust`] | `trust_config`: a project's `geode.toml` trusted to send credentials where it says |
 //! | [`env`] | variables given to the client, over the process environment |
@@ -21,7 +21,7 @@ mod client;
 #[cfg(feature = "local")]
 mod engine;
 mod env;
-mod errors;
+mod outcome;
 mod prompt;
 mod schema;
 mod stream;

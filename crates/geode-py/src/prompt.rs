@@ -1,7 +1,7 @@
 //! A call's prompt from Python: one user message, or a conversation as `(role, text)` turns (the
 //! Python layer reads OpenAI-style message dicts into them), laid out by [`geode::Conversation`].
 
-use crate::errors::config_error;
+use crate::outcome::config_error;
 use geode::{Conversation, Prompt};
 use pyo3::prelude::*;
 

@@ -3,7 +3,7 @@
 //! strict-friendly rewrites a Rust type's gets ([`TypedSchema::from_generated`], each named in the
 //! ledger); a dict the caller wrote is taken as it is.
 
-use crate::errors::config_error;
+use crate::outcome::config_error;
 use geode::TypedSchema;
 use geode::schema::ResponseSchema;
 use pyo3::prelude::*;

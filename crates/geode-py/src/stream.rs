@@ -4,8 +4,7 @@
 //! `("retry", reason)`, `("final", value_json, ledger_json, summary)`; `None` ends the stream.
 //! Dropping or closing the stream drops the call (the request or engine call is cancelled).
 
-use crate::client::done;
-use crate::errors::to_py_err;
+use crate::outcome::{done, to_py_err};
 use crate::wait::wait;
 use futures::StreamExt;
 use futures::stream::BoxStream;

@@ -1,7 +1,7 @@
 //! `python -m geode trust-config [PATH]`: trusts a project's `geode.toml` as it is now, as
 //! `geode config trust` does, for Python users without the CLI (`geode::config::trust`).
 
-use crate::errors::config_error;
+use crate::outcome::config_error;
 use geode::config::Config;
 use geode::llm::registry::ProcessEnv;
 use pyo3::prelude::*;

@@ -1,10 +1,28 @@
-//! A failed call as the `geode` exception of its kind. The classes live in Python
+//! What crosses back to Python when a call ends: the value tuple, or the `geode` exception of
+//! its kind. The classes live in Python
 //! (python/geode/_errors.py, where users read them); this side names the kind and hands over the
 //! message, the ledger and the details as JSON. Every string has passed geode's secret scrubber.
 
-use geode::Error;
+use geode::{Error, Extracted};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
+use serde_json::Value;
+
+/// What a successful call hands to Python: the value and the ledger as JSON text, and the
+/// ledger's summary.
+pub type Done = (String, String, String);
+
+/// The successful call's JSON, or its exception.
+pub fn done(py: Python<'_>, result: Result<Extracted<Value>, Error>) -> PyResult<Done> {
+    match result {
+        Ok(x) => Ok((
+            x.value.to_string(),
+            serde_json::to_string(&x.ledger).unwrap_or_default(),
+            x.ledger.summary(),
+        )),
+        Err(e) => Err(to_py_err(py, &e)),
+    }
+}
 
 /// The Python class (`geode._errors`) for each kind of [`Error`].
 fn kind(e: &Error) -> &'static str {
