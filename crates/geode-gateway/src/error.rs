@@ -26,8 +26,7 @@
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use geode::agent::task::{ResolveError, RunError};
-use geode::agent::termination::TerminationReason;
+use geode::agent::task::{Refusal, ResolveError, RunError};
 use geode::agent::tools::ToolRegistryError;
 use geode::ledger::GuaranteeLedger;
 use geode::llm::routing::RoutingError;
@@ -127,8 +126,13 @@ impl ApiError {
         let message = e.to_string();
         match e {
             RunError::Route(route) => Self::from_route(route, message),
+            RunError::Refused {
+                why: Refusal::RequireUnmet,
+                last,
+                ..
+            } => Self::not_enforceable(message).with_ledger(last.ledger),
             RunError::Refused { last, .. } => {
-                Self::not_enforceable(message).with_ledger(last.ledger)
+                Self::invalid("text_constraint", message).with_ledger(last.ledger)
             }
             RunError::Schema { last, .. } => Self::new(
                 StatusCode::BAD_REQUEST,
@@ -152,28 +156,20 @@ impl ApiError {
             RunError::Adapter { source, last, .. } => {
                 Self::upstream(source.kind(), message).with_ledger(last.ledger)
             }
-            RunError::Invalid { last, .. } | RunError::Ended { last, .. }
-                if matches!(
-                    last.termination,
-                    TerminationReason::Truncated | TerminationReason::ModelRefusal
-                ) =>
-            {
-                let (code, message) = if last.termination == TerminationReason::Truncated {
-                    (
-                        "answer_truncated",
-                        format!("the answer was cut at the token limit: {message}"),
-                    )
-                } else {
-                    ("model_refused", format!("the model refused: {message}"))
-                };
-                Self::new(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    "invalid_response_error",
-                    code,
-                    message,
-                )
-                .with_ledger(last.ledger)
-            }
+            RunError::Truncated { last, .. } => Self::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_response_error",
+                "answer_truncated",
+                format!("the answer was cut at the token limit: {message}"),
+            )
+            .with_ledger(last.ledger),
+            RunError::ModelRefused { last, .. } => Self::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_response_error",
+                "model_refused",
+                format!("the model refused: {message}"),
+            )
+            .with_ledger(last.ledger),
             RunError::Invalid { last, .. } => {
                 let errors = last
                     .ledger

@@ -244,10 +244,12 @@ pub enum ResolveError {
 #[non_exhaustive]
 pub enum RunError {
     /// The task cannot run on this route, found before any call: `require` is not met, or a
-    /// text constraint does not compile.
+    /// text constraint does not compile ([`Refusal`] says which).
     #[error("{reason}")]
     Refused {
-        /// Why.
+        /// Which refusal.
+        why: Refusal,
+        /// Why, in words.
         reason: String,
         /// The ledger (adapter and model only).
         last: Box<Answer>,
@@ -285,6 +287,22 @@ pub enum RunError {
         /// What the run had.
         last: Box<Answer>,
     },
+    /// The answer was cut at the output token limit, and no retry could give a whole one.
+    #[error("{message}")]
+    Truncated {
+        /// What failed.
+        message: String,
+        /// The cut answer.
+        last: Box<Answer>,
+    },
+    /// The model refused to answer.
+    #[error("{message}")]
+    ModelRefused {
+        /// What failed.
+        message: String,
+        /// What the run had.
+        last: Box<Answer>,
+    },
     /// The answer still failed its check after the retry (or the retry was not allowed).
     #[error("{message}")]
     Invalid {
@@ -312,9 +330,60 @@ impl RunError {
             | Self::Schema { last, .. }
             | Self::Tools { last, .. }
             | Self::Adapter { last, .. }
+            | Self::Truncated { last, .. }
+            | Self::ModelRefused { last, .. }
             | Self::Invalid { last, .. }
             | Self::Ended { last, .. } => Some(last),
             Self::Route(_) => None,
         }
     }
+
+    /// What this failure asks of whoever ran the task: the one rule behind the process exit
+    /// codes ([`crate::protocol::exit`]), a batch's summary and the client's errors.
+    ///
+    /// | failure | class |
+    /// |---|---|
+    /// | refused, unroutable, a schema or tools that do not compile | [`Failure::Usage`] |
+    /// | an adapter error of a configuration kind (`config`, `unsupported`) | [`Failure::Usage`] |
+    /// | an invalid, truncated or refused answer, a run that ended without one, a cancelled call | [`Failure::Invalid`] |
+    /// | any other adapter error (auth, rate limit, server, transport, timeout, ...) | [`Failure::Provider`] |
+    pub fn failure(&self) -> Failure {
+        use crate::vocab::ErrorKind;
+        match self {
+            Self::Refused { .. } | Self::Route(_) | Self::Schema { .. } | Self::Tools { .. } => {
+                Failure::Usage
+            }
+            Self::Adapter { source, .. } => match source.kind() {
+                ErrorKind::Config | ErrorKind::Unsupported => Failure::Usage,
+                ErrorKind::Cancelled => Failure::Invalid,
+                _ => Failure::Provider,
+            },
+            Self::Truncated { .. }
+            | Self::ModelRefused { .. }
+            | Self::Invalid { .. }
+            | Self::Ended { .. } => Failure::Invalid,
+        }
+    }
+}
+
+/// Which refusal stopped a task before any call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Refusal {
+    /// The route's mode for this output is below the task's `require`.
+    RequireUnmet,
+    /// The text constraint does not compile.
+    UnusableConstraint,
+}
+
+/// The three classes of failure: what the caller must change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Failure {
+    /// The request, its route or the configuration must change (exit 2).
+    Usage,
+    /// The answer did not hold (exit 1).
+    Invalid,
+    /// The provider or the transport failed (exit 3).
+    Provider,
 }

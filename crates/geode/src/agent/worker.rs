@@ -20,7 +20,7 @@ use crate::agent::answer_check::{
     check_with_repair,
 };
 use crate::agent::store::AnswerStore;
-use crate::agent::task::{Answer, NO_RESPONSE, Output, RunError, Task};
+use crate::agent::task::{Answer, NO_RESPONSE, Output, Refusal, RunError, Task};
 use crate::agent::termination::TerminationReason;
 use crate::agent::tools::{ToolRegistry, ToolRegistryError};
 use crate::ledger::{
@@ -129,21 +129,25 @@ fn bare_ledger(task: &Task, env: &WorkerEnv) -> GuaranteeLedger {
 /// Why the task cannot run on this adapter, found before any call: a text constraint that does
 /// not compile, or one the adapter does not enforce while `require` asks for more than best
 /// effort.
-fn refusal(task: &Task, adapter: &dyn Adapter) -> Option<String> {
+fn refusal(task: &Task, adapter: &dyn Adapter) -> Option<(Refusal, String)> {
     let c = task.output.constraint()?;
     if let Err(e) = c.validate() {
-        return Some(format!("unusable text_constraint: {e}"));
+        return Some((
+            Refusal::UnusableConstraint,
+            format!("unusable text_constraint: {e}"),
+        ));
     }
     let mode = TextConstraint::mode_on(adapter.wire_mode(Some(&ResponseSchema::default())));
     (mode.level() < task.require).then(|| {
-        format!(
+        let reason = format!(
             "require={}: {} does not enforce a {} constraint (its mode for it is {mode}, {}); \
              only an adapter that constrains decoding (local) can",
             task.require.as_str(),
             adapter.name(),
             c.kind(),
             mode.level().as_str()
-        )
+        );
+        (Refusal::RequireUnmet, reason)
     })
 }
 
@@ -236,7 +240,12 @@ fn scrub_error(e: RunError) -> RunError {
     use crate::secret::scrub;
     let last = |l: Box<Answer>| Box::new(scrub_answer(*l));
     match e {
-        RunError::Refused { reason, last: l } => RunError::Refused {
+        RunError::Refused {
+            why,
+            reason,
+            last: l,
+        } => RunError::Refused {
+            why,
             reason: scrub(&reason),
             last: last(l),
         },
@@ -255,6 +264,14 @@ fn scrub_error(e: RunError) -> RunError {
         } => RunError::Adapter {
             message: scrub(&message),
             source,
+            last: last(l),
+        },
+        RunError::Truncated { message, last: l } => RunError::Truncated {
+            message: scrub(&message),
+            last: last(l),
+        },
+        RunError::ModelRefused { message, last: l } => RunError::ModelRefused {
+            message: scrub(&message),
             last: last(l),
         },
         RunError::Invalid { message, last: l } => RunError::Invalid {
@@ -279,11 +296,14 @@ async fn run_unscrubbed(task: &Task, env: &WorkerEnv) -> Result<Answer, RunError
         on_text: env.on_text.clone(),
     };
     let refused = match refusal(task, env.adapter.as_ref()) {
-        Some(why) => Some(why),
-        None => schema_refusal(task, env, &cx).await,
+        Some(refused) => Some(refused),
+        None => schema_refusal(task, env, &cx)
+            .await
+            .map(|reason| (Refusal::RequireUnmet, reason)),
     };
-    if let Some(reason) = refused {
+    if let Some((why, reason)) = refused {
         return Err(RunError::Refused {
+            why,
             reason,
             last: Box::new(Answer::empty(bare_ledger(task, env))),
         });
@@ -491,6 +511,14 @@ fn finish(
         Some(source) => RunError::Adapter {
             message,
             source,
+            last: answer,
+        },
+        None if answer.termination == TerminationReason::Truncated => RunError::Truncated {
+            message,
+            last: answer,
+        },
+        None if answer.termination == TerminationReason::ModelRefusal => RunError::ModelRefused {
+            message,
             last: answer,
         },
         None if answer_failed => RunError::Invalid {

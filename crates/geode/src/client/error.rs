@@ -1,8 +1,7 @@
 //! [`Error`]: why a [`crate::Client`] call did not give a value. Every variant carries the
 //! ledger of what happened (empty apart from adapter and model when nothing was sent).
 
-use crate::agent::task::{ResolveError, RunError};
-use crate::agent::termination::TerminationReason;
+use crate::agent::task::{Failure, Refusal, ResolveError, RunError};
 use crate::ledger::{CheckFailure, GuaranteeLedger, WorkerCheck};
 use crate::llm::routing::RoutingError;
 use crate::protocol::exit;
@@ -132,17 +131,23 @@ impl Error {
         }
     }
 
-    /// The CLI's exit code for this error (see [`crate::protocol::exit`]).
-    pub fn exit_code(&self) -> u8 {
+    /// The class of this failure, as [`RunError::failure`] gives it for the run behind it (a
+    /// value that does not deserialize is an invalid answer).
+    pub fn failure(&self) -> Failure {
         match self {
-            Self::Config { .. } | Self::NotEnforceable { .. } => exit::USAGE,
-            Self::Provider { .. } => exit::PROVIDER,
+            Self::Config { .. } | Self::NotEnforceable { .. } => Failure::Usage,
+            Self::Provider { .. } => Failure::Provider,
             Self::Invalid { .. }
             | Self::Refused { .. }
             | Self::Truncated { .. }
             | Self::Deserialize { .. }
-            | Self::Ended { .. } => exit::INVALID,
+            | Self::Ended { .. } => Failure::Invalid,
         }
+    }
+
+    /// The CLI's exit code for this error (see [`crate::protocol::exit`]).
+    pub fn exit_code(&self) -> u8 {
+        exit::code(self.failure())
     }
 
     /// A configuration error with an empty ledger naming `adapter` and `model`.
@@ -154,13 +159,14 @@ impl Error {
     }
 
     /// The error of a failed run, by its variant: `require` unmet before any call is
-    /// [`Self::NotEnforceable`]; unroutable, and adapter errors of a configuration kind,
-    /// [`Self::Config`]; a cancelled call [`Self::Ended`]; other adapter errors
-    /// [`Self::Provider`]; an answer cut at the token limit [`Self::Truncated`], a refusal
-    /// [`Self::Refused`], any other answer that failed its check [`Self::Invalid`]. `adapter`
-    /// and `model` name the route of a task that never ran.
+    /// [`Self::NotEnforceable`]; unroutable, an unusable text constraint, and adapter errors of
+    /// a configuration kind, [`Self::Config`]; a cancelled call [`Self::Ended`]; other adapter
+    /// errors [`Self::Provider`]; an answer cut at the token limit [`Self::Truncated`], a
+    /// refusal [`Self::Refused`], any other answer that failed its check [`Self::Invalid`].
+    /// `adapter` and `model` name the route of a task that never ran.
     pub(crate) fn from_run(e: RunError, adapter: &str, model: &str) -> Self {
         let message = crate::secret::scrub(&e.to_string());
+        let failure = e.failure();
         match e {
             RunError::Route(ResolveError::Routing(RoutingError::NoCandidate { .. })) => {
                 Self::NotEnforceable {
@@ -169,39 +175,37 @@ impl Error {
                 }
             }
             RunError::Route(_) => Self::config(message, adapter, model),
-            RunError::Refused { last, .. } => Self::NotEnforceable {
+            RunError::Refused {
+                why: Refusal::RequireUnmet,
+                last,
+                ..
+            } => Self::NotEnforceable {
                 message,
                 ledger: Box::new(last.ledger),
             },
-            RunError::Invalid { last, .. } | RunError::Ended { last, .. }
-                if last.termination == TerminationReason::Truncated =>
-            {
-                Self::Truncated {
-                    message,
-                    ledger: Box::new(last.ledger),
-                }
-            }
-            RunError::Invalid { last, .. } | RunError::Ended { last, .. }
-                if last.termination == TerminationReason::ModelRefusal =>
-            {
-                Self::Refused {
-                    message,
-                    ledger: Box::new(last.ledger),
-                }
-            }
+            RunError::Refused { last, .. } => Self::Config {
+                message,
+                ledger: Box::new(last.ledger),
+            },
+            RunError::Truncated { last, .. } => Self::Truncated {
+                message,
+                ledger: Box::new(last.ledger),
+            },
+            RunError::ModelRefused { last, .. } => Self::Refused {
+                message,
+                ledger: Box::new(last.ledger),
+            },
             RunError::Schema { last, .. } | RunError::Tools { last, .. } => Self::Config {
                 message,
                 ledger: Box::new(last.ledger),
             },
             RunError::Adapter { source, last, .. } => {
                 let ledger = Box::new(last.ledger);
-                match source.kind() {
-                    k if exit::for_error_kind(Some(k)) == exit::USAGE => {
-                        Self::Config { message, ledger }
-                    }
-                    ErrorKind::Cancelled => Self::Ended { message, ledger },
-                    kind => Self::Provider {
-                        kind,
+                match failure {
+                    Failure::Usage => Self::Config { message, ledger },
+                    Failure::Invalid => Self::Ended { message, ledger },
+                    Failure::Provider => Self::Provider {
+                        kind: source.kind(),
                         message,
                         ledger,
                     },

@@ -1,5 +1,5 @@
 //! The one-shot shapes of a [`Client`] call: a Rust type, a raw JSON Schema, one of N strings,
-//! a regular expression, a Lark grammar, and the process protocol's `WorkerRequest`.
+//! a regular expression, a Lark grammar.
 
 use super::typed_schema::TypedSchema;
 use super::{Client, Error, Extracted, TextAnswer};
@@ -7,7 +7,6 @@ use crate::agent::conversation::Prompt;
 use crate::agent::task::{Answer, Output, Task};
 use crate::agent::worker::{WorkerEnv, run_task};
 use crate::ledger::GuaranteeLedger;
-use crate::protocol::{WorkerRequest, WorkerResult, run_worker};
 use crate::schema::{ResponseSchema, TextConstraint};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -91,34 +90,6 @@ impl Client {
     pub async fn grammar(&self, lark: &str, prompt: impl Into<Prompt>) -> TextAnswer {
         let c = TextConstraint::Grammar(lark.to_owned());
         self.constrained_text(c, prompt).await
-    }
-
-    /// Runs a request of the process protocol as `geode worker` does. An empty `adapter` or
-    /// `model` takes the client's; a request that cannot be resolved is a failed result naming
-    /// why.
-    pub async fn run(&self, mut req: WorkerRequest) -> WorkerResult {
-        if req.adapter.is_empty() {
-            req.adapter = self.inner.adapter.clone().unwrap_or_default();
-        }
-        if req.model.is_empty() {
-            req.model = self.inner.model.clone();
-        }
-        let resolved = req.task().map(|mut task| {
-            let env = self.worker_env(&mut task);
-            (task, env)
-        });
-        match resolved {
-            Ok((task, Ok(env))) => {
-                req.model = task.route.model().to_owned();
-                run_worker(&req, &env).await
-            }
-            Ok((_, Err(e))) => {
-                let mut failed = WorkerResult::failed(&req.task_id, e.to_string());
-                failed.ledger = e.ledger().clone();
-                failed
-            }
-            Err(e) => WorkerResult::failed(&req.task_id, e.to_string()),
-        }
     }
 
     async fn constrained(&self, c: TextConstraint, prompt: Prompt) -> Result<Answer, Error> {

@@ -172,6 +172,7 @@ impl Client {
                     let mode = adapter.wire_mode(Some(schema));
                     if mode.level() < task.require {
                         return Err(RunError::Refused {
+                            why: crate::agent::task::Refusal::RequireUnmet,
                             reason: unmet(adapter.name(), mode, task.require),
                             last: Box::new(Answer::empty(GuaranteeLedger {
                                 adapter: adapter.name().to_owned(),

@@ -2,7 +2,7 @@
 //! field names (docs/reference.md#workerresult), made from a typed run
 //! ([`WorkerResult::from_run`]).
 
-use crate::agent::task::{Answer, NO_RESPONSE, RunError};
+use crate::agent::task::{Answer, Failure, NO_RESPONSE, RunError};
 use crate::agent::termination::TerminationReason;
 use crate::ledger::GuaranteeLedger;
 use serde::{Deserialize, Serialize};
@@ -45,6 +45,9 @@ pub struct WorkerResult {
     /// geode: the guarantee ledger.
     #[serde(default)]
     pub ledger: GuaranteeLedger,
+    /// geode: what kind of failure ended the run ([`RunError::failure`]); absent on success.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<Failure>,
 }
 
 fn clip(text: &str) -> String {
@@ -82,6 +85,7 @@ impl WorkerResult {
             success: false,
             summary: clip(&format!("Sub-agent failed: {error}")),
             error: Some(error),
+            failure: Some(Failure::Usage),
             ..Self::default()
         }
     }
@@ -96,6 +100,7 @@ impl WorkerResult {
             Err(e) => e,
         };
         let message = error.to_string();
+        let failure = error.failure();
         let last = match error {
             RunError::Route(_) => return Self::failed(task_id, message),
             RunError::Refused { last, .. }
@@ -106,6 +111,8 @@ impl WorkerResult {
                 return failed;
             }
             RunError::Adapter { last, .. }
+            | RunError::Truncated { last, .. }
+            | RunError::ModelRefused { last, .. }
             | RunError::Invalid { last, .. }
             | RunError::Ended { last, .. } => *last,
         };
@@ -119,7 +126,9 @@ impl WorkerResult {
                 last.termination
             ))
         };
-        Self::of(task_id, false, last, summary, Some(message))
+        let mut result = Self::of(task_id, false, last, summary, Some(message));
+        result.failure = Some(failure);
+        result
     }
 
     fn of(
@@ -142,6 +151,7 @@ impl WorkerResult {
             answer: answer.value,
             termination_reason: answer.termination.as_str(),
             ledger: answer.ledger,
+            failure: None,
         }
     }
 }

@@ -2,7 +2,7 @@
 //! typed source and a scrubbed `Display`; the process protocol converts `WorkerRequest` into a
 //! `Task` at the edge and names the GEODE fields it does not act on.
 
-use geode::agent::task::{Output, Route, RunError, Task};
+use geode::agent::task::{Failure, Output, Refusal, Route, RunError, Task};
 use geode::agent::worker::{WorkerEnv, run_task};
 use geode::llm::call::AdapterError;
 use geode::llm::request::AdapterResponse;
@@ -110,11 +110,30 @@ async fn a_constraint_that_require_cannot_have_on_this_adapter_is_refused_before
     let err = run_task(&task, &WorkerEnv::new(adapter.clone()))
         .await
         .unwrap_err();
-    let RunError::Refused { reason, last } = &err else {
+    let RunError::Refused { why, reason, last } = &err else {
         panic!("expected a refusal, got {err:?}");
     };
+    assert_eq!(*why, Refusal::RequireUnmet);
     assert!(reason.starts_with("require=enforced"), "{reason}");
     assert!(last.ledger.attempts.is_empty());
+    assert!(adapter.requests().is_empty());
+}
+
+/// A constraint that does not compile is the caller's mistake, not the route's: a refusal of its
+/// own kind, a usage failure like the unmet `require`, and no call.
+#[tokio::test]
+async fn an_unusable_constraint_is_its_own_refusal() {
+    let mut task = Task::new("Decide.");
+    task.output = Output::Constraint(TextConstraint::Regex("(".into()));
+    let adapter = Arc::new(ScriptedAdapter::new(vec![]));
+    let err = run_task(&task, &WorkerEnv::new(adapter.clone()))
+        .await
+        .unwrap_err();
+    let RunError::Refused { why, reason, .. } = &err else {
+        panic!("expected a refusal, got {err:?}");
+    };
+    assert_eq!(*why, Refusal::UnusableConstraint, "{reason}");
+    assert_eq!(err.failure(), Failure::Usage);
     assert!(adapter.requests().is_empty());
 }
 
