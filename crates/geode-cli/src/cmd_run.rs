@@ -1,13 +1,13 @@
-//! `geode run`: one task through the worker, the JSON answer on stdout and the ledger on stderr.
+//! `geode run`: one task from the flags through [`Client`], as the gateway runs one; the JSON
+//! answer on stdout and the ledger on stderr (`--json`: the whole WorkerResult, converted only
+//! when it is printed).
 
 use crate::progress::Progress;
-use crate::resolve::resolve;
 use crate::task_args::TaskArgs;
 use clap::Args;
-use geode::agent::task::Task;
-use geode::agent::worker::WorkerEnv;
-use geode::protocol::run_worker;
-use geode::{ItemSource, stream_task};
+use geode::agent::task::{RunError, Task};
+use geode::protocol::{WorkerResult, exit};
+use geode::{Client, ItemSource};
 
 #[derive(Args)]
 pub(crate) struct RunArgs {
@@ -28,78 +28,85 @@ pub(crate) struct RunArgs {
 }
 
 pub(crate) fn run(args: RunArgs) -> anyhow::Result<u8> {
-    let cfg = match crate::config() {
-        Ok(c) => c,
+    let usage = |e: &dyn std::fmt::Display| {
+        eprintln!("geode: {e}");
+        Ok(crate::EXIT_USAGE)
+    };
+    let settings = match crate::config() {
+        Ok(s) => s,
         Err(code) => return Ok(code),
     };
-    let mut req = match args.task.request(&cfg, "run", &args.prompt) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("geode: {e}");
-            return Ok(crate::EXIT_USAGE);
-        }
+    let task = match args.task.task(&settings, &args.prompt) {
+        Ok(t) => t,
+        Err(e) => return usage(&e),
     };
-    let cache = match args.cache.open(&cfg) {
+    let cache = match args.cache.open(&settings) {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("geode: {e}");
-            return Ok(crate::EXIT_USAGE);
-        }
+        Err(e) => return usage(&e),
     };
-    let mut env = match resolve(&mut req, &cfg) {
-        Ok(e) => e,
-        Err(e) => {
-            eprintln!("geode: {e}");
-            return Ok(crate::EXIT_USAGE);
-        }
+    let client = match crate::client::client(settings, cache.clone()) {
+        Ok(c) => c,
+        Err(e) => return usage(&e),
     };
-    env.store = cache.as_ref().map(geode::cache::Cache::as_store);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
     if args.stream {
-        let code = rt.block_on(stream_events(req.task()?, env));
+        let code = rt.block_on(stream_events(&client, task));
         rt.block_on(crate::cache_args::flush(cache.as_ref()));
         return Ok(code);
     }
-    let progress = {
-        let _runtime = rt.enter();
-        let model = match req.model.as_str() {
+    let mut progress = None;
+    let run = rt.block_on(client.run_task(task, |task, env| {
+        let model = match task.route.model() {
             "" => env.adapter.spec().map_or("", |s| s.default_model),
             m => m,
         };
-        Progress::on_terminal(env.adapter.name(), model)
-    };
-    env.on_text = progress.as_ref().map(Progress::sink);
-    let result = rt.block_on(run_worker(&req, &env));
+        progress = Progress::on_terminal(env.adapter.name(), model);
+        env.on_text = progress.as_ref().map(Progress::sink);
+    }));
     rt.block_on(crate::cache_args::flush(cache.as_ref()));
     // Cleared before the answer and the ledger are printed.
     drop(progress);
+    let code = exit::for_run(&run);
     if args.json {
-        println!("{}", serde_json::to_string(&result)?);
-    } else if result.ledger.attempts.is_empty() && !result.success {
-        // Refused before any call: there is no run to summarise.
-        eprintln!("geode: {}", result.error.as_deref().unwrap_or("refused"));
-    } else {
-        match (&result.answer, result.success) {
-            (Some(answer), true) => println!("{answer}"),
-            _ if result.success => println!("{}", result.output),
-            _ => {}
+        println!(
+            "{}",
+            serde_json::to_string(&WorkerResult::from_run("run", run))?
+        );
+        return Ok(code);
+    }
+    match run {
+        Ok(answer) => {
+            match &answer.value {
+                Some(value) => println!("{value}"),
+                None => println!("{}", answer.text),
+            }
+            eprintln!("{}", answer.ledger.summary());
         }
-        eprintln!("{}", result.ledger.summary());
-        if let Some(e) = &result.error {
+        // Refused before any call: there is no run to summarise.
+        Err(
+            e @ (RunError::Route(_)
+            | RunError::Refused { .. }
+            | RunError::Schema { .. }
+            | RunError::Tools { .. }),
+        ) => eprintln!("geode: {}", geode::secret::scrub(&e.to_string())),
+        Err(e) => {
+            if let Some(last) = e.last() {
+                eprintln!("{}", last.ledger.summary());
+            }
             eprintln!("error: {e}");
         }
     }
-    Ok(crate::exit_code(&result))
+    Ok(code)
 }
 
 /// Prints the stream's events as JSON lines; the exit code of how it ended.
-async fn stream_events(task: Task, env: WorkerEnv) -> u8 {
+async fn stream_events(client: &Client, task: Task) -> u8 {
     use futures::StreamExt;
-    let mut events = stream_task(task, env, ItemSource::Auto);
-    let mut code = geode::protocol::exit::VALID;
+    let mut events = client.stream_task(task, ItemSource::Auto);
+    let mut code = exit::VALID;
     while let Some(event) = events.next().await {
         let line = match event {
             Ok(e) => e.to_json(),

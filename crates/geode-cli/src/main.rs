@@ -6,6 +6,7 @@
 //! configuration error, 3 provider or transport failure.
 
 mod cache_args;
+mod client;
 mod cmd_adapters;
 mod cmd_batch;
 mod cmd_cache;

@@ -27,7 +27,7 @@ fn build_adapter(name: &str, settings: &AdapterSettings) -> Result<Arc<dyn Adapt
 
 /// The one `local` adapter of this process: its engine process (and loaded model) serves every
 /// local call of a `run`, `batch` or `serve`.
-fn local_engine(name: &str) -> Arc<dyn Adapter> {
+pub(crate) fn local_engine(name: &str) -> Arc<dyn Adapter> {
     static ENGINE: std::sync::OnceLock<Arc<dyn Adapter>> = std::sync::OnceLock::new();
     ENGINE
         .get_or_init(|| {

@@ -1,7 +1,9 @@
 //! The flags a task shares between `geode run` and `geode batch`: the adapter, model, constraint,
-//! policy and limits, turned into a template [`WorkerRequest`].
+//! policy and limits, turned into a [`Task`] (`geode run`) or a template [`WorkerRequest`]
+//! (`geode batch`, whose lines are requests).
 
 use clap::Args;
+use geode::agent::task::{Budgets, Output, Route, Task};
 use geode::config::Settings;
 use geode::protocol::WorkerRequest;
 use geode::schema::validate::Validation;
@@ -10,16 +12,18 @@ use geode::vocab::Require;
 use std::path::PathBuf;
 
 #[derive(Clone, Copy, clap::ValueEnum)]
-enum RequireArg {
-    BestEffort,
-    Wired,
-    Enforced,
-}
-
-#[derive(Clone, Copy, clap::ValueEnum)]
 enum ValidationArg {
     Full,
     RequiredKeys,
+}
+
+impl From<ValidationArg> for Validation {
+    fn from(v: ValidationArg) -> Self {
+        match v {
+            ValidationArg::Full => Validation::Full,
+            ValidationArg::RequiredKeys => Validation::RequiredKeys,
+        }
+    }
 }
 
 /// The task flags of `geode run` and `geode batch`.
@@ -47,8 +51,8 @@ pub(crate) struct TaskArgs {
     #[arg(long, group = "constraint")]
     grammar: Option<PathBuf>,
     /// The guarantee required of the adapter; refused before any request when unmet.
-    #[arg(long, value_enum, default_value = "best-effort")]
-    require: RequireArg,
+    #[arg(long, default_value = "best-effort")]
+    require: Require,
     /// Which check decides the retry and success.
     #[arg(long, value_enum, default_value = "full")]
     validation: ValidationArg,
@@ -95,6 +99,45 @@ fn text_constraint(args: &TaskArgs) -> anyhow::Result<Option<TextConstraint>> {
 }
 
 impl TaskArgs {
+    /// The task these flags describe for `prompt`, checked (a constraint that does not compile
+    /// is refused here, before any adapter exists).
+    pub(crate) fn task(&self, settings: &Settings, prompt: &str) -> anyhow::Result<Task> {
+        let mut task = Task::new(prompt);
+        task.output = match (&self.schema, text_constraint(self)?) {
+            (Some(path), _) => Output::Schema(ResponseSchema::from_file(path)?),
+            (None, Some(c)) => {
+                c.validate()
+                    .map_err(|e| anyhow::anyhow!("unusable text_constraint: {e}"))?;
+                Output::Constraint(c)
+            }
+            (None, None) => Output::Text,
+        };
+        task.route = match (&self.adapter, &self.model) {
+            (Some(name), model) => Route::Adapter {
+                name: name.clone(),
+                model: model.clone(),
+            },
+            (None, Some(model)) => Route::Model(model.clone()),
+            (None, None) => Route::Default,
+        };
+        if let Some(t) = self
+            .timeout
+            .map(Budgets::seconds)
+            .or(settings.request_timeout)
+        {
+            task.budgets.timeout = t;
+        }
+        task.system = self.system.clone().unwrap_or_default();
+        if let Some(m) = self.max_tokens {
+            task.budgets.max_tokens = m;
+        }
+        task.require = self.require;
+        task.formats = self.formats.into();
+        task.repair = self.repair || settings.repair;
+        task.validation = self.validation.into();
+        Ok(task)
+    }
+
     /// The request these flags describe, for `task_id` and `prompt`, checked (a bad timeout or
     /// a constraint that does not compile is refused here, before any adapter exists).
     pub(crate) fn request(
@@ -119,17 +162,10 @@ impl TaskArgs {
         if let Some(m) = args.max_tokens {
             req.subagent_max_tokens = m;
         }
-        req.require = match args.require {
-            RequireArg::BestEffort => Require::BestEffort,
-            RequireArg::Wired => Require::Wired,
-            RequireArg::Enforced => Require::Enforced,
-        };
+        req.require = args.require;
         req.formats = args.formats.into();
         req.repair = args.repair || settings.repair;
-        req.validation = match args.validation {
-            ValidationArg::Full => Validation::Full,
-            ValidationArg::RequiredKeys => Validation::RequiredKeys,
-        };
+        req.validation = args.validation.into();
         req.check()?;
         Ok(req)
     }

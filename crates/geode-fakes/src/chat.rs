@@ -159,6 +159,17 @@ fn stream_chunks(head: &Value, message: &Value, finish: &str, usage: &Value) -> 
     out
 }
 
+/// A 200 answer that reports a provider failure carrying `message`: an `error` object, in a
+/// `data:` chunk when streamed.
+pub(crate) fn in_band_error(message: &str, stream: bool) -> Plan {
+    let error = json!({"error": {"code": "1234", "message": message}});
+    if stream {
+        Plan::sse(vec![SseEvent::data(error.to_string())])
+    } else {
+        Plan::json(200, error)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,16 +198,5 @@ mod tests {
         );
         assert_eq!(v["choices"][0]["finish_reason"], "tool_calls");
         assert_eq!(v["usage"]["total_tokens"], 18);
-    }
-}
-
-/// A 200 answer that reports a provider failure carrying `message`: an `error` object, in a
-/// `data:` chunk when streamed.
-pub(crate) fn in_band_error(message: &str, stream: bool) -> Plan {
-    let error = json!({"error": {"code": "1234", "message": message}});
-    if stream {
-        Plan::sse(vec![SseEvent::data(error.to_string())])
-    } else {
-        Plan::json(200, error)
     }
 }

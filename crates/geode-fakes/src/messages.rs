@@ -219,6 +219,17 @@ fn stream_events(message: &Value, block: &Value, stop: &str, usage: &Value) -> V
     out
 }
 
+/// A 200 answer that reports a provider failure carrying `message`: Anthropic's
+/// `overloaded_error`, as an `error` event when streamed.
+pub(crate) fn in_band_error(message: &str, stream: bool) -> Plan {
+    let error = json!({"type": "error", "error": {"type": "overloaded_error", "message": message}});
+    if stream {
+        Plan::sse(vec![SseEvent::named("error", &error)])
+    } else {
+        Plan::json(200, error)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -247,16 +258,5 @@ mod tests {
         let body = json!({"output_config": {"format": {"type": "json_schema",
             "schema": {"type": "object", "properties": {"a": {"type": "boolean"}}, "required": ["a"]}}}});
         assert_eq!(auto(&body), Content::Text("{\"a\":true}".into()));
-    }
-}
-
-/// A 200 answer that reports a provider failure carrying `message`: Anthropic's
-/// `overloaded_error`, as an `error` event when streamed.
-pub(crate) fn in_band_error(message: &str, stream: bool) -> Plan {
-    let error = json!({"type": "error", "error": {"type": "overloaded_error", "message": message}});
-    if stream {
-        Plan::sse(vec![SseEvent::named("error", &error)])
-    } else {
-        Plan::json(200, error)
     }
 }

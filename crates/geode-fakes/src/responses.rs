@@ -312,6 +312,24 @@ fn stream_events(
     ev.out
 }
 
+/// A 200 answer that reports a provider failure carrying `message`: an `error` event when
+/// streamed, else a response object with `status: failed`.
+pub(crate) fn in_band_error(call: &Call, message: &str, stream: bool) -> Plan {
+    if stream {
+        return Plan::sse(vec![SseEvent::named(
+            "error",
+            &json!({"type": "error", "code": "server_error", "message": message,
+                    "param": null, "sequence_number": 0}),
+        )]);
+    }
+    Plan::json(
+        200,
+        json!({"id": call.ids.next("resp"), "object": "response", "created_at": unix_now(),
+               "status": "failed", "output": [], "usage": null,
+               "error": {"code": "server_error", "message": message}}),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -362,22 +380,4 @@ mod tests {
             "max_output_tokens"
         );
     }
-}
-
-/// A 200 answer that reports a provider failure carrying `message`: an `error` event when
-/// streamed, else a response object with `status: failed`.
-pub(crate) fn in_band_error(call: &Call, message: &str, stream: bool) -> Plan {
-    if stream {
-        return Plan::sse(vec![SseEvent::named(
-            "error",
-            &json!({"type": "error", "code": "server_error", "message": message,
-                    "param": null, "sequence_number": 0}),
-        )]);
-    }
-    Plan::json(
-        200,
-        json!({"id": call.ids.next("resp"), "object": "response", "created_at": unix_now(),
-               "status": "failed", "output": [], "usage": null,
-               "error": {"code": "server_error", "message": message}}),
-    )
 }

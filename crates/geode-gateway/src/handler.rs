@@ -199,7 +199,7 @@ async fn serve_one<E: Endpoint>(
         let sse = Sse::new(events.map(Ok::<_, std::convert::Infallible>));
         return Ok(Served::Stream(sse.into_response()));
     }
-    let run = gw.client.run_task(task, |_| {});
+    let run = gw.client.run_task(task, |_, _| {});
     let answer = match tokio::time::timeout(gw.limits.request_timeout, run).await {
         Ok(result) => result.map_err(ApiError::from_run)?,
         Err(_) => return Err(ApiError::timeout()),

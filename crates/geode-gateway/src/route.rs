@@ -70,10 +70,7 @@ pub fn require(
     let mut level = floor;
     for (asked, param) in [(header, "x-geode-require"), (body, "geode.require")] {
         let Some(asked) = asked else { continue };
-        let asked: Require = serde_json::from_value(serde_json::Value::String(
-            asked.trim().to_owned(),
-        ))
-        .map_err(|_| {
+        let asked: Require = asked.trim().parse().map_err(|_| {
             ApiError::invalid(
                 param,
                 format!("{param} must be best-effort, wired or enforced, got {asked:?}"),

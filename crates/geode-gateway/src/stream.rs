@@ -75,7 +75,7 @@ pub fn run(
     };
     let (deltas, retries, done) = (tx.clone(), tx.clone(), tx);
     tokio::spawn(async move {
-        let run = client.run_task(task, move |env| {
+        let run = client.run_task(task, move |_, env| {
             env.cancel = cancel;
             env.on_text = Some(TextSink::new(move |d| {
                 let _ = deltas.send(Progress::Delta(d.to_owned()));

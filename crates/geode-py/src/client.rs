@@ -250,7 +250,7 @@ fn open_cache(
 }
 
 fn parse_require(py: Python<'_>, name: &str) -> PyResult<Require> {
-    serde_json::from_value(Value::String(name.to_owned())).map_err(|_| {
+    name.parse::<Require>().map_err(|_| {
         config_error(
             py,
             &format!("require={name:?}: expected \"best-effort\", \"wired\" or \"enforced\""),

@@ -7,7 +7,7 @@
 //!
 //! | type | what it names |
 //! |---|---|
-//! | [`StructuredOutputMode`], [`Require`] | how a schema reached the model; the guarantee a caller asks for |
+//! | [`StructuredOutputMode`], [`Require`] | how a schema reached the model; the guarantee a caller asks for (each parsed by `FromStr`, [`UnknownName`] when not one of them) |
 //! | [`Transform`] | one rewrite of the caller's schema for a wire |
 //! | [`Usage`], [`StopReason`] | token counts; why the model stopped |
 //! | [`AdapterTry`] | one adapter tried by a fallback chain or routing |
@@ -86,6 +86,42 @@ impl std::fmt::Display for StructuredOutputMode {
     }
 }
 
+impl std::str::FromStr for StructuredOutputMode {
+    type Err = UnknownName;
+
+    /// The kebab-case name, as [`Self::as_str`] writes it.
+    fn from_str(text: &str) -> Result<Self, UnknownName> {
+        Self::ALL
+            .into_iter()
+            .find(|m| m.as_str() == text)
+            .ok_or_else(|| {
+                UnknownName::new("structured-output mode", text, &Self::ALL.map(Self::as_str))
+            })
+    }
+}
+
+/// A name that is not one of a vocabulary's (a `require`, a mode): says what was expected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {what} {given:?}: expected one of {}", expected.join(", "))]
+pub struct UnknownName {
+    /// What kind of name.
+    pub what: &'static str,
+    /// What was given (cut to 64 characters: it may be a pasted secret or a huge header).
+    pub given: String,
+    /// The names there are.
+    pub expected: Vec<&'static str>,
+}
+
+impl UnknownName {
+    fn new(what: &'static str, given: &str, expected: &[&'static str]) -> Self {
+        Self {
+            what,
+            given: given.chars().take(64).collect(),
+            expected: expected.to_vec(),
+        }
+    }
+}
+
 /// What a caller requires of the structured-output path. Ordered: `BestEffort < Wired < Enforced`.
 #[derive(
     Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
@@ -102,6 +138,9 @@ pub enum Require {
 }
 
 impl Require {
+    /// Every level, weakest first.
+    pub const ALL: [Require; 3] = [Self::BestEffort, Self::Wired, Self::Enforced];
+
     /// The kebab-case name.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -109,6 +148,31 @@ impl Require {
             Self::Wired => "wired",
             Self::Enforced => "enforced",
         }
+    }
+}
+
+impl std::fmt::Display for Require {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Require {
+    type Err = UnknownName;
+
+    /// The kebab-case name (`best-effort`, `wired`, `enforced`): the one parse of a `require`
+    /// for flags, keyword arguments, headers and files alike.
+    ///
+    /// ```
+    /// use geode::vocab::Require;
+    /// assert_eq!("wired".parse::<Require>().unwrap(), Require::Wired);
+    /// assert!("strict".parse::<Require>().unwrap_err().to_string().contains("best-effort"));
+    /// ```
+    fn from_str(text: &str) -> Result<Self, UnknownName> {
+        Self::ALL
+            .into_iter()
+            .find(|r| r.as_str() == text)
+            .ok_or_else(|| UnknownName::new("require", text, &Self::ALL.map(Self::as_str)))
     }
 }
 

@@ -102,6 +102,15 @@ pub struct Budgets {
     pub thinking: u32,
 }
 
+impl Budgets {
+    /// A limit given in seconds (a flag, a file, a request field), as a duration a deadline can
+    /// be made from: at most 10^9 s (about 31 years), so that `now + limit` cannot overflow.
+    /// The caller has refused what is not a positive, finite number.
+    pub fn seconds(s: f64) -> Duration {
+        Duration::from_secs_f64(s.clamp(0.0, 1e9))
+    }
+}
+
 impl Default for Budgets {
     fn default() -> Self {
         Self {

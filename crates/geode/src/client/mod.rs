@@ -226,15 +226,16 @@ impl Client {
 
     /// Runs a task the caller built (its own route, output, policy, history), on this
     /// client's adapters (built once, shared by every call). The failure stays a typed
-    /// [`RunError`], for servers that map each kind to their own answer (the gateway); `tune`
-    /// may add observers to the environment (a text sink for streaming).
+    /// [`RunError`], for servers that map each kind to their own answer (the gateway, `geode
+    /// run`); `tune` sees the task as routed (its model filled) and may add observers to the
+    /// environment (a text sink for streaming, a progress line).
     pub async fn run_task(
         &self,
         mut task: Task,
-        tune: impl FnOnce(&mut WorkerEnv),
+        tune: impl FnOnce(&Task, &mut WorkerEnv),
     ) -> Result<Answer, RunError> {
         let mut env = self.resolve(&mut task)?;
-        tune(&mut env);
+        tune(&task, &mut env);
         crate::agent::worker::run_task(&task, &env).await
     }
 

@@ -3,6 +3,7 @@
 
 use super::{AdapterConfig, Config, ConfigError, GatewayConfig};
 use crate::agent::resolve::RoutingSettings;
+use crate::agent::task::Budgets;
 use crate::cache::{CacheLocation, CacheSettings};
 use crate::llm::call::DEFAULT_MAX_RESPONSE_BYTES;
 use crate::llm::registry::Environment;
@@ -14,7 +15,7 @@ use std::time::Duration;
 pub const MAX_RESPONSE_BYTES_ENV: &str = "GEODE_MAX_RESPONSE_BYTES";
 
 /// What a process runs with: the config file resolved with the environment.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Settings {
     /// How tasks are routed to adapters.
     pub routing: RoutingSettings,
@@ -26,18 +27,6 @@ pub struct Settings {
     pub cache: Option<CacheSettings>,
     /// `geode gateway`'s policy and model aliases.
     pub gateway: GatewayConfig,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Self {
-            routing: RoutingSettings::default(),
-            repair: false,
-            request_timeout: None,
-            cache: None,
-            gateway: GatewayConfig::default(),
-        }
-    }
 }
 
 impl Config {
@@ -88,10 +77,7 @@ impl Config {
                 max_response_bytes: max_response_bytes(self, env)?,
             },
             repair: self.repair,
-            request_timeout: self
-                .timeouts
-                .request_s
-                .map(|s| Duration::try_from_secs_f64(s).unwrap_or(Duration::MAX)),
+            request_timeout: self.timeouts.request_s.map(Budgets::seconds),
             cache: cache.map(|location| CacheSettings { location, ttl }),
             gateway: self.gateway.clone(),
         })

@@ -16,7 +16,6 @@ use crate::schema::{ConstraintError, ResponseSchema, TextConstraint};
 use crate::vocab::Require;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use std::time::Duration;
 
 fn is_default<T: Default + PartialEq>(v: &T) -> bool {
     *v == T::default()
@@ -275,9 +274,9 @@ impl WorkerRequest {
             cache: self.cache.unwrap_or(true),
             formats: self.formats,
             budgets: Budgets {
-                timeout: Duration::from_secs_f64(self.timeout_s.min(1e9)),
+                timeout: Budgets::seconds(self.timeout_s),
                 time_budget: (self.time_budget_s > 0.0)
-                    .then(|| Duration::from_secs_f64(self.time_budget_s.min(1e9))),
+                    .then(|| Budgets::seconds(self.time_budget_s)),
                 max_tokens: self.subagent_max_tokens,
                 max_rounds: self.max_rounds,
                 thinking: self.thinking_budget,

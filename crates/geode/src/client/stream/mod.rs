@@ -219,7 +219,22 @@ impl Client {
     }
 }
 
-/// Streams a prepared task on a prepared environment (what `geode run --stream` does):
+impl Client {
+    /// A task the caller built, streamed as [`stream_task`] streams it, on this client's
+    /// adapters (`geode run --stream`).
+    pub fn stream_task(
+        &self,
+        mut task: Task,
+        items: ItemSource,
+    ) -> BoxStream<'static, Result<StreamEvent<Value>, Error>> {
+        match self.worker_env(&mut task) {
+            Ok(env) => stream_task(task, env, items),
+            Err(e) => failed(e),
+        }
+    }
+}
+
+/// Streams a prepared task on a prepared environment ([`Client::stream_task`] resolves them):
 /// partials and items against its schema as given (no rewrites), and a final value that is the
 /// checked answer, or the answer text as a JSON string when no JSON was asked for.
 pub fn stream_task(
