@@ -20,16 +20,35 @@ pub(crate) struct CacheArgs {
     cache_ttl: Option<Duration>,
 }
 
+/// Why the cache flags cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CacheArgsError {
+    /// The cache does not open.
+    #[error(transparent)]
+    Open(CacheError),
+    /// `--cache-ttl` with no cache to bound.
+    #[error("--cache-ttl needs a cache: --cache DIR|URL or [cache] in geode.toml")]
+    TtlWithoutCache,
+}
+
+impl From<CacheError> for CacheArgsError {
+    fn from(e: CacheError) -> Self {
+        match e {
+            CacheError::TtlWithoutCache => Self::TtlWithoutCache,
+            other => Self::Open(other),
+        }
+    }
+}
+
 impl CacheArgs {
     /// The cache the flags (else the settings) name, if any ([`CacheSettings::choose`]).
-    pub(crate) fn open(&self, settings: &Settings) -> Result<Option<Cache>, CacheError> {
-        CacheSettings::choose(
+    pub(crate) fn open(&self, settings: &Settings) -> Result<Option<Cache>, CacheArgsError> {
+        let chosen = CacheSettings::choose(
             self.cache.as_deref(),
             self.cache_ttl,
             settings.cache.as_ref(),
-        )?
-        .map(|c| c.open())
-        .transpose()
+        )?;
+        Ok(chosen.map(|c| c.open()).transpose()?)
     }
 }
 
