@@ -16,7 +16,9 @@
 
 use crate::schema::repair::Repair;
 use crate::schema::validate::ValidationIssue;
-use crate::vocab::{AdapterTry, ErrorKind, StopReason, StructuredOutputMode, Transform, Usage};
+use crate::vocab::{
+    AdapterTry, ErrorKind, StopReason, StructuredOutputMode, TerminationReason, Transform, Usage,
+};
 use serde::{Deserialize, Serialize};
 
 /// The worker's shallow check, as GEODE does it.
@@ -42,7 +44,7 @@ pub enum CheckFailure {
     /// The loop ended with an error or a failure termination.
     FailedRun {
         /// The termination reason.
-        termination: String,
+        termination: TerminationReason,
     },
     /// The answer was empty.
     Empty,
@@ -124,7 +126,7 @@ pub struct AttemptRecord {
     /// 1 for the first run, 2 for the retry.
     pub attempt: u32,
     /// How the loop ended.
-    pub termination_reason: String,
+    pub termination_reason: TerminationReason,
     /// The last stop reason the adapter gave.
     pub stop_reason: Option<StopReason>,
     /// LLM rounds in this attempt.

@@ -28,7 +28,6 @@
 //! An empty user turn continues a conversation whose history ends in the user's turn (the
 //! caller's tool results) without adding one.
 
-use crate::agent::termination::TerminationReason;
 use crate::agent::tools::{ToolCallRecord, ToolRegistry};
 use crate::llm::adapter::Adapter;
 use crate::llm::call::{AdapterError, CallCx};
@@ -37,6 +36,7 @@ use crate::llm::request::{
     WireReport,
 };
 use crate::schema::{ResponseSchema, TextConstraint};
+use crate::vocab::TerminationReason;
 use crate::vocab::{ErrorKind, RetryClass, StopReason, Usage};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -64,8 +64,8 @@ pub struct LoopOptions {
     pub max_tokens: u32,
     /// Extended-thinking budget.
     pub thinking_budget: u32,
-    /// Reasoning effort label.
-    pub effort: String,
+    /// Reasoning effort.
+    pub effort: crate::vocab::Effort,
     /// Sampling temperature.
     pub temperature: Option<f32>,
     /// Wall-time budget for one `arun`; `None` means no limit.
@@ -86,7 +86,7 @@ impl Default for LoopOptions {
             max_rounds: 0,
             max_tokens: 32768,
             thinking_budget: 0,
-            effort: "high".to_owned(),
+            effort: crate::vocab::Effort::High,
             temperature: None,
             time_budget: None,
             response_schema: None,
@@ -225,7 +225,7 @@ impl AgenticLoop {
         req.system_prompt = self.options.system_prompt.clone();
         req.max_tokens = self.options.max_tokens;
         req.thinking_budget = self.options.thinking_budget;
-        req.effort = self.options.effort.clone();
+        req.effort = self.options.effort;
         req.temperature = self.options.temperature;
         req.text_constraint = self.options.text_constraint.clone();
         req.response_schema = match schema {

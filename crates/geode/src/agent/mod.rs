@@ -9,7 +9,6 @@
 //! | [`store`] | the port an answer store (the response cache) fills |
 //! | [`agent_loop`] | `AgenticLoop`: rounds, tools, termination, per-call schema override |
 //! | [`tools`] | the `Tool` trait, the registry, argument validation against `input_schema` |
-//! | [`termination`] | `TerminationReason` |
 //! | [`excerpt`] | how answers are quoted in messages |
 
 pub mod agent_loop;
@@ -19,6 +18,5 @@ pub mod excerpt;
 pub mod resolve;
 pub mod store;
 pub mod task;
-pub mod termination;
 pub mod tools;
 pub mod worker;

@@ -5,7 +5,6 @@
 //! inside the worker reads a string to learn what happened: a failed run is a [`RunError`]
 //! variant that keeps its typed source.
 
-use crate::agent::termination::TerminationReason;
 use crate::ledger::GuaranteeLedger;
 use crate::llm::call::AdapterError;
 use crate::llm::request::{Message, ToolChoice, ToolSpec, ToolUse};
@@ -13,6 +12,7 @@ use crate::schema::SchemaError;
 use crate::schema::formats::FormatMode;
 use crate::schema::validate::Validation;
 use crate::schema::{ResponseSchema, TextConstraint};
+use crate::vocab::TerminationReason;
 use crate::vocab::{Require, Usage};
 use serde_json::Value;
 use std::sync::Arc;
@@ -154,7 +154,7 @@ pub struct Task {
     /// Time, token and round limits.
     pub budgets: Budgets,
     /// Reasoning effort, for adapters that take one.
-    pub effort: String,
+    pub effort: crate::vocab::Effort,
     /// Sampling temperature (`None`: the provider's default).
     pub temperature: Option<f32>,
     /// Tools the caller runs: offered to the model beside the worker's own; a turn whose calls
@@ -180,7 +180,7 @@ impl Task {
             cache: true,
             formats: FormatMode::Assert,
             budgets: Budgets::default(),
-            effort: "high".to_owned(),
+            effort: crate::vocab::Effort::High,
             temperature: None,
             tools: Vec::new(),
             tool_choice: ToolChoice::Auto,

@@ -21,7 +21,6 @@ use crate::agent::answer_check::{
 };
 use crate::agent::store::AnswerStore;
 use crate::agent::task::{Answer, NO_RESPONSE, Output, Refusal, RunError, Task};
-use crate::agent::termination::TerminationReason;
 use crate::agent::tools::{ToolRegistry, ToolRegistryError};
 use crate::ledger::{
     AnswerMode, AttemptRecord, CheckFailure, GuaranteeLedger, RetryDecision, WorkerCheck,
@@ -31,6 +30,7 @@ use crate::llm::call::CallCx;
 use crate::schema::validate::CompiledSchema;
 use crate::schema::{ResponseSchema, TextConstraint};
 use crate::vocab::StructuredOutputMode;
+use crate::vocab::TerminationReason;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -83,7 +83,7 @@ fn attempt_record(
 ) -> AttemptRecord {
     AttemptRecord {
         attempt: n,
-        termination_reason: r.termination_reason.as_str(),
+        termination_reason: r.termination_reason,
         stop_reason: r.stop_reason.clone(),
         rounds: r.rounds,
         usage: r.usage,
@@ -96,7 +96,7 @@ fn attempt_record(
 
 /// Why a failed first answer is not retried, beyond the 50% gate; `None` means retry.
 fn skip_reason(r: &AgenticResult) -> Option<String> {
-    use crate::agent::termination::TerminationReason as T;
+    use crate::vocab::TerminationReason as T;
     if r.termination_reason.is_no_retry() {
         return Some(format!("intended ending {}", r.termination_reason));
     }
@@ -329,7 +329,7 @@ async fn run_unscrubbed(task: &Task, env: &WorkerEnv) -> Result<Answer, RunError
         max_rounds: task.budgets.max_rounds,
         max_tokens: task.budgets.max_tokens,
         thinking_budget: task.budgets.thinking,
-        effort: task.effort.clone(),
+        effort: task.effort,
         temperature: task.temperature,
         time_budget: task.budgets.time_budget,
         response_schema: schema.cloned(),

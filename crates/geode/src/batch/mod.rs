@@ -23,9 +23,9 @@ mod summary;
 
 pub use summary::{AdapterTotals, Outcome, Summary};
 
-use crate::agent::termination::TerminationReason;
 use crate::agent::worker::WorkerEnv;
 use crate::protocol::{WorkerRequest, WorkerResult, run_worker};
+use crate::vocab::TerminationReason;
 use input::InputLine;
 use output::{OutputError, ResultLog};
 use std::sync::{Arc, Mutex};
@@ -138,7 +138,7 @@ pub async fn run_batch(
 /// Whether a result ended because the batch was stopped (so it must not be recorded).
 /// (A cancelled run ends `user_cancelled`, which the worker counts as an intended ending.)
 fn cut_short(result: &WorkerResult) -> bool {
-    result.termination_reason == TerminationReason::UserCancelled.as_str()
+    result.termination_reason == TerminationReason::UserCancelled
         || result
             .ledger
             .attempts

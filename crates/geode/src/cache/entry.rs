@@ -5,8 +5,8 @@
 //! prompt (the key is a hash of it) and passes the secret scrubber before it is written.
 
 use crate::agent::task::{Answer, Output, Task};
-use crate::agent::termination::TerminationReason;
 use crate::ledger::GuaranteeLedger;
+use crate::vocab::TerminationReason;
 use crate::vocab::{Require, Usage};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -157,7 +157,7 @@ fn every_part_of_the_request_and_policy_is_in_the_key_but_require_and_timeout_ar
         (
             "effort",
             Task {
-                effort: "low".into(),
+                effort: crate::vocab::Effort::Low,
                 ..task()
             },
         ),

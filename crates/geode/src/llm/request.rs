@@ -169,8 +169,8 @@ pub struct AdapterCallRequest {
     /// Extended-thinking token budget (0 = off).
     #[serde(default)]
     pub thinking_budget: u32,
-    /// Reasoning effort label (GEODE's default `medium`).
-    pub effort: String,
+    /// Reasoning effort (GEODE's default `medium`).
+    pub effort: crate::vocab::Effort,
     /// Stop sequences.
     #[serde(default)]
     pub stop_sequences: Vec<String>,
@@ -197,7 +197,7 @@ impl AdapterCallRequest {
             max_tokens: 8192,
             temperature: None,
             thinking_budget: 0,
-            effort: "medium".to_owned(),
+            effort: crate::vocab::Effort::Medium,
             stop_sequences: Vec::new(),
             metadata: Map::new(),
             response_schema: None,
@@ -351,7 +351,7 @@ mod tests {
     fn request_defaults_follow_the_reference() {
         let r = AdapterCallRequest::new("m", vec![Message::user("hi")]);
         assert_eq!(r.max_tokens, 8192);
-        assert_eq!(r.effort, "medium");
+        assert_eq!(r.effort, crate::vocab::Effort::Medium);
         assert_eq!(r.tool_choice, ToolChoice::Auto);
         assert!(r.response_schema.is_none());
     }

@@ -281,7 +281,7 @@ impl WorkerRequest {
                 max_rounds: self.max_rounds,
                 thinking: self.thinking_budget,
             },
-            effort: self.effort.clone(),
+            effort: crate::vocab::Effort::from_label(&self.effort),
             temperature: None,
             tools: Vec::new(),
             tool_choice: Default::default(),

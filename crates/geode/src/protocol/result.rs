@@ -3,8 +3,8 @@
 //! ([`WorkerResult::from_run`]).
 
 use crate::agent::task::{Answer, Failure, NO_RESPONSE, RunError};
-use crate::agent::termination::TerminationReason;
 use crate::ledger::GuaranteeLedger;
+use crate::vocab::TerminationReason;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -39,9 +39,9 @@ pub struct WorkerResult {
     /// geode: the parsed JSON answer, when one was extracted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<Value>,
-    /// geode: how the last attempt ended.
+    /// geode: how the last attempt ended (`unknown` for a request that never ran).
     #[serde(default)]
-    pub termination_reason: String,
+    pub termination_reason: TerminationReason,
     /// geode: the guarantee ledger.
     #[serde(default)]
     pub ledger: GuaranteeLedger,
@@ -149,7 +149,7 @@ impl WorkerResult {
             completion_tokens: answer.usage.output_tokens,
             usd_spent: answer.usage.cost_usd.unwrap_or(0.0),
             answer: answer.value,
-            termination_reason: answer.termination.as_str(),
+            termination_reason: answer.termination,
             ledger: answer.ledger,
             failure: None,
         }

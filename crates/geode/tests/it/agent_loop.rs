@@ -3,13 +3,13 @@
 use geode_testkit as support;
 
 use geode::agent::agent_loop::{AgenticLoop, LoopOptions, SchemaOverride};
-use geode::agent::termination::TerminationReason;
 use geode::agent::tools::{FnTool, ToolRegistry};
 use geode::llm::call::{AdapterError, CallCx};
 use geode::llm::request::{AdapterResponse, ContentBlock, Message, ToolChoice, ToolUse};
 use geode::llm::scripted::{ScriptedAdapter, Step};
 use geode::schema::ResponseSchema;
 use geode::vocab::StopReason;
+use geode::vocab::TerminationReason;
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;

@@ -212,11 +212,11 @@ mod caller_tools {
     //! with valid arguments, invalid ones sent back to the model, the conversation continued
     //! from the results, and a route that takes no tools refusing them rather than dropping.
     use super::*;
-    use geode::agent::termination::TerminationReason;
     use geode::agent::tools::ToolRegistryError;
     use geode::ledger::{RetryDecision, WorkerCheck};
     use geode::llm::request::{ContentBlock, Message, Role, ToolSpec, ToolUse};
     use geode::vocab::StopReason;
+    use geode::vocab::TerminationReason;
 
     fn weather() -> ToolSpec {
         ToolSpec {

@@ -4,7 +4,6 @@
 
 use geode::agent::agent_loop::AgenticResult;
 use geode::agent::answer_check::{build_schema_retry_prompt, needs_schema_retry};
-use geode::agent::termination::TerminationReason as T;
 use geode::agent::worker::WorkerEnv;
 use geode::ledger::{CheckFailure, RetryDecision, WorkerCheck};
 use geode::llm::call::AdapterError;
@@ -14,6 +13,7 @@ use geode::protocol::{WorkerError, WorkerRequest, WorkerResult, parse_request_li
 use geode::schema::ResponseSchema;
 use geode::schema::validate::Validation;
 use geode::vocab::StopReason;
+use geode::vocab::TerminationReason as T;
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
@@ -230,7 +230,7 @@ async fn no_retry_for_intended_endings_blocked_and_cancelled() {
     let mut env = WorkerEnv::new(adapter.clone());
     env.input_guard = Some(Arc::new(|_| Some("blocked".into())));
     let r = run_worker(&request(Some(schema())), &env).await;
-    assert_eq!(r.termination_reason, "input_blocked");
+    assert_eq!(r.termination_reason, T::InputBlocked);
     assert!(adapter.requests().is_empty());
     assert!(matches!(r.ledger.retry, RetryDecision::Skipped { .. }));
     assert!(r.success, "intended endings succeed as in the reference");
@@ -240,7 +240,7 @@ async fn no_retry_for_intended_endings_blocked_and_cancelled() {
     let env = WorkerEnv::new(adapter.clone());
     env.cancel.cancel();
     let r = run_worker(&request(Some(schema())), &env).await;
-    assert_eq!(r.termination_reason, "user_cancelled");
+    assert_eq!(r.termination_reason, T::UserCancelled);
     assert!(matches!(r.ledger.retry, RetryDecision::Skipped { .. }));
     assert!(adapter.requests().is_empty());
 }
@@ -636,14 +636,14 @@ mod round_trip {
 
     prop_compose! {
         fn result()(
-            texts in (".{0,12}", ".{0,40}", ".{0,20}", prop::option::of(".{0,20}"), ".{0,12}"),
+            texts in (".{0,12}", ".{0,40}", ".{0,20}", prop::option::of(".{0,20}"), prop::sample::select(geode::vocab::TerminationReason::ALL.to_vec())),
             numbers in (any::<u64>(), any::<u64>(), any::<u64>(), float()),
             success in any::<bool>(),
             // The worker's answer is always an extracted object (`null` would read back as absent).
             answer in prop::option::of(object().prop_map(Value::Object)),
             ledger in (".{0,8}", ".{0,8}", prop::collection::vec(".{0,12}", 0..3)),
         ) -> WorkerResult {
-            let (task_id, output, summary, error, termination_reason) = texts;
+            let (task_id, output, summary, error, termination) = texts;
             let (duration_ms, prompt_tokens, completion_tokens, usd_spent) = numbers;
             let mut r = WorkerResult {
                 task_id,
@@ -656,7 +656,7 @@ mod round_trip {
                 completion_tokens,
                 usd_spent,
                 answer,
-                termination_reason,
+                termination_reason: termination,
                 ..WorkerResult::default()
             };
             (r.ledger.adapter, r.ledger.model, r.ledger.residuals) = ledger;

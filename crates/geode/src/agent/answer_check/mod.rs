@@ -13,7 +13,6 @@ mod repair;
 pub use repair::{RepairPolicy, check_with_repair};
 
 use crate::agent::agent_loop::AgenticResult;
-use crate::agent::termination::TerminationReason;
 use crate::ledger::{CheckFailure, ValidationVerdict, WorkerCheck};
 use crate::llm::request::WireReport;
 use crate::schema::extract::{NoObject, explain_no_object, extract_answer, extract_typed_answer};
@@ -23,6 +22,7 @@ use crate::schema::validate::{
     CompiledSchema, Validation, ValidationIssue, missing_required_keys, render_issues,
 };
 use crate::schema::{ResponseSchema, TextConstraint};
+use crate::vocab::TerminationReason;
 use serde_json::Value;
 use std::borrow::Cow;
 
@@ -89,7 +89,7 @@ pub fn check_answer(
     }
     if result.error.is_some() || result.termination_reason.is_failure() {
         return fail(CheckFailure::FailedRun {
-            termination: result.termination_reason.as_str(),
+            termination: result.termination_reason,
         });
     }
     let text = result.text.trim();

@@ -1,7 +1,7 @@
 //! The worker's answer check on every kind of root.
 
 use super::*;
-use crate::agent::termination::TerminationReason;
+use crate::vocab::TerminationReason;
 use serde_json::json;
 
 fn answered(text: &str) -> AgenticResult {

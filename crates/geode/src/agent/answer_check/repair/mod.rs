@@ -13,11 +13,11 @@
 
 use super::{AnswerCheck, check_answer};
 use crate::agent::agent_loop::AgenticResult;
-use crate::agent::termination::TerminationReason;
 use crate::ledger::{CheckFailure, ValidationVerdict, WorkerCheck};
 use crate::schema::repair::{Ending, RepairInput, Repaired, repair};
 use crate::schema::validate::{CompiledSchema, Validation};
 use crate::schema::{ResponseSchema, TextConstraint};
+use crate::vocab::TerminationReason;
 use crate::vocab::{Require, StopReason};
 
 /// What a task says about repair: whether it asked for it, and the guarantee it requires.

@@ -146,7 +146,7 @@ pub fn build(
         stream: opts.delivery == Delivery::Sse,
         include: reasoning.then_some(["reasoning.encrypted_content"]),
         reasoning: reasoning.then(|| body::ReasoningConfig {
-            effort: clamp_effort(&req.effort),
+            effort: req.effort.as_str(),
             summary: "auto",
         }),
         temperature: req.temperature.filter(|_| !reasoning).map(f64::from),
@@ -158,19 +158,6 @@ pub fn build(
         body: crate::llm::wire::family::to_body(adapter, &body)?,
         wire,
     })
-}
-
-/// The effort label on the Responses ladder: known labels pass, `max` is `xhigh`, anything
-/// else is `medium`.
-pub fn clamp_effort(effort: &str) -> &'static str {
-    match effort.trim().to_ascii_lowercase().as_str() {
-        "none" => "none",
-        "minimal" => "minimal",
-        "low" => "low",
-        "high" => "high",
-        "xhigh" | "max" => "xhigh",
-        _ => "medium",
-    }
 }
 
 /// `geode-<16 hex>`: a stable hash of the system prompt's static prefix (everything before

@@ -9,10 +9,17 @@
 //! |---|---|
 //! | [`StructuredOutputMode`], [`Require`] | how a schema reached the model; the guarantee a caller asks for (each parsed by `FromStr`, [`UnknownName`] when not one of them) |
 //! | [`Transform`] | one rewrite of the caller's schema for a wire |
-//! | [`Usage`], [`StopReason`] | token counts; why the model stopped |
+//! | [`Effort`] | how hard a reasoning model should think |
+//! | [`Usage`], [`StopReason`], [`TerminationReason`] | token counts; why the model stopped; how a loop run ended |
 //! | [`AdapterTry`] | one adapter tried by a fallback chain or routing |
 //! | [`ErrorKind`], [`RetryClass`] | what kind of failure ended a call, and whether another try could help |
 //! | [`parse_duration`], [`DurationError`] | a duration as people type it (`3600`, `90s`, `1h`) |
+
+mod effort;
+mod termination;
+
+pub use effort::Effort;
+pub use termination::TerminationReason;
 
 use serde::{Deserialize, Serialize};
 
@@ -113,7 +120,7 @@ pub struct UnknownName {
 }
 
 impl UnknownName {
-    fn new(what: &'static str, given: &str, expected: &[&'static str]) -> Self {
+    pub(crate) fn new(what: &'static str, given: &str, expected: &[&'static str]) -> Self {
         Self {
             what,
             given: given.chars().take(64).collect(),

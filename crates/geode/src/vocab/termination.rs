@@ -83,18 +83,80 @@ impl TerminationReason {
         )
     }
 
-    /// The snake_case name.
-    pub fn as_str(self) -> String {
-        serde_json::to_value(self)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_else(|| "unknown".to_owned())
+    /// Every reason.
+    pub const ALL: [TerminationReason; 23] = [
+        Self::Natural,
+        Self::ForcedText,
+        Self::MaxRounds,
+        Self::TimeBudgetExpired,
+        Self::SessionTimeBudgetHandoff,
+        Self::SessionTimeBudgetExpired,
+        Self::ContextExhausted,
+        Self::CostBudgetExceeded,
+        Self::BillingError,
+        Self::ModelActionRequired,
+        Self::ModelRefusal,
+        Self::UserClarificationNeeded,
+        Self::ConvergenceDetected,
+        Self::RepeatedSuccessNoProgress,
+        Self::InputBlocked,
+        Self::UserCancelled,
+        Self::ActionablePartial,
+        Self::ToolUseYield,
+        Self::ExternalVerificationRequired,
+        Self::LlmError,
+        Self::Truncated,
+        Self::CallerToolCalls,
+        Self::Unknown,
+    ];
+
+    /// The snake_case name, as GEODE spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Natural => "natural",
+            Self::ForcedText => "forced_text",
+            Self::MaxRounds => "max_rounds",
+            Self::TimeBudgetExpired => "time_budget_expired",
+            Self::SessionTimeBudgetHandoff => "session_time_budget_handoff",
+            Self::SessionTimeBudgetExpired => "session_time_budget_expired",
+            Self::ContextExhausted => "context_exhausted",
+            Self::CostBudgetExceeded => "cost_budget_exceeded",
+            Self::BillingError => "billing_error",
+            Self::ModelActionRequired => "model_action_required",
+            Self::ModelRefusal => "model_refusal",
+            Self::UserClarificationNeeded => "user_clarification_needed",
+            Self::ConvergenceDetected => "convergence_detected",
+            Self::RepeatedSuccessNoProgress => "repeated_success_no_progress",
+            Self::InputBlocked => "input_blocked",
+            Self::UserCancelled => "user_cancelled",
+            Self::ActionablePartial => "actionable_partial",
+            Self::ToolUseYield => "tool_use_yield",
+            Self::ExternalVerificationRequired => "external_verification_required",
+            Self::LlmError => "llm_error",
+            Self::Truncated => "truncated",
+            Self::CallerToolCalls => "caller_tool_calls",
+            Self::Unknown => "unknown",
+        }
+    }
+}
+
+impl std::str::FromStr for TerminationReason {
+    type Err = super::UnknownName;
+
+    /// The snake_case name, as [`Self::as_str`] writes it.
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|r| r.as_str() == text)
+            .ok_or_else(|| {
+                super::UnknownName::new("termination reason", text, &Self::ALL.map(Self::as_str))
+            })
     }
 }
 
 impl std::fmt::Display for TerminationReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.as_str())
+        f.write_str(self.as_str())
     }
 }
 
@@ -121,33 +183,20 @@ mod tests {
         }
     }
 
+    /// `as_str` is written out by hand (no serde round trip); it must say what serde says, and
+    /// `FromStr` must read it back, for every reason.
+    #[test]
+    fn every_name_is_serde_s_and_reads_back() {
+        for r in TerminationReason::ALL {
+            assert_eq!(serde_json::to_value(r).unwrap(), r.as_str(), "{r:?}");
+            assert_eq!(r.as_str().parse::<TerminationReason>().unwrap(), r);
+        }
+        assert!("nope".parse::<TerminationReason>().is_err());
+    }
+
     #[test]
     fn the_reference_failure_catalogue_has_seven_entries_plus_truncated() {
-        let all = [
-            TerminationReason::Natural,
-            TerminationReason::ForcedText,
-            TerminationReason::MaxRounds,
-            TerminationReason::TimeBudgetExpired,
-            TerminationReason::SessionTimeBudgetHandoff,
-            TerminationReason::SessionTimeBudgetExpired,
-            TerminationReason::ContextExhausted,
-            TerminationReason::CostBudgetExceeded,
-            TerminationReason::BillingError,
-            TerminationReason::ModelActionRequired,
-            TerminationReason::ModelRefusal,
-            TerminationReason::UserClarificationNeeded,
-            TerminationReason::ConvergenceDetected,
-            TerminationReason::RepeatedSuccessNoProgress,
-            TerminationReason::InputBlocked,
-            TerminationReason::UserCancelled,
-            TerminationReason::ActionablePartial,
-            TerminationReason::ToolUseYield,
-            TerminationReason::ExternalVerificationRequired,
-            TerminationReason::LlmError,
-            TerminationReason::Truncated,
-            TerminationReason::CallerToolCalls,
-            TerminationReason::Unknown,
-        ];
+        let all = TerminationReason::ALL;
         let failures: Vec<_> = all.iter().filter(|r| r.is_failure()).collect();
         assert_eq!(failures.len(), 8);
         assert_eq!(all.iter().filter(|r| r.is_no_retry()).count(), 4);
