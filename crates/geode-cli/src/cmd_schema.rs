@@ -6,7 +6,7 @@
 
 use crate::resolve::limit_violations;
 use clap::Subcommand;
-use geode::llm::registry::PlanCx;
+use geode::llm::registry::{PlanCx, WireFamily};
 use geode::schema::ResponseSchema;
 use geode::schema::preflight::{LimitViolation, Preflight};
 use geode::schema::root::AnswerRoot;
@@ -105,7 +105,8 @@ fn check_adapter(
     let plan = spec.schema_route.plan(Some(&schema), PlanCx::default());
     let violations = limit_violations(&schema, spec);
     let best = plan.weaker_because.is_empty() && violations.is_empty();
-    let decoding = (spec.name == "local").then(|| local_decoding(&schema, max_tokens));
+    let decoding =
+        (spec.wire_family == WireFamily::Local).then(|| local_decoding(&schema, max_tokens));
     if json {
         let out = serde_json::json!({
             "adapter": spec.name,

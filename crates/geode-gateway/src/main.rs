@@ -96,15 +96,15 @@ fn run(args: GatewayArgs) -> anyhow::Result<u8> {
         Err(e) => return usage(e),
     };
     // The engine runs in its own process (`geode-engine`), started on the first local call.
-    let local = Arc::new(EngineProcess::new(
-        "local",
-        EngineProcess::default_program(&ProcessEnv),
-    )) as Arc<dyn geode::llm::adapter::Adapter>;
-    let client = match geode::Client::builder()
-        .settings(settings.clone())
-        .adapter_factory("local", move || local.clone())
-        .build()
-    {
+    let mut builder = geode::Client::builder().settings(settings.clone());
+    if let Some(row) = geode::llm::registry::embedded() {
+        let local = Arc::new(EngineProcess::new(
+            row.name,
+            EngineProcess::default_program(&ProcessEnv),
+        )) as Arc<dyn geode::llm::adapter::Adapter>;
+        builder = builder.adapter_factory(row.name, move || local.clone());
+    }
+    let client = match builder.build() {
         Ok(c) => c,
         Err(e) => return usage(e.to_string()),
     };

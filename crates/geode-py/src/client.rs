@@ -57,10 +57,12 @@ impl NativeClient {
     ) -> PyResult<Self> {
         let env = OverlayEnv::new(env.unwrap_or_default());
         // One engine per client, started on its first local call.
-        let engine = Arc::new(local_engine(py, &env));
-        let mut builder = Client::builder()
-            .environment(env)
-            .adapter_factory("local", move || engine.clone() as Arc<dyn Adapter>);
+        let mut builder = Client::builder();
+        if let Some(row) = geode::llm::registry::embedded() {
+            let engine = Arc::new(local_engine(py, row.name, &env));
+            builder = builder.adapter_factory(row.name, move || engine.clone() as Arc<dyn Adapter>);
+        }
+        let mut builder = builder.environment(env);
         if let Some(a) = adapter {
             builder = builder.adapter(a);
         }
@@ -280,18 +282,18 @@ const ENGINE_BOOT: &str =
 /// engine built into the module (`geode._engine.main`); in a build without it (feature
 /// `local` off) or when Python cannot say where it is, `geode-engine` on `PATH`. The client's
 /// own `GEODE_LOCAL_*` variables go into the engine's environment.
-fn local_engine(py: Python<'_>, env: &OverlayEnv) -> EngineProcess {
+fn local_engine(py: Python<'_>, name: &str, env: &OverlayEnv) -> EngineProcess {
     use geode::llm::registry::Environment;
     let engine = match (env.var(geode::llm::engine::ENGINE_BIN_ENV), bundled(py)) {
-        (Some(bin), _) => EngineProcess::new("local", bin),
+        (Some(bin), _) => EngineProcess::new(name, bin),
         (None, Some((python, packages))) if cfg!(feature = "local") => {
-            EngineProcess::new("local", python).with_args([
+            EngineProcess::new(name, python).with_args([
                 "-c".into(),
                 ENGINE_BOOT.into(),
                 packages.into_os_string(),
             ])
         }
-        (None, _) => EngineProcess::new("local", "geode-engine"),
+        (None, _) => EngineProcess::new(name, "geode-engine"),
     };
     engine.with_vars(env.engine_vars())
 }

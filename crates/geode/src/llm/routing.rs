@@ -13,7 +13,7 @@
 //! fails before any request, with one reason per candidate.
 
 use crate::llm::registry::{
-    ADAPTERS, AdapterSpec, Billing, Environment, Family, PlanCx, family_of_model, spec,
+    ADAPTERS, AdapterSpec, Billing, Environment, Family, PlanCx, embedded, family_of_model, spec,
 };
 use crate::schema::ResponseSchema;
 use crate::vocab::{Require, StructuredOutputMode};
@@ -81,6 +81,9 @@ pub enum RoutingError {
         /// One reason per candidate.
         reasons: Vec<Rejection>,
     },
+    /// Nothing is configured and the registry has no local row to fall back on.
+    #[error("no adapter is configured (set a provider's key, or name an adapter)")]
+    NoEmbedded,
 }
 
 fn judge(
@@ -141,7 +144,7 @@ pub fn route(req: &RouteRequest<'_>, env: &dyn Environment) -> Result<Route, Rou
             .min_by_key(|a| a.billing);
         match configured_remote {
             Some(a) => vec![a],
-            _ => vec![req.spec("local")?],
+            _ => vec![embedded().ok_or(RoutingError::NoEmbedded)?],
         }
     };
     let mut rejected = Vec::new();

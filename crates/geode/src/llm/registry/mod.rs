@@ -265,8 +265,15 @@ pub use providers::{ProviderConfig, ProviderError, SchemaOnWire, WireKind, check
 pub use rows::{ADAPTERS, CLAUDE_CLI, CODEX_CLI};
 pub use schema_route::{PlanCx, SchemaRoute};
 
+/// The row a local engine serves, routing's embedded default when nothing else is configured:
+/// the built-in row whose wire family is [`WireFamily::Local`] (found by what it is, never by its
+/// name).
+pub fn embedded() -> Option<&'static AdapterSpec> {
+    ADAPTERS.iter().find(|a| a.wire_family == WireFamily::Local)
+}
+
 /// The spec of the built-in adapter named `name` (a provider from `geode.toml` is found through
-/// [`crate::config::Config::spec`]).
+/// [`crate::llm::settings::AdapterSettings::spec`]).
 pub fn spec(name: &str) -> Option<&'static AdapterSpec> {
     ADAPTERS.iter().find(|a| a.name == name)
 }

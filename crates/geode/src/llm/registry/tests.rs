@@ -175,3 +175,15 @@ fn the_anthropic_ladder_falls_back_on_thinking_and_prefill() {
     assert_eq!(mode(&recursive, false, false), StructuredOutputMode::Tool);
     assert_eq!(mode(&recursive, true, false), StructuredOutputMode::Prompt);
 }
+
+/// Routing's fallback is found by what the row is: exactly one built-in row is served by a local
+/// engine, and `embedded` finds it.
+#[test]
+fn exactly_one_row_is_the_embedded_default() {
+    let local: Vec<_> = ADAPTERS
+        .iter()
+        .filter(|a| a.wire_family == WireFamily::Local)
+        .collect();
+    assert_eq!(local.len(), 1);
+    assert_eq!(embedded().map(|a| a.name), Some(local[0].name));
+}
