@@ -12,82 +12,87 @@
 use super::env::MapEnv;
 use geode::llm::adapter::Adapter;
 use geode::llm::call::{AdapterError, CallCx};
+use geode::llm::registry::{AdapterSpec, Auth, Endpoint, WireFamily};
 use geode::llm::settings::AdapterSettings;
+use geode::llm::wire::responses::Backend;
 use geode_fakes::{FakeServer, Kind, RecordedRequest, Script};
 use serde_json::json;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The HTTP adapters, by registry name: every registry row but the CLI and local ones (a new
-/// HTTP adapter joins every table here, and fails loudly until [`kind_of`] knows its fake).
+/// The HTTP adapters, by registry name: every registry row with an HTTP wire family. Everything
+/// below is read from the row, so a new HTTP row joins every table here with nothing to edit.
 pub fn http_adapters() -> Vec<&'static str> {
     let http: Vec<&'static str> = geode::llm::registry::ADAPTERS
         .iter()
+        .filter(|spec| kind_for(spec).is_some())
         .map(|spec| spec.name)
-        .filter(|name| !matches!(*name, "claude-cli" | "codex-cli" | "local"))
         .collect();
     assert!(http.len() >= 6, "the HTTP adapters: {http:?}");
     http
 }
 
-/// The fake server kind `adapter` talks to.
+fn row(adapter: &str) -> &'static AdapterSpec {
+    geode::llm::registry::spec(adapter)
+        .unwrap_or_else(|| panic!("{adapter} is not in the registry"))
+}
+
+fn endpoint(adapter: &str) -> Endpoint {
+    row(adapter)
+        .endpoint
+        .unwrap_or_else(|| panic!("{adapter} is not an HTTP adapter"))
+}
+
+fn kind_for(spec: &AdapterSpec) -> Option<Kind> {
+    Some(match spec.wire_family {
+        WireFamily::Responses(Backend::Platform) => Kind::Responses,
+        WireFamily::Responses(Backend::Codex) => Kind::ChatGpt,
+        WireFamily::Messages => Kind::Messages,
+        WireFamily::Chat(_) => Kind::Chat,
+        WireFamily::Cli(_) | WireFamily::Local => return None,
+    })
+}
+
+/// The fake server kind `adapter` talks to: its row's wire family.
 pub fn kind_of(adapter: &str) -> Kind {
-    match adapter {
-        "openai-payg" => Kind::Responses,
-        "codex-oauth" => Kind::ChatGpt,
-        "anthropic-payg" | "anthropic-oauth" => Kind::Messages,
-        "glm-payg" | "glm-coding-plan" | "openai-compatible" => Kind::Chat,
-        other => panic!("{other} is not an HTTP adapter"),
-    }
+    kind_for(row(adapter)).unwrap_or_else(|| panic!("{adapter} is not an HTTP adapter"))
 }
 
 /// The variable that points `adapter` at another base URL.
 pub fn base_url_var(adapter: &str) -> &'static str {
-    match adapter {
-        "openai-payg" => "GEODE_OPENAI_BASE_URL",
-        "codex-oauth" => "GEODE_CODEX_BASE_URL",
-        "anthropic-payg" | "anthropic-oauth" => "GEODE_ANTHROPIC_BASE_URL",
-        "glm-payg" => "GEODE_GLM_BASE_URL",
-        "glm-coding-plan" => "GEODE_GLM_CODING_BASE_URL",
-        "openai-compatible" => "GEODE_OPENAI_COMPAT_BASE_URL",
-        other => panic!("{other} is not an HTTP adapter"),
-    }
+    endpoint(adapter).base_env
 }
 
-/// The base URL of `adapter` on a fake at `origin` (GLM's and OpenAI-compatible bases carry
-/// their API path).
-pub fn base_url(adapter: &str, origin: &str) -> String {
-    match adapter {
-        "glm-payg" => format!("{origin}/api/paas/v4"),
-        "glm-coding-plan" => format!("{origin}/api/coding/paas/v4"),
-        "openai-compatible" => format!("{origin}/v1"),
-        _ => origin.to_owned(),
+/// The path of `adapter`'s default base URL (`/api/paas/v4` for GLM); a row with no default
+/// server (`openai-compatible`) is served at `/v1`, as OpenAI-compatible servers are.
+fn base_path(adapter: &str) -> String {
+    let base = endpoint(adapter).default_base;
+    if base.is_empty() {
+        return "/v1".to_owned();
     }
+    let after_scheme = base.split_once("://").map_or(base, |(_, rest)| rest);
+    after_scheme.find('/').map_or(String::new(), |at| {
+        after_scheme[at..].trim_end_matches('/').to_owned()
+    })
+}
+
+/// The base URL of `adapter` on a fake at `origin`, with its base's path (GLM's and
+/// OpenAI-compatible bases carry their API path).
+pub fn base_url(adapter: &str, origin: &str) -> String {
+    format!("{origin}{}", base_path(adapter))
 }
 
 /// The route `adapter` posts its model calls to.
-pub fn model_route(adapter: &str) -> &'static str {
-    match adapter {
-        "openai-payg" => "/v1/responses",
-        "codex-oauth" => "/backend-api/codex/responses",
-        "anthropic-payg" | "anthropic-oauth" => "/v1/messages",
-        "glm-payg" => "/api/paas/v4/chat/completions",
-        "glm-coding-plan" => "/api/coding/paas/v4/chat/completions",
-        "openai-compatible" => "/v1/chat/completions",
-        other => panic!("{other} is not an HTTP adapter"),
-    }
+pub fn model_route(adapter: &str) -> String {
+    format!("{}{}", base_path(adapter), endpoint(adapter).path)
 }
 
 /// The variable holding `adapter`'s secret (`None` for `codex-oauth`, which reads `auth.json`).
 pub fn secret_var(adapter: &str) -> Option<&'static str> {
-    match adapter {
-        "openai-payg" => Some("OPENAI_API_KEY"),
-        "anthropic-payg" => Some("ANTHROPIC_API_KEY"),
-        "anthropic-oauth" => Some("CLAUDE_CODE_OAUTH_TOKEN"),
-        "glm-payg" => Some("ZAI_API_KEY"),
-        "glm-coding-plan" => Some("ZAI_CODING_PLAN_KEY"),
-        "openai-compatible" => Some("GEODE_OPENAI_COMPAT_API_KEY"),
+    match row(adapter).auth {
+        Auth::ApiKey { env, .. } | Auth::OptionalApiKey { env, .. } => Some(env),
+        Auth::ClaudeLogin { token_env, .. } => Some(token_env),
         _ => None,
     }
 }
