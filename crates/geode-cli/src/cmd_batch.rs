@@ -181,7 +181,7 @@ pub(crate) fn paced_prepare(
 ) -> Arc<Prepare> {
     let pacers: Mutex<HashMap<String, Pacer>> = Mutex::default();
     Arc::new(move |mut req: WorkerRequest| {
-        let mut env = resolve(&mut req, &cfg).map_err(|e| e.to_string())?;
+        let mut env = resolve(&mut req, &cfg)?;
         env.store = cache.as_ref().map(geode::cache::Cache::as_store);
         let name = env.adapter.name().to_owned();
         let pacer = pacers

@@ -3,7 +3,6 @@
 //! by the `geode-engine` process).
 
 use geode::agent::resolve::Resolver;
-use geode::agent::task::ResolveError;
 use geode::agent::worker::WorkerEnv;
 use geode::config::Settings;
 use geode::llm::adapter::Adapter;
@@ -11,7 +10,7 @@ use geode::llm::call::AdapterError;
 use geode::llm::engine::EngineProcess;
 use geode::llm::registry::{ProcessEnv, WireFamily};
 use geode::llm::settings::AdapterSettings;
-use geode::protocol::{WorkerError, WorkerRequest};
+use geode::protocol::{PrepareError, WorkerRequest};
 use std::sync::Arc;
 
 pub(crate) use geode::agent::resolve::limit_violations;
@@ -39,24 +38,12 @@ pub(crate) fn local_engine(name: &str) -> Arc<dyn Adapter> {
         .clone()
 }
 
-/// Why a request got no environment: it describes no task that can run, or no adapter can
-/// serve it.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum RouteError {
-    /// The request is refused as written.
-    #[error(transparent)]
-    Request(#[from] WorkerError),
-    /// Routing, preflight or the adapter's construction failed.
-    #[error(transparent)]
-    Resolve(#[from] ResolveError),
-}
-
 /// Resolves the environment for `req` from the settings and the process environment, filling
 /// `req.model` when routing chose it.
 pub(crate) fn resolve(
     req: &mut WorkerRequest,
     settings: &Settings,
-) -> Result<WorkerEnv, RouteError> {
+) -> Result<WorkerEnv, PrepareError> {
     let mut task = req.task()?;
     let build = |name: &str| build_adapter(name, &settings.routing.adapters);
     let env = Resolver {

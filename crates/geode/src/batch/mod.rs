@@ -24,7 +24,7 @@ mod summary;
 pub use summary::{AdapterTotals, Outcome, Summary};
 
 use crate::agent::worker::WorkerEnv;
-use crate::protocol::{WorkerRequest, WorkerResult, run_worker};
+use crate::protocol::{PrepareError, WorkerRequest, WorkerResult, run_worker};
 use crate::vocab::TerminationReason;
 use input::InputLine;
 use output::{OutputError, ResultLog};
@@ -37,7 +37,7 @@ use tokio_util::sync::CancellationToken;
 /// its environment; an `Err` is a refusal (routing, preflight, configuration) recorded as the
 /// task's failed result.
 pub type Prepare =
-    dyn Fn(WorkerRequest) -> Result<(WorkerRequest, WorkerEnv), String> + Send + Sync;
+    dyn Fn(WorkerRequest) -> Result<(WorkerRequest, WorkerEnv), PrepareError> + Send + Sync;
 
 /// How a batch runs.
 #[derive(Debug, Clone)]
@@ -109,7 +109,7 @@ pub async fn run_batch(
                     lock(&summary).running -= 1;
                     r
                 }
-                Err(why) => WorkerResult::failed(&task_id, why),
+                Err(why) => WorkerResult::failed(&task_id, why.to_string()),
             };
             if cancel.is_cancelled() && cut_short(&result) {
                 lock(&summary).interrupted += 1;

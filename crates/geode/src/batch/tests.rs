@@ -111,7 +111,10 @@ async fn bad_lines_and_refusals_are_reported_and_the_others_still_run() {
     let adapter: Arc<dyn Adapter> = ok_after(Duration::ZERO);
     let prepare: Arc<Prepare> = Arc::new(move |req: WorkerRequest| {
         if req.task_id == "t2" {
-            Err("no route for t2".to_owned())
+            Err(crate::agent::task::ResolveError::Routing(
+                crate::llm::routing::RoutingError::UnknownAdapter("t2".into()),
+            )
+            .into())
         } else {
             Ok((req, WorkerEnv::new(adapter.clone())))
         }

@@ -20,7 +20,21 @@ pub use request::{
 };
 pub use result::WorkerResult;
 
+use crate::agent::task::ResolveError;
 use crate::agent::worker::{WorkerEnv, run_task};
+
+/// Why a request got no environment to run in: it describes no task that can run, or no
+/// adapter can serve it. A refusal before any call, recorded as the task's failed result.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PrepareError {
+    /// The request is refused as written.
+    #[error(transparent)]
+    Request(#[from] WorkerError),
+    /// Routing, preflight or the adapter's construction failed.
+    #[error(transparent)]
+    Route(#[from] ResolveError),
+}
 
 /// Runs one request to completion, as `geode worker` does. Never panics on bad input: a request
 /// that cannot run ([`WorkerRequest::task`]) is a failed result naming the problem, before any

@@ -333,7 +333,7 @@ async fn run_one(req: WorkerRequest, prepare: &Arc<Prepare>) -> WorkerResult {
     let task_id = req.task_id.clone();
     match prepare(req) {
         Ok((req, env)) => run_worker(&req, &env).await,
-        Err(why) => WorkerResult::failed(&task_id, why),
+        Err(why) => WorkerResult::failed(&task_id, why.to_string()),
     }
 }
 

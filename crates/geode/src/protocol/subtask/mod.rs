@@ -6,7 +6,7 @@
 //! task alone; the others finish normally. Results come back in input order.
 
 use crate::agent::worker::WorkerEnv;
-use crate::protocol::{WorkerRequest, WorkerResult, run_worker};
+use crate::protocol::{PrepareError, WorkerRequest, WorkerResult, run_worker};
 use crate::schema::validate::Validation;
 use crate::schema::{ResponseSchema, TextConstraint};
 use crate::vocab::Require;
@@ -133,7 +133,7 @@ impl SubTask {
 }
 
 /// Chooses the environment (adapter, tools) for one request; an `Err` is that task's error.
-pub type EnvResolver = Arc<dyn Fn(&WorkerRequest) -> Result<WorkerEnv, String> + Send + Sync>;
+pub type EnvResolver = Arc<dyn Fn(&WorkerRequest) -> Result<WorkerEnv, PrepareError> + Send + Sync>;
 
 /// Runs many tasks at once, at most `concurrency` at a time. Results are in input order; a
 /// task that fails to resolve or panics gives a failed result and does not affect the others.
@@ -153,7 +153,7 @@ pub async fn run_subtasks(
             let _permit = limit.acquire_owned().await;
             match resolve(&req) {
                 Ok(env) => run_worker(&req, &env).await,
-                Err(e) => WorkerResult::failed(&req.task_id, e),
+                Err(e) => WorkerResult::failed(&req.task_id, e.to_string()),
             }
         }));
     }
