@@ -5,9 +5,9 @@
 use crate::progress::Progress;
 use crate::task_args::TaskArgs;
 use clap::Args;
-use geode::agent::task::{RunError, Task};
 use geode::protocol::{WorkerResult, exit};
 use geode::{Client, ItemSource};
+use geode::{RunError, Task};
 
 #[derive(Args)]
 pub(crate) struct RunArgs {

@@ -3,12 +3,12 @@
 //! (`geode batch`, whose lines are requests).
 
 use clap::Args;
-use geode::agent::task::{Budgets, Output, Route, Task};
 use geode::config::Settings;
 use geode::protocol::WorkerRequest;
 use geode::schema::validate::Validation;
 use geode::schema::{ResponseSchema, TextConstraint};
 use geode::vocab::Require;
+use geode::{Budgets, Output, Route, Task};
 use std::path::PathBuf;
 
 #[derive(Clone, Copy, clap::ValueEnum)]

@@ -26,7 +26,7 @@ use crate::error::ApiError;
 use crate::stream::{Progress, Written};
 use axum::response::sse::Event;
 use geode::Conversation;
-use geode::agent::task::{Answer, Task};
+use geode::{Answer, Task};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::time::{SystemTime, UNIX_EPOCH};

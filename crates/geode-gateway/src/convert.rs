@@ -3,9 +3,9 @@
 //! task's output, and what an answer is written back with ([`Reply`]).
 
 use crate::error::ApiError;
-use geode::agent::conversation::ConversationError;
-use geode::agent::task::{Answer, Output, Task};
-use geode::schema::ResponseSchema;
+use geode::ConversationError;
+use geode::ResponseSchema;
+use geode::{Answer, Output, Task};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 

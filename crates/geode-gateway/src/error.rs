@@ -26,11 +26,11 @@
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use geode::agent::task::{Refusal, ResolveError, RunError};
-use geode::agent::tools::ToolRegistryError;
-use geode::ledger::GuaranteeLedger;
-use geode::llm::routing::RoutingError;
-use geode::vocab::ErrorKind;
+use geode::ErrorKind;
+use geode::GuaranteeLedger;
+use geode::RoutingError;
+use geode::ToolRegistryError;
+use geode::{Refusal, ResolveError, RunError};
 use serde_json::{Value, json};
 
 /// One error answer of the gateway.

@@ -31,9 +31,9 @@ trait Endpoint: serde::de::DeserializeOwned {
     /// The fields both endpoints share (route, stream, extension).
     fn head(&self) -> &convert::Head;
     /// The task the request describes, laid over the gateway's defaults.
-    fn task(&self, base: geode::agent::task::Task) -> Result<geode::agent::task::Task, ApiError>;
+    fn task(&self, base: geode::Task) -> Result<geode::Task, ApiError>;
     /// The success body.
-    fn answer(r: &Reply, answer: &geode::agent::task::Answer) -> serde_json::Value;
+    fn answer(r: &Reply, answer: &geode::Answer) -> serde_json::Value;
     /// The events that open a stream.
     fn opening(r: &Reply, w: &mut Written) -> Vec<Event>;
     /// The events of one step.
@@ -45,10 +45,10 @@ impl Endpoint for chat::ChatRequest {
     fn head(&self) -> &convert::Head {
         &self.head
     }
-    fn task(&self, base: geode::agent::task::Task) -> Result<geode::agent::task::Task, ApiError> {
+    fn task(&self, base: geode::Task) -> Result<geode::Task, ApiError> {
         chat::ChatRequest::task(self, base)
     }
-    fn answer(r: &Reply, answer: &geode::agent::task::Answer) -> serde_json::Value {
+    fn answer(r: &Reply, answer: &geode::Answer) -> serde_json::Value {
         chat::completion(r, answer)
     }
     fn opening(r: &Reply, w: &mut Written) -> Vec<Event> {
@@ -64,10 +64,10 @@ impl Endpoint for responses::ResponsesRequest {
     fn head(&self) -> &convert::Head {
         &self.head
     }
-    fn task(&self, base: geode::agent::task::Task) -> Result<geode::agent::task::Task, ApiError> {
+    fn task(&self, base: geode::Task) -> Result<geode::Task, ApiError> {
         responses::ResponsesRequest::task(self, base)
     }
-    fn answer(r: &Reply, answer: &geode::agent::task::Answer) -> serde_json::Value {
+    fn answer(r: &Reply, answer: &geode::Answer) -> serde_json::Value {
         responses::response(r, answer)
     }
     fn opening(r: &Reply, w: &mut Written) -> Vec<Event> {
@@ -123,7 +123,7 @@ async fn handle<E: Endpoint>(gw: Arc<Gateway>, headers: &HeaderMap, body: &[u8])
 
 /// A request served: an answer (logged by the caller) or a stream (logged at its end).
 enum Served {
-    Answer(Response, Box<geode::ledger::GuaranteeLedger>),
+    Answer(Response, Box<geode::GuaranteeLedger>),
     Stream(Response),
 }
 
@@ -161,7 +161,7 @@ async fn serve_one<E: Endpoint>(
     let reply = Reply {
         id: gw.next_id.fetch_add(1, Ordering::Relaxed),
         model: head.model.clone(),
-        shaped: task.output != geode::agent::task::Output::Text,
+        shaped: task.output != geode::Output::Text,
     };
     if streamed {
         let mut progress = Box::pin(stream::run(
@@ -218,7 +218,7 @@ struct StreamLog {
 }
 
 impl StreamLog {
-    fn end(&mut self, end: &Result<Box<geode::agent::task::Answer>, ApiError>) {
+    fn end(&mut self, end: &Result<Box<geode::Answer>, ApiError>) {
         if let Some(access) = self.access.take() {
             match end {
                 Ok(answer) => access.finish(&self.gw.metrics, &Ending::served(&answer.ledger)),

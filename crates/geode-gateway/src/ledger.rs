@@ -13,7 +13,7 @@
 //! | `x-geode-replayed` | only on an answer replayed from the response cache (`[cache]`): when it was made (RFC 3339); no upstream request was made and its usage is zero |
 
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
-use geode::ledger::GuaranteeLedger;
+use geode::GuaranteeLedger;
 use serde_json::{Value, json};
 
 /// `x-geode-validated` for `ledger`.

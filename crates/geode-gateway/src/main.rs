@@ -7,8 +7,8 @@
 //! Exit codes: 0 after a clean stop, 2 for a usage or configuration error.
 
 use clap::Parser;
+use geode::ProcessEnv;
 use geode::llm::engine::EngineProcess;
-use geode::llm::registry::ProcessEnv;
 use geode_gateway::auth::InboundKeys;
 use geode_gateway::{Gateway, Limits};
 use std::net::SocketAddr;
@@ -101,7 +101,7 @@ fn run(args: GatewayArgs) -> anyhow::Result<u8> {
         let local = Arc::new(EngineProcess::new(
             row.name,
             EngineProcess::default_program(&ProcessEnv),
-        )) as Arc<dyn geode::llm::adapter::Adapter>;
+        )) as Arc<dyn geode::Adapter>;
         builder = builder.adapter_factory(row.name, move || local.clone());
     }
     let client = match builder.build() {

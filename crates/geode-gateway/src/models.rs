@@ -1,8 +1,8 @@
 //! `GET /v1/models`: every route a client may name, with the best guarantee each can give a
 //! schema and whether it is configured here (its key or login present).
 
-use geode::config::Settings;
-use geode::llm::registry::Environment;
+use geode::Environment;
+use geode::Settings;
 use serde_json::{Value, json};
 
 /// The model list: the configuration's aliases, then every adapter it knows.

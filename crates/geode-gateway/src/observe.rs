@@ -9,7 +9,7 @@
 //! | `geode_gateway_upstream_errors_total` | `adapter`, `code` (failures that came from the provider) |
 //! | `geode_gateway_tokens_total` | `adapter`, `direction` (`input`, `output`) |
 
-use geode::ledger::GuaranteeLedger;
+use geode::GuaranteeLedger;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;

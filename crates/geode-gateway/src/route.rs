@@ -14,9 +14,9 @@
 //! `geode.cache` (default yes).
 
 use crate::error::ApiError;
-use geode::agent::task::Route;
-use geode::config::Settings;
-use geode::vocab::Require;
+use geode::Require;
+use geode::Route;
+use geode::Settings;
 
 /// A request's route and its fallbacks (`None`: the configuration's chain, as for `geode run`).
 #[derive(Debug, Clone, PartialEq)]
@@ -120,7 +120,7 @@ mod tests {
             "geode.toml",
         )
         .unwrap()
-        .settings(&geode::llm::registry::ProcessEnv)
+        .settings(&geode::ProcessEnv)
         .unwrap()
     }
 

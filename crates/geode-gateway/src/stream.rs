@@ -10,8 +10,8 @@
 use crate::error::ApiError;
 use futures::Stream;
 use geode::Client;
-use geode::agent::task::{Answer, Task};
-use geode::llm::call::TextSink;
+use geode::TextSink;
+use geode::{Answer, Task};
 use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use tokio_util::sync::CancellationToken;

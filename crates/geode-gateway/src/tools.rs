@@ -12,7 +12,7 @@
 //! A tool's `strict` is accepted: geode validates every call's arguments itself.
 
 use crate::error::ApiError;
-use geode::llm::request::{ToolChoice, ToolSpec};
+use geode::{ToolChoice, ToolSpec};
 use serde_json::{Value, json};
 
 /// Where a request's tool definitions keep their fields.

@@ -9,9 +9,9 @@ use crate::prompt::PromptArg;
 use crate::schema::NativeSchema;
 use crate::stream::NativeStream;
 use crate::wait::wait;
-use geode::llm::adapter::Adapter;
+use geode::Adapter;
+use geode::Require;
 use geode::llm::engine::EngineProcess;
-use geode::vocab::Require;
 use geode::{CallSettings, Client, Error, Extracted, ItemSource, Prompt};
 use pyo3::prelude::*;
 use serde_json::Value;
@@ -234,20 +234,16 @@ async fn run_text(client: &Client, text: Text, prompt: Prompt) -> Result<Extract
 
 /// The response cache at `location` (a directory or `redis://...`); an empty location turns off
 /// a cache `geode.toml` would give.
-fn open_cache(
-    py: Python<'_>,
-    location: &str,
-    ttl: Option<&str>,
-) -> PyResult<Option<geode::cache::Cache>> {
-    if location.is_empty() {
-        return Ok(None);
-    }
+fn open_cache(py: Python<'_>, location: &str, ttl: Option<&str>) -> PyResult<Option<geode::Cache>> {
     let ttl = ttl
         .map(geode::vocab::parse_duration)
         .transpose()
         .map_err(|e| config_error(py, &format!("bad cache TTL: {e}")))?;
-    geode::cache::Cache::open(&geode::cache::CacheLocation::parse(location), ttl)
-        .map(Some)
+    let chosen = geode::cache::CacheSettings::choose(Some(location), ttl, None)
+        .map_err(|e| config_error(py, &e.to_string()))?;
+    chosen
+        .map(|c| c.open())
+        .transpose()
         .map_err(|e| config_error(py, &format!("cache {location}: {e}")))
 }
 
@@ -283,7 +279,7 @@ const ENGINE_BOOT: &str =
 /// `local` off) or when Python cannot say where it is, `geode-engine` on `PATH`. The client's
 /// own `GEODE_LOCAL_*` variables go into the engine's environment.
 fn local_engine(py: Python<'_>, name: &str, env: &OverlayEnv) -> EngineProcess {
-    use geode::llm::registry::Environment;
+    use geode::Environment;
     let engine = match (env.var(geode::llm::engine::ENGINE_BIN_ENV), bundled(py)) {
         (Some(bin), _) => EngineProcess::new(name, bin),
         (None, Some((python, packages))) if cfg!(feature = "local") => {

@@ -2,7 +2,7 @@
 //! process environment, so a program can point one client at a provider without touching
 //! `os.environ`.
 
-use geode::llm::registry::{Environment, ProcessEnv};
+use geode::{Environment, ProcessEnv};
 use std::collections::HashMap;
 use std::path::Path;
 

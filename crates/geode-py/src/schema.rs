@@ -4,8 +4,8 @@
 //! ledger); a dict the caller wrote is taken as it is.
 
 use crate::outcome::config_error;
+use geode::ResponseSchema;
 use geode::TypedSchema;
-use geode::schema::ResponseSchema;
 use pyo3::prelude::*;
 use std::sync::Arc;
 

@@ -2,8 +2,8 @@
 //! `geode config trust` does, for Python users without the CLI (`geode::config::trust`).
 
 use crate::outcome::config_error;
-use geode::config::Config;
-use geode::llm::registry::ProcessEnv;
+use geode::Config;
+use geode::ProcessEnv;
 use pyo3::prelude::*;
 use std::path::PathBuf;
 

@@ -6,9 +6,9 @@
 //! result carries a [`ledger::GuaranteeLedger`] saying which layer guaranteed what. The contract
 //! is that of GEODE, the reference Python system (docs/reference.md), which geode reimplements.
 //!
-//! Inside, the worker speaks a typed language: an [`agent::task::Task`] in (a route, the schema or
-//! text constraint, `require`, budgets as `Duration`s), `Result<`[`agent::task::Answer`]`,
-//! `[`agent::task::RunError`]`>` out. GEODE's JSON shapes (`WorkerRequest`,
+//! Inside, the worker speaks a typed language: an [`Task`] in (a route, the schema or
+//! text constraint, `require`, budgets as `Duration`s), `Result<`[`Answer`]`,
+//! `[`RunError`]`>` out. GEODE's JSON shapes (`WorkerRequest`,
 //! `WorkerResult`) live only at the process edge, in [`protocol`].
 //!
 //! | module | job |
@@ -120,6 +120,14 @@ pub mod secret;
 pub mod vocab;
 
 pub use agent::conversation::{Conversation, Prompt};
+// The facade: the language of `Client::run_task` (a task in, an answer or a run error out, and
+// what they hold), so that the gateway, the CLI and the Python binding speak it from the root.
+pub use agent::conversation::ConversationError;
+pub use agent::task::{
+    Answer, Budgets, Failure, Output, Refusal, ResolveError, Route, RunError, Task,
+};
+pub use agent::tools::ToolRegistryError;
+pub use cache::Cache;
 /// Not the API: the incremental JSON reader behind streaming, public for geode's benches.
 #[doc(hidden)]
 pub use client::partial_json;
@@ -127,8 +135,17 @@ pub use client::{
     AdapterFactory, CallSettings, Client, ClientBuilder, Error, Extracted, ItemSource,
     PartialGuarantee, StreamEvent, TextAnswer, TypedSchema, stream_task,
 };
+pub use config::{Config, Settings};
+pub use ledger::GuaranteeLedger;
+pub use llm::adapter::Adapter;
+pub use llm::call::TextSink;
+pub use llm::registry::{Environment, ProcessEnv};
+pub use llm::request::{ToolChoice, ToolSpec, ToolUse};
+pub use llm::routing::RoutingError;
+pub use schema::ResponseSchema;
 /// The schemars version geode derives schemas with (`#[derive(geode::schemars::JsonSchema)]`).
 pub use schemars;
+pub use vocab::{ErrorKind, Require, StructuredOutputMode};
 
 /// The README's Rust example, compiled with the doctests so that it cannot drift from the API.
 #[doc = include_str!("../../../README.md")]

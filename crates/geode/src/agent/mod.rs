@@ -2,7 +2,7 @@
 //!
 //! | module | job |
 //! |---|---|
-//! | [`task`] | the worker's typed language: `Task` in, `Result<Answer, RunError>` out |
+//! | `task` | the worker's typed language: `Task` in, `Result<Answer, RunError>` out |
 //! | [`conversation`] | turns (system, user, assistant, tool calls and results) laid into a task |
 //! | [`worker`] | `run_task`: the loop, the answer check and the one retry with feedback |
 //! | [`resolve`] | a task's route to an adapter (routing, `require`, preflight, fallbacks) |
@@ -17,6 +17,6 @@ pub mod conversation;
 pub mod excerpt;
 pub mod resolve;
 pub mod store;
-pub mod task;
+pub(crate) mod task;
 pub mod tools;
 pub mod worker;

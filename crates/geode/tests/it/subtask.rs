@@ -2,7 +2,7 @@
 
 use geode_testkit as support;
 
-use geode::agent::task::ResolveError;
+use geode::ResolveError;
 use geode::agent::worker::WorkerEnv;
 use geode::llm::request::AdapterResponse;
 use geode::llm::routing::RoutingError;

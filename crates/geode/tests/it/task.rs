@@ -2,7 +2,6 @@
 //! typed source and a scrubbed `Display`; the process protocol converts `WorkerRequest` into a
 //! `Task` at the edge and names the GEODE fields it does not act on.
 
-use geode::agent::task::{Failure, Output, Refusal, Route, RunError, Task};
 use geode::agent::worker::{WorkerEnv, run_task};
 use geode::llm::call::AdapterError;
 use geode::llm::request::AdapterResponse;
@@ -10,6 +9,7 @@ use geode::llm::scripted::ScriptedAdapter;
 use geode::protocol::{WorkerError, WorkerRequest, run_worker};
 use geode::schema::{ResponseSchema, TextConstraint};
 use geode::vocab::{ErrorKind, Require};
+use geode::{Failure, Output, Refusal, Route, RunError, Task};
 use serde_json::json;
 use std::error::Error as _;
 use std::sync::Arc;
