@@ -76,9 +76,6 @@ impl std::str::FromStr for Effort {
 
     /// The exact name, as [`Self::as_str`] writes it.
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|e| e.as_str() == text)
-            .ok_or_else(|| super::UnknownName::new("effort", text, &Self::ALL.map(Self::as_str)))
+        super::by_name(&Self::ALL, Self::as_str, "effort", text)
     }
 }

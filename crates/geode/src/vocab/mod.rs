@@ -98,12 +98,7 @@ impl std::str::FromStr for StructuredOutputMode {
 
     /// The kebab-case name, as [`Self::as_str`] writes it.
     fn from_str(text: &str) -> Result<Self, UnknownName> {
-        Self::ALL
-            .into_iter()
-            .find(|m| m.as_str() == text)
-            .ok_or_else(|| {
-                UnknownName::new("structured-output mode", text, &Self::ALL.map(Self::as_str))
-            })
+        by_name(&Self::ALL, Self::as_str, "structured-output mode", text)
     }
 }
 
@@ -119,14 +114,22 @@ pub struct UnknownName {
     pub expected: Vec<&'static str>,
 }
 
-impl UnknownName {
-    pub(crate) fn new(what: &'static str, given: &str, expected: &[&'static str]) -> Self {
-        Self {
+/// The one of `all` whose name (`name`) is `text`, or an [`UnknownName`] listing them: every
+/// vocabulary's `FromStr`.
+fn by_name<T: Copy>(
+    all: &[T],
+    name: fn(T) -> &'static str,
+    what: &'static str,
+    text: &str,
+) -> Result<T, UnknownName> {
+    all.iter()
+        .copied()
+        .find(|v| name(*v) == text)
+        .ok_or_else(|| UnknownName {
             what,
-            given: given.chars().take(64).collect(),
-            expected: expected.to_vec(),
-        }
-    }
+            given: text.chars().take(64).collect(),
+            expected: all.iter().map(|v| name(*v)).collect(),
+        })
 }
 
 /// What a caller requires of the structured-output path. Ordered: `BestEffort < Wired < Enforced`.
@@ -176,10 +179,7 @@ impl std::str::FromStr for Require {
     /// assert!("strict".parse::<Require>().unwrap_err().to_string().contains("best-effort"));
     /// ```
     fn from_str(text: &str) -> Result<Self, UnknownName> {
-        Self::ALL
-            .into_iter()
-            .find(|r| r.as_str() == text)
-            .ok_or_else(|| UnknownName::new("require", text, &Self::ALL.map(Self::as_str)))
+        by_name(&Self::ALL, Self::as_str, "require", text)
     }
 }
 

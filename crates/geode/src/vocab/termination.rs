@@ -145,12 +145,7 @@ impl std::str::FromStr for TerminationReason {
 
     /// The snake_case name, as [`Self::as_str`] writes it.
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|r| r.as_str() == text)
-            .ok_or_else(|| {
-                super::UnknownName::new("termination reason", text, &Self::ALL.map(Self::as_str))
-            })
+        super::by_name(&Self::ALL, Self::as_str, "termination reason", text)
     }
 }
 
