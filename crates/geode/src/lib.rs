@@ -132,7 +132,7 @@ pub use cache::Cache;
 #[doc(hidden)]
 pub use client::partial_json;
 pub use client::{
-    AdapterFactory, CallSettings, Client, ClientBuilder, Error, Extracted, ItemSource,
+    AdapterFactory, CallSettings, Cause, Client, ClientBuilder, Error, Extracted, ItemSource,
     PartialGuarantee, StreamEvent, TextAnswer, TypedSchema, stream_task,
 };
 pub use config::{Config, Settings};

@@ -7,6 +7,7 @@ use crate::llm::routing::RoutingError;
 use crate::protocol::exit;
 use crate::schema::validate::ValidationIssue;
 use crate::vocab::ErrorKind;
+use std::sync::Arc;
 
 /// A failed client call. `Display` is one line; provider text has passed through
 /// [`crate::secret::scrub`] (the worker scrubs every string of its result).
@@ -22,6 +23,10 @@ pub enum Error {
         message: String,
         /// What happened (no attempts when refused before any call).
         ledger: Box<GuaranteeLedger>,
+        /// The typed error behind it, when there is one (routing, the schema, the tools, the
+        /// adapter's construction).
+        #[source]
+        source: Option<Cause>,
     },
     /// `require` cannot be met on this route, found before any token was spent: the fixed
     /// adapter's mode for the schema is below it, or routing removed every candidate (exit code
@@ -60,6 +65,9 @@ pub enum Error {
         message: String,
         /// What happened.
         ledger: Box<GuaranteeLedger>,
+        /// The adapter's error.
+        #[source]
+        source: Cause,
     },
     /// The answer still failed its check after the retry (exit code 1).
     #[error("invalid answer after the retry: {}", summary(.errors))]
@@ -89,7 +97,30 @@ pub enum Error {
         message: String,
         /// What happened.
         ledger: Box<GuaranteeLedger>,
+        /// The adapter's error, for a cancelled call.
+        #[source]
+        source: Option<Cause>,
     },
+}
+
+/// The typed error behind an [`Error`], shared (an `Error` is `Clone`). It derefs to the error
+/// itself, so `Error::source()` gives the adapter's or routing's own error, which downcasts to its
+/// type.
+#[derive(Debug, Clone)]
+pub struct Cause(Arc<dyn std::error::Error + Send + Sync + 'static>);
+
+impl Cause {
+    fn new(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self(Arc::new(e))
+    }
+}
+
+impl std::ops::Deref for Cause {
+    type Target = dyn std::error::Error + Send + Sync + 'static;
+
+    fn deref(&self) -> &Self::Target {
+        &*self.0
+    }
 }
 
 /// An empty ledger naming the route of a call that never ran.
@@ -155,6 +186,7 @@ impl Error {
         Self::Config {
             message: crate::secret::scrub(&message.into()),
             ledger: Box::new(named_ledger(adapter, model)),
+            source: None,
         }
     }
 
@@ -167,6 +199,7 @@ impl Error {
     pub(crate) fn from_run(e: RunError, adapter: &str, model: &str) -> Self {
         let message = crate::secret::scrub(&e.to_string());
         let failure = e.failure();
+        let ledger = |last: Box<crate::agent::task::Answer>| Box::new(last.ledger);
         match e {
             RunError::Route(ResolveError::Routing(RoutingError::NoCandidate { .. })) => {
                 Self::NotEnforceable {
@@ -174,50 +207,72 @@ impl Error {
                     ledger: Box::new(named_ledger(adapter, model)),
                 }
             }
-            RunError::Route(_) => Self::config(message, adapter, model),
+            RunError::Route(route) => Self::Config {
+                message,
+                ledger: Box::new(named_ledger(adapter, model)),
+                source: Some(Cause::new(route)),
+            },
             RunError::Refused {
                 why: Refusal::RequireUnmet,
                 last,
                 ..
             } => Self::NotEnforceable {
                 message,
-                ledger: Box::new(last.ledger),
+                ledger: ledger(last),
             },
             RunError::Refused { last, .. } => Self::Config {
                 message,
-                ledger: Box::new(last.ledger),
+                ledger: ledger(last),
+                source: None,
             },
             RunError::Truncated { last, .. } => Self::Truncated {
                 message,
-                ledger: Box::new(last.ledger),
+                ledger: ledger(last),
             },
             RunError::ModelRefused { last, .. } => Self::Refused {
                 message,
-                ledger: Box::new(last.ledger),
+                ledger: ledger(last),
             },
-            RunError::Schema { last, .. } | RunError::Tools { last, .. } => Self::Config {
+            RunError::Schema { source, last } => Self::Config {
                 message,
-                ledger: Box::new(last.ledger),
+                ledger: ledger(last),
+                source: Some(Cause::new(source)),
+            },
+            RunError::Tools { source, last } => Self::Config {
+                message,
+                ledger: ledger(last),
+                source: Some(Cause::new(source)),
             },
             RunError::Adapter { source, last, .. } => {
-                let ledger = Box::new(last.ledger);
+                let (ledger, kind) = (ledger(last), source.kind());
+                let source = Cause(source);
                 match failure {
-                    Failure::Usage => Self::Config { message, ledger },
-                    Failure::Invalid => Self::Ended { message, ledger },
-                    Failure::Provider => Self::Provider {
-                        kind: source.kind(),
+                    Failure::Usage => Self::Config {
                         message,
                         ledger,
+                        source: Some(source),
+                    },
+                    Failure::Invalid => Self::Ended {
+                        message,
+                        ledger,
+                        source: Some(source),
+                    },
+                    Failure::Provider => Self::Provider {
+                        kind,
+                        message,
+                        ledger,
+                        source,
                     },
                 }
             }
             RunError::Invalid { last, .. } => Self::Invalid {
                 errors: issues(&last.ledger, &message),
-                ledger: Box::new(last.ledger),
+                ledger: ledger(last),
             },
             RunError::Ended { last, .. } => Self::Ended {
                 message,
-                ledger: Box::new(last.ledger),
+                ledger: ledger(last),
+                source: None,
             },
         }
     }

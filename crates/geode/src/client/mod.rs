@@ -26,7 +26,7 @@ mod typed_schema;
 
 pub use builder::{AdapterFactory, ClientBuilder};
 pub use call_settings::CallSettings;
-pub use error::Error;
+pub use error::{Cause, Error};
 pub use stream::{ItemSource, PartialGuarantee, StreamEvent, stream_task};
 pub use typed_schema::TypedSchema;
 

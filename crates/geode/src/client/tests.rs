@@ -285,6 +285,14 @@ fn provider_failures_and_unmet_require_are_typed() {
         "{err:?}"
     );
     assert_eq!(err.ledger().attempts.len(), 1);
+    // The adapter's typed error is kept as the source, not only its message.
+    let source = std::error::Error::source(&err).expect("a provider failure keeps its source");
+    assert!(
+        source
+            .downcast_ref::<crate::llm::call::AdapterError>()
+            .is_some_and(|a| a.kind() == crate::vocab::ErrorKind::Auth),
+        "{source:?}"
+    );
 
     let (c, adapter) = enforced_on_silent();
     let err = rt().block_on(c.extract::<Review>("go")).unwrap_err();
