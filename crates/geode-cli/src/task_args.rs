@@ -8,7 +8,7 @@ use geode::protocol::WorkerRequest;
 use geode::schema::validate::Validation;
 use geode::schema::{ResponseSchema, TextConstraint};
 use geode::vocab::Require;
-use geode::{Budgets, Output, Route, Task};
+use geode::{Budgets, CallSettings, Output, Task};
 use std::path::PathBuf;
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -112,30 +112,30 @@ impl TaskArgs {
             }
             (None, None) => Output::Text,
         };
-        task.route = match (&self.adapter, &self.model) {
-            (Some(name), model) => Route::Adapter {
-                name: name.clone(),
-                model: model.clone(),
-            },
-            (None, Some(model)) => Route::Model(model.clone()),
-            (None, None) => Route::Default,
-        };
-        if let Some(t) = self
-            .timeout
-            .map(Budgets::seconds)
-            .or(settings.request_timeout)
-        {
-            task.budgets.timeout = t;
-        }
-        task.system = self.system.clone().unwrap_or_default();
-        if let Some(m) = self.max_tokens {
-            task.budgets.max_tokens = m;
-        }
-        task.require = self.require;
+        self.overrides(settings).apply(&mut task);
         task.formats = self.formats.into();
-        task.repair = self.repair || settings.repair;
         task.validation = self.validation.into();
         Ok(task)
+    }
+
+    /// What these flags change of a task, over the configured timeout and repair: the same
+    /// overrides type the client, the Python package and the gateway fill.
+    fn overrides(&self, settings: &Settings) -> CallSettings {
+        CallSettings {
+            adapter: self.adapter.clone(),
+            model: self.model.clone(),
+            require: Some(self.require),
+            timeout: self.timeout.map(Budgets::seconds),
+            max_tokens: self.max_tokens,
+            system: self.system.clone(),
+            repair: self.repair.then_some(true),
+            ..CallSettings::default()
+        }
+        .over(CallSettings {
+            timeout: settings.request_timeout,
+            repair: Some(settings.repair),
+            ..CallSettings::default()
+        })
     }
 
     /// The request these flags describe, for `task_id` and `prompt`, checked (a bad timeout or

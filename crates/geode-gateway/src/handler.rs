@@ -146,18 +146,27 @@ async fn serve_one<E: Endpoint>(
     let mut task = req.task(gw.client.new_task(""))?;
     task.route = routed.route;
     task.fallback = routed.fallback;
-    task.require = route::require(gw.settings.gateway.require, header_require, body_require)?;
-    let header_repair = headers
-        .get("x-geode-repair")
-        .map(|v| v.to_str().unwrap_or("?"));
+    let header = |name: &str| headers.get(name).map(|v| v.to_str().unwrap_or("?"));
     let body_repair = head.geode.as_ref().and_then(|g| g.repair);
-    task.repair = route::repair(task.repair, header_repair, body_repair)?;
-    let header_cache = headers
-        .get("x-geode-cache")
-        .map(|v| v.to_str().unwrap_or("?"));
     let body_cache = head.geode.as_ref().and_then(|g| g.cache);
-    task.cache = route::cache(header_cache, body_cache)?;
-    task.budgets.timeout = task.budgets.timeout.min(gw.limits.request_timeout);
+    // The request's headers and `geode` fields, parsed here, change the task through the same
+    // overrides type as flags and keyword arguments.
+    geode::CallSettings {
+        require: Some(route::require(
+            gw.settings.gateway.require,
+            header_require,
+            body_require,
+        )?),
+        repair: Some(route::repair(
+            task.repair,
+            header("x-geode-repair"),
+            body_repair,
+        )?),
+        cache: Some(route::cache(header("x-geode-cache"), body_cache)?),
+        timeout: Some(task.budgets.timeout.min(gw.limits.request_timeout)),
+        ..geode::CallSettings::default()
+    }
+    .apply(&mut task);
     let reply = Reply {
         id: gw.next_id.fetch_add(1, Ordering::Relaxed),
         model: head.model.clone(),

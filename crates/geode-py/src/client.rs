@@ -118,6 +118,7 @@ impl NativeClient {
             max_tokens,
             temperature,
             system,
+            ..CallSettings::default()
         };
         let client = self.client.with(settings).map_err(|e| to_py_err(py, &e))?;
         Ok(Self { client })

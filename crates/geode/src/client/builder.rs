@@ -1,7 +1,7 @@
 //! [`ClientBuilder`]: a [`Client`] from the configuration and environment (as the CLI builds its
 //! adapters), from explicit settings, or around an adapter the caller already has.
 
-use super::{Client, Configured, Error, Inner, Source};
+use super::{CallSettings, Client, Configured, Error, Inner, Source};
 use crate::config::{Config, Settings};
 use crate::llm::adapter::Adapter;
 use crate::llm::registry::{Environment, ProcessEnv};
@@ -261,14 +261,17 @@ impl ClientBuilder {
         Ok(Client {
             inner: Arc::new(Inner {
                 source: Arc::new(source),
-                adapter: self.adapter,
-                model,
-                require: self.require,
-                timeout: self.timeout,
-                max_tokens: self.max_tokens,
-                temperature: self.temperature,
-                system: self.system,
-                repair,
+                settings: CallSettings {
+                    adapter: self.adapter,
+                    model: Some(model),
+                    require: Some(self.require),
+                    timeout: self.timeout,
+                    max_tokens: self.max_tokens,
+                    temperature: self.temperature,
+                    system: self.system,
+                    repair: Some(repair),
+                    cache: None,
+                },
                 response_cache,
             }),
         })

@@ -32,7 +32,7 @@ pub use typed_schema::TypedSchema;
 
 use crate::agent::conversation::Prompt;
 use crate::agent::resolve::{Resolver, RoutingSettings};
-use crate::agent::task::{Answer, Route, RunError, Task};
+use crate::agent::task::{Answer, RunError, Task};
 use crate::agent::worker::WorkerEnv;
 use crate::cache::Cache;
 use crate::ledger::GuaranteeLedger;
@@ -43,7 +43,6 @@ use crate::schema::ResponseSchema;
 use crate::vocab::{Require, StructuredOutputMode};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 /// A value the model gave, checked, with the account of how it was obtained.
 #[derive(Debug, Clone, PartialEq)]
@@ -69,9 +68,9 @@ pub struct Client {
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
-            .field("adapter", &self.inner.adapter)
-            .field("model", &self.inner.model)
-            .field("require", &self.inner.require)
+            .field("adapter", &self.inner.settings.adapter)
+            .field("model", &self.inner.settings.model)
+            .field("require", &self.inner.settings.require)
             .finish_non_exhaustive()
     }
 }
@@ -81,14 +80,8 @@ impl std::fmt::Debug for Client {
 #[derive(Clone)]
 struct Inner {
     source: Arc<Source>,
-    adapter: Option<String>,
-    model: String,
-    require: Require,
-    timeout: Option<Duration>,
-    max_tokens: Option<u32>,
-    temperature: Option<f32>,
-    system: Option<String>,
-    repair: bool,
+    /// The client's own settings, laid into every task it makes.
+    settings: CallSettings,
     /// The response cache every call consults ([`crate::cache`]).
     response_cache: Option<crate::cache::Cache>,
 }
@@ -125,29 +118,8 @@ impl Client {
 
     /// A task carrying this client's settings.
     pub(crate) fn task(&self, prompt: Prompt) -> Task {
-        let i = &self.inner;
         let mut task = Task::new(String::new());
-        let model = (!i.model.is_empty()).then(|| i.model.clone());
-        task.route = match (&i.adapter, model) {
-            (Some(name), model) => Route::Adapter {
-                name: name.clone(),
-                model,
-            },
-            (None, Some(m)) => Route::Model(m),
-            (None, None) => Route::Default,
-        };
-        task.require = i.require;
-        task.repair = i.repair;
-        if let Some(t) = i.timeout {
-            task.budgets.timeout = t;
-        }
-        if let Some(m) = i.max_tokens {
-            task.budgets.max_tokens = m;
-        }
-        task.temperature = i.temperature;
-        if let Some(s) = &i.system {
-            task.system = s.clone();
-        }
+        self.inner.settings.apply(&mut task);
         prompt.lay_into(&mut task);
         task
     }

@@ -2,6 +2,7 @@
 
 use super::typed_schema::TypedSchema;
 use super::*;
+use crate::agent::task::Route;
 use crate::config::Config;
 use crate::ledger::RetryDecision;
 use crate::llm::request::AdapterResponse;
@@ -10,6 +11,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::HashMap;
+use std::time::Duration;
 
 fn client(answers: &[&str]) -> (Client, Arc<ScriptedAdapter>) {
     let adapter = Arc::new(ScriptedAdapter::new(
@@ -501,4 +503,49 @@ fn a_call_lays_its_settings_over_the_clients_and_shares_its_adapters() {
         });
         assert!(matches!(refused, Err(Error::Config { .. })), "{bad}");
     }
+}
+
+/// One precedence rule for every edge: a setting given wins over the one under it, `None` keeps
+/// it, and laying settings into a task replaces only what they give.
+#[test]
+fn overrides_win_where_given_and_keep_the_rest() {
+    let flags = CallSettings {
+        model: Some("gpt-5-mini".into()),
+        repair: Some(true),
+        ..CallSettings::default()
+    };
+    let configured = CallSettings {
+        adapter: Some("openai-payg".into()),
+        model: Some("gpt-5".into()),
+        timeout: Some(Duration::from_secs(30)),
+        repair: Some(false),
+        ..CallSettings::default()
+    };
+    let both = flags.over(configured);
+    assert_eq!(both.model.as_deref(), Some("gpt-5-mini"));
+    assert_eq!(both.repair, Some(true));
+    assert_eq!(both.timeout, Some(Duration::from_secs(30)));
+    let mut task = Task::new("p");
+    task.cache = false;
+    both.apply(&mut task);
+    assert_eq!(
+        task.route,
+        Route::Adapter {
+            name: "openai-payg".into(),
+            model: Some("gpt-5-mini".into())
+        }
+    );
+    assert!(
+        task.repair && !task.cache,
+        "cache was not given, so it stays"
+    );
+    assert_eq!(task.budgets.timeout, Duration::from_secs(30));
+    // A model alone keeps the adapter a task names.
+    CallSettings {
+        model: Some("o3".into()),
+        ..CallSettings::default()
+    }
+    .apply(&mut task);
+    assert_eq!(task.route.adapter(), Some("openai-payg"));
+    assert_eq!(task.route.model(), "o3");
 }
