@@ -9,7 +9,7 @@
 use clap::Parser;
 use geode::ProcessEnv;
 use geode::llm::engine::EngineProcess;
-use geode_gateway::auth::InboundKeys;
+use geode_gateway::auth::{InboundKeys, KeysSource};
 use geode_gateway::{Gateway, Limits};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -47,13 +47,38 @@ struct GatewayArgs {
     request_timeout: f64,
 }
 
+/// The inbound keys: `--keys-file`, else `GEODE_GATEWAY_KEYS` (unset or empty: none). A file
+/// that others may write is refused: whoever can write it can let themselves in.
 fn keys(args: &GatewayArgs) -> Result<InboundKeys, String> {
-    let list = match &args.keys_file {
-        Some(path) => std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read --keys-file {}: {e}", path.display()))?,
-        None => std::env::var(KEYS_ENV).unwrap_or_default(),
+    let parsed = match &args.keys_file {
+        Some(path) => {
+            let cannot = |e: &dyn std::fmt::Display| {
+                format!("cannot read --keys-file {}: {e}", path.display())
+            };
+            let meta = std::fs::metadata(path).map_err(|e| cannot(&e))?;
+            if world_writable(&meta) {
+                return Err(cannot(&"it is writable by every user (chmod o-w it)"));
+            }
+            let text = std::fs::read_to_string(path).map_err(|e| cannot(&e))?;
+            InboundKeys::parse(&text, KeysSource::File)
+        }
+        None => match std::env::var(KEYS_ENV) {
+            Ok(list) if !list.is_empty() => InboundKeys::parse(&list, KeysSource::Variable),
+            _ => Ok(InboundKeys::default()),
+        },
     };
-    InboundKeys::parse(&list).map_err(|e| e.to_string())
+    parsed.map_err(|e| e.to_string())
+}
+
+#[cfg(unix)]
+fn world_writable(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    meta.permissions().mode() & 0o002 != 0
+}
+
+#[cfg(not(unix))]
+fn world_writable(_: &std::fs::Metadata) -> bool {
+    false
 }
 
 fn main() -> std::process::ExitCode {
@@ -81,8 +106,9 @@ fn run(args: GatewayArgs) -> anyhow::Result<u8> {
             args.listen
         ));
     }
-    if !(args.request_timeout.is_finite() && args.request_timeout > 0.0) {
-        return usage("--request-timeout must be a positive number of seconds".to_owned());
+    // At least a millisecond: a timeout of 1e-300 s is positive, and useless.
+    if !(args.request_timeout.is_finite() && args.request_timeout >= 0.001) {
+        return usage("--request-timeout must be a number of seconds, at least 0.001".to_owned());
     }
     // The configuration is read once, here, and resolved with the environment.
     let settings = match std::env::current_dir()

@@ -17,6 +17,7 @@ use crate::error::ApiError;
 use geode::Require;
 use geode::Route;
 use geode::Settings;
+use geode::{ResolveError, RoutingError, RunError};
 
 /// A request's route and its fallbacks (`None`: the configuration's chain, as for `geode run`).
 #[derive(Debug, Clone, PartialEq)]
@@ -46,13 +47,20 @@ pub fn route(model: &str, settings: &Settings) -> Result<Routed, ApiError> {
         Some((h, r)) => (h, Some(r)),
         None => (model, None),
     };
-    let route = if settings.routing.adapters.spec(head).is_some() {
-        Route::Adapter {
+    let route = match rest {
+        _ if settings.routing.adapters.spec(head).is_some() => Route::Adapter {
             name: head.to_owned(),
             model: rest.filter(|r| !r.is_empty()).map(str::to_owned),
+        },
+        // `ADAPTER/MODEL` naming an adapter geode does not know (a typo, another case) is not a
+        // model to route by: it would be served by the default adapter on the operator's key.
+        Some(_) => {
+            let named: String = head.chars().take(64).collect();
+            return Err(ApiError::from_run(RunError::Route(ResolveError::Routing(
+                RoutingError::UnknownAdapter(named),
+            ))));
         }
-    } else {
-        Route::Model(model.to_owned())
+        None => Route::Model(model.to_owned()),
     };
     Ok(Routed {
         route,
@@ -178,6 +186,27 @@ mod tests {
             Route::Model("gpt-5-mini".into())
         );
         assert_eq!(route(" ", &cfg).unwrap_err().code, "invalid_request");
+    }
+
+    /// A misspelled adapter is a 404 naming it, never the default adapter serving the request.
+    #[test]
+    fn an_unknown_adapter_before_a_slash_is_model_not_found() {
+        let cfg = cfg();
+        for model in ["opnai-payg/x", "OPENAI-PAYG/x", "nosuch/x", "nosuch/"] {
+            let e = route(model, &cfg).unwrap_err();
+            assert_eq!(
+                (e.status.as_u16(), e.code),
+                (404, "model_not_found"),
+                "{model}"
+            );
+        }
+        let long = format!("{}/x", "a".repeat(100_000));
+        let e = route(&long, &cfg).unwrap_err();
+        assert!(
+            e.message.len() < 2_000,
+            "the name is cut: {} bytes",
+            e.message.len()
+        );
     }
 
     #[test]

@@ -1076,3 +1076,70 @@ async fn the_local_model_is_enforced_end_to_end_offline() {
     );
     assert!(content["reason"].is_string());
 }
+
+/// Hardening, over the real process: keys that were given but parse to none never open the
+/// gateway, a keys file is one key per line and may not be writable by others, the Bearer scheme
+/// is read case-insensitively, and a misspelled adapter is a 404 that reaches no upstream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_that_say_nothing_never_open_it_and_a_misspelled_adapter_is_not_found() {
+    let (openai, glm) = fakes(
+        Script::always(Reply::Json(good_answer())),
+        Script::always(Reply::Json(good_answer())),
+    )
+    .await;
+    let mut sb = sandbox(&openai, &glm);
+    let listen = ["gateway", "--listen", "127.0.0.1:0"];
+    for keys in ["#prod-key", ",", "   ", "decision"] {
+        sb.var("GEODE_GATEWAY_KEYS", keys);
+        let out = sb.geode(&listen, "").await;
+        out.assert_exit(2).assert_stderr_has(&["inbound key"]);
+    }
+    sb.var("GEODE_GATEWAY_KEYS", "");
+    let file = sb.cwd.path().join("keys.txt");
+    let path = file.to_str().unwrap().to_owned();
+    let with_file = [&listen[..], &["--keys-file", path.as_str()]].concat();
+    std::fs::write(&file, "# only a comment\n").unwrap();
+    sb.geode(&with_file, "")
+        .await
+        .assert_exit(2)
+        .assert_stderr_has(&["holds no key"]);
+    std::fs::write(&file, format!("{INBOUND}\n")).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
+    }
+    sb.geode(&with_file, "")
+        .await
+        .assert_exit(2)
+        .assert_stderr_has(&["writable by every user"]);
+    let tiny = [&listen[..], &["--request-timeout", "1e-300"]].concat();
+    sb.geode(&tiny, "")
+        .await
+        .assert_exit(2)
+        .assert_stderr_has(&["--request-timeout"]);
+
+    sb.var("GEODE_GATEWAY_KEYS", INBOUND);
+    let gw = Gateway::start(&sb, &[]);
+    let lower = format!("bearer  {INBOUND}");
+    let (status, _, body) = gw
+        .chat(
+            &decision_request("openai-payg"),
+            &[("authorization", &lower)],
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let before = model_calls(&openai).len() + model_calls(&glm).len();
+    let bearer = format!("Bearer {INBOUND}");
+    for model in ["opnai-payg/gpt-5", "OPENAI-PAYG/gpt-5", "nosuch/x"] {
+        let (status, _, body) = gw
+            .chat(&decision_request(model), &[("authorization", &bearer)])
+            .await;
+        assert_eq!(status, 404, "{model}: {body}");
+        assert_eq!(body["error"]["code"], "model_not_found", "{body}");
+    }
+    assert_eq!(
+        model_calls(&openai).len() + model_calls(&glm).len(),
+        before,
+        "no upstream request for a route that does not exist"
+    );
+}
