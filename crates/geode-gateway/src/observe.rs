@@ -174,7 +174,8 @@ impl Access {
 
     /// Names what the request asked for.
     pub fn asked(&mut self, model: &str, stream: bool) {
-        model.clone_into(&mut self.model);
+        // A name past the bound is refused; its log line holds only the bound's worth of it.
+        self.model = model.chars().take(crate::route::MAX_MODEL_CHARS).collect();
         self.stream = stream;
     }
 
