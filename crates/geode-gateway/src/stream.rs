@@ -11,7 +11,9 @@ use crate::error::ApiError;
 use futures::Stream;
 use geode::Client;
 use geode::TextSink;
+use geode::secret::StreamScrub;
 use geode::{Answer, Task};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use tokio_util::sync::CancellationToken;
@@ -74,13 +76,30 @@ pub fn run(
         _slot: slot,
     };
     let (deltas, retries, done) = (tx.clone(), tx.clone(), tx);
+    // Deltas are raw upstream text: they pass the same scrubber as the whole answer, one that
+    // also finds a secret cut across two of them.
+    let scrub = Arc::new(Mutex::new(StreamScrub::default()));
+    let (scrub_deltas, scrub_retry, scrub_end) = (scrub.clone(), scrub.clone(), scrub);
+    let flush =
+        |scrub: &Mutex<StreamScrub>| scrub.lock().unwrap_or_else(|p| p.into_inner()).finish();
     tokio::spawn(async move {
         let run = client.run_task(task, move |_, env| {
             env.cancel = cancel;
             env.on_text = Some(TextSink::new(move |d| {
-                let _ = deltas.send(Progress::Delta(d.to_owned()));
+                let ready = scrub_deltas
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(d);
+                if !ready.is_empty() {
+                    let _ = deltas.send(Progress::Delta(ready));
+                }
             }));
             env.on_retry = Some(TextSink::new(move |why| {
+                // What the first attempt still held goes out before the retry is announced.
+                let rest = flush(&scrub_retry);
+                if !rest.is_empty() {
+                    let _ = retries.send(Progress::Delta(rest));
+                }
                 let _ = retries.send(Progress::Retry(why.to_owned()));
             }));
         });
@@ -88,6 +107,10 @@ pub fn run(
             Ok(result) => result.map(Box::new).map_err(ApiError::from_run),
             Err(_) => Err(ApiError::timeout()),
         };
+        let rest = flush(&scrub_end);
+        if !rest.is_empty() {
+            let _ = done.send(Progress::Delta(rest));
+        }
         let _ = done.send(Progress::Done(end));
     });
     futures::stream::unfold((rx, Some(owner)), |(mut rx, owner)| async move {

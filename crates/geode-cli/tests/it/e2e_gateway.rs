@@ -1143,3 +1143,32 @@ async fn keys_that_say_nothing_never_open_it_and_a_misspelled_adapter_is_not_fou
         "no upstream request for a route that does not exist"
     );
 }
+
+/// Streamed deltas pass the scrubber the whole answer passes: an upstream key the model echoes is
+/// not relayed, even where the deltas cut it in two.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_answer_never_relays_a_secret_in_its_deltas() {
+    let leaky = json!({"decision": "accept", "reason": format!("the key is {SECRET} here")});
+    let (openai, glm) = fakes(
+        Script::always(Reply::Json(leaky)),
+        Script::always(Reply::Json(good_answer())),
+    )
+    .await;
+    let sb = sandbox(&openai, &glm);
+    let gw = Gateway::start(&sb, &[]);
+    let mut request = decision_request("openai-payg");
+    request["stream"] = json!(true);
+    let (status, _, text) = post_text(&gw.url("/v1/chat/completions"), &request).await;
+    assert_eq!(status, 200, "{text}");
+    assert!(!text.contains(SECRET), "a secret in the stream: {text}");
+    let content: String = sse_events(&text)
+        .iter()
+        .filter_map(|(_, d)| serde_json::from_str::<Value>(d).ok())
+        .filter_map(|c| {
+            c["choices"][0]["delta"]["content"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect();
+    assert!(content.contains("the key is *** here"), "{content}");
+}

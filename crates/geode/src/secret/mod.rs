@@ -250,6 +250,44 @@ fn scrub_run(run: &str, known: &Known, out: &mut String) {
     out.push_str(run);
 }
 
+/// The longest run of non-space text a [`StreamScrub`] holds back: beyond any key or token, and
+/// a bound on what one stream keeps waiting.
+const MAX_HELD: usize = 4096;
+
+/// Scrubs text that arrives in pieces (a stream's deltas), so that a secret cut across two pieces
+/// is still found: the trailing run of non-space characters is held back until the next piece
+/// (or [`Self::finish`]) shows where it ends. A run longer than `MAX_HELD` (4 KiB) is let go,
+/// scrubbed, rather than held without end.
+#[derive(Debug, Default)]
+pub struct StreamScrub {
+    held: String,
+}
+
+impl StreamScrub {
+    /// The scrubbed text that `piece` completes (possibly empty).
+    pub fn push(&mut self, piece: &str) -> String {
+        self.held.push_str(piece);
+        let run_start = self
+            .held
+            .char_indices()
+            .rev()
+            .find(|(_, c)| c.is_whitespace())
+            .map_or(0, |(i, c)| i + c.len_utf8());
+        let cut = if self.held.len() - run_start > MAX_HELD {
+            self.held.len()
+        } else {
+            run_start
+        };
+        let ready: String = self.held.drain(..cut).collect();
+        scrub(&ready)
+    }
+
+    /// What is still held, scrubbed: the end of the stream.
+    pub fn finish(&mut self) -> String {
+        scrub(&std::mem::take(&mut self.held))
+    }
+}
+
 /// Scrubs `text` ([`scrub`]), folds it to one line (whitespace runs become one space) and cuts it
 /// at `max` characters, marked with `…`: the one way provider text becomes an error message.
 /// Scrubbing comes first, so a cut can never leave the start of a key behind.

@@ -137,3 +137,25 @@ proptest! {
         }
     }
 }
+
+/// A secret cut across two deltas of a stream is still replaced: the pieces, joined, hold it
+/// nowhere, and every piece that was sent is text the whole answer would show.
+#[test]
+fn a_secret_split_across_stream_pieces_is_still_replaced() {
+    let secret = "sk-stream-split-Zq81mWpX4";
+    register(secret);
+    let text = format!("{{\"reason\": \"the key is {secret} here\"}}");
+    for cut in 1..text.len() - 1 {
+        let (a, b) = text.split_at(cut);
+        let mut s = StreamScrub::default();
+        let sent = format!("{}{}{}", s.push(a), s.push(b), s.finish());
+        assert!(!sent.contains(secret), "cut at {cut}: {sent}");
+        assert_eq!(sent, scrub(&text), "cut at {cut}");
+    }
+    let mut s = StreamScrub::default();
+    let long = "x".repeat(10_000);
+    assert!(
+        !s.push(&long).is_empty(),
+        "a run past the bound is not held without end"
+    );
+}
