@@ -7,9 +7,9 @@ use crate::convert::Reply;
 use crate::error::ApiError;
 use crate::observe::{Access, Ending};
 use crate::stream::{self, Progress, Written};
-use crate::{Gateway, chat, convert, ledger, responses, route};
+use crate::{Gateway, body, chat, convert, ledger, responses, route};
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
@@ -78,24 +78,18 @@ impl Endpoint for responses::ResponsesRequest {
     }
 }
 
-pub(crate) async fn chat_completions(
-    State(gw): State<Arc<Gateway>>,
-    headers: HeaderMap,
-    body: axum::body::Bytes,
-) -> Response {
-    handle::<chat::ChatRequest>(gw, &headers, &body).await
+pub(crate) async fn chat_completions(State(gw): State<Arc<Gateway>>, request: Request) -> Response {
+    handle::<chat::ChatRequest>(gw, request).await
 }
 
-pub(crate) async fn responses_create(
-    State(gw): State<Arc<Gateway>>,
-    headers: HeaderMap,
-    body: axum::body::Bytes,
-) -> Response {
-    handle::<responses::ResponsesRequest>(gw, &headers, &body).await
+pub(crate) async fn responses_create(State(gw): State<Arc<Gateway>>, request: Request) -> Response {
+    handle::<responses::ResponsesRequest>(gw, request).await
 }
 
-/// Takes a slot (or answers 429), runs the request, and answers in the endpoint's shape.
-async fn handle<E: Endpoint>(gw: Arc<Gateway>, headers: &HeaderMap, body: &[u8]) -> Response {
+/// Takes a slot (or answers 429), reads the body inside it, runs the request, and answers in
+/// the endpoint's shape.
+async fn handle<E: Endpoint>(gw: Arc<Gateway>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
     let mut access = Access::start(E::NAME);
     let Ok(slot) = gw.in_flight.clone().try_acquire_owned() else {
         let mut busy = ApiError::new(
@@ -108,7 +102,20 @@ async fn handle<E: Endpoint>(gw: Arc<Gateway>, headers: &HeaderMap, body: &[u8])
         access.finish(&gw.metrics, &Ending::failed(&busy, 429));
         return busy.into_response();
     };
-    match serve_one::<E>(&gw, headers, body, slot, &mut access).await {
+    let read = tokio::time::timeout(gw.limits.request_timeout, body::read(body, &gw.limits));
+    let body = match read.await {
+        Ok(Ok(body)) => body,
+        Ok(Err(e)) => {
+            access.finish(&gw.metrics, &Ending::failed(&e, e.status.as_u16()));
+            return e.into_response();
+        }
+        Err(_) => {
+            let e = ApiError::timeout();
+            access.finish(&gw.metrics, &Ending::failed(&e, e.status.as_u16()));
+            return e.into_response();
+        }
+    };
+    match serve_one::<E>(&gw, &parts.headers, &body, slot, &mut access).await {
         Ok(Served::Answer(response, ledger)) => {
             access.finish(&gw.metrics, &Ending::served(&ledger));
             response

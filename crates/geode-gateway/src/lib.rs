@@ -18,14 +18,18 @@
 //! | [`observe`] | the access-log line and `/metrics` |
 //! | [`stream`] | `stream: true`: the run's progress, owned by the response (a client gone cancels it) |
 //! | [`tools`] | client-side tools: function tools and `tool_choice` into the task's caller tools |
+//! | [`conn`] | the accept loop: the connection limit, the header-read timeout, the graceful stop |
+//! | [`body`] | the one bounded reader every request body goes through, inside its slot |
 //!
 //! Each request runs through [`geode::Client::run_task`], the worker `geode run` uses: adapters
-//! are built once and shared. Bounds: the body size ([`Limits::max_body_bytes`]), requests in
-//! flight ([`Limits::max_in_flight`], a 429 with `Retry-After` beyond it) and each request's
-//! time ([`Limits::request_timeout`]).
+//! are built once and shared. Every bound is in [`Limits`]: connections, the time to send a head
+//! or the next piece of a body, the body's size, requests in flight (a 429 with `Retry-After`
+//! beyond it; a body is read only once its request has a slot) and each request's time.
 
 pub mod auth;
+pub mod body;
 pub mod chat;
+pub mod conn;
 pub mod convert;
 pub mod error;
 mod handler;
@@ -38,7 +42,7 @@ pub mod stream;
 pub mod tools;
 
 use auth::InboundKeys;
-use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -62,6 +66,11 @@ pub struct Limits {
     pub max_in_flight: usize,
     /// The longest one request may take, retry included.
     pub request_timeout: Duration,
+    /// Connections open at once; more wait in the kernel's backlog.
+    pub max_connections: usize,
+    /// The longest a client may take to send a request head, or the next piece of a body
+    /// (an idle keep-alive connection is closed after it too).
+    pub read_timeout: Duration,
 }
 
 impl Default for Limits {
@@ -70,6 +79,8 @@ impl Default for Limits {
             max_body_bytes: 4 << 20,
             max_in_flight: 256,
             request_timeout: Duration::from_secs(600),
+            max_connections: 1024,
+            read_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -118,6 +129,16 @@ impl Gateway {
         })
     }
 
+    /// Serves the gateway on `listener` within its limits until `shutdown` resolves
+    /// ([`conn::serve`]).
+    pub async fn serve(
+        self: &Arc<Self>,
+        listener: tokio::net::TcpListener,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        conn::serve(listener, self.router(), self.limits, shutdown).await
+    }
+
     /// The HTTP routes.
     pub fn router(self: &Arc<Self>) -> Router {
         let api = Router::new()
@@ -128,8 +149,7 @@ impl Gateway {
             .layer(axum::middleware::from_fn_with_state(
                 self.clone(),
                 authorize,
-            ))
-            .layer(DefaultBodyLimit::max(self.limits.max_body_bytes));
+            ));
         Router::new()
             .route(
                 "/health",
@@ -180,23 +200,4 @@ async fn metrics(State(gw): State<Arc<Gateway>>) -> Response {
 
 async fn list_models(State(gw): State<Arc<Gateway>>) -> Response {
     Json(models::list(&gw.settings, gw.env.as_ref())).into_response()
-}
-
-/// Serves `router` on `listener` until `shutdown` resolves, then lets requests in flight finish.
-/// Each connection has `TCP_NODELAY`: a stream's events are small writes, and Nagle's algorithm
-/// would hold each one back until the client acknowledged the one before.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    router: Router,
-    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    use axum::serve::ListenerExt;
-    let listener = listener.tap_io(|tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!("TCP_NODELAY not set on a connection: {e}");
-        }
-    });
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
-        .await
 }

@@ -43,8 +43,23 @@ struct GatewayArgs {
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=65536))]
     max_in_flight: u32,
     /// The longest one request may take, in seconds (the retry included).
-    #[arg(long, default_value_t = 600.0)]
-    request_timeout: f64,
+    #[arg(long, default_value = "600", value_parser = seconds)]
+    request_timeout: Duration,
+    /// Connections open at once; more wait until one closes.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    max_connections: u32,
+    /// The longest a client may take, in seconds, to send a request head or the next piece of
+    /// a body (an idle connection is closed after it too).
+    #[arg(long, default_value = "10", value_parser = seconds)]
+    read_timeout: Duration,
+}
+
+/// A number of seconds, at least a millisecond: a timeout of 1e-300 s is positive, and useless.
+fn seconds(text: &str) -> Result<Duration, String> {
+    match text.parse::<f64>() {
+        Ok(s) if s.is_finite() && s >= 0.001 => Ok(Duration::from_secs_f64(s.min(1e9))),
+        _ => Err("a number of seconds, at least 0.001".to_owned()),
+    }
 }
 
 /// The inbound keys: `--keys-file`, else `GEODE_GATEWAY_KEYS` (unset or empty: none). A file
@@ -106,10 +121,6 @@ fn run(args: GatewayArgs) -> anyhow::Result<u8> {
             args.listen
         ));
     }
-    // At least a millisecond: a timeout of 1e-300 s is positive, and useless.
-    if !(args.request_timeout.is_finite() && args.request_timeout >= 0.001) {
-        return usage("--request-timeout must be a number of seconds, at least 0.001".to_owned());
-    }
     // The configuration is read once, here, and resolved with the environment.
     let settings = match std::env::current_dir()
         .map_err(|e| format!("cannot read the working directory: {e}"))
@@ -137,7 +148,9 @@ fn run(args: GatewayArgs) -> anyhow::Result<u8> {
     let limits = Limits {
         max_body_bytes: args.max_body_bytes,
         max_in_flight: args.max_in_flight as usize,
-        request_timeout: Duration::from_secs_f64(args.request_timeout.min(1e9)),
+        request_timeout: args.request_timeout,
+        max_connections: args.max_connections as usize,
+        read_timeout: args.read_timeout,
     };
     let gateway = Gateway::new(client, settings, Arc::new(ProcessEnv), keys, limits);
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -158,7 +171,7 @@ fn run(args: GatewayArgs) -> anyhow::Result<u8> {
             }
             eprintln!("geode gateway: stopping: finishing the requests in flight");
         };
-        geode_gateway::serve(listener, gateway.router(), shutdown).await?;
+        gateway.serve(listener, shutdown).await?;
         Ok(0)
     })
 }

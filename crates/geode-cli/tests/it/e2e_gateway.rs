@@ -80,6 +80,21 @@ impl Gateway {
     pub(crate) fn log(&self) -> String {
         self.stderr.lock().unwrap().clone()
     }
+
+    /// The gateway's process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends SIGTERM and waits (at most 30 s) for its exit code.
+    pub(crate) fn stop(&mut self) -> Option<i32> {
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.pid() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        )
+        .unwrap();
+        wait_exit(&mut self.child)
+    }
 }
 
 impl Drop for Gateway {
@@ -494,18 +509,14 @@ async fn it_refuses_a_public_bind_without_keys_and_stops_cleanly_on_sigterm() {
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(gw.child.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
+    let stopped = std::thread::spawn(move || (gw.stop(), gw.log()));
     assert_eq!(
         in_flight.await.unwrap().unwrap(),
         200,
         "the request in flight finished"
     );
-    let status = wait_exit(&mut gw.child);
-    assert_eq!(status, Some(0), "{}", gw.log());
+    let (status, log) = stopped.join().unwrap();
+    assert_eq!(status, Some(0), "{log}");
 }
 
 /// The child's exit code, waiting at most 30 s.

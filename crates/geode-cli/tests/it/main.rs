@@ -25,6 +25,7 @@ mod e2e_stream;
 mod hardening;
 mod hostile_batch;
 mod hostile_config;
+mod hostile_gateway;
 mod hostile_local;
 mod hostile_probe;
 mod hostile_queue;

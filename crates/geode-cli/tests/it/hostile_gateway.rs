@@ -1,0 +1,166 @@
+//! `geode gateway` under a hostile client, over raw TCP on 127.0.0.1 where a well-behaved HTTP
+//! client would not do what an attacker does: half-sent heads (slowloris), more connections
+//! than the gateway allows, bodies sent slowly or declared larger than allowed, and a stop
+//! asked for while a client holds a connection half open.
+
+use crate::e2e_gateway::{Gateway, decision_request, fakes, sandbox};
+use crate::support::good_answer;
+use geode_fakes::{Reply, Script};
+use serde_json::Value;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const INBOUND: &str = "gw-hostile-inbound-key-4c7d";
+
+/// The longest any step here waits for the gateway: past it, the gateway is taken to hang.
+const HANG: Duration = Duration::from_secs(20);
+
+/// A gateway in front of fakes that answer a valid Decision, with the inbound key and `extra`.
+async fn keyed_gateway(extra: &[&str]) -> (geode_fakes::FakeServer, Gateway) {
+    let (openai, glm) = fakes(
+        Script::always(Reply::Json(good_answer())),
+        Script::always(Reply::Json(good_answer())),
+    )
+    .await;
+    let mut sb = sandbox(&openai, &glm);
+    sb.var("GEODE_GATEWAY_KEYS", INBOUND);
+    let gw = Gateway::start(&sb, extra);
+    drop(glm);
+    (openai, gw)
+}
+
+/// A TCP connection to the gateway.
+async fn connect(gw: &Gateway) -> TcpStream {
+    TcpStream::connect(gw.base.trim_start_matches("http://"))
+        .await
+        .unwrap()
+}
+
+/// Writes a request head for the chat endpoint that stops before its blank line.
+async fn half_head(gw: &Gateway) -> TcpStream {
+    let mut tcp = connect(gw).await;
+    tcp.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nHost: gateway\r\n")
+        .await
+        .unwrap();
+    tcp
+}
+
+/// Everything the gateway writes on `tcp` until it closes it, or `None` if it has not closed it
+/// within [`HANG`].
+async fn until_closed(tcp: &mut TcpStream) -> Option<String> {
+    let mut out = Vec::new();
+    match tokio::time::timeout(HANG, tcp.read_to_end(&mut out)).await {
+        Ok(_) => Some(String::from_utf8_lossy(&out).into_owned()),
+        Err(_) => None,
+    }
+}
+
+/// The open sockets of process `pid`.
+fn sockets(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| {
+            std::fs::read_link(e.path()).is_ok_and(|t| t.to_string_lossy().starts_with("socket:"))
+        })
+        .count()
+}
+
+/// A keyed chat request.
+async fn keyed_chat(gw: &Gateway) -> (u16, Value) {
+    let bearer = format!("Bearer {INBOUND}");
+    let (status, _, body) = gw
+        .chat(
+            &decision_request("openai-payg"),
+            &[("authorization", &bearer)],
+        )
+        .await;
+    (status, body)
+}
+
+/// The head of a keyed chat request declaring `length` body bytes.
+fn keyed_head(length: usize) -> String {
+    format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: gateway\r\nAuthorization: Bearer {INBOUND}\r\nContent-Type: application/json\r\nContent-Length: {length}\r\n\r\n"
+    )
+}
+
+/// The JSON body of a raw HTTP response.
+fn body_of(response: &str) -> Value {
+    let body = response.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    serde_json::from_str(body).unwrap_or(Value::Null)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_half_sent_head_is_closed_after_the_read_timeout_and_never_holds_up_a_stop() {
+    let (_openai, mut gw) = keyed_gateway(&["--read-timeout", "1"]).await;
+    let mut slow = half_head(&gw).await;
+    assert!(
+        until_closed(&mut slow).await.is_some(),
+        "a head never finished keeps its connection open"
+    );
+    // Another one is half sent when the stop comes: the stop still finishes.
+    let _held = half_head(&gw).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let log = gw.log();
+    let stopped = tokio::task::spawn_blocking(move || gw.stop())
+        .await
+        .unwrap();
+    assert_eq!(stopped, Some(0), "SIGTERM did not finish: {log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_past_the_limit_wait_outside_the_process_and_keyed_clients_still_get_in() {
+    let (_openai, gw) = keyed_gateway(&["--max-connections", "2", "--read-timeout", "2"]).await;
+    let idle = sockets(gw.pid());
+    let mut held = Vec::new();
+    for _ in 0..6 {
+        held.push(half_head(&gw).await);
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let open = sockets(gw.pid());
+    assert!(
+        open <= idle + 2,
+        "{open} sockets: the {idle} it had idle and at most 2 connections"
+    );
+    // The half-sent heads time out in turn; a keyed client behind them is served.
+    let served = tokio::time::timeout(Duration::from_secs(60), keyed_chat(&gw)).await;
+    let (status, body) = served.expect("a keyed client never got in");
+    assert_eq!(status, 200, "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_is_read_only_inside_its_slot_bounded_and_a_stalled_one_is_a_408() {
+    let (openai, gw) = keyed_gateway(&["--max-in-flight", "2", "--read-timeout", "2"]).await;
+    // Two clients declare 4 MiB bodies and send a kilobyte of each.
+    let mut slow = Vec::new();
+    for _ in 0..2 {
+        let mut tcp = connect(&gw).await;
+        tcp.write_all(keyed_head(4 << 20).as_bytes()).await.unwrap();
+        tcp.write_all(&[b' '; 1024]).await.unwrap();
+        slow.push(tcp);
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Their bodies hold both slots: a third request is turned away at once.
+    let (status, body) = keyed_chat(&gw).await;
+    assert_eq!(status, 429, "{body}");
+    assert_eq!(body["error"]["code"], "gateway_busy");
+    assert!(openai.requests().is_empty());
+    // The stalled bodies are answered 408 in OpenAI's shape, and their slots are free again.
+    for tcp in &mut slow {
+        let response = until_closed(tcp).await.expect("a stalled body was kept");
+        assert!(response.starts_with("HTTP/1.1 408"), "{response}");
+        assert_eq!(body_of(&response)["error"]["code"], "request_timeout");
+    }
+    let (status, body) = keyed_chat(&gw).await;
+    assert_eq!(status, 200, "{body}");
+
+    // A body declared past the bound is refused before it is read, in OpenAI's shape.
+    let mut tcp = connect(&gw).await;
+    tcp.write_all(keyed_head(1 << 30).as_bytes()).await.unwrap();
+    let response = until_closed(&mut tcp).await.expect("no answer");
+    assert!(response.starts_with("HTTP/1.1 413"), "{response}");
+    assert_eq!(body_of(&response)["error"]["code"], "request_too_large");
+    assert_eq!(body_of(&response)["error"]["type"], "invalid_request_error");
+}
