@@ -135,12 +135,7 @@ impl ChatRequest {
 /// The Chat Completions answer for `answer`.
 pub fn completion(r: &Reply, answer: &Answer) -> Value {
     let calls = tool_calls(answer);
-    let content = match (&answer.value, calls.is_empty()) {
-        (Some(v), _) => json!(v.to_string()),
-        (None, true) => json!(answer.text),
-        (None, false) => r.beside_calls(answer),
-    };
-    let mut message = json!({ "role": "assistant", "content": content, "refusal": null });
+    let mut message = json!({ "role": "assistant", "content": r.content(answer), "refusal": null });
     if !calls.is_empty() {
         message["tool_calls"] = json!(calls);
     }
@@ -213,6 +208,7 @@ pub fn chunks(r: &Reply, step: Progress, _: &mut Written) -> Vec<Event> {
             r,
             json!([{ "index": 0, "delta": { "content": text }, "finish_reason": null }]),
         ))],
+        Progress::Started => Vec::new(),
         Progress::Retry(why) => {
             let mut c = chunk(r, json!([]));
             c["geode"] = json!({ "event": "retry", "reason": why, "note": "the text streamed so far is void; the retry follows" });

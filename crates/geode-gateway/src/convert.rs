@@ -146,6 +146,17 @@ pub struct Reply {
 }
 
 impl Reply {
+    /// What the client reads as the answer's text: the validated value serialized (never the
+    /// model's raw text, which may hold prose, a wrapper or a repaired flaw), else the free
+    /// text; beside calls to the client's tools, [`Self::beside_calls`]. `None`: no text.
+    pub fn content(&self, answer: &Answer) -> Option<String> {
+        match (&answer.value, answer.tool_calls.is_empty()) {
+            (Some(v), _) => Some(v.to_string()),
+            (None, true) => Some(answer.text.clone()),
+            (None, false) => self.beside_calls(answer).as_str().map(str::to_owned),
+        }
+    }
+
     /// The text said beside calls to the client's tools, where the SDK reads answer text: the
     /// text itself for a free-text request; `null` when the request has a format, since the SDK
     /// would parse it as the answer (it is then under `geode.text`).

@@ -11,7 +11,7 @@ use crate::{Gateway, body, chat, convert, ledger, responses, route};
 use axum::Json;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::sse::{Event, Sse};
+use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use std::sync::Arc;
@@ -185,6 +185,7 @@ async fn serve_one<E: Endpoint>(
             task,
             gw.limits.request_timeout,
             slot,
+            !reply.shaped,
         ));
         // A run refused or failed before its first delta is an HTTP error, not a stream.
         let first = match progress.next().await {
@@ -207,12 +208,22 @@ async fn serve_one<E: Endpoint>(
             gw: gw.clone(),
         };
         let events = futures::stream::iter(opening).chain(steps.flat_map(move |step| {
+            let mut out = Vec::new();
             if let Progress::Done(end) = &step {
                 log.end(end);
+                // A format's text was held back (see `stream`): the checked value goes out now.
+                if let (true, Ok(answer)) = (reply.shaped, end)
+                    && let Some(text) = reply.content(answer)
+                {
+                    out.extend(E::events(&reply, Progress::Delta(text), &mut written));
+                }
             }
-            futures::stream::iter(E::events(&reply, step, &mut written))
+            out.extend(E::events(&reply, step, &mut written));
+            futures::stream::iter(out)
         }));
-        let sse = Sse::new(events.map(Ok::<_, std::convert::Infallible>));
+        // While a held answer is being written, comments keep idle-closing proxies away.
+        let sse =
+            Sse::new(events.map(Ok::<_, std::convert::Infallible>)).keep_alive(KeepAlive::new());
         return Ok(Served::Stream(sse.into_response()));
     }
     let run = gw.client.run_task(task, |_, _| {});

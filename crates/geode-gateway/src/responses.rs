@@ -136,24 +136,16 @@ pub fn response(r: &Reply, answer: &Answer) -> Value {
 }
 
 /// The text of the answer's message item: the checked value serialized, else the text.
-fn answer_text(r: &Reply, answer: &Answer) -> String {
-    match (&answer.value, answer.tool_calls.is_empty()) {
-        (Some(v), _) => v.to_string(),
-        (None, true) => answer.text.clone(),
-        (None, false) => r
-            .beside_calls(answer)
-            .as_str()
-            .unwrap_or_default()
-            .to_owned(),
-    }
-}
-
 fn completed(r: &Reply, answer: &Answer, with_message: bool) -> Value {
     let usage = &answer.usage;
     let mut out = shell(r, "completed");
     let mut items = Vec::new();
     if with_message {
-        items.push(message(r.id, "completed", &answer_text(r, answer)));
+        items.push(message(
+            r.id,
+            "completed",
+            &r.content(answer).unwrap_or_default(),
+        ));
     }
     items.extend(
         answer
@@ -279,6 +271,7 @@ pub fn events(r: &Reply, step: Progress, w: &mut Written) -> Vec<Event> {
             ));
             events
         }
+        Progress::Started => Vec::new(),
         Progress::Retry(why) => {
             w.text.clear();
             vec![event(
@@ -295,7 +288,7 @@ pub fn events(r: &Reply, step: Progress, w: &mut Written) -> Vec<Event> {
             let mut events = Vec::new();
             if with_message {
                 events.extend(open_message(r, w));
-                let text = answer_text(r, &answer);
+                let text = r.content(&answer).unwrap_or_default();
                 events.extend([
                     event(
                         w,

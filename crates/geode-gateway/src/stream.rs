@@ -1,7 +1,10 @@
 //! `stream: true`: the run's progress as it happens, for both endpoints to write in their own
-//! event shapes. The answer text is relayed delta by delta as the adapter folds it; the one
-//! retry is announced before its first delta (the text so far is then void); the run's end
-//! carries the final validation and the ledger.
+//! event shapes. Free text is relayed delta by delta as the adapter folds it. An answer with a
+//! format is not: every client accumulates the deltas it gets into the answer, so the text it
+//! gets must be the checked value, which is known only at the end (the first attempt may fail
+//! and be retried, the repair tier may mend it, the model may wrap it in prose); it is sent as
+//! the run ends ([`crate::convert::Reply::content`]). The one retry is announced either way; the
+//! run's end carries the final validation and the ledger.
 //!
 //! The stream owns the run: when the client goes away the stream is dropped, which cancels the
 //! run's token (the adapter's upstream call is abandoned and its connection closed) and frees
@@ -13,6 +16,7 @@ use geode::Client;
 use geode::TextSink;
 use geode::secret::StreamScrub;
 use geode::{Answer, Task};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, mpsc};
@@ -21,6 +25,9 @@ use tokio_util::sync::CancellationToken;
 /// One step of a streamed run.
 #[derive(Debug)]
 pub enum Progress {
+    /// The answer began to arrive, and its text is held back (a format's): the run got past
+    /// every refusal, so the stream can open.
+    Started,
     /// Answer text as it arrived.
     Delta(String),
     /// The first answer failed its check; the retry starts (why, scrubbed).
@@ -62,12 +69,15 @@ impl Drop for Owner {
 }
 
 /// Starts `task` on `client` and returns its progress; `slot` is held until the stream ends
-/// or is dropped, and the run is bounded by `timeout`.
+/// or is dropped, and the run is bounded by `timeout`. With `relay` false, no delta is sent:
+/// the upstream call still streams (a long answer keeps its connection alive), but its raw
+/// text stays here.
 pub fn run(
     client: Client,
     task: Task,
     timeout: Duration,
     slot: OwnedSemaphorePermit,
+    relay: bool,
 ) -> impl Stream<Item = Progress> + Send {
     let (tx, rx) = mpsc::unbounded_channel();
     let cancel = CancellationToken::new();
@@ -85,7 +95,14 @@ pub fn run(
     tokio::spawn(async move {
         let run = client.run_task(task, move |_, env| {
             env.cancel = cancel;
+            let started = AtomicBool::new(false);
             env.on_text = Some(TextSink::new(move |d| {
+                if !relay {
+                    if !started.swap(true, Ordering::Relaxed) {
+                        let _ = deltas.send(Progress::Started);
+                    }
+                    return;
+                }
                 let ready = scrub_deltas
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())

@@ -30,9 +30,10 @@ fn python() -> PathBuf {
 }
 
 /// The gateway both SDK suites drive: `openai-payg` answers a valid Decision, `glm-payg` (JSON
-/// mode only) one with a wrong enum value, and the configured provider `tooled` (a Chat
-/// upstream) calls the first tool it is offered until it gets the result, then answers.
-async fn sdk_gateway() -> ([FakeServer; 3], Gateway) {
+/// mode only) one with a wrong enum value, the configured provider `tooled` (a Chat upstream)
+/// calls the first tool it is offered until it gets the result, then answers, and `flaky` (a
+/// Chat upstream) answers a wrong enum value first and a valid Decision from then on.
+async fn sdk_gateway() -> ([FakeServer; 4], Gateway) {
     let (openai, glm) = fakes(
         Script::always(Reply::Json(good_answer())),
         Script::always(Reply::Json(bad_enum_answer())),
@@ -41,15 +42,24 @@ async fn sdk_gateway() -> ([FakeServer; 3], Gateway) {
     let tooled = FakeServer::start(Kind::Chat, Script::always(Reply::CallOfferedTool))
         .await
         .unwrap();
+    let flaky = FakeServer::start(
+        Kind::Chat,
+        Script::new([Reply::Json(bad_enum_answer())]).then_default(Reply::Json(good_answer())),
+    )
+    .await
+    .unwrap();
     let mut sb = sandbox(&openai, &glm);
     sb.var("GEODE_GATEWAY_KEYS", INBOUND)
         .var("TOOLED_KEY", SECRET);
-    sb.config(&format!(
-        "[providers.tooled]\nwire = \"chat\"\nbase_url = \"{}/v1\"\nkey_env = \"TOOLED_KEY\"\nmodel = \"m\"\nschema = \"json_schema\"\n",
-        tooled.base_url()
-    ));
+    let provider = |name: &str, server: &FakeServer| {
+        format!(
+            "[providers.{name}]\nwire = \"chat\"\nbase_url = \"{}/v1\"\nkey_env = \"TOOLED_KEY\"\nmodel = \"m\"\nschema = \"json_schema\"\n",
+            server.base_url()
+        )
+    };
+    sb.config(&(provider("tooled", &tooled) + &provider("flaky", &flaky)));
     let gw = Gateway::start(&sb, &[]);
-    ([openai, glm, tooled], gw)
+    ([openai, glm, tooled, flaky], gw)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -74,7 +84,7 @@ async fn the_official_python_sdk_parses_refuses_calls_tools_and_reads_the_ledger
         String::from_utf8_lossy(&out.stderr),
         gw.log()
     );
-    assert!(stdout.contains("14 passed"), "{stdout}");
+    assert!(stdout.contains("15 passed"), "{stdout}");
     assert!(!gw.log().contains(INBOUND));
 }
 
@@ -113,7 +123,7 @@ async fn the_official_typescript_sdk_parses_with_zod_refuses_streams_and_calls_t
         gw.log()
     );
     assert!(
-        stdout.contains("pass 8") && stdout.contains("fail 0"),
+        stdout.contains("pass 9") && stdout.contains("fail 0"),
         "{stdout}"
     );
     assert!(!gw.log().contains(INBOUND));

@@ -1,12 +1,13 @@
 //! `geode gateway` under a hostile client, over raw TCP on 127.0.0.1 where a well-behaved HTTP
 //! client would not do what an attacker does: half-sent heads (slowloris), more connections
 //! than the gateway allows, bodies sent slowly or declared larger than allowed, and a stop
-//! asked for while a client holds a connection half open.
+//! asked for while a client holds a connection half open; and streams whose first answer
+//! fails its check, which once reached the client as two answers run together.
 
-use crate::e2e_gateway::{Gateway, decision_request, fakes, sandbox};
-use crate::support::good_answer;
+use crate::e2e_gateway::{Gateway, decision_request, fakes, post_text, sandbox, sse_events};
+use crate::support::{bad_enum_answer, decision_schema, good_answer};
 use geode_fakes::{Reply, Script};
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -163,4 +164,75 @@ async fn a_body_is_read_only_inside_its_slot_bounded_and_a_stalled_one_is_a_408(
     assert!(response.starts_with("HTTP/1.1 413"), "{response}");
     assert_eq!(body_of(&response)["error"]["code"], "request_too_large");
     assert_eq!(body_of(&response)["error"]["type"], "invalid_request_error");
+}
+
+/// The text of a streamed answer as every accumulator assembles it: Chat `delta.content`, or
+/// Responses `response.output_text.delta`.
+fn assembled(text: &str) -> String {
+    sse_events(text)
+        .iter()
+        .filter_map(|(_, d)| serde_json::from_str::<Value>(d).ok())
+        .filter_map(|e| {
+            e.pointer("/choices/0/delta/content")
+                .or_else(|| (e["type"] == "response.output_text.delta").then(|| &e["delta"]))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_that_needed_the_retry_delivers_only_the_checked_value() {
+    // JSON mode only: the first answer breaks the enum, the retry is valid, on both endpoints.
+    let flaky = Script::new([
+        Reply::Json(bad_enum_answer()),
+        Reply::Json(good_answer()),
+        Reply::Json(bad_enum_answer()),
+        Reply::Json(good_answer()),
+    ]);
+    let (openai, glm) = fakes(Script::always(Reply::Json(good_answer())), flaky).await;
+    let sb = sandbox(&openai, &glm);
+    let gw = Gateway::start(&sb, &[]);
+    let mut chat = decision_request("glm-payg");
+    chat["stream"] = json!(true);
+    let (status, _, text) = post_text(&gw.url("/v1/chat/completions"), &chat).await;
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains("\"retry\""), "the retry is announced: {text}");
+    let content = assembled(&text);
+    assert_eq!(
+        serde_json::from_str::<Value>(&content).ok(),
+        Some(good_answer()),
+        "what the client assembles is the checked value: {content}"
+    );
+
+    let responses = json!({
+        "model": "glm-payg",
+        "input": "Decide.",
+        "stream": true,
+        "text": {"format": {"type": "json_schema", "name": "decision", "schema": decision_schema()}},
+    });
+    let (status, _, text) = post_text(&gw.url("/v1/responses"), &responses).await;
+    assert_eq!(status, 200, "{text}");
+    let content = assembled(&text);
+    assert_eq!(
+        serde_json::from_str::<Value>(&content).ok(),
+        Some(good_answer()),
+        "{text}"
+    );
+    assert_eq!(glm.requests().len(), 4, "two attempts per request");
+
+    // Free text is still relayed as it arrives.
+    let free = json!({"model": "openai-payg", "stream": true, "messages": [{"role": "user", "content": "Hi."}]});
+    let (status, _, text) = post_text(&gw.url("/v1/chat/completions"), &free).await;
+    assert_eq!(status, 200, "{text}");
+    let pieces = sse_events(&text)
+        .iter()
+        .filter_map(|(_, d)| serde_json::from_str::<Value>(d).ok())
+        .filter(|c| {
+            c["choices"][0]["delta"]["content"]
+                .as_str()
+                .is_some_and(|s| !s.is_empty())
+        })
+        .count();
+    assert!(pieces > 1, "free text came in several deltas: {text}");
 }

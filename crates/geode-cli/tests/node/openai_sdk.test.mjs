@@ -1,7 +1,8 @@
 // `geode gateway` driven by the official OpenAI TypeScript/JavaScript SDK (`openai` on npm) and
 // its zod helpers, unmodified, under Node's own test runner. Run by
 // crates/geode-cli/tests/it/e2e_gateway_sdk.rs against a gateway in front of geode-fakes
-// providers: `openai-payg` answers a valid Decision, `glm-payg` (JSON mode only) an invalid one.
+// providers: `openai-payg` answers a valid Decision, `glm-payg` (JSON mode only) an invalid one,
+// `flaky` an invalid one first and valid ones after.
 // NODE_PATH points at the pinned packages (scripts/install-node-sdk.sh).
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -77,12 +78,24 @@ test("a chat stream through the SDK's stream helper", async () => {
     messages,
     response_format: zodResponseFormat(Decision, "decision"),
   });
-  let deltas = 0;
-  for await (const chunk of stream) {
-    if (chunk.choices[0]?.delta?.content) deltas += 1;
-  }
+  let content = "";
+  for await (const chunk of stream) content += chunk.choices[0]?.delta?.content ?? "";
   const final = await stream.finalChatCompletion();
-  assert.ok(deltas > 1);
+  assert.deepEqual(JSON.parse(content), good);
+  assert.deepEqual(final.choices[0].message.parsed, good);
+});
+
+test("a chat stream that needed the retry assembles only the checked value", async () => {
+  // `flaky` answers a wrong enum value first: the zod helper parses the retry's text alone.
+  const stream = client.chat.completions.stream({
+    model: "flaky",
+    messages,
+    response_format: zodResponseFormat(Decision, "decision"),
+  });
+  let content = "";
+  for await (const chunk of stream) content += chunk.choices[0]?.delta?.content ?? "";
+  const final = await stream.finalChatCompletion();
+  assert.deepEqual(JSON.parse(content), good);
   assert.deepEqual(final.choices[0].message.parsed, good);
 });
 

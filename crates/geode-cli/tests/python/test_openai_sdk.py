@@ -2,7 +2,8 @@
 
 Run by crates/geode-cli/tests/it/e2e_gateway_sdk.rs, which starts the gateway on 127.0.0.1 in
 front of geode-fakes providers: `openai-payg` answers a valid Decision, `glm-payg` (JSON mode
-only) answers one with a wrong enum value. GEODE_GATEWAY_URL and GEODE_GATEWAY_KEY say where
+only) answers one with a wrong enum value, `flaky` a wrong one first and a valid one after.
+GEODE_GATEWAY_URL and GEODE_GATEWAY_KEY say where
 the gateway is and which inbound key it takes.
 """
 
@@ -132,7 +133,18 @@ def test_a_chat_stream_through_the_sdks_stream_helper():
     ) as stream:
         deltas = [e.delta for e in stream if e.type == "content.delta"]
         final = stream.get_final_completion()
-    assert len(deltas) > 1
+    assert Decision.model_validate_json("".join(deltas)) == Decision(decision="accept", reason="the tests pass")
+    assert final.choices[0].message.parsed == Decision(decision="accept", reason="the tests pass")
+
+
+def test_a_stream_that_needed_the_retry_assembles_only_the_checked_value():
+    # `flaky` answers a wrong enum value first: the text the SDK assembles is the retry's.
+    with client().chat.completions.stream(
+        model="flaky", messages=MESSAGES, response_format=Decision
+    ) as stream:
+        content = "".join(e.delta for e in stream if e.type == "content.delta")
+        final = stream.get_final_completion()
+    assert Decision.model_validate_json(content) == Decision(decision="accept", reason="the tests pass")
     assert final.choices[0].message.parsed == Decision(decision="accept", reason="the tests pass")
 
 
