@@ -90,7 +90,7 @@ pub(crate) async fn responses_create(State(gw): State<Arc<Gateway>>, request: Re
 /// the endpoint's shape.
 async fn handle<E: Endpoint>(gw: Arc<Gateway>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
-    let mut access = Access::start(E::NAME);
+    let mut access = Access::start(E::NAME, &gw.metrics);
     let Ok(slot) = gw.in_flight.clone().try_acquire_owned() else {
         let mut busy = ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,
@@ -99,36 +99,36 @@ async fn handle<E: Endpoint>(gw: Arc<Gateway>, request: Request) -> Response {
             "the gateway is serving as many requests as it allows; try again",
         );
         busy.retry_after = Some(1);
-        access.finish(&gw.metrics, &Ending::failed(&busy, 429));
+        access.finish(&Ending::failed(&busy, 429));
         return busy.into_response();
     };
     let read = tokio::time::timeout(gw.limits.request_timeout, body::read(body, &gw.limits));
     let body = match read.await {
         Ok(Ok(body)) => body,
         Ok(Err(e)) => {
-            access.finish(&gw.metrics, &Ending::failed(&e, e.status.as_u16()));
+            access.finish(&Ending::failed(&e, e.status.as_u16()));
             return e.into_response();
         }
         Err(_) => {
             let e = ApiError::timeout();
-            access.finish(&gw.metrics, &Ending::failed(&e, e.status.as_u16()));
+            access.finish(&Ending::failed(&e, e.status.as_u16()));
             return e.into_response();
         }
     };
     match serve_one::<E>(&gw, &parts.headers, &body, slot, &mut access).await {
         Ok(Served::Answer(response, ledger)) => {
-            access.finish(&gw.metrics, &Ending::served(&ledger));
+            access.finish(&Ending::served(&ledger));
             response
         }
         Ok(Served::Stream(response)) => response,
         Err(e) => {
-            access.finish(&gw.metrics, &Ending::failed(&e, e.status.as_u16()));
+            access.finish(&Ending::failed(&e, e.status.as_u16()));
             e.into_response()
         }
     }
 }
 
-/// A request served: an answer (logged by the caller) or a stream (logged at its end).
+/// A request served: an answer (logged by the caller) or a stream (logged by itself).
 enum Served {
     Answer(Response, Box<geode::GuaranteeLedger>),
     Stream(Response),
@@ -203,14 +203,17 @@ async fn serve_one<E: Endpoint>(
         let mut written = Written::default();
         let opening = E::opening(&reply, &mut written);
         let steps = futures::stream::once(async move { first }).chain(progress);
-        let mut log = StreamLog {
-            access: Some(std::mem::replace(access, Access::start(E::NAME))),
-            gw: gw.clone(),
-        };
+        // The stream owns the account: dropped before its end, it logs `client_closed`.
+        let mut log = Some(access.into_stream());
         let events = futures::stream::iter(opening).chain(steps.flat_map(move |step| {
             let mut out = Vec::new();
             if let Progress::Done(end) = &step {
-                log.end(end);
+                if let Some(access) = log.take() {
+                    access.finish(&match end {
+                        Ok(answer) => Ending::served(&answer.ledger),
+                        Err(e) => Ending::failed(e, 200),
+                    });
+                }
                 // A format's text was held back (see `stream`): the checked value goes out now.
                 if let (true, Ok(answer)) = (reply.shaped, end)
                     && let Some(text) = reply.content(answer)
@@ -235,38 +238,4 @@ async fn serve_one<E: Endpoint>(
     let mut response = Json(E::answer(&reply, &answer)).into_response();
     ledger::put_headers(response.headers_mut(), &answer.ledger);
     Ok(Served::Answer(response, Box::new(answer.ledger)))
-}
-
-/// A stream's access-log line: written at its end, or, when the client leaves first, when the
-/// stream is dropped (outcome `client_closed`).
-struct StreamLog {
-    access: Option<Access>,
-    gw: Arc<Gateway>,
-}
-
-impl StreamLog {
-    fn end(&mut self, end: &Result<Box<geode::Answer>, ApiError>) {
-        if let Some(access) = self.access.take() {
-            match end {
-                Ok(answer) => access.finish(&self.gw.metrics, &Ending::served(&answer.ledger)),
-                Err(e) => access.finish(&self.gw.metrics, &Ending::failed(e, 200)),
-            }
-        }
-    }
-}
-
-impl Drop for StreamLog {
-    fn drop(&mut self) {
-        if let Some(access) = self.access.take() {
-            access.finish(
-                &self.gw.metrics,
-                &Ending {
-                    status: 200,
-                    outcome: "client_closed",
-                    ledger: None,
-                    upstream: false,
-                },
-            );
-        }
-    }
 }

@@ -42,7 +42,7 @@ pub mod stream;
 pub mod tools;
 
 use auth::InboundKeys;
-use axum::extract::{Request, State};
+use axum::extract::{MatchedPath, Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -52,6 +52,7 @@ use error::ApiError;
 use geode::Client;
 use geode::Environment;
 use geode::Settings;
+use observe::{Access, Ending};
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
@@ -94,7 +95,7 @@ pub struct Gateway {
     keys: InboundKeys,
     limits: Limits,
     in_flight: Arc<Semaphore>,
-    metrics: observe::Metrics,
+    metrics: Arc<observe::Metrics>,
     next_id: AtomicU64,
 }
 
@@ -123,7 +124,7 @@ impl Gateway {
             env,
             keys,
             in_flight: Arc::new(Semaphore::new(limits.max_in_flight.max(1))),
-            metrics: observe::Metrics::default(),
+            metrics: Arc::default(),
             limits,
             next_id: AtomicU64::new(1),
         })
@@ -175,16 +176,33 @@ async fn authorize(State(gw): State<Arc<Gateway>>, mut request: Request, next: N
         .get(header::AUTHORIZATION)
         .map(|v| v.as_bytes());
     if !gw.keys.admits(presented) {
-        return ApiError::new(
+        let refused = ApiError::new(
             StatusCode::UNAUTHORIZED,
             "authentication_error",
             "invalid_api_key",
             "a missing or wrong gateway key",
-        )
-        .into_response();
+        );
+        Access::start(endpoint(&request), &gw.metrics).finish(&Ending::failed(&refused, 401));
+        return refused.into_response();
     }
     request.headers_mut().remove(header::AUTHORIZATION);
     next.run(request).await
+}
+
+/// The endpoint a request was routed to, as the access log names it (never the raw path, which
+/// the client chose).
+fn endpoint(request: &Request) -> &'static str {
+    match request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(MatchedPath::as_str)
+    {
+        Some("/v1/chat/completions") => "/v1/chat/completions",
+        Some("/v1/responses") => "/v1/responses",
+        Some("/v1/models") => "/v1/models",
+        Some("/metrics") => "/metrics",
+        _ => "other",
+    }
 }
 
 async fn metrics(State(gw): State<Arc<Gateway>>) -> Response {

@@ -16,6 +16,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use serde_json::json;
+use std::sync::Arc;
 use std::time::Instant;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -112,13 +113,18 @@ impl Metrics {
     }
 }
 
-/// One request being served, logged and counted once when it ends.
+/// One request being served, logged and counted exactly once: when it ends, or, if the client
+/// goes away first (the request's future or its stream is dropped), then, as `client_closed`.
 #[derive(Debug)]
 pub struct Access {
     endpoint: &'static str,
     model: String,
     stream: bool,
     started: Instant,
+    metrics: Arc<Metrics>,
+    /// What the client was sent before it left: 0 for nothing yet, 200 once a stream opened.
+    sent: u16,
+    logged: bool,
 }
 
 /// How a request ended.
@@ -162,13 +168,31 @@ impl<'a> Ending<'a> {
 }
 
 impl Access {
-    /// Starts the account of a request to `endpoint`.
-    pub fn start(endpoint: &'static str) -> Self {
+    /// Starts the account of a request to `endpoint`, counted in `metrics`.
+    pub fn start(endpoint: &'static str, metrics: &Arc<Metrics>) -> Self {
         Self {
             endpoint,
             model: String::new(),
             stream: false,
             started: Instant::now(),
+            metrics: metrics.clone(),
+            sent: 0,
+            logged: false,
+        }
+    }
+
+    /// The account, moved to a stream whose head (status 200) is going out; this one is then
+    /// spent and logs nothing.
+    pub fn into_stream(&mut self) -> Access {
+        self.logged = true;
+        Access {
+            endpoint: self.endpoint,
+            model: std::mem::take(&mut self.model),
+            stream: true,
+            started: self.started,
+            metrics: self.metrics.clone(),
+            sent: 200,
+            logged: false,
         }
     }
 
@@ -180,7 +204,15 @@ impl Access {
     }
 
     /// Logs the request's line and counts it.
-    pub fn finish(&self, metrics: &Metrics, end: &Ending<'_>) {
+    pub fn finish(mut self, end: &Ending<'_>) {
+        self.log(end);
+    }
+
+    fn log(&mut self, end: &Ending<'_>) {
+        if std::mem::replace(&mut self.logged, true) {
+            return;
+        }
+        let metrics = &*self.metrics;
         let elapsed = self.started.elapsed();
         let ledger = end.ledger;
         let adapter = ledger.map_or("", |l| l.adapter.as_str()).to_owned();
@@ -244,5 +276,18 @@ impl Access {
                     .inc_by(n);
             }
         }
+    }
+}
+
+impl Drop for Access {
+    fn drop(&mut self) {
+        // 499: nginx's code for a request its client closed before the answer.
+        let status = if self.sent == 0 { 499 } else { self.sent };
+        self.log(&Ending {
+            status,
+            outcome: "client_closed",
+            ledger: None,
+            upstream: false,
+        });
     }
 }

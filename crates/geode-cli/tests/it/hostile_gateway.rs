@@ -236,3 +236,65 @@ async fn a_stream_that_needed_the_retry_delivers_only_the_checked_value() {
         .count();
     assert!(pieces > 1, "free text came in several deltas: {text}");
 }
+
+/// The access-log lines the gateway wrote so far.
+fn access_lines(gw: &Gateway) -> Vec<Value> {
+    gw.log()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_and_abandoned_requests_are_logged_and_counted_too() {
+    let (openai, glm) = fakes(
+        Script::always(Reply::slow(5000, Reply::Json(good_answer()))),
+        Script::always(Reply::Json(good_answer())),
+    )
+    .await;
+    let mut sb = sandbox(&openai, &glm);
+    sb.var("GEODE_GATEWAY_KEYS", INBOUND);
+    let gw = Gateway::start(&sb, &[]);
+    let (status, _, _) = gw.chat(&decision_request("openai-payg"), &[]).await;
+    assert_eq!(status, 401);
+    // A client that gives up before the (slow) answer.
+    let bearer = format!("Bearer {INBOUND}");
+    let gave_up = reqwest::Client::new()
+        .post(gw.url("/v1/chat/completions"))
+        .header("authorization", &bearer)
+        .json(&decision_request("openai-payg"))
+        .timeout(Duration::from_millis(500))
+        .send()
+        .await;
+    assert!(gave_up.is_err());
+    let mut lines = Vec::new();
+    for _ in 0..200 {
+        lines = access_lines(&gw);
+        if lines.len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(lines.len(), 2, "{}", gw.log());
+    assert_eq!(lines[0]["status"], 401);
+    assert_eq!(lines[0]["outcome"], "invalid_api_key");
+    assert_eq!(lines[0]["endpoint"], "/v1/chat/completions");
+    assert_eq!(lines[1]["status"], 499);
+    assert_eq!(lines[1]["outcome"], "client_closed");
+    assert_eq!(lines[1]["model"], "openai-payg");
+    let metrics = reqwest::Client::new()
+        .get(gw.url("/metrics"))
+        .header("authorization", &bearer)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for outcome in ["invalid_api_key", "client_closed"] {
+        assert!(
+            metrics.contains(&format!("outcome=\"{outcome}\"")),
+            "{outcome} is not counted: {metrics}"
+        );
+    }
+}
