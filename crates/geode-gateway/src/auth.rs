@@ -77,18 +77,27 @@ impl InboundKeys {
 
     /// Whether an `Authorization` header value admits the client.
     pub fn admits(&self, authorization: Option<&[u8]>) -> bool {
+        self.admit(authorization).is_some()
+    }
+
+    /// Who the client is, if an `Authorization` header value admits it.
+    pub fn admit(&self, authorization: Option<&[u8]>) -> Option<Tenant> {
         if self.0.is_empty() {
-            return true;
+            return Some(Tenant(None));
         }
-        let Some(presented) = authorization.and_then(bearer_token) else {
-            return false;
-        };
+        let presented = authorization.and_then(bearer_token)?;
         // Every key is compared, so the time does not say which one (or whether any) matched.
-        self.0.iter().fold(false, |hit, key| {
+        let hit = self.0.iter().fold(false, |hit, key| {
             hit | bool::from(key.expose().as_bytes().ct_eq(presented))
-        })
+        });
+        hit.then(|| Tenant(Some(geode::digest::sha256_hex(presented))))
     }
 }
+
+/// The client a request came from, for what must not cross between clients (the response
+/// cache's entries): the SHA-256 of its key, never the key; `None` on an open gateway.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tenant(pub Option<String>);
 
 /// The token of `Bearer TOKEN`: the scheme in any case and one or more spaces or tabs after it
 /// (RFC 9110, section 11.1: an auth-scheme is case-insensitive).

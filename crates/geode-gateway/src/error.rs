@@ -17,12 +17,13 @@
 //! | the model refused | 422 | `model_refused` |
 //! | no answer text came back (a reasoning-only answer, a stopped loop) | 502 | `empty_answer` |
 //! | the gateway is at its concurrency limit | 429 | `gateway_busy` (with `Retry-After`) |
-//! | the upstream rate-limited the call past its retries | 429 | `upstream_rate_limited` |
+//! | the upstream rate-limited the call past its retries | 429 | `upstream_rate_limited`, with the provider's `Retry-After` when it sent one |
 //! | the upstream failed (auth, 5xx, transport, protocol) | 502 | `upstream_error` |
 //! | the upstream or the request took longer than its limit | 504 | `upstream_timeout` |
-//! | the route's adapter is not configured (a missing key) | 503 | `route_unavailable` |
+//! | the route's adapter is not configured (a missing key), or no adapter of the model's family is | 503 | `route_unavailable` |
 //!
-//! Every message has passed through geode's scrubber: no key, token or inbound key is echoed.
+//! Every message has passed through geode's scrubber: no key, token or inbound key is echoed;
+//! a server-side one (5xx) names no path on the host either.
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -30,6 +31,8 @@ use geode::ErrorKind;
 use geode::GuaranteeLedger;
 use geode::RoutingError;
 use geode::ToolRegistryError;
+use geode::llm::call::AdapterError;
+use geode::llm::routing::RejectionKind;
 use geode::{Refusal, ResolveError, RunError};
 use serde_json::{Value, json};
 
@@ -62,11 +65,15 @@ impl ApiError {
         code: &'static str,
         message: impl Into<String>,
     ) -> Self {
+        let mut message = geode::secret::scrub(&message.into());
+        if status.is_server_error() {
+            message = without_paths(&message);
+        }
         Self {
             status,
             kind,
             code,
-            message: geode::secret::scrub(&message.into()),
+            message,
             param: None,
             detail: None,
             ledger: None,
@@ -154,7 +161,16 @@ impl ApiError {
             .param("tools")
             .with_ledger(last.ledger),
             RunError::Adapter { source, last, .. } => {
-                Self::upstream(source.kind(), message).with_ledger(last.ledger)
+                let mut e = Self::upstream(source.kind(), message).with_ledger(last.ledger);
+                // The provider's own wait, passed on so the client's SDK waits as long.
+                if let AdapterError::RateLimited {
+                    retry_after: Some(wait),
+                    ..
+                } = *source
+                {
+                    e.retry_after = Some(wait.as_secs_f64().ceil().max(1.0) as u64);
+                }
+                e
             }
             RunError::Truncated { last, .. } => Self::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
@@ -216,7 +232,21 @@ impl ApiError {
                     .iter()
                     .map(|r| json!({ "adapter": r.adapter, "reason": r.reason }))
                     .collect();
-                Self::not_enforceable(message).detail(json!({ "candidates": candidates }))
+                // Nothing to do with the schema when every candidate only lacks its setup.
+                let unconfigured = reasons
+                    .iter()
+                    .all(|r| r.kind == RejectionKind::NotConfigured);
+                let e = if unconfigured {
+                    Self::new(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "server_error",
+                        "route_unavailable",
+                        message,
+                    )
+                } else {
+                    Self::not_enforceable(message)
+                };
+                e.detail(json!({ "candidates": candidates }))
             }
             ResolveError::Preflight {
                 adapter,
@@ -307,6 +337,31 @@ impl ApiError {
     }
 }
 
+/// `message` with each file path on this host cut to its last part: a server-side failure
+/// (a missing model file, a CLI that would not start) names what is missing, never where the
+/// host keeps it. Client errors keep their text: their `/a/b` are JSON pointers into the request.
+fn without_paths(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    for (i, word) in message.split(' ').enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        let start = word
+            .find(|c: char| !matches!(c, '`' | '"' | '\'' | '(' | '['))
+            .unwrap_or(word.len());
+        let (lead, rest) = word.split_at(start);
+        let path = ["/", "~/", "./", "../"].iter().any(|p| rest.starts_with(p));
+        match rest.rfind('/').filter(|_| path) {
+            Some(cut) => {
+                out.push_str(lead);
+                out.push_str(&rest[cut + 1..]);
+            }
+            None => out.push_str(word),
+        }
+    }
+    out
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut response = (self.status, axum::Json(self.body())).into_response();
@@ -318,5 +373,21 @@ impl IntoResponse for ApiError {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(s));
         }
         response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_paths;
+
+    #[test]
+    fn a_server_side_message_keeps_file_names_and_loses_the_hosts_paths() {
+        let m = "local model not found at /home/ana/.cache/geode/models/m.gguf: fetch it, or (`./bin/x.sh`) and ~/y/z";
+        assert_eq!(
+            without_paths(m),
+            "local model not found at m.gguf: fetch it, or (`x.sh`) and z"
+        );
+        let url = "openai-payg: HTTP 502 from http://127.0.0.1:9/v1/responses";
+        assert_eq!(without_paths(url), url, "a URL is not a path on this host");
     }
 }

@@ -10,7 +10,7 @@ use crate::stream::{self, Progress, Written};
 use crate::{Gateway, body, chat, convert, ledger, responses, route};
 use axum::Json;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
@@ -115,7 +115,7 @@ async fn handle<E: Endpoint>(gw: Arc<Gateway>, request: Request) -> Response {
             return e.into_response();
         }
     };
-    match serve_one::<E>(&gw, &parts.headers, &body, slot, &mut access).await {
+    match serve_one::<E>(&gw, &parts, &body, slot, &mut access).await {
         Ok(Served::Answer(response, ledger)) => {
             access.finish(&Ending::served(&ledger));
             response
@@ -136,11 +136,12 @@ enum Served {
 
 async fn serve_one<E: Endpoint>(
     gw: &Arc<Gateway>,
-    headers: &HeaderMap,
+    parts: &axum::http::request::Parts,
     body: &[u8],
     slot: OwnedSemaphorePermit,
     access: &mut Access,
 ) -> Result<Served, ApiError> {
+    let headers = &parts.headers;
     let req: E = json_body(body)?;
     let head = req.head();
     let streamed = head.stream == Some(true);
@@ -151,6 +152,10 @@ async fn serve_one<E: Endpoint>(
         .map(|v| v.to_str().unwrap_or("?"));
     let body_require = head.geode.as_ref().and_then(|g| g.require.as_deref());
     let mut task = req.task(gw.client.new_task(""))?;
+    task.cache_scope = parts
+        .extensions
+        .get::<crate::auth::Tenant>()
+        .and_then(|t| t.0.clone());
     task.route = routed.route;
     task.fallback = routed.fallback;
     let header = |name: &str| headers.get(name).map(|v| v.to_str().unwrap_or("?"));

@@ -7,13 +7,14 @@
 //! | `x-geode-adapter` | the adapter that served the answer |
 //! | `x-geode-mode` | how the schema went on its wire (`strict`, `tool`, `json-mode`, `hint`, `constrained`, ...) |
 //! | `x-geode-guarantee` | what that mode guarantees (`enforced`, `wired`, `best-effort`) |
-//! | `x-geode-validated` | `true` when the answer passed full validation against the caller's schema, `false` when it failed, `tool-arguments` for a turn that ended in calls to the client's tools (each call's arguments valid against its `parameters`; the answer's schema applies to the answer after them), `not-checked` for free text |
+//! | `x-geode-validated` | `true` when the answer passed full validation against the caller's schema, `false` when it failed or no whole answer could be checked (cut, refused, failed), `tool-arguments` for a turn that ended in calls to the client's tools (each call's arguments valid against its `parameters`; the answer's schema applies to the answer after them), `not-checked` for free text |
 //! | `x-geode-attempts` | attempts made (2 when the one retry ran) |
 //! | `x-geode-repairs` | only on a repaired answer: how many repairs the repair tier made (the body's ledger lists them) |
 //! | `x-geode-replayed` | only on an answer replayed from the response cache (`[cache]`): when it was made (RFC 3339); no upstream request was made and its usage is zero |
 
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use geode::GuaranteeLedger;
+use geode::ledger::WorkerCheck;
 use serde_json::{Value, json};
 
 /// `x-geode-validated` for `ledger`.
@@ -22,6 +23,8 @@ pub fn validated(ledger: &GuaranteeLedger) -> &'static str {
         Some(v) if v.valid => "true",
         Some(_) => "false",
         None if ledger.caller_tool_calls > 0 => "tool-arguments",
+        // Cut, refused or failed before a whole answer: checked, and not valid.
+        None if matches!(ledger.worker_check, WorkerCheck::Fail { .. }) => "false",
         None => "not-checked",
     }
 }

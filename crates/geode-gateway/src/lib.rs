@@ -165,6 +165,14 @@ impl Gateway {
                     "no such endpoint",
                 )
             })
+            .method_not_allowed_fallback(|| async {
+                ApiError::new(
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    "invalid_request_error",
+                    "method_not_allowed",
+                    "this endpoint does not take that method",
+                )
+            })
             .with_state(self.clone())
     }
 }
@@ -175,7 +183,7 @@ async fn authorize(State(gw): State<Arc<Gateway>>, mut request: Request, next: N
         .headers()
         .get(header::AUTHORIZATION)
         .map(|v| v.as_bytes());
-    if !gw.keys.admits(presented) {
+    let Some(tenant) = gw.keys.admit(presented) else {
         let refused = ApiError::new(
             StatusCode::UNAUTHORIZED,
             "authentication_error",
@@ -184,8 +192,9 @@ async fn authorize(State(gw): State<Arc<Gateway>>, mut request: Request, next: N
         );
         Access::start(endpoint(&request), &gw.metrics).finish(&Ending::failed(&refused, 401));
         return refused.into_response();
-    }
+    };
     request.headers_mut().remove(header::AUTHORIZATION);
+    request.extensions_mut().insert(tenant);
     next.run(request).await
 }
 

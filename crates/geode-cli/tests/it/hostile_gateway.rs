@@ -4,8 +4,10 @@
 //! asked for while a client holds a connection half open; and streams whose first answer
 //! fails its check, which once reached the client as two answers run together.
 
-use crate::e2e_gateway::{Gateway, decision_request, fakes, post_text, sandbox, sse_events};
-use crate::support::{bad_enum_answer, decision_schema, good_answer};
+use crate::e2e_gateway::{
+    Gateway, decision_request, fakes, header, post_text, sandbox, sse_events,
+};
+use crate::support::{bad_enum_answer, decision_schema, good_answer, model_calls};
 use geode_fakes::{Reply, Script};
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -297,4 +299,88 @@ async fn refused_and_abandoned_requests_are_logged_and_counted_too() {
             "{outcome} is not counted: {metrics}"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_failure_says_what_happened_in_openai_s_shape() {
+    // The upstream rate-limits with a wait longer than the request may last.
+    let (openai, glm) = fakes(
+        Script::always(Reply::rate_limited(30)),
+        Script::always(Reply::Json(good_answer())),
+    )
+    .await;
+    let mut sb = crate::support::Sandbox::new();
+    sb.var("GEODE_OPENAI_BASE_URL", openai.base_url())
+        .var("OPENAI_API_KEY", crate::support::SECRET)
+        .var("GEODE_LOCAL_MODEL", "/srv/hidden-place/models/m.gguf");
+    let gw = Gateway::start(&sb, &["--request-timeout", "5"]);
+    drop(glm);
+
+    let (status, headers, body) = gw.chat(&decision_request("openai-payg"), &[]).await;
+    assert_eq!(status, 429, "{body}");
+    assert_eq!(body["error"]["code"], "upstream_rate_limited");
+    assert_eq!(header(&headers, "retry-after"), "30", "the provider's wait");
+    assert_eq!(
+        header(&headers, "x-geode-validated"),
+        "false",
+        "no answer passed a check"
+    );
+
+    // Free text for a model whose family has nothing configured: the route's problem.
+    let text = json!({"model": "glm-4.6", "messages": [{"role": "user", "content": "Hi."}]});
+    let (status, _, body) = gw.chat(&text, &[]).await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["error"]["code"], "route_unavailable");
+
+    // A server-side failure names no path on the host.
+    let (status, _, body) = gw.chat(&decision_request("local"), &[]).await;
+    assert!(status >= 500, "{status} {body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        !message.contains("hidden-place"),
+        "a host path in: {message}"
+    );
+
+    // A method the endpoint does not take.
+    let wrong = reqwest::get(gw.url("/v1/chat/completions")).await.unwrap();
+    assert_eq!(wrong.status().as_u16(), 405);
+    let body: Value = wrong.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "method_not_allowed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_tenants_cached_answer_never_answers_another() {
+    const OTHER: &str = "gw-hostile-other-tenant-93b1";
+    let (openai, glm) = fakes(
+        Script::always(Reply::Json(good_answer())),
+        Script::always(Reply::Json(good_answer())),
+    )
+    .await;
+    let mut sb = sandbox(&openai, &glm);
+    sb.var("GEODE_GATEWAY_KEYS", format!("{INBOUND},{OTHER}"));
+    sb.config("[cache]\ndir = \"cache\"\n");
+    let gw = Gateway::start(&sb, &[]);
+    let ask = |key: &'static str| {
+        let bearer = format!("Bearer {key}");
+        let gw = &gw;
+        async move {
+            let (status, headers, body) = gw
+                .chat(
+                    &decision_request("openai-payg"),
+                    &[("authorization", &bearer)],
+                )
+                .await;
+            assert_eq!(status, 200, "{body}");
+            !header(&headers, "x-geode-replayed").is_empty()
+        }
+    };
+    assert!(!ask(INBOUND).await, "the first answer is made");
+    assert!(ask(INBOUND).await, "the same tenant's repeat is replayed");
+    assert!(!ask(OTHER).await, "another tenant's is made afresh");
+    assert!(ask(OTHER).await);
+    assert_eq!(
+        model_calls(&openai).len(),
+        2,
+        "one upstream call per tenant"
+    );
 }

@@ -149,6 +149,10 @@ pub struct Task {
     /// Whether the environment's response cache ([`crate::cache`]) may answer this task and
     /// keep its answer; on by default, and without effect when the environment has no cache.
     pub cache: bool,
+    /// Whose answers the cache keeps for this task: entries kept under one scope never answer
+    /// another (the gateway scopes by inbound key, so one tenant never reads another's answer).
+    /// `None`: the one shared scope.
+    pub cache_scope: Option<String>,
     /// How full validation treats `format`.
     pub formats: FormatMode,
     /// Time, token and round limits.
@@ -178,6 +182,7 @@ impl Task {
             validation: Validation::Full,
             repair: false,
             cache: true,
+            cache_scope: None,
             formats: FormatMode::Assert,
             budgets: Budgets::default(),
             effort: crate::vocab::Effort::High,

@@ -6,6 +6,7 @@
 //! | `schema_sha256` | the caller's schema, canonical (keys sorted) | any change, even a `description`, is another question |
 //! | `wire_sha256` | the adapter's plan of the schema ([`crate::schema::subset::WirePlan`]: mode, wire copy, rewrites) | the same schema sent another way is another answer |
 //! | `policy` | `repair`, `formats`, `validation` | they decide which answers count as valid |
+//! | `scope` | [`Task::cache_scope`], only when set | one tenant's answers never answer another |
 //!
 //! `require` is not hashed: the entry keeps the `require` it was made under and the lookup
 //! refuses it for a stronger one ([`super::entry::CacheEntry::serves`]), so the stronger run
@@ -52,6 +53,7 @@ impl CacheKey {
             repair,
             // Whether the cache is consulted at all.
             cache: _,
+            cache_scope,
             formats,
             budgets,
             effort,
@@ -69,7 +71,7 @@ impl CacheKey {
         } = budgets;
         let schema_sha256 = sha256_hex(canonical(schema.as_value()));
         let wire_sha256 = sha256_hex(canonical(&wire_plan(*thinking, adapter, schema)));
-        let whole = json!({
+        let mut whole = json!({
             "key_format": KEY_FORMAT,
             "request": {
                 "adapter": adapter.name(),
@@ -94,6 +96,10 @@ impl CacheKey {
                 "validation": validation,
             },
         });
+        // Only a scoped task's key names its scope: unscoped keys stay what they were.
+        if let Some(scope) = cache_scope {
+            whole["scope"] = json!(scope);
+        }
         Self {
             hex: sha256_hex(canonical(&whole)),
             schema_sha256,

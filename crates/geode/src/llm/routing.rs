@@ -51,8 +51,20 @@ impl RouteRequest<'_> {
 pub struct Rejection {
     /// The adapter.
     pub adapter: String,
+    /// What kind of reason: a missing configuration is the route's problem, a guarantee below
+    /// the requirement the schema's.
+    pub kind: RejectionKind,
     /// Why it cannot serve the call.
     pub reason: String,
+}
+
+/// Why a candidate was removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RejectionKind {
+    /// Its credential or setting is missing.
+    NotConfigured,
+    /// Its mode for the schema guarantees less than the call requires.
+    BelowRequire,
 }
 
 /// The chosen adapter.
@@ -100,6 +112,7 @@ fn judge(
     } else {
         Err(Rejection {
             adapter: spec.name.to_owned(),
+            kind: RejectionKind::BelowRequire,
             reason: format!(
                 "its mode for this schema is {mode} ({}), below {}",
                 mode.level().as_str(),
@@ -127,6 +140,7 @@ pub fn route(req: &RouteRequest<'_>, env: &dyn Environment) -> Result<Route, Rou
                     .filter(|a| a.family == family)
                     .map(|a| Rejection {
                         adapter: a.name.to_owned(),
+                        kind: RejectionKind::NotConfigured,
                         reason: format!("not configured (needs {})", a.credential_text()),
                     })
                     .collect(),

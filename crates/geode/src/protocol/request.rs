@@ -272,6 +272,7 @@ impl WorkerRequest {
             validation: self.validation,
             repair: self.repair,
             cache: self.cache.unwrap_or(true),
+            cache_scope: None,
             formats: self.formats,
             budgets: Budgets {
                 timeout: Budgets::seconds(self.timeout_s),
