@@ -14,6 +14,7 @@
 //! | `tools`, `tool_choice` | the client's tools ([`crate::tools`]) |
 //! | `assistant` turns' `tool_calls`, `tool` turns | the calls and their results, in the task's history |
 //! | `n` > 1 | refused with `unsupported_parameter`: never silently dropped |
+//! | the Responses API's `text`, `input`, `instructions`, `max_output_tokens` | refused with `unsupported_parameter`, naming this endpoint's field |
 //!
 //! The answer's `content` is the validated value serialized (not the model's raw text, which
 //! may hold prose around it), so `client.chat.completions.parse()` reads it. A turn that ends in
@@ -28,6 +29,7 @@ use axum::response::sse::Event;
 use geode::Conversation;
 use geode::{Answer, Task};
 use serde::Deserialize;
+use serde::de::IgnoredAny;
 use serde_json::{Value, json};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -53,6 +55,16 @@ pub struct ChatRequest {
     /// Choices asked for.
     #[serde(default)]
     pub n: Option<u32>,
+    /// The Responses API's spelling of fields this endpoint names otherwise: refused, never
+    /// dropped ([`convert::refuse_foreign`]).
+    #[serde(default)]
+    text: Option<IgnoredAny>,
+    #[serde(default)]
+    input: Option<IgnoredAny>,
+    #[serde(default)]
+    instructions: Option<IgnoredAny>,
+    #[serde(default)]
+    max_output_tokens: Option<IgnoredAny>,
 }
 
 /// One turn.
@@ -93,6 +105,23 @@ pub struct ChatFunction {
 impl ChatRequest {
     /// The request as a task laid over `base` (the gateway's defaults).
     pub fn task(&self, mut base: Task) -> Result<Task, ApiError> {
+        convert::refuse_foreign(
+            "Chat Completions",
+            &[
+                ("text", self.text.is_some(), "response_format"),
+                ("input", self.input.is_some(), "messages"),
+                (
+                    "instructions",
+                    self.instructions.is_some(),
+                    "a system message",
+                ),
+                (
+                    "max_output_tokens",
+                    self.max_output_tokens.is_some(),
+                    "max_completion_tokens",
+                ),
+            ],
+        )?;
         if self.n.is_some_and(|n| n > 1) {
             return Err(ApiError::unsupported(
                 "n",

@@ -30,6 +30,22 @@ pub fn turns_error(field: &'static str) -> impl Fn(ConversationError) -> ApiErro
     move |e| ApiError::invalid(field, e.to_string())
 }
 
+/// Refuses the first field of `fields` (`(name, sent, this endpoint's name for it)`) that the
+/// request sent: each is the other endpoint's spelling of something that changes the answer
+/// (a schema in `text.format` sent to Chat would be dropped and the answer come back unshaped).
+pub fn refuse_foreign(
+    endpoint: &str,
+    fields: &[(&'static str, bool, &str)],
+) -> Result<(), ApiError> {
+    match fields.iter().find(|(_, sent, _)| *sent) {
+        Some((name, _, ours)) => Err(ApiError::unsupported(
+            name,
+            format!("`{name}` is the other endpoint's field; the {endpoint} API takes {ours}"),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// The text of a message's `content`: a string, or the text parts of a list (`text`,
 /// `input_text`, `output_text`); any other part is refused, never dropped.
 pub fn content_text(content: &Value, field: &'static str) -> Result<String, ApiError> {

@@ -14,6 +14,7 @@
 //! | `tools`, `tool_choice` | the client's tools ([`crate::tools`]) |
 //! | `function_call`, `function_call_output` items | the calls and their results, in the task's history |
 //! | other items (`reasoning`, built-in tool calls, ...) | refused with `unsupported_parameter` |
+//! | Chat Completions' `response_format`, `messages`, `max_tokens`, `max_completion_tokens` | refused with `unsupported_parameter`, naming this endpoint's field |
 //!
 //! The output text is the validated value serialized, so `client.responses.parse()` reads it.
 //! A turn that ends in calls to the client's tools answers `function_call` items (arguments
@@ -28,6 +29,7 @@ use geode::Conversation;
 use geode::ToolUse;
 use geode::{Answer, Task};
 use serde::Deserialize;
+use serde::de::IgnoredAny;
 use serde_json::{Value, json};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -49,11 +51,38 @@ pub struct ResponsesRequest {
     /// Output token limit.
     #[serde(default)]
     pub max_output_tokens: Option<u32>,
+    /// Chat Completions' spelling of fields this endpoint names otherwise: refused, never
+    /// dropped ([`convert::refuse_foreign`]).
+    #[serde(default)]
+    response_format: Option<IgnoredAny>,
+    #[serde(default)]
+    messages: Option<IgnoredAny>,
+    #[serde(default)]
+    max_tokens: Option<IgnoredAny>,
+    #[serde(default)]
+    max_completion_tokens: Option<IgnoredAny>,
 }
 
 impl ResponsesRequest {
     /// The request as a task laid over `base`.
     pub fn task(&self, mut base: Task) -> Result<Task, ApiError> {
+        convert::refuse_foreign(
+            "Responses",
+            &[
+                (
+                    "response_format",
+                    self.response_format.is_some(),
+                    "text.format",
+                ),
+                ("messages", self.messages.is_some(), "input"),
+                ("max_tokens", self.max_tokens.is_some(), "max_output_tokens"),
+                (
+                    "max_completion_tokens",
+                    self.max_completion_tokens.is_some(),
+                    "max_output_tokens",
+                ),
+            ],
+        )?;
         let mut turns = Conversation::new();
         match &self.input {
             Value::String(s) => turns

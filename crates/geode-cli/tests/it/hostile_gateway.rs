@@ -384,3 +384,47 @@ async fn one_tenants_cached_answer_never_answers_another() {
         "one upstream call per tenant"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schema_in_the_other_endpoints_spelling_is_refused_not_dropped() {
+    let (openai, glm) = fakes(
+        Script::always(Reply::Json(good_answer())),
+        Script::always(Reply::Json(good_answer())),
+    )
+    .await;
+    let sb = sandbox(&openai, &glm);
+    let gw = Gateway::start(&sb, &[]);
+    let format = json!({"type": "json_schema", "name": "decision", "schema": decision_schema()});
+    let chat = json!({
+        "model": "openai-payg",
+        "messages": [{"role": "user", "content": "Decide."}],
+        "text": {"format": format},
+    });
+    let (status, _, body) = gw.chat(&chat, &[]).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["code"], "unsupported_parameter");
+    assert_eq!(body["error"]["param"], "text");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("response_format")
+    );
+
+    let responses = json!({
+        "model": "openai-payg",
+        "input": "Decide.",
+        "response_format": {"type": "json_schema", "json_schema": {"name": "decision", "schema": decision_schema()}},
+    });
+    let (status, _, text) = post_text(&gw.url("/v1/responses"), &responses).await;
+    assert_eq!(status, 400, "{text}");
+    let body: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(body["error"]["param"], "response_format");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("text.format")
+    );
+    assert!(model_calls(&openai).is_empty(), "nothing went upstream");
+}
