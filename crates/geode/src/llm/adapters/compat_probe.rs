@@ -17,7 +17,8 @@
 //! A 404 is not a refusal (a wrong base URL or an unknown model answers so): it is an error.
 //!
 //! Any other failure (connection refused, 5xx after the retries, 401, a timeout) is the call's
-//! error and nothing is remembered: the next call probes again. Two calls racing on a new server
+//! error and nothing is remembered: the next call probes again. At most [`MAX_VERDICTS`]
+//! verdicts are kept, the oldest making room. Two calls racing on a new server
 //! may both probe; the verdicts agree and the second simply overwrites the first.
 //!
 //! The probe is judged strictly: only the exact object counts (no fence, no prose, no extra or
@@ -90,23 +91,66 @@ impl Probe {
 
 type Key = (String, String);
 
-fn cache() -> &'static Mutex<HashMap<Key, Probe>> {
-    static CACHE: OnceLock<Mutex<HashMap<Key, Probe>>> = OnceLock::new();
-    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+/// The most verdicts a process keeps. The model name is the caller's choice (a gateway passes
+/// its client's through), so a map without a bound would grow by one entry per name a client
+/// invents; past the bound, the verdict found longest ago makes room (it is probed again if
+/// it is asked for again).
+pub const MAX_VERDICTS: usize = 256;
+
+/// Verdicts by (model-call URL, model), at most `cap` of them.
+#[derive(Debug)]
+struct Verdicts {
+    found: HashMap<Key, (u64, Probe)>,
+    next: u64,
+    cap: usize,
+}
+
+impl Verdicts {
+    fn new(cap: usize) -> Self {
+        Self {
+            found: HashMap::new(),
+            next: 0,
+            cap: cap.max(1),
+        }
+    }
+
+    fn get(&self, url: &str, model: &str) -> Option<Probe> {
+        self.found
+            .get(&(url.to_owned(), model.to_owned()))
+            .map(|(_, p)| p.clone())
+    }
+
+    fn insert(&mut self, url: &str, model: &str, probe: Probe) {
+        let key = (url.to_owned(), model.to_owned());
+        if !self.found.contains_key(&key) && self.found.len() >= self.cap {
+            let oldest = self
+                .found
+                .iter()
+                .min_by_key(|(_, (at, _))| *at)
+                .map(|(k, _)| k.clone());
+            if let Some(k) = oldest {
+                self.found.remove(&k);
+            }
+        }
+        self.found.insert(key, (self.next, probe));
+        self.next += 1;
+    }
+}
+
+fn cache() -> &'static Mutex<Verdicts> {
+    static CACHE: OnceLock<Mutex<Verdicts>> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(Verdicts::new(MAX_VERDICTS)))
 }
 
 /// The verdict already found for `url` and `model` in this process, if any.
 pub fn cached(url: &str, model: &str) -> Option<Probe> {
-    cache()
-        .lock()
-        .ok()
-        .and_then(|c| c.get(&(url.to_owned(), model.to_owned())).cloned())
+    cache().lock().ok().and_then(|c| c.get(url, model))
 }
 
-/// Remembers `probe` for `url` and `model` for the rest of the process.
+/// Remembers `probe` for `url` and `model` (within [`MAX_VERDICTS`]).
 pub fn remember(url: &str, model: &str, probe: Probe) {
     if let Ok(mut c) = cache().lock() {
-        c.insert((url.to_owned(), model.to_owned()), probe);
+        c.insert(url, model, probe);
     }
 }
 
@@ -352,6 +396,31 @@ mod tests {
         assert_eq!(cached("http://127.0.0.1:1/x", "m"), Some(p));
         assert_eq!(cached("http://127.0.0.1:1/x", "other"), None);
         assert_eq!(cached("http://127.0.0.1:2/x", "m"), None);
+    }
+
+    #[test]
+    fn a_flood_of_invented_model_names_keeps_at_most_the_bound() {
+        let mut v = Verdicts::new(4);
+        let p = |why: &str| Probe {
+            verdict: Verdict::Enforced,
+            why: why.to_owned(),
+        };
+        for i in 0..100 {
+            v.insert("http://u/x", &format!("invented-{i}"), p("x"));
+        }
+        assert_eq!(v.found.len(), 4);
+        assert!(
+            v.get("http://u/x", "invented-99").is_some(),
+            "the newest stays"
+        );
+        assert!(
+            v.get("http://u/x", "invented-0").is_none(),
+            "the oldest made room"
+        );
+        // A verdict found again for a known key replaces it, taking no more room.
+        v.insert("http://u/x", "invented-99", p("again"));
+        assert_eq!(v.found.len(), 4);
+        assert_eq!(v.get("http://u/x", "invented-99").unwrap().why, "again");
     }
 
     #[test]
