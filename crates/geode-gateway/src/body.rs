@@ -1,7 +1,7 @@
 //! The one reader every request body goes through. It runs only once the request holds its
 //! in-flight slot, so at most [`Limits::max_in_flight`] bodies are in memory, each at most
 //! [`Limits::max_body_bytes`]; a declared length past the bound is refused before a byte is
-//! read, and a client that stops sending for [`Limits::read_timeout`] is answered 408.
+//! read, and a client that stops sending for [`Limits::client_timeout`] is answered 408.
 
 use crate::Limits;
 use crate::error::ApiError;
@@ -27,7 +27,7 @@ pub async fn read(body: Body, limits: &Limits) -> Result<Bytes, ApiError> {
     let mut body = body;
     let mut read = Vec::with_capacity(usize::try_from(declared).unwrap_or(0));
     loop {
-        let frame = match tokio::time::timeout(limits.read_timeout, body.frame()).await {
+        let frame = match tokio::time::timeout(limits.client_timeout, body.frame()).await {
             Err(_) => return Err(stalled(limits)),
             Ok(None) => break,
             Ok(Some(Err(e))) => {
@@ -55,7 +55,7 @@ fn stalled(limits: &Limits) -> ApiError {
         "request_timeout",
         format!(
             "the client sent nothing for {} s in the middle of the request body",
-            limits.read_timeout.as_secs_f64()
+            limits.client_timeout.as_secs_f64()
         ),
     )
 }

@@ -1,8 +1,10 @@
 //! The accept loop: at most [`Limits::max_connections`] connections at once (beyond them, new
 //! ones wait in the kernel's backlog instead of using the process's file descriptors), each
-//! given [`Limits::read_timeout`] to send a request head (an idle keep-alive connection is
-//! closed after the same time), and a graceful stop that closes idle and half-sent connections
-//! at once and waits for the requests in flight.
+//! given [`Limits::client_timeout`] to send a request head (an idle keep-alive connection is
+//! closed after the same time) and to take the next piece of an answer (a client that stops
+//! reading would otherwise hold its answer in memory for ever), and a graceful stop that
+//! closes idle connections at once, half-sent ones within the client timeout, and waits for
+//! the requests in flight.
 //!
 //! Why not `axum::serve`: it sets no header-read timeout and no connection limit, so a client
 //! with no key could hold thousands of half-sent heads open, and one of them kept a SIGTERM
@@ -17,6 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
+use tokio_io_timeout::TimeoutStream;
 
 /// How long the loop rests after an accept error such as too many open files, instead of
 /// spinning on it.
@@ -36,7 +39,7 @@ pub async fn serve(
     let graceful = GracefulShutdown::new();
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
-        .header_read_timeout(limits.read_timeout);
+        .header_read_timeout(limits.client_timeout);
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
         let slot = tokio::select! {
@@ -60,8 +63,10 @@ pub async fn serve(
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::debug!("TCP_NODELAY not set on a connection: {e}");
         }
+        let mut io = TimeoutStream::new(tcp);
+        io.set_write_timeout(Some(limits.client_timeout));
         let service = TowerToHyperService::new(router.clone());
-        let conn = graceful.watch(http.serve_connection(TokioIo::new(tcp), service));
+        let conn = graceful.watch(http.serve_connection(TokioIo::new(Box::pin(io)), service));
         tokio::spawn(async move {
             if let Err(e) = conn.await {
                 tracing::debug!("connection ended: {e}");

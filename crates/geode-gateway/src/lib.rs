@@ -69,9 +69,10 @@ pub struct Limits {
     pub request_timeout: Duration,
     /// Connections open at once; more wait in the kernel's backlog.
     pub max_connections: usize,
-    /// The longest a client may take to send a request head, or the next piece of a body
-    /// (an idle keep-alive connection is closed after it too).
-    pub read_timeout: Duration,
+    /// The longest a client may stall: to send a request head or the next piece of a body,
+    /// or to take the next piece of an answer (an idle keep-alive connection is closed after
+    /// it too).
+    pub client_timeout: Duration,
 }
 
 impl Default for Limits {
@@ -81,7 +82,7 @@ impl Default for Limits {
             max_in_flight: 256,
             request_timeout: Duration::from_secs(600),
             max_connections: 1024,
-            read_timeout: Duration::from_secs(10),
+            client_timeout: Duration::from_secs(10),
         }
     }
 }

@@ -48,10 +48,11 @@ struct GatewayArgs {
     /// Connections open at once; more wait until one closes.
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     max_connections: u32,
-    /// The longest a client may take, in seconds, to send a request head or the next piece of
-    /// a body (an idle connection is closed after it too).
+    /// The longest a client may stall, in seconds: to send a request head or the next piece of
+    /// a body, or to take the next piece of an answer (an idle connection is closed after it
+    /// too).
     #[arg(long, default_value = "10", value_parser = seconds)]
-    read_timeout: Duration,
+    client_timeout: Duration,
 }
 
 /// A number of seconds, at least a millisecond: a timeout of 1e-300 s is positive, and useless.
@@ -150,7 +151,7 @@ fn run(args: GatewayArgs) -> anyhow::Result<u8> {
         max_in_flight: args.max_in_flight as usize,
         request_timeout: args.request_timeout,
         max_connections: args.max_connections as usize,
-        read_timeout: args.read_timeout,
+        client_timeout: args.client_timeout,
     };
     let gateway = Gateway::new(client, settings, Arc::new(ProcessEnv), keys, limits);
     let rt = tokio::runtime::Builder::new_multi_thread()

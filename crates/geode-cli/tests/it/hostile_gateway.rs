@@ -96,8 +96,8 @@ fn body_of(response: &str) -> Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_half_sent_head_is_closed_after_the_read_timeout_and_never_holds_up_a_stop() {
-    let (_openai, mut gw) = keyed_gateway(&["--read-timeout", "1"]).await;
+async fn a_half_sent_head_is_closed_after_the_client_timeout_and_never_holds_up_a_stop() {
+    let (_openai, mut gw) = keyed_gateway(&["--client-timeout", "1"]).await;
     let mut slow = half_head(&gw).await;
     assert!(
         until_closed(&mut slow).await.is_some(),
@@ -115,7 +115,7 @@ async fn a_half_sent_head_is_closed_after_the_read_timeout_and_never_holds_up_a_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connections_past_the_limit_wait_outside_the_process_and_keyed_clients_still_get_in() {
-    let (_openai, gw) = keyed_gateway(&["--max-connections", "2", "--read-timeout", "2"]).await;
+    let (_openai, gw) = keyed_gateway(&["--max-connections", "2", "--client-timeout", "2"]).await;
     let idle = sockets(gw.pid());
     let mut held = Vec::new();
     for _ in 0..6 {
@@ -135,7 +135,7 @@ async fn connections_past_the_limit_wait_outside_the_process_and_keyed_clients_s
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_body_is_read_only_inside_its_slot_bounded_and_a_stalled_one_is_a_408() {
-    let (openai, gw) = keyed_gateway(&["--max-in-flight", "2", "--read-timeout", "2"]).await;
+    let (openai, gw) = keyed_gateway(&["--max-in-flight", "2", "--client-timeout", "2"]).await;
     // Two clients declare 4 MiB bodies and send a kilobyte of each.
     let mut slow = Vec::new();
     for _ in 0..2 {
@@ -427,4 +427,51 @@ async fn a_schema_in_the_other_endpoints_spelling_is_refused_not_dropped() {
             .contains("text.format")
     );
     assert!(model_calls(&openai).is_empty(), "nothing went upstream");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_stops_reading_is_cut_off_after_the_client_timeout() {
+    // An answer far larger than what the sockets' buffers hold between the two ends.
+    let big = "x".repeat(8 << 20);
+    let (openai, glm) = fakes(
+        Script::always(Reply::text(big)),
+        Script::always(Reply::Json(good_answer())),
+    )
+    .await;
+    let mut sb = sandbox(&openai, &glm);
+    // The upstream's stream carries the text three times over; let it all in.
+    sb.var("GEODE_MAX_RESPONSE_BYTES", (64u32 << 20).to_string());
+    let gw = Gateway::start(&sb, &["--client-timeout", "1"]);
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut tcp = socket
+        .connect(gw.base.trim_start_matches("http://").parse().unwrap())
+        .await
+        .unwrap();
+    let body = json!({"model": "openai-payg", "messages": [{"role": "user", "content": "Hi."}]})
+        .to_string();
+    let head = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: gateway\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    tcp.write_all((head + &body).as_bytes()).await.unwrap();
+    // The client reads nothing for a while, then everything it can.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let mut got = Vec::new();
+    let read = tokio::time::timeout(HANG, async {
+        let mut buf = vec![0; 1 << 16];
+        loop {
+            match tcp.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+            }
+        }
+    })
+    .await;
+    assert!(read.is_ok(), "the connection was never closed");
+    assert!(
+        got.len() < 8 << 20,
+        "{} bytes: the whole answer waited for a client that did not read",
+        got.len()
+    );
 }
