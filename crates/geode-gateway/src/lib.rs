@@ -151,7 +151,8 @@ impl Gateway {
             .layer(axum::middleware::from_fn_with_state(
                 self.clone(),
                 authorize,
-            ));
+            ))
+            .layer(axum::middleware::from_fn(limit_head));
         Router::new()
             .route(
                 "/health",
@@ -176,6 +177,30 @@ impl Gateway {
             })
             .with_state(self.clone())
     }
+}
+
+/// The most bytes of header names and values a request may send. hyper refuses a head past its
+/// own buffer (about 400 KiB) with a bare 431 before any of this runs; below that, the refusal
+/// is in OpenAI's shape.
+pub const MAX_HEAD_BYTES: usize = 32 << 10;
+
+/// Refuses a request whose headers hold more than [`MAX_HEAD_BYTES`].
+async fn limit_head(request: Request, next: Next) -> Response {
+    let size: usize = request
+        .headers()
+        .iter()
+        .map(|(k, v)| k.as_str().len() + v.len())
+        .sum();
+    if size > MAX_HEAD_BYTES {
+        return ApiError::new(
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            "invalid_request_error",
+            "headers_too_large",
+            format!("the request's headers hold more than {MAX_HEAD_BYTES} bytes"),
+        )
+        .into_response();
+    }
+    next.run(request).await
 }
 
 /// Refuses a request without an admitted inbound key; the key never goes further.

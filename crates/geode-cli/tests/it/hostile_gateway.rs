@@ -341,6 +341,16 @@ async fn each_failure_says_what_happened_in_openai_s_shape() {
         "a host path in: {message}"
     );
 
+    // Headers past the bound.
+    let (status, _, body) = gw
+        .chat(
+            &decision_request("openai-payg"),
+            &[("x-padding", &"p".repeat(40 << 10))],
+        )
+        .await;
+    assert_eq!(status, 431, "{body}");
+    assert_eq!(body["error"]["code"], "headers_too_large");
+
     // A method the endpoint does not take.
     let wrong = reqwest::get(gw.url("/v1/chat/completions")).await.unwrap();
     assert_eq!(wrong.status().as_u16(), 405);
