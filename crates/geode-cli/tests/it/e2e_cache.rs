@@ -301,7 +301,7 @@ async fn a_corrupted_or_truncated_entry_file_is_a_miss_never_a_crash() {
         .await;
     run_cached(&sb, "glm-payg", &[]).await;
     let cache = sb.cwd.path().join("c");
-    for file in files(&cache.join("content-v2")) {
+    for file in files(&cache.join("geode-cache-v1/content-v2")) {
         let bytes = std::fs::read(&file).unwrap();
         std::fs::write(&file, &bytes[..bytes.len() / 3]).unwrap();
     }

@@ -3,6 +3,7 @@
 
 use super::entry::{CacheEntry, ENTRY_FORMAT};
 use super::key::CacheKey;
+use super::store::dir::STORE_DIR;
 use super::{Cache, CacheLocation, Lookup, Miss};
 use crate::agent::task::{Answer, Output, RunError, Task};
 use crate::agent::worker::{WorkerEnv, run_task};
@@ -398,7 +399,7 @@ async fn a_damaged_entry_is_a_miss_is_replaced_and_nothing_panics() {
     let adapter = adapter(&[GOOD, GOOD, GOOD], StructuredOutputMode::Strict);
     run(&task(), &adapter, &cache).await.0.unwrap();
     // Cut every content file in half: its hash no longer holds.
-    let content = dir.path().join("content-v2");
+    let content = dir.path().join(STORE_DIR).join("content-v2");
     let mut files = vec![content];
     while let Some(p) = files.pop() {
         if p.is_dir() {
@@ -423,7 +424,7 @@ async fn a_damaged_entry_is_a_miss_is_replaced_and_nothing_panics() {
         br#"{"format": 1, "key": "another"}"#,
         br#"{"format": 99}"#,
     ] {
-        cacache::write_sync(dir.path(), &key.hex, garbage).unwrap();
+        cacache::write_sync(dir.path().join(STORE_DIR), &key.hex, garbage).unwrap();
         match cache.lookup(&task(), adapter.as_ref()).await {
             Lookup::Miss {
                 why: Miss::Corrupt(_),
@@ -433,7 +434,7 @@ async fn a_damaged_entry_is_a_miss_is_replaced_and_nothing_panics() {
         }
     }
     // Garbage in the index is skipped.
-    let index = dir.path().join("index-v5");
+    let index = dir.path().join(STORE_DIR).join("index-v5");
     let mut buckets = vec![index];
     while let Some(p) = buckets.pop() {
         if p.is_dir() {
@@ -462,7 +463,7 @@ async fn the_stored_entry_holds_no_secret_and_a_task_may_opt_out() {
     let (r, _) = run(&task(), &adapter, &cache).await;
     assert!(!r.unwrap().text.contains(secret));
     assert_eq!(cache.counters().stores, 1);
-    let bytes = all_bytes(dir.path());
+    let bytes = all_bytes(&dir.path().join(STORE_DIR));
     assert!(!bytes.is_empty());
     assert!(
         !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
@@ -491,10 +492,15 @@ async fn a_replayed_value_is_validated_again() {
     run(&task(), &adapter, &cache).await.0.unwrap();
     // Tamper with the stored value (whole bytes, so only validation can catch it).
     let key = CacheKey::of(&task(), adapter.as_ref(), task().output.schema().unwrap());
-    let bytes = cacache::read_sync(dir.path(), &key.hex).unwrap();
+    let bytes = cacache::read_sync(dir.path().join(STORE_DIR), &key.hex).unwrap();
     let mut entry: CacheEntry = CacheEntry::decode(&bytes, &key.hex).unwrap();
     entry.value = json!({"decision": "perhaps", "reason": "x"});
-    cacache::write_sync(dir.path(), &key.hex, entry.encode().unwrap()).unwrap();
+    cacache::write_sync(
+        dir.path().join(STORE_DIR),
+        &key.hex,
+        entry.encode().unwrap(),
+    )
+    .unwrap();
     match cache.lookup(&task(), adapter.as_ref()).await {
         Lookup::Miss {
             why: Miss::NotReplayed(why),
@@ -507,7 +513,12 @@ async fn a_replayed_value_is_validated_again() {
 #[tokio::test]
 async fn clear_removes_entries_and_counters_and_only_what_the_cache_owns() {
     let dir = tempfile::tempdir().unwrap();
+    // The user's own files, under the names cacache and geode once used at the top.
     std::fs::write(dir.path().join("keep-me.txt"), "mine").unwrap();
+    for own in ["tmp", "geode", "index-v5", "content-v2"] {
+        std::fs::create_dir(dir.path().join(own)).unwrap();
+        std::fs::write(dir.path().join(own).join("mine.txt"), "mine").unwrap();
+    }
     let cache = cache(dir.path(), None);
     run(&task(), &adapter_with(&[GOOD]), &cache)
         .await
@@ -518,6 +529,41 @@ async fn clear_removes_entries_and_counters_and_only_what_the_cache_owns() {
     let stats = cache.stats().await.unwrap();
     assert_eq!((stats.entries, stats.counters.stores), (0, 0));
     assert!(dir.path().join("keep-me.txt").exists());
+    for own in ["tmp", "geode", "index-v5", "content-v2"] {
+        assert!(
+            dir.path().join(own).join("mine.txt").exists(),
+            "clear deleted the user's {own}/"
+        );
+    }
+    // A store directory that geode did not make is not taken for one, nor cleared.
+    let other = tempfile::tempdir().unwrap();
+    std::fs::create_dir(other.path().join(STORE_DIR)).unwrap();
+    let refused = Cache::open(&CacheLocation::Dir(other.path().to_path_buf()), None);
+    assert!(refused.is_err(), "an untagged store directory was opened");
+    #[cfg(unix)]
+    {
+        let linked = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(dir.path().join(STORE_DIR), linked.path().join(STORE_DIR))
+            .unwrap();
+        assert!(Cache::open(&CacheLocation::Dir(linked.path().to_path_buf()), None).is_err());
+    }
+}
+
+#[tokio::test]
+async fn a_fifo_where_the_counters_go_hangs_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = cache(dir.path(), None);
+    let fifo = dir.path().join(STORE_DIR).join("counters.jsonl");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let stats = tokio::time::timeout(Duration::from_secs(20), cache.stats()).await;
+    let stats = stats.expect("stats hung on a FIFO").unwrap();
+    assert_eq!((stats.entries, stats.unreadable), (0, 0), "an empty cache");
+    let flushed = tokio::time::timeout(Duration::from_secs(20), cache.flush_counters()).await;
+    assert!(flushed.is_ok(), "flushing the counters hung on a FIFO");
 }
 
 #[test]
