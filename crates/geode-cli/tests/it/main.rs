@@ -24,6 +24,7 @@ mod e2e_secrets;
 mod e2e_stream;
 mod hardening;
 mod hostile_batch;
+mod hostile_cache;
 mod hostile_config;
 mod hostile_gateway;
 mod hostile_local;

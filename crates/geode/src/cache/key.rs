@@ -2,7 +2,7 @@
 //!
 //! | part | holds | why |
 //! |---|---|---|
-//! | `request` | adapter, model, system prompt, earlier turns, prompt, the caller's tools and tool choice, temperature, output and thinking tokens, effort, rounds, fallback chain | the same question to the same model |
+//! | `request` | adapter, its endpoint ([`Adapter::endpoint`]: the URL or program the answer comes from), model, system prompt, earlier turns, prompt, the caller's tools and tool choice, temperature, output and thinking tokens, effort, rounds, fallback chain | the same question to the same model |
 //! | `schema_sha256` | the caller's schema, canonical (keys sorted) | any change, even a `description`, is another question |
 //! | `wire_sha256` | the adapter's plan of the schema ([`crate::schema::subset::WirePlan`]: mode, wire copy, rewrites) | the same schema sent another way is another answer |
 //! | `policy` | `repair`, `formats`, `validation` | they decide which answers count as valid |
@@ -21,7 +21,7 @@ use crate::schema::ResponseSchema;
 use serde_json::{Value, json};
 
 /// Bumped when what goes into a key changes, so older entries simply miss.
-const KEY_FORMAT: u32 = 1;
+const KEY_FORMAT: u32 = 2;
 
 /// A request's cache key and the two hashes it was made from (shown in logs and tests).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,6 +75,7 @@ impl CacheKey {
             "key_format": KEY_FORMAT,
             "request": {
                 "adapter": adapter.name(),
+                "endpoint": adapter.endpoint(),
                 "model": route.model(),
                 "system": system,
                 "history": history,

@@ -44,6 +44,14 @@ pub trait Adapter: Send + Sync {
         None
     }
 
+    /// Where this adapter's answers come from, as far as the response cache must tell two
+    /// apart: the model-call URL of an HTTP adapter (a proxy, staging or another compatible
+    /// server answers differently, and may enforce differently), the program of a CLI or an
+    /// engine. Empty for adapters that have none (scripted test adapters).
+    fn endpoint(&self) -> String {
+        String::new()
+    }
+
     /// The mode this adapter would use for `schema` (`None` means no schema). By default its
     /// row's route ([`crate::llm::registry::SchemaRoute::mode`]), so the table and the adapter cannot disagree;
     /// adapters outside the registry override it.
@@ -112,6 +120,10 @@ impl<W: Wraps> Adapter for W {
 
     fn spec(&self) -> Option<&'static AdapterSpec> {
         self.inner().spec()
+    }
+
+    fn endpoint(&self) -> String {
+        self.inner().endpoint()
     }
 
     fn wire_mode(&self, schema: Option<&ResponseSchema>) -> StructuredOutputMode {

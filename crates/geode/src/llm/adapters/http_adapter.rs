@@ -279,6 +279,10 @@ impl HttpAdapter {
 
 #[async_trait::async_trait]
 impl Adapter for HttpAdapter {
+    fn endpoint(&self) -> String {
+        self.url.clone()
+    }
+
     fn spec(&self) -> Option<&'static AdapterSpec> {
         Some(self.spec)
     }

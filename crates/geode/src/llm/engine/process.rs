@@ -431,6 +431,17 @@ impl Adapter for EngineProcess {
         &self.name
     }
 
+    fn endpoint(&self) -> String {
+        // The program and what it is told: the model file comes in its arguments or variables.
+        let told: Vec<String> = self
+            .args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .chain(self.vars.iter().map(|(k, v)| format!("{k}={v}")))
+            .collect();
+        format!("{} {}", self.program.display(), told.join(" "))
+    }
+
     fn spec(&self) -> Option<&'static AdapterSpec> {
         self.spec
     }

@@ -221,6 +221,12 @@ impl CodexCliAdapter {
 
 #[async_trait::async_trait]
 impl Adapter for CodexCliAdapter {
+    fn endpoint(&self) -> String {
+        ROW.resolve_bin(self.config.cli.bin.as_ref())
+            .map(|b| b.display().to_string())
+            .unwrap_or_default()
+    }
+
     fn spec(&self) -> Option<&'static crate::llm::registry::AdapterSpec> {
         Some(ROW.spec)
     }
