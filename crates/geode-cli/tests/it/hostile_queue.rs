@@ -650,3 +650,36 @@ fn the_password_can_come_from_the_environment_instead_of_the_command_line() {
     let (code, err) = collector(&sb, &url).finish();
     assert_eq!(code, Some(2), "{err}");
 }
+
+#[test]
+fn a_rerun_on_the_same_queue_gets_its_own_answers_not_the_last_runs() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let accept = rt.block_on(glm_answering(Reply::Json(good_answer())));
+    let reject = serde_json::json!({"decision": "reject", "reason": "the second run"});
+    let rejecting = rt.block_on(glm_answering(Reply::Json(reject.clone())));
+    let redis = Redis::start();
+    let queue = redis.queue("rerun");
+    let answers = |dir: &Path| -> Vec<Value> {
+        std::fs::read_to_string(dir.join("out.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap()["answer"].clone())
+            .collect()
+    };
+    for (server, expected) in [(&accept, good_answer()), (&rejecting, reject)] {
+        // A fresh directory, the same queue and the same task ids.
+        let sb = sandbox(server, 3);
+        let worker = worker(&sb, &queue);
+        let (code, stderr) = collector(&sb, &queue).finish();
+        assert_eq!(code, Some(0), "{stderr}");
+        worker.signal(nix::sys::signal::Signal::SIGTERM);
+        let (code, stderr) = worker.finish();
+        assert_eq!(code, Some(0), "{stderr}");
+        let got = answers(sb.cwd.path());
+        assert_eq!(got.len(), 3);
+        assert!(
+            got.iter().all(|a| a == &expected),
+            "an earlier run's answers came back: {got:?}"
+        );
+    }
+}

@@ -1,6 +1,6 @@
 //! `geode batch --queue`: enqueue the input's tasks and collect their results (see [`super`]).
 
-use super::{Backoff, QueueError, connect, ensure_group, field, refusal};
+use super::{BATCH_FIELD, Backoff, QueueError, connect, ensure_group, field, refusal};
 use crate::batch::Summary;
 use crate::batch::input::InputLine;
 use crate::batch::output::ResultLog;
@@ -55,7 +55,9 @@ pub async fn collect(
         Err(QueueError::Stopped) => return Ok(lock(&summary).clone()),
         other => other?,
     };
-    let epoch = format!("{}-{}", std::process::id(), started.elapsed().as_nanos());
+    // This run's id: its tasks carry it, their results come back with it, and a result without
+    // it (an earlier batch's answer for the same task id) is not this batch's.
+    let epoch = crate::llm::adapters::uuid_v4();
     let mut cursors = ("0".to_owned(), "0".to_owned());
     let mut backoff = Backoff::new();
     let mut enqueued = false;
@@ -97,6 +99,10 @@ pub async fn collect(
                             cursors.1.clone_from(&entry.id);
                         } else {
                             cursors.0.clone_from(&entry.id);
+                        }
+                        if field(&entry.map, BATCH_FIELD).as_deref() != Some(epoch.as_str()) {
+                            // Another batch's (an earlier run on this queue, for the same ids).
+                            continue;
                         }
                         let Some(result) = entry_result(&entry.map, dead) else {
                             // Written by hand or damaged: no task to give it to. (A dead letter
@@ -147,6 +153,8 @@ async fn enqueue(
                 .arg(id)
                 .arg("request")
                 .arg(request)
+                .arg(BATCH_FIELD)
+                .arg(epoch)
                 .ignore();
         }
         pipe.query_async::<()>(conn).await?;

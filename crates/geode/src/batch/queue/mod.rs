@@ -4,9 +4,9 @@
 //!
 //! | key | what it holds |
 //! |---|---|
-//! | `tasks` | a stream of tasks (`task_id`, `request` = a WorkerRequest as JSON), read by the consumer group `workers` |
-//! | `results` | a stream of results (`task_id`, `result` = a WorkerResult as JSON) |
-//! | `dead` | the dead-letter stream: tasks delivered [`QueueOptions::max_deliveries`] times without a result (`task_id`, `request`, `error`) |
+//! | `tasks` | a stream of tasks (`task_id`, `request` = a WorkerRequest as JSON, `batch` = the id of the run that enqueued it), read by the consumer group `workers` |
+//! | `results` | a stream of results (`task_id`, `result` = a WorkerResult as JSON, the task's `batch`) |
+//! | `dead` | the dead-letter stream: tasks delivered [`QueueOptions::max_deliveries`] times without a result (`task_id`, `request`, `error`, the task's `batch`) |
 //! | `epoch` | set by the collector when it enqueues; gone after Redis lost its data (a restart without persistence), which makes it enqueue again |
 //!
 //! What is promised, at least once, one result per task id:
@@ -17,6 +17,7 @@
 //! | a worker that dies mid-task loses nothing | its entries stay pending; live workers take them with `XAUTOCLAIM` once idle past the lease, which a worker renews (`XCLAIM ... JUSTID`) while a long task runs |
 //! | a task that keeps killing its worker ends | past `max_deliveries` it moves to `dead` with its last known error, and the collector records it as a failed result |
 //! | a task finished twice reports once | the collector's [`crate::batch::output::ResultLog`] keeps the first result per id |
+//! | a rerun on the same queue gets its own answers | each collector run has an id ([`BATCH_FIELD`]) its tasks carry into their results; it takes no other run's |
 //! | Redis restarts or the network drops | commands go through a reconnecting `ConnectionManager`; workers and the collector retry with backoff, the group is re-created, and the collector re-enqueues what is not done when the `epoch` is gone |
 //! | `geode serve` stops gracefully | on stop it reads no new task and finishes what it holds; a stop while Redis is unreachable ends the wait at once |
 //! | errors retrying cannot fix end the run | a refused password ([`crate::redis::RedisError::Auth`]) or a queue key that is not a stream ([`QueueError::WrongType`]) is returned, not retried forever |
@@ -32,6 +33,11 @@ use crate::redis::{RedisUrl, manager_config};
 use redis::aio::ConnectionManager;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+
+/// The field of a task entry, its result and its dead letter that names the batch run that
+/// enqueued it: a collector takes only its own run's results, so a rerun on the same queue never
+/// returns an earlier run's answers for the same task ids.
+pub const BATCH_FIELD: &str = "batch";
 
 /// The consumer group of the workers.
 pub const GROUP: &str = "workers";

@@ -1,6 +1,8 @@
 //! `geode serve`: one worker on a queue (see the table in [`super`]).
 
-use super::{Backoff, GROUP, QueueError, QueueOptions, connect, ensure_group, field, refusal};
+use super::{
+    BATCH_FIELD, Backoff, GROUP, QueueError, QueueOptions, connect, ensure_group, field, refusal,
+};
 use crate::batch::Prepare;
 use crate::protocol::{WorkerRequest, WorkerResult, parse_request_line, run_worker};
 use crate::redis::RedisUrl;
@@ -183,6 +185,10 @@ async fn dead_letter(
             .as_ref()
             .and_then(|e| field(&e.map, "request"))
             .unwrap_or_default();
+        let batch = entry
+            .as_ref()
+            .and_then(|e| field(&e.map, BATCH_FIELD))
+            .unwrap_or_default();
         let error = format!(
             "delivered {} times without a result (its workers were lost; the last was {})",
             p.times_delivered, p.consumer
@@ -199,6 +205,8 @@ async fn dead_letter(
             .arg(&request)
             .arg("error")
             .arg(&error)
+            .arg(BATCH_FIELD)
+            .arg(&batch)
             .ignore()
             .cmd("XACK")
             .arg(url.key("tasks"))
@@ -228,6 +236,7 @@ async fn run_entry(
         return dead_letter_entry(&mut conn, url, &entry.id, error).await;
     };
     let request = field(&entry.map, "request");
+    let batch = field(&entry.map, BATCH_FIELD).unwrap_or_default();
     let renew = {
         let (mut conn, url, id) = (conn.clone(), url.clone(), entry.id.clone());
         async move {
@@ -274,7 +283,7 @@ async fn run_entry(
     let renewer = tokio::spawn(renew);
     let result = work.await;
     renewer.abort();
-    write_result(&mut conn, url, &entry.id, &result).await
+    write_result(&mut conn, url, &entry.id, &batch, &result).await
 }
 
 /// Moves one entry to the dead-letter stream with `error` and acknowledges it, retried like
@@ -342,6 +351,7 @@ async fn write_result(
     conn: &mut ConnectionManager,
     url: &RedisUrl,
     entry_id: &str,
+    batch: &str,
     result: &WorkerResult,
 ) -> bool {
     let Ok(json) = serde_json::to_string(result) else {
@@ -350,6 +360,7 @@ async fn write_result(
     let fields = [
         ("task_id", result.task_id.as_str()),
         ("result", json.as_str()),
+        (BATCH_FIELD, batch),
     ];
     add_and_ack(conn, url, "results", &fields, entry_id).await
 }
