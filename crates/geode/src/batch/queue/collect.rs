@@ -100,10 +100,6 @@ pub async fn collect(
                         } else {
                             cursors.0.clone_from(&entry.id);
                         }
-                        if field(&entry.map, BATCH_FIELD).as_deref() != Some(epoch.as_str()) {
-                            // Another batch's (an earlier run on this queue, for the same ids).
-                            continue;
-                        }
                         let Some(result) = entry_result(&entry.map, dead) else {
                             // Written by hand or damaged: no task to give it to. (A dead letter
                             // without a task id was logged by the worker that moved it.)
@@ -117,6 +113,10 @@ pub async fn collect(
                             );
                             continue;
                         };
+                        if field(&entry.map, BATCH_FIELD).as_deref() != Some(epoch.as_str()) {
+                            // Another run's (an earlier batch on this queue, for the same ids).
+                            continue;
+                        }
                         if pending.remove(&result.task_id).is_some() && log.append(&result)? {
                             if dead {
                                 lock(&summary).failed += 1;
