@@ -120,7 +120,8 @@ def fake(tmp_path: Path):
         f = Fake(kind, script, tmp_path)
         started.append(f)
         base = f.base_url + ("/api/paas/v4" if adapter == "glm-payg" else "")
-        return f, {url_var: base, key_var: KEY}
+        # The cache's seal key is made under this test's config directory, not the user's.
+        return f, {url_var: base, key_var: KEY, "XDG_CONFIG_HOME": str(tmp_path / "config")}
 
     yield start
     for f in started:

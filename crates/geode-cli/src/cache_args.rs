@@ -48,7 +48,7 @@ impl CacheArgs {
             self.cache_ttl,
             settings.cache.as_ref(),
         )?;
-        Ok(chosen.map(|c| c.open()).transpose()?)
+        Ok(chosen.map(|c| c.open(&geode::ProcessEnv)).transpose()?)
     }
 }
 

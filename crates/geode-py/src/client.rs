@@ -62,6 +62,7 @@ impl NativeClient {
             let engine = Arc::new(local_engine(py, row.name, &env));
             builder = builder.adapter_factory(row.name, move || engine.clone() as Arc<dyn Adapter>);
         }
+        let cache_env = env.clone();
         let mut builder = builder.environment(env);
         if let Some(a) = adapter {
             builder = builder.adapter(a);
@@ -91,7 +92,7 @@ impl NativeClient {
             builder = builder.repair(r);
         }
         if let Some(location) = cache {
-            builder = builder.cache(open_cache(py, &location, cache_ttl.as_deref())?);
+            builder = builder.cache(open_cache(py, &location, cache_ttl.as_deref(), &cache_env)?);
         }
         let client = builder.build().map_err(|e| to_py_err(py, &e))?;
         Ok(Self { client })
@@ -235,7 +236,12 @@ async fn run_text(client: &Client, text: Text, prompt: Prompt) -> Result<Extract
 
 /// The response cache at `location` (a directory or `redis://...`); an empty location turns off
 /// a cache `geode.toml` would give.
-fn open_cache(py: Python<'_>, location: &str, ttl: Option<&str>) -> PyResult<Option<geode::Cache>> {
+fn open_cache(
+    py: Python<'_>,
+    location: &str,
+    ttl: Option<&str>,
+    env: &dyn geode::Environment,
+) -> PyResult<Option<geode::Cache>> {
     let ttl = ttl
         .map(geode::vocab::parse_duration)
         .transpose()
@@ -243,7 +249,7 @@ fn open_cache(py: Python<'_>, location: &str, ttl: Option<&str>) -> PyResult<Opt
     let chosen = geode::cache::CacheSettings::choose(Some(location), ttl, None)
         .map_err(|e| config_error(py, &e.to_string()))?;
     chosen
-        .map(|c| c.open())
+        .map(|c| c.open(env))
         .transpose()
         .map_err(|e| config_error(py, &format!("cache {location}: {e}")))
 }

@@ -521,7 +521,7 @@ async fn the_worker_and_geode_toml_use_the_cache_too() {
     assert_ne!(out.json()["ledger"]["replayed"], true, "{}", out.dump());
     assert_eq!(model_calls(&server).len(), 2);
 
-    sb.config("[cache]\ndir = \"c\"\n");
+    sb.trusted_config("[cache]\ndir = \"c\"\n");
     let out = sb.worker(&line).await;
     out.assert_exit(0);
     assert_eq!(
@@ -546,7 +546,7 @@ async fn the_gateway_replays_from_its_cache_and_a_request_may_opt_out() {
     )
     .await;
     let sb = crate::e2e_gateway::sandbox(&openai, &glm);
-    sb.config("[cache]\ndir = \"gw-cache\"\n");
+    sb.trusted_config("[cache]\ndir = \"gw-cache\"\n");
     let gw = Gateway::start(&sb, &[]);
     let calls = |s: &FakeServer| model_calls(s).len();
     let (status, headers, body) = gw.chat(&decision_request("openai-payg"), &[]).await;

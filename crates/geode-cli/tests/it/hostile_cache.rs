@@ -43,3 +43,50 @@ async fn an_answer_kept_for_one_endpoint_never_answers_for_another() {
     assert_eq!(model_calls(&second).len(), 1, "the new endpoint was asked");
     assert_eq!(model_calls(&first).len(), 1);
 }
+
+/// Copies the directory `from` into `to`, whole.
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let target = to.join(e.file_name());
+        if e.path().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), target).unwrap();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_project_cannot_plant_answers_in_the_cache() {
+    // A cloned repository whose geode.toml chooses the cache's place is refused untrusted.
+    let (server, sb) = OPENAI_PAYG
+        .serve(Script::always(Reply::Json(good_answer())))
+        .await;
+    sb.config("[cache]\ndir = \".geode-cache\"\n");
+    let out = sb.run_decision("openai-payg", &["--json"], DECIDE).await;
+    out.assert_exit(2)
+        .assert_stderr_has(&["[cache] dir", "geode config trust"]);
+    assert!(model_calls(&server).is_empty());
+
+    // Entries made by another user (shipped in the repository, copied from elsewhere) read as
+    // damaged, even from a cache the user chose: the answer is made afresh.
+    let (_other_server, other) = OPENAI_PAYG
+        .serve(Script::always(Reply::Json(good_answer())))
+        .await;
+    assert!(!replayed(&run_cached(&other, &[]).await));
+    assert!(
+        replayed(&run_cached(&other, &[]).await),
+        "its own user replays it"
+    );
+    let victim_cache = sb.cwd.path().join("c");
+    copy_dir(&other.cwd.path().join("c"), &victim_cache);
+    std::fs::remove_file(sb.cwd.path().join("geode.toml")).unwrap();
+    let mine = run_cached(&sb, &["--require", "enforced"]).await;
+    assert!(!replayed(&mine), "a planted entry answered: {mine}");
+    assert_eq!(model_calls(&server).len(), 1, "the answer was made afresh");
+    assert!(
+        replayed(&run_cached(&sb, &[]).await),
+        "and then kept under the user's seal"
+    );
+}

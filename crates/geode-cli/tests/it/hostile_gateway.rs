@@ -368,7 +368,7 @@ async fn one_tenants_cached_answer_never_answers_another() {
     .await;
     let mut sb = sandbox(&openai, &glm);
     sb.var("GEODE_GATEWAY_KEYS", format!("{INBOUND},{OTHER}"));
-    sb.config("[cache]\ndir = \"cache\"\n");
+    sb.trusted_config("[cache]\ndir = \"cache\"\n");
     let gw = Gateway::start(&sb, &[]);
     let ask = |key: &'static str| {
         let bearer = format!("Bearer {key}");

@@ -1,9 +1,11 @@
 //! One stored answer: what replay needs, and nothing secret.
 //!
-//! An entry is JSON bytes. It holds its own key, so bytes read under another key (a store
-//! mixed up, a file copied over another) are refused like corrupted ones; it never holds the
-//! prompt (the key is a hash of it) and passes the secret scrubber before it is written.
+//! An entry is JSON bytes, sealed under the user's key ([`super::seal`]). It holds its own key,
+//! so bytes read under another key (a store mixed up, a file copied over another) are refused
+//! like corrupted ones; it never holds the prompt (the key is a hash of it) and passes the
+//! secret scrubber before it is written.
 
+use super::seal::SealKey;
 use crate::agent::task::{Answer, Output, Task};
 use crate::ledger::GuaranteeLedger;
 use crate::vocab::TerminationReason;
@@ -13,7 +15,7 @@ use serde_json::Value;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Bumped when the entry's shape changes: older entries then read as corrupt (a miss, replaced).
-pub const ENTRY_FORMAT: u32 = 1;
+pub const ENTRY_FORMAT: u32 = 2;
 
 /// One validated answer, as kept.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -53,6 +55,10 @@ pub enum BadEntry {
     /// Stored under another key.
     #[error("the entry belongs to another key")]
     OtherKey,
+    /// Not sealed by this user's key: written by another user or process without it (shipped
+    /// in a repository, planted in a shared store), or altered since.
+    #[error("the entry is not sealed by this user's cache key")]
+    Unsealed,
 }
 
 /// Why a stored entry does not answer this request (each is a miss).
@@ -96,13 +102,24 @@ impl CacheEntry {
         })
     }
 
-    /// The bytes to store: the entry after the secret scrubber, as JSON.
-    pub fn encode(&self) -> Result<Vec<u8>, serde_json::Error> {
-        serde_json::to_vec(&crate::secret::scrub_serde(self.clone()))
+    /// The bytes to store: the entry after the secret scrubber, as JSON, sealed with `seal`.
+    pub fn encode(&self, seal: &SealKey) -> Result<Vec<u8>, serde_json::Error> {
+        serde_json::to_vec(&crate::secret::scrub_serde(self.clone())).map(|b| seal.seal(&b))
     }
 
-    /// The entry in `bytes`, refused unless it is whole, of this format and for `key`.
+    /// The entry in `bytes`, refused unless `seal` sealed it and it is whole, of this format
+    /// and for `key`.
+    pub fn open(bytes: &[u8], key: &str, seal: &SealKey) -> Result<Self, BadEntry> {
+        let body = seal.open(bytes).ok_or(BadEntry::Unsealed)?;
+        Self::decode_body(body, key)
+    }
+
+    /// The entry in `bytes` without checking its seal (to count what a store holds).
     pub fn decode(bytes: &[u8], key: &str) -> Result<Self, BadEntry> {
+        Self::decode_body(super::seal::body(bytes).ok_or(BadEntry::Unsealed)?, key)
+    }
+
+    fn decode_body(bytes: &[u8], key: &str) -> Result<Self, BadEntry> {
         #[derive(Deserialize)]
         struct Format {
             format: u32,

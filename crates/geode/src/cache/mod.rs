@@ -11,6 +11,7 @@
 //! | only validated answers are kept | an answer to a schema that passed full validation, with no pending tool call ([`entry::CacheEntry::of`]); failed, invalid, truncated or refused runs never are |
 //! | a hit makes no request and says so | the original ledger comes back marked `replayed` with `cached_at`; its attempts' usage reads zero and the original usage is kept in `original_usage` ([`replay`]) |
 //! | a hit is validated again | against the current request's schema; a value that fails is a miss |
+//! | an entry's word is taken only from its user | every entry is sealed (HMAC-SHA256) under the user's key ([`seal`]); one shipped in a repository or planted in a shared store reads as damaged |
 //! | a weaker answer never serves a stronger request | the entry keeps the `require` it was made under; a request with a stronger one misses, runs, and replaces it |
 //! | age is bounded when asked | `--cache-ttl` / `ttl`: an older entry is a miss |
 //! | no secret is stored | the prompt is only hashed; the entry passes the secret scrubber before it is written |
@@ -26,6 +27,7 @@
 pub mod entry;
 pub mod key;
 pub mod replay;
+pub mod seal;
 pub mod store;
 #[cfg(test)]
 mod tests;
@@ -35,6 +37,7 @@ use crate::agent::task::{Answer, Task};
 use crate::llm::adapter::Adapter;
 use entry::{CacheEntry, Unfit};
 use key::CacheKey;
+use seal::SealKey;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -44,6 +47,9 @@ use store::{Counters, Got, Store, StoreStats};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CacheError {
+    /// The user's key for sealing entries cannot be had.
+    #[error(transparent)]
+    Seal(#[from] seal::SealError),
     /// The directory cannot be created or used.
     #[error("cache directory {dir}: {source}")]
     Dir {
@@ -140,9 +146,10 @@ impl CacheSettings {
         }))
     }
 
-    /// The cache these settings name.
-    pub fn open(&self) -> Result<Cache, CacheError> {
-        Cache::open(&self.location, self.ttl)
+    /// The cache these settings name, sealing with the key of the user `env` describes
+    /// ([`seal::SealKey::for_user`]).
+    pub fn open(&self, env: &dyn crate::llm::registry::Environment) -> Result<Cache, CacheError> {
+        Cache::open_sealed(&self.location, self.ttl, SealKey::for_user(env)?)
     }
 }
 
@@ -188,6 +195,7 @@ pub struct Cache {
 struct Inner {
     store: Box<dyn Store>,
     ttl: Option<Duration>,
+    seal: SealKey,
     counters: Mutex<Counters>,
 }
 
@@ -210,22 +218,34 @@ impl std::fmt::Debug for Cache {
 }
 
 impl Cache {
-    /// The cache at `location`. A directory is created when absent; Redis is connected on
+    /// The cache at `location`, its entries sealed with the user's key ([`seal`], read from
+    /// the process environment). A directory is created when absent; Redis is connected on
     /// first use.
     pub fn open(location: &CacheLocation, ttl: Option<Duration>) -> Result<Self, CacheError> {
+        let seal = SealKey::for_user(&crate::llm::registry::ProcessEnv)?;
+        Self::open_sealed(location, ttl, seal)
+    }
+
+    /// The cache at `location`, sealing with `seal`.
+    pub fn open_sealed(
+        location: &CacheLocation,
+        ttl: Option<Duration>,
+        seal: SealKey,
+    ) -> Result<Self, CacheError> {
         let store: Box<dyn Store> = match location {
             CacheLocation::Dir(dir) => Box::new(store::dir::DirStore::open(dir)?),
             CacheLocation::Redis(url) => redis_store(url, ttl)?,
         };
-        Ok(Self::with_store(store, ttl))
+        Ok(Self::with_store(store, ttl, seal))
     }
 
-    /// A cache over any store (tests, other stores).
-    pub fn with_store(store: Box<dyn Store>, ttl: Option<Duration>) -> Self {
+    /// A cache over any store (tests, other stores), sealing with `seal`.
+    pub fn with_store(store: Box<dyn Store>, ttl: Option<Duration>, seal: SealKey) -> Self {
         Self {
             inner: Arc::new(Inner {
                 store,
                 ttl,
+                seal,
                 counters: Mutex::default(),
             }),
         }
@@ -263,7 +283,7 @@ impl Cache {
             }
             Ok(Got::Missing) => Miss::Absent,
             Ok(Got::Corrupt(why)) => self.corrupt(&key, why).await,
-            Ok(Got::Bytes(bytes)) => match CacheEntry::decode(&bytes, &key.hex) {
+            Ok(Got::Bytes(bytes)) => match CacheEntry::open(&bytes, &key.hex, &self.inner.seal) {
                 Err(bad) => self.corrupt(&key, bad.to_string()).await,
                 Ok(entry) => match entry.serves(task.require, self.inner.ttl, SystemTime::now()) {
                     Err(Unfit::Expired) => Miss::Expired,
@@ -307,7 +327,7 @@ impl Cache {
         let Some(entry) = CacheEntry::of(&key.hex, task, answer, SystemTime::now()) else {
             return false;
         };
-        let written = match entry.encode() {
+        let written = match entry.encode(&self.inner.seal) {
             Ok(bytes) => self.inner.store.put(&key.hex, bytes).await,
             Err(e) => Err(CacheError::Store {
                 location: self.location(),

@@ -3,6 +3,7 @@
 
 use super::entry::{CacheEntry, ENTRY_FORMAT};
 use super::key::CacheKey;
+use super::seal::SealKey;
 use super::store::dir::STORE_DIR;
 use super::{Cache, CacheLocation, Lookup, Miss};
 use crate::agent::task::{Answer, Output, RunError, Task};
@@ -56,8 +57,14 @@ fn adapter(answers: &[&str], mode: StructuredOutputMode) -> Arc<ScriptedAdapter>
     Arc::new(ScriptedAdapter::new(answers.iter().map(|a| Ok(answer(a))).collect()).with_mode(mode))
 }
 
+/// The key the tests' caches seal with (one per test process, never the user's).
+fn seal() -> SealKey {
+    static KEY: std::sync::OnceLock<SealKey> = std::sync::OnceLock::new();
+    KEY.get_or_init(SealKey::ephemeral).clone()
+}
+
 fn cache(dir: &Path, ttl: Option<Duration>) -> Cache {
-    Cache::open(&CacheLocation::Dir(dir.to_path_buf()), ttl).unwrap()
+    Cache::open_sealed(&CacheLocation::Dir(dir.to_path_buf()), ttl, seal()).unwrap()
 }
 
 /// Runs `task` on `adapter` with `cache`; returns the result and the adapter's calls so far.
@@ -498,7 +505,7 @@ async fn a_replayed_value_is_validated_again() {
     cacache::write_sync(
         dir.path().join(STORE_DIR),
         &key.hex,
-        entry.encode().unwrap(),
+        entry.encode(&seal()).unwrap(),
     )
     .unwrap();
     match cache.lookup(&task(), adapter.as_ref()).await {
@@ -538,14 +545,25 @@ async fn clear_removes_entries_and_counters_and_only_what_the_cache_owns() {
     // A store directory that geode did not make is not taken for one, nor cleared.
     let other = tempfile::tempdir().unwrap();
     std::fs::create_dir(other.path().join(STORE_DIR)).unwrap();
-    let refused = Cache::open(&CacheLocation::Dir(other.path().to_path_buf()), None);
+    let refused = Cache::open_sealed(
+        &CacheLocation::Dir(other.path().to_path_buf()),
+        None,
+        seal(),
+    );
     assert!(refused.is_err(), "an untagged store directory was opened");
     #[cfg(unix)]
     {
         let linked = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(dir.path().join(STORE_DIR), linked.path().join(STORE_DIR))
             .unwrap();
-        assert!(Cache::open(&CacheLocation::Dir(linked.path().to_path_buf()), None).is_err());
+        assert!(
+            Cache::open_sealed(
+                &CacheLocation::Dir(linked.path().to_path_buf()),
+                None,
+                seal()
+            )
+            .is_err()
+        );
     }
 }
 

@@ -188,7 +188,9 @@ impl ClientBuilder {
     /// struct Count { n: u32 }
     ///
     /// let dir = tempfile::tempdir().unwrap();
-    /// let cache = Cache::open(&CacheLocation::Dir(dir.path().into()), None)?;
+    /// // Sealed with a key of this process alone (`Cache::open` uses the user's).
+    /// let seal = geode::cache::seal::SealKey::ephemeral();
+    /// let cache = Cache::open_sealed(&CacheLocation::Dir(dir.path().into()), None, seal)?;
     /// let adapter = Arc::new(ScriptedAdapter::new(vec![Ok(AdapterResponse::text(r#"{"n": 3}"#))]));
     /// let client = Client::builder()
     ///     .config(geode::config::Config::default())
@@ -241,7 +243,7 @@ impl ClientBuilder {
         let response_cache = match self.response_cache {
             Some(chosen) => chosen,
             None => configured_cache
-                .map(|c| c.open())
+                .map(|c| c.open(env.as_ref()))
                 .transpose()
                 .map_err(|e| config_error(&e))?,
         };

@@ -63,13 +63,14 @@ pub enum ConfigError {
         /// What is wrong.
         message: String,
     },
-    /// A project's `geode.toml` (the working directory's) would send a credential to a host it
-    /// chose, and the user has not trusted it as it is ([`trust`]).
+    /// A project's `geode.toml` (the working directory's) chooses what only a trusted file may
+    /// (where credentials go, where cached answers come from), and the user has not trusted it
+    /// as it is ([`trust`]).
     #[error(
-        "{path} sends credentials to hosts it names ({}); if you trust this file, run `geode config \
-         trust` (or `python -m geode trust-config`) beside it (it is trusted as it is now: a \
-         change asks again), or move these settings to ~/.config/geode/config.toml or the \
-         environment",
+        "{path} chooses what only a trusted file may ({}: where credentials go or where cached \
+         answers come from); if you trust this file, run `geode config trust` (or `python -m \
+         geode trust-config`) beside it (it is trusted as it is now: a change asks again), or \
+         move these settings to ~/.config/geode/config.toml or the environment",
         settings.join(", ")
     )]
     Untrusted {

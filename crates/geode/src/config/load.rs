@@ -11,8 +11,8 @@ pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
 impl Config {
     /// Loads `geode.toml` from `cwd`, else `~/.config/geode/config.toml`, else the defaults.
-    /// The working directory's file may not send a credential to a host it chose unless the
-    /// user trusted it ([`trust`]).
+    /// The working directory's file may not send a credential to a host it chose, nor choose
+    /// where cached answers come from, unless the user trusted it ([`trust`]).
     pub fn load(cwd: &Path, env: &dyn Environment) -> Result<Self, ConfigError> {
         let project = cwd.join("geode.toml");
         let mut candidates = vec![project.clone()];
@@ -52,14 +52,14 @@ impl Config {
     }
 }
 
-/// Refuses a project file that would send a credential to a host it chose, unless trusted.
+/// Refuses a project file that chooses what only a trusted file may ([`trust::untrusted_choices`]).
 fn check_trust(
     cfg: &Config,
     path: &Path,
     text: &str,
     env: &dyn Environment,
 ) -> Result<(), ConfigError> {
-    let settings = trust::credential_redirects(cfg);
+    let settings = trust::untrusted_choices(cfg);
     let trusted = || trust::TrustList::locate(env).is_some_and(|l| l.trusts(path, text));
     if settings.is_empty() || trusted() {
         return Ok(());

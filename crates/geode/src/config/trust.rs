@@ -3,18 +3,28 @@
 //! it may not send the user's credentials to a host of its own choosing unless the user trusted
 //! that file as it is now (`geode config trust`, as direnv's `allow`): a changed file asks again.
 //!
-//! The settings that would: `[adapters.NAME] base_url` of an adapter that signs its requests
-//! (a key, an OAuth login), off its default host; `[providers.NAME]` with a `key_env` (the file
-//! names the variable and the host). A loopback host is exempt: the key stays on this machine.
-//! The user's own config (`~/.config/geode/config.toml`), the environment and flags are the
-//! user's, and never checked.
+//! The settings that need trust ([`untrusted_choices`]), one list for every path that loads a
+//! project file:
+//!
+//! | setting | why |
+//! |---|---|
+//! | `[adapters.NAME] base_url` of an adapter that signs its requests (a key, an OAuth login), off its default origin (scheme, host and port: `http://api.openai.com` is not `https://api.openai.com`) | the credential would go where the file chose, or in clear |
+//! | `[providers.NAME]` with a `key_env` | the file names both the variable and the host |
+//! | `[cache] dir`, `[cache] url` | answers would be read from where the file chose: a repository could ship entries that claim any guarantee |
+//!
+//! A loopback host is exempt from the first two: the key stays on this machine. The user's own
+//! config (`~/.config/geode/config.toml`), the environment and flags are the user's, and never
+//! checked.
 //!
 //! Trusted files are kept in `${XDG_CONFIG_HOME:-~/.config}/geode/trusted-configs`, one line
-//! per file: the SHA-256 of its text and its canonical path.
+//! per file: the SHA-256 of its text and its canonical path. A relative `XDG_CONFIG_HOME` is
+//! ignored (the XDG rule: a repository's directory could otherwise hold the list that trusts
+//! it), a list that others may write trusts nothing, and a path that holds a line break is
+//! never trusted (it would write a line of its own into the list).
 
 use super::Config;
 use crate::digest::sha256_hex;
-use crate::llm::registry::{Auth, Environment};
+use crate::llm::registry::{Auth, Environment, user_config_dir};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -24,9 +34,9 @@ pub const TRUST_FILE: &str = "trusted-configs";
 /// The largest trust list read: far beyond any real list, and a bound on a planted one.
 const MAX_TRUST_BYTES: u64 = 1 << 20;
 
-/// The settings of `cfg` that would send a credential to a host the file chose, as keys
-/// (`[adapters.openai-payg] base_url`); empty when there are none.
-pub fn credential_redirects(cfg: &Config) -> Vec<String> {
+/// The settings of `cfg` that only a trusted project file may choose, as keys
+/// (`[adapters.openai-payg] base_url`, `[cache] dir`); empty when there are none.
+pub fn untrusted_choices(cfg: &Config) -> Vec<String> {
     let mut found = Vec::new();
     for (name, adapter) in &cfg.adapters {
         let (Some(base), Some(spec)) = (&adapter.base_url, cfg.spec(name)) else {
@@ -37,7 +47,7 @@ pub fn credential_redirects(cfg: &Config) -> Vec<String> {
             Auth::None | Auth::Binary { .. } | Auth::ModelFile
         );
         let default = spec.endpoint.map(|e| e.default_base).unwrap_or_default();
-        if signs && !is_loopback(base) && host(base) != host(default) {
+        if signs && !is_loopback(base) && origin(base) != origin(default) {
             found.push(format!("[adapters.{name}] base_url"));
         }
     }
@@ -46,7 +56,23 @@ pub fn credential_redirects(cfg: &Config) -> Vec<String> {
             found.push(format!("[providers.{name}] key_env"));
         }
     }
+    if cfg.cache.dir.is_some() {
+        found.push("[cache] dir".to_owned());
+    }
+    if cfg.cache.url.is_some() {
+        found.push("[cache] url".to_owned());
+    }
     found
+}
+
+/// Scheme, host (lowercase) and port (the scheme's default when none is written).
+fn origin(url: &str) -> Option<(String, String, Option<u16>)> {
+    let u = reqwest::Url::parse(url).ok()?;
+    Some((
+        u.scheme().to_owned(),
+        u.host_str()?.to_ascii_lowercase(),
+        u.port_or_known_default(),
+    ))
 }
 
 fn host(url: &str) -> Option<String> {
@@ -84,14 +110,10 @@ pub struct TrustList {
 }
 
 impl TrustList {
-    /// `${XDG_CONFIG_HOME:-$HOME/.config}/geode/trusted-configs`; `None` with neither variable.
+    /// `<user config dir>/geode/trusted-configs` ([`user_config_dir`]; `None` without one).
     pub fn locate(env: &dyn Environment) -> Option<Self> {
-        let dir = env
-            .var("XDG_CONFIG_HOME")
-            .map(PathBuf::from)
-            .or_else(|| env.var("HOME").map(|h| PathBuf::from(h).join(".config")))?;
         Some(Self {
-            path: dir.join("geode").join(TRUST_FILE),
+            path: user_config_dir(env)?.join("geode").join(TRUST_FILE),
         })
     }
 
@@ -100,12 +122,21 @@ impl TrustList {
         &self.path
     }
 
-    /// Whether `file`, holding `text`, was trusted as it is. A list that cannot be read trusts
-    /// nothing.
+    /// Whether `file`, holding `text`, was trusted as it is. A list that cannot be read, or
+    /// that others may write, trusts nothing.
     pub fn trusts(&self, file: &Path, text: &str) -> bool {
-        let wanted = entry(file, text);
-        self.read()
-            .is_ok_and(|list| list.lines().any(|line| line == wanted))
+        let Some(wanted) = entry(file, text) else {
+            return false;
+        };
+        !self.writable_by_others()
+            && self
+                .read()
+                .is_ok_and(|list| list.lines().any(|line| line == wanted))
+    }
+
+    fn writable_by_others(&self) -> bool {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(&self.path).is_ok_and(|m| m.permissions().mode() & 0o022 != 0)
     }
 
     /// Trusts `file` as it is now (holding `text`): its line replaces any earlier one for the
@@ -116,7 +147,16 @@ impl TrustList {
             path: self.path.display().to_string(),
             source,
         };
-        let line = entry(file, text);
+        let Some(line) = entry(file, text) else {
+            return Err(fail(std::io::Error::other(
+                "a path holding a line break cannot be trusted",
+            )));
+        };
+        if self.writable_by_others() {
+            return Err(fail(std::io::Error::other(
+                "the list is writable by others, who could trust anything (chmod go-w it)",
+            )));
+        }
         let path_part = &line[65..];
         let old = match self.read() {
             Ok(old) => old,
@@ -159,10 +199,12 @@ impl TrustList {
     }
 }
 
-/// `<sha256 of text> <canonical path>`.
-fn entry(file: &Path, text: &str) -> String {
+/// `<sha256 of text> <canonical path>`; `None` for a path with a line break, which would be
+/// a line of its own in the list.
+fn entry(file: &Path, text: &str) -> Option<String> {
     let path = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
-    format!("{} {}", sha256_hex(text), path.display())
+    let shown = path.display().to_string();
+    (!shown.contains(['\n', '\r'])).then(|| format!("{} {shown}", sha256_hex(text)))
 }
 
 #[cfg(test)]
@@ -170,7 +212,7 @@ mod tests {
     use super::*;
 
     fn redirects(toml: &str) -> Vec<String> {
-        credential_redirects(&Config::parse(toml, "geode.toml").unwrap())
+        untrusted_choices(&Config::parse(toml, "geode.toml").unwrap())
     }
 
     #[test]
@@ -201,6 +243,85 @@ mod tests {
             redirects("[adapters.openai-compatible]\nbase_url = \"https://x.example/v1\"\n"),
             vec!["[adapters.openai-compatible] base_url"],
             "its optional key would go along"
+        );
+    }
+
+    #[test]
+    fn another_scheme_or_port_is_another_origin_and_a_cache_location_needs_trust_too() {
+        for off in [
+            "[adapters.openai-payg]\nbase_url = \"http://api.openai.com/v1\"\n",
+            "[adapters.openai-payg]\nbase_url = \"https://api.openai.com:8443/v1\"\n",
+        ] {
+            assert_eq!(
+                redirects(off),
+                vec!["[adapters.openai-payg] base_url"],
+                "{off}"
+            );
+        }
+        assert_eq!(
+            redirects("[adapters.openai-payg]\nbase_url = \"https://api.openai.com:443/v9\"\n"),
+            Vec::<String>::new(),
+            "the default port written out is the same origin"
+        );
+        assert_eq!(
+            redirects("[cache]\ndir = \".geode-cache\"\n"),
+            vec!["[cache] dir"]
+        );
+        assert_eq!(
+            redirects("[cache]\nurl = \"redis://127.0.0.1:6379/x\"\n"),
+            vec!["[cache] url"]
+        );
+        assert_eq!(redirects("[cache]\nttl = \"1h\"\n"), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_line_break_an_open_list_and_a_relative_config_home_trust_nothing() {
+        use std::os::unix::fs::PermissionsExt;
+        let home = tempfile::tempdir().unwrap();
+        let list = TrustList {
+            path: home.path().join("geode").join(TRUST_FILE),
+        };
+        let project = tempfile::tempdir().unwrap();
+        // A path whose name would write a second line: the trust of another file.
+        let other = project.path().join("victim.toml");
+        std::fs::write(&other, "v").unwrap();
+        let injected = project
+            .path()
+            .join(format!("x\n{} {}", sha256_hex("v"), other.display()));
+        std::fs::create_dir_all(&injected).unwrap();
+        let file = injected.join("geode.toml");
+        std::fs::write(&file, "a").unwrap();
+        assert!(list.trust(&file, "a").is_err());
+        assert!(!list.trusts(&other, "v"), "a line was injected");
+        // A list others may write trusts nothing, and is not written.
+        let fine = project.path().join("geode.toml");
+        std::fs::write(&fine, "a").unwrap();
+        list.trust(&fine, "a").unwrap();
+        assert!(list.trusts(&fine, "a"));
+        std::fs::set_permissions(list.path(), std::fs::Permissions::from_mode(0o666)).unwrap();
+        assert!(!list.trusts(&fine, "a"));
+        assert!(list.trust(&fine, "a").is_err());
+        // A relative XDG_CONFIG_HOME is ignored: HOME's .config is used.
+        struct Vars;
+        impl Environment for Vars {
+            fn var(&self, name: &str) -> Option<String> {
+                match name {
+                    "XDG_CONFIG_HOME" => Some(".".to_owned()),
+                    "HOME" => Some("/home/u".to_owned()),
+                    _ => None,
+                }
+            }
+            fn file_exists(&self, _: &Path) -> bool {
+                false
+            }
+            fn on_path(&self, _: &str) -> bool {
+                false
+            }
+        }
+        let env = Vars;
+        assert_eq!(
+            user_config_dir(&env),
+            Some(PathBuf::from("/home/u/.config"))
         );
     }
 

@@ -160,6 +160,18 @@ impl Sandbox {
         std::fs::write(self.cwd.path().join("geode.toml"), text).unwrap();
     }
 
+    /// Writes the working directory's `geode.toml` and trusts it as it is (`geode config
+    /// trust`), as its user would before letting it choose, e.g., where the cache lives.
+    pub fn trusted_config(&self, text: &str) {
+        self.config(text);
+        let out = self.command(&["config", "trust"]).output().unwrap();
+        assert!(
+            out.status.success(),
+            "geode config trust: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     /// The HOME path.
     pub fn home(&self) -> &Path {
         self.home.path()

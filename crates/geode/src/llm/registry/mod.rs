@@ -289,6 +289,20 @@ pub trait Environment {
     fn on_path(&self, name: &str) -> bool;
 }
 
+/// The user's config directory, where geode keeps `geode/`: `XDG_CONFIG_HOME` when it is an
+/// absolute path (a relative one is ignored, as the XDG specification says: a repository's
+/// directory could otherwise hold what the user alone should), else `$HOME/.config`; `None`
+/// with neither.
+pub fn user_config_dir(env: &dyn Environment) -> Option<std::path::PathBuf> {
+    env.var("XDG_CONFIG_HOME")
+        .map(std::path::PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| {
+            env.var("HOME")
+                .map(|h| std::path::PathBuf::from(h).join(".config"))
+        })
+}
+
 /// Whether `name` is a portable environment variable name: an ASCII letter or `_`, then ASCII
 /// letters, digits or `_`. Anything else (`=`, NUL, spaces, a pasted value) is refused.
 pub fn is_env_name(name: &str) -> bool {
