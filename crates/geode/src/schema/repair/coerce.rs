@@ -3,7 +3,7 @@
 //!
 //! | value | schema at that place | becomes | kind |
 //! |---|---|---|---|
-//! | a string holding a JSON number (`"42"`, `" -1.5 "`) | admits numbers (or integers, for an integral one), no strings | the number | `string_to_number` |
+//! | a string holding a JSON number (`"42"`, `" -1.5 "`) that a JSON number holds exactly (not `"123456789012345678901234567890"`, which would come back as `1.2345678901234568e29`) | admits numbers (or integers, for an integral one), no strings | the number | `string_to_number` |
 //! | `"true"` / `"false"` in any case | admits booleans, no strings | the boolean | `string_to_boolean` |
 //! | a string outside the enum | an enum (or `const`s) with exactly one member equal to it but for case | that member | `enum_case` |
 //! | a non-null value of a type not admitted (not a string holding `,` `;` or a line break, which may be a list written as text) | admits arrays, and its items admit the value as it is | `[value]` | `wrap_in_array` |
@@ -72,16 +72,56 @@ fn walk(value: &mut Value, node: &Value, root: &Value, path: &mut String, out: &
     }
 }
 
-/// The number a string holds, when `types` admits that number and no string.
+/// The number a string holds, when `types` admits that number and no string, and the number
+/// read is the one written: a text no JSON number can hold exactly (thirty digits, 2^53 + 1
+/// with a fraction) is left as written, never replaced by a nearby number.
 fn number_in(s: &str, types: TypeSet) -> Option<Value> {
     let t = s.trim();
     if !t.starts_with(|c: char| c == '-' || c.is_ascii_digit()) {
         return None;
     }
     match serde_json::from_str::<Value>(t) {
-        Ok(n @ Value::Number(_)) if types.contains(TypeSet::of(&n)) => Some(n),
+        Ok(n @ Value::Number(_))
+            if types.contains(TypeSet::of(&n)) && same_decimal(t, &n.to_string()) =>
+        {
+            Some(n)
+        }
         _ => None,
     }
+}
+
+/// Whether two JSON number texts write the same decimal value (`1e3` and `1000.0` do; the
+/// digits are compared, never a float made from them).
+fn same_decimal(a: &str, b: &str) -> bool {
+    decimal(a).is_some() && decimal(a) == decimal(b)
+}
+
+/// A JSON number text as (negative, significant digits, exponent of the last digit); zero
+/// is `(false, "", 0)` whatever its sign or spelling.
+fn decimal(text: &str) -> Option<(bool, String, i64)> {
+    let (negative, rest) = match text.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, text),
+    };
+    let (mantissa, exponent) = match rest.find(['e', 'E']) {
+        Some(i) => (&rest[..i], rest[i + 1..].parse::<i64>().ok()?),
+        None => (rest, 0),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let digits = format!("{int}{frac}");
+    let trimmed = digits.trim_start_matches('0');
+    let significant = trimmed.trim_end_matches('0');
+    if significant.is_empty() {
+        return Some((false, String::new(), 0));
+    }
+    let dropped = (trimmed.len() - significant.len()) as i64;
+    let exp = exponent
+        .checked_sub(frac.len() as i64)?
+        .checked_add(dropped)?;
+    Some((negative, significant.to_owned(), exp))
 }
 
 /// The boolean a string spells, when `types` admits booleans.

@@ -7,19 +7,28 @@
 //! | 2 | the content of each fenced block (```` ``` ```` or `~~~`, any tag; an unclosed last fence runs to the end) | exactly one distinct value of an admitted type reads from the fences |
 //! | 3 | each `{` (object roots) or `[` (array roots) in the prose, left to right, not inside a value already read, at most [`MAX_STARTS`] | exactly one distinct value of an admitted type reads from them |
 //!
-//! Two different values at one step are [`NotRepairable::Ambiguous`]; more than one bracket
-//! missing at the end is [`NotRepairable::CutOff`]. A scalar root is never looked for in prose.
+//! Two different values at one step are [`NotRepairable::Ambiguous`], and so is a value in the
+//! fences beside a different one in the prose around them (an example and the answer: taking
+//! either would be choosing). More than one bracket missing at the end is
+//! [`NotRepairable::CutOff`], and so is one when the answer's ending is unknown. A scalar root
+//! is never looked for in prose.
 
 use super::lenient::{Parsed, SyntaxError, read_prefix, read_whole};
-use super::{NotRepairable, Repair, RepairKind};
+use super::{Ending, NotRepairable, Repair, RepairKind};
 use crate::schema::root::{AnswerRoot, TypeSet};
 use serde_json::Value;
 
 /// Most bracket positions tried in prose: each try may read to the end of the text.
 pub(super) const MAX_STARTS: usize = 64;
 
-/// The value of `text` (already trimmed, non-empty) and the fixes made to read it.
-pub(super) fn read(text: &str, root: AnswerRoot) -> Result<(Value, Vec<Repair>), NotRepairable> {
+/// The value of `text` (already trimmed, non-empty) and the fixes made to read it; a missing
+/// final bracket is closed only when the answer is known to have `ending` complete.
+pub(super) fn read(
+    text: &str,
+    root: AnswerRoot,
+    ending: Ending,
+) -> Result<(Value, Vec<Repair>), NotRepairable> {
+    let may_close = usize::from(ending == Ending::Complete);
     let admitted = admitted(root);
     let no_value = |e: &SyntaxError| NotRepairable::NoValue {
         expected: root.describe(),
@@ -29,34 +38,41 @@ pub(super) fn read(text: &str, root: AnswerRoot) -> Result<(Value, Vec<Repair>),
     // coercions and the validator judge it (an array where an object is due is not looked into).
     let first_error = match read_whole(text, 0, text.len()) {
         Ok(parsed) => {
-            let parsed = bounded(parsed)?;
+            let parsed = bounded(parsed, may_close)?;
             return Ok((parsed.value, parsed.repairs));
         }
         Err(e) => e,
     };
-    let fenced: Vec<Parsed> = fences(text)
-        .into_iter()
-        .filter_map(|(start, end)| read_whole(text, start, end).ok())
+    let blocks = fences(text);
+    let fenced: Vec<Parsed> = blocks
+        .iter()
+        .filter_map(|&(start, end)| read_whole(text, start, end).ok())
         .collect();
-    if let Some(found) = one_of(fenced, admitted)? {
-        return Ok(found);
-    }
-    let mut found = Vec::new();
+    // The prose outside the fences, read too: a fenced example beside the real answer written
+    // in the prose is two values, and taking either would be choosing.
+    let inside = |at: usize| blocks.iter().any(|&(s, e)| (s..e).contains(&at));
+    let mut prose = Vec::new();
     let mut last_error = None;
     let mut from = 0;
     for start in starts(text, admitted) {
-        if start < from {
+        if start < from || inside(start) {
             continue;
         }
         match read_prefix(text, start, text.len()) {
             Ok(parsed) => {
                 from = parsed.end;
-                found.push(parsed);
+                prose.push(parsed);
             }
             Err(e) => last_error = Some(e),
         }
     }
-    match one_of(found, admitted)? {
+    if let Some(found) = one_of(fenced, admitted, may_close)? {
+        if one_of(prose, admitted, may_close).is_ok_and(|p| p.is_none_or(|(v, _)| v == found.0)) {
+            return Ok(found);
+        }
+        return Err(NotRepairable::Ambiguous { count: 2 });
+    }
+    match one_of(prose, admitted, may_close)? {
         Some(found) => Ok(found),
         None => Err(no_value(last_error.as_ref().unwrap_or(&first_error))),
     }
@@ -71,9 +87,9 @@ fn admitted(root: AnswerRoot) -> TypeSet {
     }
 }
 
-/// `parsed`, unless more than one bracket was missing at its end.
-fn bounded(parsed: Parsed) -> Result<Parsed, NotRepairable> {
-    if parsed.closed_at_end > 1 {
+/// `parsed`, unless more than `may_close` brackets were missing at its end.
+fn bounded(parsed: Parsed, may_close: usize) -> Result<Parsed, NotRepairable> {
+    if parsed.closed_at_end > may_close {
         return Err(NotRepairable::CutOff {
             missing: parsed.closed_at_end,
         });
@@ -86,6 +102,7 @@ fn bounded(parsed: Parsed) -> Result<Parsed, NotRepairable> {
 fn one_of(
     found: Vec<Parsed>,
     admitted: TypeSet,
+    may_close: usize,
 ) -> Result<Option<(Value, Vec<Repair>)>, NotRepairable> {
     let mut kept: Vec<Parsed> = found
         .into_iter()
@@ -106,7 +123,7 @@ fn one_of(
     let Some(parsed) = kept.pop() else {
         return Ok(None);
     };
-    let parsed = bounded(parsed)?;
+    let parsed = bounded(parsed, may_close)?;
     let mut repairs = vec![Repair::new(RepairKind::FenceOrProse, "")];
     repairs.extend(parsed.repairs);
     Ok(Some((parsed.value, repairs)))

@@ -13,14 +13,17 @@
 //!
 //! The fixes, each a [`RepairKind`]: syntax read by the lenient reader ([`lenient`]: Markdown
 //! fences or prose around the value, single-quoted strings, unquoted keys, trailing commas,
-//! comments, Python's `True`/`False`/`None`, smart quotes, one missing final bracket), then,
+//! comments, Python's `True`/`False`/`None`, smart quotes, one missing final bracket when the
+//! model is known to have ended the answer itself), then,
 //! only where the schema leaves one reading ([`coerce`]): a number or boolean written as a
 //! string, a lone value where an array is wanted, an enum value differing only in case.
 //!
 //! Never repaired: an answer cut off by the token limit (a "missing bracket" there is a guess
 //! at the rest), a refusal, an empty answer, two or more missing brackets (the look of a cut-off
 //! answer whatever the stop reason), bare words other than the literals, doubled commas, a key
-//! without a value, two different values in the text. The repaired value is validated against
+//! without a value, two different values in the text (a fenced example beside the real answer
+//! in prose is two), a number the text writes that no JSON number holds exactly. Repair never
+//! invents or chooses content. The repaired value is validated against
 //! the caller's original schema here and again by the worker, like any other answer.
 //!
 //! Why a parser of our own: the Rust lenient readers on crates.io (`json5`, `serde_json5`,
@@ -147,6 +150,9 @@ pub enum Ending {
     /// The model ended the answer itself.
     #[default]
     Complete,
+    /// Nobody said how it ended (no finish reason): a missing final bracket may be a cut, so
+    /// none is closed; every other fix is made.
+    Unknown,
     /// The token limit cut it (`max_tokens`, `length`, `incomplete`).
     Truncated,
     /// The model or a provider filter refused.
@@ -276,7 +282,7 @@ pub fn repair(input: &RepairInput<'_>) -> Result<Repaired, NotRepairable> {
     match input.ending {
         Ending::Truncated => return Err(NotRepairable::Truncated),
         Ending::Refused => return Err(NotRepairable::Refused),
-        Ending::Complete => {}
+        Ending::Complete | Ending::Unknown => {}
     }
     let text = input.text.trim();
     if text.is_empty() {
@@ -300,7 +306,7 @@ pub fn repair(input: &RepairInput<'_>) -> Result<Repaired, NotRepairable> {
             (v, Vec::new(), picked)
         }
         None => {
-            let (v, r) = locate::read(text, root)?;
+            let (v, r) = locate::read(text, root, input.ending)?;
             (v, r, None)
         }
     };
@@ -310,17 +316,19 @@ pub fn repair(input: &RepairInput<'_>) -> Result<Repaired, NotRepairable> {
     if let Some(plan) = input.absent_nulls {
         absent_nulls(&mut value, plan);
     }
-    if repairs.is_empty() && input.compiled.validate(&value).is_empty() {
-        return Ok(Repaired::NotNeeded);
-    }
+    // Checked before "not needed": a valid example in a fence beside a sloppy answer in the
+    // prose would otherwise be taken as the answer.
     if let Some(picked) = picked {
-        match locate::read(text, root) {
+        match locate::read(text, root, input.ending) {
             Ok((other, _)) if other != picked => {
                 return Err(NotRepairable::Ambiguous { count: 2 });
             }
             Err(e @ NotRepairable::Ambiguous { .. }) => return Err(e),
             _ => {}
         }
+    }
+    if repairs.is_empty() && input.compiled.validate(&value).is_empty() {
+        return Ok(Repaired::NotNeeded);
     }
     coerce::coerce(&mut value, input.schema.as_value(), &mut repairs);
     let report = input.compiled.validate(&value);

@@ -426,3 +426,54 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn a_number_is_taken_from_a_string_only_when_it_is_the_number_written() {
+    let s = schema(json!({
+        "type": "object",
+        "required": ["n", "x"],
+        "properties": {"n": {"type": "integer"}, "x": {"type": "number"}}
+    }));
+    // Thirty digits for an integer, and 2^53 + 1 with a fraction: no JSON number holds them.
+    for text in [
+        r#"{"n": "123456789012345678901234567890", "x": 1}"#,
+        r#"{"n": 1, "x": "9007199254740993.0"}"#,
+    ] {
+        assert!(
+            matches!(run(&s, text), Err(NotRepairable::StillInvalid { .. })),
+            "{text}: {:?}",
+            run(&s, text)
+        );
+    }
+    // What a JSON number holds exactly is taken, in any spelling of it.
+    let (value, _) = fixed(&s, r#"{"n": "42", "x": "1e3"}"#);
+    assert_eq!(value, json!({"n": 42, "x": 1000.0}));
+    let (value, _) = fixed(&s, r#"{"n": "-7", "x": "0.1"}"#);
+    assert_eq!(value, json!({"n": -7, "x": 0.1}));
+}
+
+#[test]
+fn a_fenced_example_beside_the_answer_in_prose_is_not_chosen() {
+    let d = decision();
+    let text = "An example of the shape:\n```json\n{\"decision\": \"accept\", \"reason\": \"example\"}\n```\nMy answer: {decision: 'reject', reason: 'the tests fail'}";
+    assert_eq!(run(&d, text), Err(NotRepairable::Ambiguous { count: 2 }));
+    // The same value in the fence and the prose is one value.
+    let same = "```json\n{'decision': 'reject', 'reason': 'r'}\n```";
+    assert!(matches!(run(&d, same), Ok(Repaired::Value { .. })));
+}
+
+#[test]
+fn a_missing_bracket_is_closed_only_when_the_model_is_known_to_have_ended() {
+    let d = decision();
+    let text = "{'decision': 'accept', 'reason': 'ok'";
+    assert!(matches!(run(&d, text), Ok(Repaired::Value { .. })));
+    let unknown = repair(&RepairInput::new(text, &d.0, &d.1, Ending::Unknown));
+    assert_eq!(unknown, Err(NotRepairable::CutOff { missing: 1 }));
+    // Every other fix is still made when the ending is unknown.
+    let whole = "{'decision': 'accept', 'reason': 'ok',}";
+    let fixed_unknown = repair(&RepairInput::new(whole, &d.0, &d.1, Ending::Unknown));
+    assert!(
+        matches!(fixed_unknown, Ok(Repaired::Value { .. })),
+        "{fixed_unknown:?}"
+    );
+}

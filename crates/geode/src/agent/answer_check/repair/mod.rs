@@ -96,6 +96,7 @@ fn ending(result: &AgenticResult) -> Ending {
         (TerminationReason::Truncated, _) | (_, Some(StopReason::MaxTokens)) => Ending::Truncated,
         (TerminationReason::ModelRefusal, _)
         | (_, Some(StopReason::Refusal | StopReason::ContentFilter)) => Ending::Refused,
+        (_, None) => Ending::Unknown,
         _ => Ending::Complete,
     }
 }
