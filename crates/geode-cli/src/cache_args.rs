@@ -48,6 +48,11 @@ impl CacheArgs {
             self.cache_ttl,
             settings.cache.as_ref(),
         )?;
+        if chosen.is_some() {
+            // A cache that fails (Redis down, a damaged entry) says so on stderr; the run goes
+            // on upstream.
+            crate::logs::init();
+        }
         Ok(chosen.map(|c| c.open(&geode::ProcessEnv)).transpose()?)
     }
 }

@@ -1,4 +1,5 @@
-//! Log lines of the long-running commands (`geode serve`, `geode batch`) on stderr.
+//! Log lines of the long-running commands (`geode serve`, `geode batch`), and of any command
+//! that uses the response cache, on stderr.
 //!
 //! Without a subscriber the library's warnings (Redis unreachable, a task dead-lettered, a
 //! garbage entry skipped) went nowhere. Every line passes through the secret scrubber before

@@ -251,7 +251,8 @@ fn open_cache(
     chosen
         .map(|c| c.open(env))
         .transpose()
-        .map_err(|e| config_error(py, &format!("cache {location}: {e}")))
+        // The location may hold a Redis password: the error names the cache, never it.
+        .map_err(|e| config_error(py, &geode::secret::scrub(&format!("cache: {e}"))))
 }
 
 fn parse_require(py: Python<'_>, name: &str) -> PyResult<Require> {

@@ -90,3 +90,46 @@ async fn a_project_cannot_plant_answers_in_the_cache() {
         "and then kept under the user's seal"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_cache_that_hangs_is_given_up_on_once_and_said_on_stderr() {
+    // A "Redis" that takes connections and never answers.
+    let frozen = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = frozen.local_addr().unwrap().port();
+    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = accepted.clone();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in frozen.incoming().flatten() {
+            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            held.push(conn);
+        }
+    });
+    let server = support::glm_answering(Reply::Json(good_answer())).await;
+    let sb = support::batch::sandbox(&server, &support::batch::shorthand(0..6));
+    let url = format!("redis://127.0.0.1:{port}/x");
+    let args = support::batch::batch_args(&["--cache", &url, "--concurrency", "1"]);
+    let out = sb
+        .geode(&args.iter().map(String::as_str).collect::<Vec<_>>(), "")
+        .await;
+    out.assert_exit(0);
+    assert_eq!(model_calls(&server).len(), 6, "every task ran upstream");
+    let tries = accepted.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(
+        tries <= 2,
+        "{tries} connections: the store should rest after its first failure"
+    );
+    // `geode run` says so too, where it once said nothing.
+    let out = sb
+        .run_decision("glm-payg", &["--cache", &url, "--json"], DECIDE)
+        .await;
+    out.assert_exit(0).assert_stderr_has(&["cache"]);
+    // A location that looks like a URL of another scheme is refused, not made a folder.
+    for bad in ["rediss://127.0.0.1:1/x", "unix:///tmp/r.sock", "REDIS:/h"] {
+        let out = sb
+            .run_decision("glm-payg", &["--cache", bad, "--json"], DECIDE)
+            .await;
+        out.assert_exit(2).assert_stderr_has(&["cache location"]);
+        assert!(!sb.cwd.path().join(bad.split(':').next().unwrap()).exists());
+    }
+}

@@ -72,6 +72,14 @@ pub enum CacheError {
     #[cfg(feature = "redis")]
     #[error("bad cache location: {0}")]
     BadUrl(#[source] crate::redis::RedisError),
+    /// A location that looks like a URL of a scheme the cache does not take.
+    #[error(
+        "cache location {scheme}:...: a cache is a directory or redis://[USER:PASSWORD@]HOST:PORT[/NAME] (TLS and unix sockets are not supported)"
+    )]
+    Scheme {
+        /// The scheme written (at most 32 characters of it).
+        scheme: String,
+    },
     /// A TTL with no cache to bound.
     #[error("a cache TTL needs a cache: a directory or redis:// URL, or [cache] in geode.toml")]
     TtlWithoutCache,
@@ -93,12 +101,24 @@ pub enum CacheLocation {
 }
 
 impl CacheLocation {
-    /// `redis://...` is Redis; anything else is a directory.
-    pub fn parse(text: &str) -> Self {
-        if text.starts_with("redis://") {
-            Self::Redis(text.to_owned())
-        } else {
-            Self::Dir(PathBuf::from(text))
+    /// `redis://...` (the scheme in any case) is Redis; a text that starts like a URL of any
+    /// other scheme, or a malformed `redis:` one (`rediss://`, `unix://`, `redis:/h`), is
+    /// refused: taken as a directory it would become a local folder named `rediss:` and the
+    /// user would never know the shared cache was not used. Anything else is a directory.
+    pub fn parse(text: &str) -> Result<Self, CacheError> {
+        let scheme = text.split_once(':').map(|(s, _)| s).filter(|s| {
+            s.starts_with(|c: char| c.is_ascii_alphabetic())
+                && s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "+.-".contains(c))
+        });
+        match scheme {
+            Some(s) if s.eq_ignore_ascii_case("redis") && text[s.len()..].starts_with("://") => {
+                Ok(Self::Redis(format!("redis{}", &text[s.len()..])))
+            }
+            Some(s) if text[s.len() + 1..].starts_with('/') => Err(CacheError::Scheme {
+                scheme: s.chars().take(32).collect(),
+            }),
+            _ => Ok(Self::Dir(PathBuf::from(text))),
         }
     }
 }
@@ -121,10 +141,10 @@ impl CacheSettings {
     /// ```
     /// use geode::cache::{CacheLocation, CacheSettings};
     /// use std::time::Duration;
-    /// let configured = CacheSettings { location: CacheLocation::parse("c"), ttl: None };
+    /// let configured = CacheSettings { location: CacheLocation::parse("c").unwrap(), ttl: None };
     /// let hour = Some(Duration::from_secs(3600));
     /// let chosen = CacheSettings::choose(None, hour, Some(&configured)).unwrap().unwrap();
-    /// assert_eq!((chosen.location, chosen.ttl), (CacheLocation::parse("c"), hour));
+    /// assert_eq!((chosen.location, chosen.ttl), (CacheLocation::parse("c").unwrap(), hour));
     /// assert_eq!(CacheSettings::choose(Some(""), None, Some(&configured)).unwrap(), None);
     /// assert!(CacheSettings::choose(None, hour, None).is_err());
     /// ```
@@ -135,7 +155,7 @@ impl CacheSettings {
     ) -> Result<Option<Self>, CacheError> {
         let location = match (location, configured) {
             (Some(""), _) => return Ok(None),
-            (Some(given), _) => CacheLocation::parse(given),
+            (Some(given), _) => CacheLocation::parse(given)?,
             (None, Some(c)) => c.location.clone(),
             (None, None) if ttl.is_some() => return Err(CacheError::TtlWithoutCache),
             (None, None) => return Ok(None),

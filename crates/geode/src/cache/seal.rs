@@ -139,15 +139,16 @@ fn key_file(path: &Path) -> Result<Vec<u8>, SealError> {
             let bytes = random_bytes();
             let dir = path.parent().unwrap_or(Path::new("."));
             std::fs::create_dir_all(dir).map_err(|e| fail(e.to_string()))?;
-            let made = {
-                use std::os::unix::fs::OpenOptionsExt;
-                std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .mode(0o600)
-                    .open(path)
-                    .and_then(|mut f| writeln!(f, "{}", hex(&bytes)))
-            };
+            // Written whole beside it, then linked into place only if no other process made
+            // it first: a reader never sees a half-written key.
+            let made = tempfile::NamedTempFile::new_in(dir).and_then(|mut tmp| {
+                use std::os::unix::fs::PermissionsExt;
+                tmp.as_file()
+                    .set_permissions(std::fs::Permissions::from_mode(0o600))?;
+                writeln!(tmp, "{}", hex(&bytes))?;
+                tmp.as_file().sync_all()?;
+                tmp.persist_noclobber(path).map(drop).map_err(|e| e.error)
+            });
             match made {
                 Ok(()) => Ok(bytes),
                 // Another process made it first: its key is the one.

@@ -593,13 +593,29 @@ fn ttls_are_seconds_or_durations_and_locations_dirs_or_redis() {
         assert!(parse_ttl(bad).is_err(), "{bad}");
     }
     assert_eq!(
-        CacheLocation::parse("redis://h:1/x"),
+        CacheLocation::parse("redis://h:1/x").unwrap(),
         CacheLocation::Redis("redis://h:1/x".into())
     );
     assert_eq!(
-        CacheLocation::parse("./c"),
-        CacheLocation::Dir("./c".into())
+        CacheLocation::parse("REDIS://h:1/x").unwrap(),
+        CacheLocation::Redis("redis://h:1/x".into()),
+        "the scheme in any case"
     );
+    for dir in ["./c", "c", "a:b", "/var/cache/geode"] {
+        assert_eq!(
+            CacheLocation::parse(dir).unwrap(),
+            CacheLocation::Dir(dir.into())
+        );
+    }
+    // Never a local folder named after a URL.
+    for url in [
+        "rediss://h:1/x",
+        "unix:///tmp/redis.sock",
+        "redis:/h:1",
+        "http://h/x",
+    ] {
+        assert!(CacheLocation::parse(url).is_err(), "{url}");
+    }
     assert_eq!(
         super::redis_url_with_name("redis://h:1"),
         "redis://h:1/default"

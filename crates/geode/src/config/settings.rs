@@ -55,7 +55,13 @@ impl Config {
     pub fn settings(&self, env: &dyn Environment) -> Result<Settings, ConfigError> {
         let cache = match (&self.cache.dir, &self.cache.url) {
             (Some(dir), _) => Some(CacheLocation::Dir(dir.clone())),
-            (None, Some(url)) => Some(CacheLocation::parse(url)),
+            (None, Some(url)) => {
+                Some(CacheLocation::parse(url).map_err(|e| ConfigError::Setting {
+                    path: self.source_name(),
+                    key: "[cache] url".to_owned(),
+                    message: e.to_string(),
+                })?)
+            }
             (None, None) => None,
         };
         let ttl = self
