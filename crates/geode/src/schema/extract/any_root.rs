@@ -97,9 +97,15 @@ pub(super) fn extract_with<'a, T>(
     let object = |s: &'a str| parse(s).filter(|t| type_of(t) == TypeSet::OBJECT);
     match root {
         AnswerRoot::Object => last_object_after(text, tried, object),
-        AnswerRoot::Any => {
-            fenced_value(text, &parse).or_else(|| last_object_after(text, tried, object))
-        }
+        // An untyped root may be an array by what it says (`{"items": ...}`): the last array
+        // in the prose is taken when no object is there.
+        AnswerRoot::Any => fenced_value(text, &parse)
+            .or_else(|| last_object_after(text, tried, object))
+            .or_else(|| {
+                last_value_after(text, TypeSet::ARRAY, tried, |s| {
+                    parse(s).filter(|t| type_of(t) == TypeSet::ARRAY)
+                })
+            }),
         AnswerRoot::Values(types) => last_value_after(text, types, tried, |s| {
             parse(s).filter(|t| types.contains(type_of(t)))
         }),
@@ -144,7 +150,13 @@ pub fn find_answer(text: &str, root: AnswerRoot) -> Option<&str> {
         AnswerRoot::Object => find_last_object(text),
         AnswerRoot::Any => fenced_value(text, scan)
             .map(|(s, _)| s)
-            .or_else(|| find_last_object(text)),
+            .or_else(|| find_last_object(text))
+            .or_else(|| {
+                last_value_after(text, TypeSet::ARRAY, tried, |s| {
+                    scan(s).filter(|_| s.starts_with('['))
+                })
+                .map(|(s, _)| s)
+            }),
         AnswerRoot::Values(types) => last_value_after(text, types, tried, scan).map(|(s, _)| s),
     }
 }

@@ -206,3 +206,18 @@ fn ten_megabytes_of_brackets_finish() {
     let many = "[1]".repeat(1 << 20);
     assert_eq!(got(&many, ARRAY).map(|x| x.1), Some(json!([1])));
 }
+
+#[test]
+fn row_untyped_root_takes_an_array_in_prose_when_no_object_is_there() {
+    // `{"items": {...}}`: an array by what it says, with no `type`.
+    assert_eq!(
+        got("Here: [1, 2] as asked.", AnswerRoot::Any),
+        Some(("[1, 2]", json!([1, 2])))
+    );
+    // An object in the prose still wins, as GEODE's rule says.
+    assert_eq!(
+        got("[1] or {\"a\": 1}", AnswerRoot::Any).map(|(s, _)| s),
+        Some("{\"a\": 1}")
+    );
+    assert_eq!(got("no value here", AnswerRoot::Any), None);
+}

@@ -11,6 +11,7 @@
 //! | object | 1 | the last top-level `{…}` span, then earlier ones (GEODE's rule, below) | it parses as an object |
 //! | untyped (`{}`, `{"required":[…]}`) | 1 | each fenced code block tagged `json` or untagged, last to first | its trimmed content parses as JSON |
 //! | untyped | 2 | the object rule | it parses as an object |
+//! | untyped | 3 | each top-level balanced `[…]` span, last to first (an untyped root may be an array by what it says, `{"items": …}`) | it parses as an array |
 //! | any other | 1 | the whole answer, trimmed of JSON whitespace | it parses as a value of an allowed type |
 //! | any other | 2 | each fenced code block tagged `json` or untagged, last to first | its trimmed content parses as a value of an allowed type |
 //! | any other, admitting arrays | 3 | each top-level balanced `[…]` or `{…}` span (both kinds count as one depth), last to first | it parses as a value of an allowed type |

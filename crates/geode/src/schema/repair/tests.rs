@@ -477,3 +477,9 @@ fn a_missing_bracket_is_closed_only_when_the_model_is_known_to_have_ended() {
         "{fixed_unknown:?}"
     );
 }
+
+#[test]
+fn an_array_in_prose_is_found_for_a_root_only_items_describe() {
+    let s = schema(json!({"items": {"type": "integer"}}));
+    assert_eq!(run(&s, "Here: [1, 2]"), Ok(Repaired::NotNeeded));
+}
