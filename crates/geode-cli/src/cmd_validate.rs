@@ -85,7 +85,14 @@ fn resources(args: &ValidateArgs) -> Result<Option<SchemaResources>, SchemaError
             format!("file://{}/", abs.display())
         }
     };
-    SchemaResources::from_dir(dir, &base).map(Some)
+    let docs = SchemaResources::from_dir(dir, &base)?;
+    for s in docs.skipped() {
+        eprintln!(
+            "geode: --resources: left out {}: its $schema {} is a meta-schema geode does not know",
+            s.uri, s.meta_schema
+        );
+    }
+    Ok(Some(docs))
 }
 
 pub(crate) fn run(args: ValidateArgs) -> anyhow::Result<u8> {

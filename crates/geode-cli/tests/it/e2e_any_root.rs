@@ -270,6 +270,16 @@ async fn validate_resolves_refs_from_a_resources_folder() {
         .await
         .assert_exit(1)
         .assert_stderr_has(&["minLength"]);
+    // One document of a meta-schema geode does not know is left out, said, and fails nothing.
+    std::fs::write(
+        dir.join("odd.json"),
+        r#"{"$schema": "https://example.com/my-meta", "type": "string"}"#,
+    )
+    .unwrap();
+    validate(&sb, &by_uri, &base, r#"{"n": "xy"}"#)
+        .await
+        .assert_exit(0)
+        .assert_stderr_has(&["left out", "odd.json", "my-meta"]);
 }
 
 #[tokio::test]

@@ -13,6 +13,18 @@ use std::path::Path;
 /// Schema documents by URI, indexed once and shared by every compile that uses them.
 pub struct SchemaResources {
     registry: Registry<'static>,
+    skipped: Vec<Skipped>,
+}
+
+/// A document left out of the index, and why: one that names a meta-schema neither known nor
+/// among the documents cannot be indexed, and would otherwise make every compile fail, even of
+/// schemas that never refer to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    /// The document's URI.
+    pub uri: String,
+    /// The meta-schema it names.
+    pub meta_schema: String,
 }
 
 impl std::fmt::Debug for SchemaResources {
@@ -40,16 +52,33 @@ impl SchemaResources {
             message: e.to_string(),
             pointer: String::new(),
         };
+        let docs: Vec<(String, Value)> = docs.into_iter().collect();
+        let given: std::collections::HashSet<&str> = docs.iter().map(|(u, _)| u.as_str()).collect();
+        let mut skipped = Vec::new();
+        let mut kept = Vec::new();
+        for (uri, doc) in &docs {
+            match unknown_meta_schema(doc) {
+                Some(meta) if !given.contains(meta.trim_end_matches('#')) => {
+                    skipped.push(Skipped {
+                        uri: uri.clone(),
+                        meta_schema: meta.to_owned(),
+                    })
+                }
+                _ => kept.push((uri.clone(), Resource::from_contents(doc.clone()))),
+            }
+        }
         let registry = Registry::new()
             .retriever(NoRetrieve)
-            .extend(
-                docs.into_iter()
-                    .map(|(uri, doc)| (uri, Resource::from_contents(doc))),
-            )
+            .extend(kept)
             .map_err(bad)?
             .prepare()
             .map_err(bad)?;
-        Ok(Self { registry })
+        Ok(Self { registry, skipped })
+    }
+
+    /// The documents left out, and why ([`Skipped`]).
+    pub fn skipped(&self) -> &[Skipped] {
+        &self.skipped
     }
 
     /// Every `*.json` file under `dir` (subfolders too, symbolic links not followed), keyed by
@@ -109,6 +138,12 @@ impl SchemaResources {
     }
 }
 
+/// The `$schema` of `doc` when it names no draft geode knows.
+fn unknown_meta_schema(doc: &Value) -> Option<&str> {
+    let meta = doc.get("$schema")?.as_str()?;
+    (jsonschema::Draft::default().detect(doc) == jsonschema::Draft::Unknown).then_some(meta)
+}
+
 /// Refuses every external resource: remote and file `$ref`s become compile errors, never IO.
 pub(crate) struct NoRetrieve;
 
@@ -118,5 +153,41 @@ impl jsonschema::Retrieve for NoRetrieve {
         uri: &jsonschema::Uri<String>,
     ) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
         Err(format!("geode never fetches external schemas ({uri})").into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::ResponseSchema;
+    use crate::schema::formats::FormatMode;
+    use crate::schema::validate::CompiledSchema;
+    use serde_json::json;
+
+    #[test]
+    fn a_document_of_an_unknown_meta_schema_is_left_out_not_fatal() {
+        let docs = SchemaResources::new([
+            (
+                "http://x.test/int.json".to_owned(),
+                json!({"type": "integer"}),
+            ),
+            (
+                "http://x.test/odd.json".to_owned(),
+                json!({"$schema": "http://x.test/my-meta", "type": "string"}),
+            ),
+        ])
+        .unwrap();
+        assert_eq!(
+            docs.skipped(),
+            [Skipped {
+                uri: "http://x.test/odd.json".to_owned(),
+                meta_schema: "http://x.test/my-meta".to_owned(),
+            }]
+        );
+        let s = ResponseSchema::from_value(json!({"items": {"$ref": "http://x.test/int.json"}}))
+            .unwrap();
+        let c = CompiledSchema::compile_in(&s, FormatMode::Assert, Some(&docs)).unwrap();
+        assert!(c.validate(&json!([1])).is_empty());
+        assert!(!c.validate(&json!(["x"])).is_empty());
     }
 }
