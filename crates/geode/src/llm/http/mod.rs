@@ -42,7 +42,6 @@ use futures::Stream;
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::Value;
 use std::pin::Pin;
-use std::sync::OnceLock;
 use std::time::Duration;
 
 /// The byte stream of a response body.
@@ -252,14 +251,26 @@ impl HttpClient {
         Ok(Self { client, config })
     }
 
-    /// The process-wide client with the default [`HttpConfig`] (one pool for all adapters).
+    /// The process's client with the default [`HttpConfig`] (one pool for all adapters). Made
+    /// once per process: a child forked after a call (multiprocessing, gunicorn and Celery
+    /// workers fork) must not use its parent's pool, whose connections belong to the parent's
+    /// runtime and would wait for ever.
     pub fn shared() -> Result<Self, AdapterError> {
-        static SHARED: OnceLock<HttpClient> = OnceLock::new();
-        if let Some(c) = SHARED.get() {
+        static SHARED: std::sync::Mutex<Option<(u32, HttpClient)>> = std::sync::Mutex::new(None);
+        let pid = std::process::id();
+        let mut shared = SHARED.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((owner, c)) = shared.as_ref()
+            && *owner == pid
+        {
             return Ok(c.clone());
         }
         let c = Self::new(HttpConfig::default())?;
-        Ok(SHARED.get_or_init(|| c).clone())
+        // The parent's client is forgotten, never dropped here: dropping it would reach into a
+        // runtime this process does not run.
+        if let Some(old) = shared.replace((pid, c.clone())) {
+            std::mem::forget(old);
+        }
+        Ok(c)
     }
 
     /// The same pool with another retry policy.
