@@ -683,3 +683,27 @@ fn a_rerun_on_the_same_queue_gets_its_own_answers_not_the_last_runs() {
         );
     }
 }
+
+#[test]
+fn a_sigterm_while_a_task_is_held_and_redis_is_frozen_still_ends_serve() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(glm_answering(Reply::slow(3000, Reply::Json(good_answer()))));
+    let redis = Redis::start();
+    let url = redis.queue("held");
+    let sb = sandbox(&server, 1);
+    let w = worker(&sb, &url);
+    let c = collector(&sb, &url);
+    // The worker holds the task: its upstream call has arrived and takes a while.
+    wait_for("the task's upstream call", || !server.requests().is_empty());
+    redis.freeze(true);
+    w.signal(nix::sys::signal::Signal::SIGTERM);
+    let (served, serve_err) = w.finish();
+    redis.freeze(false);
+    assert_eq!(served, Some(0), "{serve_err}");
+    assert!(
+        serve_err.contains("stays pending"),
+        "it said what became of the result: {serve_err}"
+    );
+    c.signal(nix::sys::signal::Signal::SIGINT);
+    let _ = c.finish();
+}

@@ -11,6 +11,7 @@ use redis::streams::{StreamAutoClaimReply, StreamId, StreamPendingCountReply, St
 use std::sync::Arc;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
 
 /// Serves tasks from `url` until `options.stop` fires, then finishes what it holds. Returns
 /// how many results this worker wrote.
@@ -71,11 +72,16 @@ pub async fn serve(
                     let Ok(permit) = permits.clone().try_acquire_owned() else {
                         break;
                     };
-                    let (conn, url, prepare, lease) =
-                        (conn.clone(), url.clone(), prepare.clone(), options.lease);
+                    let (conn, url, prepare, lease, stop) = (
+                        conn.clone(),
+                        url.clone(),
+                        prepare.clone(),
+                        options.lease,
+                        stop.clone(),
+                    );
                     running.spawn(async move {
                         let _permit = permit;
-                        run_entry(conn, &url, entry, prepare, lease).await
+                        run_entry(conn, &url, entry, prepare, lease, &stop).await
                     });
                 }
             }
@@ -227,13 +233,14 @@ async fn run_entry(
     entry: StreamId,
     prepare: Arc<Prepare>,
     lease: std::time::Duration,
+    stop: &CancellationToken,
 ) -> bool {
     // Anything may be written into the stream by hand: an entry without a task id cannot be
     // answered to anyone, so it goes to the dead-letter stream (once, with a log line).
     let Some(task_id) = field(&entry.map, "task_id").filter(|id| !id.is_empty()) else {
         let error = "not a geode task: no task_id field (written into the stream by hand?)";
         tracing::warn!(entry = %entry.id, "{error}; moved to the dead-letter stream");
-        return dead_letter_entry(&mut conn, url, &entry.id, error).await;
+        return dead_letter_entry(&mut conn, url, &entry.id, error, stop).await;
     };
     let request = field(&entry.map, "request");
     let batch = field(&entry.map, BATCH_FIELD).unwrap_or_default();
@@ -283,7 +290,7 @@ async fn run_entry(
     let renewer = tokio::spawn(renew);
     let result = work.await;
     renewer.abort();
-    write_result(&mut conn, url, &entry.id, &batch, &result).await
+    write_result(&mut conn, url, &entry.id, &batch, &result, stop).await
 }
 
 /// Moves one entry to the dead-letter stream with `error` and acknowledges it, retried like
@@ -293,45 +300,61 @@ async fn dead_letter_entry(
     url: &RedisUrl,
     entry_id: &str,
     error: &str,
+    stop: &CancellationToken,
 ) -> bool {
     let fields = [("entry", entry_id), ("error", error)];
-    if !add_and_ack(conn, url, "dead", &fields, entry_id).await {
+    if !add_and_ack(conn, url, "dead", &fields, entry_id, stop).await {
         tracing::warn!(entry = %entry_id, "gave up dead-lettering the entry");
     }
     false
 }
 
 /// `XADD part FIELDS` and `XACK tasks ENTRY` in one transaction, retried with backoff (at most
-/// about a minute) while Redis is away; `true` once done.
+/// about a minute) while Redis is away; `true` once done. Once the worker is stopping, a failed
+/// try is the last: a SIGTERM is never held up by a Redis that is down (the entry stays
+/// pending, and another worker runs it again after the lease).
+/// The longest one write of a result may wait for Redis.
+const WRITE_TRY: std::time::Duration = std::time::Duration::from_secs(10);
+
 async fn add_and_ack(
     conn: &mut ConnectionManager,
     url: &RedisUrl,
     part: &str,
     fields: &[(&str, &str)],
     entry_id: &str,
+    stop: &CancellationToken,
 ) -> bool {
     let mut backoff = Backoff::new();
-    let give_up = tokio_util::sync::CancellationToken::new();
     for _ in 0..20 {
         let mut pipe = redis::pipe();
         let add = pipe.atomic().cmd("XADD").arg(url.key(part)).arg("*");
         for (name, value) in fields {
             add.arg(*name).arg(*value);
         }
-        let r: redis::RedisResult<()> = add
+        let query = add
             .ignore()
             .cmd("XACK")
             .arg(url.key("tasks"))
             .arg(GROUP)
             .arg(entry_id)
             .ignore()
-            .query_async(conn)
-            .await;
+            .query_async::<()>(conn);
+        // A frozen Redis answers nothing: each try is bounded.
+        let r = match tokio::time::timeout(WRITE_TRY, query).await {
+            Ok(r) => r,
+            Err(_) => Err(redis::RedisError::from((
+                redis::ErrorKind::IoError,
+                "no answer from redis",
+            ))),
+        };
         match r {
             Ok(()) => return true,
             Err(e) => {
                 tracing::warn!(entry = %entry_id, stream = part, "cannot write to redis yet: {e}");
-                backoff.sleep(&give_up).await;
+                if !backoff.sleep(stop).await {
+                    tracing::warn!(entry = %entry_id, stream = part, "stopping while redis is unreachable: not written; the entry stays pending for another worker");
+                    return false;
+                }
             }
         }
     }
@@ -353,6 +376,7 @@ async fn write_result(
     entry_id: &str,
     batch: &str,
     result: &WorkerResult,
+    stop: &CancellationToken,
 ) -> bool {
     let Ok(json) = serde_json::to_string(result) else {
         return false;
@@ -362,5 +386,5 @@ async fn write_result(
         ("result", json.as_str()),
         (BATCH_FIELD, batch),
     ];
-    add_and_ack(conn, url, "results", &fields, entry_id).await
+    add_and_ack(conn, url, "results", &fields, entry_id, stop).await
 }
