@@ -707,3 +707,45 @@ fn a_sigterm_while_a_task_is_held_and_redis_is_frozen_still_ends_serve() {
     c.signal(nix::sys::signal::Signal::SIGINT);
     let _ = c.finish();
 }
+
+#[test]
+fn busy_tasks_cannot_starve_their_lease_renewal_into_a_second_run() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(glm_answering(Reply::Json(good_answer())));
+    let redis = Redis::start();
+    let url = redis.queue("busy");
+    // Six tasks whose 20 MB prompts keep both runtime threads of a debug build parsing, for
+    // longer than the 1 s lease, while a second worker waits to take what runs out.
+    let filler = "x".repeat(20 << 20);
+    let input: String = (0..6)
+        .map(|i| {
+            serde_json::json!({"task_id": format!("b{i}"), "prompt": format!("Decide b{i}. {filler}")})
+                .to_string()
+                + "\n"
+        })
+        .collect();
+    drop(filler);
+    let sb = support::batch::sandbox(&server, &input);
+    let busy = worker_with_lease(&sb, &url, "1");
+    let c = collector(&sb, &url);
+    wait_for("the first task's upstream call", || {
+        !server.requests().is_empty()
+    });
+    let other = worker_with_lease(&sb, &url, "1");
+    let (code, err) = c.finish();
+    assert_eq!(code, Some(0), "{err}");
+    for w in [busy, other] {
+        w.signal(nix::sys::signal::Signal::SIGTERM);
+        assert_eq!(w.finish().0, Some(0));
+    }
+    let mut runs: BTreeMap<String, usize> = BTreeMap::new();
+    for r in support::model_calls(&server) {
+        let body = r.body.to_string();
+        let id = (0..6)
+            .map(|i| format!("b{i}"))
+            .find(|id| body.contains(&format!("Decide {id}.")));
+        *runs.entry(id.unwrap_or_default()).or_insert(0) += 1;
+    }
+    assert_eq!(runs.len(), 6, "{:?}", runs.keys());
+    assert!(runs.values().all(|n| *n == 1), "a task ran twice: {runs:?}");
+}

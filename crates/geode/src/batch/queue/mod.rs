@@ -14,7 +14,7 @@
 //! | promise | how |
 //! |---|---|
 //! | a task is acknowledged only after its result is written | one `MULTI`: `XADD results` then `XACK tasks` ([`serve`]) |
-//! | a worker that dies mid-task loses nothing | its entries stay pending; live workers take them with `XAUTOCLAIM` once idle past the lease, which a worker renews (`XCLAIM ... JUSTID`) while a long task runs |
+//! | a worker that dies mid-task loses nothing | its entries stay pending; live workers take them with `XAUTOCLAIM` once idle past the lease, which a worker renews (`XCLAIM ... JUSTID`) while a long task runs, from a thread of its own ([`leases`]) so that busy tasks cannot starve it |
 //! | a task that keeps killing its worker ends | past `max_deliveries` it moves to `dead` with its last known error, and the collector records it as a failed result |
 //! | a task finished twice reports once | the collector's [`crate::batch::output::ResultLog`] keeps the first result per id |
 //! | a rerun on the same queue gets its own answers | each collector run has an id ([`BATCH_FIELD`]) its tasks carry into their results; it takes no other run's |
@@ -24,6 +24,7 @@
 //! | a password in the URL stays secret | as everywhere Redis is used ([`crate::redis`]) |
 
 mod collect;
+mod leases;
 mod serve;
 
 pub use collect::{CollectOptions, collect};

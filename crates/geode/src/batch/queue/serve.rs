@@ -1,5 +1,6 @@
 //! `geode serve`: one worker on a queue (see the table in [`super`]).
 
+use super::leases::Leases;
 use super::{
     BATCH_FIELD, Backoff, GROUP, QueueError, QueueOptions, connect, ensure_group, field, refusal,
 };
@@ -31,6 +32,8 @@ pub async fn serve(
         std::env::var("HOSTNAME").unwrap_or_else(|_| "worker".to_owned()),
         std::process::id()
     );
+    // Renewed on a thread of its own, whatever the tasks do to this runtime.
+    let leases = Arc::new(Leases::start(url, &me, options.lease));
     let permits = Arc::new(Semaphore::new(options.concurrency.max(1)));
     let mut running: JoinSet<bool> = JoinSet::new();
     let mut written = 0;
@@ -72,16 +75,16 @@ pub async fn serve(
                     let Ok(permit) = permits.clone().try_acquire_owned() else {
                         break;
                     };
-                    let (conn, url, prepare, lease, stop) = (
+                    let (conn, url, prepare, leases, stop) = (
                         conn.clone(),
                         url.clone(),
                         prepare.clone(),
-                        options.lease,
+                        leases.clone(),
                         stop.clone(),
                     );
                     running.spawn(async move {
                         let _permit = permit;
-                        run_entry(conn, &url, entry, prepare, lease, &stop).await
+                        run_entry(conn, &url, entry, prepare, &leases, &stop).await
                     });
                 }
             }
@@ -225,14 +228,14 @@ async fn dead_letter(
     Ok(())
 }
 
-/// Runs one task entry and writes its result with the acknowledgement; renews the lease while
-/// it runs. Returns whether a result was written.
+/// Runs one task entry and writes its result with the acknowledgement; its lease is renewed
+/// while it runs ([`Leases`]). Returns whether a result was written.
 async fn run_entry(
     mut conn: ConnectionManager,
     url: &RedisUrl,
     entry: StreamId,
     prepare: Arc<Prepare>,
-    lease: std::time::Duration,
+    leases: &Leases,
     stop: &CancellationToken,
 ) -> bool {
     // Anything may be written into the stream by hand: an entry without a task id cannot be
@@ -244,36 +247,6 @@ async fn run_entry(
     };
     let request = field(&entry.map, "request");
     let batch = field(&entry.map, BATCH_FIELD).unwrap_or_default();
-    let renew = {
-        let (mut conn, url, id) = (conn.clone(), url.clone(), entry.id.clone());
-        async move {
-            loop {
-                tokio::time::sleep(lease / 3).await;
-                // Re-claiming an entry one holds resets its idle time: the lease is renewed.
-                let consumer: redis::RedisResult<StreamPendingCountReply> = redis::cmd("XPENDING")
-                    .arg(url.key("tasks"))
-                    .arg(GROUP)
-                    .arg(&id)
-                    .arg(&id)
-                    .arg(1)
-                    .query_async(&mut conn)
-                    .await;
-                if let Ok(p) = consumer
-                    && let Some(p) = p.ids.first()
-                {
-                    let _: redis::RedisResult<redis::Value> = redis::cmd("XCLAIM")
-                        .arg(url.key("tasks"))
-                        .arg(GROUP)
-                        .arg(&p.consumer)
-                        .arg(0)
-                        .arg(&id)
-                        .arg("JUSTID")
-                        .query_async(&mut conn)
-                        .await;
-                }
-            }
-        }
-    };
     let work = async {
         let parsed = match &request {
             Some(text) => parse_request_line(text).map_err(|e| e.to_string()),
@@ -287,9 +260,9 @@ async fn run_entry(
             }
         }
     };
-    let renewer = tokio::spawn(renew);
+    leases.hold(&entry.id);
     let result = work.await;
-    renewer.abort();
+    leases.release(&entry.id);
     write_result(&mut conn, url, &entry.id, &batch, &result, stop).await
 }
 
