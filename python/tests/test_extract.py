@@ -286,3 +286,12 @@ def test_a_temperature_goes_on_the_wire_and_a_bad_one_is_refused(fake):
     assert f.model_requests()[0]["body"]["temperature"] == 0.0
     with pytest.raises(geode.ConfigError, match="temperature"):
         geode.Client("glm-payg", env=env, temperature=-1.0)
+
+
+def test_a_cache_location_that_cannot_be_used_is_refused_without_its_password(fake, tmp_path):
+    _, env = fake({"steps": [], "default": {"json": {"x": 4, "y": 2}}})
+    for bad in ["rediss://:hunter2secret@127.0.0.1:1/x", "unix://:hunter2secret@/tmp/r.sock"]:
+        with pytest.raises(geode.ConfigError) as refused:
+            geode.Client("openai-payg", env=env, cache=bad)
+        assert "hunter2secret" not in str(refused.value)
+        assert "cache" in str(refused.value)
