@@ -1,5 +1,5 @@
 //! `geode config trust [PATH]`: trusts a project's `geode.toml` (default: the working
-//! directory's) as it is now, so that it may send credentials to the hosts it names
+//! directory's) as it is now, so that it may send credentials to the hosts it names and choose the cache
 //! (`geode::config::trust`). Exit 0, or 2 when the file cannot be read, is not a usable config,
 //! or the trust list cannot be written.
 
