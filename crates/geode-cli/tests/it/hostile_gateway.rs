@@ -19,17 +19,28 @@ const INBOUND: &str = "gw-hostile-inbound-key-4c7d";
 /// The longest any step here waits for the gateway: past it, the gateway is taken to hang.
 const HANG: Duration = Duration::from_secs(20);
 
-/// A gateway in front of fakes that answer a valid Decision, with the inbound key and `extra`.
-async fn keyed_gateway(extra: &[&str]) -> (geode_fakes::FakeServer, Gateway) {
+/// A gateway (with the variables `vars` and the flags `extra`) in front of fakes that both
+/// answer a valid Decision, and the fakes.
+async fn plain_gateway(
+    vars: &[(&str, &str)],
+    extra: &[&str],
+) -> (geode_fakes::FakeServer, geode_fakes::FakeServer, Gateway) {
     let (openai, glm) = fakes(
         Script::always(Reply::Json(good_answer())),
         Script::always(Reply::Json(good_answer())),
     )
     .await;
     let mut sb = sandbox(&openai, &glm);
-    sb.var("GEODE_GATEWAY_KEYS", INBOUND);
+    for (k, v) in vars {
+        sb.var(k, v);
+    }
     let gw = Gateway::start(&sb, extra);
-    drop(glm);
+    (openai, glm, gw)
+}
+
+/// [`plain_gateway`] with the inbound key [`INBOUND`].
+async fn keyed_gateway(extra: &[&str]) -> (geode_fakes::FakeServer, Gateway) {
+    let (openai, _glm, gw) = plain_gateway(&[("GEODE_GATEWAY_KEYS", INBOUND)], extra).await;
     (openai, gw)
 }
 
@@ -397,13 +408,7 @@ async fn one_tenants_cached_answer_never_answers_another() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_schema_in_the_other_endpoints_spelling_is_refused_not_dropped() {
-    let (openai, glm) = fakes(
-        Script::always(Reply::Json(good_answer())),
-        Script::always(Reply::Json(good_answer())),
-    )
-    .await;
-    let sb = sandbox(&openai, &glm);
-    let gw = Gateway::start(&sb, &[]);
+    let (openai, _glm, gw) = plain_gateway(&[], &[]).await;
     let format = json!({"type": "json_schema", "name": "decision", "schema": decision_schema()});
     let chat = json!({
         "model": "openai-payg",

@@ -72,9 +72,10 @@ test("responses.parse with zodTextFormat", async () => {
   assert.deepEqual(done.output_parsed, good);
 });
 
-test("a chat stream through the SDK's stream helper", async () => {
+/** Streams a Decision from `model` through the zod helper; checks what it assembled and parsed. */
+async function streamsTheCheckedValue(model) {
   const stream = client.chat.completions.stream({
-    model: "openai-payg",
+    model,
     messages,
     response_format: zodResponseFormat(Decision, "decision"),
   });
@@ -83,20 +84,15 @@ test("a chat stream through the SDK's stream helper", async () => {
   const final = await stream.finalChatCompletion();
   assert.deepEqual(JSON.parse(content), good);
   assert.deepEqual(final.choices[0].message.parsed, good);
+}
+
+test("a chat stream through the SDK's stream helper", async () => {
+  await streamsTheCheckedValue("openai-payg");
 });
 
 test("a chat stream that needed the retry assembles only the checked value", async () => {
   // `flaky` answers a wrong enum value first: the zod helper parses the retry's text alone.
-  const stream = client.chat.completions.stream({
-    model: "flaky",
-    messages,
-    response_format: zodResponseFormat(Decision, "decision"),
-  });
-  let content = "";
-  for await (const chunk of stream) content += chunk.choices[0]?.delta?.content ?? "";
-  const final = await stream.finalChatCompletion();
-  assert.deepEqual(JSON.parse(content), good);
-  assert.deepEqual(final.choices[0].message.parsed, good);
+  await streamsTheCheckedValue("flaky");
 });
 
 test("a responses stream through the SDK's stream helper", async () => {

@@ -88,13 +88,23 @@ impl RedisStore {
         Ok(conn.clone())
     }
 
-    /// Runs `cmd` within [`OP_TIMEOUT`], or fails at once while the store rests after a
-    /// failure ([`REST_AFTER_FAILURE`]).
+    /// Runs `cmd` ([`Self::guarded`]).
     async fn run<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T, CacheError> {
+        self.guarded(|mut conn| async move { cmd.query_async::<T>(&mut conn).await })
+            .await
+    }
+
+    /// One query on the connection, within [`OP_TIMEOUT`], failing at once while the store
+    /// rests and starting a rest when it fails.
+    async fn guarded<T, F, Fut>(&self, query: F) -> Result<T, CacheError>
+    where
+        F: FnOnce(ConnectionManager) -> Fut,
+        Fut: std::future::Future<Output = redis::RedisResult<T>>,
+    {
         self.awake()?;
         let result = async {
-            let mut conn = self.conn().await?;
-            tokio::time::timeout(OP_TIMEOUT, cmd.query_async::<T>(&mut conn))
+            let conn = self.conn().await?;
+            tokio::time::timeout(OP_TIMEOUT, query(conn))
                 .await
                 .map_err(|e| self.error(e))?
                 .map_err(|e| self.error(e))
@@ -214,17 +224,8 @@ impl Store for RedisStore {
         ] {
             pipe.cmd("HINCRBY").arg(&key).arg(field).arg(n).ignore();
         }
-        self.awake()?;
-        let result = async {
-            let mut conn = self.conn().await?;
-            tokio::time::timeout(OP_TIMEOUT, pipe.query_async::<()>(&mut conn))
-                .await
-                .map_err(|e| self.error(e))?
-                .map_err(|e| self.error(e))
-        }
-        .await;
-        self.note(result.is_err());
-        result
+        self.guarded(|mut conn| async move { pipe.query_async::<()>(&mut conn).await })
+            .await
     }
 
     async fn stats(&self) -> Result<StoreStats, CacheError> {
