@@ -18,7 +18,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 "$here/install-redis.sh"
 
 # The official OpenAI Python SDK (pinned, in a venv under the cache) for the gateway's SDK tests.
-"$here/install-venv.sh" openai-sdk "$here/python/sdk-requirements.txt" python -c "import openai, pydantic, pytest"
+"$here/install-venv.sh" openai-sdk "$here/python/sdk-requirements.txt" python -c "import openai, pydantic, pytest, openresponses_types"
 
 # maturin, pydantic and pytest (pinned, in a venv under the cache) for the Python package's wheel and tests.
 "$here/install-venv.sh" geode-py "$here/python/geode-py-requirements.txt" maturin --version

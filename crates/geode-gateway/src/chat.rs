@@ -13,8 +13,8 @@
 //! | `stream: true` | chunks as the text arrives, then one chunk with the final validation and the ledger, then `[DONE]` |
 //! | `tools`, `tool_choice` | the client's tools ([`crate::tools`]) |
 //! | `assistant` turns' `tool_calls`, `tool` turns | the calls and their results, in the task's history |
-//! | `n` > 1 | refused with `unsupported_parameter`: never silently dropped |
-//! | the Responses API's `text`, `input`, `instructions`, `max_output_tokens` | refused with `unsupported_parameter`, naming this endpoint's field |
+//! | `reasoning_effort` | the task's reasoning effort |
+//! | every other field | as [`crate::fields::CHAT`] says: kept, accepted at its default, or refused |
 //!
 //! The answer's `content` is the validated value serialized (not the model's raw text, which
 //! may hold prose around it), so `client.chat.completions.parse()` reads it. A turn that ends in
@@ -29,12 +29,10 @@ use axum::response::sse::Event;
 use geode::Conversation;
 use geode::{Answer, Task};
 use serde::Deserialize;
-use serde::de::IgnoredAny;
 use serde_json::{Value, json};
-use std::time::{SystemTime, UNIX_EPOCH};
 
-/// The fields of a Chat Completions request that the gateway reads; every other field is
-/// accepted and ignored, except those that change what an answer is (see the module table).
+/// The fields of a Chat Completions request that the gateway reads; [`crate::fields::CHAT`]
+/// has already refused what it does not serve.
 #[derive(Debug, Deserialize)]
 pub struct ChatRequest {
     /// What both endpoints read alike: route, stream, sampling, tools, geode's extension.
@@ -52,19 +50,9 @@ pub struct ChatRequest {
     /// Output token limit (the older name).
     #[serde(default)]
     pub max_tokens: Option<u32>,
-    /// Choices asked for.
+    /// The reasoning effort, for routes that take one.
     #[serde(default)]
-    pub n: Option<u32>,
-    /// The Responses API's spelling of fields this endpoint names otherwise: refused, never
-    /// dropped ([`convert::refuse_foreign`]).
-    #[serde(default)]
-    text: Option<IgnoredAny>,
-    #[serde(default)]
-    input: Option<IgnoredAny>,
-    #[serde(default)]
-    instructions: Option<IgnoredAny>,
-    #[serde(default)]
-    max_output_tokens: Option<IgnoredAny>,
+    pub reasoning_effort: Option<geode::vocab::Effort>,
 }
 
 /// One turn.
@@ -105,29 +93,6 @@ pub struct ChatFunction {
 impl ChatRequest {
     /// The request as a task laid over `base` (the gateway's defaults).
     pub fn task(&self, mut base: Task) -> Result<Task, ApiError> {
-        convert::refuse_foreign(
-            "Chat Completions",
-            &[
-                ("text", self.text.is_some(), "response_format"),
-                ("input", self.input.is_some(), "messages"),
-                (
-                    "instructions",
-                    self.instructions.is_some(),
-                    "a system message",
-                ),
-                (
-                    "max_output_tokens",
-                    self.max_output_tokens.is_some(),
-                    "max_completion_tokens",
-                ),
-            ],
-        )?;
-        if self.n.is_some_and(|n| n > 1) {
-            return Err(ApiError::unsupported(
-                "n",
-                "only one choice (n = 1) is served",
-            ));
-        }
         let mut turns = Conversation::new();
         let bad = turns_error("messages");
         for m in &self.messages {
@@ -156,6 +121,9 @@ impl ChatRequest {
         if let Some(max) = self.max_completion_tokens.or(self.max_tokens) {
             base.budgets.max_tokens = max;
         }
+        if let Some(effort) = self.reasoning_effort {
+            base.effort = effort;
+        }
         self.head.apply(&mut base, crate::tools::Shape::Chat)?;
         Ok(base)
     }
@@ -169,9 +137,9 @@ pub fn completion(r: &Reply, answer: &Answer) -> Value {
         message["tool_calls"] = json!(calls);
     }
     json!({
-        "id": format!("chatcmpl-geode-{}", r.id),
+        "id": format!("chatcmpl-{}", r.id),
         "object": "chat.completion",
-        "created": SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
+        "created": r.created_at,
         "model": r.model,
         "choices": [{
             "index": 0,
@@ -180,6 +148,8 @@ pub fn completion(r: &Reply, answer: &Answer) -> Value {
             "logprobs": null,
         }],
         "usage": usage(answer),
+        "service_tier": "default",
+        "system_fingerprint": null,
         "geode": r.geode(answer),
     })
 }
@@ -198,6 +168,8 @@ fn usage(answer: &Answer) -> Value {
         "prompt_tokens": usage.input_tokens,
         "completion_tokens": usage.output_tokens,
         "total_tokens": usage.input_tokens + usage.output_tokens,
+        "prompt_tokens_details": { "cached_tokens": usage.cached_input_tokens },
+        "completion_tokens_details": { "reasoning_tokens": 0 },
     })
 }
 
@@ -218,10 +190,12 @@ fn tool_calls(answer: &Answer) -> Vec<Value> {
 
 fn chunk(r: &Reply, choices: Value) -> Value {
     json!({
-        "id": format!("chatcmpl-geode-{}", r.id),
+        "id": format!("chatcmpl-{}", r.id),
         "object": "chat.completion.chunk",
-        "created": SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
+        "created": r.created_at,
         "model": r.model,
+        "service_tier": "default",
+        "system_fingerprint": null,
         "choices": choices,
     })
 }

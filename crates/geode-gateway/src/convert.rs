@@ -30,22 +30,6 @@ pub fn turns_error(field: &'static str) -> impl Fn(ConversationError) -> ApiErro
     move |e| ApiError::invalid(field, e.to_string())
 }
 
-/// Refuses the first field of `fields` (`(name, sent, this endpoint's name for it)`) that the
-/// request sent: each is the other endpoint's spelling of something that changes the answer
-/// (a schema in `text.format` sent to Chat would be dropped and the answer come back unshaped).
-pub fn refuse_foreign(
-    endpoint: &str,
-    fields: &[(&'static str, bool, &str)],
-) -> Result<(), ApiError> {
-    match fields.iter().find(|(_, sent, _)| *sent) {
-        Some((name, _, ours)) => Err(ApiError::unsupported(
-            name,
-            format!("`{name}` is the other endpoint's field; the {endpoint} API takes {ours}"),
-        )),
-        None => Ok(()),
-    }
-}
-
 /// The text of a message's `content`: a string, or the text parts of a list (`text`,
 /// `input_text`, `output_text`); any other part is refused, never dropped.
 pub fn content_text(content: &Value, field: &'static str) -> Result<String, ApiError> {
@@ -153,12 +137,39 @@ impl Head {
 /// What every answer to one request is written with.
 #[derive(Debug, Clone)]
 pub struct Reply {
-    /// The request's number (the answer's id).
-    pub id: u64,
+    /// The answer's id, unique across processes and machines ([`new_id`]).
+    pub id: String,
+    /// When the request was taken (Unix seconds).
+    pub created_at: u64,
     /// The `model` the client sent, echoed back.
     pub model: String,
     /// Whether the request asked for a format (a schema or `json_object`).
     pub shaped: bool,
+    /// The request's fields a Responses answer repeats ([`crate::responses::object::echo`]).
+    pub echo: Map<String, Value>,
+}
+
+/// 128 random bits in hex: an id no other process or instance makes, unlike a counter.
+pub fn new_id() -> String {
+    let mut bytes = [0u8; 16];
+    // The system's random source failing is a broken host; a time-and-counter id keeps the
+    // answer flowing rather than failing it.
+    if getrandom::fill(&mut bytes).is_err() {
+        static FALLBACK: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = FALLBACK.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        bytes = (t ^ (u128::from(n) << 64) ^ u128::from(std::process::id())).to_le_bytes();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The time now, in Unix seconds.
+pub fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 impl Reply {

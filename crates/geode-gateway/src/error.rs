@@ -35,6 +35,7 @@ use geode::llm::call::AdapterError;
 use geode::llm::routing::RejectionKind;
 use geode::{Refusal, ResolveError, RunError};
 use serde_json::{Value, json};
+use std::borrow::Cow;
 
 /// One error answer of the gateway.
 #[derive(Debug, Clone)]
@@ -47,8 +48,8 @@ pub struct ApiError {
     pub code: &'static str,
     /// One scrubbed line.
     pub message: String,
-    /// The request field at fault, if any.
-    pub param: Option<&'static str>,
+    /// The request field at fault, if any (a field the gateway does not know is named as sent).
+    pub param: Option<Cow<'static, str>>,
     /// Extra detail under `error.geode` (candidates, validation errors) and the ledger.
     pub detail: Option<Box<Value>>,
     /// The run's ledger, when it ran or was refused with one.
@@ -113,8 +114,8 @@ impl ApiError {
         .param(param)
     }
 
-    fn param(mut self, param: &'static str) -> Self {
-        self.param = Some(param);
+    pub(crate) fn param(mut self, param: impl Into<Cow<'static, str>>) -> Self {
+        self.param = Some(param.into());
         self
     }
 

@@ -7,33 +7,62 @@ use crate::convert::Reply;
 use crate::error::ApiError;
 use crate::observe::{Access, Ending};
 use crate::stream::{self, Progress, Written};
-use crate::{Gateway, body, chat, convert, ledger, responses, route};
+use crate::stored::Keep;
+use crate::{Gateway, body, chat, convert, fields, ledger, responses, route};
 use axum::Json;
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
+use serde_json::{Map, Value};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use tokio::sync::OwnedSemaphorePermit;
 
-/// The body as JSON, or OpenAI's 400 for it.
-fn json_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
-    serde_json::from_slice(body)
-        .map_err(|e| ApiError::invalid("body", format!("the body is not a valid request: {e}")))
+/// The body as a JSON object whose every field [`fields::check`] passes, or OpenAI's 400.
+fn json_body(body: &[u8], api: &str, table: &[fields::Field]) -> Result<Map<String, Value>, ApiError> {
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::invalid("body", format!("the body is not a valid request: {e}")))?;
+    let Value::Object(map) = value else {
+        return Err(ApiError::invalid("body", "the body must be a JSON object"));
+    };
+    fields::check(api, table, &map)?;
+    Ok(map)
 }
 
 /// One endpoint's request: its route, its policy extension, and the task it describes.
-trait Endpoint: serde::de::DeserializeOwned {
+trait Endpoint: Sized {
     /// The path, for the access log and metrics.
     const NAME: &'static str;
+    /// The API's name, for errors.
+    const API: &'static str;
+    /// What it does with each request field.
+    const FIELDS: &'static [fields::Field];
+    /// The request read from a body [`fields::check`] has passed.
+    fn read(body: Map<String, Value>) -> Result<Self, ApiError>;
     /// The fields both endpoints share (route, stream, extension).
     fn head(&self) -> &convert::Head;
-    /// The task the request describes, laid over the gateway's defaults.
-    fn task(&self, base: geode::Task) -> Result<geode::Task, ApiError>;
+    /// The stored response this request continues.
+    fn previous(&self) -> Option<&str> {
+        None
+    }
+    /// Whether the answer is to be kept (when the gateway has a store).
+    fn stores(&self) -> bool {
+        false
+    }
+    /// This request's input items, each with an id made from `id`.
+    fn input_items(&self, _id: &str) -> Result<Vec<Value>, ApiError> {
+        Ok(Vec::new())
+    }
+    /// The task the request describes, laid over the gateway's defaults, after the `earlier`
+    /// items of the stored conversation it continues.
+    fn task(&self, base: geode::Task, earlier: &[Value]) -> Result<geode::Task, ApiError>;
+    /// The request's fields the answer repeats.
+    fn echo(&self, _stored: bool) -> Map<String, Value> {
+        Map::new()
+    }
     /// The success body.
-    fn answer(r: &Reply, answer: &geode::Answer) -> serde_json::Value;
+    fn answer(r: &Reply, answer: &geode::Answer) -> Value;
     /// The events that open a stream.
     fn opening(r: &Reply, w: &mut Written) -> Vec<Event>;
     /// The events of one step.
@@ -42,13 +71,19 @@ trait Endpoint: serde::de::DeserializeOwned {
 
 impl Endpoint for chat::ChatRequest {
     const NAME: &'static str = "/v1/chat/completions";
+    const API: &'static str = "Chat Completions";
+    const FIELDS: &'static [fields::Field] = fields::CHAT;
+    fn read(body: Map<String, Value>) -> Result<Self, ApiError> {
+        serde_json::from_value(Value::Object(body))
+            .map_err(|e| ApiError::invalid("body", format!("the body is not a valid request: {e}")))
+    }
     fn head(&self) -> &convert::Head {
         &self.head
     }
-    fn task(&self, base: geode::Task) -> Result<geode::Task, ApiError> {
+    fn task(&self, base: geode::Task, _: &[Value]) -> Result<geode::Task, ApiError> {
         chat::ChatRequest::task(self, base)
     }
-    fn answer(r: &Reply, answer: &geode::Answer) -> serde_json::Value {
+    fn answer(r: &Reply, answer: &geode::Answer) -> Value {
         chat::completion(r, answer)
     }
     fn opening(r: &Reply, w: &mut Written) -> Vec<Event> {
@@ -61,20 +96,37 @@ impl Endpoint for chat::ChatRequest {
 
 impl Endpoint for responses::ResponsesRequest {
     const NAME: &'static str = "/v1/responses";
+    const API: &'static str = "Responses";
+    const FIELDS: &'static [fields::Field] = fields::RESPONSES;
+    fn read(body: Map<String, Value>) -> Result<Self, ApiError> {
+        responses::ResponsesRequest::read(body)
+    }
     fn head(&self) -> &convert::Head {
         &self.head
     }
-    fn task(&self, base: geode::Task) -> Result<geode::Task, ApiError> {
-        responses::ResponsesRequest::task(self, base)
+    fn previous(&self) -> Option<&str> {
+        self.previous_response_id.as_deref()
     }
-    fn answer(r: &Reply, answer: &geode::Answer) -> serde_json::Value {
-        responses::response(r, answer)
+    fn stores(&self) -> bool {
+        self.store != Some(false)
+    }
+    fn input_items(&self, id: &str) -> Result<Vec<Value>, ApiError> {
+        responses::ResponsesRequest::input_items(self, id)
+    }
+    fn task(&self, base: geode::Task, earlier: &[Value]) -> Result<geode::Task, ApiError> {
+        responses::ResponsesRequest::task(self, base, earlier)
+    }
+    fn echo(&self, stored: bool) -> Map<String, Value> {
+        responses::object::echo(&self.sent, stored)
+    }
+    fn answer(r: &Reply, answer: &geode::Answer) -> Value {
+        responses::object::response(r, answer)
     }
     fn opening(r: &Reply, w: &mut Written) -> Vec<Event> {
-        responses::opening(r, w)
+        responses::events::opening(r, w)
     }
     fn events(r: &Reply, step: Progress, w: &mut Written) -> Vec<Event> {
-        responses::events(r, step, w)
+        responses::events::events(r, step, w)
     }
 }
 
@@ -142,7 +194,7 @@ async fn serve_one<E: Endpoint>(
     access: &mut Access,
 ) -> Result<Served, ApiError> {
     let headers = &parts.headers;
-    let req: E = json_body(body)?;
+    let req = E::read(json_body(body, E::API, E::FIELDS)?)?;
     let head = req.head();
     let streamed = head.stream == Some(true);
     access.asked(&head.model, streamed);
@@ -151,11 +203,16 @@ async fn serve_one<E: Endpoint>(
         .get("x-geode-require")
         .map(|v| v.to_str().unwrap_or("?"));
     let body_require = head.geode.as_ref().and_then(|g| g.require.as_deref());
-    let mut task = req.task(gw.client.new_task(""))?;
-    task.cache_scope = parts
+    let scope = parts
         .extensions
         .get::<crate::auth::Tenant>()
         .and_then(|t| t.0.clone());
+    let earlier = match req.previous() {
+        Some(id) => crate::stored::context(&gw.store, scope.as_deref(), id).await?,
+        None => Vec::new(),
+    };
+    let mut task = req.task(gw.client.new_task(""), &earlier)?;
+    task.cache_scope = scope.clone();
     task.route = routed.route;
     task.fallback = routed.fallback;
     let header = |name: &str| headers.get(name).map(|v| v.to_str().unwrap_or("?"));
@@ -179,8 +236,16 @@ async fn serve_one<E: Endpoint>(
         ..geode::CallSettings::default()
     }
     .apply(&mut task);
+    let id = convert::new_id();
+    let keep = if req.stores() && gw.store.enabled() {
+        Some(Keep::new(&gw.store, scope, &id, req.input_items(&id)?, earlier))
+    } else {
+        None
+    };
     let reply = Reply {
-        id: gw.next_id.fetch_add(1, Ordering::Relaxed),
+        echo: req.echo(keep.is_some()),
+        id,
+        created_at: convert::now(),
         model: head.model.clone(),
         shaped: task.output != geode::Output::Text,
     };
@@ -207,7 +272,24 @@ async fn serve_one<E: Endpoint>(
         };
         let mut written = Written::default();
         let opening = E::opening(&reply, &mut written);
-        let steps = futures::stream::once(async move { first }).chain(progress);
+        let kept = reply.clone();
+        let steps = futures::stream::once(async move { first })
+            .chain(progress)
+            .then(move |step| {
+                // A finished response is kept before its last event goes out, so a client that
+                // continues it as soon as it has read the stream finds it.
+                let keep = keep.clone();
+                let body = match &step {
+                    Progress::Done(Ok(answer)) => Some(E::answer(&kept, answer)),
+                    _ => None,
+                };
+                async move {
+                    if let (Some(keep), Some(body)) = (keep, body) {
+                        keep.put(body).await;
+                    }
+                    step
+                }
+            });
         // The stream owns the account: dropped before its end, it logs `client_closed`.
         let mut log = Some(access.into_stream());
         let events = futures::stream::iter(opening).chain(steps.flat_map(move |step| {
@@ -240,7 +322,13 @@ async fn serve_one<E: Endpoint>(
         Err(_) => return Err(ApiError::timeout()),
     };
     drop(slot);
-    let mut response = Json(E::answer(&reply, &answer)).into_response();
+    let mut body = E::answer(&reply, &answer);
+    if let Some(keep) = keep
+        && !keep.put(body.clone()).await
+    {
+        body["store"] = Value::Bool(false);
+    }
+    let mut response = Json(body).into_response();
     ledger::put_headers(response.headers_mut(), &answer.ledger);
     Ok(Served::Answer(response, Box::new(answer.ledger)))
 }

@@ -7,7 +7,9 @@
 //! | file | job |
 //! |---|---|
 //! | [`chat`] | `POST /v1/chat/completions`: the request read into a task, the answer written back |
-//! | [`responses`] | `POST /v1/responses`: the same for the Responses API |
+//! | [`responses`] | `POST /v1/responses`: the same for the Responses API, complete as the Open Responses specification asks |
+//! | [`fields`] | every request field of both endpoints: carried, kept, accepted at its default, or refused |
+//! | [`stored`] | what a stored response keeps, `previous_response_id`, `GET`/`DELETE /v1/responses/{id}`, `input_items` |
 //! | [`convert`] | what both share: turns into a task, text out of content parts, a format into the task's output |
 //! | `handler.rs` | the endpoints' shared path: slot, task, run, answer or stream, access log |
 //! | [`route`] | the request's `model` → a route; the per-request policy |
@@ -20,6 +22,7 @@
 //! | [`tools`] | client-side tools: function tools and `tool_choice` into the task's caller tools |
 //! | [`conn`] | the accept loop: the connection limit, the header-read timeout, the graceful stop |
 //! | [`body`] | the one bounded reader every request body goes through, inside its slot |
+//! | [`store`] | stored responses: kept per inbound key, embedded or Redis, bounded in size and age |
 //!
 //! Each request runs through [`geode::Client::run_task`], the worker `geode run` uses: adapters
 //! are built once and shared. Every bound is in [`Limits`]: connections, the time to send a head
@@ -32,12 +35,15 @@ pub mod chat;
 pub mod conn;
 pub mod convert;
 pub mod error;
+pub mod fields;
 mod handler;
 pub mod ledger;
 pub mod models;
 pub mod observe;
 pub mod responses;
 pub mod route;
+pub mod store;
+pub mod stored;
 pub mod stream;
 pub mod tools;
 
@@ -54,7 +60,6 @@ use geode::Environment;
 use geode::Settings;
 use observe::{Access, Ending};
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 use tokio::sync::Semaphore;
 
@@ -97,7 +102,7 @@ pub struct Gateway {
     limits: Limits,
     in_flight: Arc<Semaphore>,
     metrics: Arc<observe::Metrics>,
-    next_id: AtomicU64,
+    store: Arc<store::ResponseStore>,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -111,13 +116,14 @@ impl std::fmt::Debug for Gateway {
 
 impl Gateway {
     /// A gateway running requests on `client` (built from `settings` and `env`, with whatever
-    /// adapter factories the binary adds, such as `local`).
+    /// adapter factories the binary adds, such as `local`), keeping responses in `store`.
     pub fn new(
         client: Client,
         settings: Settings,
         env: Arc<dyn Environment + Send + Sync>,
         keys: InboundKeys,
         limits: Limits,
+        store: store::ResponseStore,
     ) -> Arc<Self> {
         Arc::new(Self {
             client,
@@ -127,7 +133,7 @@ impl Gateway {
             in_flight: Arc::new(Semaphore::new(limits.max_in_flight.max(1))),
             metrics: Arc::default(),
             limits,
-            next_id: AtomicU64::new(1),
+            store: Arc::new(store),
         })
     }
 
@@ -146,6 +152,11 @@ impl Gateway {
         let api = Router::new()
             .route("/v1/chat/completions", post(handler::chat_completions))
             .route("/v1/responses", post(handler::responses_create))
+            .route(
+                "/v1/responses/{id}",
+                get(stored::retrieve).delete(stored::delete),
+            )
+            .route("/v1/responses/{id}/input_items", get(stored::input_items))
             .route("/v1/models", get(list_models))
             .route("/metrics", get(metrics))
             .layer(axum::middleware::from_fn_with_state(
@@ -234,6 +245,8 @@ fn endpoint(request: &Request) -> &'static str {
     {
         Some("/v1/chat/completions") => "/v1/chat/completions",
         Some("/v1/responses") => "/v1/responses",
+        Some("/v1/responses/{id}") => "/v1/responses/{id}",
+        Some("/v1/responses/{id}/input_items") => "/v1/responses/{id}/input_items",
         Some("/v1/models") => "/v1/models",
         Some("/metrics") => "/metrics",
         _ => "other",

@@ -10,6 +10,7 @@ use clap::Parser;
 use geode::ProcessEnv;
 use geode::llm::engine::EngineProcess;
 use geode_gateway::auth::{InboundKeys, KeysSource};
+use geode_gateway::store::{ResponseStore, StoreSettings};
 use geode_gateway::{Gateway, Limits};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -153,11 +154,19 @@ fn run(args: GatewayArgs) -> anyhow::Result<u8> {
         max_connections: args.max_connections as usize,
         client_timeout: args.client_timeout,
     };
-    let gateway = Gateway::new(client, settings, Arc::new(ProcessEnv), keys, limits);
+    let store = match StoreSettings::from_config(&settings.gateway.store, &ProcessEnv) {
+        Ok(s) => s,
+        Err(e) => return usage(format!("bad [gateway.store]: {e}")),
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     rt.block_on(async {
+        let store = match ResponseStore::open(&store) {
+            Ok(s) => s,
+            Err(e) => return usage(format!("cannot open the response store: {e}")),
+        };
+        let gateway = Gateway::new(client, settings, Arc::new(ProcessEnv), keys, limits, store);
         let listener = match tokio::net::TcpListener::bind(args.listen).await {
             Ok(l) => l,
             Err(e) => return usage(format!("cannot listen on {}: {e}", args.listen)),

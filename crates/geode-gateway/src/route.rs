@@ -149,7 +149,7 @@ mod tests {
         assert!(cache(Some("false"), Some(true)).unwrap());
         assert!(!cache(None, Some(false)).unwrap());
         assert_eq!(
-            cache(Some("no"), None).unwrap_err().param,
+            cache(Some("no"), None).unwrap_err().param.as_deref(),
             Some("x-geode-cache")
         );
     }
@@ -162,7 +162,7 @@ mod tests {
         assert!(!repair(true, Some("false"), None).unwrap());
         assert!(!repair(false, Some("true"), Some(false)).unwrap());
         let bad = repair(false, Some("yes"), None).unwrap_err();
-        assert_eq!(bad.param, Some("x-geode-repair"));
+        assert_eq!(bad.param.as_deref(), Some("x-geode-repair"));
     }
 
     #[test]
@@ -236,7 +236,7 @@ mod tests {
         );
         let bad = require(Require::BestEffort, Some("strict"), None).unwrap_err();
         assert_eq!(
-            (bad.code, bad.param),
+            (bad.code, bad.param.as_deref()),
             ("invalid_request", Some("x-geode-require"))
         );
     }

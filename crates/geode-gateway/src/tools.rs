@@ -145,7 +145,7 @@ mod tests {
             ToolChoice::Tool("f".into())
         );
         let e = read_choice(json!({"type": "function", "name": "g"})).unwrap_err();
-        assert_eq!(e.param, Some("tool_choice"));
+        assert_eq!(e.param.as_deref(), Some("tool_choice"));
         let e = read_choice(json!({"type": "allowed_tools"})).unwrap_err();
         assert_eq!(e.code, "unsupported_parameter");
     }

@@ -141,8 +141,9 @@ fn redact(url: &str) -> String {
 /// How the connection manager reconnects. redis 0.32 hands `factor` to its backoff as the growth
 /// per try from a 1 s start, so its default (100) made the second reconnection wait the 60 s
 /// cap, six times over (a first connection to a Redis that is down took minutes, and a stop
-/// could not end it): grow by 2 up to 2 s, and give each TCP connect 5 s.
-pub(crate) fn manager_config() -> ConnectionManagerConfig {
+/// could not end it): grow by 2 up to 2 s, and give each TCP connect 5 s. Public for the
+/// gateway's response store, which connects the same way.
+pub fn manager_config() -> ConnectionManagerConfig {
     ConnectionManagerConfig::new()
         .set_factor(2)
         .set_max_delay(2000)

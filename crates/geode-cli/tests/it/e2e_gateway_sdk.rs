@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 const INBOUND: &str = "gw-sdk-inbound-key-5d1e8b";
 
-fn cache() -> PathBuf {
+pub(crate) fn cache() -> PathBuf {
     std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache"))
@@ -19,7 +19,7 @@ fn cache() -> PathBuf {
 }
 
 /// The venv `scripts/install-venv.sh openai-sdk` builds (`make setup`).
-fn python() -> PathBuf {
+pub(crate) fn python() -> PathBuf {
     let python = cache().join("venv/openai-sdk/bin/python");
     assert!(
         python.is_file(),
@@ -84,7 +84,7 @@ async fn the_official_python_sdk_parses_refuses_calls_tools_and_reads_the_ledger
         String::from_utf8_lossy(&out.stderr),
         gw.log()
     );
-    assert!(stdout.contains("15 passed"), "{stdout}");
+    assert!(stdout.contains("16 passed"), "{stdout}");
     assert!(!gw.log().contains(INBOUND));
 }
 
@@ -123,7 +123,7 @@ async fn the_official_typescript_sdk_parses_with_zod_refuses_streams_and_calls_t
         gw.log()
     );
     assert!(
-        stdout.contains("pass 9") && stdout.contains("fail 0"),
+        stdout.contains("pass 10") && stdout.contains("fail 0"),
         "{stdout}"
     );
     assert!(!gw.log().contains(INBOUND));

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
 mod cli;
+mod conformance_responses;
 mod e2e_any_root;
 mod e2e_batch;
 mod e2e_budgets;
@@ -11,6 +12,7 @@ mod e2e_cache;
 mod e2e_cli_adapters;
 mod e2e_gateway;
 mod e2e_gateway_sdk;
+mod e2e_gateway_store;
 mod e2e_gateway_tools;
 mod e2e_http;
 mod e2e_local_engine;

@@ -126,3 +126,27 @@ test("a zodFunction tool call parses, and its result continues to a parsed answe
   assert.equal(second.choices[0].finish_reason, "stop");
   assert.ok(["accept", "reject"].includes(second.choices[0].message.parsed.decision));
 });
+
+test("a conversation continued by previous_response_id, then retrieved and deleted", async () => {
+  const first = await client.responses.create({
+    model: "openai-payg",
+    input: [{ role: "user", content: "Remember the word heliotrope." }],
+  });
+  assert.equal(first.status, "completed");
+  assert.equal(first.store, true);
+  const second = await client.responses.create({
+    model: "openai-payg",
+    previous_response_id: first.id,
+    input: "Which word was it?",
+  });
+  assert.equal(second.status, "completed");
+  assert.equal(second.previous_response_id, first.id);
+  assert.notEqual(second.id, first.id);
+  const again = await client.responses.retrieve(first.id);
+  assert.equal(again.id, first.id);
+  assert.equal(again.output_text, first.output_text);
+  const items = await client.responses.inputItems.list(first.id);
+  assert.deepEqual(items.data.map((i) => i.type), ["message"]);
+  await client.responses.delete(first.id);
+  await assert.rejects(client.responses.retrieve(first.id), (e) => e instanceof OpenAI.NotFoundError);
+});

@@ -221,3 +221,22 @@ def test_responses_function_calls_and_their_outputs():
         tools=tools,
     )
     assert isinstance(second.output_parsed, Decision)
+
+
+def test_a_conversation_continued_by_previous_response_id_then_retrieved_and_deleted():
+    first = client().responses.create(
+        model="openai-payg", input=[{"role": "user", "content": "Remember the word heliotrope."}]
+    )
+    assert first.status == "completed" and first.store is True
+    second = client().responses.create(
+        model="openai-payg", previous_response_id=first.id, input="Which word was it?"
+    )
+    assert second.status == "completed"
+    assert second.previous_response_id == first.id and second.id != first.id
+    again = client().responses.retrieve(first.id)
+    assert again.id == first.id and again.output_text == first.output_text
+    items = client().responses.input_items.list(first.id)
+    assert [i.type for i in items.data] == ["message"]
+    assert client().responses.delete(first.id) is None  # the SDK reads the deletion and returns None
+    with pytest.raises(openai.NotFoundError):
+        client().responses.retrieve(first.id)

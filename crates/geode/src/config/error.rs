@@ -64,13 +64,14 @@ pub enum ConfigError {
         message: String,
     },
     /// A project's `geode.toml` (the working directory's) chooses what only a trusted file may
-    /// (where credentials go, where cached answers come from), and the user has not trusted it
-    /// as it is ([`trust`]).
+    /// (where credentials go, where cached answers come from, where the gateway keeps stored
+    /// responses), and the user has not trusted it as it is ([`trust`]).
     #[error(
-        "{path} chooses what only a trusted file may ({}: where credentials go or where cached \
-         answers come from); if you trust this file, run `geode config trust` (or `python -m \
-         geode trust-config`) beside it (it is trusted as it is now: a change asks again), or \
-         move these settings to ~/.config/geode/config.toml or the environment",
+        "{path} chooses what only a trusted file may ({}: where credentials go, where cached \
+         answers come from or where stored responses are kept); if you trust this file, run \
+         `geode config trust` (or `python -m geode trust-config`) beside it (it is trusted as it \
+         is now: a change asks again), or move these settings to ~/.config/geode/config.toml or \
+         the environment",
         settings.join(", ")
     )]
     Untrusted {

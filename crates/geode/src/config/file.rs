@@ -6,7 +6,7 @@ use crate::llm::registry::{AdapterSpec, Billing, ProviderConfig, is_env_name, sp
 use crate::vocab::Require;
 use serde::Deserialize;
 use std::collections::BTreeMap;
-use std::num::NonZeroU64;
+use std::num::{NonZeroU64, NonZeroUsize};
 use std::path::PathBuf;
 
 /// Per-adapter settings.
@@ -48,6 +48,66 @@ pub struct GatewayConfig {
     pub require: Require,
     /// Names clients may send as `model`, each for a route (`[gateway.models.NAME]`).
     pub models: BTreeMap<String, ModelAlias>,
+    /// Where and for how long stored responses are kept (`[gateway.store]`).
+    pub store: GatewayStoreConfig,
+}
+
+/// The gateway's stored responses (`[gateway.store]`): what the Responses API's `store`,
+/// `previous_response_id` and `GET /v1/responses/{id}` read. On unless `enabled = false`; the
+/// gateway resolves the defaults (a directory under the user's cache, 30 days, 10,000 entries).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GatewayStoreConfig {
+    /// Whether responses are stored at all.
+    pub enabled: bool,
+    /// The directory of the embedded store (relative: from the working directory).
+    pub dir: Option<PathBuf>,
+    /// A Redis URL shared by gateways: `redis://[USER:PASSWORD@]HOST:PORT/NAME`.
+    pub url: Option<String>,
+    /// The largest age of a stored response: seconds, or a duration text (`"30d"`).
+    pub max_age: Option<CacheTtl>,
+    /// The most responses kept (embedded store); the oldest go first.
+    pub max_entries: Option<NonZeroUsize>,
+    /// The most bytes of stored responses (embedded store); one response may take a sixteenth.
+    pub max_bytes: Option<NonZeroU64>,
+}
+
+impl Default for GatewayStoreConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            dir: None,
+            url: None,
+            max_age: None,
+            max_entries: None,
+            max_bytes: None,
+        }
+    }
+}
+
+impl GatewayStoreConfig {
+    /// The key and the reason of the first bad value, if any.
+    fn check(&self) -> Result<(), (String, String)> {
+        let key = |k: &str| format!("[gateway.store] {k}");
+        if self.dir.is_some() && self.url.is_some() {
+            return Err((
+                "[gateway.store]".to_owned(),
+                "give `dir` (this machine) or `url` (Redis), not both".to_owned(),
+            ));
+        }
+        if let Some(url) = &self.url
+            && !url.starts_with("redis://")
+        {
+            return Err((
+                key("url"),
+                "must be redis://HOST:PORT/NAME (a directory goes in `dir`)".to_owned(),
+            ));
+        }
+        if let Some(Err(e)) = self.max_age.as_ref().map(CacheTtl::duration) {
+            return Err((key("max_age"), e.to_string()));
+        }
+        Ok(())
+    }
 }
 
 /// The response cache (`[cache]`, [`crate::cache`]): `dir` or `url`, and a TTL. The command
@@ -206,6 +266,10 @@ impl Config {
         if let Some(Err(e)) = cfg.cache.ttl.as_ref().map(CacheTtl::duration) {
             return Err(setting("[cache] ttl".to_owned(), e.to_string()));
         }
+        cfg.gateway
+            .store
+            .check()
+            .map_err(|(key, message)| setting(key, message))?;
         for (name, adapter) in &cfg.adapters {
             if adapter.model.as_ref().is_some_and(|m| m.trim().is_empty()) {
                 return Err(setting(

@@ -62,6 +62,9 @@
 //! [gateway]                            # geode gateway: the least guarantee of every request
 //! require = "wired"
 //!
+//! [gateway.store]                      # stored responses (store, previous_response_id)
+//! max_age = "30d"                      # dir = "..." or url = "redis://..."; enabled = false
+//!
 //! [gateway.models.fast]                # `"model": "fast"` routes here
 //! adapter = "openai-payg"
 //! model = "gpt-5-mini"
@@ -76,7 +79,8 @@ pub mod trust;
 
 pub use error::ConfigError;
 pub use file::{
-    AdapterConfig, CacheConfig, CacheTtl, Config, GatewayConfig, Limits, ModelAlias, Timeouts,
+    AdapterConfig, CacheConfig, CacheTtl, Config, GatewayConfig, GatewayStoreConfig, Limits,
+    ModelAlias, Timeouts,
 };
 pub use load::MAX_CONFIG_BYTES;
 pub use settings::{MAX_RESPONSE_BYTES_ENV, Settings};

@@ -206,6 +206,53 @@ fn unknown_adapters_are_refused() {
 }
 
 #[test]
+fn geode_toml_takes_a_gateway_store_table_and_refuses_a_bad_one() {
+    let c = Config::parse("", "geode.toml").unwrap();
+    assert!(c.gateway.store.enabled, "on unless the file says otherwise");
+    assert_eq!(c.gateway.store, GatewayStoreConfig::default());
+    let c = Config::parse(
+        "[gateway.store]\ndir = \"s\"\nmax_age = \"2d\"\nmax_entries = 7\nmax_bytes = 4096\nenabled = false\n",
+        "geode.toml",
+    )
+    .unwrap();
+    let store = &c.gateway.store;
+    assert_eq!(store.dir.as_deref(), Some(Path::new("s")));
+    assert_eq!(
+        store.max_age.as_ref().unwrap().duration().unwrap(),
+        Duration::from_secs(2 * 86_400)
+    );
+    assert_eq!(store.max_entries.map(|n| n.get()), Some(7));
+    assert_eq!(store.max_bytes.map(|n| n.get()), Some(4096));
+    assert!(!store.enabled);
+    let c = Config::parse(
+        "[gateway.store]\nurl = \"redis://127.0.0.1:6379/r\"\nmax_age = 60\n",
+        "geode.toml",
+    )
+    .unwrap();
+    assert_eq!(
+        c.settings(&Vars(vec![])).unwrap().gateway.store,
+        c.gateway.store
+    );
+    for (bad, key) in [
+        (
+            "[gateway.store]\ndir = \"s\"\nurl = \"redis://h:1/r\"\n",
+            "[gateway.store]",
+        ),
+        ("[gateway.store]\nurl = \"s\"\n", "[gateway.store] url"),
+        (
+            "[gateway.store]\nmax_age = \"soon\"\n",
+            "[gateway.store] max_age",
+        ),
+        ("[gateway.store]\nmax_age = 0\n", "[gateway.store] max_age"),
+        ("[gateway.store]\nmax_entries = 0\n", "line 2, column 15"),
+        ("[gateway.store]\nsize = 3\n", "size"),
+    ] {
+        let e = Config::parse(bad, "geode.toml").unwrap_err().to_string();
+        assert!(e.contains(key), "{bad}: {e}");
+    }
+}
+
+#[test]
 fn geode_toml_takes_a_cache_table_and_refuses_a_bad_one() {
     let c = Config::parse("[cache]\ndir = \"c\"\nttl = \"1h\"\n", "geode.toml").unwrap();
     assert_eq!(c.cache.dir.as_deref(), Some(Path::new("c")));

@@ -11,6 +11,7 @@
 //! | `[adapters.NAME] base_url` of an adapter that signs its requests (a key, an OAuth login), off its default origin (scheme, host and port: `http://api.openai.com` is not `https://api.openai.com`) | the credential would go where the file chose, or in clear |
 //! | `[providers.NAME]` with a `key_env` | the file names both the variable and the host |
 //! | `[cache] dir`, `[cache] url` | answers would be read from where the file chose: a repository could ship entries that claim any guarantee |
+//! | `[gateway.store] dir`, `[gateway.store] url` | the gateway's stored conversations would be written where the file chose (a Redis of its own), or read from there (a repository could ship a context that every `previous_response_id` continues) |
 //!
 //! A loopback host is exempt from the first two: the key stays on this machine. The user's own
 //! config (`~/.config/geode/config.toml`), the environment and flags are the user's, and never
@@ -61,6 +62,12 @@ pub fn untrusted_choices(cfg: &Config) -> Vec<String> {
     }
     if cfg.cache.url.is_some() {
         found.push("[cache] url".to_owned());
+    }
+    if cfg.gateway.store.dir.is_some() {
+        found.push("[gateway.store] dir".to_owned());
+    }
+    if cfg.gateway.store.url.is_some() {
+        found.push("[gateway.store] url".to_owned());
     }
     found
 }
@@ -272,6 +279,25 @@ mod tests {
             vec!["[cache] url"]
         );
         assert_eq!(redirects("[cache]\nttl = \"1h\"\n"), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_gateway_store_location_needs_trust_and_its_bounds_do_not() {
+        assert_eq!(
+            redirects("[gateway.store]\ndir = \"planted\"\n"),
+            vec!["[gateway.store] dir"]
+        );
+        assert_eq!(
+            redirects("[gateway.store]\nurl = \"redis://127.0.0.1:6379/x\"\n"),
+            vec!["[gateway.store] url"],
+            "even on loopback: the conversations would go to a Redis the file chose"
+        );
+        for fine in [
+            "[gateway.store]\nmax_age = \"1d\"\nmax_entries = 5\nmax_bytes = 4096\n",
+            "[gateway.store]\nenabled = false\n",
+        ] {
+            assert_eq!(redirects(fine), Vec::<String>::new(), "{fine}");
+        }
     }
 
     #[test]

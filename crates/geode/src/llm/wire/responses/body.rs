@@ -10,7 +10,8 @@ use std::borrow::Cow;
 #[derive(Debug, Serialize)]
 pub(super) struct Body<'a> {
     pub model: &'a str,
-    pub instructions: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<&'a str>,
     pub input: Vec<Item<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<Tool<'a>>,

@@ -8,7 +8,7 @@
 //!
 //! | field | value |
 //! |---|---|
-//! | `instructions` | the system prompt, or `Mode: general assistance.` when empty |
+//! | `instructions` | the system prompt; when it is empty, none on the platform API (nothing the caller did not write), and `Mode: general assistance.` on the ChatGPT backend, which has refused requests without instructions (docs/wire.md) |
 //! | `input` | user/assistant text as `message` items (`input_text` / `output_text` parts); `ToolUse` → `function_call`; `ToolResult` → `function_call_output` |
 //! | `tools` | flat `{"type":"function",name,description,parameters,"strict":false}`: explicit, since the API defaults it to true and would reject non-strict parameter schemas; codex sends the same; arguments are validated locally |
 //! | `tool_choice` | `auto` / `required` (Any) / `none` / `{"type":"function","name"}`, with `parallel_tool_calls: true` |
@@ -77,7 +77,8 @@ pub struct Options {
 /// The most function tools one request may carry.
 pub const MAX_TOOLS: usize = 128;
 
-/// The instructions sent when the system prompt is empty (GEODE's fallback).
+/// The instructions the ChatGPT backend gets when the system prompt is empty (GEODE's
+/// fallback): that backend has refused requests without them.
 pub const DEFAULT_INSTRUCTIONS: &str = "Mode: general assistance.";
 
 /// A built request: the serialised body and how the schema went on the wire.
@@ -133,10 +134,10 @@ pub fn build(
     });
     let body = body::Body {
         model: &req.model,
-        instructions: if req.system_prompt.is_empty() {
-            DEFAULT_INSTRUCTIONS
-        } else {
-            &req.system_prompt
+        instructions: match (req.system_prompt.is_empty(), opts.backend) {
+            (false, _) => Some(&req.system_prompt),
+            (true, Backend::Codex) => Some(DEFAULT_INSTRUCTIONS),
+            (true, Backend::Platform) => None,
         },
         input: body::input(req),
         tools: req.tools.iter().map(body::tool).collect(),

@@ -129,9 +129,11 @@ fn backend_invariants_store_stream_instructions_and_max_tokens() {
     for b in [&p, &c] {
         assert_eq!(b["store"], json!(false));
         assert_eq!(b["stream"], json!(true));
-        assert_eq!(b["instructions"], json!(DEFAULT_INSTRUCTIONS));
         assert!(b.get("prompt_cache_key").is_none());
     }
+    // Nothing the caller did not write goes to the platform API.
+    assert!(p.get("instructions").is_none(), "{p}");
+    assert_eq!(c["instructions"], json!(DEFAULT_INSTRUCTIONS));
     assert_eq!(p["max_output_tokens"], json!(8192));
     assert!(c.get("max_output_tokens").is_none());
     let json_only = Options {
