@@ -155,10 +155,12 @@ pub fn completion(r: &Reply, answer: &Answer) -> Value {
 }
 
 fn finish_reason(answer: &Answer) -> &'static str {
-    if answer.tool_calls.is_empty() {
-        "stop"
-    } else {
+    if !answer.tool_calls.is_empty() {
         "tool_calls"
+    } else if crate::convert::cut(answer) {
+        "length"
+    } else {
+        "stop"
     }
 }
 

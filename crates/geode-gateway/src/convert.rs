@@ -165,6 +165,25 @@ pub fn new_id() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// A run's end as both endpoints answer it. Free text cut at the output limit is an answer, as
+/// OpenAI's APIs give it (Responses `incomplete`, Chat `finish_reason: "length"`): the status
+/// says it is cut, and nothing claims it whole. An answer with a format that was cut has no
+/// value to give, so it stays an error.
+pub fn settle(
+    result: Result<Answer, geode::RunError>,
+    free_text: bool,
+) -> Result<Answer, ApiError> {
+    match result {
+        Err(geode::RunError::Truncated { last, .. }) if free_text => Ok(*last),
+        other => other.map_err(ApiError::from_run),
+    }
+}
+
+/// Whether `answer` was cut at the output limit (only free text gets this far cut: [`settle`]).
+pub fn cut(answer: &Answer) -> bool {
+    answer.termination == geode::vocab::TerminationReason::Truncated
+}
+
 /// The time now, in Unix seconds.
 pub fn now() -> u64 {
     std::time::SystemTime::now()

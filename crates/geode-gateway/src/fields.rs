@@ -75,24 +75,37 @@ pub const RESPONSES: &[Field] = &[
     ),
     (
         "text",
-        Use::Carried("`format`: the schema, `json_object` or free text; `verbosity`: `medium` only"),
+        Use::Carried(
+            "`format`: the schema, `json_object` or free text; `verbosity`: `medium` only",
+        ),
     ),
     ("tools", Use::Carried("the client's function tools")),
     ("tool_choice", Use::Carried("how the model may use them")),
-    ("temperature", Use::Carried("the sampling temperature (reasoning models take none: [wire](wire.md))")),
+    (
+        "temperature",
+        Use::Carried("the sampling temperature (reasoning models take none: [wire](wire.md))"),
+    ),
     ("max_output_tokens", Use::Carried("the output token limit")),
     (
         "reasoning",
-        Use::Carried("`effort`: the reasoning effort, for routes that take one; `summary`: null only"),
+        Use::Carried(
+            "`effort`: the reasoning effort, for routes that take one; `summary`: null only",
+        ),
     ),
     ("stream", Use::Carried("the answer as events")),
-    ("geode", Use::Carried("geode's extension: require, repair, cache")),
+    (
+        "geode",
+        Use::Carried("geode's extension: require, repair, cache"),
+    ),
     (
         "stream_options",
         Use::Kept("`include_obfuscation`: geode never pads its events"),
     ),
     ("metadata", Use::Kept("the client's labels")),
-    ("safety_identifier", Use::Kept("the client's end-user label")),
+    (
+        "safety_identifier",
+        Use::Kept("the client's end-user label"),
+    ),
     ("prompt_cache_key", Use::Kept("a provider cache hint")),
     ("user", Use::Kept("the older end-user label")),
     (
@@ -103,8 +116,14 @@ pub const RESPONSES: &[Field] = &[
     ("presence_penalty", Use::AtDefault("0", zero)),
     ("frequency_penalty", Use::AtDefault("0", zero)),
     ("top_logprobs", Use::AtDefault("0", zero)),
-    ("truncation", Use::AtDefault("`disabled` or `auto`", any_truncation)),
-    ("service_tier", Use::AtDefault("`auto` or `default`", standard_tier)),
+    (
+        "truncation",
+        Use::AtDefault("`disabled` or `auto`", any_truncation),
+    ),
+    (
+        "service_tier",
+        Use::AtDefault("`auto` or `default`", standard_tier),
+    ),
     ("background", Use::AtDefault("false", no)),
     ("max_tool_calls", Use::AtDefault("null", null)),
     ("include", Use::AtDefault("`[]`", empty)),
@@ -112,7 +131,10 @@ pub const RESPONSES: &[Field] = &[
         "conversation",
         Use::Refused("conversations continue by `previous_response_id`"),
     ),
-    ("prompt", Use::Refused("stored prompt templates are not served")),
+    (
+        "prompt",
+        Use::Refused("stored prompt templates are not served"),
+    ),
     ("response_format", Use::Foreign("text.format")),
     ("messages", Use::Foreign("input")),
     ("max_tokens", Use::Foreign("max_output_tokens")),
@@ -132,21 +154,36 @@ pub const CHAT: &[Field] = &[
     ),
     ("tools", Use::Carried("the client's function tools")),
     ("tool_choice", Use::Carried("how the model may use them")),
-    ("temperature", Use::Carried("the sampling temperature (reasoning models take none: [wire](wire.md))")),
-    ("max_completion_tokens", Use::Carried("the output token limit")),
-    ("max_tokens", Use::Carried("the output token limit (older name)")),
+    (
+        "temperature",
+        Use::Carried("the sampling temperature (reasoning models take none: [wire](wire.md))"),
+    ),
+    (
+        "max_completion_tokens",
+        Use::Carried("the output token limit"),
+    ),
+    (
+        "max_tokens",
+        Use::Carried("the output token limit (older name)"),
+    ),
     (
         "reasoning_effort",
         Use::Carried("the reasoning effort, for routes that take one"),
     ),
     ("stream", Use::Carried("the answer as chunks")),
-    ("geode", Use::Carried("geode's extension: require, repair, cache")),
+    (
+        "geode",
+        Use::Carried("geode's extension: require, repair, cache"),
+    ),
     (
         "stream_options",
         Use::Kept("the last chunk always carries usage"),
     ),
     ("metadata", Use::Kept("the client's labels")),
-    ("safety_identifier", Use::Kept("the client's end-user label")),
+    (
+        "safety_identifier",
+        Use::Kept("the client's end-user label"),
+    ),
     ("prompt_cache_key", Use::Kept("a provider cache hint")),
     ("user", Use::Kept("the older end-user label")),
     (
@@ -159,14 +196,20 @@ pub const CHAT: &[Field] = &[
     ("frequency_penalty", Use::AtDefault("0", zero)),
     ("logprobs", Use::AtDefault("false", no)),
     ("top_logprobs", Use::AtDefault("0", zero)),
-    ("service_tier", Use::AtDefault("`auto` or `default`", standard_tier)),
+    (
+        "service_tier",
+        Use::AtDefault("`auto` or `default`", standard_tier),
+    ),
     ("store", Use::AtDefault("false", no)),
     ("modalities", Use::AtDefault("`[\"text\"]`", text_only)),
     ("verbosity", Use::AtDefault("`medium`", medium)),
     ("seed", Use::Refused(SAMPLING)),
     ("stop", Use::Refused(SAMPLING)),
     ("logit_bias", Use::Refused(SAMPLING)),
-    ("prediction", Use::Refused("predicted outputs are not served")),
+    (
+        "prediction",
+        Use::Refused("predicted outputs are not served"),
+    ),
     ("audio", Use::Refused("audio output is not served")),
     (
         "web_search_options",
@@ -197,7 +240,9 @@ pub fn markdown(table: &[Field]) -> String {
                 format!("accepted at its default, {default}; any other value is refused")
             }
             Use::Refused(why) => format!("refused: {why}"),
-            Use::Foreign(ours) => format!("refused: the other endpoint's field; this one takes {ours}"),
+            Use::Foreign(ours) => {
+                format!("refused: the other endpoint's field; this one takes {ours}")
+            }
         };
         out.push_str(&format!("| `{name}` | {what} |\n"));
     }
@@ -247,7 +292,11 @@ mod tests {
     #[test]
     fn unknown_refused_and_off_default_fields_are_named() {
         for (table, sent, param) in [
-            (RESPONSES, json!({"model": "m", "frobnicate": 1}), "frobnicate"),
+            (
+                RESPONSES,
+                json!({"model": "m", "frobnicate": 1}),
+                "frobnicate",
+            ),
             (RESPONSES, json!({"top_p": 0.5}), "top_p"),
             (RESPONSES, json!({"background": true}), "background"),
             (RESPONSES, json!({"conversation": "c"}), "conversation"),

@@ -6,8 +6,8 @@
 use crate::convert::Reply;
 use crate::error::ApiError;
 use crate::observe::{Access, Ending};
-use crate::stream::{self, Progress, Written};
 use crate::stored::Keep;
+use crate::stream::{self, Progress, Written};
 use crate::{Gateway, body, chat, convert, fields, ledger, responses, route};
 use axum::Json;
 use axum::extract::{Request, State};
@@ -20,7 +20,11 @@ use std::sync::Arc;
 use tokio::sync::OwnedSemaphorePermit;
 
 /// The body as a JSON object whose every field [`fields::check`] passes, or OpenAI's 400.
-fn json_body(body: &[u8], api: &str, table: &[fields::Field]) -> Result<Map<String, Value>, ApiError> {
+fn json_body(
+    body: &[u8],
+    api: &str,
+    table: &[fields::Field],
+) -> Result<Map<String, Value>, ApiError> {
     let value: Value = serde_json::from_slice(body)
         .map_err(|e| ApiError::invalid("body", format!("the body is not a valid request: {e}")))?;
     let Value::Object(map) = value else {
@@ -238,7 +242,13 @@ async fn serve_one<E: Endpoint>(
     .apply(&mut task);
     let id = convert::new_id();
     let keep = if req.stores() && gw.store.enabled() {
-        Some(Keep::new(&gw.store, scope, &id, req.input_items(&id)?, earlier))
+        Some(Keep::new(
+            &gw.store,
+            scope,
+            &id,
+            req.input_items(&id)?,
+            earlier,
+        ))
     } else {
         None
     };
@@ -318,7 +328,7 @@ async fn serve_one<E: Endpoint>(
     }
     let run = gw.client.run_task(task, |_, _| {});
     let answer = match tokio::time::timeout(gw.limits.request_timeout, run).await {
-        Ok(result) => result.map_err(ApiError::from_run)?,
+        Ok(result) => convert::settle(result, !reply.shaped)?,
         Err(_) => return Err(ApiError::timeout()),
     };
     drop(slot);

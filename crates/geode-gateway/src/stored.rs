@@ -3,10 +3,10 @@
 //! `input_items`, and `DELETE`. Every lookup is under the inbound key's scope: a response made
 //! with one key is not found with another, exactly as an id that never existed.
 
+use crate::Gateway;
 use crate::auth::Tenant;
 use crate::error::ApiError;
 use crate::store::{ResponseStore, Stored};
-use crate::Gateway;
 use axum::Json;
 use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
@@ -55,7 +55,11 @@ impl Keep {
             input_items: self.input_items.clone(),
             context,
         };
-        match self.store.put(self.scope.as_deref(), &self.id, &entry).await {
+        match self
+            .store
+            .put(self.scope.as_deref(), &self.id, &entry)
+            .await
+        {
             Ok(()) => true,
             Err(e) => {
                 tracing::warn!(error = %e, "a response could not be stored");
@@ -71,7 +75,9 @@ pub async fn context(
     scope: Option<&str>,
     id: &str,
 ) -> Result<Vec<Value>, ApiError> {
-    Ok(find(store, scope, id, "previous_response_id").await?.context)
+    Ok(find(store, scope, id, "previous_response_id")
+        .await?
+        .context)
 }
 
 async fn find(
@@ -129,7 +135,9 @@ pub async fn delete(
     Path(id): Path<String>,
 ) -> Response {
     match gw.store.delete(scope(&tenant), &id).await {
-        Ok(true) => Json(json!({ "id": id, "object": "response", "deleted": true })).into_response(),
+        Ok(true) => {
+            Json(json!({ "id": id, "object": "response", "deleted": true })).into_response()
+        }
         Ok(false) => not_found("response_id").into_response(),
         Err(e) => unavailable(&e).into_response(),
     }
@@ -186,7 +194,10 @@ fn list(mut items: Vec<Value>, page: &Page) -> Result<Value, ApiError> {
     }
     let has_more = items.len() > limit;
     items.truncate(limit);
-    let first = items.first().map(|i| i["id"].clone()).unwrap_or(Value::Null);
+    let first = items
+        .first()
+        .map(|i| i["id"].clone())
+        .unwrap_or(Value::Null);
     let last = items.last().map(|i| i["id"].clone()).unwrap_or(Value::Null);
     Ok(json!({
         "object": "list", "data": items, "first_id": first, "last_id": last, "has_more": has_more,
@@ -224,9 +235,19 @@ mod tests {
         assert_eq!(ids(&next), ["i2", "i1"]);
         let asc = list(items(3), &page(None, Some("asc"), None)).unwrap();
         assert_eq!(ids(&asc), ["i0", "i1", "i2"]);
-        assert_eq!((asc["first_id"].as_str(), asc["has_more"].as_bool()), (Some("i0"), Some(false)));
-        for bad in [page(Some(0), None, None), page(None, Some("up"), None), page(None, None, Some("x"))] {
-            assert_eq!(list(items(3), &bad).unwrap_err().status, StatusCode::BAD_REQUEST);
+        assert_eq!(
+            (asc["first_id"].as_str(), asc["has_more"].as_bool()),
+            (Some("i0"), Some(false))
+        );
+        for bad in [
+            page(Some(0), None, None),
+            page(None, Some("up"), None),
+            page(None, None, Some("x")),
+        ] {
+            assert_eq!(
+                list(items(3), &bad).unwrap_err().status,
+                StatusCode::BAD_REQUEST
+            );
         }
     }
 }

@@ -121,7 +121,7 @@ pub fn run(
             }));
         });
         let end = match tokio::time::timeout(timeout, run).await {
-            Ok(result) => result.map(Box::new).map_err(ApiError::from_run),
+            Ok(result) => crate::convert::settle(result, relay).map(Box::new),
             Err(_) => Err(ApiError::timeout()),
         };
         let rest = flush(&scrub_end);

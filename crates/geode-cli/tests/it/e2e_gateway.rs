@@ -630,6 +630,18 @@ pub(crate) fn sse_events(text: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// A Responses stream's events, less the `[DONE]` line it must end with.
+#[track_caller]
+pub(crate) fn responses_events(text: &str) -> Vec<(String, String)> {
+    let mut events = sse_events(text);
+    assert_eq!(
+        events.pop(),
+        Some((String::new(), "[DONE]".to_owned())),
+        "the stream must end with [DONE]: {text}"
+    );
+    events
+}
+
 pub(crate) async fn post_text(url: &str, body: &Value) -> (u16, String, String) {
     let resp = reqwest::Client::new()
         .post(url)
@@ -744,7 +756,7 @@ async fn a_responses_stream_sends_the_events_in_order_and_completes_with_the_led
     });
     let (status, _, text) = post_text(&gw.url("/v1/responses"), &request).await;
     assert_eq!(status, 200, "{text}");
-    let events = sse_events(&text);
+    let events = responses_events(&text);
     let names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
         &names[..4],

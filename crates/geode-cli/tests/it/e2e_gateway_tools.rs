@@ -169,7 +169,7 @@ async fn responses_tool_calls_come_back_as_items_streamed_or_not_and_continue() 
     streamed["stream"] = json!(true);
     let (status, _, text) = post_text(&gw.url("/v1/responses"), &streamed).await;
     assert_eq!(status, 200, "{text}");
-    let events = sse_events(&text);
+    let events = crate::e2e_gateway::responses_events(&text);
     let names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
         names,

@@ -144,7 +144,8 @@ pub fn events(r: &Reply, step: Progress, w: &mut Written) -> Vec<Event> {
                     ),
                 ]);
             }
-            events.push(event(w, "response.completed", json!({ "response": done })));
+            let kind = format!("response.{}", object::status(&answer));
+            events.push(event(w, &kind, json!({ "response": done })));
             events.push(done_marker());
             events
         }

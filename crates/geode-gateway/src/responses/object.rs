@@ -14,12 +14,18 @@ pub fn echo(sent: &Map<String, Value>, stored: bool) -> Map<String, Value> {
     let reasoning = got("reasoning");
     let mut out = Map::new();
     for (k, v) in [
-        ("previous_response_id", or("previous_response_id", Value::Null)),
+        (
+            "previous_response_id",
+            or("previous_response_id", Value::Null),
+        ),
         ("instructions", or("instructions", Value::Null)),
         ("tools", tools(got("tools"))),
         ("tool_choice", or("tool_choice", json!("auto"))),
         ("truncation", or("truncation", json!("disabled"))),
-        ("parallel_tool_calls", or("parallel_tool_calls", json!(true))),
+        (
+            "parallel_tool_calls",
+            or("parallel_tool_calls", json!(true)),
+        ),
         (
             "text",
             json!({
@@ -55,7 +61,9 @@ pub fn echo(sent: &Map<String, Value>, stored: bool) -> Map<String, Value> {
 
 /// The request's function tools as the response lists them.
 fn tools(sent: Option<&Value>) -> Value {
-    let list = sent.and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+    let list = sent
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
     let field = |t: &Value, k: &str| t.get(k).cloned().unwrap_or(Value::Null);
     Value::Array(
         list.iter()
@@ -148,14 +156,20 @@ pub fn response(r: &Reply, answer: &Answer) -> Value {
     completed(r, answer, with_message)
 }
 
-/// The completed response, with the message item or without it.
+/// The finished response, with the message item or without it: `completed`, or `incomplete`
+/// for free text cut at the output limit ([`crate::convert::settle`]).
 pub fn completed(r: &Reply, answer: &Answer, with_message: bool) -> Value {
     let usage = &answer.usage;
-    let mut out = shell(r, "completed");
-    out["completed_at"] = json!(crate::convert::now());
+    let status = status(answer);
+    let mut out = shell(r, status);
+    if crate::convert::cut(answer) {
+        out["incomplete_details"] = json!({ "reason": "max_output_tokens" });
+    } else {
+        out["completed_at"] = json!(crate::convert::now());
+    }
     let mut items = Vec::new();
     if with_message {
-        items.push(message(r, "completed", &r.content(answer).unwrap_or_default()));
+        items.push(message(r, status, &r.content(answer).unwrap_or_default()));
     }
     items.extend(
         answer
@@ -174,6 +188,15 @@ pub fn completed(r: &Reply, answer: &Answer, with_message: bool) -> Value {
     });
     out["geode"] = r.geode(answer);
     out
+}
+
+/// The status of the response that ends with `answer`.
+pub fn status(answer: &Answer) -> &'static str {
+    if crate::convert::cut(answer) {
+        "incomplete"
+    } else {
+        "completed"
+    }
 }
 
 /// The response failed with `error` (its code and message).
