@@ -52,7 +52,7 @@ async fn a_conversation_continues_by_id_survives_a_restart_and_is_forgotten_on_d
     )
     .await;
     let mut sb = sandbox(&openai, &glm);
-    sb.var("GEODE_GATEWAY_KEYS", &format!("{KEY_A},{KEY_B}"));
+    sb.var("GEODE_GATEWAY_KEYS", format!("{KEY_A},{KEY_B}"));
     let mut gw = Gateway::start(&sb, &[]);
     let (status, first) = call(
         &gw,
@@ -179,7 +179,7 @@ async fn two_gateways_on_one_redis_continue_each_others_conversations() {
     )
     .await;
     let mut sb = sandbox(&openai, &glm);
-    sb.var("GEODE_GATEWAY_KEYS", &format!("{KEY_A},{KEY_B}"));
+    sb.var("GEODE_GATEWAY_KEYS", format!("{KEY_A},{KEY_B}"));
     sb.trusted_config(&format!(
         "[gateway.store]\nurl = \"redis://127.0.0.1:{}/responses\"\n",
         redis.port
