@@ -83,7 +83,7 @@ pub const RESPONSES: &[Field] = &[
     ("tool_choice", Use::Carried("how the model may use them")),
     (
         "temperature",
-        Use::Carried("the sampling temperature (reasoning models take none: [wire](wire.md))"),
+        Use::Carried("the sampling temperature (reasoning models take none: [wire](./wire.md))"),
     ),
     ("max_output_tokens", Use::Carried("the output token limit")),
     (
@@ -156,7 +156,7 @@ pub const CHAT: &[Field] = &[
     ("tool_choice", Use::Carried("how the model may use them")),
     (
         "temperature",
-        Use::Carried("the sampling temperature (reasoning models take none: [wire](wire.md))"),
+        Use::Carried("the sampling temperature (reasoning models take none: [wire](./wire.md))"),
     ),
     (
         "max_completion_tokens",

@@ -8,8 +8,9 @@
 //! * A constraint llguidance cannot compile is [`AdapterError::Unsupported`] with llguidance's
 //!   reason, before any token is generated (fail closed). A missing model is
 //!   [`AdapterError::Config`] naming the path and how to fetch it.
-//! * Tools are not supported: a request that requires a tool call is refused; offered tools are
-//!   otherwise ignored.
+//! * The caller's tools are called in the grammar's format ([`crate::tool_call`]): a call is
+//!   always well-formed, names an offered tool and matches its parameter schema; it comes back
+//!   as a tool use (stop reason `tool_use`), and its text is never streamed as answer text.
 //! * Sampling: `temperature` from the request (default 0.7, `<= 0` greedy), seed from
 //!   `metadata.seed` (an unsigned integer; default 1234, so calls are reproducible on one build).
 //! * A schema is decoded narrowed ([`crate::tighten`]), to fit the request's `max_tokens`
@@ -24,7 +25,7 @@ use crate::error::LocalError;
 use crate::prompt::turns_from_request;
 use geode::llm::adapter::Adapter;
 use geode::llm::call::{AdapterError, CallCx};
-use geode::llm::request::{AdapterCallRequest, AdapterResponse, ToolChoice, WireReport};
+use geode::llm::request::{AdapterCallRequest, AdapterResponse, WireReport};
 use geode::vocab::{StopReason, StructuredOutputMode, Usage};
 use std::sync::{Arc, OnceLock};
 
@@ -105,21 +106,18 @@ impl Adapter for LocalAdapter {
         req: AdapterCallRequest,
         cx: &CallCx,
     ) -> Result<AdapterResponse, AdapterError> {
-        if !req.tools.is_empty() && matches!(req.tool_choice, ToolChoice::Any | ToolChoice::Tool(_))
-        {
-            return Err(AdapterError::Unsupported {
-                adapter: ADAPTER_NAME.to_owned(),
-                message: "the local adapter cannot make tool calls".to_owned(),
-            });
-        }
         let constraint = Constraint::from_request(&req).map_err(to_adapter_error)?;
+        let tools = matches!(constraint, Constraint::Tools { .. });
         let transforms = constraint.decoding_transforms(req.max_tokens);
         let options = GenerateOptions {
             max_tokens: req.max_tokens,
             temperature: req.temperature,
             seed: seed_from_metadata(&req),
             stop_sequences: req.stop_sequences.clone(),
-            on_text: cx.on_text.clone(),
+            on_text: match &cx.on_text {
+                Some(sink) if tools => Some(crate::tool_call::Hold::wrap(sink.clone())),
+                sink => sink.clone(),
+            },
         };
         let turns = turns_from_request(&req);
         let source = self.clone();
@@ -151,19 +149,27 @@ impl Adapter for LocalAdapter {
             })
             .await?;
         let constrained = req.response_schema.is_some() || req.text_constraint.is_some();
+        let call = tools
+            .then(|| crate::tool_call::parse(&generation.text))
+            .flatten();
+        let (text, tool_uses) = match call {
+            Some(call) => (String::new(), vec![call]),
+            None => (generation.text, Vec::new()),
+        };
         Ok(AdapterResponse {
-            text: generation.text,
-            tool_uses: Vec::new(),
+            stop_reason: match generation.finish {
+                _ if !tool_uses.is_empty() => StopReason::ToolUse,
+                FinishReason::EndTurn => StopReason::EndTurn,
+                FinishReason::MaxTokens => StopReason::MaxTokens,
+                FinishReason::StopSequence => StopReason::StopSequence,
+            },
+            text,
+            tool_uses,
             usage: Usage {
                 input_tokens: count(generation.prompt_tokens),
                 output_tokens: count(generation.completion_tokens),
                 cached_input_tokens: count(generation.cached_prompt_tokens),
                 cost_usd: None,
-            },
-            stop_reason: match generation.finish {
-                FinishReason::EndTurn => StopReason::EndTurn,
-                FinishReason::MaxTokens => StopReason::MaxTokens,
-                FinishReason::StopSequence => StopReason::StopSequence,
             },
             structured: None,
             wire: WireReport {
@@ -244,7 +250,7 @@ mod tests {
         let s = ResponseSchema::from_value(json!({"type": "object"})).unwrap();
         assert_eq!(a.wire_mode(Some(&s)), StructuredOutputMode::Constrained);
         assert_eq!(a.wire_mode(None), StructuredOutputMode::None);
-        assert!(!a.supports_tools());
+        assert!(a.supports_tools());
         assert_eq!(a.name(), "local");
     }
 

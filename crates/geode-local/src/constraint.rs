@@ -15,9 +15,13 @@
 //!   Lark string syntax), so the whole answer is exactly one of the strings, unquoted.
 //! * Regex: llguidance's regex, matched against the whole answer.
 //! * Grammar: a Lark grammar in llguidance's dialect.
+//! * Tools: a call to one of the caller's tools, or (unless one is required) the answer, as a
+//!   Lark grammar embedding both schemas ([`crate::tool_call`]). Tools beside a choice, regex
+//!   or grammar are refused: the answer then has no JSON or free-text form to offer beside a call.
 
 use crate::error::LocalError;
 use crate::tighten::tighten_within;
+use crate::tool_call::{Offer, call_rule};
 use geode::llm::request::AdapterCallRequest;
 use geode::schema::{ResponseSchema, TextConstraint};
 use geode::vocab::Transform;
@@ -39,12 +43,41 @@ pub enum Constraint {
     Regex(String),
     /// The text derives from this Lark grammar (llguidance dialect).
     Grammar(String),
+    /// A call to one of the offered tools, or the answer under `answer` (`None` or
+    /// `JsonSchema`) when no call is required.
+    Tools {
+        /// The tools, and whether a call is required.
+        offer: Offer,
+        /// The answer's constraint when the model does not call.
+        answer: Box<Constraint>,
+    },
 }
 
 impl Constraint {
     /// The constraint carried by a request: its `response_schema` or its `text_constraint`.
     /// Both at once cannot be enforced together and are refused.
     pub fn from_request(req: &AdapterCallRequest) -> Result<Self, LocalError> {
+        let answer = Self::answer(req)?;
+        let Some(offer) = Offer::new(&req.tools, &req.tool_choice)? else {
+            return Ok(answer);
+        };
+        if !matches!(answer, Self::None | Self::JsonSchema(_)) {
+            return Err(LocalError::Constraint {
+                kind: "tools",
+                reason: format!(
+                    "tools and a {} constraint cannot be enforced together",
+                    answer.kind()
+                ),
+            });
+        }
+        Ok(Self::Tools {
+            offer,
+            answer: Box::new(answer),
+        })
+    }
+
+    /// The answer's own constraint: the request's schema or text constraint.
+    fn answer(req: &AdapterCallRequest) -> Result<Self, LocalError> {
         match (&req.response_schema, &req.text_constraint) {
             (None, None) => Ok(Self::None),
             (Some(schema), None) => Ok(Self::JsonSchema(schema.clone())),
@@ -73,7 +106,7 @@ impl Constraint {
         }
     }
 
-    /// A short name: `none`, `json_schema`, `choice`, `regex` or `grammar`.
+    /// A short name: `none`, `json_schema`, `choice`, `regex`, `grammar` or `tools`.
     pub fn kind(&self) -> &'static str {
         match self {
             Self::None => "none",
@@ -81,6 +114,7 @@ impl Constraint {
             Self::Choice(_) => "choice",
             Self::Regex(_) => "regex",
             Self::Grammar(_) => "grammar",
+            Self::Tools { .. } => "tools",
         }
     }
 
@@ -95,6 +129,7 @@ impl Constraint {
     pub fn decoding_transforms(&self, max_tokens: u32) -> Vec<Transform> {
         match self {
             Self::JsonSchema(schema) => tighten_within(schema, max_tokens).transforms,
+            Self::Tools { answer, .. } => answer.decoding_transforms(max_tokens),
             _ => Vec::new(),
         }
     }
@@ -111,13 +146,14 @@ impl Constraint {
         Ok(Some(match self {
             Self::None => return Ok(None),
             Self::JsonSchema(schema) => {
-                let decoding = tighten_within(schema, max_tokens).schema;
-                crate::shortest::check(&decoding, max_tokens, longest_token)?;
-                TopLevelGrammar::from_json_schema(decoding)
+                TopLevelGrammar::from_json_schema(decoding(schema, max_tokens, longest_token)?)
             }
             Self::Choice(options) => TopLevelGrammar::from_lark(choice_grammar(options)?),
             Self::Regex(rx) => TopLevelGrammar::from_regex(rx),
             Self::Grammar(lark) => TopLevelGrammar::from_lark(lark.clone()),
+            Self::Tools { offer, answer } => {
+                TopLevelGrammar::from_lark(tools_grammar(offer, answer, max_tokens, longest_token)?)
+            }
         }))
     }
 
@@ -148,6 +184,43 @@ impl Constraint {
             None => Ok(Some(matcher)),
         }
     }
+}
+
+/// `schema` narrowed for answers of at most `max_tokens`, refused when even its shortest answer
+/// needs more ([`crate::shortest::check`]).
+fn decoding(
+    schema: &ResponseSchema,
+    max_tokens: u32,
+    longest_token: usize,
+) -> Result<Value, LocalError> {
+    let decoding = tighten_within(schema, max_tokens).schema;
+    crate::shortest::check(&decoding, max_tokens, longest_token)?;
+    Ok(decoding)
+}
+
+/// `start: call` or `start: call | answer`, the answer being its schema's JSON or free text.
+fn tools_grammar(
+    offer: &Offer,
+    answer: &Constraint,
+    max_tokens: u32,
+    longest_token: usize,
+) -> Result<String, LocalError> {
+    let call = offer.call_schema(max_tokens)?;
+    crate::shortest::check(&call, max_tokens, longest_token)?;
+    let rule = call_rule(&call);
+    if offer.required {
+        return Ok(format!("start: call\n{rule}"));
+    }
+    let answer = match answer {
+        Constraint::JsonSchema(schema) => {
+            format!(
+                "answer: %json {}\n",
+                decoding(schema, max_tokens, longest_token)?
+            )
+        }
+        _ => "answer: TEXT\nTEXT: /(?s:.*)/\n".to_owned(),
+    };
+    Ok(format!("start: call | answer\n{rule}{answer}"))
 }
 
 /// `start: "a" | "b"` with JSON-escaped literals; an empty list cannot be satisfied.

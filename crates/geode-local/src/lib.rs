@@ -50,6 +50,7 @@ pub mod prompt;
 pub mod shortest;
 mod slots;
 pub mod tighten;
+pub mod tool_call;
 
 pub use adapter::LocalAdapter;
 pub use constraint::Constraint;

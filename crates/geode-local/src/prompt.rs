@@ -1,12 +1,14 @@
 //! The chat prompt: [`ChatTurn`]s from an [`AdapterCallRequest`], rendered with the GGUF's template.
 //!
-//! Contract: the system prompt (when non-empty) is the first turn; every message becomes one turn
-//! in order; tool calls and tool results, which this adapter never produces, are rendered as text
-//! rather than dropped. Rendering uses llama.cpp's built-in template engine on the template stored
+//! Contract: the system prompt (when non-empty) is the first turn, followed by the offered
+//! tools and their call format ([`crate::tool_call::instructions`]); every message becomes one
+//! turn in order; earlier tool calls are written in the format the model calls in, and tool
+//! results inside `<tool_response>` tags. Rendering uses llama.cpp's built-in template engine on the template stored
 //! in the GGUF (`tokenizer.chat_template`; ChatML for SmolLM2) and ends with the opening of the
 //! assistant turn.
 
 use crate::error::LocalError;
+use crate::tool_call::{CLOSE, OPEN, Offer, instructions};
 use geode::llm::request::{AdapterCallRequest, ContentBlock, Role};
 use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
 
@@ -53,8 +55,16 @@ impl ChatTurn {
 /// The turns of a request: the system prompt (if any), then every message.
 pub fn turns_from_request(req: &AdapterCallRequest) -> Vec<ChatTurn> {
     let mut turns = Vec::with_capacity(req.messages.len() + 1);
-    if !req.system_prompt.is_empty() {
-        turns.push(ChatTurn::new(ChatRole::System, req.system_prompt.clone()));
+    let mut system = req.system_prompt.clone();
+    // An offer the constraint refuses fails the call before this prompt is used.
+    if let Ok(Some(offer)) = Offer::new(&req.tools, &req.tool_choice) {
+        if !system.is_empty() {
+            system.push_str("\n\n");
+        }
+        system.push_str(&instructions(&offer));
+    }
+    if !system.is_empty() {
+        turns.push(ChatTurn::new(ChatRole::System, system));
     }
     for message in &req.messages {
         let role = match message.role {
@@ -70,16 +80,15 @@ pub fn turns_from_request(req: &AdapterCallRequest) -> Vec<ChatTurn> {
 fn block_text(block: &ContentBlock) -> String {
     match block {
         ContentBlock::Text { text } => text.clone(),
-        ContentBlock::ToolUse { name, input, .. } => format!("[tool call {name}: {input}]"),
+        ContentBlock::ToolUse { name, input, .. } => {
+            let name = serde_json::Value::String(name.clone());
+            format!("{OPEN}{{\"name\": {name}, \"arguments\": {input}}}{CLOSE}")
+        }
         ContentBlock::ToolResult {
             content, is_error, ..
         } => {
-            let label = if *is_error {
-                "tool error"
-            } else {
-                "tool result"
-            };
-            format!("[{label}: {content}]")
+            let error = if *is_error { " error=\"true\"" } else { "" };
+            format!("<tool_response{error}>{content}</tool_response>")
         }
     }
 }
@@ -113,6 +122,7 @@ pub(crate) fn render(
 mod tests {
     use super::*;
     use geode::llm::request::Message;
+    use serde_json::json;
 
     #[test]
     fn system_prompt_comes_first_and_blocks_are_kept() {
@@ -128,8 +138,36 @@ mod tests {
         let turns = turns_from_request(&req);
         assert_eq!(turns[0], ChatTurn::new(ChatRole::System, "be brief"));
         assert_eq!(turns[1], ChatTurn::new(ChatRole::User, "hi"));
-        assert_eq!(turns[2], ChatTurn::new(ChatRole::User, "[tool result: 42]"));
+        assert_eq!(
+            turns[2],
+            ChatTurn::new(ChatRole::User, "<tool_response>42</tool_response>")
+        );
         assert_eq!(turns[3], ChatTurn::new(ChatRole::Assistant, "ok"));
+    }
+
+    #[test]
+    fn offered_tools_follow_the_system_prompt_and_calls_keep_the_call_format() {
+        let mut req = AdapterCallRequest::new(
+            "",
+            vec![
+                Message::user("weather?"),
+                Message::tool_call("c1", "get_weather", json!({"city": "Oslo"})),
+            ],
+        );
+        req.tools = vec![geode::llm::request::ToolSpec {
+            name: "get_weather".to_owned(),
+            description: "the weather".to_owned(),
+            input_schema: json!({"type": "object"}),
+        }];
+        let turns = turns_from_request(&req);
+        assert_eq!(turns[0].role, ChatRole::System);
+        assert!(turns[0].content.contains("\"get_weather\""), "{turns:?}");
+        assert_eq!(
+            turns[2].content,
+            r#"<tool_call>{"name": "get_weather", "arguments": {"city":"Oslo"}}</tool_call>"#
+        );
+        req.tool_choice = geode::llm::request::ToolChoice::None;
+        assert_eq!(turns_from_request(&req)[0].role, ChatRole::User);
     }
 
     #[test]

@@ -21,6 +21,12 @@ over the local model. Environment:
                             one passes; unset: its scenario is skipped
   GEODE_MAX_OUTPUT_TOKENS   optional: sent as every request's output budget (a slow model); a
                             response cut by it may then be `incomplete` (`max_output_tokens`)
+  GEODE_TOOL_CHOICE         optional: the tool scenarios' `tool_choice` when a call is wanted
+                            (`required` for a model too small to choose well; the call's form is
+                            the grammar's either way); the round trip's second request then sends
+                            `none`, as a client that wants the answer does
+  GEODE_TOOL_BUDGET         optional: the tool scenarios' output budget (a call is longer than
+                            GEODE_MAX_OUTPUT_TOKENS allows)
 """
 
 import json
@@ -42,6 +48,9 @@ TOOL_MODEL = os.environ.get("GEODE_TOOL_MODEL", "")
 TOOL_SKIP_REASON = os.environ.get("GEODE_TOOL_SKIP_REASON", "GEODE_TOOL_MODEL is not set")
 RETRY_MODEL = os.environ.get("GEODE_RETRY_MODEL", "")
 BUDGET = int(os.environ["GEODE_MAX_OUTPUT_TOKENS"]) if os.environ.get("GEODE_MAX_OUTPUT_TOKENS") else None
+
+TOOL_CHOICE = os.environ.get("GEODE_TOOL_CHOICE", "")
+TOOL_BUDGET = int(os.environ["GEODE_TOOL_BUDGET"]) if os.environ.get("GEODE_TOOL_BUDGET") else None
 
 needs_tools = pytest.mark.skipif(not TOOL_MODEL, reason=TOOL_SKIP_REASON)
 
@@ -110,6 +119,21 @@ def request(model: str = MODEL, **fields) -> dict:
     if BUDGET is not None:
         body.setdefault("max_output_tokens", BUDGET)
     return body
+
+
+def tool_fields(choice: str, budget_field: str) -> dict:
+    """The tool scenarios' `tool_choice` and budget, when the run sets them."""
+    fields = {}
+    if TOOL_CHOICE:
+        fields["tool_choice"] = choice
+    if TOOL_BUDGET is not None:
+        fields[budget_field] = TOOL_BUDGET
+    return fields
+
+
+def tool_request(wanted: str = TOOL_CHOICE, **fields) -> dict:
+    """A Responses request on the tool route, offering the weather tool."""
+    return request(TOOL_MODEL, tools=[WEATHER_TOOL], **tool_fields(wanted, "max_output_tokens"), **fields)
 
 
 def chat_request(model: str = MODEL, **fields) -> dict:
@@ -389,7 +413,7 @@ def test_a_system_message_item_then_a_user_one():
 
 @needs_tools
 def test_a_function_tool_is_called_with_a_function_call_item():
-    sent = request(TOOL_MODEL, input=[user("Is it raining in Lisbon?")], tools=[WEATHER_TOOL])
+    sent = tool_request(input=[user("Is it raining in Lisbon?")])
     body = create(sent)
     found = calls(body)
     assert found, f"no function_call item: {body['output']}"
@@ -400,7 +424,7 @@ def test_a_function_tool_is_called_with_a_function_call_item():
 
 @needs_tools
 def test_a_streamed_function_call_sends_its_item_and_argument_events():
-    sent = request(TOOL_MODEL, input=[user("Is it raining in Lisbon?")], tools=[WEATHER_TOOL])
+    sent = tool_request(input=[user("Is it raining in Lisbon?")])
     events, final = stream(sent)
     added = [e for e in events if e["type"] == "response.output_item.added" and e["item"]["type"] == "function_call"]
     done = [e for e in events if e["type"] == "response.output_item.done" and e["item"]["type"] == "function_call"]
@@ -435,13 +459,12 @@ def test_a_conversation_sent_as_user_assistant_user_items():
 
 @needs_tools
 def test_a_function_call_output_continues_by_previous_response_id():
-    first = create(request(TOOL_MODEL, input=[user("Is it raining in Lisbon?")], tools=[WEATHER_TOOL]))
+    first = create(tool_request(input=[user("Is it raining in Lisbon?")]))
     call = calls(first)[0]
-    sent = request(
-        TOOL_MODEL,
+    sent = tool_request(
+        "none",
         previous_response_id=first["id"],
         input=[{"type": "function_call_output", "call_id": call["call_id"], "output": '{"sky": "clear"}'}],
-        tools=[WEATHER_TOOL],
     )
     second = create(sent)
     assert second["status"] == "completed", second
@@ -701,6 +724,7 @@ def test_chat_tool_calls_are_the_sdks_types_streamed_or_not():
         TOOL_MODEL,
         messages=[{"role": "user", "content": "Is it raining in Lisbon?"}],
         tools=[{"type": "function", "function": {k: WEATHER_TOOL[k] for k in ("name", "description", "parameters")}}],
+        **tool_fields(TOOL_CHOICE, "max_completion_tokens"),
     )
     completion = ChatCompletion.model_validate(ok_json(post("/chat/completions", sent)), strict=True)
     assert completion.choices[0].finish_reason == "tool_calls"

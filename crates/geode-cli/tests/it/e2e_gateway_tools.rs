@@ -288,7 +288,7 @@ async fn bad_tool_requests_are_refused_naming_the_field_never_dropped() {
 async fn a_route_that_takes_no_tools_refuses_them_before_any_call() {
     let sb = Sandbox::with_local_model();
     let gw = Gateway::start(&sb, &[]);
-    let mut request = decision_request("local");
+    let mut request = decision_request("claude-cli");
     request["tools"] = chat_tools();
     let (status, _, body) = gw.chat(&request, &[]).await;
     assert_eq!(status, 400, "{body}");
@@ -298,7 +298,7 @@ async fn a_route_that_takes_no_tools_refuses_them_before_any_call() {
         body["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("local takes no tools"),
+            .contains("claude-cli takes no tools"),
         "{body}"
     );
 }

@@ -8,3 +8,4 @@ mod client_local;
 mod common;
 mod real_model;
 mod slots;
+mod tool_calls;

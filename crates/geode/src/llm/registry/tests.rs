@@ -32,7 +32,7 @@ fn openai_mode_follows_the_strict_check() {
 
 #[test]
 fn cli_adapters_do_not_forward_framework_tools() {
-    for n in ["claude-cli", "codex-cli", "local"] {
+    for n in ["claude-cli", "codex-cli"] {
         assert!(!spec(n).unwrap().framework_tools, "{n}");
     }
 }
