@@ -215,6 +215,9 @@ async fn a_continuation_by_previous_response_id_sends_the_stored_turns_upstream(
             "Which word was that?",
         ],
     );
+    // The first request's instructions are not carried over, and none are made up.
+    assert!(!sent.contains("You keep words in mind."), "{sent}");
+    assert!(!sent.contains("general assistance"), "{sent}");
     assert_eq!(model_calls(openai).len(), 2);
 
     // A tool round trip: the second request sends only the call's output.
