@@ -39,6 +39,7 @@ pub(crate) fn run(args: AdaptersArgs) -> anyhow::Result<u8> {
                     "tools_with_schema": a.tools_with_schema,
                     "streaming": a.streaming,
                     "limits": a.limits,
+                    "inputs": a.inputs.words(),
                     "credentials": a.credential_text(),
                     "configured": a.is_configured(&env),
                 })
@@ -60,18 +61,25 @@ pub(crate) fn run(args: AdaptersArgs) -> anyhow::Result<u8> {
         .max()
         .unwrap_or(0)
         .max(5);
+    let inputs_w = adapters
+        .iter()
+        .map(|a| a.inputs.short().len())
+        .max()
+        .unwrap_or(0)
+        .max(6);
     println!(
-        "{:<name_w$} {:<modes_w$} {:<11} {:<6} {:<6} {:<10} credentials",
-        "adapter", "modes", "guarantee", "tools", "tools+", "configured"
+        "{:<name_w$} {:<modes_w$} {:<11} {:<6} {:<6} {:<inputs_w$} {:<10} credentials",
+        "adapter", "modes", "guarantee", "tools", "tools+", "inputs", "configured"
     );
     for a in &adapters {
         println!(
-            "{:<name_w$} {:<modes_w$} {:<11} {:<6} {:<6} {:<10} {}",
+            "{:<name_w$} {:<modes_w$} {:<11} {:<6} {:<6} {:<inputs_w$} {:<10} {}",
             a.name,
             a.schema_route.modes_text(),
             a.schema_route.best_mode().level().as_str(),
             if a.framework_tools { "yes" } else { "no" },
             if a.tools_with_schema { "yes" } else { "no" },
+            a.inputs.short(),
             if a.is_configured(&env) { "yes" } else { "no" },
             a.credential_text()
         );

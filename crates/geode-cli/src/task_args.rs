@@ -4,7 +4,7 @@
 
 use clap::Args;
 use geode::config::Settings;
-use geode::protocol::WorkerRequest;
+use geode::protocol::{PartRef, WorkerRequest};
 use geode::schema::validate::Validation;
 use geode::schema::{ResponseSchema, TextConstraint};
 use geode::vocab::Require;
@@ -71,6 +71,14 @@ pub(crate) struct TaskArgs {
     /// accepted under --require wired or enforced. Also `repair = true` in geode.toml.
     #[arg(long)]
     repair: bool,
+    /// An image the model looks at (PNG, JPEG, GIF or WebP, read from its bytes): a file, an
+    /// https URL (passed to a wire that takes URLs) or a data: URL. Repeatable.
+    #[arg(long, value_name = "FILE|URL")]
+    image: Vec<String>,
+    /// A document the model reads (PDF or plain text): a file, an https URL or a data: URL.
+    /// Repeatable.
+    #[arg(long, value_name = "FILE|URL")]
+    file: Vec<String>,
 }
 
 /// A positive, finite number of seconds (`NaN`, `inf`, `0` and negatives are usage errors).
@@ -112,10 +120,19 @@ impl TaskArgs {
             }
             (None, None) => Output::Text,
         };
+        for part in self.parts() {
+            task.parts.push(part.load()?);
+        }
         self.overrides(settings).apply(&mut task);
         task.formats = self.formats.into();
         task.validation = self.validation.into();
         Ok(task)
+    }
+
+    /// `--image` and `--file`, in that order.
+    fn parts(&self) -> impl Iterator<Item = PartRef> + '_ {
+        let images = self.image.iter().map(|s| PartRef::Image(s.clone()));
+        images.chain(self.file.iter().map(|s| PartRef::Document(s.clone())))
     }
 
     /// What these flags change of a task, over the configured timeout and repair: the same
@@ -166,6 +183,7 @@ impl TaskArgs {
         req.formats = args.formats.into();
         req.repair = args.repair || settings.repair;
         req.validation = args.validation.into();
+        req.parts = args.parts().collect();
         req.check()?;
         Ok(req)
     }

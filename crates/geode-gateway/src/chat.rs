@@ -96,10 +96,15 @@ impl ChatRequest {
         let mut turns = Conversation::new();
         let bad = turns_error("messages");
         for m in &self.messages {
-            let text = convert::content_text(&m.content, "messages")?;
             match (m.role.as_str(), &m.tool_call_id) {
-                ("tool", Some(id)) => turns.push_tool_result(id, text).map_err(&bad)?,
-                (role, _) => turns.push(role, text).map_err(&bad)?,
+                ("tool", Some(id)) => {
+                    let text = convert::content_text(&m.content, "messages")?;
+                    turns.push_tool_result(id, text).map_err(&bad)?;
+                }
+                (role, _) => {
+                    let (text, parts) = convert::content_parts(&m.content, "messages")?;
+                    turns.push_parts(role, text, parts).map_err(&bad)?;
+                }
             }
             for call in &m.tool_calls {
                 let f = &call.function;

@@ -5,6 +5,7 @@
 use crate::error::ApiError;
 use geode::ConversationError;
 use geode::ResponseSchema;
+use geode::media::Media;
 use geode::{Answer, Output, Task};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -30,27 +31,51 @@ pub fn turns_error(field: &'static str) -> impl Fn(ConversationError) -> ApiErro
     move |e| ApiError::invalid(field, e.to_string())
 }
 
-/// The text of a message's `content`: a string, or the text parts of a list (`text`,
-/// `input_text`, `output_text`); any other part is refused, never dropped.
+/// The text of a message's `content` where only text may be (system turns, tool output): a
+/// string, or the text parts of a list; an image or file there is refused, never dropped.
 pub fn content_text(content: &Value, field: &'static str) -> Result<String, ApiError> {
+    let (text, parts) = content_parts(content, field)?;
+    if !parts.is_empty() {
+        return Err(ApiError::unsupported(
+            field,
+            "images and files are taken in user messages only",
+        ));
+    }
+    Ok(text)
+}
+
+/// The text and the images and documents of a message's `content`: a string, or a list of
+/// text parts (`text`, `input_text`, `output_text`), images (Chat `image_url`, Responses
+/// `input_image`) and files (Chat `file`, Responses `input_file`); any other part is refused,
+/// never dropped. Media comes from data URLs or `https` URLs only: the gateway reads no path.
+pub fn content_parts(
+    content: &Value,
+    field: &'static str,
+) -> Result<(String, Vec<Media>), ApiError> {
     match content {
-        Value::String(s) => Ok(s.clone()),
-        Value::Null => Ok(String::new()),
-        Value::Array(parts) => {
+        Value::String(s) => Ok((s.clone(), Vec::new())),
+        Value::Null => Ok((String::new(), Vec::new())),
+        Value::Array(items) => {
             let mut text = String::new();
-            for p in parts {
+            let mut parts = Vec::new();
+            for p in items {
                 let kind = p.get("type").and_then(Value::as_str).unwrap_or("?");
                 match (kind, p.get("text").and_then(Value::as_str)) {
                     ("text" | "input_text" | "output_text", Some(t)) => text.push_str(t),
+                    ("image_url" | "input_image" | "file" | "input_file", _) => {
+                        parts.push(crate::media::part(p, kind, field)?);
+                    }
                     _ => {
                         return Err(ApiError::unsupported(
                             field,
-                            format!("content parts of type {kind} are not supported; send text"),
+                            format!(
+                                "content parts of type {kind} are not supported; send text, images or files"
+                            ),
                         ));
                     }
                 }
             }
-            Ok(text)
+            Ok((text, parts))
         }
         _ => Err(ApiError::invalid(
             field,

@@ -9,6 +9,7 @@
 //! | the schema does not compile | 400 | `invalid_schema` |
 //! | a tool's `parameters` do not compile, or two tools share a name | 400 | `invalid_tools` |
 //! | the route's adapter takes no tools and the request offers some | 400 | `unsupported_parameter` |
+//! | no route can take the request's images or documents (before any upstream call) | 400 | `unsupported_input` |
 //! | the request is malformed or asks for something the gateway does not do | 400 | `invalid_request` / `unsupported_parameter` |
 //! | no inbound key, or a wrong one | 401 | `invalid_api_key` |
 //! | the `model` names no route | 404 | `model_not_found` |
@@ -139,6 +140,11 @@ impl ApiError {
                 last,
                 ..
             } => Self::not_enforceable(message).with_ledger(last.ledger),
+            RunError::Refused {
+                why: Refusal::InputsNotTaken,
+                last,
+                ..
+            } => Self::inputs_not_taken(message).with_ledger(last.ledger),
             RunError::Refused { last, .. } => {
                 Self::invalid("text_constraint", message).with_ledger(last.ledger)
             }
@@ -237,7 +243,12 @@ impl ApiError {
                 let unconfigured = reasons
                     .iter()
                     .all(|r| r.kind == RejectionKind::NotConfigured);
-                let e = if unconfigured {
+                let inputs = reasons
+                    .iter()
+                    .any(|r| r.kind == RejectionKind::InputsNotTaken);
+                let e = if inputs {
+                    Self::inputs_not_taken(message)
+                } else if unconfigured {
                     Self::new(
                         StatusCode::SERVICE_UNAVAILABLE,
                         "server_error",
@@ -271,6 +282,15 @@ impl ApiError {
                 message,
             ),
         }
+    }
+
+    fn inputs_not_taken(message: String) -> Self {
+        Self::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            "unsupported_input",
+            message,
+        )
     }
 
     fn not_enforceable(message: String) -> Self {

@@ -10,6 +10,7 @@
 //! | [`responses`] | `POST /v1/responses`: the same for the Responses API, complete as the Open Responses specification asks |
 //! | [`fields`] | every request field of both endpoints: carried, kept, accepted at its default, or refused |
 //! | [`stored`] | what a stored response keeps, `previous_response_id`, `GET`/`DELETE /v1/responses/{id}`, `input_items` |
+//! | [`media`] | image and file content parts (Chat `image_url` / `file`, Responses `input_image` / `input_file`) into geode's parts |
 //! | [`convert`] | what both share: turns into a task, text out of content parts, a format into the task's output |
 //! | `handler.rs` | the endpoints' shared path: slot, task, run, answer or stream, access log |
 //! | [`route`] | the request's `model` → a route; the per-request policy |
@@ -38,6 +39,7 @@ pub mod error;
 pub mod fields;
 mod handler;
 pub mod ledger;
+pub mod media;
 pub mod models;
 pub mod observe;
 pub mod responses;

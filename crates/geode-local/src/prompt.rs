@@ -90,6 +90,9 @@ fn block_text(block: &ContentBlock) -> String {
             let error = if *is_error { " error=\"true\"" } else { "" };
             format!("<tool_response{error}>{content}</tool_response>")
         }
+        // Never reached: the model takes text only, and the worker refuses parts before any
+        // call (the `local` row's inputs).
+        ContentBlock::Image { .. } | ContentBlock::Document { .. } => String::new(),
     }
 }
 

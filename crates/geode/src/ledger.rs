@@ -173,6 +173,9 @@ pub struct GuaranteeLedger {
     pub adapter: String,
     /// The model asked for.
     pub model: String,
+    /// Every image and document the call sent (kind, type, size, SHA-256; never the content).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inputs: Vec<crate::media::PartRecord>,
     /// How the schema (or constraint) went on the wire on the last call.
     pub wire_mode: StructuredOutputMode,
     /// Every rewrite of the schema for the wire.

@@ -14,6 +14,7 @@
 //! | module | job |
 //! |---|---|
 //! | [`schema`] | the contract: the schema type, strict check, extraction, validation, dialects |
+//! | [`media`] | what a prompt holds beside text: images and documents, their type read from the bytes, what each route takes |
 //! | [`llm`] | one call: request/response, the adapter trait, wires, adapters, registry, routing |
 //! | [`agent`] | many calls: the typed task, the worker and its retry, the loop, tools, subtasks, the process protocol |
 //! | [`batch`] | many tasks from JSONL: resume, whole-line results, pacing, the summary |
@@ -112,6 +113,7 @@ pub mod config;
 pub mod digest;
 pub mod ledger;
 pub mod llm;
+pub mod media;
 pub mod protocol;
 #[cfg(feature = "redis")]
 pub mod redis;

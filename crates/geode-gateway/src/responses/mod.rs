@@ -15,6 +15,7 @@
 //! | `stream: true` | the spec's events in order, numbered from 0, then `[DONE]` |
 //! | `tools`, `tool_choice` | the client's tools ([`crate::tools`]) |
 //! | `function_call`, `function_call_output` items | the calls and their results, in the task's history |
+//! | `input_image`, `input_file` parts of user messages | the user turn's images and documents ([`crate::media`]) |
 //! | other items (`reasoning`, built-in tool calls, ...) | refused with `unsupported_parameter` |
 //! | every other field | as [`crate::fields::RESPONSES`] says: kept, accepted at its default, or refused |
 //!
@@ -173,9 +174,10 @@ fn input_item(turns: &mut Conversation, item: &Value) -> Result<(), ApiError> {
         .unwrap_or("message")
     {
         "message" => {
-            let text = convert::content_text(item.get("content").unwrap_or(&Value::Null), "input")?;
+            let content = item.get("content").unwrap_or(&Value::Null);
+            let (text, parts) = convert::content_parts(content, "input")?;
             let role = item.get("role").and_then(Value::as_str).unwrap_or("?");
-            turns.push(role, text).map_err(bad)
+            turns.push_parts(role, text, parts).map_err(bad)
         }
         "function_call" => turns
             .push_tool_call(field("call_id"), field("name"), field("arguments"))

@@ -162,6 +162,7 @@ pub struct AgenticLoop {
     options: LoopOptions,
     tools: Arc<ToolRegistry>,
     history: Vec<Message>,
+    parts: Vec<ContentBlock>,
     input_guard: Option<InputGuard>,
 }
 
@@ -183,6 +184,7 @@ impl AgenticLoop {
             options,
             tools,
             history: Vec::new(),
+            parts: Vec::new(),
             input_guard: None,
         }
     }
@@ -190,6 +192,12 @@ impl AgenticLoop {
     /// Starts the conversation from earlier turns (the next user turn follows them).
     pub fn with_history(mut self, history: Vec<Message>) -> Self {
         self.history = history;
+        self
+    }
+
+    /// Images and documents the next user turn shows the model, before its text.
+    pub fn with_parts(mut self, parts: Vec<ContentBlock>) -> Self {
+        self.parts = parts;
         self
     }
 
@@ -268,7 +276,13 @@ impl AgenticLoop {
         let continues =
             user_input.is_empty() && self.history.last().is_some_and(|m| m.role == Role::User);
         if !continues {
-            self.history.push(Message::user(user_input));
+            let mut turn = Message::user(user_input);
+            if !self.parts.is_empty() {
+                let mut content = std::mem::take(&mut self.parts);
+                content.append(&mut turn.content);
+                turn.content = content;
+            }
+            self.history.push(turn);
         }
         let mut result = AgenticResult::default();
         if let Some(reason) = self.input_guard.as_ref().and_then(|g| g(user_input)) {

@@ -5,6 +5,7 @@
 
 use crate::agent::task::Task;
 use crate::llm::request::{ContentBlock, Message, Role};
+use crate::media::Media;
 use serde_json::Value;
 
 /// Why turns do not make a conversation a task can continue.
@@ -23,6 +24,9 @@ pub enum ConversationError {
     /// A tool result for a call the assistant turn before it did not make.
     #[error("the tool result for {0:?} answers no call of the assistant turn before it")]
     UnaskedToolResult(String),
+    /// Images or documents in a turn that is not the user's.
+    #[error("only user turns may hold images or documents, not {0:?} turns")]
+    PartsOutsideUserTurn(String),
     /// The last turn is the assistant's: there is nothing to answer.
     #[error("the last turn must be the user's or a tool's")]
     LastTurn,
@@ -55,6 +59,7 @@ pub struct Conversation {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Prompt {
     text: String,
+    parts: Vec<Media>,
     history: Vec<Message>,
     system: Option<String>,
 }
@@ -76,6 +81,32 @@ impl Conversation {
             "tool" | "function" => return Err(ConversationError::ToolTurnWithoutCall),
             other => return Err(ConversationError::UnknownRole(other.to_owned())),
         }
+        Ok(())
+    }
+
+    /// Adds one user turn of text and images or documents (which the model sees before the
+    /// text); images in any other turn are refused, never dropped.
+    pub fn push_parts(
+        &mut self,
+        role: &str,
+        text: impl Into<String>,
+        parts: Vec<Media>,
+    ) -> Result<(), ConversationError> {
+        if parts.is_empty() {
+            return self.push(role, text);
+        }
+        if role != "user" {
+            return Err(ConversationError::PartsOutsideUserTurn(role.to_owned()));
+        }
+        let mut content: Vec<ContentBlock> = parts.into_iter().map(ContentBlock::from).collect();
+        let text = text.into();
+        if !text.is_empty() {
+            content.push(ContentBlock::Text { text });
+        }
+        self.turns.push(Message {
+            role: Role::User,
+            content,
+        });
         Ok(())
     }
 
@@ -152,12 +183,13 @@ impl Conversation {
     /// The conversation as a call's prompt: the last turn must be the user's, a text (the
     /// prompt) or tool results (then the call continues the conversation, with no new text).
     pub fn into_prompt(mut self) -> Result<Prompt, ConversationError> {
-        let text = match self.turns.last() {
-            Some(m) if is_tool_results(m) => String::new(),
+        let (text, parts) = match self.turns.last() {
+            Some(m) if is_tool_results(m) => (String::new(), Vec::new()),
             Some(m) if m.role == Role::User => {
                 let text = m.text();
+                let parts = m.content.iter().filter_map(ContentBlock::media).collect();
                 self.turns.pop();
-                text
+                (text, parts)
             }
             Some(_) => return Err(ConversationError::LastTurn),
             None => return Err(ConversationError::Empty),
@@ -165,6 +197,7 @@ impl Conversation {
         let system = (!self.system.is_empty()).then(|| self.system.join("\n\n"));
         Ok(Prompt {
             text,
+            parts,
             history: self.turns,
             system,
         })
@@ -172,9 +205,16 @@ impl Conversation {
 }
 
 impl Prompt {
+    /// The prompt with `parts` (images, documents) shown before its text.
+    pub fn with_parts(mut self, parts: impl IntoIterator<Item = Media>) -> Self {
+        self.parts.extend(parts);
+        self
+    }
+
     /// Lays the prompt into `task`: its text, history and (when it has one) system prompt.
     pub fn lay_into(self, task: &mut Task) {
         task.prompt = self.text;
+        task.parts = self.parts;
         task.history = self.history;
         if let Some(system) = self.system {
             task.system = system;

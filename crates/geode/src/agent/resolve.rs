@@ -87,6 +87,7 @@ impl Resolver<'_> {
         let adapters = &settings.adapters;
         let explicit = task.route.adapter().map(str::to_owned);
         let schema = task.output.schema().cloned();
+        let parts = task.part_records();
         let routed = route(
             &RouteRequest {
                 adapter: explicit.as_deref(),
@@ -96,6 +97,7 @@ impl Resolver<'_> {
                 thinking: task.budgets.thinking > 0,
                 default_adapter: settings.default_adapter.as_deref(),
                 providers: &adapters.providers,
+                parts: &parts,
             },
             env,
         )?;
@@ -124,8 +126,14 @@ impl Resolver<'_> {
         };
         for fb in fallback.iter().filter(|n| n.as_str() != name) {
             let Some(s) = adapters.spec(fb) else { continue };
-            let meets = (schema.is_none()
-                || s.schema_route.mode(schema.as_ref()).level() >= task.require)
+            let takes = s
+                .inputs
+                .for_model(&adapters.model(fb, None))
+                .check(&parts)
+                .is_ok();
+            let meets = takes
+                && (schema.is_none()
+                    || s.schema_route.mode(schema.as_ref()).level() >= task.require)
                 && (task.output.constraint().is_none() || text_constraint_level(s) >= task.require);
             if meets
                 && s.is_configured(env)

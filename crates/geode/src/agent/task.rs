@@ -8,6 +8,7 @@
 use crate::ledger::GuaranteeLedger;
 use crate::llm::call::AdapterError;
 use crate::llm::request::{Message, ToolChoice, ToolSpec, ToolUse};
+use crate::media::{Media, PartRecord};
 use crate::schema::SchemaError;
 use crate::schema::formats::FormatMode;
 use crate::schema::validate::Validation;
@@ -128,6 +129,8 @@ impl Default for Budgets {
 pub struct Task {
     /// The user turn.
     pub prompt: String,
+    /// Images and documents the user turn shows the model, before its text.
+    pub parts: Vec<Media>,
     /// Earlier turns of the conversation, before the prompt (a gateway's chat history).
     pub history: Vec<Message>,
     /// The system prompt ("" = none).
@@ -169,10 +172,24 @@ pub struct Task {
 }
 
 impl Task {
+    /// What the ledger keeps of every image and document the task sends: the earlier turns'
+    /// first, then the user turn's.
+    pub fn part_records(&self) -> Vec<PartRecord> {
+        let earlier = self
+            .history
+            .iter()
+            .flat_map(|m| &m.content)
+            .filter_map(crate::llm::request::ContentBlock::part_record);
+        earlier
+            .chain(self.parts.iter().map(Media::record))
+            .collect()
+    }
+
     /// A free-text task with the default route, budgets and policy.
     pub fn new(prompt: impl Into<String>) -> Self {
         Self {
             prompt: prompt.into(),
+            parts: Vec::new(),
             history: Vec::new(),
             system: String::new(),
             route: Route::Default,
@@ -388,6 +405,8 @@ pub enum Refusal {
     RequireUnmet,
     /// The text constraint does not compile.
     UnusableConstraint,
+    /// The route cannot take the task's images or documents, or they break its limits.
+    InputsNotTaken,
 }
 
 /// The three classes of failure: what the caller must change.

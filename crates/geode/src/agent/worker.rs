@@ -27,6 +27,7 @@ use crate::ledger::{
 };
 use crate::llm::adapter::Adapter;
 use crate::llm::call::CallCx;
+use crate::llm::request::ContentBlock;
 use crate::schema::validate::CompiledSchema;
 use crate::schema::{ResponseSchema, TextConstraint};
 use crate::vocab::{StructuredOutputMode, TerminationReason};
@@ -121,8 +122,25 @@ fn bare_ledger(task: &Task, env: &WorkerEnv) -> GuaranteeLedger {
     GuaranteeLedger {
         adapter: env.adapter.name().to_owned(),
         model: task.route.model().to_owned(),
+        inputs: task.part_records(),
         ..GuaranteeLedger::default()
     }
+}
+
+/// Images or documents the adapter cannot take, found before any call: nothing is dropped to
+/// answer from the text alone.
+fn input_refusal(task: &Task, adapter: &dyn Adapter) -> Option<(Refusal, String)> {
+    let records = task.part_records();
+    let accepts = adapter.accepts(task.route.model());
+    accepts.check(&records).err().map(|e| {
+        (
+            Refusal::InputsNotTaken,
+            format!(
+                "{} cannot take this call's images or documents: {e}",
+                adapter.name()
+            ),
+        )
+    })
 }
 
 /// Why the task cannot run on this adapter, found before any call: a text constraint that does
@@ -294,7 +312,9 @@ async fn run_unscrubbed(task: &Task, env: &WorkerEnv) -> Result<Answer, RunError
         max_response_bytes: env.max_response_bytes,
         on_text: env.on_text.clone(),
     };
-    let refused = match refusal(task, env.adapter.as_ref()) {
+    let refused = match input_refusal(task, env.adapter.as_ref())
+        .or_else(|| refusal(task, env.adapter.as_ref()))
+    {
         Some(refused) => Some(refused),
         None => schema_refusal(task, env, &cx)
             .await
@@ -335,8 +355,9 @@ async fn run_unscrubbed(task: &Task, env: &WorkerEnv) -> Result<Answer, RunError
         text_constraint: constraint.cloned(),
         tool_choice: task.tool_choice.clone(),
     };
-    let mut lp =
-        AgenticLoop::new(env.adapter.clone(), options, tools).with_history(task.history.clone());
+    let mut lp = AgenticLoop::new(env.adapter.clone(), options, tools)
+        .with_history(task.history.clone())
+        .with_parts(task.parts.iter().cloned().map(ContentBlock::from).collect());
     if let Some(g) = &env.input_guard {
         lp = lp.with_input_guard(g.clone());
     }

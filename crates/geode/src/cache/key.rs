@@ -17,11 +17,13 @@ use crate::agent::task::{Budgets, Task};
 use crate::digest::{canonical, sha256_hex};
 use crate::llm::adapter::Adapter;
 use crate::llm::registry::PlanCx;
+use crate::llm::request::Message;
+use crate::media::Media;
 use crate::schema::ResponseSchema;
 use serde_json::{Value, json};
 
 /// Bumped when what goes into a key changes, so older entries simply miss.
-const KEY_FORMAT: u32 = 2;
+const KEY_FORMAT: u32 = 3;
 
 /// A request's cache key and the two hashes it was made from (shown in logs and tests).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,6 +43,7 @@ impl CacheKey {
     pub fn of(task: &Task, adapter: &dyn Adapter, schema: &ResponseSchema) -> Self {
         let Task {
             prompt,
+            parts,
             history,
             system,
             route,
@@ -78,7 +81,8 @@ impl CacheKey {
                 "endpoint": adapter.endpoint(),
                 "model": route.model(),
                 "system": system,
-                "history": history,
+                "history": history.iter().map(turn_for_key).collect::<Vec<_>>(),
+                "parts": parts.iter().map(Media::record).collect::<Vec<_>>(),
                 "prompt": prompt,
                 "tools": tools,
                 "tool_choice": tool_choice,
@@ -107,6 +111,20 @@ impl CacheKey {
             wire_sha256,
         }
     }
+}
+
+/// A turn as the key hashes it: images and documents by their record (type, size, SHA-256),
+/// so that a key is the same size whatever the parts weigh.
+fn turn_for_key(m: &Message) -> Value {
+    let content: Vec<Value> = m
+        .content
+        .iter()
+        .map(|b| match b.part_record() {
+            Some(record) => json!({ "part": record }),
+            None => json!(b),
+        })
+        .collect();
+    json!({ "role": m.role, "content": content })
 }
 
 /// How the adapter puts `schema` on its wire for this task: its row's plan (the route's plan

@@ -8,6 +8,7 @@
 use crate::llm::call::{AdapterError, CallCx};
 use crate::llm::registry::AdapterSpec;
 use crate::llm::request::{AdapterCallRequest, AdapterResponse};
+use crate::media::Accepts;
 use crate::schema::ResponseSchema;
 use crate::vocab::StructuredOutputMode;
 
@@ -81,6 +82,20 @@ pub trait Adapter: Send + Sync {
         self.spec().is_none_or(|s| s.framework_tools)
     }
 
+    /// What this adapter takes beside text for `model` ("" = its default model): its row's
+    /// [`crate::llm::registry::Inputs`] (everything for adapters outside the registry). The
+    /// worker checks a task's images and documents against it before the first call.
+    fn accepts(&self, model: &str) -> Accepts {
+        self.spec().map_or(Accepts::ANY, |s| {
+            let model = if model.is_empty() {
+                s.default_model
+            } else {
+                model
+            };
+            s.inputs.for_model(model)
+        })
+    }
+
     /// Makes one call.
     async fn call(
         &self,
@@ -132,6 +147,10 @@ impl<W: Wraps> Adapter for W {
 
     fn supports_tools(&self) -> bool {
         self.supports_tools_through()
+    }
+
+    fn accepts(&self, model: &str) -> Accepts {
+        self.inner().accepts(model)
     }
 
     async fn settle_mode(

@@ -3,6 +3,7 @@
 //! These are the provider-neutral shapes. The wire families (`wire/`) turn them into each
 //! provider's JSON; adapters never see provider JSON in these types.
 
+use crate::media::{Media, MediaKind, MediaSource, PartRecord};
 use crate::schema::{ResponseSchema, TextConstraint};
 use crate::vocab::{AdapterTry, StopReason, StructuredOutputMode, Transform, Usage};
 use serde::{Deserialize, Serialize};
@@ -47,6 +48,59 @@ pub enum ContentBlock {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
     },
+    /// An image the model looks at ([`crate::media`]).
+    Image {
+        /// Its bytes or URL.
+        source: MediaSource,
+    },
+    /// A document the model reads: a PDF, or plain text ([`crate::media`]).
+    Document {
+        /// Its bytes or URL.
+        source: MediaSource,
+        /// Its file name, shown to the model where the wire has a place for one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+    },
+}
+
+impl From<Media> for ContentBlock {
+    fn from(m: Media) -> Self {
+        match m.kind {
+            MediaKind::Image => Self::Image { source: m.source },
+            MediaKind::Document => Self::Document {
+                source: m.source,
+                title: m.title,
+            },
+        }
+    }
+}
+
+impl ContentBlock {
+    /// An image or document block as a part (`None` for the others).
+    pub fn media(&self) -> Option<Media> {
+        match self {
+            Self::Image { source } => Some(Media {
+                kind: MediaKind::Image,
+                source: source.clone(),
+                title: None,
+            }),
+            Self::Document { source, title } => Some(Media {
+                kind: MediaKind::Document,
+                source: source.clone(),
+                title: title.clone(),
+            }),
+            _ => None,
+        }
+    }
+
+    /// What the ledger keeps of an image or document block (`None` for the others).
+    pub fn part_record(&self) -> Option<PartRecord> {
+        match self {
+            Self::Image { source } => Some(source.record(MediaKind::Image)),
+            Self::Document { source, .. } => Some(source.record(MediaKind::Document)),
+            _ => None,
+        }
+    }
 }
 
 /// One conversation turn.
@@ -203,6 +257,15 @@ impl AdapterCallRequest {
             response_schema: None,
             text_constraint: None,
         }
+    }
+
+    /// What the ledger keeps of every image and document in the conversation, in order.
+    pub fn part_records(&self) -> Vec<PartRecord> {
+        self.messages
+            .iter()
+            .flat_map(|m| &m.content)
+            .filter_map(ContentBlock::part_record)
+            .collect()
     }
 
     /// Whether the last turn is the assistant's: a prefill the answer continues.

@@ -10,11 +10,13 @@
 //! [`Require`] then removes candidates whose mode *for this schema* is too weak:
 //! `enforced` keeps `constrained` and `strict`; `wired` adds `hint`, a forced output `tool`,
 //! `cli-validated` and `cli-flag`; `best-effort` keeps everything. When none is left the call
-//! fails before any request, with one reason per candidate.
+//! fails before any request, with one reason per candidate. A candidate that cannot take the
+//! call's images or documents ([`crate::media::Accepts`]) is removed the same way.
 
 use crate::llm::registry::{
     ADAPTERS, AdapterSpec, Billing, Environment, Family, PlanCx, embedded, family_of_model, spec,
 };
+use crate::media::PartRecord;
 use crate::schema::ResponseSchema;
 use crate::vocab::{Require, StructuredOutputMode};
 
@@ -35,6 +37,8 @@ pub struct RouteRequest<'a> {
     pub default_adapter: Option<&'a str>,
     /// Providers defined in `geode.toml`, found by name ([`crate::config::Config::providers`]).
     pub providers: &'a [&'static AdapterSpec],
+    /// The call's images and documents: a candidate that cannot take them is removed.
+    pub parts: &'a [PartRecord],
 }
 
 impl RouteRequest<'_> {
@@ -65,6 +69,8 @@ pub enum RejectionKind {
     NotConfigured,
     /// Its mode for the schema guarantees less than the call requires.
     BelowRequire,
+    /// It cannot take the call's images or documents.
+    InputsNotTaken,
 }
 
 /// The chosen adapter.
@@ -106,6 +112,18 @@ fn judge(
         thinking: req.thinking,
         ..PlanCx::default()
     };
+    let model = if req.model.is_empty() {
+        spec.default_model
+    } else {
+        req.model
+    };
+    if let Err(e) = spec.inputs.for_model(model).check(req.parts) {
+        return Err(Rejection {
+            adapter: spec.name.to_owned(),
+            kind: RejectionKind::InputsNotTaken,
+            reason: format!("it cannot take this call's images or documents: {e}"),
+        });
+    }
     let mode = spec.schema_route.plan(req.schema, cx).mode;
     if req.schema.is_none() || mode.level() >= req.require {
         Ok(mode)

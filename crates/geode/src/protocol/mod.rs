@@ -15,7 +15,7 @@ mod result;
 pub mod subtask;
 
 pub use request::{
-    MAX_REQUEST_BYTES, UNKNOWN_TASK_ID, WorkerError, WorkerRequest, parse_request,
+    MAX_REQUEST_BYTES, PartRef, UNKNOWN_TASK_ID, WorkerError, WorkerRequest, parse_request,
     parse_request_line, request_task_id,
 };
 pub use result::WorkerResult;

@@ -10,6 +10,7 @@
 //! compile, a schema and a text constraint at once) before anything is sent.
 
 use crate::agent::task::{Budgets, Output, Route, Task};
+use crate::media::{Media, MediaError, MediaKind};
 use crate::schema::formats::FormatMode;
 use crate::schema::validate::Validation;
 use crate::schema::{ConstraintError, ResponseSchema, TextConstraint};
@@ -99,9 +100,44 @@ pub struct WorkerRequest {
     /// kept); absent or `true` uses it when the worker has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cache: Option<bool>,
+    /// geode: images and documents the prompt shows the model, each `{"image": WHERE}` or
+    /// `{"document": WHERE}`, where is a file path, an `https` URL or a `data:` URL; the
+    /// ledger records each (kind, type, size, SHA-256).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<PartRef>,
     /// Fields geode does not know; ignored, and named in the ledger.
     #[serde(flatten, skip_serializing)]
     pub unknown: Map<String, Value>,
+}
+
+/// One of `parts`: an image or a document, and where it is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum PartRef {
+    /// An image: its bytes must be PNG, JPEG, GIF or WebP.
+    Image(String),
+    /// A document: a PDF or plain text (or, by URL, what the provider reads).
+    Document(String),
+}
+
+impl PartRef {
+    /// The part: a `data:` URL decoded, an `https` URL passed on as it is, anything else read
+    /// as a file path (relative to the working directory). Its kind must match its bytes.
+    pub fn load(&self) -> Result<Media, MediaError> {
+        let (kind, place) = match self {
+            Self::Image(p) => (MediaKind::Image, p.as_str()),
+            Self::Document(p) => (MediaKind::Document, p.as_str()),
+        };
+        let lower = place.trim_start().to_ascii_lowercase();
+        let part = if lower.starts_with("data:") {
+            Media::from_data_url(place.trim(), None)?
+        } else if lower.contains("://") {
+            return Media::from_url(place.trim(), kind);
+        } else {
+            Media::from_path(std::path::Path::new(place))?
+        };
+        part.expect(kind, place)
+    }
 }
 
 impl WorkerRequest {
@@ -162,6 +198,7 @@ impl Default for WorkerRequest {
             formats: FormatMode::Assert,
             repair: false,
             cache: None,
+            parts: Vec::new(),
             unknown: Map::new(),
         }
     }
@@ -227,6 +264,15 @@ pub enum WorkerError {
     /// not both.
     #[error("a request takes a response_schema or a text_constraint, not both")]
     SchemaAndConstraint,
+    /// A part in `parts` cannot be read (the message names it by path or kind, never by its
+    /// content).
+    #[error("parts[{index}]: {message}")]
+    Part {
+        /// Its place in `parts`.
+        index: usize,
+        /// Why.
+        message: String,
+    },
 }
 
 impl WorkerRequest {
@@ -261,8 +307,20 @@ impl WorkerRequest {
             (None, Some(m)) => Route::Model(m),
             (None, None) => Route::Default,
         };
+        let parts = self
+            .parts
+            .iter()
+            .enumerate()
+            .map(|(index, p)| {
+                p.load().map_err(|e| WorkerError::Part {
+                    index,
+                    message: e.to_string(),
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Task {
             prompt: self.prompt(),
+            parts,
             history: Vec::new(),
             system: self.agent_system_prompt.clone(),
             route,

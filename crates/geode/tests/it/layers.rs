@@ -6,8 +6,8 @@
 //!
 //! - no set of modules imports each other, directly or through others (no import cycle);
 //! - each module imports only its own layer and the layers below it, in the order of [`LAYERS`];
-//! - `vocab`, `secret` and `digest` import nothing above them, `schema` only itself and those,
-//!   the ledger only `schema` and those.
+//! - `vocab`, `secret` and `digest` import nothing above them, `schema` and `media` only
+//!   themselves and those, the ledger only `schema`, `media` and those.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -18,7 +18,7 @@ use proc_macro2::{Delimiter, TokenStream, TokenTree};
 /// floors below it; the crate root (`lib.rs`) stands above all of them.
 const LAYERS: &[&[&str]] = &[
     &["vocab", "secret", "digest"],
-    &["schema"],
+    &["schema", "media"],
     &["ledger"],
     &["llm"],
     &["agent"],
@@ -427,7 +427,8 @@ fn the_foundations_import_only_what_is_below_them() {
         match top {
             "vocab" | "secret" | "digest" => Some(&["vocab", "secret", "digest"]),
             "schema" => Some(&["schema", "vocab", "secret", "digest"]),
-            "ledger" => Some(&["schema", "vocab", "secret", "digest"]),
+            "media" => Some(&["media", "vocab", "secret", "digest"]),
+            "ledger" => Some(&["schema", "media", "vocab", "secret", "digest"]),
             _ => None,
         }
     };

@@ -285,6 +285,11 @@ fn render_block(b: &ContentBlock) -> String {
             let flag = if *is_error { " error" } else { "" };
             format!("[tool result id={tool_use_id}{flag}] {content}")
         }
+        // Never reached: the worker refuses parts a CLI row does not take before any call.
+        ContentBlock::Image { .. } | ContentBlock::Document { .. } => {
+            let r = b.part_record().map(|r| r.sha256).unwrap_or_default();
+            format!("[attachment sha256={r} not sent]")
+        }
     }
 }
 

@@ -15,6 +15,7 @@
 
 use crate::llm::wire::chat::ChatTools;
 use crate::llm::wire::responses::Backend;
+use crate::media::Accepts;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -195,6 +196,17 @@ pub enum ModelPattern {
 }
 
 impl ModelPattern {
+    /// The pattern as a glob: `gpt-*`, `*v`, `*-codex-*`, `o1`, `oN*`.
+    pub fn glob(self) -> String {
+        match self {
+            Self::Prefix(p) => format!("{p}*"),
+            Self::PrefixDigit(p) => format!("{p}N*"),
+            Self::Suffix(s) => format!("*{s}"),
+            Self::Contains(s) => format!("*{s}*"),
+            Self::Exact(s) => s.to_owned(),
+        }
+    }
+
     /// Whether `model` (already lowercased and trimmed) matches.
     pub fn matches(self, model: &str) -> bool {
         match self {
@@ -255,13 +267,76 @@ pub struct AdapterSpec {
     pub models: &'static [ModelPattern],
     /// Model names that are reasoning models (`reasoning` sent, no temperature).
     pub reasoning_models: &'static [ModelPattern],
+    /// What it takes beside text (images, documents), per model where models differ.
+    pub inputs: Inputs,
+}
+
+/// What an adapter takes beside text: one [`Accepts`] for its models, and another for the
+/// models a pattern names (GLM's vision models). The first pattern that matches wins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Inputs {
+    /// What its models take.
+    pub all: Accepts,
+    /// What the models a pattern names take instead.
+    pub by_model: &'static [(ModelPattern, Accepts)],
+}
+
+impl Inputs {
+    /// Text only.
+    pub const TEXT: Self = Self::all(Accepts::TEXT);
+
+    /// The same for every model.
+    pub const fn all(all: Accepts) -> Self {
+        Self { all, by_model: &[] }
+    }
+
+    /// What `model` takes (trimmed and lowercased before it is matched).
+    pub fn for_model(&self, model: &str) -> Accepts {
+        let model = model.trim().to_ascii_lowercase();
+        self.by_model
+            .iter()
+            .find(|(p, _)| p.matches(&model))
+            .map_or(self.all, |(_, a)| *a)
+    }
+
+    /// In a few characters, for the terminal table: `text`, `text (*v: text+image+url)`.
+    pub fn short(&self) -> String {
+        let mut out = self.all.short();
+        if let Some((p, a)) = self.by_model.first() {
+            out.push_str(&format!(" ({}: {})", p.glob(), a.short()));
+        }
+        out
+    }
+
+    /// In words, for `geode adapters` and the README: `text` or `text, image (png, ...)`, and
+    /// what pattern-named models take.
+    pub fn words(&self) -> String {
+        let mut out = self.all.words();
+        let mut seen: Vec<Accepts> = Vec::new();
+        for (_, a) in self.by_model {
+            if seen.contains(a) {
+                continue;
+            }
+            seen.push(*a);
+            let names: Vec<String> = self
+                .by_model
+                .iter()
+                .filter(|(_, b)| b == a)
+                .map(|(p, _)| format!("`{}`", p.glob()))
+                .collect();
+            out.push_str(&format!("; {} models: {}", names.join(" "), a.words()));
+        }
+        out
+    }
 }
 
 mod providers;
 mod rows;
 mod schema_route;
 
-pub use providers::{ProviderConfig, ProviderError, SchemaOnWire, WireKind, check_base_url};
+pub use providers::{
+    InputKind, ProviderConfig, ProviderError, SchemaOnWire, WireKind, check_base_url,
+};
 pub use rows::{ADAPTERS, CLAUDE_CLI, CODEX_CLI};
 pub use schema_route::{PlanCx, SchemaRoute};
 
@@ -435,12 +510,12 @@ fn yes_no(b: bool) -> &'static str {
 /// The wiring table as Markdown, exactly as the README embeds it.
 pub fn markdown_table() -> String {
     let mut out = String::from(
-        "| adapter | wire | `response_schema` on the wire | modes | guarantee (best) | framework tools | tools + schema | credentials |\n|---|---|---|---|---|---|---|---|\n",
+        "| adapter | wire | `response_schema` on the wire | modes | guarantee (best) | framework tools | tools + schema | inputs | credentials |\n|---|---|---|---|---|---|---|---|---|\n",
     );
     for a in ADAPTERS {
         let best = a.schema_route.best_mode();
         out.push_str(&format!(
-            "| `{}` | {} | {} | {} | {} | {} | {} | {} |\n",
+            "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             a.name,
             a.wire,
             a.schema_on_wire,
@@ -448,6 +523,7 @@ pub fn markdown_table() -> String {
             best.level().as_str(),
             yes_no(a.framework_tools),
             yes_no(a.tools_with_schema),
+            a.inputs.words(),
             a.credential_text()
         ));
     }

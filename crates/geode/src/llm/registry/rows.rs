@@ -3,11 +3,12 @@
 //! needs a new model family, a [`Family`] variant).
 
 use super::{
-    AdapterSpec, Auth, Billing, CliSpec, CliTool, Endpoint, Family, KeyHeader, ModelPattern,
-    SchemaRoute, SdkBase, WireFamily,
+    AdapterSpec, Auth, Billing, CliSpec, CliTool, Endpoint, Family, Inputs, KeyHeader,
+    ModelPattern, SchemaRoute, SdkBase, WireFamily,
 };
 use crate::llm::wire::chat::ChatTools;
 use crate::llm::wire::responses::Backend;
+use crate::media::Accepts;
 use std::time::Duration;
 
 const OPENAI_LIMITS: &str =
@@ -31,6 +32,16 @@ const OPENAI_REASONING: &[ModelPattern] = &[
     ModelPattern::Prefix("codex-"),
 ];
 const ANTHROPIC_MODELS: &[ModelPattern] = &[ModelPattern::Prefix("claude-")];
+
+/// GLM's text models take text only; its vision models (`glm-4.5v`, `glm-4.6v`,
+/// `glm-4v-plus`, ...: a `v` at the end of the version) take images.
+const GLM_INPUTS: Inputs = Inputs {
+    all: Accepts::TEXT,
+    by_model: &[
+        (ModelPattern::Suffix("v"), Accepts::GLM_VISION),
+        (ModelPattern::Contains("v-"), Accepts::GLM_VISION),
+    ],
+};
 
 /// Both Anthropic adapters: `POST {base}/v1/messages`; `ANTHROPIC_BASE_URL` is the SDK's
 /// variable and means the same base.
@@ -66,6 +77,7 @@ const ANTHROPIC_PAYG: AdapterSpec = AdapterSpec {
     default_model: "claude-sonnet-4-6",
     models: ANTHROPIC_MODELS,
     reasoning_models: &[],
+    inputs: Inputs::all(Accepts::ANTHROPIC),
 };
 
 /// `openai-payg`; `codex-oauth` is this row on the ChatGPT backend with the codex login.
@@ -98,6 +110,7 @@ const OPENAI_PAYG: AdapterSpec = AdapterSpec {
     default_model: "gpt-5.5",
     models: OPENAI_MODELS,
     reasoning_models: OPENAI_REASONING,
+    inputs: Inputs::all(Accepts::OPENAI_RESPONSES),
 };
 
 /// A GLM row: the two differ only in name, billing, key and base URL.
@@ -134,6 +147,7 @@ const fn glm(
         default_model: "glm-5.2",
         models: &[ModelPattern::Prefix("glm-")],
         reasoning_models: &[],
+        inputs: GLM_INPUTS,
     }
 }
 
@@ -177,6 +191,7 @@ pub const CLAUDE_CLI: AdapterSpec = AdapterSpec {
     default_model: "",
     models: ANTHROPIC_MODELS,
     reasoning_models: &[],
+    inputs: Inputs::TEXT,
 };
 
 /// `codex-cli`: the `codex exec` subprocess ([`crate::llm::adapters::codex_cli`]).
@@ -207,6 +222,7 @@ pub const CODEX_CLI: AdapterSpec = AdapterSpec {
     },
     models: OPENAI_MODELS,
     reasoning_models: OPENAI_REASONING,
+    inputs: Inputs::TEXT,
     // A CLI row's billing and capabilities: no framework tools, no streaming, no endpoint.
     ..CLAUDE_CLI
 };
@@ -233,6 +249,7 @@ pub const ADAPTERS: &[AdapterSpec] = &[
         billing: Billing::Subscription,
         wire_family: WireFamily::Responses(Backend::Codex),
         wire: "ChatGPT backend `{base}/backend-api/codex/responses`, SSE, `store:false`",
+        inputs: Inputs::all(Accepts::CHATGPT),
         auth: Auth::CodexLogin {
             dir_env: "CODEX_HOME",
             path: ".codex/auth.json",
@@ -281,6 +298,7 @@ pub const ADAPTERS: &[AdapterSpec] = &[
         default_model: "SmolLM2-135M-Instruct",
         models: &[],
         reasoning_models: &[],
+        inputs: Inputs::TEXT,
     },
     AdapterSpec {
         name: "openai-compatible",
@@ -308,5 +326,6 @@ pub const ADAPTERS: &[AdapterSpec] = &[
         default_model: "default",
         models: &[],
         reasoning_models: &[],
+        inputs: Inputs::TEXT,
     },
 ];

@@ -9,6 +9,7 @@
 //! headers = { "X-Title" = "my-agent" } # optional; never a credential
 //! model = "openai/gpt-5.5"
 //! schema = "json_schema"               # probe | json_schema | json_object | prompt
+//! inputs = ["text", "image", "pdf"]    # optional; what it takes beside text (default text)
 //! ```
 //!
 //! A provider becomes an [`AdapterSpec`] like any built-in row, so routing, `--require`,
@@ -17,9 +18,12 @@
 //! password) is never echoed.
 
 use super::is_env_name;
-use super::{AdapterSpec, Auth, Billing, Endpoint, Family, KeyHeader, SchemaRoute, WireFamily};
+use super::{
+    AdapterSpec, Auth, Billing, Endpoint, Family, Inputs, KeyHeader, SchemaRoute, WireFamily,
+};
 use crate::llm::wire::chat::ChatTools;
 use crate::llm::wire::responses::Backend;
+use crate::media::Accepts;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -42,6 +46,43 @@ pub struct ProviderConfig {
     pub model: String,
     /// How the schema goes on the wire (default: `probe` on `chat`, `json_schema` otherwise).
     pub schema: Option<SchemaOnWire>,
+    /// What the server takes beside text, in its wire's shapes and with its wire's bounds
+    /// (default: text only; geode cannot know what a server's models look at).
+    #[serde(default)]
+    pub inputs: Vec<InputKind>,
+}
+
+/// One of `inputs = [...]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InputKind {
+    /// Text (always taken; allowed so the list can say it).
+    Text,
+    /// Images.
+    Image,
+    /// PDF documents (and plain-text documents where the wire takes them).
+    Pdf,
+}
+
+/// What a provider on `wire` takes, from its declared `inputs`.
+fn accepts(wire: WireKind, inputs: &[InputKind]) -> Accepts {
+    let image = inputs.contains(&InputKind::Image);
+    let pdf = inputs.contains(&InputKind::Pdf);
+    let base = match wire {
+        WireKind::Chat => return Accepts::chat(image, pdf),
+        WireKind::Responses => Accepts::OPENAI_RESPONSES,
+        WireKind::Messages => Accepts::ANTHROPIC,
+    };
+    if !image && !pdf {
+        return Accepts::TEXT;
+    }
+    Accepts {
+        images: if image { base.images } else { &[] },
+        documents: if pdf { base.documents } else { &[] },
+        image_urls: image && base.image_urls,
+        document_urls: pdf && base.document_urls,
+        ..base
+    }
 }
 
 /// `wire = ...`.
@@ -182,6 +223,7 @@ impl ProviderConfig {
             default_model: leak(self.model.trim().to_owned()),
             models: &[],
             reasoning_models: &[],
+            inputs: Inputs::all(accepts(self.wire, &self.inputs)),
         }
     }
 

@@ -2,6 +2,7 @@
 //! every field; members are declared in wire order).
 
 use crate::llm::request::{AdapterCallRequest, ContentBlock, Role, ToolChoice, ToolSpec};
+use crate::media::MediaSource;
 use serde::Serialize;
 use serde_json::Value;
 use std::borrow::Cow;
@@ -54,12 +55,29 @@ pub(super) enum Item<'a> {
     FunctionCallOutput { call_id: &'a str, output: &'a str },
 }
 
-/// A text part of a message (`input_text` / `output_text`).
+/// A part of a message: text (`input_text` / `output_text`), an image or a file.
 #[derive(Debug, Serialize)]
-pub(super) struct Part<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    text: &'a str,
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(super) enum Part<'a> {
+    /// The caller's text.
+    InputText { text: &'a str },
+    /// The model's earlier text.
+    OutputText { text: &'a str },
+    /// An image: a data URL or a URL in `image_url`.
+    InputImage {
+        image_url: String,
+        detail: &'static str,
+    },
+    /// A file: its bytes as a data URL in `file_data` (with the `filename` that requires), or
+    /// a `file_url`.
+    InputFile {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        filename: Option<Cow<'a, str>>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        file_data: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        file_url: Option<&'a str>,
+    },
 }
 
 /// A function tool.
@@ -110,28 +128,51 @@ pub(super) struct Format<'a> {
     pub schema: &'a Value,
 }
 
-fn message<'a>(role: Role, texts: &[&'a str]) -> Item<'a> {
-    let (role, kind) = match role {
-        Role::User => ("user", "input_text"),
-        Role::Assistant => ("assistant", "output_text"),
+fn message(role: Role, content: Vec<Part<'_>>) -> Item<'_> {
+    let role = match role {
+        Role::User => "user",
+        Role::Assistant => "assistant",
     };
-    Item::Message {
-        role,
-        content: texts.iter().map(|text| Part { kind, text }).collect(),
-    }
+    Item::Message { role, content }
 }
 
-/// The `input` items: runs of text become messages; tool calls and results their own items.
+/// A block as a message part (`None` for tool calls and results, which are items).
+fn part(role: Role, block: &ContentBlock) -> Option<Part<'_>> {
+    Some(match block {
+        ContentBlock::Text { text } if role == Role::Assistant => Part::OutputText { text },
+        ContentBlock::Text { text } => Part::InputText { text },
+        ContentBlock::Image { source } => Part::InputImage {
+            image_url: source.data_url(),
+            detail: "auto",
+        },
+        ContentBlock::Document { source, title } => match source {
+            MediaSource::Url { url } => Part::InputFile {
+                filename: None,
+                file_data: None,
+                file_url: Some(url),
+            },
+            MediaSource::Base64 { .. } | MediaSource::Text { .. } => Part::InputFile {
+                filename: Some(source.file_name(title.as_deref())),
+                file_data: Some(source.data_url()),
+                file_url: None,
+            },
+        },
+        ContentBlock::ToolUse { .. } | ContentBlock::ToolResult { .. } => return None,
+    })
+}
+
+/// The `input` items: runs of text, image and file parts become messages; tool calls and
+/// results their own items.
 pub(super) fn input(req: &AdapterCallRequest) -> Vec<Item<'_>> {
     let mut items = Vec::new();
-    let mut texts: Vec<&str> = Vec::new();
+    let mut parts: Vec<Part<'_>> = Vec::new();
     for m in &req.messages {
         for block in &m.content {
+            if let Some(p) = part(m.role, block) {
+                parts.push(p);
+                continue;
+            }
             let item = match block {
-                ContentBlock::Text { text } => {
-                    texts.push(text);
-                    continue;
-                }
                 ContentBlock::ToolUse { id, name, input } => Item::FunctionCall {
                     call_id: id,
                     name,
@@ -145,20 +186,19 @@ pub(super) fn input(req: &AdapterCallRequest) -> Vec<Item<'_>> {
                     call_id: tool_use_id,
                     output: content,
                 },
+                _ => continue,
             };
-            if !texts.is_empty() {
-                items.push(message(m.role, &texts));
-                texts.clear();
+            if !parts.is_empty() {
+                items.push(message(m.role, std::mem::take(&mut parts)));
             }
             items.push(item);
         }
-        if !texts.is_empty() {
-            items.push(message(m.role, &texts));
-            texts.clear();
+        if !parts.is_empty() {
+            items.push(message(m.role, std::mem::take(&mut parts)));
         }
     }
     if req.messages.iter().all(|m| m.content.is_empty()) {
-        items.push(message(Role::User, &["hello"]));
+        items.push(message(Role::User, vec![Part::InputText { text: "hello" }]));
     }
     items
 }

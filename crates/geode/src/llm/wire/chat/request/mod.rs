@@ -20,6 +20,7 @@
 use super::BuildError;
 use crate::llm::request::{self, AdapterCallRequest, ContentBlock, Role, WireReport};
 use crate::llm::wire::schema_prompt;
+use crate::media::MediaSource;
 use crate::schema::subset::WirePlan;
 use crate::vocab::{StructuredOutputMode, Transform};
 use serde::Serialize;
@@ -102,8 +103,8 @@ pub enum ChatMessage {
     },
     /// A user turn.
     User {
-        /// The text.
-        content: String,
+        /// The text, or its parts when it holds images or files.
+        content: UserContent,
     },
     /// A model turn.
     Assistant {
@@ -120,6 +121,54 @@ pub enum ChatMessage {
         /// The result text.
         content: String,
     },
+}
+
+/// A user turn's content: a string when it is text alone (what every server takes), else
+/// parts.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum UserContent {
+    /// Text alone.
+    Text(String),
+    /// Text, image and file parts, in order.
+    Parts(Vec<UserPart>),
+}
+
+/// One part of a user turn.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum UserPart {
+    /// Text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// An image: `{"url": DATA_URL_OR_URL}`.
+    ImageUrl {
+        /// Where the image is.
+        image_url: ImageUrl,
+    },
+    /// A file (a PDF): `{"filename", "file_data": DATA_URL}`.
+    File {
+        /// The file.
+        file: FilePart,
+    },
+}
+
+/// `image_url`'s object.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ImageUrl {
+    /// A `data:` URL or an `https` URL.
+    pub url: String,
+}
+
+/// `file`'s object.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FilePart {
+    /// The file name.
+    pub filename: String,
+    /// The bytes as a `data:` URL.
+    pub file_data: String,
 }
 
 /// A tool call in an assistant message.
@@ -394,8 +443,15 @@ fn push_turn(m: &request::Message, out: &mut Vec<ChatMessage>) {
                     });
                 }
             }
-            if !text.is_empty() {
-                out.push(ChatMessage::User { content: text });
+            let parts: Vec<UserPart> = m.content.iter().filter_map(user_part).collect();
+            if parts.iter().any(|p| !matches!(p, UserPart::Text { .. })) {
+                out.push(ChatMessage::User {
+                    content: UserContent::Parts(parts),
+                });
+            } else if !text.is_empty() {
+                out.push(ChatMessage::User {
+                    content: UserContent::Text(text),
+                });
             }
         }
         Role::Assistant => {
@@ -423,6 +479,31 @@ fn push_turn(m: &request::Message, out: &mut Vec<ChatMessage>) {
             });
         }
     }
+}
+
+/// A user block as a Chat part (`None` for tool results, which are `tool` messages). A
+/// document URL has no Chat shape: routing refuses it before this is reached
+/// ([`crate::media::Accepts::OPENAI_CHAT`]), and it goes as its URL in text if it is not.
+fn user_part(b: &ContentBlock) -> Option<UserPart> {
+    Some(match b {
+        ContentBlock::Text { text } if text.is_empty() => return None,
+        ContentBlock::Text { text } => UserPart::Text { text: text.clone() },
+        ContentBlock::Image { source } => UserPart::ImageUrl {
+            image_url: ImageUrl {
+                url: source.data_url(),
+            },
+        },
+        ContentBlock::Document { source, title } => match source {
+            MediaSource::Url { url } => UserPart::Text { text: url.clone() },
+            _ => UserPart::File {
+                file: FilePart {
+                    filename: source.file_name(title.as_deref()).into_owned(),
+                    file_data: source.data_url(),
+                },
+            },
+        },
+        ContentBlock::ToolUse { .. } | ContentBlock::ToolResult { .. } => return None,
+    })
 }
 
 /// Tool arguments as JSON text; an input kept raw (`{"_raw": text}`) goes back as its text.

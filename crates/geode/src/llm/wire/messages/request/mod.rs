@@ -88,6 +88,7 @@ pub struct WireMessage {
 
 /// One content block on the wire: the neutral block, whose JSON is the Messages shape.
 use crate::llm::request::ContentBlock;
+use crate::media::{Format, MediaSource};
 
 /// A tool definition.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -337,6 +338,23 @@ fn block(b: &ContentBlock) -> Option<ContentBlock> {
                 other => json!({ "_raw": other }),
             },
         }),
+        // A text document goes as text: the base64 source takes PDFs only.
+        ContentBlock::Document {
+            source: source @ MediaSource::Base64 { .. },
+            title,
+        } if source.format() == Some(Format::Text) => {
+            let text = source.bytes().and_then(|b| String::from_utf8(b).ok());
+            Some(match text {
+                Some(data) => ContentBlock::Document {
+                    source: MediaSource::Text {
+                        media_type: Format::Text.mime().to_owned(),
+                        data,
+                    },
+                    title: title.clone(),
+                },
+                None => b.clone(),
+            })
+        }
         other => Some(other.clone()),
     }
 }
