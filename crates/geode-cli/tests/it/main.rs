@@ -15,6 +15,7 @@ mod e2e_gateway_sdk;
 mod e2e_gateway_store;
 mod e2e_gateway_tools;
 mod e2e_http;
+mod e2e_inputs;
 mod e2e_local_engine;
 mod e2e_local_schemas;
 mod e2e_policy;
