@@ -17,6 +17,10 @@ over the local model. Environment:
   GEODE_MODEL               the route of the text scenarios
   GEODE_TOOL_MODEL          the route that calls the tools it is offered; unset: the tool
                             scenarios are skipped, with GEODE_TOOL_SKIP_REASON as the reason
+  GEODE_IMAGE_MODEL         a route that takes images and PDF files; unset: those scenarios are
+                            skipped
+  GEODE_TEXT_ONLY_MODEL     a route that takes text only (default: GEODE_MODEL when
+                            GEODE_IMAGE_MODEL is unset): it must refuse an image before any call
   GEODE_RETRY_MODEL         a route whose first answer fails the Decision schema and whose next
                             one passes; unset: its scenario is skipped
   GEODE_MAX_OUTPUT_TOKENS   optional: sent as every request's output budget (a slow model); a
@@ -53,6 +57,12 @@ TOOL_CHOICE = os.environ.get("GEODE_TOOL_CHOICE", "")
 TOOL_BUDGET = int(os.environ["GEODE_TOOL_BUDGET"]) if os.environ.get("GEODE_TOOL_BUDGET") else None
 
 needs_tools = pytest.mark.skipif(not TOOL_MODEL, reason=TOOL_SKIP_REASON)
+
+# A route that takes images and files, and one that takes text only (by default the text
+# scenarios' route when no image route is given: the local model).
+IMAGE_MODEL = os.environ.get("GEODE_IMAGE_MODEL", "")
+TEXT_ONLY_MODEL = os.environ.get("GEODE_TEXT_ONLY_MODEL", "" if IMAGE_MODEL else MODEL)
+needs_images = pytest.mark.skipif(not IMAGE_MODEL, reason="GEODE_IMAGE_MODEL is not set: no route here takes images")
 
 HTTP = httpx.Client(timeout=180)
 
@@ -437,9 +447,46 @@ def test_a_streamed_function_call_sends_its_item_and_argument_events():
     assert [c["call_id"] for c in calls(final)] == [done[0]["item"]["call_id"]]
 
 
+# A 1x1 PNG and a one-line PDF, as data URLs (the fakes fetch nothing, and neither does geode).
+PNG_DATA_URL = ("data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4"
+                "DwABBAEAwS2OUAAAAABJRU5ErkJggg==")
+PDF_DATA_URL = "data:application/pdf;base64,JVBERi0xLjQKMSAwIG9iajw8Pj5lbmRvYmoKdHJhaWxlcjw8Pj4KJSVFT0YK"
+
+
+def image_and_text(*parts: dict) -> dict:
+    return {"type": "message", "role": "user",
+            "content": [{"type": "input_text", "text": "What is in this attachment?"}, *parts]}
+
+
+@needs_images
 def test_an_image_input_part():
-    pytest.skip("input_image parts are not served by geode yet (refused as unsupported_parameter): "
-                "see the gateway's inputs issue (multimodal parts, docs/gateway.md 'Not done yet')")
+    sent = request(IMAGE_MODEL, input=[image_and_text(
+        {"type": "input_image", "image_url": PNG_DATA_URL, "detail": "auto"})])
+    body = create(sent)
+    finished(body)
+    assert body["output"], "no output items"
+    parts = body.get("geode", {}).get("ledger", {}).get("inputs") or []
+    assert not parts or parts[0]["media_type"] == "image/png", parts
+
+
+@needs_images
+def test_a_file_input_part():
+    sent = request(IMAGE_MODEL, input=[image_and_text(
+        {"type": "input_file", "filename": "note.pdf", "file_data": PDF_DATA_URL})])
+    body = create(sent)
+    finished(body)
+    assert body["output"], "no output items"
+
+
+@pytest.mark.skipif(not TEXT_ONLY_MODEL, reason="GEODE_TEXT_ONLY_MODEL is not set")
+def test_a_route_that_takes_no_images_refuses_them_before_any_call():
+    sent = request(TEXT_ONLY_MODEL, input=[image_and_text(
+        {"type": "input_image", "image_url": PNG_DATA_URL})])
+    r = HTTP.post(f"{URL}/responses", json=sent, headers=headers())
+    assert r.status_code == 400, r.text
+    error = r.json()["error"]
+    assert error["code"] == "unsupported_input", error
+    assert "takes text only" in error["message"], error
 
 
 def test_a_conversation_sent_as_user_assistant_user_items():

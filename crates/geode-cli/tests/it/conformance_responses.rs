@@ -16,11 +16,11 @@ use std::path::PathBuf;
 const KEY_A: &str = "gw-conformance-key-a-4c9e1f";
 const KEY_B: &str = "gw-conformance-key-b-83d07a";
 
-/// What the pytest file holds: 47 tests, of which `test_an_image_input_part` is always skipped
-/// (image parts are not served yet), 4 need a route that calls tools and 1 a route whose first
-/// answer fails its schema.
-const ON_THE_FAKES: &str = "46 passed, 1 skipped";
-const ON_THE_LOCAL_MODEL: &str = "45 passed, 2 skipped";
+/// What the pytest file holds: 49 tests, of which 4 need a route that calls tools, 1 a route
+/// whose first answer fails its schema, and 2 a route that takes images and PDFs (the local
+/// model takes text only: there, the refusal scenario runs instead).
+const ON_THE_FAKES: &str = "49 passed";
+const ON_THE_LOCAL_MODEL: &str = "46 passed, 3 skipped";
 
 /// The prompt of the suite's requests that must be refused before any upstream call.
 const REFUSED_PROMPT: &str = "This request is refused before any upstream call.";
@@ -133,6 +133,8 @@ async fn the_responses_endpoint_meets_open_responses_over_the_fakes() {
             ("GEODE_MODEL", "openai-payg/gpt-5-mini"),
             ("GEODE_TOOL_MODEL", "tooled"),
             ("GEODE_RETRY_MODEL", "flaky"),
+            ("GEODE_IMAGE_MODEL", "openai-payg/gpt-5-mini"),
+            ("GEODE_TEXT_ONLY_MODEL", "glm-payg/glm-5.2"),
         ],
         ON_THE_FAKES,
     )
