@@ -84,7 +84,7 @@ async fn the_official_python_sdk_parses_refuses_calls_tools_and_reads_the_ledger
         String::from_utf8_lossy(&out.stderr),
         gw.log()
     );
-    assert!(stdout.contains("16 passed"), "{stdout}");
+    assert!(stdout.contains("18 passed"), "{stdout}");
     assert!(!gw.log().contains(INBOUND));
 }
 
@@ -123,7 +123,7 @@ async fn the_official_typescript_sdk_parses_with_zod_refuses_streams_and_calls_t
         gw.log()
     );
     assert!(
-        stdout.contains("pass 10") && stdout.contains("fail 0"),
+        stdout.contains("pass 12") && stdout.contains("fail 0"),
         "{stdout}"
     );
     assert!(!gw.log().contains(INBOUND));

@@ -150,3 +150,44 @@ test("a conversation continued by previous_response_id, then retrieved and delet
   await client.responses.delete(first.id);
   await assert.rejects(client.responses.retrieve(first.id), (e) => e instanceof OpenAI.NotFoundError);
 });
+
+const PNG_DATA_URL =
+  "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4DwABBAEAwS2OUAAAAABJRU5ErkJggg==";
+const PDF_DATA_URL = "data:application/pdf;base64,JVBERi0xLjQKMSAwIG9iajw8Pj5lbmRvYmoKdHJhaWxlcjw8Pj4KJSVFT0YK";
+
+test("an image and a PDF in chat and responses parse, and the ledger names them", async () => {
+  const done = await client.chat.completions.parse({
+    model: "openai-payg/gpt-5-mini",
+    messages: [{ role: "user", content: [
+      { type: "text", text: "Decide on this screenshot and this diff." },
+      { type: "image_url", image_url: { url: PNG_DATA_URL } },
+      { type: "file", file: { filename: "diff.pdf", file_data: PDF_DATA_URL } },
+    ] }],
+    response_format: zodResponseFormat(Decision, "decision"),
+  });
+  assert.deepEqual(done.choices[0].message.parsed, good);
+  assert.deepEqual(done.geode.ledger.inputs.map((p) => p.media_type), ["image/png", "application/pdf"]);
+  const response = await client.responses.parse({
+    model: "openai-payg/gpt-5-mini",
+    input: [{ role: "user", content: [
+      { type: "input_text", text: "Decide on this screenshot." },
+      { type: "input_image", image_url: PNG_DATA_URL, detail: "auto" },
+      { type: "input_file", filename: "diff.pdf", file_data: PDF_DATA_URL },
+    ] }],
+    text: { format: zodTextFormat(Decision, "decision") },
+  });
+  assert.deepEqual(response.output_parsed, good);
+});
+
+test("an image a route cannot take is the SDK's BadRequestError with the code", async () => {
+  await assert.rejects(
+    client.chat.completions.create({
+      model: "glm-payg",
+      messages: [{ role: "user", content: [
+        { type: "text", text: "Decide." },
+        { type: "image_url", image_url: { url: PNG_DATA_URL } },
+      ] }],
+    }),
+    (e) => e instanceof OpenAI.BadRequestError && e.code === "unsupported_input",
+  );
+});

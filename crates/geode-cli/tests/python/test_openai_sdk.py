@@ -240,3 +240,47 @@ def test_a_conversation_continued_by_previous_response_id_then_retrieved_and_del
     assert client().responses.delete(first.id) is None  # the SDK reads the deletion and returns None
     with pytest.raises(openai.NotFoundError):
         client().responses.retrieve(first.id)
+
+
+# A 1x1 PNG and a one-line PDF, as data URLs: what a client sends for a screenshot and a file.
+PNG_DATA_URL = ("data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4"
+                "DwABBAEAwS2OUAAAAABJRU5ErkJggg==")
+PDF_DATA_URL = "data:application/pdf;base64,JVBERi0xLjQKMSAwIG9iajw8Pj5lbmRvYmoKdHJhaWxlcjw8Pj4KJSVFT0YK"
+
+
+def test_an_image_and_a_pdf_in_chat_and_responses_parse_and_the_ledger_names_them():
+    completion = client().chat.completions.parse(
+        model="openai-payg/gpt-5-mini",
+        messages=[{"role": "user", "content": [
+            {"type": "text", "text": "Decide on this screenshot and this diff."},
+            {"type": "image_url", "image_url": {"url": PNG_DATA_URL}},
+            {"type": "file", "file": {"filename": "diff.pdf", "file_data": PDF_DATA_URL}},
+        ]}],
+        response_format=Decision,
+    )
+    assert completion.choices[0].message.parsed.decision == "accept"
+    inputs = completion.model_extra["geode"]["ledger"]["inputs"]
+    assert [(p["kind"], p["media_type"]) for p in inputs] == [("image", "image/png"), ("document", "application/pdf")]
+
+    response = client().responses.parse(
+        model="openai-payg/gpt-5-mini",
+        input=[{"role": "user", "content": [
+            {"type": "input_text", "text": "Decide on this screenshot."},
+            {"type": "input_image", "image_url": PNG_DATA_URL, "detail": "auto"},
+            {"type": "input_file", "filename": "diff.pdf", "file_data": PDF_DATA_URL},
+        ]}],
+        text_format=Decision,
+    )
+    assert response.output_parsed.decision == "accept"
+
+
+def test_an_image_a_route_cannot_take_is_the_sdks_bad_request_error():
+    with pytest.raises(openai.BadRequestError) as e:
+        client().chat.completions.create(
+            model="glm-payg",
+            messages=[{"role": "user", "content": [
+                {"type": "text", "text": "Decide."},
+                {"type": "image_url", "image_url": {"url": PNG_DATA_URL}},
+            ]}],
+        )
+    assert e.value.code == "unsupported_input"
