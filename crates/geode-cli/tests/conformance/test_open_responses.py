@@ -448,8 +448,7 @@ def test_a_streamed_function_call_sends_its_item_and_argument_events():
 
 
 # A 1x1 PNG and a one-line PDF, as data URLs (the fakes fetch nothing, and neither does geode).
-PNG_DATA_URL = ("data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4"
-                "DwABBAEAwS2OUAAAAABJRU5ErkJggg==")
+PNG_DATA_URL = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAAC0lEQVR42mP4DwQACfsD/Wj6HMwAAAAASUVORK5CYII="
 PDF_DATA_URL = "data:application/pdf;base64,JVBERi0xLjQKMSAwIG9iajw8Pj5lbmRvYmoKdHJhaWxlcjw8Pj4KJSVFT0YK"
 
 

@@ -438,3 +438,89 @@ netns_test!(
         assert_no_cli_left(&sb).await;
     }
 );
+
+/// Writes the invoice image and PDF of `e2e_inputs` into the sandbox's working directory.
+fn attachments(sb: &Sandbox) {
+    use crate::e2e_inputs::{PDF, PNG};
+    std::fs::write(sb.cwd.path().join("invoice.png"), PNG).unwrap();
+    std::fs::write(sb.cwd.path().join("invoice.pdf"), PDF).unwrap();
+}
+
+fn base64_of(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+netns_test!(
+    the_claude_cli_passes_an_image_and_a_pdf_on_as_messages_blocks,
+    async {
+        use crate::e2e_inputs::{PDF, PNG};
+        let (server, sb) = claude_answering(good_answer()).await;
+        attachments(&sb);
+        let parts = ["--image", "invoice.png", "--file", "invoice.pdf", "--json"];
+        let out = run_decision(&sb, "claude-cli", &parts).await;
+        out.assert_exit(0);
+        let ledger = &out.json()["ledger"];
+        assert_eq!(ledger["inputs"].as_array().unwrap().len(), 2, "{ledger}");
+        // What the real CLI sent: our blocks, as the Messages API takes them.
+        let body = &model_calls(&server)[0].body;
+        let blocks: Vec<&serde_json::Value> = body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|m| m["content"].as_array().into_iter().flatten())
+            .collect();
+        let image = blocks
+            .iter()
+            .find(|b| b["type"] == "image")
+            .expect("an image block");
+        assert_eq!(image["source"]["media_type"], "image/png", "{body}");
+        assert_eq!(image["source"]["data"], base64_of(PNG), "{body}");
+        let doc = blocks
+            .iter()
+            .find(|b| b["type"] == "document")
+            .expect("a document block");
+        assert_eq!(doc["source"]["data"], base64_of(PDF), "{body}");
+        assert!(
+            body.to_string()
+                .contains("Decide whether to accept the change."),
+            "{body}"
+        );
+        assert_no_cli_left(&sb).await;
+    }
+);
+
+netns_test!(
+    the_codex_cli_sends_an_image_through_its_image_flag_and_leaves_no_file,
+    async {
+        use crate::e2e_inputs::PNG;
+        let (server, mut sb) = codex_playing(Script::always(Reply::Json(good_answer()))).await;
+        attachments(&sb);
+        let temp = sb.home().join("tmp");
+        std::fs::create_dir_all(&temp).unwrap();
+        sb.var("TMPDIR", temp.display().to_string());
+        let out = run_decision(&sb, "codex-cli", &["--image", "invoice.png"]).await;
+        out.assert_answer(&good_answer());
+        let body = &model_calls(&server)[0].body;
+        let sent = body.to_string();
+        assert!(sent.contains("input_image"), "{body}");
+        assert!(sent.contains(&base64_of(PNG)), "{body}");
+        // A PDF has no place on codex's command line: refused before it runs.
+        let out = run_decision(&sb, "codex-cli", &["--file", "invoice.pdf"]).await;
+        out.assert_exit(2);
+        assert!(
+            out.dump().contains("it takes no documents"),
+            "{}",
+            out.dump()
+        );
+        assert_eq!(model_calls(&server).len(), 1);
+        // The image's private directory went with the call.
+        let ours: Vec<_> = std::fs::read_dir(&temp)
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().starts_with("geode-codex-"))
+            .collect();
+        assert!(ours.is_empty(), "{ours:?}");
+        assert_no_cli_left(&sb).await;
+    }
+);

@@ -243,8 +243,7 @@ def test_a_conversation_continued_by_previous_response_id_then_retrieved_and_del
 
 
 # A 1x1 PNG and a one-line PDF, as data URLs: what a client sends for a screenshot and a file.
-PNG_DATA_URL = ("data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4"
-                "DwABBAEAwS2OUAAAAABJRU5ErkJggg==")
+PNG_DATA_URL = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAAC0lEQVR42mP4DwQACfsD/Wj6HMwAAAAASUVORK5CYII="
 PDF_DATA_URL = "data:application/pdf;base64,JVBERi0xLjQKMSAwIG9iajw8Pj5lbmRvYmoKdHJhaWxlcjw8Pj4KJSVFT0YK"
 
 

@@ -90,6 +90,13 @@ impl Accepts {
         parts: 100,
     };
 
+    /// The `claude` CLI: Anthropic's blocks, inline only, passed through its stream-json input.
+    pub const CLAUDE_CLI: Self = Self {
+        image_urls: false,
+        document_urls: false,
+        ..Self::ANTHROPIC
+    };
+
     /// Chat Completions as OpenAI defines it: `image_url` parts (a data URL or a URL) and
     /// `file` parts, PDF only, by `file_data`.
     pub const OPENAI_CHAT: Self = Self {

@@ -285,10 +285,14 @@ fn render_block(b: &ContentBlock) -> String {
             let flag = if *is_error { " error" } else { "" };
             format!("[tool result id={tool_use_id}{flag}] {content}")
         }
-        // Never reached: the worker refuses parts a CLI row does not take before any call.
-        ContentBlock::Image { .. } | ContentBlock::Document { .. } => {
-            let r = b.part_record().map(|r| r.sha256).unwrap_or_default();
-            format!("[attachment sha256={r} not sent]")
+        // The part itself travels beside the text (`--image`, stream-json blocks); the
+        // transcript marks where it was.
+        ContentBlock::Image { .. } => "[the attached image]".to_owned(),
+        ContentBlock::Document { title, .. } => {
+            format!(
+                "[the attached document {}]",
+                title.as_deref().unwrap_or_default()
+            )
         }
     }
 }

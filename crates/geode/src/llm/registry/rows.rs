@@ -191,7 +191,7 @@ pub const CLAUDE_CLI: AdapterSpec = AdapterSpec {
     default_model: "",
     models: ANTHROPIC_MODELS,
     reasoning_models: &[],
-    inputs: Inputs::TEXT,
+    inputs: Inputs::all(Accepts::CLAUDE_CLI),
 };
 
 /// `codex-cli`: the `codex exec` subprocess ([`crate::llm::adapters::codex_cli`]).
@@ -222,7 +222,7 @@ pub const CODEX_CLI: AdapterSpec = AdapterSpec {
     },
     models: OPENAI_MODELS,
     reasoning_models: OPENAI_REASONING,
-    inputs: Inputs::TEXT,
+    inputs: Inputs::all(Accepts::CHATGPT),
     // A CLI row's billing and capabilities: no framework tools, no streaming, no endpoint.
     ..CLAUDE_CLI
 };

@@ -262,6 +262,11 @@ impl ProcessSpec {
         &self.args
     }
 
+    /// What is written to the child's stdin.
+    pub fn stdin_bytes(&self) -> &[u8] {
+        &self.stdin
+    }
+
     /// The names of the variables set explicitly.
     pub fn env_names(&self) -> impl Iterator<Item = &str> {
         self.env.iter().map(|(k, _)| k.as_str())

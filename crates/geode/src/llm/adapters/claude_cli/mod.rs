@@ -41,7 +41,7 @@ use super::claude_partial::{PartialAnswer, STRUCTURED_OUTPUT_TOOL};
 use super::cli_common::{self, CliOptions, CliRow};
 use crate::llm::adapter::Adapter;
 use crate::llm::call::{AdapterError, CallCx, TextSink};
-use crate::llm::request::{AdapterCallRequest, AdapterResponse, WireReport};
+use crate::llm::request::{AdapterCallRequest, AdapterResponse, ContentBlock, WireReport};
 use crate::llm::subprocess::{MAX_ARG_BYTES, ProcessSpec};
 use crate::schema::subset::WirePlan;
 use crate::vocab::{StopReason, Usage};
@@ -141,12 +141,45 @@ impl ClaudeCliAdapter {
             // Variadic: it must come after every other flag (the prompt is on stdin).
             spec = spec.args(["--tools", ""]);
         }
-        spec = spec.stdin(cli_common::transcript(req, !system_as_flag));
+        let transcript = cli_common::transcript(req, !system_as_flag);
+        spec = match stream_json_input(req, &transcript) {
+            Some(line) => spec.args(["--input-format", "stream-json"]).stdin(line),
+            None => spec.stdin(transcript),
+        };
         for (k, v) in QUIET_ENV {
             spec = spec.env(*k, v);
         }
         c.cli.apply(spec, ROW.cli.pass_env, &[])
     }
+}
+
+/// The call as one stream-json user message, when it holds images or documents: every part
+/// as the Messages block the CLI passes on, in the order of the conversation, then the
+/// transcript as text. `None` for a text-only call (the transcript goes on stdin as it is).
+fn stream_json_input(req: &AdapterCallRequest, transcript: &str) -> Option<String> {
+    let mut content: Vec<ContentBlock> = req
+        .messages
+        .iter()
+        .flat_map(|m| &m.content)
+        .filter(|b| {
+            matches!(
+                b,
+                ContentBlock::Image { .. } | ContentBlock::Document { .. }
+            )
+        })
+        .filter_map(crate::llm::wire::messages::wire_block)
+        .collect();
+    if content.is_empty() {
+        return None;
+    }
+    content.push(ContentBlock::Text {
+        text: transcript.to_owned(),
+    });
+    let line = serde_json::json!({
+        "type": "user",
+        "message": {"role": "user", "content": content},
+    });
+    Some(format!("{line}\n"))
 }
 
 #[async_trait::async_trait]

@@ -296,3 +296,39 @@ async fn a_missing_binary_is_a_config_error_naming_the_variable() {
     super::super::cli_common::tests::assert_missing_binary_is_named(&adapter, req, ROW.bin_env)
         .await;
 }
+
+#[test]
+fn a_call_with_parts_goes_as_one_stream_json_user_message_of_blocks() {
+    let pdf = crate::media::Media::from_bytes(b"%PDF-1.4\n", Some("a.pdf".into())).unwrap();
+    let mut req = AdapterCallRequest::new("", vec![Message::user("Read it.")]);
+    req.messages[0].content.insert(0, pdf.into());
+    let spec = ClaudeCliAdapter::default().process_spec(
+        "/bin/claude".into(),
+        &req,
+        &ROW.wire_plan(&req),
+        false,
+    );
+    let args: Vec<String> = spec
+        .arguments()
+        .iter()
+        .map(|s| s.to_string_lossy().into_owned())
+        .collect();
+    let at = args.iter().position(|a| a == "--input-format").unwrap();
+    assert_eq!(args[at + 1], "stream-json");
+    let line: Value = serde_json::from_slice(spec.stdin_bytes()).unwrap();
+    assert_eq!(line["type"], "user");
+    let content = &line["message"]["content"];
+    assert_eq!(content[0]["type"], "document");
+    assert_eq!(content[0]["source"]["media_type"], "application/pdf");
+    assert_eq!(content[0]["title"], "a.pdf");
+    assert!(content[1]["text"].as_str().unwrap().contains("Read it."));
+    // Text only: the transcript as it is, no input format.
+    let plain = AdapterCallRequest::new("", vec![Message::user("q")]);
+    let spec = ClaudeCliAdapter::default().process_spec(
+        "/bin/claude".into(),
+        &plain,
+        &ROW.wire_plan(&plain),
+        false,
+    );
+    assert!(!format!("{:?}", spec.arguments()).contains("--input-format"));
+}

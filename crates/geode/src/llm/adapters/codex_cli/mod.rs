@@ -46,9 +46,10 @@ use super::cli_common::{self, CliOptions, CliRow};
 use super::codex_config;
 use crate::llm::adapter::Adapter;
 use crate::llm::call::{AdapterError, CallCx};
-use crate::llm::request::{AdapterCallRequest, AdapterResponse, WireReport};
+use crate::llm::request::{AdapterCallRequest, AdapterResponse, ContentBlock, WireReport};
 use crate::llm::subprocess::ProcessSpec;
 use crate::llm::wire::schema_prompt::append_to_system;
+use crate::media::Format;
 use crate::schema::ResponseSchema;
 use crate::vocab::{StopReason, StructuredOutputMode, Usage};
 use serde_json::Value;
@@ -126,23 +127,39 @@ pub struct SchemaFile {
     path: PathBuf,
 }
 
+/// A private directory under `root`: `geode-codex-XXXX`, 0700, removed when dropped.
+fn private_dir(root: &Path) -> std::io::Result<tempfile::TempDir> {
+    use std::os::unix::fs::PermissionsExt;
+    tempfile::Builder::new()
+        .prefix("geode-codex-")
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir_in(root)
+}
+
+/// Writes `bytes` as a new 0600 file `name` in `dir`.
+fn write_private(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = dir.join(name);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    Ok(path)
+}
+
 impl SchemaFile {
     /// Writes `schema` compact into `<root>/geode-codex-XXXX/schema.json` (dir 0700, file 0600).
     pub fn create(root: &Path, schema: &ResponseSchema) -> std::io::Result<Self> {
-        use std::io::Write;
-        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-        let dir = tempfile::Builder::new()
-            .prefix("geode-codex-")
-            .permissions(std::fs::Permissions::from_mode(0o700))
-            .tempdir_in(root)?;
-        let path = dir.path().join("schema.json");
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)?;
-        f.write_all(schema.to_compact_json().as_bytes())?;
-        f.sync_all()?;
+        let dir = private_dir(root)?;
+        let path = write_private(
+            dir.path(),
+            "schema.json",
+            schema.to_compact_json().as_bytes(),
+        )?;
         Ok(Self { dir, path })
     }
 
@@ -154,6 +171,51 @@ impl SchemaFile {
     /// The private directory holding it.
     pub fn dir(&self) -> &Path {
         self.dir.path()
+    }
+}
+
+/// The images of one call, as the files `--image` takes; dropping it removes them.
+#[derive(Debug)]
+pub struct ImageFiles {
+    _dir: Option<tempfile::TempDir>,
+    paths: Vec<PathBuf>,
+}
+
+impl ImageFiles {
+    /// Writes every inline image of `req` into `<root>/geode-codex-XXXX/image-N.EXT` (dir 0700,
+    /// files 0600); nothing when it has none. An image URL cannot be given to `--image`: the
+    /// row takes none, so the worker refused it before this call.
+    pub fn create(root: &Path, req: &AdapterCallRequest) -> std::io::Result<Self> {
+        let images: Vec<(Format, Vec<u8>)> = req
+            .messages
+            .iter()
+            .flat_map(|m| &m.content)
+            .filter_map(|b| match b {
+                ContentBlock::Image { source } => Some((source.format()?, source.bytes()?)),
+                _ => None,
+            })
+            .collect();
+        if images.is_empty() {
+            return Ok(Self {
+                _dir: None,
+                paths: Vec::new(),
+            });
+        }
+        let dir = private_dir(root)?;
+        let mut paths = Vec::new();
+        for (i, (format, bytes)) in images.iter().enumerate() {
+            let name = format!("image-{}.{}", i + 1, format.name());
+            paths.push(write_private(dir.path(), &name, bytes)?);
+        }
+        Ok(Self {
+            _dir: Some(dir),
+            paths,
+        })
+    }
+
+    /// The files, in the order of the conversation.
+    pub fn paths(&self) -> &[PathBuf] {
+        &self.paths
     }
 }
 
@@ -172,16 +234,18 @@ impl CodexCliAdapter {
         req: &AdapterCallRequest,
         schema_path: Option<&Path>,
     ) -> ProcessSpec {
-        self.process_spec_with(bin, req, schema_path, &[])
+        self.process_spec_with(bin, req, schema_path, &[], &[])
     }
 
-    /// [`Self::process_spec`], also passing the parent variables `named` (by codex's config).
+    /// [`Self::process_spec`], also passing the parent variables `named` (by codex's config)
+    /// and the files of the call's `images` (`--image FILE` each).
     pub fn process_spec_with(
         &self,
         bin: PathBuf,
         req: &AdapterCallRequest,
         schema_path: Option<&Path>,
         named: &[String],
+        images: &[PathBuf],
     ) -> ProcessSpec {
         let c = &self.config;
         let mut spec = ProcessSpec::new(bin)
@@ -197,25 +261,42 @@ impl CodexCliAdapter {
         if let Some(p) = schema_path {
             spec = spec.arg("--output-schema").arg(p);
         }
+        // `--image` takes several values: the `=` form keeps the next argument (the `-` that
+        // reads the prompt from stdin) from being read as one.
+        for image in images {
+            let mut flag = std::ffi::OsString::from("--image=");
+            flag.push(image);
+            spec = spec.arg(flag);
+        }
         spec = spec.arg("-").stdin(cli_common::transcript(req, true));
         c.cli.apply(spec, ROW.cli.pass_env, named)
     }
 
     async fn write_schema(&self, schema: &ResponseSchema) -> Result<SchemaFile, AdapterError> {
+        let schema = schema.clone();
+        self.write_files("schema file", move |root| SchemaFile::create(root, &schema))
+            .await
+    }
+
+    /// Runs `make` in the temp root off the async threads; an error names `what`.
+    async fn write_files<T: Send + 'static>(
+        &self,
+        what: &'static str,
+        make: impl FnOnce(&Path) -> std::io::Result<T> + Send + 'static,
+    ) -> Result<T, AdapterError> {
         let root = self
             .config
             .temp_root
             .clone()
             .unwrap_or_else(std::env::temp_dir);
-        let schema = schema.clone();
         let io_err = |message: String| AdapterError::Transport {
             adapter: ROW.name().into(),
             message,
         };
-        tokio::task::spawn_blocking(move || SchemaFile::create(&root, &schema))
+        tokio::task::spawn_blocking(move || make(&root))
             .await
-            .map_err(|e| io_err(format!("schema file task failed: {e}")))?
-            .map_err(|e| io_err(format!("could not write the schema file: {e}")))
+            .map_err(|e| io_err(format!("{what} task failed: {e}")))?
+            .map_err(|e| io_err(format!("could not write the {what}: {e}")))
     }
 }
 
@@ -256,10 +337,17 @@ impl Adapter for CodexCliAdapter {
         let named =
             codex_config::read_env_names(&self.config.cli, &self.config.config_overrides).await;
         let schema_path = schema_file.as_ref().map(SchemaFile::path);
-        let spec = self.process_spec_with(bin, &req, schema_path, &named);
+        let for_images = req.clone();
+        let images = self
+            .write_files("image files", move |root| {
+                ImageFiles::create(root, &for_images)
+            })
+            .await?;
+        let spec = self.process_spec_with(bin, &req, schema_path, &named, images.paths());
         let timeout = self.config.cli.timeout;
         let out = ROW.run_process(spec, cx, timeout).await;
         drop(schema_file);
+        drop(images);
         let out = out?;
         let resp = match interpret(&out.stdout.text) {
             Outcome::Answer(resp) => resp,

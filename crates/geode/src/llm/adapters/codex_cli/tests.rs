@@ -174,11 +174,54 @@ fn the_cli_may_see_its_own_list_its_config_names_and_pass_env() {
     config.cli.allow_env = vec!["FROM_PASS_ENV".into()];
     let a = CodexCliAdapter::new(config);
     let req = AdapterCallRequest::new("m", vec![Message::user("q")]);
-    let spec = a.process_spec_with("/bin/codex".into(), &req, None, &["MY_KEY".into()]);
+    let spec = a.process_spec_with("/bin/codex".into(), &req, None, &["MY_KEY".into()], &[]);
     let d = format!("{spec:?}");
     for name in ["CODEX_HOME", "OPENAI_API_KEY", "MY_KEY", "FROM_PASS_ENV"] {
         assert!(d.contains(&format!("\"{name}\"")), "{name}: {d}");
     }
     let plain = format!("{:?}", a.process_spec("/bin/codex".into(), &req, None));
     assert!(!plain.contains("MY_KEY"), "{plain}");
+}
+
+#[test]
+fn images_become_private_files_given_as_image_equals_before_the_stdin_marker() {
+    let root = tempfile::tempdir().unwrap();
+    let png = crate::media::Media::from_bytes(b"\x89PNG\r\n\x1a\n\0\0\0\r", None).unwrap();
+    let mut req = AdapterCallRequest::new("m", vec![Message::user("q")]);
+    req.messages[0].content.insert(0, png.into());
+    let files = ImageFiles::create(root.path(), &req).unwrap();
+    let [path] = files.paths() else {
+        panic!("one file: {:?}", files.paths())
+    };
+    assert!(path.ends_with("image-1.png"), "{path:?}");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let spec = CodexCliAdapter::default().process_spec_with(
+        "/bin/codex".into(),
+        &req,
+        None,
+        &[],
+        files.paths(),
+    );
+    let args: Vec<String> = spec
+        .arguments()
+        .iter()
+        .map(|s| s.to_string_lossy().into_owned())
+        .collect();
+    let flag = format!("--image={}", path.display());
+    let at = args
+        .iter()
+        .position(|a| *a == flag)
+        .expect("the image flag");
+    assert_eq!(args.last().map(String::as_str), Some("-"));
+    assert!(at < args.len() - 1);
+    drop(files);
+    assert_eq!(
+        std::fs::read_dir(root.path()).unwrap().count(),
+        0,
+        "removed on drop"
+    );
 }

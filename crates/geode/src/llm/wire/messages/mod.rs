@@ -64,7 +64,7 @@ pub use placement::{
 };
 pub use request::{
     Built, Delivery, OutputConfig, OutputFormat, Request, System, SystemBlock, Thinking, Tool,
-    ToolChoice, WireMessage, build, prepend_identity,
+    ToolChoice, WireMessage, build, prepend_identity, wire_block,
 };
 pub use response::{parse_response, stop_reason};
 pub use stream::{Event, Flow, StreamFold, classify};

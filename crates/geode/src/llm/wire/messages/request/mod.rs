@@ -319,14 +319,16 @@ fn tool(spec: &request::ToolSpec) -> Tool {
 }
 
 fn message(m: &request::Message) -> Option<WireMessage> {
-    let content: Vec<ContentBlock> = m.content.iter().filter_map(block).collect();
+    let content: Vec<ContentBlock> = m.content.iter().filter_map(wire_block).collect();
     (!content.is_empty()).then_some(WireMessage {
         role: m.role,
         content,
     })
 }
 
-fn block(b: &ContentBlock) -> Option<ContentBlock> {
+/// A block as the Messages API takes it (`None`: an empty text, which it refuses). The
+/// `claude` CLI's stream-json input takes the same blocks.
+pub fn wire_block(b: &ContentBlock) -> Option<ContentBlock> {
     match b {
         ContentBlock::Text { text } if text.is_empty() => None,
         ContentBlock::ToolUse { id, name, input } => Some(ContentBlock::ToolUse {
