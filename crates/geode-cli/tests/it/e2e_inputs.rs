@@ -340,3 +340,63 @@ async fn the_local_model_refuses_images_before_decoding_and_a_worker_request_car
         out.dump()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_lines_carry_their_own_parts_and_a_bad_one_is_named_by_its_line() {
+    let (server, sb) = OPENAI_PAYG
+        .serve(Script::always(Reply::Json(invoice())))
+        .await;
+    files(&sb);
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(examples().join("invoice.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let line = |id: &str, part: Value| {
+        json!({"task_id": id, "description": "Extract the invoice's fields.",
+               "response_schema": schema, "parts": [part]})
+    };
+    let lines = [
+        line("a", json!({"image": "invoice.png"})),
+        line("b", json!({"document": "invoice.pdf"})),
+        line("c", json!({"image": "invoice.pdf"})),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(sb.cwd.path().join("in.jsonl"), text).unwrap();
+    let args = [
+        "batch",
+        "--adapter",
+        "openai-payg",
+        "--input",
+        "in.jsonl",
+        "--output",
+        "out.jsonl",
+    ];
+    let out = sb.geode(&args, "").await;
+    let results: Vec<Value> = std::fs::read_to_string(sb.cwd.path().join("out.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let by_id = |id: &str| {
+        results
+            .iter()
+            .find(|r| r["task_id"] == id)
+            .cloned()
+            .unwrap()
+    };
+    let a = by_id("a");
+    assert_eq!(a["success"], true, "{a}");
+    assert_eq!(a["ledger"]["wire_mode"], "strict", "{a}");
+    assert_eq!(a["ledger"]["inputs"][0]["sha256"], sha256(PNG), "{a}");
+    assert_eq!(
+        by_id("b")["ledger"]["inputs"][0]["media_type"],
+        "application/pdf"
+    );
+    assert!(
+        out.stderr
+            .contains("bad input line 3: parts[0]: invoice.pdf is a pdf file, not an image"),
+        "{}",
+        out.dump()
+    );
+    assert_eq!(model_calls(&server).len(), 2);
+}

@@ -629,3 +629,35 @@ fn ttls_are_seconds_or_durations_and_locations_dirs_or_redis() {
         "redis://h:1/team"
     );
 }
+
+#[test]
+fn images_and_documents_key_by_their_hash_wherever_they_are() {
+    use crate::media::Media;
+    let adapter = ScriptedAdapter::new(vec![]);
+    let key = |t: &Task| CacheKey::of(t, &adapter, t.output.schema().unwrap()).hex;
+    let png = |tail: &[u8]| {
+        let bytes = [b"\x89PNG\r\n\x1a\n".as_slice(), tail].concat();
+        Media::from_bytes(&bytes, None).unwrap()
+    };
+    let with = |parts: Vec<Media>| Task { parts, ..task() };
+    let base = key(&task());
+    let a = key(&with(vec![png(b"a")]));
+    assert_ne!(a, base, "a part is part of the question");
+    assert_eq!(
+        a,
+        key(&with(vec![png(b"a")])),
+        "the same bytes, the same key"
+    );
+    assert_ne!(a, key(&with(vec![png(b"b")])), "other bytes, another key");
+    // A part in an earlier turn counts too, by its hash.
+    let earlier = |m: Media| {
+        let mut turn = crate::llm::request::Message::user("look");
+        turn.content.insert(0, m.into());
+        Task {
+            history: vec![turn],
+            ..task()
+        }
+    };
+    assert_ne!(key(&earlier(png(b"a"))), key(&earlier(png(b"b"))));
+    assert_eq!(key(&earlier(png(b"a"))), key(&earlier(png(b"a"))));
+}

@@ -3,7 +3,7 @@
 
 use crate::agent::task::{Failure, Refusal, ResolveError, RunError};
 use crate::ledger::{CheckFailure, GuaranteeLedger, WorkerCheck};
-use crate::llm::routing::RoutingError;
+use crate::llm::routing::{RejectionKind, RoutingError};
 use crate::protocol::exit;
 use crate::schema::validate::ValidationIssue;
 use crate::vocab::ErrorKind;
@@ -36,6 +36,15 @@ pub enum Error {
         /// Why, naming the adapter's mode and the requirement.
         message: String,
         /// Adapter and model only: nothing was sent.
+        ledger: Box<GuaranteeLedger>,
+    },
+    /// No route can take the call's images or documents (or they break its limits), found
+    /// before any request (exit code 2 in the CLI). Nothing is dropped to answer from the text.
+    #[error("inputs not taken: {message}")]
+    InputsNotTaken {
+        /// Which route cannot take what, and why.
+        message: String,
+        /// Adapter and model: nothing was sent.
         ledger: Box<GuaranteeLedger>,
     },
     /// The model refused to answer (a refusal stop, or a refusal in place of the answer; exit
@@ -153,6 +162,7 @@ impl Error {
         match self {
             Self::Config { ledger, .. }
             | Self::NotEnforceable { ledger, .. }
+            | Self::InputsNotTaken { ledger, .. }
             | Self::Refused { ledger, .. }
             | Self::Truncated { ledger, .. }
             | Self::Provider { ledger, .. }
@@ -166,7 +176,9 @@ impl Error {
     /// value that does not deserialize is an invalid answer).
     pub fn failure(&self) -> Failure {
         match self {
-            Self::Config { .. } | Self::NotEnforceable { .. } => Failure::Usage,
+            Self::Config { .. } | Self::NotEnforceable { .. } | Self::InputsNotTaken { .. } => {
+                Failure::Usage
+            }
             Self::Provider { .. } => Failure::Provider,
             Self::Invalid { .. }
             | Self::Refused { .. }
@@ -201,6 +213,17 @@ impl Error {
         let failure = e.failure();
         let ledger = |last: Box<crate::agent::task::Answer>| Box::new(last.ledger);
         match e {
+            RunError::Route(ResolveError::Routing(RoutingError::NoCandidate {
+                reasons, ..
+            })) if reasons
+                .iter()
+                .any(|r| r.kind == RejectionKind::InputsNotTaken) =>
+            {
+                Self::InputsNotTaken {
+                    message,
+                    ledger: Box::new(named_ledger(adapter, model)),
+                }
+            }
             RunError::Route(ResolveError::Routing(RoutingError::NoCandidate { .. })) => {
                 Self::NotEnforceable {
                     message,
@@ -217,6 +240,14 @@ impl Error {
                 last,
                 ..
             } => Self::NotEnforceable {
+                message,
+                ledger: ledger(last),
+            },
+            RunError::Refused {
+                why: Refusal::InputsNotTaken,
+                last,
+                ..
+            } => Self::InputsNotTaken {
                 message,
                 ledger: ledger(last),
             },

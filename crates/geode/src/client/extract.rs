@@ -154,6 +154,7 @@ pub(crate) fn annotate_error(mut e: Error, typed: &TypedSchema) -> Error {
     match &mut e {
         Error::Config { ledger, .. }
         | Error::NotEnforceable { ledger, .. }
+        | Error::InputsNotTaken { ledger, .. }
         | Error::Refused { ledger, .. }
         | Error::Truncated { ledger, .. }
         | Error::Provider { ledger, .. }

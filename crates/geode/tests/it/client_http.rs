@@ -294,3 +294,46 @@ async fn stream_ends_in_the_validated_value_over_every_http_adapter() {
         server.shutdown().await;
     }
 }
+
+/// `extract::<T>` with an image: every HTTP adapter that takes images gets it in its own
+/// shape, and a client that can route only to a text model is refused before any request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extract_with_an_image_sends_it_and_a_text_route_refuses_it_before_any_call() {
+    use geode::media::Media;
+    let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
+    for adapter in ["openai-payg", "anthropic-payg", "codex-oauth"] {
+        let (server, c, _home) = serve(adapter, Script::always(Reply::text(GOOD))).await;
+        let prompt = geode::Prompt::from("Review this screenshot.")
+            .with_parts([Media::from_bytes(png, None).unwrap()]);
+        let got = support::bounded(c.extract::<Review>(prompt))
+            .await
+            .unwrap_or_else(|e| panic!("{adapter}: {e}"));
+        assert_eq!(got.ledger.inputs.len(), 1, "{adapter}");
+        assert_eq!(
+            got.ledger.inputs[0].media_type.as_deref(),
+            Some("image/png")
+        );
+        let body = http::model_calls(adapter, server.requests())[0]
+            .body
+            .to_string();
+        let shape = if adapter == "anthropic-payg" {
+            "\"type\":\"image\""
+        } else {
+            "\"input_image\""
+        };
+        assert!(body.contains(shape), "{adapter}: {body}");
+        server.shutdown().await;
+    }
+    // Nothing configured: the embedded local model, which takes text only.
+    let c = Client::builder()
+        .config(Config::default())
+        .environment(MapEnv::default())
+        .build()
+        .unwrap();
+    let prompt =
+        geode::Prompt::from("Review this.").with_parts([Media::from_bytes(png, None).unwrap()]);
+    let err = c.extract::<Review>(prompt).await.unwrap_err();
+    assert!(matches!(err, Error::InputsNotTaken { .. }), "{err:?}");
+    assert!(err.to_string().contains("local: it cannot take"), "{err}");
+    assert_eq!(err.exit_code(), 2);
+}
