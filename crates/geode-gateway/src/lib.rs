@@ -85,7 +85,7 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Self {
-            max_body_bytes: 4 << 20,
+            max_body_bytes: 32 << 20,
             max_in_flight: 256,
             request_timeout: Duration::from_secs(600),
             max_connections: 1024,

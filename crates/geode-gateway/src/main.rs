@@ -37,8 +37,9 @@ struct GatewayArgs {
     /// A file of inbound keys, one per line (else `GEODE_GATEWAY_KEYS`, comma-separated).
     #[arg(long)]
     keys_file: Option<PathBuf>,
-    /// The largest request body, in bytes.
-    #[arg(long, default_value_t = 4 << 20)]
+    /// The largest request body, in bytes (32 MiB: Anthropic's request limit, room for images
+    /// and PDFs as data URLs; at most --max-in-flight bodies are held at once).
+    #[arg(long, default_value_t = 32 << 20)]
     max_body_bytes: usize,
     /// Requests served at once; beyond it a request gets 429 with Retry-After.
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=65536))]
