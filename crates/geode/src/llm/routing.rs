@@ -92,7 +92,7 @@ pub enum RoutingError {
     #[error("unknown adapter {0:?}; known adapters: {known}, and any [providers.NAME] of geode.toml", known = ADAPTERS.iter().map(|a| a.name).collect::<Vec<_>>().join(", "))]
     UnknownAdapter(String),
     /// Every candidate was removed.
-    #[error("no adapter can serve this call with require={require}: {}", reasons.iter().map(|r| format!("{}: {}", r.adapter, r.reason)).collect::<Vec<_>>().join("; "))]
+    #[error("{}", no_candidate(require, reasons))]
     NoCandidate {
         /// The requirement.
         require: &'static str,
@@ -102,6 +102,27 @@ pub enum RoutingError {
     /// Nothing is configured and the registry has no local row to fall back on.
     #[error("no adapter is configured (set a provider's key, or name an adapter)")]
     NoEmbedded,
+}
+
+/// Why every candidate was removed, one reason each: the requirement is named unless only the
+/// call's images or documents removed them.
+fn no_candidate(require: &str, reasons: &[Rejection]) -> String {
+    let each: Vec<String> = reasons
+        .iter()
+        .map(|r| format!("{}: {}", r.adapter, r.reason))
+        .collect();
+    let inputs_only = !reasons.is_empty()
+        && reasons
+            .iter()
+            .all(|r| r.kind == RejectionKind::InputsNotTaken);
+    if inputs_only {
+        format!("no adapter can take this call: {}", each.join("; "))
+    } else {
+        format!(
+            "no adapter can serve this call with require={require}: {}",
+            each.join("; ")
+        )
+    }
 }
 
 fn judge(
