@@ -4,6 +4,7 @@
 >>> client = geode.Client(adapter="local", require="enforced")   # doctest: +SKIP
 >>> answer = client.extract(Decision, "Merge this PR? ...")      # doctest: +SKIP
 >>> answer.value, answer.ledger.summary()                        # doctest: +SKIP
+>>> client.extract(Invoice, "Extract the invoice", parts=[geode.Image("scan.png")])  # doctest: +SKIP
 """
 
 from ._client import Client, Extraction
@@ -11,6 +12,8 @@ from ._errors import (
     ConfigError,
     Ended,
     Error,
+    InputError,
+    InputsNotTaken,
     InvalidAnswer,
     NotEnforceable,
     ProviderError,
@@ -18,12 +21,15 @@ from ._errors import (
     Truncated,
 )
 from ._ledger import Ledger, Usage
+from ._media import Document, Image
 from ._native import __version__
 from ._stream import Event, Final, Item, Partial, Retry, Stream
 
 __all__ = [
     "Client",
     "Extraction",
+    "Image",
+    "Document",
     "Ledger",
     "Usage",
     "Stream",
@@ -34,6 +40,8 @@ __all__ = [
     "Final",
     "Error",
     "ConfigError",
+    "InputError",
+    "InputsNotTaken",
     "NotEnforceable",
     "ProviderError",
     "InvalidAnswer",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import collections.abc as abc
 import json
 import os
 from datetime import timedelta
@@ -10,6 +9,7 @@ from typing import Any, Generic, Mapping, Optional, Sequence, TypeVar, Union, ov
 
 from . import _native
 from ._ledger import Ledger
+from ._prompt import Parts, Prompt, native_parts, native_prompt
 from ._shapes import shape_of
 from ._stream import Stream, _load
 
@@ -34,13 +34,6 @@ class Extraction(Generic[T]):
 
 
 Target = Union[type, Any, dict]
-
-Prompt = Union[str, Sequence[Mapping[str, Any]]]
-"""A user message, or a conversation: OpenAI-style messages (``{"role": ..., "content": ...}``,
-roles ``system``/``developer``/``user``/``assistant``, content a string or a list of text parts)
-whose last is the user's. Earlier turns travel as the conversation's history; system turns
-replace the client's ``system``."""
-
 
 class Client:
     """A handle for structured calls, shared safely by threads and asyncio tasks (calls run
@@ -143,98 +136,77 @@ class Client:
         return f"geode.Client(adapter={adapter!r}, model={model!r}, require={require!r})"
 
     @overload
-    def extract(self, target: type[T], prompt: Prompt) -> Extraction[T]: ...
+    def extract(self, target: type[T], prompt: Prompt, *, parts: Parts = None) -> Extraction[T]: ...
     @overload
-    def extract(self, target: Any, prompt: Prompt) -> Extraction[Any]: ...
+    def extract(self, target: Any, prompt: Prompt, *, parts: Parts = None) -> Extraction[Any]: ...
 
-    def extract(self, target: Target, prompt: Prompt) -> Extraction[Any]:
+    def extract(self, target: Target, prompt: Prompt, *, parts: Parts = None) -> Extraction[Any]:
         """Asks for a value of ``target`` (a pydantic model, dataclass, ``TypedDict``,
         ``list[...]``, or a JSON Schema dict). The answer is validated against the schema, with
         one retry that tells the model what was wrong. Blocks with the GIL released; Ctrl-C
-        cancels the call."""
+        cancels the call.
+
+        ``parts``: images and documents (:class:`geode.Image`, :class:`geode.Document`) the
+        model sees with the prompt; a route that cannot take them raises
+        :class:`geode.InputsNotTaken` before any request. Every call takes ``parts=``."""
         shape = shape_of(target)
-        value_json, ledger_json, summary = self._native.extract(shape.schema, _turns(prompt))
+        value_json, ledger_json, summary = self._native.extract(
+            shape.schema, native_prompt(prompt), native_parts(parts)
+        )
         ledger = Ledger(ledger_json, summary)
         return Extraction(_load(shape, value_json, ledger), ledger)
 
     @overload
-    async def aextract(self, target: type[T], prompt: Prompt) -> Extraction[T]: ...
+    async def aextract(self, target: type[T], prompt: Prompt, *, parts: Parts = None) -> Extraction[T]: ...
     @overload
-    async def aextract(self, target: Any, prompt: Prompt) -> Extraction[Any]: ...
+    async def aextract(self, target: Any, prompt: Prompt, *, parts: Parts = None) -> Extraction[Any]: ...
 
-    async def aextract(self, target: Target, prompt: Prompt) -> Extraction[Any]:
+    async def aextract(self, target: Target, prompt: Prompt, *, parts: Parts = None) -> Extraction[Any]:
         """:meth:`extract` on the running asyncio loop (no thread per call); cancelling the
         task cancels the call."""
         shape = shape_of(target)
-        value_json, ledger_json, summary = await self._native.aextract(shape.schema, _turns(prompt))
+        value_json, ledger_json, summary = await self._native.aextract(
+            shape.schema, native_prompt(prompt), native_parts(parts)
+        )
         ledger = Ledger(ledger_json, summary)
         return Extraction(_load(shape, value_json, ledger), ledger)
 
-    def stream(self, target: Target, prompt: Prompt, *, items: Optional[str] = None) -> Stream[Any]:
+    def stream(
+        self, target: Target, prompt: Prompt, *, items: Optional[str] = None, parts: Parts = None
+    ) -> Stream[Any]:
         """Streams a value of ``target``: :class:`Partial` values as text arrives,
         :class:`Item` for each element of the root list (or of the root's one list field, or of
         the field ``items`` names) once it is whole and valid, :class:`Retry` when the retry
         starts, then one :class:`Final`. Iterate it with ``for`` or ``async for``."""
         shape = shape_of(target)
-        return Stream(self._native.stream(shape.schema, _turns(prompt), items), shape)
+        native = self._native.stream(shape.schema, native_prompt(prompt), items, native_parts(parts))
+        return Stream(native, shape)
 
-    def choose(self, options: Sequence[str], prompt: Prompt) -> Extraction[str]:
+    def choose(self, options: Sequence[str], prompt: Prompt, *, parts: Parts = None) -> Extraction[str]:
         """Exactly one of ``options`` (enforced by a constraining engine, checked otherwise)."""
-        return _text(self._native.text("choice", list(options), _turns(prompt)))
+        return _text(self._native.text("choice", list(options), native_prompt(prompt), native_parts(parts)))
 
-    def matches(self, regex: str, prompt: Prompt) -> Extraction[str]:
+    def matches(self, regex: str, prompt: Prompt, *, parts: Parts = None) -> Extraction[str]:
         """Text whose whole (trimmed) answer matches ``regex``."""
-        return _text(self._native.text("regex", regex, _turns(prompt)))
+        return _text(self._native.text("regex", regex, native_prompt(prompt), native_parts(parts)))
 
-    def grammar(self, lark: str, prompt: Prompt) -> Extraction[str]:
+    def grammar(self, lark: str, prompt: Prompt, *, parts: Parts = None) -> Extraction[str]:
         """Text derivable from the Lark grammar ``lark`` (enforced by a constraining engine;
         elsewhere the ledger names it unchecked)."""
-        return _text(self._native.text("grammar", lark, _turns(prompt)))
+        return _text(self._native.text("grammar", lark, native_prompt(prompt), native_parts(parts)))
 
-    async def achoose(self, options: Sequence[str], prompt: Prompt) -> Extraction[str]:
+    async def achoose(self, options: Sequence[str], prompt: Prompt, *, parts: Parts = None) -> Extraction[str]:
         """:meth:`choose` on the running asyncio loop."""
-        return _text(await self._native.atext("choice", list(options), _turns(prompt)))
+        done = await self._native.atext("choice", list(options), native_prompt(prompt), native_parts(parts))
+        return _text(done)
 
-    async def amatches(self, regex: str, prompt: Prompt) -> Extraction[str]:
+    async def amatches(self, regex: str, prompt: Prompt, *, parts: Parts = None) -> Extraction[str]:
         """:meth:`matches` on the running asyncio loop."""
-        return _text(await self._native.atext("regex", regex, _turns(prompt)))
+        return _text(await self._native.atext("regex", regex, native_prompt(prompt), native_parts(parts)))
 
-    async def agrammar(self, lark: str, prompt: Prompt) -> Extraction[str]:
+    async def agrammar(self, lark: str, prompt: Prompt, *, parts: Parts = None) -> Extraction[str]:
         """:meth:`grammar` on the running asyncio loop."""
-        return _text(await self._native.atext("grammar", lark, _turns(prompt)))
-
-
-def _turns(prompt: Prompt) -> Union[str, list[tuple[str, str]]]:
-    """A string as it is; messages as ``(role, text)`` pairs for the native layer (which says
-    what is wrong with a conversation that cannot be answered)."""
-    if isinstance(prompt, str):
-        return prompt
-    if isinstance(prompt, (bytes, abc.Mapping)) or not isinstance(prompt, abc.Sequence):
-        raise TypeError(f"prompt: expected a string or a list of messages, not {type(prompt).__name__}")
-    turns = []
-    for i, message in enumerate(prompt):
-        if not isinstance(message, abc.Mapping) or not isinstance(message.get("role"), str):
-            raise TypeError(f"prompt[{i}]: expected a message dict with a string 'role'")
-        turns.append((message["role"], _text_of(message.get("content"), i)))
-    return turns
-
-
-def _text_of(content: Any, i: int) -> str:
-    """A message's text: a string, or the text of its text parts (any other part is refused,
-    never dropped)."""
-    if isinstance(content, str):
-        return content
-    if content is None:
-        return ""
-    if isinstance(content, abc.Sequence) and not isinstance(content, (bytes, abc.Mapping)):
-        texts = []
-        for part in content:
-            if not (isinstance(part, abc.Mapping) and part.get("type") in ("text", "input_text", "output_text")
-                    and isinstance(part.get("text"), str)):
-                raise TypeError(f"prompt[{i}].content: only text parts are sent, not {part!r:.60}")
-            texts.append(part["text"])
-        return "".join(texts)
-    raise TypeError(f"prompt[{i}].content: expected a string or a list of text parts")
+        return _text(await self._native.atext("grammar", lark, native_prompt(prompt), native_parts(parts)))
 
 
 def _seconds(timeout: Union[float, timedelta, None]) -> Optional[float]:

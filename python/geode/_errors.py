@@ -10,6 +10,8 @@ from ._ledger import Ledger, Usage
 __all__ = [
     "Error",
     "ConfigError",
+    "InputError",
+    "InputsNotTaken",
     "NotEnforceable",
     "ProviderError",
     "InvalidAnswer",
@@ -37,6 +39,20 @@ class Error(Exception):
 class ConfigError(Error):
     """The call could not run here: a bad argument, configuration or schema, an unknown or
     unconfigured adapter. Nothing was sent."""
+
+
+class InputError(ConfigError):
+    """An image or document that cannot be used: a file that cannot be read, bytes of no type
+    geode sends, bytes that are not the kind they were given as (a PDF as a
+    :class:`geode.Image`), a URL that is not ``https``. Raised when the part is made, or when a
+    message's part is read; nothing was sent. The message names the file or the size, never
+    the content."""
+
+
+class InputsNotTaken(InputError):
+    """The route cannot take this call's images or documents (a text-only model such as
+    ``local``, a format or size over its limits): refused before any request, nothing dropped
+    to answer from the text alone. The message names the route and why."""
 
 
 class NotEnforceable(Error):
@@ -79,6 +95,8 @@ class Ended(Error):
 
 _KINDS = {
     "config": ConfigError,
+    "input": InputError,
+    "inputs_not_taken": InputsNotTaken,
     "not_enforceable": NotEnforceable,
     "invalid": InvalidAnswer,
     "refused": Refused,

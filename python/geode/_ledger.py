@@ -1,5 +1,5 @@
-"""The guarantee ledger of a call: which adapter served it, how the schema went on the wire,
-what was rewritten, every attempt and the retry decision."""
+"""The guarantee ledger of a call: which adapter served it, the images and documents it sent,
+how the schema went on the wire, what was rewritten, every attempt and the retry decision."""
 
 from __future__ import annotations
 
@@ -56,6 +56,23 @@ class Ledger:
     def model(self) -> str:
         """The model asked for."""
         return self._get("model", "")
+
+    @property
+    def inputs(self) -> list[dict[str, Any]]:
+        """Every image and document the call sent, in order: ``{"kind", "source",
+        "media_type", "bytes", "sha256"}`` (``kind`` ``image`` or ``document``, ``source``
+        ``inline`` or ``url``; ``media_type`` and ``bytes`` are ``None`` for a URL). Never the
+        content: compare ``sha256`` with ``hashlib.sha256(data).hexdigest()``."""
+        return [
+            {
+                "kind": r.get("kind"),
+                "source": r.get("source"),
+                "media_type": r.get("media_type"),
+                "bytes": r.get("bytes"),
+                "sha256": r.get("sha256"),
+            }
+            for r in self._get("inputs", [])
+        ]
 
     @property
     def wire_mode(self) -> str:

@@ -244,7 +244,9 @@ def test_a_conversation_that_cannot_be_answered_is_refused_before_any_request(fa
         client.extract(Decision, CONVERSATION[:3])
     with pytest.raises(geode.ConfigError, match="unknown role"):
         client.extract(Decision, [{"role": "robot", "content": "hi"}])
-    with pytest.raises(TypeError, match="only text parts"):
+    with pytest.raises(TypeError, match="'input_audio' part is not sent"):
+        client.extract(Decision, [{"role": "user", "content": [{"type": "input_audio", "input_audio": {}}]}])
+    with pytest.raises(geode.InputError, match="not a URL"):
         client.extract(Decision, [{"role": "user", "content": [{"type": "image_url", "image_url": "x"}]}])
     with pytest.raises(TypeError, match="list of messages"):
         client.extract(Decision, {"role": "user", "content": "hi"})

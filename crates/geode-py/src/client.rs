@@ -4,6 +4,7 @@
 //! summary)`; a failed one raises the `geode` exception of its kind.
 
 use crate::env::OverlayEnv;
+use crate::media::NativeMedia;
 use crate::outcome::{Done, config_error, done, to_py_err};
 use crate::prompt::PromptArg;
 use crate::schema::NativeSchema;
@@ -125,10 +126,18 @@ impl NativeClient {
         Ok(Self { client })
     }
 
-    /// Asks for a value of `schema`; blocks with the GIL released.
-    fn extract(&self, py: Python<'_>, schema: &NativeSchema, prompt: PromptArg) -> PyResult<Done> {
+    /// Asks for a value of `schema`; blocks with the GIL released. `parts`: images and
+    /// documents shown with the prompt's last user turn (every call takes them).
+    #[pyo3(signature = (schema, prompt, parts=None))]
+    fn extract(
+        &self,
+        py: Python<'_>,
+        schema: &NativeSchema,
+        prompt: PromptArg,
+        parts: Option<Parts>,
+    ) -> PyResult<Done> {
         let (client, typed) = (self.client.clone(), schema.typed.clone());
-        let prompt = prompt.into_prompt(py)?;
+        let prompt = prompt.into_prompt(py, parts.unwrap_or_default())?;
         let result = wait(
             py,
             async move { client.extract_typed(&typed, prompt).await },
@@ -137,14 +146,16 @@ impl NativeClient {
     }
 
     /// [`Self::extract`] as an awaitable.
+    #[pyo3(signature = (schema, prompt, parts=None))]
     fn aextract<'py>(
         &self,
         py: Python<'py>,
         schema: &NativeSchema,
         prompt: PromptArg,
+        parts: Option<Parts>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let (client, typed) = (self.client.clone(), schema.typed.clone());
-        let prompt = prompt.into_prompt(py)?;
+        let prompt = prompt.into_prompt(py, parts.unwrap_or_default())?;
         pyo3_async_runtimes::tokio::future_into_py(py, async move {
             let result = client.extract_typed(&typed, prompt).await;
             Python::attach(|py| done(py, result))
@@ -153,23 +164,33 @@ impl NativeClient {
 
     /// A text-shaped call: `kind` is `choice` (`spec` the options), `regex` or `grammar` (`spec`
     /// the pattern or the Lark grammar); blocks with the GIL released.
-    fn text(&self, py: Python<'_>, kind: &str, spec: Spec, prompt: PromptArg) -> PyResult<Done> {
+    #[pyo3(signature = (kind, spec, prompt, parts=None))]
+    fn text(
+        &self,
+        py: Python<'_>,
+        kind: &str,
+        spec: Spec,
+        prompt: PromptArg,
+        parts: Option<Parts>,
+    ) -> PyResult<Done> {
         let (client, text) = (self.client.clone(), Text::of(py, kind, spec)?);
-        let prompt = prompt.into_prompt(py)?;
+        let prompt = prompt.into_prompt(py, parts.unwrap_or_default())?;
         let result = wait(py, async move { run_text(&client, text, prompt).await })?;
         done(py, result)
     }
 
     /// [`Self::text`] as an awaitable.
+    #[pyo3(signature = (kind, spec, prompt, parts=None))]
     fn atext<'py>(
         &self,
         py: Python<'py>,
         kind: &str,
         spec: Spec,
         prompt: PromptArg,
+        parts: Option<Parts>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let (client, text) = (self.client.clone(), Text::of(py, kind, spec)?);
-        let prompt = prompt.into_prompt(py)?;
+        let prompt = prompt.into_prompt(py, parts.unwrap_or_default())?;
         pyo3_async_runtimes::tokio::future_into_py(py, async move {
             let result = run_text(&client, text, prompt).await;
             Python::attach(|py| done(py, result))
@@ -178,16 +199,17 @@ impl NativeClient {
 
     /// Streams a value of `schema`. `items`: the root property whose elements stream as items
     /// (default: the root list, or the root's one array property).
-    #[pyo3(signature = (schema, prompt, items=None))]
+    #[pyo3(signature = (schema, prompt, items=None, parts=None))]
     fn stream(
         &self,
         py: Python<'_>,
         schema: &NativeSchema,
         prompt: PromptArg,
         items: Option<String>,
+        parts: Option<Parts>,
     ) -> PyResult<NativeStream> {
         let source = items.map_or(ItemSource::Auto, ItemSource::Field);
-        let prompt = prompt.into_prompt(py)?;
+        let prompt = prompt.into_prompt(py, parts.unwrap_or_default())?;
         Ok(NativeStream::new(self.client.stream_typed(
             schema.typed.clone(),
             prompt,
@@ -195,6 +217,9 @@ impl NativeClient {
         )))
     }
 }
+
+/// The images and documents a call is given apart from its prompt.
+type Parts = Vec<Py<NativeMedia>>;
 
 /// What a text-shaped call is given: the options of a choice, or one pattern or grammar.
 #[derive(FromPyObject)]

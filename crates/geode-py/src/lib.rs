@@ -10,7 +10,8 @@
 //! | [`stream`] | `Stream`: partial values, items and the final value, sync and async |
 //! | [`wait`] | a sync call with the GIL released that Ctrl-C cancels |
 //! | [`outcome`] | what crosses back when a call ends: the value tuple, or the `geode` exception of its kind with the ledger |
-//! | [`prompt`] | a prompt: a string, or a conversation's turns |
+//! | [`prompt`] | a prompt: a string, or a conversation's turns, with their images and documents |
+//! | [`media`] | `Media`: an image or document read and typed from its bytes (`geode.Image`, `geode.Document`) |
 //! | [`trust`] | `trust_config`: a project's `geode.toml` trusted to send credentials where it says |
 //! | [`env`] | variables given to the client, over the process environment |
 //! | `engine` | the local model's engine, served by `geode._engine.main` in a child interpreter (feature `local`) |
@@ -21,6 +22,7 @@ mod client;
 #[cfg(feature = "local")]
 mod engine;
 mod env;
+mod media;
 mod outcome;
 mod prompt;
 mod schema;
@@ -34,6 +36,7 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<client::NativeClient>()?;
+    m.add_class::<media::NativeMedia>()?;
     m.add_class::<schema::NativeSchema>()?;
     m.add_class::<stream::NativeStream>()?;
     #[cfg(feature = "local")]

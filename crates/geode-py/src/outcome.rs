@@ -27,6 +27,7 @@ pub fn done(py: Python<'_>, result: Result<Extracted<Value>, Error>) -> PyResult
 /// The Python class (`geode._errors`) for each kind of [`Error`].
 fn kind(e: &Error) -> &'static str {
     match e {
+        Error::InputsNotTaken { .. } => "inputs_not_taken",
         Error::NotEnforceable { .. } => "not_enforceable",
         Error::Provider { .. } => "provider",
         Error::Invalid { .. } | Error::Deserialize { .. } => "invalid",
@@ -63,6 +64,14 @@ pub fn to_py_err(py: Python<'_>, e: &Error) -> PyErr {
 pub fn config_error(py: Python<'_>, message: &str) -> PyErr {
     let message = geode::secret::scrub(message);
     build(py, "config", &message, "{}", "", "[]", None)
+}
+
+/// An image or document that cannot be used (unreadable, of no known type, not the kind it was
+/// given as, a URL that is not `https`), raised before any call. The message names the file
+/// or the size, never the content.
+pub fn input_error(py: Python<'_>, message: &str) -> PyErr {
+    let message = geode::secret::scrub(message);
+    build(py, "input", &message, "{}", "", "[]", None)
 }
 
 fn build(
