@@ -400,3 +400,43 @@ async fn batch_lines_carry_their_own_parts_and_a_bad_one_is_named_by_its_line() 
     );
     assert_eq!(model_calls(&server).len(), 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn urls_go_on_as_urls_where_the_wire_takes_them_and_nothing_is_fetched() {
+    let image = "https://files.example/scan.png";
+    let doc = "https://files.example/contract.pdf";
+    let urls = ["--image", image, "--file", doc];
+    let (server, sb) = ANTHROPIC_PAYG
+        .serve(Script::always(Reply::Json(invoice())))
+        .await;
+    let out = extract(&sb, "anthropic-payg", &urls).await;
+    out.assert_exit(0);
+    let content = &model_calls(&server)[0].body["messages"][0]["content"];
+    assert_eq!(
+        content[0],
+        json!({"type": "image", "source": {"type": "url", "url": image}})
+    );
+    assert_eq!(
+        content[1],
+        json!({"type": "document", "source": {"type": "url", "url": doc}, "title": "contract.pdf"})
+    );
+    let inputs = &out.json()["ledger"]["inputs"];
+    assert_eq!(inputs[0]["source"], "url", "{inputs}");
+    assert_eq!(inputs[0]["sha256"], sha256(image.as_bytes()), "{inputs}");
+
+    let (server, sb) = OPENAI_PAYG
+        .serve(Script::always(Reply::Json(invoice())))
+        .await;
+    let out = extract(&sb, "openai-payg", &urls).await;
+    out.assert_exit(0);
+    let content = &model_calls(&server)[0].body["input"][0]["content"];
+    assert_eq!(content[0]["image_url"], image);
+    assert_eq!(content[1], json!({"type": "input_file", "file_url": doc}));
+    // The ChatGPT backend takes no URL: refused, not fetched.
+    let (server, sb) = CODEX_OAUTH
+        .serve(Script::always(Reply::Json(invoice())))
+        .await;
+    let out = extract(&sb, "codex-oauth", &["--image", image]).await;
+    refused(&out, &["it takes no image URLs (give the file instead)"]);
+    assert!(model_calls(&server).is_empty());
+}
