@@ -14,12 +14,12 @@ lint:
 
 # The workspace tests include crates/geode/tests/fuzz_replay.rs: every committed fuzz seed
 # (fuzz/seeds/<target>) replayed through its target's entry function on the stable toolchain.
-# `geode gateway` execs the geode-gateway binary beside `geode`; cargo builds a package's binary only
-# for that package's own tests, so it is built first for geode-cli's.
+# `geode gateway` and `geode mcp` exec the geode-gateway and geode-mcp binaries beside `geode`; cargo
+# builds a package's binary only for that package's own tests, so they are built first for geode-cli's.
 # The Python package last: its wheel is built against the workspace's debug build, and its pytest
 # suite drives the debug binaries (the fakes, geode-engine) that cargo test built.
 test: setup lint
-	cargo build -p geode-gateway
+	cargo build -p geode-gateway -p geode-mcp
 	cargo test --workspace --all-targets
 	cargo test --workspace --doc
 	scripts/python-package.sh

@@ -20,6 +20,9 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # The official OpenAI Python SDK (pinned, in a venv under the cache) for the gateway's SDK tests.
 "$here/install-venv.sh" openai-sdk "$here/python/sdk-requirements.txt" python -c "import openai, pydantic, pytest, openresponses_types"
 
+# The official MCP Python SDK (pinned, in a venv under the cache) for the tests of `geode mcp`.
+"$here/install-venv.sh" mcp-sdk "$here/python/mcp-requirements.txt" python -c "import mcp, pytest"
+
 # maturin, pydantic and pytest (pinned, in a venv under the cache) for the Python package's wheel and tests.
 "$here/install-venv.sh" geode-py "$here/python/geode-py-requirements.txt" maturin --version
 

@@ -23,8 +23,18 @@ pub(crate) struct RunArgs {
     /// its ledger (or an error event).
     #[arg(long)]
     stream: bool,
+    /// Run the named contract of geode.toml (`[contracts.NAME]`): its prompt, schema, route and
+    /// policy. Flags given beside it (--adapter, --model, --timeout, --max-tokens, --image, ...)
+    /// win; --require may raise the contract's requirement, never lower it.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["constraint", "prompt"])]
+    contract: Option<String>,
+    /// A value for one of the contract's inputs (`{NAME}` in its prompt), read by its type.
+    /// Repeatable.
+    #[arg(long = "input", value_name = "NAME=VALUE", requires = "contract")]
+    inputs: Vec<String>,
     /// The prompt.
-    prompt: String,
+    #[arg(required_unless_present = "contract")]
+    prompt: Option<String>,
 }
 
 pub(crate) fn run(args: RunArgs) -> anyhow::Result<u8> {
@@ -36,7 +46,13 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<u8> {
         Ok(s) => s,
         Err(code) => return Ok(code),
     };
-    let task = match args.task.task(&settings, &args.prompt) {
+    let task = match &args.contract {
+        Some(name) => crate::contract_args::task(&args.task, &settings, name, &args.inputs),
+        None => args
+            .task
+            .task(&settings, args.prompt.as_deref().unwrap_or_default()),
+    };
+    let task = match task {
         Ok(t) => t,
         Err(e) => return usage(&e),
     };

@@ -12,11 +12,13 @@ mod cmd_batch;
 mod cmd_cache;
 mod cmd_config;
 mod cmd_gateway;
+mod cmd_mcp;
 mod cmd_run;
 mod cmd_schema;
 mod cmd_serve;
 mod cmd_validate;
 mod cmd_worker;
+mod contract_args;
 mod logs;
 mod progress;
 mod resolve;
@@ -100,6 +102,11 @@ enum Command {
     /// the ledger (the `geode-gateway` binary; `geode gateway --help` lists its flags).
     #[command(disable_help_flag = true)]
     Gateway(cmd_gateway::GatewayArgs),
+    /// Serve every `[contracts.NAME]` of geode.toml as an MCP tool, over stdio or streamable
+    /// HTTP, each answer validated against its outputSchema, with the ledger (the `geode-mcp`
+    /// binary; `geode mcp --help` lists its flags).
+    #[command(disable_help_flag = true)]
+    Mcp(cmd_mcp::McpArgs),
     /// The adapters, their structured-output modes, and which are configured here.
     Adapters(cmd_adapters::AdaptersArgs),
     /// The response cache (`--cache`): what it holds and its hits, or empty it.
@@ -145,6 +152,7 @@ fn main() -> ExitCode {
         Command::Batch(args) => cmd_batch::run(args),
         Command::Serve(args) => cmd_serve::run(args),
         Command::Gateway(args) => cmd_gateway::run(args),
+        Command::Mcp(args) => cmd_mcp::run(args),
         Command::Cache { command } => cmd_cache::run(command),
         Command::Config { command } => Ok(cmd_config::run(command)),
     };

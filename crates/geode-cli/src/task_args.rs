@@ -129,6 +129,29 @@ impl TaskArgs {
         Ok(task)
     }
 
+    /// These flags laid over a contract's task ([`geode::config::contracts`]): each one given
+    /// wins, as over any task; `--require` may raise the contract's requirement, never lower it
+    /// (its default is the weakest).
+    pub(crate) fn over_contract(&self, mut task: Task) -> anyhow::Result<Task> {
+        CallSettings {
+            adapter: self.adapter.clone(),
+            model: self.model.clone(),
+            timeout: self.timeout.map(Budgets::seconds),
+            max_tokens: self.max_tokens,
+            system: self.system.clone(),
+            repair: self.repair.then_some(true),
+            ..CallSettings::default()
+        }
+        .apply(&mut task);
+        task.require = task.require.max(self.require);
+        for part in self.parts() {
+            task.parts.push(part.load()?);
+        }
+        task.formats = self.formats.into();
+        task.validation = self.validation.into();
+        Ok(task)
+    }
+
     /// `--image` and `--file`, in that order.
     fn parts(&self) -> impl Iterator<Item = PartRef> + '_ {
         let images = self.image.iter().map(|s| PartRef::Image(s.clone()));

@@ -19,6 +19,8 @@ mod e2e_http;
 mod e2e_inputs;
 mod e2e_local_engine;
 mod e2e_local_schemas;
+mod e2e_mcp;
+mod e2e_mcp_sdk;
 mod e2e_policy;
 mod e2e_progress;
 mod e2e_providers;

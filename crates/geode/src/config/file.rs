@@ -182,6 +182,11 @@ pub struct Config {
     pub gateway: GatewayConfig,
     /// The response cache, when one is set.
     pub cache: CacheConfig,
+    /// Named contracts (`[contracts.NAME]`, [`super::contracts`]), keyed by name.
+    pub contracts: BTreeMap<String, super::contracts::ContractConfig>,
+    /// The contracts, checked (schemas read and compiled, templates parsed).
+    #[serde(skip)]
+    pub(super) checked_contracts: std::sync::Arc<BTreeMap<String, super::contracts::Contract>>,
     /// The providers' rows, checked ([`Self::spec`] finds them).
     #[serde(skip)]
     pub(super) rows: Vec<&'static AdapterSpec>,
@@ -291,6 +296,7 @@ impl Config {
                 }
             })?;
         }
+        cfg.checked_contracts = std::sync::Arc::new(super::contracts::check_all(&cfg, path)?);
         cfg.source = Some(PathBuf::from(path));
         Ok(cfg)
     }

@@ -29,6 +29,7 @@
 //! | `load` | finding the file, and reading a hostile one safely |
 //! | `settings` | the file and the environment resolved into [`Settings`] |
 //! | [`trust`] | which project files the user trusted to send credentials where they say |
+//! | [`contracts`] | named contracts (`[contracts.NAME]`): a schema, a prompt with typed inputs, a route |
 //!
 //! ```toml
 //! default_adapter = "openai-payg"
@@ -71,6 +72,7 @@
 //! fallback = ["anthropic-payg"]
 //! ```
 
+pub mod contracts;
 mod error;
 mod file;
 mod load;

@@ -27,6 +27,8 @@ pub struct Settings {
     pub cache: Option<CacheSettings>,
     /// `geode gateway`'s policy and model aliases.
     pub gateway: GatewayConfig,
+    /// The named contracts, checked (`[contracts.NAME]`, [`super::contracts`]).
+    pub contracts: std::sync::Arc<std::collections::BTreeMap<String, super::contracts::Contract>>,
 }
 
 impl Config {
@@ -86,6 +88,7 @@ impl Config {
             request_timeout: self.timeouts.request_s.map(Budgets::seconds),
             cache: cache.map(|location| CacheSettings { location, ttl }),
             gateway: self.gateway.clone(),
+            contracts: self.checked_contracts.clone(),
         })
     }
 
