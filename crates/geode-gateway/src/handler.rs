@@ -42,6 +42,8 @@ trait Endpoint: Sized {
     const API: &'static str;
     /// What it does with each request field.
     const FIELDS: &'static [fields::Field];
+    /// The field that holds the conversation (`messages`, `input`), named in its errors.
+    const CONVERSATION: &'static str;
     /// The request read from a body [`fields::check`] has passed.
     fn read(body: Map<String, Value>) -> Result<Self, ApiError>;
     /// The fields both endpoints share (route, stream, extension).
@@ -77,6 +79,7 @@ impl Endpoint for chat::ChatRequest {
     const NAME: &'static str = "/v1/chat/completions";
     const API: &'static str = "Chat Completions";
     const FIELDS: &'static [fields::Field] = fields::CHAT;
+    const CONVERSATION: &'static str = "messages";
     fn read(body: Map<String, Value>) -> Result<Self, ApiError> {
         serde_json::from_value(Value::Object(body))
             .map_err(|e| ApiError::invalid("body", format!("the body is not a valid request: {e}")))
@@ -102,6 +105,7 @@ impl Endpoint for responses::ResponsesRequest {
     const NAME: &'static str = "/v1/responses";
     const API: &'static str = "Responses";
     const FIELDS: &'static [fields::Field] = fields::RESPONSES;
+    const CONVERSATION: &'static str = "input";
     fn read(body: Map<String, Value>) -> Result<Self, ApiError> {
         responses::ResponsesRequest::read(body)
     }
@@ -202,7 +206,11 @@ async fn serve_one<E: Endpoint>(
     let head = req.head();
     let streamed = head.stream == Some(true);
     access.asked(&head.model, streamed);
-    let routed = route::route(&head.model, &gw.settings)?;
+    let contract = crate::contract::named(&head.model);
+    let routed = match contract {
+        Some(_) => None,
+        None => Some(route::route(&head.model, &gw.settings)?),
+    };
     let header_require = headers
         .get("x-geode-require")
         .map(|v| v.to_str().unwrap_or("?"));
@@ -216,20 +224,23 @@ async fn serve_one<E: Endpoint>(
         None => Vec::new(),
     };
     let mut task = req.task(gw.client.new_task(""), &earlier)?;
+    // The floor the request may raise: the gateway's, or the contract's when it asks more.
+    let mut floor = gw.settings.gateway.require;
+    if let Some(name) = contract {
+        task = crate::contract::task(&gw.settings, name, task, E::CONVERSATION)?;
+        floor = floor.max(task.require);
+    } else if let Some(routed) = routed {
+        task.route = routed.route;
+        task.fallback = routed.fallback;
+    }
     task.cache_scope = scope.clone();
-    task.route = routed.route;
-    task.fallback = routed.fallback;
     let header = |name: &str| headers.get(name).map(|v| v.to_str().unwrap_or("?"));
     let body_repair = head.geode.as_ref().and_then(|g| g.repair);
     let body_cache = head.geode.as_ref().and_then(|g| g.cache);
     // The request's headers and `geode` fields, parsed here, change the task through the same
     // overrides type as flags and keyword arguments.
     geode::CallSettings {
-        require: Some(route::require(
-            gw.settings.gateway.require,
-            header_require,
-            body_require,
-        )?),
+        require: Some(route::require(floor, header_require, body_require)?),
         repair: Some(route::repair(
             task.repair,
             header("x-geode-repair"),

@@ -13,6 +13,7 @@
 //! | [`media`] | image and file content parts (Chat `image_url` / `file`, Responses `input_image` / `input_file`) into geode's parts |
 //! | [`convert`] | what both share: turns into a task, text out of content parts, a format into the task's output |
 //! | `handler.rs` | the endpoints' shared path: slot, task, run, answer or stream, access log |
+//! | [`contract`] | `model: "contract/NAME"`: a `[contracts.NAME]` of geode.toml, its inputs the last user turn's JSON |
 //! | [`route`] | the request's `model` → a route; the per-request policy |
 //! | [`error`] | every failure in OpenAI's error shape, mapped from the run's typed error |
 //! | [`ledger`] | the `x-geode-*` headers and the body's `geode` object |
@@ -34,6 +35,7 @@ pub mod auth;
 pub mod body;
 pub mod chat;
 pub mod conn;
+pub mod contract;
 pub mod convert;
 pub mod error;
 pub mod fields;

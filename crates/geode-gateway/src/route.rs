@@ -5,6 +5,7 @@
 //! | an alias from `[gateway.models.NAME]` | its adapter, model and fallbacks |
 //! | `ADAPTER/MODEL` (`openai-payg/gpt-5-mini`, `router/openai/gpt-5`) | that adapter (built-in or `[providers.NAME]`), that model |
 //! | `ADAPTER` (`local`, `anthropic-payg`) | that adapter with its default model |
+//! | `contract/NAME` | the contract's own route ([`crate::contract`]; not routed here) |
 //! | anything else (`gpt-5-mini`, `claude-sonnet-4-5`) | the model, its provider inferred as `geode run --model` does |
 //!
 //! The policy is the gateway's `[gateway] require`, raised (never lowered) by the request's

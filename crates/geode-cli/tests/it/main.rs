@@ -11,6 +11,7 @@ mod e2e_budgets;
 mod e2e_cache;
 mod e2e_cli_adapters;
 mod e2e_gateway;
+mod e2e_gateway_contract;
 mod e2e_gateway_inputs;
 mod e2e_gateway_sdk;
 mod e2e_gateway_store;
