@@ -3,11 +3,7 @@
 //! server and its HTTP stack (docs/mcp.md). Standard streams are inherited as they are: on stdio
 //! they are the protocol's channel.
 
-use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
-
-/// The variable naming the MCP server binary, when it is not beside `geode`.
-const MCP_BIN_ENV: &str = "GEODE_MCP_BIN";
+use crate::sibling::Sibling;
 
 #[derive(clap::Args)]
 pub(crate) struct McpArgs {
@@ -16,23 +12,11 @@ pub(crate) struct McpArgs {
     args: Vec<String>,
 }
 
-fn program() -> PathBuf {
-    if let Some(bin) = std::env::var_os(MCP_BIN_ENV) {
-        return PathBuf::from(bin);
-    }
-    std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.parent().map(|dir| dir.join("geode-mcp")))
-        .unwrap_or_else(|| PathBuf::from("geode-mcp"))
-}
-
 pub(crate) fn run(args: McpArgs) -> anyhow::Result<u8> {
-    let program = program();
-    // `exec` returns only when the program could not be started.
-    let e = std::process::Command::new(&program).args(&args.args).exec();
-    eprintln!(
-        "geode mcp: cannot run {}: {e} (build it with `cargo build -p geode-mcp`, or set {MCP_BIN_ENV})",
-        program.display()
-    );
-    Ok(crate::EXIT_USAGE)
+    Sibling {
+        command: "geode mcp",
+        binary: "geode-mcp",
+        env: "GEODE_MCP_BIN",
+    }
+    .exec(&args.args)
 }

@@ -22,6 +22,7 @@ mod contract_args;
 mod logs;
 mod progress;
 mod resolve;
+mod sibling;
 mod task_args;
 
 use clap::{Parser, Subcommand};
