@@ -232,6 +232,7 @@ impl ClientBuilder {
             super::call_settings::check_temperature(t)
                 .map_err(|message| Error::config(message, &name, &model))?;
         }
+        let contracts = (!settings.contracts.is_empty()).then(|| Arc::new(settings.clone()));
         let Settings {
             routing,
             repair: configured_repair,
@@ -275,6 +276,7 @@ impl ClientBuilder {
                     cache: None,
                 },
                 response_cache,
+                contracts,
             }),
         })
     }

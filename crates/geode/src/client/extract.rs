@@ -46,6 +46,29 @@ impl Client {
         typed_value(typed, result)
     }
 
+    /// Runs the configuration's `[contracts.NAME]` with `args` (its inputs by name): its prompt
+    /// rendered, its schema, route, `require`, `repair` and `cache`, as `geode run --contract`,
+    /// `geode mcp` and the gateway's `contract/NAME` run it. An unknown contract or arguments
+    /// that break its inputs are [`Error::Config`], before any call.
+    pub async fn contract(
+        &self,
+        name: &str,
+        args: &serde_json::Map<String, Value>,
+    ) -> Result<Extracted<Value>, Error> {
+        let task = match &self.inner.contracts {
+            Some(settings) => settings.contract_task(name, args),
+            None => Err(crate::config::contracts::InputError::UnknownContract(
+                name.chars().take(128).collect(),
+            )),
+        }
+        .map_err(|e| self.refused(e))?;
+        let answer = self.run_with(task, |_| {}).await?;
+        Ok(Extracted {
+            value: answer.value.unwrap_or(Value::Null),
+            ledger: answer.ledger,
+        })
+    }
+
     /// Asks for a JSON value matching `schema` (a JSON object); the answer is validated with
     /// one retry, as for [`Self::extract`].
     pub async fn extract_json(

@@ -84,6 +84,8 @@ struct Inner {
     settings: CallSettings,
     /// The response cache every call consults ([`crate::cache`]).
     response_cache: Option<crate::cache::Cache>,
+    /// The configuration's settings when it defines contracts ([`Client::contract`]).
+    contracts: Option<Arc<crate::config::Settings>>,
 }
 
 enum Source {

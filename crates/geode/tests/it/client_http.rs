@@ -337,3 +337,59 @@ async fn extract_with_an_image_sends_it_and_a_text_route_refuses_it_before_any_c
     assert!(err.to_string().contains("local: it cannot take"), "{err}");
     assert_eq!(err.exit_code(), 2);
 }
+
+/// A contract of the configuration runs from Rust as from the CLI, MCP and the gateway: its
+/// template rendered with the arguments, its schema and route.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_contract_runs_by_name_with_its_inputs_schema_and_route() {
+    let home = tempfile::tempdir().unwrap();
+    let server = FakeServer::start(Kind::Responses, Script::always(Reply::text(GOOD)))
+        .await
+        .unwrap();
+    let toml = r#"
+[contracts.review]
+prompt = "Review this change (risk {risk}): {diff}"
+adapter = "openai-payg"
+[contracts.review.inputs]
+risk = "integer"
+[contracts.review.schema]
+type = "object"
+properties = { decision = { enum = ["accept", "reject"] }, reason = { type = "string" }, lines = { type = "array", items = { type = "integer" } }, follow_up = { type = ["string", "null"] } }
+required = ["decision", "reason", "lines", "follow_up"]
+additionalProperties = false
+"#;
+    let path = home.path().join("geode.toml").display().to_string();
+    let c = Client::builder()
+        .config(Config::parse(toml, &path).unwrap())
+        .environment(machine("openai-payg", &server.base_url(), home.path()))
+        .build()
+        .unwrap();
+    let args = json!({"diff": "+ let x = 1;", "risk": 3});
+    let got = support::bounded(c.contract("review", args.as_object().unwrap()))
+        .await
+        .unwrap();
+    assert_eq!(got.value["decision"], "reject");
+    assert_eq!(got.ledger.adapter, "openai-payg");
+    let body = http::model_calls("openai-payg", server.requests())[0]
+        .body
+        .to_string();
+    assert!(
+        body.contains("Review this change (risk 3): + let x = 1;"),
+        "{body}"
+    );
+    let bad = json!({"diff": "x", "risk": "high"});
+    let err = c
+        .contract("review", bad.as_object().unwrap())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Config { .. }), "{err:?}");
+    let err = c
+        .contract("nope", &serde_json::Map::new())
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("no contract named \"nope\""),
+        "{err}"
+    );
+    assert_eq!(http::model_calls("openai-payg", server.requests()).len(), 1);
+}
