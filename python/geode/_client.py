@@ -156,6 +156,15 @@ class Client:
         ledger = Ledger(ledger_json, summary)
         return Extraction(_load(shape, value_json, ledger), ledger)
 
+    def contract(self, name: str, /, **inputs: Any) -> Extraction[Any]:
+        """Runs the ``[contracts.NAME]`` of ``geode.toml`` with its inputs as keyword
+        arguments: its prompt rendered, its schema, route and ``require``, as ``geode run
+        --contract``, ``geode mcp`` and the gateway's ``contract/NAME`` run it. The value is the
+        validated JSON; an unknown contract or inputs that break it raise
+        :class:`geode.ConfigError` before any request."""
+        value_json, ledger_json, summary = self._native.contract(name, json.dumps(inputs))
+        return Extraction(json.loads(value_json), Ledger(ledger_json, summary))
+
     @overload
     async def aextract(self, target: type[T], prompt: Prompt, *, parts: Parts = None) -> Extraction[T]: ...
     @overload

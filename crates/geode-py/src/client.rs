@@ -145,6 +145,24 @@ impl NativeClient {
         done(py, result)
     }
 
+    /// Runs the `[contracts.NAME]` of geode.toml with `args` (a JSON object of its inputs, as
+    /// text); blocks with the GIL released.
+    #[pyo3(signature = (name, args))]
+    fn contract(&self, py: Python<'_>, name: String, args: String) -> PyResult<Done> {
+        let args = match serde_json::from_str::<Value>(&args) {
+            Ok(Value::Object(args)) => args,
+            _ => {
+                return Err(config_error(
+                    py,
+                    "a contract's inputs are keyword arguments",
+                ));
+            }
+        };
+        let client = self.client.clone();
+        let result = wait(py, async move { client.contract(&name, &args).await })?;
+        done(py, result)
+    }
+
     /// [`Self::extract`] as an awaitable.
     #[pyo3(signature = (schema, prompt, parts=None))]
     fn aextract<'py>(
