@@ -14,6 +14,7 @@
 //! | [`convert`] | what both share: turns into a task, text out of content parts, a format into the task's output |
 //! | `handler.rs` | the endpoints' shared path: slot, task, run, answer or stream, access log |
 //! | [`contract`] | `model: "contract/NAME"`: a `[contracts.NAME]` of geode.toml, its inputs the last user turn's JSON |
+//! | [`serve`] | what each server binary sets up alike: inbound keys, the client with `local` in its own process |
 //! | [`route`] | the request's `model` → a route; the per-request policy |
 //! | [`error`] | every failure in OpenAI's error shape, mapped from the run's typed error |
 //! | [`ledger`] | the `x-geode-*` headers and the body's `geode` object |
@@ -46,6 +47,7 @@ pub mod models;
 pub mod observe;
 pub mod responses;
 pub mod route;
+pub mod serve;
 pub mod store;
 pub mod stored;
 pub mod stream;

@@ -8,8 +8,6 @@
 
 use clap::Parser;
 use geode::ProcessEnv;
-use geode::llm::engine::EngineProcess;
-use geode_gateway::auth::{InboundKeys, KeysSource};
 use geode_gateway::store::{ResponseStore, StoreSettings};
 use geode_gateway::{Gateway, Limits};
 use std::net::SocketAddr;
@@ -20,8 +18,7 @@ use std::time::Duration;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// The variable holding the inbound keys (comma-separated).
-const KEYS_ENV: &str = "GEODE_GATEWAY_KEYS";
+use geode_gateway::serve::KEYS_ENV;
 
 /// Exit code for a usage or configuration error.
 const EXIT_USAGE: u8 = geode::protocol::exit::USAGE;
@@ -67,38 +64,6 @@ fn seconds(text: &str) -> Result<Duration, String> {
 
 /// The inbound keys: `--keys-file`, else `GEODE_GATEWAY_KEYS` (unset or empty: none). A file
 /// that others may write is refused: whoever can write it can let themselves in.
-fn keys(args: &GatewayArgs) -> Result<InboundKeys, String> {
-    let parsed = match &args.keys_file {
-        Some(path) => {
-            let cannot = |e: &dyn std::fmt::Display| {
-                format!("cannot read --keys-file {}: {e}", path.display())
-            };
-            let meta = std::fs::metadata(path).map_err(|e| cannot(&e))?;
-            if world_writable(&meta) {
-                return Err(cannot(&"it is writable by every user (chmod o-w it)"));
-            }
-            let text = std::fs::read_to_string(path).map_err(|e| cannot(&e))?;
-            InboundKeys::parse(&text, KeysSource::File)
-        }
-        None => match std::env::var(KEYS_ENV) {
-            Ok(list) if !list.is_empty() => InboundKeys::parse(&list, KeysSource::Variable),
-            _ => Ok(InboundKeys::default()),
-        },
-    };
-    parsed.map_err(|e| e.to_string())
-}
-
-#[cfg(unix)]
-fn world_writable(meta: &std::fs::Metadata) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    meta.permissions().mode() & 0o002 != 0
-}
-
-#[cfg(not(unix))]
-fn world_writable(_: &std::fs::Metadata) -> bool {
-    false
-}
-
 fn main() -> std::process::ExitCode {
     match run(GatewayArgs::parse()) {
         Ok(code) => std::process::ExitCode::from(code),
@@ -114,7 +79,7 @@ fn run(args: GatewayArgs) -> anyhow::Result<u8> {
         eprintln!("geode gateway: {message}");
         Ok(EXIT_USAGE)
     };
-    let keys = match keys(&args) {
+    let keys = match geode_gateway::serve::inbound_keys(args.keys_file.as_deref()) {
         Ok(k) => k,
         Err(e) => return usage(e),
     };
@@ -135,16 +100,7 @@ fn run(args: GatewayArgs) -> anyhow::Result<u8> {
         Ok(c) => c,
         Err(e) => return usage(e),
     };
-    // The engine runs in its own process (`geode-engine`), started on the first local call.
-    let mut builder = geode::Client::builder().settings(settings.clone());
-    if let Some(row) = geode::llm::registry::embedded() {
-        let local = Arc::new(EngineProcess::new(
-            row.name,
-            EngineProcess::default_program(&ProcessEnv),
-        )) as Arc<dyn geode::Adapter>;
-        builder = builder.adapter_factory(row.name, move || local.clone());
-    }
-    let client = match builder.build() {
+    let client = match geode_gateway::serve::client(&settings) {
         Ok(c) => c,
         Err(e) => return usage(e.to_string()),
     };

@@ -7,17 +7,13 @@
 
 use clap::Parser;
 use geode::ProcessEnv;
-use geode::llm::engine::EngineProcess;
-use geode_gateway::auth::{InboundKeys, KeysSource};
 use geode_mcp::http::{self, HttpLimits};
 use geode_mcp::{ContractServer, Limits};
 use rmcp::ServiceExt;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
 
-/// The variable holding the inbound keys (comma-separated), as for the gateway.
-const KEYS_ENV: &str = "GEODE_GATEWAY_KEYS";
+use geode_gateway::serve::KEYS_ENV;
 
 /// Exit code for a usage or configuration error.
 const EXIT_USAGE: u8 = geode::protocol::exit::USAGE;
@@ -57,52 +53,17 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-/// The inbound keys: `--keys-file`, else `GEODE_GATEWAY_KEYS` (unset or empty: none). A file
-/// others may write is refused: whoever can write it can let themselves in.
-fn keys(args: &McpArgs) -> Result<InboundKeys, String> {
-    let parsed = match &args.keys_file {
-        Some(path) => {
-            use std::os::unix::fs::PermissionsExt;
-            let cannot = |e: &dyn std::fmt::Display| {
-                format!("cannot read --keys-file {}: {e}", path.display())
-            };
-            let meta = std::fs::metadata(path).map_err(|e| cannot(&e))?;
-            if meta.permissions().mode() & 0o002 != 0 {
-                return Err(cannot(&"it is writable by every user (chmod o-w it)"));
-            }
-            let text = std::fs::read_to_string(path).map_err(|e| cannot(&e))?;
-            InboundKeys::parse(&text, KeysSource::File)
-        }
-        None => match std::env::var(KEYS_ENV) {
-            Ok(list) if !list.is_empty() && args.listen.is_some() => {
-                InboundKeys::parse(&list, KeysSource::Variable)
-            }
-            _ => Ok(InboundKeys::default()),
-        },
-    };
-    parsed.map_err(|e| e.to_string())
-}
-
-/// The process's client: its settings, and `local` through the `geode-engine` process, as the
-/// gateway builds its own.
-fn client(settings: &geode::Settings) -> Result<geode::Client, geode::Error> {
-    let mut builder = geode::Client::builder().settings(settings.clone());
-    if let Some(row) = geode::llm::registry::embedded() {
-        let local = Arc::new(EngineProcess::new(
-            row.name,
-            EngineProcess::default_program(&ProcessEnv),
-        )) as Arc<dyn geode::Adapter>;
-        builder = builder.adapter_factory(row.name, move || local.clone());
-    }
-    builder.build()
-}
-
 fn run(args: McpArgs) -> anyhow::Result<u8> {
     let usage = |message: String| {
         eprintln!("geode mcp: {}", geode::secret::scrub(&message));
         Ok(EXIT_USAGE)
     };
-    let keys = match keys(&args) {
+    // Over stdio there is no one to let in: the variable counts only for HTTP.
+    let keys = match (&args.keys_file, args.listen) {
+        (None, None) => Ok(Default::default()),
+        (file, _) => geode_gateway::serve::inbound_keys(file.as_deref()),
+    };
+    let keys = match keys {
         Ok(k) => k,
         Err(e) => return usage(e),
     };
@@ -129,7 +90,7 @@ fn run(args: McpArgs) -> anyhow::Result<u8> {
         Ok(s) => s,
         Err(e) => return usage(e),
     };
-    let client = match client(&settings) {
+    let client = match geode_gateway::serve::client(&settings) {
         Ok(c) => c,
         Err(e) => return usage(e.to_string()),
     };
