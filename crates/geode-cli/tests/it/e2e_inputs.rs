@@ -72,7 +72,7 @@ fn assert_extracted(out: &crate::support::Outcome, parts: &[(&str, &str, &[u8])]
 /// A usage error (exit 2) before any request that says each of `needles` (on stderr, or in the
 /// `--json` result).
 fn refused(out: &crate::support::Outcome, needles: &[&str]) {
-    out.assert_exit(2);
+    out.assert_exit(2).assert_hides(SECRET);
     for n in needles {
         assert!(out.dump().contains(n), "wanted {n:?}: {}", out.dump());
     }
